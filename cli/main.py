@@ -1,0 +1,61 @@
+"""Parse the command line and dispatch: `ask`, or the chat window when no subcommand is given."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from core.errors import InvalidSettingsError
+from core.settings import DEVICE_CHOICES, DTYPE_CHOICES, GenerationSettings
+
+
+def add_common_options(parser: argparse.ArgumentParser, suppress_defaults: bool = False) -> None:
+    """Model and sampling options, accepted before or after the subcommand.
+
+    The subcommand's copies default to SUPPRESS so they never overwrite a value given before it.
+    """
+    def default(value):
+        return argparse.SUPPRESS if suppress_defaults else value
+
+    parser.add_argument("--model", default=default(None),
+                        help="'embedded' (default: SmolLM2-135M-Instruct), a .gguf file, a model folder or a hub id")
+    parser.add_argument("--dtype", default=default("float32"), choices=DTYPE_CHOICES, help="weight precision")
+    parser.add_argument("--device", default=default("cpu"), choices=DEVICE_CHOICES)
+    parser.add_argument("--max-new-tokens", type=int, default=default(256))
+    parser.add_argument("--temperature", type=float, default=default(0.0), help="0 means greedy decoding")
+    parser.add_argument("--top-p", type=float, default=default(1.0))
+    parser.add_argument("--seed", type=int, default=default(None))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="latencylab",
+        description="A chat client for local language models with a live latency meter. "
+                    "With no command it opens the chat window.",
+    )
+    add_common_options(parser)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    from cli.ask import add_ask_parser
+
+    add_ask_parser(subparsers, add_common_options)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        settings = GenerationSettings(
+            max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p, seed=args.seed
+        )
+    except InvalidSettingsError as error:
+        parser.error(str(error))
+    if args.command is None:
+        from gui.launch import launch_window
+
+        return launch_window(args, settings)
+    return args.handler(args, settings)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Qt-free engine: model loading, timed generation, chat history and latency metrics."""

@@ -1,0 +1,176 @@
+"""Load a causal language model and its tokenizer from the embedded GGUF, a folder or a hub id."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.errors import InvalidSettingsError, ModelLoadError
+from core.gguf_cache import ensure_converted
+from core.model_source import ModelSource, resolve_model_source
+from core.progress import ProgressCallback, no_progress, scaled
+from core.settings import DEVICE_CHOICES, validate_dtype
+
+log = logging.getLogger(__name__)
+
+# Used only when neither the config nor the tokenizer states a context length.
+FALLBACK_CONTEXT_WINDOW = 2048
+
+
+@dataclass
+class LoadedModel:
+    """A model ready to generate, with the facts the status bar and exports show."""
+
+    model: Any
+    tokenizer: Any
+    source: ModelSource
+    dtype: str
+    device: str
+    context_window: int
+    parameter_count: int
+    weight_bytes: int
+    eos_token_ids: frozenset[int] = field(default_factory=frozenset)
+
+    @property
+    def name(self) -> str:
+        return self.source.display_name
+
+    def describe(self) -> dict:
+        return {
+            "model": self.name,
+            "dtype": self.dtype,
+            "device": self.device,
+            "parameters": self.parameter_count,
+            "weight_bytes": self.weight_bytes,
+            "context_window": self.context_window,
+        }
+
+
+def load_model(
+    spec: str | None = None,
+    *,
+    device: str = "cpu",
+    dtype: str = "float32",
+    progress: ProgressCallback = no_progress,
+    trust_remote_code: bool = False,
+    allow_pickle: bool = False,
+) -> LoadedModel:
+    """Load a model, or raise ModelLoadError saying what was tried and why it failed."""
+    try:
+        validate_dtype(dtype)
+    except InvalidSettingsError as error:
+        raise ModelLoadError(str(error)) from None
+    if device not in DEVICE_CHOICES:
+        raise ModelLoadError(f"unknown device {device!r}; choose one of: {', '.join(DEVICE_CHOICES)}.")
+    source = resolve_model_source(spec)
+    progress(0.0, f"loading {source.display_name}")
+    try:
+        import torch
+
+        if device == "cuda" and not torch.cuda.is_available():
+            raise ModelLoadError("tried to load on cuda, but this machine has no CUDA device; use --device cpu.")
+        if trust_remote_code:
+            log.warning("trust_remote_code is on: the model folder may run its own Python code.")
+        loaded = _load(source, device, dtype, progress, trust_remote_code, allow_pickle)
+    except ModelLoadError:
+        raise
+    except (MemoryError, RuntimeError) as error:
+        if isinstance(error, MemoryError) or "out of memory" in str(error).lower():
+            raise ModelLoadError(
+                f"tried to load {source.display_name} ({dtype}, {device}), but ran out of memory: {_short(error)}"
+            ) from error
+        raise ModelLoadError(_failure(source, error)) from error
+    except Exception as error:  # noqa: BLE001 - any loader failure must become one clear error type
+        raise ModelLoadError(_failure(source, error)) from error
+    progress(1.0, "model ready")
+    return loaded
+
+
+def _load(source: ModelSource, device: str, dtype: str, progress: ProgressCallback,
+          trust_remote_code: bool, allow_pickle: bool) -> LoadedModel:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    # Our own progress callback reports these phases; transformers' bars and notices would
+    # interleave with a CLI's stdout and mean nothing in the window.
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    location: str | Path = source.location
+    if source.kind == "gguf":
+        location = ensure_converted(source.gguf_file, scaled(progress, 0.0, 0.7))
+    local_only = source.is_local or source.kind == "gguf"
+    common = {"trust_remote_code": trust_remote_code}
+    progress(0.72, "loading the tokenizer")
+    tokenizer = _from_pretrained(AutoTokenizer, location, local_only, common)
+    progress(0.78, "loading the weights")
+    model = _from_pretrained(
+        AutoModelForCausalLM, location, local_only,
+        {**common, "dtype": getattr(torch, dtype), "use_safetensors": None if allow_pickle else True},
+    )
+    progress(0.95, f"moving the model to {device}")
+    model = model.to(device).eval()
+    return LoadedModel(
+        model=model,
+        tokenizer=tokenizer,
+        source=source,
+        dtype=dtype,
+        device=device,
+        context_window=_context_window(model, tokenizer),
+        parameter_count=sum(p.numel() for p in model.parameters()),
+        weight_bytes=sum(p.numel() * p.element_size() for p in model.parameters()),
+        eos_token_ids=_eos_ids(model, tokenizer),
+    )
+
+
+def _from_pretrained(auto_class: Any, location: str | Path, local_only: bool, kwargs: dict) -> Any:
+    """Prefer files already on this machine; reach for the hub only for an id that is not cached."""
+    try:
+        return auto_class.from_pretrained(location, local_files_only=True, **kwargs)
+    except OSError as local_error:
+        if local_only or _offline():
+            raise ModelLoadError(
+                f"tried to load {str(location)!r} from files on this machine (offline), but: {_short(local_error)}"
+            ) from local_error
+        try:
+            return auto_class.from_pretrained(location, **kwargs)
+        except Exception as remote_error:  # noqa: BLE001
+            raise ModelLoadError(
+                f"tried to load {str(location)!r} from the local cache ({_short(local_error)}) "
+                f"and then from the Hugging Face hub ({_short(remote_error)})."
+            ) from remote_error
+
+
+def _offline() -> bool:
+    import os
+
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+
+
+def _context_window(model: Any, tokenizer: Any) -> int:
+    for value in (getattr(model.config, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)):
+        if isinstance(value, int) and 0 < value < 10_000_000:
+            return value
+    return FALLBACK_CONTEXT_WINDOW
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> frozenset[int]:
+    ids: set[int] = set()
+    for value in (getattr(model.generation_config, "eos_token_id", None), tokenizer.eos_token_id):
+        if isinstance(value, int):
+            ids.add(value)
+        elif isinstance(value, (list, tuple)):
+            ids.update(v for v in value if isinstance(v, int))
+    return frozenset(ids)
+
+
+def _failure(source: ModelSource, error: BaseException) -> str:
+    what = {"gguf": "the GGUF file", "folder": "the model folder", "hub": "the hub id"}[source.kind]
+    return f"tried to load {what} {source.location!r}, but: {_short(error)}"
+
+
+def _short(error: BaseException) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= 300 else text[:297] + "..."

@@ -1,0 +1,95 @@
+"""Latency metrics as pure functions of a request start and token timestamps, defined as in vLLM's benchmark."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+import numpy as np
+
+NS_PER_S = 1_000_000_000
+
+DEFINITIONS = {
+    "ttft_s": "Time to first token: from request start to the first generated token.",
+    "e2e_s": "End-to-end latency: from request start to the last generated token.",
+    "tpot_s": "Time per output token: (E2E - TTFT) / (N - 1); undefined when N < 2.",
+    "itl_s": "Inter-token latencies: the gaps between consecutive generated tokens (N - 1 values).",
+    "itl_p50_s": "Median of the inter-token latencies.",
+    "itl_p90_s": "90th percentile of the inter-token latencies (linear interpolation).",
+    "itl_p99_s": "99th percentile of the inter-token latencies (linear interpolation).",
+    "prefill_tok_s": "Prefill rate: prompt tokens / TTFT.",
+    "decode_tok_s": "Decode rate: 1 / TPOT.",
+    "timestamps": "Each token is stamped with time.perf_counter_ns() inside the streamer's put(), "
+                  "on the generating thread; the request starts when generation is requested.",
+}
+
+
+@dataclass(frozen=True)
+class LatencySummary:
+    """The O(1) part of the metrics: what a live display can afford to recompute every frame."""
+
+    output_tokens: int
+    prompt_tokens: int
+    ttft_s: float | None
+    e2e_s: float | None
+    tpot_s: float | None
+    prefill_tok_s: float | None
+    decode_tok_s: float | None
+
+
+@dataclass(frozen=True)
+class LatencyMetrics(LatencySummary):
+    itl_s: tuple[float, ...] = ()
+    itl_p50_s: float | None = None
+    itl_p90_s: float | None = None
+    itl_p99_s: float | None = None
+
+    def to_dict(self) -> dict:
+        values = asdict(self)
+        values["itl_s"] = list(self.itl_s)
+        return values
+
+
+def summarize(request_start_ns: int, first_token_ns: int | None, last_token_ns: int | None,
+              output_tokens: int, prompt_tokens: int) -> LatencySummary:
+    """TTFT, E2E, TPOT and rates from the first and last stamps alone.
+
+    N = 0: every latency is None. N = 1: TTFT = E2E, and TPOT and the decode rate are None.
+    """
+    if output_tokens == 0 or first_token_ns is None or last_token_ns is None:
+        return LatencySummary(0, prompt_tokens, None, None, None, None, None)
+    ttft = (first_token_ns - request_start_ns) / NS_PER_S
+    e2e = (last_token_ns - request_start_ns) / NS_PER_S
+    tpot = (e2e - ttft) / (output_tokens - 1) if output_tokens > 1 else None
+    return LatencySummary(
+        output_tokens=output_tokens,
+        prompt_tokens=prompt_tokens,
+        ttft_s=ttft,
+        e2e_s=e2e,
+        tpot_s=tpot,
+        prefill_tok_s=prompt_tokens / ttft if ttft > 0 else None,
+        decode_tok_s=1.0 / tpot if tpot else None,
+    )
+
+
+def inter_token_latencies(timestamps_ns: Sequence[int]) -> tuple[float, ...]:
+    return tuple((later - earlier) / NS_PER_S for earlier, later in zip(timestamps_ns, timestamps_ns[1:]))
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile with linear interpolation, as numpy and vLLM's benchmark compute it."""
+    return float(np.percentile(np.asarray(values, dtype=float), q)) if len(values) else None
+
+
+def compute_metrics(request_start_ns: int, timestamps_ns: Sequence[int], prompt_tokens: int) -> LatencyMetrics:
+    stamps = list(timestamps_ns)
+    summary = summarize(request_start_ns, stamps[0] if stamps else None, stamps[-1] if stamps else None,
+                        len(stamps), prompt_tokens)
+    itl = inter_token_latencies(stamps)
+    return LatencyMetrics(
+        **asdict(summary),
+        itl_s=itl,
+        itl_p50_s=percentile(itl, 50),
+        itl_p90_s=percentile(itl, 90),
+        itl_p99_s=percentile(itl, 99),
+    )

@@ -1,0 +1,1 @@
+"""Qt user interface: the chat window and its live latency meter."""

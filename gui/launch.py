@@ -1,0 +1,28 @@
+"""Open the chat window, or explain clearly why no window can be shown."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from core.settings import GenerationSettings
+
+
+def display_problem() -> str | None:
+    """Qt aborts without a display; say so in words instead."""
+    if os.environ.get("QT_QPA_PLATFORM", "").startswith(("offscreen", "minimal", "vnc")):
+        return None
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        return ("no display found (neither DISPLAY nor WAYLAND_DISPLAY is set). Run it on a desktop, under "
+                "xvfb-run, or use the headless command: latencylab ask \"PROMPT\".")
+    return None
+
+
+def launch_window(args: argparse.Namespace, settings: GenerationSettings) -> int:
+    problem = display_problem()
+    if problem:
+        print(f"latencylab: cannot open the window: {problem}", file=sys.stderr)
+        return 1
+    print("latencylab: the chat window is not built yet; use: latencylab ask \"PROMPT\"", file=sys.stderr)
+    return 1

@@ -1,0 +1,55 @@
+"""The headless CLI as a user runs it: a real subprocess on the real embedded model."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def latencylab(*args, timeout=300):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+@pytest.mark.model
+def test_ask_json_answers_paris_with_consistent_times(embedded_model):
+    result = latencylab("ask", "What is the capital of France? Answer in one sentence.", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert "Paris" in report["text"]
+    assert {"model", "dtype", "device", "prompt_tokens", "output_tokens", "ttft_s", "tpot_s", "e2e_s",
+            "itl_s", "token_times_s", "text", "stop_reason"} <= set(report)
+    times = report["token_times_s"]
+    assert report["output_tokens"] == len(times) == len(report["token_ids"])
+    assert all(a < b for a, b in zip(times, times[1:]))
+    assert report["ttft_s"] == times[0] and report["e2e_s"] == times[-1]
+    assert report["tpot_s"] == pytest.approx((report["e2e_s"] - report["ttft_s"]) / (len(times) - 1))
+    assert len(report["itl_s"]) == len(times) - 1
+    assert report["stop_reason"] == "eos" and report["dtype"] == "float32" and report["device"] == "cpu"
+
+
+@pytest.mark.model
+def test_ask_streams_text_and_no_stream_prints_the_same_reply(embedded_model):
+    question = ("ask", "Say hello in French.", "--max-new-tokens", "12")
+    streamed = latencylab(*question)
+    whole = latencylab(*question, "--no-stream")
+    assert streamed.returncode == 0 and whole.returncode == 0, streamed.stderr + whole.stderr
+    assert streamed.stdout.strip() == whole.stdout.strip() != ""
+
+
+def test_bad_arguments_print_usage_and_exit_2():
+    for args in (["ask"], ["ask", "x", "--temperature", "3"], ["ask", "x", "--max-new-tokens", "-4"],
+                 ["ask", "x", "--dtype", "float8"], ["ask", "x", "--top-p", "0"], ["--bogus"]):
+        result = latencylab(*args)
+        assert result.returncode == 2, args
+        assert "usage: latencylab" in result.stderr
+
+
+def test_a_model_that_cannot_load_is_one_line_and_exit_1(tmp_path):
+    result = latencylab("ask", "hi", "--model", str(tmp_path / "missing-model"))
+    assert result.returncode == 1
+    assert result.stderr.strip().count("\n") == 0 and "Traceback" not in result.stderr
+    assert "missing-model" in result.stderr and "no such file or folder" in result.stderr

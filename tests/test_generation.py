@@ -1,0 +1,140 @@
+"""Generation on a worker thread: per-token stamps, stop reasons, stop within one step, errors as events."""
+
+import threading
+import time
+
+import pytest
+from transformers import LogitsProcessor
+
+from core.chat import ChatSession
+from core.events import FinishedEvent, StopReason, TokenEvent
+from core.generation import Generation
+from core.settings import GenerationSettings
+from core.trace import GenerationTrace
+
+
+def prompt_ids(loaded, text):
+    session = ChatSession()
+    session.add_user(text)
+    return session.build_prompt(loaded.tokenizer, loaded.context_window, 64).input_ids
+
+
+def run(generation, on_token=None):
+    generation.start()
+    trace = GenerationTrace(generation.request_start_ns, generation.prompt_tokens)
+    events = []
+    for event in generation:
+        events.append(event)
+        trace.record(event)
+        if on_token and isinstance(event, TokenEvent):
+            on_token(event, generation)
+    assert generation.join(timeout=30)
+    return trace, events
+
+
+@pytest.mark.model
+def test_real_model_answers_with_stamped_tokens_and_eos(embedded_model):
+    ids = prompt_ids(embedded_model, "What is the capital of France? Answer in one sentence.")
+    trace, events = run(Generation(embedded_model, ids, GenerationSettings(max_new_tokens=40)))
+    assert "Paris" in trace.text
+    tokens = [e for e in events if isinstance(e, TokenEvent)]
+    assert [e.index for e in tokens] == list(range(len(tokens)))
+    stamps = [e.timestamp_ns for e in tokens]
+    assert all(a < b for a, b in zip(stamps, stamps[1:]))
+    assert stamps[0] > trace.request_start_ns
+    assert isinstance(events[-1], FinishedEvent) and sum(isinstance(e, FinishedEvent) for e in events) == 1
+    assert trace.stop_reason == "eos" and trace.token_ids[-1] in embedded_model.eos_token_ids
+    metrics = trace.metrics()
+    assert metrics.ttft_s == pytest.approx(trace.token_times_s()[0])
+    assert metrics.tpot_s == pytest.approx((metrics.e2e_s - metrics.ttft_s) / (len(stamps) - 1))
+
+
+@pytest.mark.model
+def test_greedy_generation_matches_plain_generate(embedded_model):
+    import torch
+
+    ids = prompt_ids(embedded_model, "Name three colours.")
+    trace, _ = run(Generation(embedded_model, ids, GenerationSettings(max_new_tokens=12)))
+    with torch.inference_mode():
+        reference = embedded_model.model.generate(torch.tensor([ids]), max_new_tokens=12, do_sample=False)
+    assert trace.token_ids == reference[0, len(ids):].tolist()
+    assert trace.stop_reason in ("max_tokens", "eos")
+
+
+@pytest.mark.model
+def test_stop_at_the_fifth_token_ends_within_one_step(embedded_model):
+    ids = prompt_ids(embedded_model, "Write a long story about a dragon.")
+
+    def stop_at_fifth(event, generation):
+        if event.index == 4:
+            generation.stop()
+
+    trace, _ = run(Generation(embedded_model, ids, GenerationSettings(max_new_tokens=500)), stop_at_fifth)
+    assert 5 <= trace.output_tokens <= 6
+    assert trace.stop_reason == "stopped"
+
+
+def test_max_tokens_stop_reason(tiny_model):
+    ids = prompt_ids(tiny_model, "hi")
+    trace, _ = run(Generation(tiny_model, ids, GenerationSettings(max_new_tokens=7)))
+    assert trace.output_tokens == 7 and trace.stop_reason == "max_tokens"
+
+
+def test_seeded_sampling_is_reproducible(tiny_model):
+    ids = prompt_ids(tiny_model, "hi")
+    settings = GenerationSettings(max_new_tokens=10, temperature=1.5, top_p=0.9, seed=1234)
+    first, _ = run(Generation(tiny_model, ids, settings))
+    second, _ = run(Generation(tiny_model, ids, settings))
+    assert first.token_ids == second.token_ids
+
+
+class ExplodeAfter(LogitsProcessor):
+    def __init__(self, tokens):
+        self.calls = 0
+        self.tokens = tokens
+
+    def __call__(self, input_ids, scores):
+        self.calls += 1
+        if self.calls > self.tokens:
+            raise RuntimeError("injected failure inside generation")
+        return scores
+
+
+def test_exception_inside_generation_arrives_as_an_error_event(tiny_model):
+    ids = prompt_ids(tiny_model, "hi")
+    generation = Generation(tiny_model, ids, GenerationSettings(max_new_tokens=50), timeout_s=20,
+                            logits_processors=[ExplodeAfter(3)])
+    started = time.monotonic()
+    trace, events = run(generation)
+    assert time.monotonic() - started < 20
+    assert trace.stop_reason == StopReason.ERROR.value
+    assert "injected failure inside generation" in trace.error
+    assert trace.output_tokens == 3
+
+
+def test_stop_before_start_generates_nothing(tiny_model):
+    generation = Generation(tiny_model, prompt_ids(tiny_model, "hi"), GenerationSettings(max_new_tokens=5))
+    generation.stop()
+    trace, _ = run(generation)
+    assert trace.output_tokens == 0 and trace.stop_reason == "stopped"
+    assert trace.metrics().ttft_s is None
+
+
+def test_a_silent_generating_thread_times_out_instead_of_hanging(tiny_model, monkeypatch):
+    release = threading.Event()
+    generation = Generation(tiny_model, prompt_ids(tiny_model, "hi"), GenerationSettings(max_new_tokens=5),
+                            timeout_s=0.5)
+    monkeypatch.setattr(generation, "_generate", lambda: release.wait(10))
+    trace, _ = run_without_join(generation)
+    release.set()
+    assert trace.stop_reason == "error" and "within 0.5 s" in trace.error
+    assert generation.join(timeout=10)
+
+
+def run_without_join(generation):
+    generation.start()
+    trace = GenerationTrace(generation.request_start_ns, generation.prompt_tokens)
+    events = list(generation)
+    for event in events:
+        trace.record(event)
+    return trace, events

@@ -1,0 +1,72 @@
+"""Metric functions on hand-made traces, including the N = 0 and N = 1 edge cases."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from core.metrics import compute_metrics, inter_token_latencies, percentile
+
+MS = 1_000_000
+
+
+def test_no_tokens_leaves_every_latency_undefined():
+    metrics = compute_metrics(request_start_ns=5 * MS, timestamps_ns=[], prompt_tokens=12)
+    assert metrics.output_tokens == 0
+    assert metrics.prompt_tokens == 12
+    assert metrics.ttft_s is None and metrics.e2e_s is None and metrics.tpot_s is None
+    assert metrics.itl_s == () and metrics.itl_p50_s is None and metrics.itl_p99_s is None
+    assert metrics.prefill_tok_s is None and metrics.decode_tok_s is None
+
+
+def test_one_token_has_ttft_equal_to_e2e_and_no_tpot():
+    metrics = compute_metrics(0, [250 * MS], prompt_tokens=50)
+    assert metrics.ttft_s == pytest.approx(0.25)
+    assert metrics.e2e_s == pytest.approx(0.25)
+    assert metrics.tpot_s is None and metrics.decode_tok_s is None
+    assert metrics.itl_s == ()
+    assert metrics.prefill_tok_s == pytest.approx(200.0)
+
+
+def test_hand_made_trace_follows_the_vllm_definitions():
+    start = 1_000 * MS
+    stamps = [start + 100 * MS, start + 150 * MS, start + 210 * MS, start + 260 * MS]
+    metrics = compute_metrics(start, stamps, prompt_tokens=20)
+    assert metrics.ttft_s == pytest.approx(0.100)
+    assert metrics.e2e_s == pytest.approx(0.260)
+    assert metrics.tpot_s == pytest.approx((0.260 - 0.100) / 3)
+    assert metrics.itl_s == pytest.approx((0.050, 0.060, 0.050))
+    assert metrics.itl_p50_s == pytest.approx(0.050)
+    assert metrics.itl_p90_s == pytest.approx(0.058)
+    assert metrics.prefill_tok_s == pytest.approx(200.0)
+    assert metrics.decode_tok_s == pytest.approx(3 / 0.160)
+
+
+def test_percentile_matches_numpy_linear_interpolation():
+    values = [0.5, 0.1, 0.3, 0.9, 0.7]
+    assert percentile(values, 99) == pytest.approx(float(np.percentile(values, 99)))
+    assert percentile([], 50) is None
+
+
+@given(st.integers(0, 10**12), st.lists(st.integers(1, 10**9), min_size=0, max_size=60), st.integers(0, 10**6))
+def test_metrics_are_consistent_for_any_increasing_trace(start, gaps, prompt_tokens):
+    stamps, now = [], start
+    for gap in gaps:
+        now += gap
+        stamps.append(now)
+    metrics = compute_metrics(start, stamps, prompt_tokens)
+    assert metrics.output_tokens == len(stamps)
+    assert len(metrics.itl_s) == max(len(stamps) - 1, 0)
+    if len(stamps) >= 2:
+        # TTFT + TPOT x (N - 1) reproduces E2E exactly: the definitions are one identity.
+        assert math.isclose(metrics.ttft_s + metrics.tpot_s * (len(stamps) - 1), metrics.e2e_s, rel_tol=1e-9)
+        assert math.isclose(sum(metrics.itl_s), metrics.e2e_s - metrics.ttft_s, rel_tol=1e-9, abs_tol=1e-9)
+        assert min(metrics.itl_s) <= metrics.itl_p50_s <= metrics.itl_p90_s <= metrics.itl_p99_s <= max(metrics.itl_s)
+    if stamps:
+        assert 0 < metrics.ttft_s <= metrics.e2e_s
+
+
+def test_inter_token_latencies_are_the_gaps():
+    assert inter_token_latencies([0, 2 * 10**9, 5 * 10**9]) == (2.0, 3.0)

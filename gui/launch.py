@@ -24,5 +24,15 @@ def launch_window(args: argparse.Namespace, settings: GenerationSettings) -> int
     if problem:
         print(f"latencylab: cannot open the window: {problem}", file=sys.stderr)
         return 1
-    print("latencylab: the chat window is not built yet; use: latencylab ask \"PROMPT\"", file=sys.stderr)
-    return 1
+    from PySide6.QtWidgets import QApplication
+
+    from gui.main_window import MainWindow
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("Latency Lab")
+    window = MainWindow(initial_model=args.model, initial_dtype=args.dtype if args.dtype != "float32" else None)
+    window.show()
+    window.input_box.setFocus()
+    # The window is up before the model: loading runs on its own thread behind it.
+    window.start_loading()
+    return app.exec()

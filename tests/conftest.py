@@ -42,3 +42,31 @@ def tiny_model_folder(tmp_path_factory, embedded_model):
 @pytest.fixture(scope="session")
 def tiny_model(tiny_model_folder) -> LoadedModel:
     return load_model(str(tiny_model_folder))
+
+
+@pytest.fixture(autouse=True)
+def isolated_user_dirs(tmp_path, monkeypatch):
+    """QSettings and saved data go to a per-test folder, never the developer's real profile."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    try:
+        from PySide6.QtCore import QSettings
+    except ImportError:
+        return
+    QSettings.setPath(QSettings.Format.NativeFormat, QSettings.Scope.UserScope, str(tmp_path / "config"))
+
+
+@pytest.fixture
+def window(qtbot, embedded_model):
+    """The chat window with the embedded model already loaded (the real load is tested on its own)."""
+    from gui.main_window import MainWindow
+
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win._on_model_loaded(embedded_model)
+    win.show()
+    qtbot.waitExposed(win)
+    yield win
+    win.close()
+    assert not win.generation_thread.isRunning() and not win.load_thread.isRunning()
+    assert not win.frame_timer.isActive()

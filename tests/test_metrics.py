@@ -70,3 +70,12 @@ def test_metrics_are_consistent_for_any_increasing_trace(start, gaps, prompt_tok
 
 def test_inter_token_latencies_are_the_gaps():
     assert inter_token_latencies([0, 2 * 10**9, 5 * 10**9]) == (2.0, 3.0)
+
+
+@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=200))
+def test_running_median_equals_the_median_of_everything_so_far(values):
+    from core.running_median import RunningMedian
+
+    running = RunningMedian()
+    for count, value in enumerate(values, start=1):
+        assert running.add(value) == pytest.approx(float(np.median(values[:count])))

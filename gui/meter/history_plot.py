@@ -1,0 +1,47 @@
+"""TTFT and TPOT of every reply in this chat: TTFT rises with the history, TPOT stays flat."""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+
+from core.metrics import DEFINITIONS
+from gui.growable_buffer import GrowableBuffer
+
+
+class HistoryPlot(pg.PlotWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setBackground("w")
+        self.setTitle("This chat, reply by reply")
+        self.setLabel("bottom", "prompt tokens of the reply")
+        self.setLabel("left", "ms")
+        self.showGrid(x=True, y=True, alpha=0.2)
+        self.setToolTip("Each point is one reply. The prompt grows with the chat history, so prefill takes longer "
+                        "and TTFT rises; decode reads the same weights per token, so TPOT stays flat.\n"
+                        f"TTFT: {DEFINITIONS['ttft_s']}\nTPOT: {DEFINITIONS['tpot_s']}")
+        legend = self.addLegend(offset=(10, 10))
+        legend.setBrush(pg.mkBrush(255, 255, 255, 200))
+        self.ttft_item = self.plot([], [], pen=pg.mkPen("#e8710a", width=2), symbol="s", symbolSize=7,
+                                   symbolBrush="#e8710a", name="TTFT")
+        self.tpot_item = self.plot([], [], pen=pg.mkPen("#188038", width=2), symbol="o", symbolSize=7,
+                                   symbolBrush="#188038", name="TPOT")
+        self._prompt_tokens = GrowableBuffer(32)
+        self._ttft_ms = GrowableBuffer(32)
+        self._tpot_prompt_tokens = GrowableBuffer(32)
+        self._tpot_ms = GrowableBuffer(32)
+
+    def add_reply(self, prompt_tokens: int, ttft_s: float | None, tpot_s: float | None) -> None:
+        if ttft_s is not None:
+            self._prompt_tokens.append(prompt_tokens)
+            self._ttft_ms.append(ttft_s * 1000)
+        if tpot_s is not None:
+            self._tpot_prompt_tokens.append(prompt_tokens)
+            self._tpot_ms.append(tpot_s * 1000)
+
+    def clear_history(self) -> None:
+        for buffer in (self._prompt_tokens, self._ttft_ms, self._tpot_prompt_tokens, self._tpot_ms):
+            buffer.clear()
+
+    def refresh(self) -> None:
+        self.ttft_item.setData(self._prompt_tokens.view(), self._ttft_ms.view())
+        self.tpot_item.setData(self._tpot_prompt_tokens.view(), self._tpot_ms.view())

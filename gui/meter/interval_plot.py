@@ -1,0 +1,62 @@
+"""Per-token intervals of the current reply: TTFT as its own marker, then every gap, with the running median."""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+
+from core.metrics import DEFINITIONS
+from gui.growable_buffer import GrowableBuffer
+
+TTFT_COLOR = "#e8710a"
+INTERVAL_COLOR = "#1a73e8"
+MEDIAN_COLOR = "#188038"
+
+
+class IntervalPlot(pg.PlotWidget):
+    """x: token index; y: ms since the previous token (log scale, so a long TTFT and short gaps both show)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setBackground("w")
+        self.setTitle("Per-token intervals (prefill, then decode)")
+        self.setLabel("bottom", "token index")
+        self.setLabel("left", "interval (ms, log scale)")
+        self.setLogMode(x=False, y=True)
+        self.showGrid(x=True, y=True, alpha=0.2)
+        self.setToolTip("Token 0's bar is the TTFT (" + DEFINITIONS["ttft_s"] + ") Every later point is an ITL: "
+                        + DEFINITIONS["itl_s"] + " The green line is the running median, i.e. the TPOT so far.")
+        legend = self.addLegend(offset=(-10, 10))
+        legend.setBrush(pg.mkBrush(255, 255, 255, 200))
+        # Each item is created once; refresh() only hands them new arrays.
+        self.ttft_item = self.plot([], [], pen=None, symbol="s", symbolSize=12,
+                                   symbolBrush=TTFT_COLOR, symbolPen=None, name="TTFT (prefill)")
+        self.interval_item = self.plot([], [], pen=pg.mkPen(INTERVAL_COLOR, width=1), symbol="o", symbolSize=4,
+                                       symbolBrush=INTERVAL_COLOR, symbolPen=None, name="inter-token gap (decode)")
+        self.median_item = self.plot([], [], pen=pg.mkPen(MEDIAN_COLOR, width=2), name="running median TPOT")
+        self._ttft_ms: float | None = None
+        self._x = GrowableBuffer()
+        self._y = GrowableBuffer()
+        self._median = GrowableBuffer()
+
+    def reset(self) -> None:
+        self._ttft_ms = None
+        self._x.clear()
+        self._y.clear()
+        self._median.clear()
+
+    def add_ttft(self, ttft_ms: float) -> None:
+        self._ttft_ms = ttft_ms
+
+    def add_interval(self, index: int, interval_ms: float, running_median_ms: float) -> None:
+        self._x.append(index)
+        self._y.append(interval_ms)
+        self._median.append(running_median_ms)
+
+    def refresh(self) -> None:
+        if self._ttft_ms is None:
+            self.ttft_item.setData([], [])
+        else:
+            self.ttft_item.setData([0], [self._ttft_ms])
+        x = self._x.view()
+        self.interval_item.setData(x, self._y.view())
+        self.median_item.setData(x, self._median.view())

@@ -1,0 +1,82 @@
+"""The meter: stat cards above the interval, 'what the user saw' and per-reply history plots."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
+from PySide6.QtCore import Qt
+
+from core.events import TokenEvent
+from core.metrics import LatencySummary
+from core.running_median import RunningMedian
+from core.trace import GenerationTrace
+from gui.meter.history_plot import HistoryPlot
+from gui.meter.interval_plot import IntervalPlot
+from gui.meter.stat_cards import StatCards
+from gui.meter.visible_text_plot import VisibleTextPlot
+
+
+class MeterPanel(QWidget):
+    """Per-token updates only append to buffers; refresh() pushes them to the plots (about 30 times a second)."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.cards = StatCards()
+        self.interval_plot = IntervalPlot()
+        self.visible_plot = VisibleTextPlot()
+        self.history_plot = HistoryPlot()
+        plots = QSplitter(Qt.Orientation.Vertical)
+        for plot in (self.interval_plot, self.visible_plot, self.history_plot):
+            plot.setMinimumHeight(140)
+            plots.addWidget(plot)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.cards)
+        layout.addWidget(plots, stretch=1)
+        self._median = RunningMedian()
+        self._previous_stamp_ns: int | None = None
+        self._request_start_ns = 0
+
+    def begin_reply(self, request_start_ns: int) -> None:
+        self._request_start_ns = request_start_ns
+        self._median = RunningMedian()
+        self._previous_stamp_ns = None
+        self.interval_plot.reset()
+        self.visible_plot.reset()
+        self.cards.clear()
+
+    def record_token(self, event: TokenEvent) -> None:
+        if self._previous_stamp_ns is None:
+            self.interval_plot.add_ttft((event.timestamp_ns - self._request_start_ns) / 1e6)
+        else:
+            interval_ms = (event.timestamp_ns - self._previous_stamp_ns) / 1e6
+            self.interval_plot.add_interval(event.index, interval_ms, self._median.add(interval_ms))
+        self._previous_stamp_ns = event.timestamp_ns
+
+    def show_visible_text(self, shown_ns: int, visible_chars: int) -> None:
+        self.visible_plot.show_characters(self._seconds(shown_ns), visible_chars)
+
+    def tick(self, now_ns: int, summary: LatencySummary | None, streaming: bool) -> None:
+        self.visible_plot.advance_clock(self._seconds(now_ns))
+        if summary is not None:
+            self.cards.show_summary(summary, streaming)
+        self.refresh()
+
+    def finish_reply(self, trace: GenerationTrace, streaming: bool) -> None:
+        metrics = trace.metrics()
+        self.cards.show_summary(metrics, streaming)
+        self.history_plot.add_reply(trace.prompt_tokens, metrics.ttft_s, metrics.tpot_s)
+        self.refresh()
+
+    def reset_chat(self) -> None:
+        self.history_plot.clear_history()
+        self.visible_plot.forget_previous()
+        self.begin_reply(0)
+        self.refresh()
+
+    def refresh(self) -> None:
+        self.interval_plot.refresh()
+        self.visible_plot.refresh()
+        self.history_plot.refresh()
+
+    def _seconds(self, stamp_ns: int) -> float:
+        return (stamp_ns - self._request_start_ns) / 1e9

@@ -1,0 +1,96 @@
+"""Stat cards showing the core's metrics for the current reply, each with its definition as a tooltip."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QVBoxLayout, QWidget
+
+from core.metrics import DEFINITIONS, LatencySummary
+
+
+@dataclass(frozen=True)
+class CardSpec:
+    key: str
+    title: str
+    unit: str
+    tooltip: str
+
+
+CARDS = (
+    CardSpec("ttft", "TTFT", "ms", DEFINITIONS["ttft_s"] + " Counted from the moment you pressed Send."),
+    CardSpec("tpot", "TPOT", "ms", DEFINITIONS["tpot_s"]),
+    CardSpec("tok_s", "tok/s", "tok/s", DEFINITIONS["decode_tok_s"] + " The decode speed."),
+    CardSpec("tokens", "tokens", "", "N: the number of generated tokens in this reply."),
+    CardSpec("e2e", "E2E", "s", DEFINITIONS["e2e_s"]),
+    CardSpec("prefill", "prefill tok/s", "tok/s", DEFINITIONS["prefill_tok_s"]),
+    CardSpec("waited", "waited before seeing text", "s",
+             "How long you stared at nothing: TTFT when streaming, E2E when not."),
+)
+
+
+class StatCard(QFrame):
+    def __init__(self, spec: CardSpec, parent=None):
+        super().__init__(parent)
+        self.spec = spec
+        self.value: float | None = None
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setToolTip(spec.tooltip)
+        self.setObjectName(f"card_{spec.key}")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 4, 6, 4)
+        self._title = QLabel(spec.title)
+        self._title.setStyleSheet("color: #555; font-size: 10px;")
+        self._value = QLabel("–")
+        self._value.setStyleSheet("font-size: 17px; font-weight: 600;")
+        self._value.setAlignment(Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self._title)
+        layout.addWidget(self._value)
+
+    def set_value(self, value: float | None) -> None:
+        self.value = value
+        self._value.setText(format_value(value, self.spec.unit))
+
+    def text(self) -> str:
+        return self._value.text()
+
+
+def format_value(value: float | None, unit: str) -> str:
+    if value is None:
+        return "–"
+    if unit == "ms":
+        return f"{value * 1000:.1f} ms"
+    if unit == "s":
+        return f"{value:.2f} s"
+    if unit == "tok/s":
+        return f"{value:.1f}"
+    return f"{int(value)}"
+
+
+class StatCards(QWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        layout = QGridLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.cards = {spec.key: StatCard(spec) for spec in CARDS}
+        for position, card in enumerate(self.cards.values()):
+            layout.addWidget(card, position // 4, position % 4)
+
+    def show_summary(self, summary: LatencySummary, streaming: bool) -> None:
+        """Show the core's numbers unchanged; only the waited card depends on the mode."""
+        values = {
+            "ttft": summary.ttft_s,
+            "tpot": summary.tpot_s,
+            "tok_s": summary.decode_tok_s,
+            "tokens": summary.output_tokens,
+            "e2e": summary.e2e_s,
+            "prefill": summary.prefill_tok_s,
+            "waited": summary.ttft_s if streaming else summary.e2e_s,
+        }
+        for key, value in values.items():
+            self.cards[key].set_value(value)
+
+    def clear(self) -> None:
+        for card in self.cards.values():
+            card.set_value(None)

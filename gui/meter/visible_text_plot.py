@@ -1,0 +1,76 @@
+"""'What the user saw': characters on screen against seconds since Send, beside the previous reply."""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+
+from gui.growable_buffer import GrowableBuffer
+
+# 250 words a minute at about six characters a word (five letters and a space).
+READING_CHARS_PER_S = 250 * 6 / 60
+
+
+class VisibleTextPlot(pg.PlotWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setBackground("w")
+        self.setTitle("What the user saw")
+        self.setLabel("bottom", "seconds since Send")
+        self.setLabel("left", "characters on screen")
+        self.showGrid(x=True, y=True, alpha=0.2)
+        self.setToolTip("Streaming grows a staircase from the first token on (after TTFT); without streaming the "
+                        "line stays flat until the whole reply appears at E2E. The faded curve is the previous "
+                        "reply; the dashed line is a reader at about 250 words a minute, starting when text appears.")
+        legend = self.addLegend(offset=(10, 10))
+        legend.setBrush(pg.mkBrush(255, 255, 255, 200))
+        self.previous_item = self.plot([], [], pen=pg.mkPen(150, 150, 150, 110, width=2), name="previous reply")
+        self.current_item = self.plot([], [], pen=pg.mkPen("#1a73e8", width=2), name="this reply")
+        self.reading_item = self.plot([], [], pen=pg.mkPen("#9334e6", width=1, style=pg.QtCore.Qt.PenStyle.DashLine),
+                                      name="reading at 250 wpm")
+        self._x = GrowableBuffer()
+        self._y = GrowableBuffer()
+        self._first_text_s: float | None = None
+        self._now_s = 0.0
+
+    def reset(self) -> None:
+        """Keep the finished reply's curve, faded, for comparison; start a new one."""
+        if len(self._x):
+            self.previous_item.setData(self._x.view().copy(), self._y.view().copy())
+        self._x.clear()
+        self._y.clear()
+        self._first_text_s = None
+        self._now_s = 0.0
+        self._append(0.0, 0)
+
+    def forget_previous(self) -> None:
+        self.previous_item.setData([], [])
+
+    def show_characters(self, seconds: float, visible_chars: int) -> None:
+        """A step: the count stays flat until this moment, then jumps."""
+        last = self._y.view()[-1] if len(self._y) else 0
+        if visible_chars != last:
+            self._append(seconds, last)
+            self._append(seconds, visible_chars)
+            if self._first_text_s is None and visible_chars > 0:
+                self._first_text_s = seconds
+        self._now_s = max(self._now_s, seconds)
+
+    def advance_clock(self, seconds: float) -> None:
+        self._now_s = max(self._now_s, seconds)
+
+    def refresh(self) -> None:
+        x, y = self._x.view(), self._y.view()
+        if len(x) and self._now_s > x[-1]:
+            # Extend the flat part to 'now' so waiting is visible as it happens.
+            self.current_item.setData(list(x) + [self._now_s], list(y) + [y[-1]])
+        else:
+            self.current_item.setData(x, y)
+        if self._first_text_s is not None:
+            start, end = self._first_text_s, max(self._now_s, self._first_text_s + 1.0)
+            self.reading_item.setData([start, end], [0.0, (end - start) * READING_CHARS_PER_S])
+        else:
+            self.reading_item.setData([], [])
+
+    def _append(self, seconds: float, chars: float) -> None:
+        self._x.append(seconds)
+        self._y.append(chars)

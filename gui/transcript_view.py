@@ -1,0 +1,138 @@
+"""The chat transcript: turns shown apart, replies appended in O(1) per token, then rendered as Markdown."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QUrl, Signal, Slot
+from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCharFormat, QTextCursor
+from PySide6.QtWidgets import QTextBrowser
+
+USER_BACKGROUND = QColor("#e8f0fe")
+ASSISTANT_BACKGROUND = QColor("#ffffff")
+NOTICE_COLOR = QColor("#8a5300")
+ERROR_COLOR = QColor("#b00020")
+
+
+class TranscriptView(QTextBrowser):
+    """Read-only transcript. Each reply ends with a Copy link that emits copy_requested(message_index)."""
+
+    copy_requested = Signal(int)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setOpenLinks(False)
+        self.setOpenExternalLinks(False)
+        self.setPlaceholderText("Ask something below. Enter sends, Shift+Enter adds a line.")
+        self.anchorClicked.connect(self._on_anchor_clicked)
+        self._reply_start: int | None = None      # where the live reply's text begins
+        self._last_reply_turn_start: int | None = None  # where the last reply's header begins
+
+    # -- building turns -------------------------------------------------------------------------
+
+    def add_user_turn(self, text: str) -> None:
+        self._append_header("You", "#1a4fa0", USER_BACKGROUND)
+        self._append_plain(text, USER_BACKGROUND)
+
+    def begin_assistant_turn(self) -> None:
+        self._last_reply_turn_start = self._end_position()
+        self._append_header("Assistant", "#1d6b35", ASSISTANT_BACKGROUND)
+        cursor = self._end_cursor()
+        cursor.insertBlock(self._block_format(ASSISTANT_BACKGROUND), QTextCharFormat())
+        self._reply_start = cursor.position()
+        self._scroll_to_end()
+
+    def append_reply_text(self, delta: str) -> None:
+        """Insert at the end only: the rest of the document is never touched, so cost is per token."""
+        if delta:
+            self._end_cursor().insertText(delta, QTextCharFormat())
+            self._scroll_to_end()
+
+    def finish_assistant_turn(self, text: str, message_index: int | None, note: str | None = None) -> None:
+        """Replace the live plain text with the rendered Markdown reply, once."""
+        cursor = self._end_cursor()
+        if self._reply_start is not None:
+            cursor.setPosition(self._reply_start)
+            cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+            cursor.removeSelectedText()
+        if text:
+            cursor.insertMarkdown(text)
+        self._reply_start = None
+        if note:
+            self._append_plain(note, ASSISTANT_BACKGROUND, NOTICE_COLOR, italic=True)
+        if message_index is not None:
+            cursor = self._end_cursor()
+            cursor.insertBlock(self._block_format(ASSISTANT_BACKGROUND), QTextCharFormat())
+            cursor.insertHtml(f'<a href="copy:{message_index}">Copy reply</a>')
+        self._scroll_to_end()
+
+    def remove_last_reply(self) -> None:
+        if self._last_reply_turn_start is None:
+            return
+        cursor = self._end_cursor()
+        cursor.setPosition(self._last_reply_turn_start)
+        cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+        cursor.removeSelectedText()
+        self._last_reply_turn_start = None
+        self._reply_start = None
+
+    def add_notice(self, text: str, is_error: bool = False) -> None:
+        self._append_plain(text, ASSISTANT_BACKGROUND, ERROR_COLOR if is_error else NOTICE_COLOR, italic=not is_error)
+        self._scroll_to_end()
+
+    def clear_transcript(self) -> None:
+        self.clear()
+        self._reply_start = None
+        self._last_reply_turn_start = None
+
+    def reply_text_so_far(self) -> str:
+        if self._reply_start is None:
+            return ""
+        cursor = self._end_cursor()
+        cursor.setPosition(self._reply_start)
+        cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
+        return cursor.selectedText().replace("\u2029", "\n")
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _append_header(self, label: str, color: str, background: QColor) -> None:
+        cursor = self._end_cursor()
+        header = QTextCharFormat()
+        header.setFontWeight(QFont.Weight.Bold)
+        header.setForeground(QColor(color))
+        if not self.document().isEmpty():
+            cursor.insertBlock(self._block_format(background, top_margin=10), header)
+        else:
+            cursor.setBlockFormat(self._block_format(background))
+        cursor.insertText(label, header)
+
+    def _append_plain(self, text: str, background: QColor, color: QColor | None = None, italic: bool = False) -> None:
+        body = QTextCharFormat()
+        if color is not None:
+            body.setForeground(color)
+        body.setFontItalic(italic)
+        cursor = self._end_cursor()
+        cursor.insertBlock(self._block_format(background), body)
+        cursor.insertText(text, body)
+
+    @staticmethod
+    def _block_format(background: QColor, top_margin: int = 0) -> QTextBlockFormat:
+        block = QTextBlockFormat()
+        block.setBackground(background)
+        block.setTopMargin(top_margin)
+        return block
+
+    def _end_cursor(self) -> QTextCursor:
+        cursor = QTextCursor(self.document())
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        return cursor
+
+    def _end_position(self) -> int:
+        return self._end_cursor().position()
+
+    def _scroll_to_end(self) -> None:
+        bar = self.verticalScrollBar()
+        bar.setValue(bar.maximum())
+
+    @Slot(QUrl)
+    def _on_anchor_clicked(self, url: QUrl) -> None:
+        if url.scheme() == "copy" and url.path().isdigit():
+            self.copy_requested.emit(int(url.path()))

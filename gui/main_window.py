@@ -56,6 +56,7 @@ class MainWindow(QMainWindow):
         self._visible_chars = 0
         self._generating = False
         self._loading = False
+        self._send_when_loaded = False
         self.extra_logits_processors: tuple = ()  # a seam for fault-injection tests
 
         self._build_widgets()
@@ -238,7 +239,9 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage("A reply is still being generated; stop it first.", 3000)
             return False
         if self.loaded is None:
-            self.statusBar().showMessage("The model is still loading; your message is kept.", 4000)
+            self._send_when_loaded = self._loading
+            self.statusBar().showMessage("The model is still loading; your message will be sent when it is ready."
+                                         if self._loading else "No model is loaded; your message is kept.", 6000)
             return False
         try:
             self.settings_panel.generation_settings()
@@ -375,6 +378,9 @@ class MainWindow(QMainWindow):
         self.settings_panel.show_progress(1.0, f"Loaded {loaded.name}.")
         self._update_controls()
         self.model_changed.emit(loaded)
+        if self._send_when_loaded:
+            self._send_when_loaded = False
+            self.send_message()
 
     @Slot(str)
     def _on_model_failed(self, message: str) -> None:

@@ -1,0 +1,26 @@
+"""A message sent while the model is still loading is kept and sent once the model is ready."""
+
+import pytest
+from PySide6.QtCore import Qt
+
+pytestmark = pytest.mark.model
+
+
+def test_enter_during_loading_sends_when_the_model_is_ready(qtbot, embedded_model):
+    from gui.main_window import MainWindow
+
+    window = MainWindow()
+    qtbot.addWidget(window)
+    window.show()
+    window.settings_panel.max_new_tokens.setValue(4)
+    try:
+        with qtbot.waitSignal(window.reply_finished, timeout=120_000) as blocker:
+            window.start_loading("embedded", "float32")
+            qtbot.keyClicks(window.input_box, "Hello!")
+            qtbot.keyClick(window.input_box, Qt.Key.Key_Return)
+            assert window.loaded is None and "Hello!" == window.input_box.toPlainText()
+        assert blocker.args[0].output_tokens >= 1
+        assert window.session.messages[0].content == "Hello!" and window.input_box.toPlainText() == ""
+    finally:
+        window.close()
+    assert not window.generation_thread.isRunning() and not window.load_thread.isRunning()

@@ -11,7 +11,8 @@ from core.errors import InvalidSettingsError, ModelLoadError
 from core.gguf_cache import ensure_converted
 from core.model_source import ModelSource, resolve_model_source
 from core.progress import ProgressCallback, no_progress, scaled
-from core.settings import DEVICE_CHOICES, validate_dtype
+from core.quant.apply import parameter_count, weight_bytes
+from core.settings import DEVICE_CHOICES, QUANTISED_DTYPES, validate_dtype
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,8 @@ def load_model(
 
         if device == "cuda" and not torch.cuda.is_available():
             raise ModelLoadError("tried to load on cuda, but this machine has no CUDA device; use --device cpu.")
+        if device == "cuda" and dtype in QUANTISED_DTYPES:
+            raise ModelLoadError(f"the {dtype} layers use torch's CPU kernels; use --device cpu or a float dtype.")
         if trust_remote_code:
             log.warning("trust_remote_code is on: the model folder may run its own Python code.")
         loaded = _load(source, device, dtype, progress, trust_remote_code, allow_pickle)
@@ -106,10 +109,15 @@ def _load(source: ModelSource, device: str, dtype: str, progress: ProgressCallba
     progress(0.72, "loading the tokenizer")
     tokenizer = _from_pretrained(AutoTokenizer, location, local_only, common)
     progress(0.78, "loading the weights")
+    float_dtype = torch.float32 if dtype in QUANTISED_DTYPES else getattr(torch, dtype)
     model = _from_pretrained(
         AutoModelForCausalLM, location, local_only,
-        {**common, "dtype": getattr(torch, dtype), "use_safetensors": None if allow_pickle else True},
+        {**common, "dtype": float_dtype, "use_safetensors": None if allow_pickle else True},
     )
+    logical_parameters = parameter_count(model)
+    if dtype in QUANTISED_DTYPES:
+        progress(0.88, f"packing the weights as {dtype}")
+        _quantize(model, dtype, source)
     progress(0.95, f"moving the model to {device}")
     model = model.to(device).eval()
     return LoadedModel(
@@ -119,10 +127,19 @@ def _load(source: ModelSource, device: str, dtype: str, progress: ProgressCallba
         dtype=dtype,
         device=device,
         context_window=_context_window(model, tokenizer),
-        parameter_count=sum(p.numel() for p in model.parameters()),
-        weight_bytes=sum(p.numel() * p.element_size() for p in model.parameters()),
+        parameter_count=logical_parameters,
+        weight_bytes=weight_bytes(model),
         eos_token_ids=_eos_ids(model, tokenizer),
     )
+
+
+def _quantize(model: Any, dtype: str, source: ModelSource) -> None:
+    from core.quant.apply import quantize_int4, quantize_int8
+
+    if dtype == "int4":
+        quantize_int4(model, source.gguf_file if source.kind == "gguf" else None)
+    else:
+        quantize_int8(model)
 
 
 def _from_pretrained(auto_class: Any, location: str | Path, local_only: bool, kwargs: dict) -> Any:

@@ -10,7 +10,10 @@ from core.errors import InvalidSettingsError
 # should be refused rather than accepted and silently capped.
 MAX_NEW_TOKENS_LIMIT = 32_768
 
-DTYPE_CHOICES = ("float32", "bfloat16")
+# int8 and int4 are weight-only quantised layers on torch's CPU kernels (see core/quant); int4 of
+# a Q4_1 GGUF runs the file's own 4-bit weights.
+DTYPE_CHOICES = ("float32", "bfloat16", "int8", "int4")
+QUANTISED_DTYPES = ("int8", "int4")
 DEVICE_CHOICES = ("cpu", "cuda")
 
 

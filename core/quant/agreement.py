@@ -1,0 +1,23 @@
+"""Top-1 next-token agreement between two models over the same text, the fast path's quality measure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+AGREEMENT_TEXT_FILE = Path(__file__).resolve().parents[2] / "resources" / "agreement_text.txt"
+
+
+def agreement_text() -> str:
+    return AGREEMENT_TEXT_FILE.read_text(encoding="utf-8")
+
+
+def top1_agreement(reference, candidate, token_ids: list[int]) -> float:
+    """Share of positions where both models' most likely next token is the same (teacher-forced)."""
+    ids = torch.tensor([token_ids])
+    with torch.inference_mode():
+        expected = reference(ids).logits.argmax(-1)
+        got = candidate(ids).logits.argmax(-1)
+    return float((expected == got).float().mean())
+

@@ -8,6 +8,7 @@ import time
 from typing import Iterator, Sequence
 
 from core.events import FinishedEvent, StopReason, TokenEvent
+from core.generation_thread import GenerationThread
 from core.loader import LoadedModel
 from core.settings import GenerationSettings
 
@@ -27,6 +28,7 @@ class Generation:
         *,
         timeout_s: float = DEFAULT_TOKEN_TIMEOUT_S,
         logits_processors: Sequence[object] = (),
+        thread: GenerationThread | None = None,
     ):
         from core.streamer import TimedTokenStreamer
 
@@ -38,7 +40,8 @@ class Generation:
         self._logits_processors = list(logits_processors)
         self._stop_requested = threading.Event()
         self._streamer = TimedTokenStreamer(loaded.tokenizer, timeout_s=timeout_s)
-        self._thread = threading.Thread(target=self._run, name="latencylab-generate", daemon=True)
+        self._thread = thread
+        self._done = threading.Event()
         self._finished = False
 
     @property
@@ -48,7 +51,10 @@ class Generation:
     def start(self, request_start_ns: int | None = None) -> "Generation":
         """Begin generating. request_start_ns defaults to now: TTFT and E2E count from it."""
         self.request_start_ns = request_start_ns if request_start_ns is not None else time.perf_counter_ns()
-        self._thread.start()
+        if self._thread is not None:
+            self._thread.submit(self._run)
+        else:
+            threading.Thread(target=self._run, name="latencylab-generate", daemon=True).start()
         return self
 
     def stop(self) -> None:
@@ -59,10 +65,8 @@ class Generation:
         return self._stop_requested.is_set()
 
     def join(self, timeout: float | None = None) -> bool:
-        """Wait for the generating thread; True when it has ended."""
-        if self._thread.is_alive():
-            self._thread.join(timeout)
-        return not self._thread.is_alive()
+        """Wait until model.generate has returned; True when it has."""
+        return self._done.wait(timeout)
 
     def __iter__(self) -> Iterator[TokenEvent | FinishedEvent]:
         if self.request_start_ns is None:
@@ -101,6 +105,7 @@ class Generation:
                 tail_text=self._streamer.held_back_text(),
                 error=error,
             ))
+            self._done.set()
 
     def _generate(self) -> None:
         import torch

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,6 @@ from core.errors import InvalidSettingsError, ModelLoadError
 from core.gguf_cache import ensure_converted
 from core.model_source import ModelSource, resolve_model_source
 from core.progress import ProgressCallback, no_progress, scaled
-from core.quant.apply import parameter_count, weight_bytes
 from core.settings import DEVICE_CHOICES, QUANTISED_DTYPES, validate_dtype
 
 log = logging.getLogger(__name__)
@@ -68,10 +68,11 @@ def load_model(
     source = resolve_model_source(spec)
     progress(0.0, f"loading {source.display_name}")
     try:
-        import torch
+        if device == "cuda":
+            import torch
 
-        if device == "cuda" and not torch.cuda.is_available():
-            raise ModelLoadError("tried to load on cuda, but this machine has no CUDA device; use --device cpu.")
+            if not torch.cuda.is_available():
+                raise ModelLoadError("tried to load on cuda, but this machine has no CUDA device; use --device cpu.")
         if device == "cuda" and dtype in QUANTISED_DTYPES:
             raise ModelLoadError(f"the {dtype} layers use torch's CPU kernels; use --device cpu or a float dtype.")
         if trust_remote_code:
@@ -93,17 +94,24 @@ def load_model(
 
 def _load(source: ModelSource, device: str, dtype: str, progress: ProgressCallback,
           trust_remote_code: bool, allow_pickle: bool) -> LoadedModel:
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    # Our own progress callback reports these phases; transformers' bars and notices would
-    # interleave with a CLI's stdout and mean nothing in the window.
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
     location: str | Path = source.location
-    if source.kind == "gguf":
-        location = ensure_converted(source.gguf_file, scaled(progress, 0.0, 0.7))
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="latencylab-cache-check") as pool:
+        # Hashing and checksumming the cache release the GIL, so they overlap the slow imports.
+        converted = pool.submit(ensure_converted, source.gguf_file, scaled(progress, 0.0, 0.7)) \
+            if source.kind == "gguf" else None
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        from core.quant.apply import parameter_count, weight_bytes
+
+        # Our own progress callback reports these phases; transformers' bars and notices would
+        # interleave with a CLI's stdout and mean nothing in the window.
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        if converted is not None:
+            location = converted.result()
+
     local_only = source.is_local or source.kind == "gguf"
     common = {"trust_remote_code": trust_remote_code}
     progress(0.72, "loading the tokenizer")

@@ -138,3 +138,18 @@ def run_without_join(generation):
     for event in events:
         trace.record(event)
     return trace, events
+
+
+def test_generations_can_share_one_long_lived_thread(tiny_model):
+    from core.generation_thread import GenerationThread
+
+    thread = GenerationThread()
+    try:
+        ids = prompt_ids(tiny_model, "hi")
+        first, _ = run(Generation(tiny_model, ids, GenerationSettings(max_new_tokens=4), thread=thread))
+        second, _ = run(Generation(tiny_model, ids, GenerationSettings(max_new_tokens=4), thread=thread))
+        assert first.token_ids == second.token_ids and first.output_tokens == 4
+        assert thread.call(lambda: threading.current_thread().name) == "latencylab-generate"
+    finally:
+        assert thread.close(timeout=10)
+    assert not thread.alive

@@ -1,0 +1,58 @@
+"""TPOT through the whole app (streamer, stamps, worker thread, Qt signals, plots) against bare generate.
+
+Target: app TPOT <= 1.03 x bare model.generate TPOT (no streamer), same prompt and settings, interleaved.
+Run: .venv/bin/python benchmarks/meter_overhead.py [--dtype int4] [--rounds 5] [--tokens 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import _common  # noqa: F401
+from _common import bare_tpot, median
+from _window_driver import WindowDriver
+
+from core.chat import ChatSession
+from core.loader import load_model
+
+TARGET = 1.03
+PROMPT = "Tell me a long story about a lighthouse keeper."
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dtype", default="int4")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--tokens", type=int, default=64)
+    args = parser.parse_args()
+    import torch
+
+    loaded = load_model(None, dtype=args.dtype)
+    session = ChatSession()
+    session.add_user(PROMPT)
+    prompt_ids = torch.tensor([session.build_prompt(loaded.tokenizer, loaded.context_window, args.tokens).input_ids])
+    driver = WindowDriver(loaded, streaming=True)
+    bare, app = [], []
+    def measure_bare():
+        return bare_tpot(loaded.model, prompt_ids, args.tokens)
+
+    driver.call_on_generation_thread(lambda: bare_tpot(loaded.model, prompt_ids, 4))
+    driver.ask(PROMPT, 4)
+    for _ in range(args.rounds):
+        bare.append(driver.call_on_generation_thread(measure_bare))
+        driver.new_chat()  # the same one-turn prompt each time
+        trace = driver.ask(PROMPT, args.tokens)
+        assert trace.output_tokens == args.tokens and trace.prompt_tokens == prompt_ids.shape[1]
+        app.append(trace.metrics().tpot_s)
+    driver.close()
+    ratio = median(app) / median(bare)
+    print(f"model {loaded.name} ({args.dtype}); {args.rounds} interleaved rounds of {args.tokens} tokens")
+    print(f"bare generate TPOT: median {median(bare) * 1000:.2f} ms  (rounds: "
+          + ", ".join(f"{v * 1000:.1f}" for v in bare) + ")")
+    print(f"app pipeline TPOT:  median {median(app) * 1000:.2f} ms  (rounds: "
+          + ", ".join(f"{v * 1000:.1f}" for v in app) + ")")
+    print(f"ratio app / bare = {ratio:.3f} (target <= {TARGET}): {'MET' if ratio <= TARGET else 'NOT MET'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,4 +1,4 @@
-"""Parse the command line and dispatch: `ask`, or the chat window when no subcommand is given."""
+"""Parse the command line and dispatch: `ask`, `bench`, or the chat window when no subcommand is given."""
 
 from __future__ import annotations
 
@@ -36,8 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_common_options(parser)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     from cli.ask import add_ask_parser
+    from cli.bench import add_bench_parser
 
     add_ask_parser(subparsers, add_common_options)
+    add_bench_parser(subparsers, add_common_options)
     return parser
 
 

@@ -1,0 +1,117 @@
+"""`latencylab bench`: test the prefill-and-decode chapter's claims on this machine, headless."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+
+from core.errors import InvalidSettingsError
+from core.lab.config import (
+    DEFAULT_BATCH_SIZES, DEFAULT_NEW_TOKENS, DEFAULT_PROMPT_WORDS, DEFAULT_REPEATS, SWEEPS, LabConfig,
+    default_dtypes, parse_int_list, parse_name_list,
+)
+from core.settings import GenerationSettings
+from cli.progress_printer import ProgressPrinter
+
+EXIT_INTERRUPTED = 130  # the shell's convention for a command ended by Ctrl+C
+
+
+def _list_type(parse, what: str):
+    def convert(text: str):
+        try:
+            return parse(text, what)
+        except InvalidSettingsError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    convert.__name__ = what  # argparse names the type in its messages
+    return convert
+
+
+def add_bench_parser(subparsers: argparse._SubParsersAction, add_common_options) -> None:
+    parser = subparsers.add_parser(
+        "bench", help="test the chapter's latency claims on this machine (prompt, precision, batch, bandwidth)",
+        description="Measure how prompt length, weight precision and batch size change TTFT and decode speed, "
+                    "measure memory bandwidth, and judge the chapter's four claims. --model, --dtype and "
+                    "--device choose the model for the prompt and batch sweeps.")
+    add_common_options(parser, suppress_defaults=True)
+    parser.add_argument("--sweeps", type=_list_type(parse_name_list, "sweeps"), default=SWEEPS,
+                        help=f"comma-separated, from {','.join(SWEEPS)} (default: all)")
+    parser.add_argument("--prompt-words", type=_list_type(parse_int_list, "prompt words"),
+                        default=DEFAULT_PROMPT_WORDS,
+                        help="words of filler in each prompt (default: 10,100,500,1500)")
+    parser.add_argument("--new-tokens", type=int, default=DEFAULT_NEW_TOKENS,
+                        help="tokens decoded per run, exactly (default: %(default)s)")
+    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS,
+                        help="timed runs per row; rows report the median (default: %(default)s)")
+    parser.add_argument("--dtypes", type=_list_type(parse_name_list, "dtypes"), default=None,
+                        help=f"precisions for the precision sweep (default: all the loader knows, "
+                             f"now {','.join(default_dtypes())})")
+    parser.add_argument("--batch-sizes", type=_list_type(parse_int_list, "batch sizes"),
+                        default=DEFAULT_BATCH_SIZES, help="default: 1,2,4,8,16,32")
+    parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    parser.add_argument("--csv", metavar="FILE", help="write the results as CSV, one row per measurement")
+    parser.set_defaults(handler=run_bench, bench_parser=parser)
+
+
+def config_from_args(args: argparse.Namespace) -> LabConfig:
+    """Raises InvalidSettingsError for values argparse's types cannot judge alone (ranges, duplicates)."""
+    return LabConfig(
+        sweeps=tuple(args.sweeps), prompt_words=tuple(args.prompt_words), new_tokens=args.new_tokens,
+        repeats=args.repeats, dtypes=tuple(args.dtypes) if args.dtypes else None,
+        batch_sizes=tuple(args.batch_sizes), model=args.model, dtype=args.dtype, device=args.device,
+    )
+
+
+def run_bench(args: argparse.Namespace, settings: GenerationSettings) -> int:
+    try:
+        config = config_from_args(args)
+    except InvalidSettingsError as error:
+        args.bench_parser.error(str(error))
+    from core.lab.results import save_results_csv, save_results_json
+    from core.lab.runner import LabObserver, run_lab
+    from cli.bench_report import format_summary
+
+    printer = ProgressPrinter()
+    cancel = threading.Event()
+    outcome: dict = {}
+
+    def work() -> None:
+        try:
+            outcome["results"] = run_lab(config, observer=LabObserver(progress=printer), cancel=cancel)
+        except BaseException as error:  # noqa: BLE001 - reported on the main thread as one line
+            outcome["error"] = error
+
+    # The sweeps run on a thread so that Ctrl+C, which only the main thread receives, can cancel them cleanly.
+    worker = threading.Thread(target=work, name="latencylab-bench", daemon=True)
+    worker.start()
+    interrupted = False
+    while worker.is_alive():
+        try:
+            worker.join(0.2)
+        except KeyboardInterrupt:
+            interrupted = True
+            cancel.set()
+            print("\nlatencylab: cancelling after the current measurement…", file=sys.stderr)
+    if sys.stderr.isatty():
+        sys.stderr.write("\n")
+    if "error" in outcome:
+        error = outcome["error"]
+        print(f"latencylab: error: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+    results = outcome["results"]
+    if results.error and not results.row_count():
+        print(f"latencylab: error: {results.error}", file=sys.stderr)
+        return 1
+    status = 0
+    for path, save in ((args.json, save_results_json), (args.csv, save_results_csv)):
+        if path:
+            try:
+                save(results, path)
+            except OSError as error:
+                print(f"latencylab: error: could not write {path}: {error}", file=sys.stderr)
+                status = 1
+    print(format_summary(results))
+    if results.error:
+        print(f"latencylab: error: {results.error}", file=sys.stderr)
+        return 1
+    return EXIT_INTERRUPTED if interrupted else status

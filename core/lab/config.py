@@ -1,0 +1,114 @@
+"""What a lab run measures: the selected sweeps and their parameters, validated in one place."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import core.settings
+from core.errors import InvalidSettingsError
+
+SWEEPS = ("prompt", "precision", "batch", "bandwidth")
+DEFAULT_PROMPT_WORDS = (10, 100, 500, 1500)
+DEFAULT_NEW_TOKENS = 50
+DEFAULT_REPEATS = 3
+DEFAULT_BATCH_SIZES = (1, 2, 4, 8, 16, 32)
+
+# TPOT needs at least two tokens; the upper bounds refuse typos (1e6) that would run for hours.
+MIN_NEW_TOKENS = 2
+MAX_NEW_TOKENS = 4096
+MAX_REPEATS = 100
+MAX_PROMPT_WORDS = 100_000
+MAX_BATCH_SIZE = 1024
+
+
+def default_dtypes() -> tuple[str, ...]:
+    """Every precision the loader knows now, read at run time so new formats join the sweep by themselves."""
+    return tuple(core.settings.DTYPE_CHOICES)
+
+
+@dataclass(frozen=True)
+class LabConfig:
+    """One lab run. dtypes=None means every entry of core.settings.DTYPE_CHOICES when the run starts."""
+
+    sweeps: tuple[str, ...] = SWEEPS
+    prompt_words: tuple[int, ...] = DEFAULT_PROMPT_WORDS
+    new_tokens: int = DEFAULT_NEW_TOKENS
+    repeats: int = DEFAULT_REPEATS
+    dtypes: tuple[str, ...] | None = None
+    batch_sizes: tuple[int, ...] = DEFAULT_BATCH_SIZES
+    model: str | None = None
+    dtype: str = "float32"
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        validate_config(self)
+
+    def resolved_dtypes(self) -> tuple[str, ...]:
+        return self.dtypes if self.dtypes is not None else default_dtypes()
+
+    def to_dict(self) -> dict:
+        values = asdict(self)
+        values["dtypes"] = list(self.resolved_dtypes())
+        for key in ("sweeps", "prompt_words", "batch_sizes"):
+            values[key] = list(values[key])
+        return values
+
+
+def validate_config(config: LabConfig) -> None:
+    unknown = [name for name in config.sweeps if name not in SWEEPS]
+    if unknown or not config.sweeps:
+        raise InvalidSettingsError(
+            f"unknown sweep {', '.join(map(repr, unknown)) or '(none given)'}; choose from: {', '.join(SWEEPS)}.")
+    if len(set(config.sweeps)) != len(config.sweeps):
+        raise InvalidSettingsError("each sweep may be named only once.")
+    _check_int_list("prompt words", config.prompt_words, 1, MAX_PROMPT_WORDS)
+    _check_int("new tokens", config.new_tokens, MIN_NEW_TOKENS, MAX_NEW_TOKENS)
+    _check_int("repeats", config.repeats, 1, MAX_REPEATS)
+    _check_int_list("batch sizes", config.batch_sizes, 1, MAX_BATCH_SIZE)
+    known = core.settings.DTYPE_CHOICES
+    dtypes = config.resolved_dtypes()
+    if not dtypes:
+        raise InvalidSettingsError("give at least one dtype.")
+    for dtype in (*dtypes, config.dtype):
+        if dtype not in known:
+            raise InvalidSettingsError(f"unknown dtype {dtype!r}; choose from: {', '.join(known)}.")
+    if len(set(dtypes)) != len(dtypes):
+        raise InvalidSettingsError("each dtype may be named only once.")
+    if config.device not in core.settings.DEVICE_CHOICES:
+        raise InvalidSettingsError(
+            f"unknown device {config.device!r}; choose from: {', '.join(core.settings.DEVICE_CHOICES)}.")
+
+
+def parse_int_list(text: str, what: str) -> tuple[int, ...]:
+    """'10,100, 500' -> (10, 100, 500); anything else raises InvalidSettingsError naming the bad part."""
+    parts = [part.strip() for part in text.split(",")]
+    if not text.strip() or any(not part for part in parts):
+        raise InvalidSettingsError(f"{what} must be a comma-separated list of whole numbers, like 1,2,4; got {text!r}.")
+    values = []
+    for part in parts:
+        try:
+            values.append(int(part))
+        except ValueError:
+            raise InvalidSettingsError(f"{what}: {part!r} is not a whole number.") from None
+    return tuple(values)
+
+
+def parse_name_list(text: str, what: str) -> tuple[str, ...]:
+    parts = tuple(part.strip() for part in text.split(","))
+    if not text.strip() or any(not part for part in parts):
+        raise InvalidSettingsError(f"{what} must be a comma-separated list of names; got {text!r}.")
+    return parts
+
+
+def _check_int(what: str, value: object, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidSettingsError(f"{what} must be a whole number from {low:,} to {high:,}; got {value!r}.")
+
+
+def _check_int_list(what: str, values: tuple, low: int, high: int) -> None:
+    if not values:
+        raise InvalidSettingsError(f"give at least one value for {what}.")
+    for value in values:
+        _check_int(what, value, low, high)
+    if len(set(values)) != len(values):
+        raise InvalidSettingsError(f"{what} must not repeat a value; got {', '.join(map(str, values))}.")

@@ -1,0 +1,112 @@
+"""Shared plumbing for the sweeps: cancellation, progress counting, and one timed generation of exactly N tokens."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from transformers import LogitsProcessor, MinNewTokensLengthLogitsProcessor
+
+from core.errors import LatencyLabError
+from core.generation import Generation
+from core.loader import LoadedModel
+from core.progress import ProgressCallback
+from core.settings import GenerationSettings
+from core.trace import GenerationTrace
+
+
+class LabCancelled(Exception):
+    """Raised inside a sweep once the cancel event is set; the runner keeps every row finished before it."""
+
+
+class MeasurementError(LatencyLabError):
+    """A measurement could not be taken (the model failed mid-run, or the prompt does not fit)."""
+
+
+def check_cancel(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise LabCancelled()
+
+
+@dataclass
+class MeasurementProgress:
+    """Counts measurements (loads, warm-ups, timed runs) to drive one progress bar across all sweeps."""
+
+    total: int
+    callback: ProgressCallback
+    done: int = 0
+
+    def announce(self, message: str) -> None:
+        self.callback(self.fraction(), message)
+
+    def advance(self, message: str) -> None:
+        self.done += 1
+        self.callback(self.fraction(), message)
+
+    def fraction(self) -> float:
+        return min(self.done / self.total, 1.0) if self.total else 1.0
+
+
+def exact_length_processors(loaded: LoadedModel, prompt_tokens: int, new_tokens: int) -> list:
+    """Forbid EOS until N tokens exist, so every run decodes the same count and TPOTs compare."""
+    eos = sorted(loaded.eos_token_ids)
+    if not eos:
+        return []
+    return [MinNewTokensLengthLogitsProcessor(prompt_tokens, new_tokens, eos, device=str(loaded.model.device))]
+
+
+def timed_generation(loaded: LoadedModel, input_ids: Sequence[int], new_tokens: int,
+                     cancel: threading.Event | None) -> GenerationTrace:
+    """Greedy-decode exactly new_tokens tokens with the app's own timed Generation; cancel stops it within a token."""
+    ids = list(input_ids)
+    check_fits(loaded, len(ids), new_tokens)
+    generation = Generation(loaded, ids, GenerationSettings(max_new_tokens=new_tokens),
+                            logits_processors=exact_length_processors(loaded, len(ids), new_tokens))
+    generation.start()
+    trace = GenerationTrace(generation.request_start_ns, len(ids))
+    for event in generation:
+        trace.record(event)
+        if cancel is not None and cancel.is_set():
+            generation.stop()
+    generation.join()
+    check_cancel(cancel)
+    if trace.error:
+        raise MeasurementError(f"generation failed: {trace.error}")
+    if trace.output_tokens != new_tokens:
+        raise MeasurementError(f"expected {new_tokens} new tokens but the model produced {trace.output_tokens}.")
+    return trace
+
+
+def check_fits(loaded: LoadedModel, prompt_tokens: int, new_tokens: int) -> None:
+    if prompt_tokens + new_tokens > loaded.context_window:
+        raise MeasurementError(
+            f"a prompt of {prompt_tokens:,} tokens plus {new_tokens:,} new tokens exceeds {loaded.name}'s context "
+            f"window of {loaded.context_window:,}; use fewer prompt words or new tokens.")
+
+
+class StepStamper(LogitsProcessor):
+    """A logits processor that stamps perf_counter_ns once per decode step, on the generating thread.
+
+    It runs right after each forward pass, so consecutive stamps are one step apart for the whole batch.
+    """
+
+    def __init__(self) -> None:
+        self.stamps_ns: list[int] = []
+
+    def __call__(self, input_ids, scores):
+        self.stamps_ns.append(time.perf_counter_ns())
+        return scores
+
+
+def median_or_none(values: Iterable[float | None]) -> float | None:
+    present = [value for value in values if value is not None]
+    return statistics.median(present) if present else None
+
+
+def ratio_or_none(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator

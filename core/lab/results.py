@@ -1,0 +1,160 @@
+"""A lab run's results: rows per sweep, machine facts and verdicts, saved to and loaded from JSON and CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.errors import LatencyLabError
+from core.lab.config import SWEEPS
+from core.metrics import DEFINITIONS
+
+FORMAT = "latencylab-lab/1"
+
+LAB_DEFINITIONS = {
+    "ttft_s": DEFINITIONS["ttft_s"],
+    "tpot_s": DEFINITIONS["tpot_s"],
+    "e2e_s": DEFINITIONS["e2e_s"],
+    "decode_tok_s": DEFINITIONS["decode_tok_s"],
+    "prefill_tok_s": DEFINITIONS["prefill_tok_s"],
+    "repeats": "Each row's times are medians over this many timed runs, taken after one unrecorded warm-up run; "
+               "every run decodes exactly new_tokens tokens (EOS is forbidden until then), greedily.",
+    "prompt": "Prompt sweep: the chapter's raw prompt 'Repeat after me. ' + 'word ' * prompt_words, tokenized "
+              "without a chat template.",
+    "residual_s": "E2E - (TTFT + TPOT x (N - 1)), from the medians of E2E, TTFT and TPOT, each taken on its own over "
+                  "the runs. Per run it would be zero by definition of TPOT; from the medians it is not.",
+    "residual_pct": "residual_s as a percentage of E2E.",
+    "itl_p50_s": "Median over the runs of each run's median gap between consecutive tokens.",
+    "steady_residual_pct": "Like residual_pct, with TPOT replaced by itl_p50_s, which does not use E2E: it tests "
+                           "whether one typical step time, times N - 1, plus TTFT predicts the total.",
+    "weight_bytes": "Bytes of the model's weights as loaded (quantised formats count their packed bytes).",
+    "token_agreement": "Share of the first compared_tokens (at most 32) greedy tokens identical to float32's at "
+                       "the same position, on the same chat prompt.",
+    "matching_prefix_tokens": "How many greedy tokens match float32's before the first difference.",
+    "step_time_s": "Batch sweep: the median gap between consecutive decode steps (median over runs of each run's "
+                   "median); one step yields one token for every sequence, so this is each sequence's time per "
+                   "output token. The median ignores the few steps that other processes on the CPU stretch.",
+    "mean_step_time_s": "Batch sweep: (last step stamp - first step stamp) / (N - 1), the batch analogue of TPOT.",
+    "per_seq_tok_s": "1 / step_time_s: what one user of the batch sees.",
+    "aggregate_tok_s": "batch_size / step_time_s: tokens per second summed over the batch.",
+    "bandwidth_bytes_s": "Memory read bandwidth: the best pass of a STREAM-style sum over a buffer far larger "
+                         "than the last-level cache.",
+    "ceiling_tok_s": "bandwidth_bytes_s / weight_bytes: the decode rate if every token read every weight once "
+                     "at full bandwidth and did nothing else.",
+    "fraction_of_ceiling": "decode_tok_s / ceiling_tok_s.",
+}
+
+
+class LabResultsError(LatencyLabError):
+    """A results file could not be read as a lab result."""
+
+
+@dataclass
+class LabResults:
+    config: dict
+    machine: dict = field(default_factory=dict)
+    model: dict | None = None
+    bandwidth_measurement: dict | None = None
+    prompt: list[dict] = field(default_factory=list)
+    precision: list[dict] = field(default_factory=list)
+    batch: list[dict] = field(default_factory=list)
+    bandwidth: list[dict] = field(default_factory=list)
+    verdicts: list[dict] = field(default_factory=list)
+    cancelled: bool = False
+    error: str | None = None
+    started_at: str | None = None
+    duration_s: float | None = None
+
+    def rows(self, sweep: str) -> list[dict]:
+        return getattr(self, sweep)
+
+    def row_count(self) -> int:
+        return sum(len(self.rows(sweep)) for sweep in SWEEPS)
+
+    def to_dict(self) -> dict:
+        return {
+            "format": FORMAT,
+            "started_at": self.started_at,
+            "duration_s": self.duration_s,
+            "cancelled": self.cancelled,
+            "error": self.error,
+            "config": self.config,
+            "model": self.model,
+            "machine": {**self.machine, "bandwidth": self.bandwidth_measurement},
+            "definitions": LAB_DEFINITIONS,
+            **{sweep: self.rows(sweep) for sweep in SWEEPS},
+            "verdicts": self.verdicts,
+        }
+
+    @classmethod
+    def from_dict(cls, document: dict) -> "LabResults":
+        if not isinstance(document, dict) or document.get("format") != FORMAT:
+            found = document.get("format") if isinstance(document, dict) else type(document).__name__
+            raise LabResultsError(f"this is not a Latency Lab result (expected format {FORMAT!r}, found {found!r}).")
+        for sweep in (*SWEEPS, "verdicts"):
+            rows = document.get(sweep, [])
+            if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+                raise LabResultsError(f"the {sweep!r} entry must be a list of objects.")
+        machine = dict(document.get("machine") or {})
+        bandwidth = machine.pop("bandwidth", None)
+        return cls(
+            config=document.get("config") or {},
+            machine=machine,
+            model=document.get("model"),
+            bandwidth_measurement=bandwidth,
+            **{sweep: document.get(sweep, []) for sweep in SWEEPS},
+            verdicts=document.get("verdicts", []),
+            cancelled=bool(document.get("cancelled", False)),
+            error=document.get("error"),
+            started_at=document.get("started_at"),
+            duration_s=document.get("duration_s"),
+        )
+
+
+def results_to_json(results: LabResults) -> str:
+    return json.dumps(results.to_dict(), ensure_ascii=False, indent=1)
+
+
+def results_from_json(text: str) -> LabResults:
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise LabResultsError(f"the file is not valid JSON: {error}") from None
+    return LabResults.from_dict(document)
+
+
+def results_to_csv(results: LabResults) -> str:
+    """One table for all sweeps: a 'sweep' column, then every key any row uses; verdicts come last as rows."""
+    tagged = [{"sweep": sweep, **row} for sweep in SWEEPS for row in results.rows(sweep)]
+    tagged += [{"sweep": "verdict", **verdict} for verdict in results.verdicts]
+    columns: list[str] = []
+    for row in tagged:
+        columns.extend(key for key in row if key not in columns)
+    buffer = io.StringIO()
+    for key, definition in LAB_DEFINITIONS.items():
+        buffer.write(f"# {key}: {definition}\n")
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    for row in tagged:
+        writer.writerow({key: json.dumps(value) if isinstance(value, (list, dict)) else value
+                         for key, value in row.items()})
+    return buffer.getvalue()
+
+
+def save_results_json(results: LabResults, path: str | Path) -> None:
+    Path(path).write_text(results_to_json(results), encoding="utf-8")
+
+
+def save_results_csv(results: LabResults, path: str | Path) -> None:
+    Path(path).write_text(results_to_csv(results), encoding="utf-8", newline="")
+
+
+def load_results_json(path: str | Path) -> LabResults:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise LabResultsError(f"could not read {str(path)!r}: {error}") from None
+    return results_from_json(text)

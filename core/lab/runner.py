@@ -1,0 +1,162 @@
+"""Run the selected sweeps in order, reporting progress and each finished row, stoppable between measurements."""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from core.errors import LatencyLabError
+from core.lab.bandwidth import BandwidthMeasurement, ceiling_row, measure_read_bandwidth
+from core.lab.batch_sweep import sweep_batch_sizes
+from core.lab.config import LabConfig
+from core.lab.machine import describe_machine
+from core.lab.measure import LabCancelled, MeasurementProgress, check_cancel
+from core.lab.precision_sweep import REFERENCE_DTYPE, measure_precision, measurements_per_dtype, sweep_precisions
+from core.lab.prompt_sweep import sweep_prompt_lengths
+from core.lab.results import LabResults
+from core.lab.verdicts import judge
+from core.loader import LoadedModel, load_model
+from core.progress import ProgressCallback, no_progress
+
+RowCallback = Callable[[str, dict], None]
+
+
+def no_rows(sweep: str, row: dict) -> None:
+    """A row callback for callers that only want the final results."""
+
+
+@dataclass
+class LabObserver:
+    """progress(fraction, message) before and after every measurement; row_measured(sweep, row) per finished row.
+
+    Both are called on the thread that runs the lab.
+    """
+
+    progress: ProgressCallback = no_progress
+    row_measured: RowCallback = no_rows
+
+
+class LabRun:
+    """One run of run_lab's steps; holds the model for the prompt and batch sweeps so it loads once."""
+
+    def __init__(self, config: LabConfig, loaded: LoadedModel | None, observer: LabObserver,
+                 cancel: threading.Event | None, loader: Callable[..., LoadedModel]):
+        self.config = config
+        self.observer = observer
+        self.cancel = cancel
+        self.loader = loader
+        self.main_model = loaded
+        self.dtypes = config.resolved_dtypes()
+        self.results = LabResults(config=config.to_dict())
+        self.progress = MeasurementProgress(self._count_measurements(), observer.progress)
+        self.bandwidth: BandwidthMeasurement | None = None
+
+    def run(self) -> LabResults:
+        started = time.perf_counter()
+        self.results.started_at = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
+        self.results.machine = describe_machine()
+        try:
+            self._run_sweeps()
+        except LabCancelled:
+            self.results.cancelled = True
+        except LatencyLabError as error:
+            self.results.error = str(error)
+        self.results.verdicts = judge(self.results)
+        self.results.duration_s = time.perf_counter() - started
+        if self.results.cancelled:
+            self.observer.progress(self.progress.fraction(), f"cancelled; kept {self.results.row_count()} rows")
+        elif self.results.error is None:
+            self.observer.progress(1.0, "done")
+        return self.results
+
+    def _run_sweeps(self) -> None:
+        sweeps = self.config.sweeps
+        config = self.config
+        if "bandwidth" in sweeps:
+            check_cancel(self.cancel)
+            self.progress.announce("measuring memory read bandwidth")
+            self.bandwidth = measure_read_bandwidth(cancel=self.cancel, device=config.device)
+            self.results.bandwidth_measurement = self.bandwidth.to_dict()
+            self.progress.advance(f"memory read bandwidth: {self.bandwidth.bytes_per_s / 1e9:.1f} GB/s")
+        if "prompt" in sweeps:
+            for row in sweep_prompt_lengths(self._main_model(), config.prompt_words, config.new_tokens,
+                                            config.repeats, self.cancel, self.progress):
+                self._add("prompt", row)
+        if "batch" in sweeps:
+            for row in sweep_batch_sizes(self._main_model(), config.batch_sizes, config.new_tokens,
+                                         config.repeats, self.cancel, self.progress):
+                self._add("batch", row)
+        if "precision" in sweeps:
+            for row in sweep_precisions(self._model_at, self.dtypes, config.new_tokens, config.repeats,
+                                        self.cancel, self.progress):
+                self._add("precision", row)
+                if self.bandwidth and row.get("weight_bytes") and not row.get("error"):
+                    self._add("bandwidth", ceiling_row(row["dtype"], row["weight_bytes"], row["decode_tok_s"],
+                                                       self.bandwidth.bytes_per_s))
+        elif "bandwidth" in sweeps:
+            self._add_main_model_ceiling()
+
+    def _add(self, sweep: str, row: dict) -> None:
+        self.results.rows(sweep).append(row)
+        self.observer.row_measured(sweep, row)
+
+    def _main_model(self) -> LoadedModel:
+        if self.main_model is None:
+            check_cancel(self.cancel)
+            self.progress.announce(f"loading {self.config.model or 'the embedded model'} ({self.config.dtype})")
+            self.main_model = self.loader(self.config.model, device=self.config.device, dtype=self.config.dtype,
+                                          progress=self._load_progress)
+            self.progress.advance("model loaded")
+        self.results.model = self.main_model.describe()
+        return self.main_model
+
+    def _model_at(self, dtype: str) -> LoadedModel:
+        """The precision sweep's loader: the main model when it already has this dtype, otherwise a fresh load."""
+        if self.main_model is not None and self.main_model.dtype == dtype:
+            return self.main_model
+        return self.loader(self.config.model, device=self.config.device, dtype=dtype, progress=self._load_progress)
+
+    def _load_progress(self, fraction: float, message: str) -> None:
+        self.observer.progress(self.progress.fraction(), message)
+
+    def _add_main_model_ceiling(self) -> None:
+        """Without the precision sweep, the ceiling is shown for the main model alone."""
+        loaded = self._main_model()
+        decode = next((r["decode_tok_s"] for r in sorted(self.results.prompt, key=lambda r: r["prompt_tokens"])), None)
+        if decode is None:
+            row, _ = measure_precision(loaded, self.config.new_tokens, self.config.repeats, self.cancel, self.progress)
+            decode = row["decode_tok_s"]
+        self._add("bandwidth", ceiling_row(loaded.dtype, loaded.weight_bytes, decode, self.bandwidth.bytes_per_s))
+
+    def _count_measurements(self) -> int:
+        config, sweeps = self.config, self.config.sweeps
+        total = 0
+        needs_main = "prompt" in sweeps or "batch" in sweeps or ("bandwidth" in sweeps and "precision" not in sweeps)
+        if needs_main and self.main_model is None:
+            total += 1
+        if "bandwidth" in sweeps:
+            total += 1
+            if "precision" not in sweeps and "prompt" not in sweeps:
+                total += measurements_per_dtype(config.repeats) - 1
+        if "prompt" in sweeps:
+            total += 1 + len(config.prompt_words) * config.repeats
+        if "batch" in sweeps:
+            total += 1 + len(config.batch_sizes) * config.repeats
+        if "precision" in sweeps:
+            total += len(self.dtypes) * measurements_per_dtype(config.repeats)
+            if REFERENCE_DTYPE not in self.dtypes:
+                total += 2
+        return total
+
+
+def run_lab(config: LabConfig, *, loaded: LoadedModel | None = None, observer: LabObserver | None = None,
+            cancel: threading.Event | None = None, loader: Callable[..., LoadedModel] = load_model) -> LabResults:
+    """Run config's sweeps. Cancelling keeps every finished row; a failure keeps them too and sets results.error.
+
+    loaded, when given, is used for the prompt and batch sweeps (and for its own dtype in the precision
+    sweep) instead of loading config.model.
+    """
+    return LabRun(config, loaded, observer or LabObserver(), cancel, loader).run()

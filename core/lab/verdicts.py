@@ -1,0 +1,131 @@
+"""The chapter's four claims judged against a lab result, each with the numbers behind the verdict in plain words."""
+
+from __future__ import annotations
+
+from core.lab.results import LabResults
+
+CLAIM_PROMPT = "Long prompts slow the first token, not the rest"
+CLAIM_PRECISION = ("Decode speed ≈ memory bandwidth / model bytes, so smaller or quantised weights are faster, "
+                   "almost in proportion")
+CLAIM_BATCH = "Batching is nearly free"
+CLAIM_TOTAL = "Total time ≈ TTFT + TPOT × N"
+
+# The thresholds turn the chapter's words into tests; they are stated in every verdict so a reader can disagree.
+# "Slow the first token": TTFT at least doubles from the shortest to the longest prompt.
+MIN_TTFT_GROWTH = 2.0
+# "Not the rest" / "roughly normal speed": TPOT grows by at most a quarter.
+MAX_TPOT_GROWTH = 1.25
+# "Almost in proportion": a format with k times fewer bytes decodes at least 0.75 k times faster.
+MIN_PROPORTION = 0.75
+# "Nearly free" / "little extra latency": each sequence's step time grows by at most half at the largest batch.
+MAX_BATCH_STEP_GROWTH = 1.5
+# "Total time ≈ ...": within 5 %, the issue's acceptance bound.
+MAX_RESIDUAL_PCT = 5.0
+
+
+def judge(results: LabResults) -> list[dict]:
+    return [judge_prompt(results), judge_precision(results), judge_batch(results), judge_total(results)]
+
+
+def verdict_sentence(verdict: dict) -> str:
+    word = {True: "Holds.", False: "Does not hold.", None: "Not tested."}[verdict["holds"]]
+    return f"{verdict['claim']}: {verdict['evidence']}. {word}"
+
+
+def _verdict(key: str, claim: str, holds: bool | None, evidence: str, criterion: str) -> dict:
+    verdict = {"key": key, "claim": claim, "holds": holds, "evidence": evidence, "criterion": criterion}
+    verdict["sentence"] = verdict_sentence(verdict)
+    return verdict
+
+
+def judge_prompt(results: LabResults) -> dict:
+    criterion = (f"TTFT grows at least {MIN_TTFT_GROWTH:g}× from the shortest to the longest prompt while TPOT "
+                 f"grows at most {MAX_TPOT_GROWTH:g}×")
+    rows = sorted((r for r in results.prompt if r.get("ttft_s") and r.get("tpot_s")), key=lambda r: r["prompt_tokens"])
+    if len(rows) < 2 or rows[0]["prompt_tokens"] == rows[-1]["prompt_tokens"]:
+        return _verdict("prompt", CLAIM_PROMPT, None, "needs the prompt sweep with at least two prompt lengths",
+                        criterion)
+    short, long = rows[0], rows[-1]
+    ttft_growth = long["ttft_s"] / short["ttft_s"]
+    tpot_growth = long["tpot_s"] / short["tpot_s"]
+    evidence = (f"TTFT grew {ratio(ttft_growth)} from {short['prompt_tokens']:,} to {long['prompt_tokens']:,} prompt "
+                f"tokens ({ms(short['ttft_s'])} to {ms(long['ttft_s'])}) while TPOT changed {ratio(tpot_growth)} "
+                f"({ms(short['tpot_s'])} to {ms(long['tpot_s'])})")
+    holds = ttft_growth >= MIN_TTFT_GROWTH and tpot_growth <= MAX_TPOT_GROWTH
+    return _verdict("prompt", CLAIM_PROMPT, holds, evidence, criterion)
+
+
+def judge_precision(results: LabResults) -> dict:
+    criterion = (f"every format with k× fewer weight bytes than float32 decodes at least {MIN_PROPORTION:g}·k× "
+                 f"faster")
+    measured = {r["dtype"]: r for r in results.precision if r.get("decode_tok_s") and r.get("weight_bytes")}
+    reference = measured.get("float32")
+    smaller = [r for r in measured.values() if reference and r["weight_bytes"] < reference["weight_bytes"]]
+    if reference is None or not smaller:
+        return _verdict("precision", CLAIM_PRECISION, None,
+                        "needs the precision sweep with float32 and at least one smaller format", criterion)
+    ceilings = {r["dtype"]: r for r in results.bandwidth if r.get("fraction_of_ceiling") is not None}
+    parts, holds = [], True
+    for row in smaller:
+        fewer = reference["weight_bytes"] / row["weight_bytes"]
+        faster = row["decode_tok_s"] / reference["decode_tok_s"]
+        holds = holds and faster >= MIN_PROPORTION * fewer
+        parts.append(f"{row['dtype']} has {ratio(fewer)} fewer weight bytes and decodes {ratio(faster)} as fast")
+    evidence = "; ".join(parts)
+    if ceilings:
+        evidence += " — measured decode reaches " + ", ".join(
+            f"{pct(r['fraction_of_ceiling'])} ({r['dtype']})" for r in ceilings.values()
+        ) + " of the bandwidth ceiling"
+    failed = [r["dtype"] for r in results.precision if r.get("error")]
+    if failed:
+        evidence += f"; {', '.join(failed)} could not be measured"
+    return _verdict("precision", CLAIM_PRECISION, holds, evidence, criterion)
+
+
+def judge_batch(results: LabResults) -> dict:
+    criterion = (f"at the largest batch, each sequence's decode step is at most {MAX_BATCH_STEP_GROWTH:g}× slower "
+                 f"than at batch 1")
+    rows = {r["batch_size"]: r for r in results.batch if r.get("step_time_s")}
+    if 1 not in rows or len(rows) < 2:
+        return _verdict("batch", CLAIM_BATCH, None, "needs the batch sweep with batch 1 and a larger batch", criterion)
+    single, largest = rows[1], rows[max(rows)]
+    throughput = largest["aggregate_tok_s"] / single["aggregate_tok_s"]
+    step_growth = largest["step_time_s"] / single["step_time_s"]
+    evidence = (f"from batch 1 to {largest['batch_size']}, aggregate throughput rose {ratio(throughput)} "
+                f"({single['aggregate_tok_s']:,.0f} to {largest['aggregate_tok_s']:,.0f} tok/s; "
+                f"{largest['batch_size']}× if free) while each sequence's step time grew {ratio(step_growth)} "
+                f"({ms(single['step_time_s'])} to {ms(largest['step_time_s'])})")
+    free_up_to = max(size for size, row in rows.items()
+                     if row["step_time_s"] <= MAX_BATCH_STEP_GROWTH * single["step_time_s"])
+    if free_up_to not in (1, largest["batch_size"]):
+        evidence += f"; it stayed nearly free up to batch {free_up_to}"
+    return _verdict("batch", CLAIM_BATCH, step_growth <= MAX_BATCH_STEP_GROWTH, evidence, criterion)
+
+
+def judge_total(results: LabResults) -> dict:
+    criterion = (f"at every prompt length, E2E is within {MAX_RESIDUAL_PCT:g}% of TTFT + TPOT × (N − 1), both with "
+                 f"the median TPOT and with TPOT taken as the median gap between tokens")
+    rows = [r for r in results.prompt if r.get("residual_pct") is not None and r.get("steady_residual_pct") is not None]
+    if not rows:
+        return _verdict("total", CLAIM_TOTAL, None, "needs the prompt sweep", criterion)
+    worst = max(rows, key=lambda r: abs(r["residual_pct"]))
+    worst_steady = max(rows, key=lambda r: abs(r["steady_residual_pct"]))
+    evidence = (f"with N = {rows[0]['new_tokens']} new tokens, E2E matched TTFT + TPOT × (N − 1) within "
+                f"{abs(worst['residual_pct']):.1f}% at every prompt length (worst at {worst['prompt_tokens']:,} "
+                f"tokens), and within {abs(worst_steady['steady_residual_pct']):.1f}% with TPOT taken as the median "
+                f"gap between tokens (worst at {worst_steady['prompt_tokens']:,} tokens)")
+    holds = (abs(worst["residual_pct"]) <= MAX_RESIDUAL_PCT
+             and abs(worst_steady["steady_residual_pct"]) <= MAX_RESIDUAL_PCT)
+    return _verdict("total", CLAIM_TOTAL, holds, evidence, criterion)
+
+
+def ratio(value: float) -> str:
+    return f"{value:,.0f}×" if value >= 10 else f"{value:.1f}×"
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:,.0f} ms" if seconds >= 0.1 else f"{seconds * 1000:.1f} ms"
+
+
+def pct(fraction: float) -> str:
+    return f"{fraction * 100:.0f}%"

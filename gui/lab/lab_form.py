@@ -1,0 +1,96 @@
+"""The Lab tab's settings: model, sweeps and their parameters, turned into a validated LabConfig."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QCheckBox, QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QSpinBox, QWidget
+
+import core.settings
+from core.errors import InvalidSettingsError
+from core.lab.config import (
+    DEFAULT_BATCH_SIZES, DEFAULT_NEW_TOKENS, DEFAULT_PROMPT_WORDS, DEFAULT_REPEATS, MAX_NEW_TOKENS, MAX_REPEATS,
+    MIN_NEW_TOKENS, SWEEPS, LabConfig, parse_int_list,
+)
+
+EMBEDDED_CHOICE = "embedded"
+SWEEP_TITLES = {"prompt": "prompt length", "precision": "precision", "batch": "batch size",
+                "bandwidth": "bandwidth ceiling"}
+
+
+def joined(values) -> str:
+    return ",".join(str(value) for value in values)
+
+
+class LabForm(QWidget):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        dtype_choices = core.settings.DTYPE_CHOICES
+        self.model_box = QComboBox()
+        self.model_box.setEditable(True)
+        self.model_box.addItem(EMBEDDED_CHOICE)
+        self.model_box.setToolTip("The model for the prompt and batch sweeps, and the one loaded at each "
+                                  "precision: 'embedded', a .gguf file, a model folder or a local hub id.")
+        self.dtype_box = QComboBox()
+        self.dtype_box.addItems(dtype_choices)
+        self.dtype_box.setToolTip("Precision for the prompt and batch sweeps.")
+        self.sweep_boxes = {name: QCheckBox(SWEEP_TITLES[name]) for name in SWEEPS}
+        for box in self.sweep_boxes.values():
+            box.setChecked(True)
+        self.prompt_words_edit = QLineEdit(joined(DEFAULT_PROMPT_WORDS))
+        self.prompt_words_edit.setToolTip("Filler words after 'Repeat after me. ', one prompt per value.")
+        self.new_tokens_spin = QSpinBox()
+        self.new_tokens_spin.setRange(MIN_NEW_TOKENS, MAX_NEW_TOKENS)
+        self.new_tokens_spin.setValue(DEFAULT_NEW_TOKENS)
+        self.new_tokens_spin.setToolTip("Tokens decoded per run, exactly: end-of-text is held off until then.")
+        self.repeats_spin = QSpinBox()
+        self.repeats_spin.setRange(1, MAX_REPEATS)
+        self.repeats_spin.setValue(DEFAULT_REPEATS)
+        self.repeats_spin.setToolTip("Timed runs per row; each row shows their median.")
+        self.dtype_boxes = {dtype: QCheckBox(dtype) for dtype in dtype_choices}
+        for box in self.dtype_boxes.values():
+            box.setChecked(True)
+        self.batch_sizes_edit = QLineEdit(joined(DEFAULT_BATCH_SIZES))
+
+        model_row = QHBoxLayout()
+        model_row.addWidget(self.model_box, stretch=1)
+        model_row.addWidget(self.dtype_box)
+        sweeps_row = QHBoxLayout()
+        for box in self.sweep_boxes.values():
+            sweeps_row.addWidget(box)
+        sweeps_row.addStretch(1)
+        numbers_row = QHBoxLayout()
+        numbers_row.addWidget(self.prompt_words_edit, stretch=1)
+        for label, spin in (("new tokens", self.new_tokens_spin), ("repeats", self.repeats_spin)):
+            numbers_row.addWidget(QLabel(label))
+            numbers_row.addWidget(spin)
+        precision_row = QHBoxLayout()
+        for box in self.dtype_boxes.values():
+            precision_row.addWidget(box)
+        precision_row.addStretch(1)
+        form = QFormLayout(self)
+        form.setContentsMargins(0, 0, 0, 0)
+        form.addRow("Model", model_row)
+        form.addRow("Sweeps", sweeps_row)
+        form.addRow("Prompt words", numbers_row)
+        form.addRow("Precisions", precision_row)
+        form.addRow("Batch sizes", self.batch_sizes_edit)
+
+    def config(self) -> LabConfig:
+        """Raises InvalidSettingsError with a message for the user when a field is wrong."""
+        spec = self.model_box.currentText().strip() or EMBEDDED_CHOICE
+        sweeps = tuple(name for name, box in self.sweep_boxes.items() if box.isChecked())
+        if not sweeps:
+            raise InvalidSettingsError("tick at least one sweep.")
+        dtypes = tuple(dtype for dtype, box in self.dtype_boxes.items() if box.isChecked())
+        if "precision" in sweeps and not dtypes:
+            raise InvalidSettingsError("tick at least one precision for the precision sweep.")
+        return LabConfig(
+            sweeps=sweeps,
+            prompt_words=parse_int_list(self.prompt_words_edit.text(), "prompt words"),
+            new_tokens=self.new_tokens_spin.value(),
+            repeats=self.repeats_spin.value(),
+            dtypes=dtypes or None,
+            batch_sizes=parse_int_list(self.batch_sizes_edit.text(), "batch sizes"),
+            model=None if spec == EMBEDDED_CHOICE else spec,
+            dtype=self.dtype_box.currentText(),
+        )
+

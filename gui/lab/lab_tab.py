@@ -1,0 +1,292 @@
+"""The Lab tab: settings, Run and Cancel, a progress bar, three live plots, the verdicts, export and load."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from PySide6.QtCore import QCoreApplication, QThread, Qt, Signal, Slot
+from PySide6.QtWidgets import (
+    QFileDialog, QHBoxLayout, QLabel, QProgressBar, QPushButton, QScrollArea, QSplitter, QVBoxLayout, QWidget,
+)
+
+from core.errors import LatencyLabError
+from core.lab.machine import machine_summary
+from core.lab.results import LabResults, load_results_json, save_results_csv, save_results_json
+from gui.lab.batch_plot import BatchPlot
+from gui.lab.lab_form import LabForm
+from gui.lab.lab_worker import LabRequest, LabWorker
+from gui.lab.precision_plot import PrecisionPlot
+from gui.lab.prompt_plot import PromptLengthPlot
+from gui.lab.verdict_panel import VerdictPanel
+
+PROGRESS_STEPS = 1000
+
+
+class LabTab(QWidget):
+    """Self-contained: it loads its own model on its own thread. Call shutdown() before it is destroyed."""
+
+    run_requested = Signal(object)  # LabRequest, to the worker's thread
+    run_finished = Signal(object)   # LabResults once shown, or None when the run failed
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.results: LabResults | None = None
+        self._running = False
+        # Set from this thread, read by the worker's: the one way to stop a run that is busy measuring.
+        self._cancel_event = threading.Event()
+        self._build_widgets()
+        self._start_thread()
+        app = QCoreApplication.instance()
+        if app is not None:
+            # A safety net for a window that quits without calling shutdown(): never leave the thread running.
+            app.aboutToQuit.connect(self.shutdown)
+        self._update_controls()
+
+    # -- construction ---------------------------------------------------------------------------
+
+    def _build_widgets(self) -> None:
+        self.form = LabForm()
+        self.run_button = QPushButton("Run")
+        self.cancel_button = QPushButton("Cancel")
+        self.load_button = QPushButton("Load JSON…")
+        self.export_json_button = QPushButton("Export JSON…")
+        self.export_csv_button = QPushButton("Export CSV…")
+        self.export_png_button = QPushButton("Export PNG…")
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setRange(0, PROGRESS_STEPS)
+        self.status_label = QLabel("Choose the sweeps and press Run.")
+        self.status_label.setObjectName("lab_status")
+        self.status_label.setWordWrap(True)
+        buttons = QHBoxLayout()
+        for button in (self.run_button, self.cancel_button):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        for button in (self.load_button, self.export_json_button, self.export_csv_button, self.export_png_button):
+            buttons.addWidget(button)
+
+        self.prompt_plot = PromptLengthPlot()
+        self.batch_plot = BatchPlot()
+        self.precision_plot = PrecisionPlot()
+        plots = QSplitter(Qt.Orientation.Vertical)
+        for plot in (self.prompt_plot, self.batch_plot, self.precision_plot):
+            plot.setMinimumHeight(150)
+            plots.addWidget(plot)
+        self.verdicts = VerdictPanel()
+        self.machine_label = QLabel("")
+        self.machine_label.setObjectName("lab_machine")
+        self.machine_label.setWordWrap(True)
+        self.machine_label.setStyleSheet("color: #555;")
+        side = QWidget()
+        side_layout = QVBoxLayout(side)
+        side_layout.addWidget(self.verdicts)
+        side_layout.addWidget(self.machine_label)
+        side_layout.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(side)
+        self.results_area = QSplitter(Qt.Orientation.Horizontal)
+        self.results_area.addWidget(plots)
+        self.results_area.addWidget(scroll)
+        self.results_area.setSizes([760, 420])
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.form)
+        layout.addLayout(buttons)
+        layout.addWidget(self.progress_bar)
+        layout.addWidget(self.status_label)
+        layout.addWidget(self.results_area, stretch=1)
+
+        self.run_button.clicked.connect(self.run)
+        self.cancel_button.clicked.connect(self.cancel)
+        self.load_button.clicked.connect(self._load_dialog)
+        self.export_json_button.clicked.connect(self._export_json_dialog)
+        self.export_csv_button.clicked.connect(self._export_csv_dialog)
+        self.export_png_button.clicked.connect(self._export_png_dialog)
+
+    def _start_thread(self) -> None:
+        self.lab_thread = QThread(self)
+        self.lab_thread.setObjectName("latencylab-lab")
+        self.worker = LabWorker()
+        self.worker.moveToThread(self.lab_thread)
+        self.run_requested.connect(self.worker.run)
+        self.worker.progress_changed.connect(self._on_progress_changed)
+        self.worker.row_measured.connect(self._on_row_measured)
+        self.worker.finished.connect(self._on_run_finished)
+        self.worker.failed.connect(self._on_run_failed)
+        self.lab_thread.start()
+
+    # -- actions --------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    @Slot()
+    def run(self) -> None:
+        if self._running:
+            return
+        try:
+            config = self.form.config()
+        except LatencyLabError as error:
+            self.status_label.setText(f"Settings refused: {error}")
+            return
+        self.results = None
+        self._clear_plots()
+        self.verdicts.clear()
+        self.machine_label.setText("")
+        self.progress_bar.setValue(0)
+        self.status_label.setText("Starting…")
+        self._running = True
+        self._update_controls()
+        self._cancel_event = threading.Event()
+        self.run_requested.emit(LabRequest(config, self._cancel_event))
+
+    @Slot()
+    def cancel(self) -> None:
+        if self._running:
+            self._cancel_event.set()
+            self.status_label.setText("Cancelling after the current measurement…")
+
+    def show_results(self, results: LabResults) -> None:
+        """Draw a whole result at once: a finished run's, or one loaded from a file."""
+        self.results = results
+        self._clear_plots()
+        for sweep in ("prompt", "batch", "precision", "bandwidth"):
+            for row in results.rows(sweep):
+                self._add_row(sweep, row)
+        self._refresh_plots()
+        self.verdicts.show_verdicts(results.verdicts)
+        self.machine_label.setText(machine_summary(results.machine, results.bandwidth_measurement)
+                                   if results.machine else "")
+        self._update_controls()
+
+    def export_json(self, path: str | Path) -> None:
+        save_results_json(self._results_or_raise(), path)
+
+    def export_csv(self, path: str | Path) -> None:
+        save_results_csv(self._results_or_raise(), path)
+
+    def export_png(self, path: str | Path) -> bool:
+        return self.results_area.grab().save(str(path), "PNG")
+
+    def load_json(self, path: str | Path) -> None:
+        """Raises LatencyLabError (with a message for the user) when the file is not a lab result."""
+        results = load_results_json(path)
+        self.show_results(results)
+        self.progress_bar.setValue(PROGRESS_STEPS if not results.cancelled else 0)
+        self.status_label.setText(f"Loaded {Path(path).name}: {results.row_count()} rows"
+                                  + (f", run {results.started_at}." if results.started_at else "."))
+
+    @Slot()
+    def shutdown(self, timeout_ms: int = 30_000) -> None:
+        """Cancel any run and join the thread. A measurement stops within one decode step, so this is quick."""
+        self._cancel_event.set()
+        self.lab_thread.quit()
+        self.lab_thread.wait(timeout_ms)
+
+    # -- worker signals -------------------------------------------------------------------------
+
+    @Slot(float, str)
+    def _on_progress_changed(self, fraction: float, message: str) -> None:
+        self.progress_bar.setValue(round(fraction * PROGRESS_STEPS))
+        if self._running:
+            self.status_label.setText(message)
+
+    @Slot(str, object)
+    def _on_row_measured(self, sweep: str, row: dict) -> None:
+        self._add_row(sweep, row)
+        self._refresh_plots()
+
+    @Slot(object)
+    def _on_run_finished(self, results: LabResults) -> None:
+        self._running = False
+        self.show_results(results)
+        if results.error:
+            self.status_label.setText(f"Stopped by an error: {results.error} Kept {results.row_count()} rows.")
+        elif results.cancelled:
+            self.status_label.setText(f"Cancelled; kept the {results.row_count()} rows finished before it.")
+        else:
+            self.progress_bar.setValue(PROGRESS_STEPS)
+            self.status_label.setText(f"Done in {results.duration_s:.0f} s: {results.row_count()} rows.")
+        self.run_finished.emit(results)
+
+    @Slot(str)
+    def _on_run_failed(self, message: str) -> None:
+        self._running = False
+        self._update_controls()
+        self.status_label.setText(f"The lab run failed: {message}")
+        self.run_finished.emit(None)
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _add_row(self, sweep: str, row: dict) -> None:
+        if row.get("error"):
+            return
+        if sweep == "prompt":
+            self.prompt_plot.add_row(row)
+        elif sweep == "batch":
+            self.batch_plot.add_row(row)
+        elif sweep == "precision":
+            self.precision_plot.add_precision_row(row)
+        elif sweep == "bandwidth":
+            self.precision_plot.add_bandwidth_row(row)
+
+    def _clear_plots(self) -> None:
+        for plot in (self.prompt_plot, self.batch_plot, self.precision_plot):
+            plot.reset()
+        self._refresh_plots()
+
+    def _refresh_plots(self) -> None:
+        for plot in (self.prompt_plot, self.batch_plot, self.precision_plot):
+            plot.refresh()
+
+    def _results_or_raise(self) -> LabResults:
+        if self.results is None:
+            raise LatencyLabError("there are no results yet: run the lab or load a saved result first.")
+        return self.results
+
+    def _update_controls(self) -> None:
+        running = self._running
+        self.run_button.setEnabled(not running)
+        self.cancel_button.setEnabled(running)
+        self.form.setEnabled(not running)
+        self.load_button.setEnabled(not running)
+        has_results = self.results is not None and not running
+        for button in (self.export_json_button, self.export_csv_button, self.export_png_button):
+            button.setEnabled(has_results)
+
+    # -- file dialogs ---------------------------------------------------------------------------
+
+    def _save_dialog(self, title: str, pattern: str, writer) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, title, "", pattern)
+        if not path:
+            return
+        try:
+            ok = writer(path)
+        except (OSError, LatencyLabError) as error:
+            self.status_label.setText(f"Could not save: {error}")
+            return
+        self.status_label.setText(f"Could not save {Path(path).name}." if ok is False else f"Saved {Path(path).name}.")
+
+    @Slot()
+    def _export_json_dialog(self) -> None:
+        self._save_dialog("Export lab results", "JSON (*.json)", self.export_json)
+
+    @Slot()
+    def _export_csv_dialog(self) -> None:
+        self._save_dialog("Export lab results", "CSV (*.csv)", self.export_csv)
+
+    @Slot()
+    def _export_png_dialog(self) -> None:
+        self._save_dialog("Export lab plots", "PNG (*.png)", self.export_png)
+
+    @Slot()
+    def _load_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Load lab results", "", "JSON (*.json)")
+        if not path:
+            return
+        try:
+            self.load_json(path)
+        except LatencyLabError as error:
+            self.status_label.setText(f"Could not load {Path(path).name}: {error}")

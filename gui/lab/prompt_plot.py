@@ -1,0 +1,48 @@
+"""TTFT and TPOT against prompt tokens: prefill grows with the prompt, decode should not."""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+
+from core.lab.results import LAB_DEFINITIONS
+from gui.growable_buffer import GrowableBuffer
+
+TTFT_COLOR = "#e8710a"
+TPOT_COLOR = "#188038"
+
+
+class PromptLengthPlot(pg.PlotWidget):
+    """Log y, so a TTFT of seconds and a TPOT of milliseconds share one plot and equal ratios look equal."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setBackground("w")
+        self.setTitle("Prompt length: TTFT grows, TPOT should not")
+        self.setLabel("bottom", "prompt tokens")
+        self.setLabel("left", "ms (log scale)")
+        self.setLogMode(x=False, y=True)
+        self.showGrid(x=True, y=True, alpha=0.2)
+        self.setToolTip("Claim 1. Each point is the median of the runs at one prompt length.\n"
+                        f"TTFT: {LAB_DEFINITIONS['ttft_s']}\nTPOT: {LAB_DEFINITIONS['tpot_s']}")
+        legend = self.addLegend(offset=(10, 10))
+        legend.setBrush(pg.mkBrush(255, 255, 255, 200))
+        self.ttft_item = self.plot([], [], pen=pg.mkPen(TTFT_COLOR, width=2), symbol="s", symbolSize=8,
+                                   symbolBrush=TTFT_COLOR, name="TTFT (prefill)")
+        self.tpot_item = self.plot([], [], pen=pg.mkPen(TPOT_COLOR, width=2), symbol="o", symbolSize=8,
+                                   symbolBrush=TPOT_COLOR, name="TPOT (decode)")
+        self._tokens = GrowableBuffer(16)
+        self._ttft_ms = GrowableBuffer(16)
+        self._tpot_ms = GrowableBuffer(16)
+
+    def reset(self) -> None:
+        for buffer in (self._tokens, self._ttft_ms, self._tpot_ms):
+            buffer.clear()
+
+    def add_row(self, row: dict) -> None:
+        self._tokens.append(row["prompt_tokens"])
+        self._ttft_ms.append(row["ttft_s"] * 1000)
+        self._tpot_ms.append(row["tpot_s"] * 1000)
+
+    def refresh(self) -> None:
+        self.ttft_item.setData(self._tokens.view(), self._ttft_ms.view())
+        self.tpot_item.setData(self._tokens.view(), self._tpot_ms.view())

@@ -1,0 +1,147 @@
+"""The Lab tab on the real embedded model: Run, live rows, verdicts, Cancel, export and load back."""
+
+import json
+
+import pytest
+from PySide6.QtCore import QObject, Qt, Slot
+
+from core.errors import LatencyLabError
+
+pytestmark = pytest.mark.model
+RUN_TIMEOUT_MS = 300_000
+
+
+class RowRecorder(QObject):
+    """Receives the worker's rows on the GUI thread, as the tab does, noting whether the run was still going."""
+
+    def __init__(self, tab):
+        super().__init__()
+        self.tab = tab
+        self.rows = []
+        tab.worker.row_measured.connect(self.record)
+
+    @Slot(str, object)
+    def record(self, sweep, row):
+        self.rows.append((sweep, self.tab.running))
+
+
+@pytest.fixture
+def make_tab(qtbot):
+    from gui.lab.lab_tab import LabTab
+
+    tabs = []
+
+    def make():
+        tab = LabTab()
+        qtbot.addWidget(tab)
+        tab.resize(1200, 900)
+        tab.show()
+        tabs.append(tab)
+        return tab
+
+    yield make
+    for tab in tabs:
+        tab.shutdown()
+        assert not tab.lab_thread.isRunning()
+
+
+def configure(tab, *, sweeps, prompt_words="5,200", new_tokens=4, dtypes=("float32", "bfloat16"),
+              batch_sizes="1,2"):
+    form = tab.form
+    for name, box in form.sweep_boxes.items():
+        box.setChecked(name in sweeps)
+    form.prompt_words_edit.setText(prompt_words)
+    form.new_tokens_spin.setValue(new_tokens)
+    form.repeats_spin.setValue(1)
+    for dtype, box in form.dtype_boxes.items():
+        box.setChecked(dtype in dtypes)
+    form.batch_sizes_edit.setText(batch_sizes)
+
+
+def points(item):
+    x, _ = item.getData()
+    return 0 if x is None else len(x)
+
+
+def test_a_run_fills_plots_and_verdicts_and_exports_then_loads_back(qtbot, make_tab, tmp_path):
+    tab = make_tab()
+    configure(tab, sweeps=("prompt", "precision", "batch", "bandwidth"))
+    assert not tab.export_json_button.isEnabled() and not tab.cancel_button.isEnabled()
+    recorder = RowRecorder(tab)
+    with qtbot.waitSignal(tab.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
+        qtbot.mouseClick(tab.run_button, Qt.MouseButton.LeftButton)
+        assert tab.running and tab.cancel_button.isEnabled() and not tab.run_button.isEnabled()
+    results = blocker.args[0]
+    assert results is not None and results.error is None and not results.cancelled
+    assert len(recorder.rows) == results.row_count() == 8
+    assert all(running for _, running in recorder.rows)  # rows arrived live, before the run finished
+    assert tab.progress_bar.value() == tab.progress_bar.maximum()
+    assert "Done in" in tab.status_label.text()
+
+    assert points(tab.prompt_plot.ttft_item) == points(tab.prompt_plot.tpot_item) == 2
+    assert points(tab.batch_plot.aggregate_item) == points(tab.batch_plot.per_user_item) == 2
+    assert points(tab.batch_plot.free_item) == 2
+    assert points(tab.precision_plot.measured_item) == 2 and points(tab.precision_plot.ceiling_item) > 2
+    assert [label.isVisible() for label in tab.precision_plot.labels[:3]] == [True, True, False]
+    ttft_ms = tab.prompt_plot.ttft_item.yData  # getData() would give log10 values: the axis is logarithmic
+    assert list(ttft_ms) == [row["ttft_s"] * 1000 for row in results.prompt]
+    for verdict in results.verdicts:
+        shown = tab.verdicts.verdict_text(verdict["key"])
+        assert ("Holds." if verdict["holds"] else "Does not hold.") in shown
+        assert verdict["claim"].split(",")[0] in shown
+    assert "GB/s" in tab.machine_label.text()
+
+    assert tab.export_json_button.isEnabled()
+    tab.export_json(tmp_path / "lab.json")
+    tab.export_csv(tmp_path / "lab.csv")
+    assert tab.export_png(tmp_path / "lab.png") and (tmp_path / "lab.png").stat().st_size > 10_000
+    assert json.loads((tmp_path / "lab.json").read_text())["prompt"] == results.prompt
+    assert (tmp_path / "lab.csv").read_text().count("\nprompt,") == 2
+
+    other = make_tab()
+    other.load_json(tmp_path / "lab.json")
+    assert "Loaded lab.json" in other.status_label.text()
+    for name in ("ttft_item", "tpot_item"):
+        assert list(getattr(other.prompt_plot, name).yData) == list(getattr(tab.prompt_plot, name).yData)
+    assert list(other.precision_plot.ceiling_item.yData) == list(tab.precision_plot.ceiling_item.yData)
+    assert other.verdicts.verdict_text("batch") == tab.verdicts.verdict_text("batch")
+    assert other.export_json_button.isEnabled()
+
+
+def test_cancel_keeps_the_rows_finished_so_far(qtbot, make_tab):
+    tab = make_tab()
+    configure(tab, sweeps=("prompt",), prompt_words="5,10,20", new_tokens=40)
+    with qtbot.waitSignal(tab.worker.row_measured, timeout=RUN_TIMEOUT_MS):
+        qtbot.mouseClick(tab.run_button, Qt.MouseButton.LeftButton)
+    with qtbot.waitSignal(tab.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
+        qtbot.mouseClick(tab.cancel_button, Qt.MouseButton.LeftButton)
+    results = blocker.args[0]
+    assert results.cancelled and 1 <= len(results.prompt) < 3
+    assert points(tab.prompt_plot.ttft_item) == len(results.prompt)
+    assert "Cancelled" in tab.status_label.text() and tab.run_button.isEnabled()
+    assert tab.export_json_button.isEnabled()
+
+
+def test_shutdown_during_a_run_stops_and_joins(qtbot, make_tab):
+    tab = make_tab()
+    configure(tab, sweeps=("prompt",), prompt_words="5,10,20", new_tokens=400)
+    with qtbot.waitSignal(tab.worker.progress_changed, timeout=RUN_TIMEOUT_MS):
+        qtbot.mouseClick(tab.run_button, Qt.MouseButton.LeftButton)
+    tab.shutdown()
+    assert not tab.lab_thread.isRunning()
+
+
+def test_bad_settings_and_bad_files_give_a_message(qtbot, make_tab, tmp_path):
+    tab = make_tab()
+    configure(tab, sweeps=("prompt",), prompt_words="10,abc")
+    qtbot.mouseClick(tab.run_button, Qt.MouseButton.LeftButton)
+    assert not tab.running and "'abc' is not a whole number" in tab.status_label.text()
+    configure(tab, sweeps=(), prompt_words="10")
+    qtbot.mouseClick(tab.run_button, Qt.MouseButton.LeftButton)
+    assert not tab.running and "at least one sweep" in tab.status_label.text()
+    trace = tmp_path / "trace.json"
+    trace.write_text(json.dumps({"format": "latencylab-trace/1"}))
+    with pytest.raises(LatencyLabError, match="not a Latency Lab result"):
+        tab.load_json(trace)
+    with pytest.raises(LatencyLabError, match="no results yet"):
+        tab.export_json(tmp_path / "none.json")

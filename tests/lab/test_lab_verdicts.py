@@ -1,0 +1,128 @@
+"""Verdicts, configuration checks and the bandwidth helpers on hand-made numbers: no model needed."""
+
+import pytest
+
+import core.settings
+from core.errors import InvalidSettingsError
+from core.lab.bandwidth import ceiling_row, last_level_cache_bytes
+from core.lab.config import LabConfig, parse_int_list
+from core.lab.precision_sweep import agreement, precision_order
+from core.lab.results import LabResults, LabResultsError, results_from_json
+from core.lab.verdicts import judge
+
+
+def prompt_row(tokens, ttft, tpot, n=50, residual_pct=0.1, steady=0.5):
+    return {"prompt_tokens": tokens, "ttft_s": ttft, "tpot_s": tpot, "new_tokens": n,
+            "residual_pct": residual_pct, "steady_residual_pct": steady}
+
+
+def results(**sweeps) -> LabResults:
+    return LabResults(config={}, **sweeps)
+
+
+def test_claim_one_reads_like_the_issue_example():
+    verdict = judge(results(prompt=[prompt_row(15, 0.05, 0.020), prompt_row(1505, 1.4, 0.022)]))[0]
+    assert verdict["holds"] is True
+    assert verdict["sentence"].startswith(
+        "Long prompts slow the first token, not the rest: TTFT grew 28× from 15 to 1,505 prompt tokens")
+    assert "TPOT changed 1.1×" in verdict["sentence"] and verdict["sentence"].endswith("Holds.")
+
+
+def test_claim_one_fails_when_decode_slows_too():
+    verdict = judge(results(prompt=[prompt_row(15, 0.05, 0.020), prompt_row(1505, 1.4, 0.040)]))[0]
+    assert verdict["holds"] is False and verdict["sentence"].endswith("Does not hold.")
+
+
+def test_claim_two_compares_speedup_with_byte_savings():
+    precision = [{"dtype": "float32", "weight_bytes": 400, "decode_tok_s": 10.0},
+                 {"dtype": "bfloat16", "weight_bytes": 200, "decode_tok_s": 19.0},
+                 {"dtype": "int4", "error": "no kernel"}]
+    bandwidth = [ceiling_row("float32", 400, 10.0, 8000.0)]
+    verdict = judge(results(precision=precision, bandwidth=bandwidth))[1]
+    assert verdict["holds"] is True
+    assert "bfloat16 has 2.0× fewer weight bytes and decodes 1.9× as fast" in verdict["evidence"]
+    assert "50% (float32)" in verdict["evidence"] and "int4 could not be measured" in verdict["evidence"]
+    precision[1]["decode_tok_s"] = 11.0
+    assert judge(results(precision=precision))[1]["holds"] is False
+
+
+def test_claim_three_needs_step_time_to_stay_flat():
+    def row(batch, step):
+        return {"batch_size": batch, "step_time_s": step, "aggregate_tok_s": batch / step, "per_seq_tok_s": 1 / step}
+    cheap = judge(results(batch=[row(1, 0.05), row(8, 0.055), row(32, 0.07)]))[2]
+    assert cheap["holds"] is True and "rose 23×" in cheap["evidence"]
+    costly = judge(results(batch=[row(1, 0.05), row(8, 0.06), row(32, 0.5)]))[2]
+    assert costly["holds"] is False and "nearly free up to batch 8" in costly["evidence"]
+
+
+def test_claim_four_uses_both_residuals():
+    assert judge(results(prompt=[prompt_row(15, 0.05, 0.02)]))[3]["holds"] is True
+    assert judge(results(prompt=[prompt_row(15, 0.05, 0.02, steady=-7.0)]))[3]["holds"] is False
+
+
+def test_claims_without_data_are_not_tested():
+    verdicts = judge(results())
+    assert [v["holds"] for v in verdicts] == [None] * 4
+    assert all(v["sentence"].endswith("Not tested.") and v["evidence"].startswith("needs") for v in verdicts)
+
+
+def test_dtypes_default_to_the_loaders_choices_at_run_time(monkeypatch):
+    monkeypatch.setattr(core.settings, "DTYPE_CHOICES", ("float32", "bfloat16", "int3"))
+    assert LabConfig().resolved_dtypes() == ("float32", "bfloat16", "int3")
+    assert LabConfig().to_dict()["dtypes"] == ["float32", "bfloat16", "int3"]
+
+
+@pytest.mark.parametrize("changes, words", [
+    ({"sweeps": ("prompt", "speed")}, "unknown sweep 'speed'"),
+    ({"sweeps": ()}, "unknown sweep"),
+    ({"prompt_words": (10, 0)}, "prompt words must be a whole number"),
+    ({"new_tokens": 1}, "new tokens must be a whole number from 2"),
+    ({"repeats": 0}, "repeats"),
+    ({"batch_sizes": (1, 0)}, "batch sizes"),
+    ({"batch_sizes": (2, 2)}, "must not repeat"),
+    ({"dtypes": ("float8",)}, "unknown dtype 'float8'"),
+    ({"dtypes": ()}, "at least one dtype"),
+])
+def test_bad_configs_are_refused_with_a_message(changes, words):
+    with pytest.raises(InvalidSettingsError, match=words):
+        LabConfig(**changes)
+
+
+def test_lists_parse_or_say_which_part_is_wrong():
+    assert parse_int_list(" 10, 100 ,500", "prompt words") == (10, 100, 500)
+    for text, words in (("abc", "'abc' is not a whole number"), ("1,,2", "comma-separated"), ("", "comma")):
+        with pytest.raises(InvalidSettingsError, match=words):
+            parse_int_list(text, "prompt words")
+
+
+def test_agreement_counts_positions_and_the_matching_prefix():
+    reference = list(range(40))
+    assert agreement(reference, reference) == {"compared_tokens": 32, "token_agreement": 1.0,
+                                               "matching_prefix_tokens": 32}
+    changed = reference[:5] + [99] + reference[6:]
+    assert agreement(changed, reference)["token_agreement"] == 31 / 32
+    assert agreement(changed, reference)["matching_prefix_tokens"] == 5
+    assert agreement(reference, None)["token_agreement"] is None
+    assert precision_order(["int8", "bfloat16", "float32"]) == ["float32", "int8", "bfloat16"]
+
+
+def test_last_level_cache_is_the_largest_reported(tmp_path):
+    for index, size in enumerate(("48K", "2048K", "32768K")):
+        (tmp_path / f"index{index}").mkdir()
+        (tmp_path / f"index{index}" / "size").write_text(size + "\n")
+    assert last_level_cache_bytes(tmp_path) == 32 * 1024 * 1024
+    assert last_level_cache_bytes(tmp_path / "missing") is None
+
+
+def test_ceiling_row_divides_bandwidth_by_bytes():
+    row = ceiling_row("int8", 250_000_000, 30.0, 25e9)
+    assert row["ceiling_tok_s"] == 100.0 and row["fraction_of_ceiling"] == 0.3
+
+
+def test_loading_something_else_says_what_it_is():
+    with pytest.raises(LabResultsError, match="not a Latency Lab result"):
+        results_from_json('{"format": "latencylab-trace/1"}')
+    with pytest.raises(LabResultsError, match="not valid JSON"):
+        results_from_json("{oops")
+    with pytest.raises(LabResultsError, match="'prompt' entry must be a list"):
+        results_from_json('{"format": "latencylab-lab/1", "prompt": 3}')

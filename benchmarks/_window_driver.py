@@ -41,11 +41,11 @@ class ThreadBoundCall(QObject):
 
 
 class WindowDriver:
-    def __init__(self, loaded, streaming: bool = True):
+    def __init__(self, loaded, streaming: bool = True, window_class=None):
         from gui.main_window import MainWindow
 
         self.app = QApplication.instance() or QApplication([])
-        self.window = MainWindow()
+        self.window = (window_class or MainWindow)()
         self.window._on_model_loaded(loaded)
         self.window.streaming_toggle.setChecked(streaming)
         self.window.show()

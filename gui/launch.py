@@ -26,13 +26,21 @@ def launch_window(args: argparse.Namespace, settings: GenerationSettings) -> int
         return 1
     from PySide6.QtWidgets import QApplication
 
+    from core.offline import use_offline_mode_for
+    from gui.settings_store import load_window_settings
+
+    # Before the window imports transformers, which reads the offline switches once.
+    use_offline_mode_for(args.model or load_window_settings().model_spec)
     from gui.main_window import MainWindow
+    from gui.thread_exit import exit_code_after_threads
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Latency Lab")
-    window = MainWindow(initial_model=args.model, initial_dtype=args.dtype if args.dtype != "float32" else None)
+    window = MainWindow(initial_model=args.model, initial_dtype=args.dtype if args.dtype != "float32" else None,
+                        trust_remote_code=getattr(args, "trust_remote_code", False),
+                        allow_pickle=getattr(args, "allow_pickle", False))
     window.show()
     window.input_box.setFocus()
     # The window is up before the model: loading runs on its own thread behind it.
     window.start_loading()
-    return app.exec()
+    return exit_code_after_threads(app.exec())

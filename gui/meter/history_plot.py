@@ -29,6 +29,7 @@ class HistoryPlot(pg.PlotWidget):
         self._ttft_ms = GrowableBuffer(32)
         self._tpot_prompt_tokens = GrowableBuffer(32)
         self._tpot_ms = GrowableBuffer(32)
+        self._dirty = True
 
     def add_reply(self, prompt_tokens: int, ttft_s: float | None, tpot_s: float | None) -> None:
         if ttft_s is not None:
@@ -37,11 +38,17 @@ class HistoryPlot(pg.PlotWidget):
         if tpot_s is not None:
             self._tpot_prompt_tokens.append(prompt_tokens)
             self._tpot_ms.append(tpot_s * 1000)
+        self._dirty = True
 
     def clear_history(self) -> None:
         for buffer in (self._prompt_tokens, self._ttft_ms, self._tpot_prompt_tokens, self._tpot_ms):
             buffer.clear()
+        self._dirty = True
 
     def refresh(self) -> None:
+        """Only a finished reply changes this plot, so most frames skip it."""
+        if not self._dirty:
+            return
+        self._dirty = False
         self.ttft_item.setData(self._prompt_tokens.view(), self._ttft_ms.view())
         self.tpot_item.setData(self._tpot_prompt_tokens.view(), self._tpot_ms.view())

@@ -10,6 +10,7 @@ from gui.growable_buffer import GrowableBuffer
 TTFT_COLOR = "#e8710a"
 INTERVAL_COLOR = "#1a73e8"
 MEDIAN_COLOR = "#188038"
+SYMBOL_LIMIT = 300
 
 
 class IntervalPlot(pg.PlotWidget):
@@ -33,16 +34,24 @@ class IntervalPlot(pg.PlotWidget):
         self.interval_item = self.plot([], [], pen=pg.mkPen(INTERVAL_COLOR, width=1), symbol="o", symbolSize=4,
                                        symbolBrush=INTERVAL_COLOR, symbolPen=None, name="inter-token gap (decode)")
         self.median_item = self.plot([], [], pen=pg.mkPen(MEDIAN_COLOR, width=2), name="running median TPOT")
+        for item in (self.interval_item, self.median_item):
+            # Bounded drawing cost for long replies: draw only the visible range, peak-downsampled.
+            item.setDownsampling(auto=True, method="peak")
+            item.setClipToView(True)
         self._ttft_ms: float | None = None
         self._x = GrowableBuffer()
         self._y = GrowableBuffer()
         self._median = GrowableBuffer()
+        self._drawn_points = -1
+        self._symbols_shown = True
 
     def reset(self) -> None:
         self._ttft_ms = None
         self._x.clear()
         self._y.clear()
         self._median.clear()
+        self._drawn_points = -1
+        self._show_symbols(True)
 
     def add_ttft(self, ttft_ms: float) -> None:
         self._ttft_ms = ttft_ms
@@ -53,10 +62,23 @@ class IntervalPlot(pg.PlotWidget):
         self._median.append(running_median_ms)
 
     def refresh(self) -> None:
+        """Hand new points to the items; a frame with no new token costs nothing."""
+        points = len(self._x) + (self._ttft_ms is not None)
+        if points == self._drawn_points:
+            return
+        self._drawn_points = points
         if self._ttft_ms is None:
             self.ttft_item.setData([], [])
         else:
             self.ttft_item.setData([0], [self._ttft_ms])
+        if len(self._x) > SYMBOL_LIMIT:
+            self._show_symbols(False)
         x = self._x.view()
         self.interval_item.setData(x, self._y.view())
         self.median_item.setData(x, self._median.view())
+
+    def _show_symbols(self, shown: bool) -> None:
+        # A marker per point is what makes long replies expensive to paint; the line is enough there.
+        if shown != self._symbols_shown:
+            self._symbols_shown = shown
+            self.interval_item.setSymbol("o" if shown else None)

@@ -25,12 +25,19 @@ class VisibleTextPlot(pg.PlotWidget):
         legend.setBrush(pg.mkBrush(255, 255, 255, 200))
         self.previous_item = self.plot([], [], pen=pg.mkPen(150, 150, 150, 110, width=2), name="previous reply")
         self.current_item = self.plot([], [], pen=pg.mkPen("#1a73e8", width=2), name="this reply")
+        # The flat stretch from the last change to 'now' is its own two-point item, so a frame
+        # that only advances the clock never copies the whole curve.
+        self.waiting_item = self.plot([], [], pen=pg.mkPen("#1a73e8", width=2))
+        for item in (self.previous_item, self.current_item):
+            item.setDownsampling(auto=True, method="peak")
+            item.setClipToView(True)
         self.reading_item = self.plot([], [], pen=pg.mkPen("#9334e6", width=1, style=pg.QtCore.Qt.PenStyle.DashLine),
                                       name="reading at 250 wpm")
         self._x = GrowableBuffer()
         self._y = GrowableBuffer()
         self._first_text_s: float | None = None
         self._now_s = 0.0
+        self._drawn_points = -1
 
     def reset(self) -> None:
         """Keep the finished reply's curve, faded, for comparison; start a new one."""
@@ -40,6 +47,7 @@ class VisibleTextPlot(pg.PlotWidget):
         self._y.clear()
         self._first_text_s = None
         self._now_s = 0.0
+        self._drawn_points = -1
         self._append(0.0, 0)
 
     def forget_previous(self) -> None:
@@ -60,11 +68,13 @@ class VisibleTextPlot(pg.PlotWidget):
 
     def refresh(self) -> None:
         x, y = self._x.view(), self._y.view()
-        if len(x) and self._now_s > x[-1]:
-            # Extend the flat part to 'now' so waiting is visible as it happens.
-            self.current_item.setData(list(x) + [self._now_s], list(y) + [y[-1]])
-        else:
+        if len(x) != self._drawn_points:
+            self._drawn_points = len(x)
             self.current_item.setData(x, y)
+        if len(x) and self._now_s > x[-1]:
+            self.waiting_item.setData([x[-1], self._now_s], [y[-1], y[-1]])
+        else:
+            self.waiting_item.setData([], [])
         if self._first_text_s is not None:
             start, end = self._first_text_s, max(self._now_s, self._first_text_s + 1.0)
             self.reading_item.setData([start, end], [0.0, (end - start) * READING_CHARS_PER_S])

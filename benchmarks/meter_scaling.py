@@ -1,0 +1,114 @@
+"""How the meter's GUI cost grows with reply length (1k, 4k tokens) and chat length (50 turns).
+
+A tiny random-weight model makes tokens fast, so the window's own work dominates: the per-token
+slot (text append, trace record, plot buffers) must stay flat, and only the ~30 Hz frame may grow.
+Run: .venv/bin/python benchmarks/meter_scaling.py [--long 4000] [--turns 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import _common  # noqa: F401
+
+from core.loader import load_model
+
+
+def build_tiny_model(folder: Path, context: int) -> None:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tokenizer = load_model(None).tokenizer
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=context,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True)
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
+def instrument_per_token_work(window) -> list:
+    """Time the per-token steps the window's token slot performs, by wrapping the plain methods it calls.
+
+    The slot itself is left alone: PySide6 dispatches a replaced or overridden slot straight from
+    the worker thread, which would measure (and break) something the app never does.
+    """
+    per_token_us: list[float] = []
+    pieces = [(window.meter, "record_token"), (window.transcript, "append_reply_text"),
+              (window.meter, "show_visible_text")]
+    pending = {"us": 0.0}
+
+    def timed(owner, name, closes_token):
+        original = getattr(owner, name)
+
+        def wrapper(*args):
+            started = time.perf_counter_ns()
+            result = original(*args)
+            pending["us"] += (time.perf_counter_ns() - started) / 1000
+            if closes_token:
+                per_token_us.append(pending["us"])
+                pending["us"] = 0.0
+            return result
+        setattr(owner, name, wrapper)
+
+    for position, (owner, name) in enumerate(pieces):
+        timed(owner, name, closes_token=position == len(pieces) - 1)
+    return per_token_us
+
+
+def mean(values):
+    return sum(values) / len(values) if values else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--long", type=int, default=4000)
+    parser.add_argument("--turns", type=int, default=50)
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp()) / "tiny"
+    build_tiny_model(folder, context=args.long + 1024)
+    loaded = load_model(str(folder))
+
+    from _window_driver import WindowDriver
+
+    driver = WindowDriver(loaded, streaming=True)
+    durations = instrument_per_token_work(driver.window)
+    frame_costs = {}
+
+    def frame_cost_ms() -> float:
+        started = time.perf_counter()
+        driver.window.meter.tick(time.perf_counter_ns(), driver.window._trace.summary(), True)
+        driver.window.meter.grab()  # renders every plot and card synchronously
+        return (time.perf_counter() - started) * 1000
+
+    print(f"reply length: one reply of {args.long} tokens from a tiny random model")
+    trace = driver.ask("Write anything.", args.long)
+    per_token = durations
+    windows = [(0, 100), (900, 1000), (args.long - 100, args.long)]
+    for start, end in windows:
+        print(f"  per-token slot, tokens {start:>5}-{end:<5}: {mean(per_token[start:end]):7.1f} us")
+    frame_costs[args.long] = frame_cost_ms()
+    growth = mean(per_token[windows[-1][0]:windows[-1][1]]) / mean(per_token[100:200])
+    print(f"  per-token cost at the end / near the start: {growth:.2f}x (flat means ~1x)")
+    print(f"  one frame (setData + full repaint) with {trace.output_tokens} points: {frame_costs[args.long]:.1f} ms")
+
+    driver.new_chat()
+    durations.clear()
+    print(f"chat length: {args.turns} turns of 40 tokens")
+    turn_means = []
+    for turn in range(args.turns):
+        before = len(durations)
+        driver.ask(f"Turn {turn}: say something.", 40)
+        turn_means.append(mean(durations[before:]))
+    first, last = mean(turn_means[1:6]), mean(turn_means[-5:])
+    print(f"  per-token slot, turns 2-6: {first:.1f} us; last 5 turns: {last:.1f} us; ratio {last / first:.2f}x")
+    print(f"  one frame with {args.turns} turns of history: {frame_cost_ms():.1f} ms")
+    driver.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -11,6 +11,8 @@ from core.errors import LatencyLabError
 from core.events import TokenEvent
 from core.generation import Generation
 from core.loader import load_model
+from core.load_preflight import check_before_loading
+from core.reply_budget import check_reply_budget
 from core.settings import GenerationSettings
 from core.trace import GenerationTrace
 from cli.progress_printer import ProgressPrinter
@@ -28,7 +30,10 @@ def add_ask_parser(subparsers: argparse._SubParsersAction, add_common_options) -
 
 def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
     try:
-        loaded = load_model(args.model, device=args.device, dtype=args.dtype, progress=ProgressPrinter())
+        check_before_loading(args.model, args.dtype, args.allow_pickle)
+        loaded = load_model(args.model, device=args.device, dtype=args.dtype, progress=ProgressPrinter(),
+                            trust_remote_code=args.trust_remote_code, allow_pickle=args.allow_pickle)
+        check_reply_budget(settings.max_new_tokens, loaded.context_window)
     except LatencyLabError as error:
         print(f"latencylab: error: {error}", file=sys.stderr)
         return 1

@@ -7,6 +7,7 @@ import sys
 
 from core.errors import InvalidSettingsError
 from core.settings import DEVICE_CHOICES, DTYPE_CHOICES, GenerationSettings
+from cli.risky_options import add_risky_options, warn_about_risky_options
 
 
 def add_common_options(parser: argparse.ArgumentParser, suppress_defaults: bool = False) -> None:
@@ -25,6 +26,7 @@ def add_common_options(parser: argparse.ArgumentParser, suppress_defaults: bool 
     parser.add_argument("--temperature", type=float, default=default(0.0), help="0 means greedy decoding")
     parser.add_argument("--top-p", type=float, default=default(1.0))
     parser.add_argument("--seed", type=int, default=default(None))
+    add_risky_options(parser, default)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,10 +54,14 @@ def main(argv: list[str] | None = None) -> int:
         )
     except InvalidSettingsError as error:
         parser.error(str(error))
+    warn_about_risky_options(args, sys.stderr)
     if args.command is None:
         from gui.launch import launch_window
 
         return launch_window(args, settings)
+    from core.offline import use_offline_mode_for
+
+    use_offline_mode_for(args.model)
     return args.handler(args, settings)
 
 

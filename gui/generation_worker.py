@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, Signal, Slot
 
 from core.chat import ChatSession, Message
 from core.errors import LatencyLabError
-from core.events import TokenEvent
+from core.events import FinishedEvent, StopReason, TokenEvent
 from core.generation import DEFAULT_TOKEN_TIMEOUT_S, Generation
 from core.loader import LoadedModel
+from core.reply_budget import check_reply_budget
 from core.settings import GenerationSettings
 
 
@@ -62,28 +64,37 @@ class GenerationWorker(QObject):
         session = ChatSession(request.system_prompt, [Message(m.role, m.content) for m in request.messages])
         loaded = request.loaded
         try:
+            check_reply_budget(request.settings.max_new_tokens, loaded.context_window)
+            # On this thread, not the window's: a 1 MB paste takes about a second to tokenize.
             prompt = session.build_prompt(loaded.tokenizer, loaded.context_window, request.settings.max_new_tokens)
+            generation = Generation(loaded, prompt.input_ids, request.settings, timeout_s=self._token_timeout_s,
+                                    logits_processors=request.logits_processors)
         except LatencyLabError as error:
             self.failed.emit(str(error))
             return
         except Exception as error:  # noqa: BLE001 - a tokenizer failure must reach the window, not kill the thread
             self.failed.emit(f"could not build the prompt: {type(error).__name__}: {error}")
             return
-        generation = Generation(loaded, prompt.input_ids, request.settings, timeout_s=self._token_timeout_s,
-                                logits_processors=request.logits_processors)
         with self._lock:
             self._current = generation
             if self._stop_requested.is_set():
                 generation.stop()
         self.started.emit(GenerationStarted(request.request_start_ns, prompt.prompt_tokens, prompt.notice))
-        generation.start(request.request_start_ns)
+        finished = False
         try:
+            generation.start(request.request_start_ns)
             for event in generation:
                 if isinstance(event, TokenEvent):
                     self.token_received.emit(event)
                 else:
                     generation.join()
+                    finished = True
                     self.finished.emit(event)
+        except Exception as error:  # noqa: BLE001 - the window waits for exactly one finish after started
+            generation.stop()
+            if not finished:
+                self.finished.emit(FinishedEvent(StopReason.ERROR, 0, time.perf_counter_ns(),
+                                                 error=f"{type(error).__name__}: {error}"))
         finally:
             with self._lock:
                 self._current = None

@@ -8,6 +8,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 
 from core.errors import LatencyLabError
 from core.loader import load_model
+from core.load_preflight import check_before_loading
 
 
 @dataclass(frozen=True)
@@ -15,6 +16,8 @@ class LoadRequest:
     spec: str | None
     dtype: str
     device: str = "cpu"
+    trust_remote_code: bool = False
+    allow_pickle: bool = False
 
 
 class ModelLoader(QObject):
@@ -25,8 +28,10 @@ class ModelLoader(QObject):
     @Slot(object)
     def load(self, request: LoadRequest) -> None:
         try:
+            check_before_loading(request.spec, request.dtype, request.allow_pickle)
             model = load_model(request.spec, dtype=request.dtype, device=request.device,
-                               progress=self.progress_changed.emit)
+                               progress=self.progress_changed.emit, trust_remote_code=request.trust_remote_code,
+                               allow_pickle=request.allow_pickle)
         except LatencyLabError as error:
             self.failed.emit(str(error))
             return

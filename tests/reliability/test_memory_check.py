@@ -1,0 +1,52 @@
+"""Out of memory is answered before loading: parameter counts from file headers against free memory."""
+
+import pytest
+
+from core import memory_check
+from core.errors import ModelLoadError
+from core.load_preflight import check_before_loading
+from core.model_source import embedded_gguf_path
+from core.weight_count import gguf_parameter_count, safetensors_parameter_count
+
+
+def test_parameter_counts_come_from_headers_and_match_the_model(embedded_model, tiny_model, tiny_model_folder):
+    assert gguf_parameter_count(embedded_gguf_path()) == embedded_model.parameter_count
+    assert safetensors_parameter_count(tiny_model_folder) == tiny_model.parameter_count
+
+
+def test_a_folder_without_safetensors_has_no_count(tmp_path):
+    assert safetensors_parameter_count(tmp_path) is None
+
+
+def test_not_a_gguf_is_a_value_error(tmp_path):
+    path = tmp_path / "fake.gguf"
+    path.write_bytes(b"NOPE" + b"\x00" * 64)
+    with pytest.raises(ValueError):
+        gguf_parameter_count(path)
+
+
+def test_a_model_larger_than_free_memory_is_refused_with_both_sizes(monkeypatch):
+    monkeypatch.setattr(memory_check, "available_memory_bytes", lambda: 200 * 10**6)
+    with pytest.raises(ModelLoadError) as refused:
+        check_before_loading(None, "float32")
+    message = str(refused.value)
+    assert "needs about 0.5 GB of memory and only 0.2 GB is free" in message and "SmolLM2" in message
+
+
+def test_enough_memory_or_an_unknown_size_passes(monkeypatch, tmp_path):
+    monkeypatch.setattr(memory_check, "available_memory_bytes", lambda: 10**12)
+    check_before_loading(None, "float32")
+    monkeypatch.setattr(memory_check, "available_memory_bytes", lambda: None)
+    check_before_loading(None, "float32")
+    check_before_loading(str(tmp_path / "missing"), "float32")  # the loader reports a bad path itself
+
+
+def test_the_check_can_be_switched_off(monkeypatch):
+    monkeypatch.setattr(memory_check, "available_memory_bytes", lambda: 1)
+    monkeypatch.setenv("LATENCYLAB_SKIP_MEMORY_CHECK", "1")
+    check_before_loading(None, "float32")
+
+
+def test_free_memory_is_read_on_this_machine():
+    available = memory_check.available_memory_bytes()
+    assert available is None or available > 10**6

@@ -11,25 +11,35 @@ from PySide6.QtWidgets import (
     QCheckBox, QFileDialog, QHBoxLayout, QLabel, QMainWindow, QPushButton, QSplitter, QVBoxLayout, QWidget,
 )
 
-from core.chat import ChatSession
+from core.chat import ChatSession, Message
+from core.chat_store import ChatStore
 from core.errors import InvalidSettingsError
 from core.events import FinishedEvent, TokenEvent
 from core.export import traces_to_csv, traces_to_json, write_text_file
 from core.loader import LoadedModel
 from core.trace import GenerationTrace
+from gui.chat_keeper import ChatKeeper
+from gui.chat_replay import STOP_NOTES, reply_note  # noqa: F401 - STOP_NOTES kept importable here
 from gui.generation_worker import GenerationRequest, GenerationStarted, GenerationWorker
 from gui.input_box import InputBox
 from gui.meter.meter_panel import MeterPanel
 from gui.model_loader import LoadRequest, ModelLoader
+from gui.saved_chats import SavedChatsMixin
+from gui.settings_check import check_window_settings
 from gui.settings_panel import SettingsPanel
 from gui.settings_store import load_window_settings, save_window_settings
+from gui.thread_exit import end_thread
 from gui.transcript_view import TranscriptView
 
 FRAME_INTERVAL_MS = 33  # about 30 Hz: smooth to the eye, and independent of the token rate
-STOP_NOTES = {"stopped": "[stopped by you]", "max_tokens": "[reached max new tokens]"}
+# Closing must finish within 2 s. Stopping a decode takes one token; a prefill or a model load cannot
+# be interrupted, so a thread still busy after its share is detached (gui/thread_exit.py), not joined.
+CLOSE_GENERATION_WAIT_MS = 1200
+CLOSE_LOAD_WAIT_MS = 250
+CLOSE_SAVE_WAIT_S = 0.4
 
 
-class MainWindow(QMainWindow):
+class MainWindow(SavedChatsMixin, QMainWindow):
     generation_requested = Signal(object)
     load_requested = Signal(object)
     reply_finished = Signal(object)  # GenerationTrace, after the window has shown the whole reply
@@ -37,11 +47,13 @@ class MainWindow(QMainWindow):
     model_failed = Signal(str)
 
     def __init__(self, initial_model: str | None = None, initial_dtype: str | None = None,
-                 token_timeout_s: float | None = None):
+                 token_timeout_s: float | None = None, trust_remote_code: bool = False, allow_pickle: bool = False,
+                 chat_store: ChatStore | None = None):
         super().__init__()
         self.setWindowTitle("Latency Lab")
         self.resize(1280, 820)
         self.window_settings = load_window_settings()
+        settings_problems = check_window_settings(self.window_settings)
         if initial_model:
             self.window_settings.model_spec = initial_model
         if initial_dtype:
@@ -57,7 +69,13 @@ class MainWindow(QMainWindow):
         self._generating = False
         self._loading = False
         self._send_when_loaded = False
+        self._pending_user_text: str | None = None  # sent, but not yet accepted by the worker
+        self._closing = False
+        self.trust_remote_code = trust_remote_code
+        self.allow_pickle = allow_pickle
         self.extra_logits_processors: tuple = ()  # a seam for fault-injection tests
+        self.chats = ChatKeeper(chat_store, parent=self)
+        self.chats.save_failed.connect(self._on_save_failed)
 
         self._build_widgets()
         self._build_actions()
@@ -65,6 +83,15 @@ class MainWindow(QMainWindow):
         self.frame_timer = QTimer(self)
         self.frame_timer.setInterval(FRAME_INTERVAL_MS)
         self.frame_timer.timeout.connect(self._on_frame)
+        self._restore_chats()
+        for problem in settings_problems:
+            self._notify(problem)
+        if trust_remote_code or allow_pickle:
+            self._notify("Security: " + " and ".join(
+                flag for flag, on in (("trust_remote_code is on (model folders may run their own code)",
+                                       trust_remote_code),
+                                      ("pickle checkpoints are allowed (they can run code when loaded)",
+                                       allow_pickle)) if on) + ".")
         self._update_controls()
         self.input_box.setFocus()
 
@@ -108,6 +135,8 @@ class MainWindow(QMainWindow):
         splitter.setSizes([620, 660])
         self.setCentralWidget(splitter)
 
+        self._build_chat_dock()
+
         self.model_label = QLabel("no model loaded")
         self.statusBar().addPermanentWidget(self.model_label)
 
@@ -122,7 +151,9 @@ class MainWindow(QMainWindow):
 
     def _build_actions(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
-        for label, handler in (("Export traces as &JSON…", self._export_json_dialog),
+        for label, handler in (("E&xport chat…", self._export_current_chat_dialog),
+                               ("&Import chat…", self._import_chat_dialog),
+                               ("Export traces as &JSON…", self._export_json_dialog),
                                ("Export traces as &CSV…", self._export_csv_dialog),
                                ("Export plots as &PNG…", self._export_png_dialog)):
             action = QAction(label, self)
@@ -145,6 +176,8 @@ class MainWindow(QMainWindow):
             action.triggered.connect(handler)
             chat_menu.addAction(action)
             self.addAction(action)
+        chat_menu.addSeparator()
+        chat_menu.addAction(self.chat_dock.toggleViewAction())
 
     def _start_threads(self, token_timeout_s: float | None) -> None:
         self.generation_thread = QThread(self)
@@ -179,14 +212,14 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def send_message(self) -> None:
-        text = self.input_box.toPlainText()
+        """The message stays in the box until the worker has measured it: a refused one is never lost."""
+        text = self.input_box.message_text()
         if not text.strip():
             return
         if not self._can_start_reply():
             return
-        self.input_box.clear()
-        self.session.add_user(text)
-        self.transcript.add_user_turn(text)
+        self._pending_user_text = text
+        self.input_box.setReadOnly(True)
         self._start_reply()
 
     @Slot()
@@ -208,19 +241,14 @@ class MainWindow(QMainWindow):
         if self._generating:
             self.statusBar().showMessage("Stop the reply before starting a new chat.", 4000)
             return
-        self.session.clear()
-        self.transcript.clear_transcript()
-        self.traces.clear()
-        self.trace_context.clear()
-        self.meter.reset_chat()
-        self._update_controls()
-        self.input_box.setFocus()
+        self.save_chat()
+        self._clear_to_new_chat()
 
     @Slot(int)
     def copy_reply(self, message_index: int) -> None:
         if 0 <= message_index < len(self.session.messages):
             QGuiApplication.clipboard().setText(self.session.messages[message_index].content)
-            self.statusBar().showMessage("Reply copied to the clipboard.", 2000)
+            self.statusBar().showMessage("Copied to the clipboard.", 2000)
 
     def export_traces_json(self, path: str | Path) -> None:
         context = {"model": self.loaded.describe() if self.loaded else None}
@@ -246,7 +274,7 @@ class MainWindow(QMainWindow):
         try:
             self.settings_panel.generation_settings()
         except InvalidSettingsError as error:
-            self.transcript.add_notice(f"Settings refused: {error}", is_error=True)
+            self._notify(f"Settings refused: {error}", is_error=True)
             return False
         return True
 
@@ -259,17 +287,13 @@ class MainWindow(QMainWindow):
         self._pending_note = None
         self._trace = GenerationTrace(request_start_ns, prompt_tokens=0)
         self.trace_context.append({"streaming": self._streaming_this_reply, "settings": settings.to_dict()})
-        self.transcript.begin_assistant_turn()
-        self.meter.begin_reply(request_start_ns)
         self._generating = True
         self._update_controls()
-        self._update_indicator(request_start_ns)
-        self.indicator.setVisible(not self._streaming_this_reply)
-        self.frame_timer.start()
+        new_message = () if self._pending_user_text is None else (Message("user", self._pending_user_text),)
         self.generation_requested.emit(GenerationRequest(
             loaded=self.loaded,
             system_prompt=self.session.system_prompt,
-            messages=tuple(self.session.messages),
+            messages=tuple(self.session.messages) + new_message,
             settings=settings,
             request_start_ns=request_start_ns,
             logits_processors=self.extra_logits_processors,
@@ -277,13 +301,30 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _on_generation_started(self, info: GenerationStarted) -> None:
+        """The prompt fits: only now is the message moved from the box into the chat and saved."""
+        if self._closing:
+            return
+        if self._pending_user_text is not None:
+            self.session.add_user(self._pending_user_text)
+            self.transcript.add_user_turn(self._pending_user_text, len(self.session.messages) - 1)
+            self._pending_user_text = None
+            self.input_box.clear()
+            self.input_box.setReadOnly(False)
+        self.save_chat()  # marked reply_pending: a crash from here on keeps the message, not half a reply
         self._trace.prompt_tokens = info.prompt_tokens
         self._pending_note = info.notice
         if info.notice:
             self.statusBar().showMessage(info.notice, 8000)
+        self.transcript.begin_assistant_turn()
+        self.meter.begin_reply(info.request_start_ns)
+        self._update_indicator(time.perf_counter_ns())
+        self.indicator.setVisible(not self._streaming_this_reply)
+        self.frame_timer.start()
 
     @Slot(object)
     def _on_token_received(self, event: TokenEvent) -> None:
+        if self._closing:
+            return
         self._trace.record(event)
         self.meter.record_token(event)
         if self._streaming_this_reply and event.text:
@@ -293,30 +334,38 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _on_generation_finished(self, event: FinishedEvent) -> None:
+        if self._closing:
+            return
         trace = self._trace
         trace.record(event)
         text = trace.text
         message_index = None
+        after_message = len(self.session.messages) - 1
         if text or trace.output_tokens:
             self.session.add_assistant(text)
             message_index = len(self.session.messages) - 1
-        notes = [note for note in (self._pending_note, STOP_NOTES.get(trace.stop_reason)) if note]
-        if trace.error:
-            notes.append(f"Generation failed: {trace.error}. Your message is kept; you can send again.")
-        self.transcript.finish_assistant_turn(text, message_index, "\n".join(notes) or None)
+        self.trace_context[-1].update(message_index=message_index, after_message=after_message,
+                                      notice=self._pending_note, model=self.loaded.name)
+        self.transcript.finish_assistant_turn(text, message_index, reply_note(trace, self._pending_note))
         self.meter.show_visible_text(time.perf_counter_ns(), len(text))
         self._end_reply()
         self.traces.append(trace)
         self.meter.finish_reply(trace, self._streaming_this_reply)
+        self.save_chat()
         self.reply_finished.emit(trace)
 
     @Slot(str)
     def _on_generation_failed(self, message: str) -> None:
-        self.transcript.finish_assistant_turn("", None, None)
-        self.transcript.add_notice(message, is_error=True)
+        """The worker refused the request before generating: the message, if new, is still in the box."""
+        if self._closing:
+            return
+        kept = self._pending_user_text is not None
+        self._pending_user_text = None
+        self.input_box.setReadOnly(False)
         self.trace_context.pop()
         self._end_reply()
-        self.statusBar().showMessage(message, 8000)
+        self._notify(f"Message refused: {message}" + (" Your message is still in the box below." if kept else ""),
+                     is_error=True)
         self.reply_finished.emit(None)
 
     def _end_reply(self) -> None:
@@ -353,21 +402,27 @@ class MainWindow(QMainWindow):
     @Slot(str, str)
     def _on_load_requested(self, spec: str, dtype: str) -> None:
         if self._generating:
-            self.settings_panel.show_load_error("Stop the reply before switching models.")
+            message = "Stop the reply before switching models; the current model stays loaded."
+            self.settings_panel.show_load_error(message)
+            self.statusBar().showMessage(message, 6000)
             return
         if self._loading:
             return
         self._loading = True
         self._update_controls()
         self.settings_panel.show_progress(0.0, f"loading {spec}…")
-        self.load_requested.emit(LoadRequest(None if spec == "embedded" else spec, dtype))
+        self.load_requested.emit(LoadRequest(None if spec == "embedded" else spec, dtype,
+                                             trust_remote_code=self.trust_remote_code, allow_pickle=self.allow_pickle))
 
     @Slot(float, str)
     def _on_load_progress(self, fraction: float, message: str) -> None:
-        self.settings_panel.show_progress(fraction, message)
+        if not self._closing:
+            self.settings_panel.show_progress(fraction, message)
 
     @Slot(object)
     def _on_model_loaded(self, loaded: LoadedModel) -> None:
+        if self._closing:
+            return
         self._loading = False
         self.loaded = loaded
         facts = loaded.describe()
@@ -384,6 +439,8 @@ class MainWindow(QMainWindow):
 
     @Slot(str)
     def _on_model_failed(self, message: str) -> None:
+        if self._closing:
+            return
         self._loading = False
         kept = f" Still using {self.loaded.name}." if self.loaded else ""
         self.settings_panel.show_load_error(f"Could not load the model: {message}{kept}")
@@ -391,6 +448,12 @@ class MainWindow(QMainWindow):
         self.model_failed.emit(message)
 
     # -- settings, export dialogs and shutdown --------------------------------------------------
+
+    @Slot(str)
+    def _on_save_failed(self, message: str) -> None:
+        """Emitted on the chat saver's thread; a @Slot on this window, so it arrives queued on the GUI thread."""
+        if not self._closing:
+            self._notify(message, is_error=True)
 
     @Slot(bool)
     def _on_streaming_toggled(self, checked: bool) -> None:
@@ -418,17 +481,24 @@ class MainWindow(QMainWindow):
     def _export_png_dialog(self) -> None:
         self._export_dialog("Export plots", "PNG (*.png)", self.export_plots_png)
 
-    def shutdown(self, timeout_ms: int = 5000) -> None:
-        """Stop any reply, then end and join both worker threads."""
+    def shutdown(self, generation_wait_ms: int = CLOSE_GENERATION_WAIT_MS,
+                 load_wait_ms: int = CLOSE_LOAD_WAIT_MS) -> None:
+        """Stop any reply, then end both worker threads; one that cannot end in time is detached, not joined."""
         self.frame_timer.stop()
         self.worker.stop()
-        for thread in (self.generation_thread, self.load_thread):
-            thread.quit()
-        for thread in (self.generation_thread, self.load_thread):
-            thread.wait(timeout_ms)
+        self.load_thread.quit()
+        end_thread(self.generation_thread, self.worker, generation_wait_ms)
+        end_thread(self.load_thread, self.loader, load_wait_ms)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
-        save_window_settings(self.settings_panel.collect(self.streaming_toggle.isChecked()))
-        self.shutdown()
+        if not self._closing:
+            self._closing = True
+            save_window_settings(self.settings_panel.collect(self.streaming_toggle.isChecked()))
+            if self._pending_user_text is not None:  # sent, but the worker had not answered yet
+                self.session.add_user(self._pending_user_text)
+                self._pending_user_text = None
+            self.save_chat()  # a reply still running is saved as interrupted: the message stays, no half reply
+            self.shutdown()
+            self.chats.close(CLOSE_SAVE_WAIT_S)
         super().closeEvent(event)
 

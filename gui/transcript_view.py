@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QUrl, Signal, Slot
-from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCharFormat, QTextCursor
+from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextOption
 from PySide6.QtWidgets import QTextBrowser
 
 USER_BACKGROUND = QColor("#e8f0fe")
 ASSISTANT_BACKGROUND = QColor("#ffffff")
 NOTICE_COLOR = QColor("#8a5300")
 ERROR_COLOR = QColor("#b00020")
+# A longer message is shown cut to this many characters (the chat keeps all of it): laying out
+# and scrolling a very large document would stall the window.
+PREVIEW_CHARS = 20_000
 
 
 class TranscriptView(QTextBrowser):
@@ -22,15 +25,27 @@ class TranscriptView(QTextBrowser):
         self.setOpenLinks(False)
         self.setOpenExternalLinks(False)
         self.setPlaceholderText("Ask something below. Enter sends, Shift+Enter adds a line.")
+        # Qt's default (word boundary, else anywhere) lays out a long unbroken line in quadratic time.
+        self.setWordWrapMode(QTextOption.WrapMode.WordWrap)
         self.anchorClicked.connect(self._on_anchor_clicked)
         self._reply_start: int | None = None      # where the live reply's text begins
         self._last_reply_turn_start: int | None = None  # where the last reply's header begins
 
     # -- building turns -------------------------------------------------------------------------
 
-    def add_user_turn(self, text: str) -> None:
+    def add_user_turn(self, text: str, message_index: int | None = None) -> None:
         self._append_header("You", "#1a4fa0", USER_BACKGROUND)
-        self._append_plain(text, USER_BACKGROUND)
+        if len(text) <= PREVIEW_CHARS:
+            self._append_plain(text, USER_BACKGROUND)
+            return
+        self._append_plain(text[:PREVIEW_CHARS], USER_BACKGROUND)
+        self._append_plain(f"… {len(text) - PREVIEW_CHARS:,} more characters not shown here; the whole "
+                           f"message ({len(text):,} characters) is in the chat.", USER_BACKGROUND, NOTICE_COLOR,
+                           italic=True)
+        if message_index is not None:
+            cursor = self._end_cursor()
+            cursor.insertBlock(self._block_format(USER_BACKGROUND), QTextCharFormat())
+            cursor.insertHtml(f'<a href="copy:{message_index}">Copy the whole message</a>')
 
     def begin_assistant_turn(self) -> None:
         self._last_reply_turn_start = self._end_position()

@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "With no command it opens the chat window.",
     )
     add_common_options(parser)
+    parser.add_argument("--profile-ui", metavar="FILE", default=None,
+                        help="write the window's launch time, event-loop stalls and token-to-paint delays to FILE")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     from cli.ask import add_ask_parser
     from cli.bench import add_bench_parser

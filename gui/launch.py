@@ -39,6 +39,11 @@ def launch_window(args: argparse.Namespace, settings: GenerationSettings) -> int
     window = MainWindow(initial_model=args.model, initial_dtype=args.dtype if args.dtype != "float32" else None,
                         trust_remote_code=getattr(args, "trust_remote_code", False),
                         allow_pickle=getattr(args, "allow_pickle", False))
+    profile_path = getattr(args, "profile_ui", None) or os.environ.get("LATENCYLAB_PROFILE_UI")
+    if profile_path:
+        from gui.ui_probe import UiProbe
+
+        window.ui_probe = UiProbe(window, profile_path)
     window.show()
     window.input_box.setFocus()
     # The window is up before the model: loading runs on its own thread behind it.

@@ -62,10 +62,11 @@ class UiProbe(QObject):
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt's name
         if event.type() == QEvent.Type.Paint:
-            if watched is self._window and self.report["window_shown_s"] is None:
+            if self.report["window_shown_s"] is None:
+                # The first paint of the window or its transcript: the moment something is on screen.
                 self.report["window_shown_s"] = self.since_launch_s()
                 self.write()
-            elif self._pending_stamps and watched is self._window.transcript.viewport():
+            if self._pending_stamps and watched is self._window.transcript.viewport():
                 now = time.perf_counter_ns()
                 self._paint_delays_ms.extend((now - stamp) / 1e6 for stamp in self._pending_stamps)
                 self._pending_stamps.clear()

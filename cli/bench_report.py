@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from core.lab.machine import machine_summary
+from core.lab.machine import contention_warning, machine_summary
 from core.lab.results import LabResults
 
 Column = tuple[str, Callable[[dict], str]]
@@ -76,6 +76,9 @@ BANDWIDTH_COLUMNS: Sequence[Column] = (
 def format_summary(results: LabResults) -> str:
     config = results.config
     sections = ["Machine: " + machine_summary(results.machine, results.bandwidth_measurement)]
+    warning = contention_warning(results.machine)
+    if warning:
+        sections.append(warning)
     if results.model:
         sections.append(f"Model: {results.model['model']} ({results.model['dtype']}, "
                         f"{results.model['weight_bytes'] / 1e6:,.0f} MB of weights)")

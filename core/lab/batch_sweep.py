@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Iterator, Sequence
 
 from core.lab.measure import (
-    MeasurementError, MeasurementProgress, StepStamper, check_cancel, check_fits, median_or_none,
+    MeasurementError, StepStamper, SweepContext, check_cancel, check_fits, median_or_none,
 )
 from core.lab.prompt_sweep import chapter_prompt_ids
 from core.loader import LoadedModel
@@ -19,20 +19,21 @@ BATCH_PROMPT_WORDS = 10
 
 
 def sweep_batch_sizes(loaded: LoadedModel, batch_sizes: Sequence[int], new_tokens: int, repeats: int,
-                      cancel: threading.Event | None, progress: MeasurementProgress) -> Iterator[dict]:
+                      context: SweepContext) -> Iterator[dict]:
     ids = chapter_prompt_ids(loaded.tokenizer, BATCH_PROMPT_WORDS)
     check_fits(loaded, len(ids), new_tokens)
-    check_cancel(cancel)
+    progress, cancel = context.progress, context.cancel
+    context.check_cancel()
     progress.announce("batch sweep: warm-up")
-    decode_batch(loaded, ids, 1, min(new_tokens, 4), cancel)
+    context.run(lambda: decode_batch(loaded, ids, 1, min(new_tokens, 4), cancel))
     progress.advance("batch sweep: warmed up")
     for batch_size in batch_sizes:
         runs = []
         try:
             for repeat in range(repeats):
-                check_cancel(cancel)
+                context.check_cancel()
                 progress.announce(f"batch sweep: batch {batch_size}, run {repeat + 1}/{repeats}")
-                runs.append(decode_batch(loaded, ids, batch_size, new_tokens, cancel))
+                runs.append(context.run(lambda: decode_batch(loaded, ids, batch_size, new_tokens, cancel)))
                 progress.advance(f"batch sweep: batch {batch_size}, run {repeat + 1}/{repeats} done")
         except MeasurementError as error:
             # A batch too big for this machine's memory should not cost the rows of the smaller ones.

@@ -26,6 +26,28 @@ def total_memory_bytes() -> int | None:
         return None
 
 
+# Below this share of its cores' time, a run was competing with other programs and its timings show it.
+BUSY_CPU_SHARE = 0.75
+
+
+def load_average() -> float | None:
+    """The 1-minute load average, where the system reports one."""
+    try:
+        return os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return None
+
+
+def contention_warning(machine: dict) -> str | None:
+    """A sentence for the summary when the run got much less CPU than its threads asked for."""
+    share = machine.get("cpu_share")
+    if share is None or share >= BUSY_CPU_SHARE:
+        return None
+    return (f"Warning: this run got only {share:.0%} of {machine.get('torch_threads')} cores' time (1-minute load "
+            f"average {machine.get('load_average_start')} at the start, {machine.get('load_average_end')} at the "
+            f"end): other programs were using the CPU, so timings are slower and noisier than on an idle machine.")
+
+
 def describe_machine() -> dict:
     import torch
 

@@ -6,16 +6,20 @@ import statistics
 import threading
 import time
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence, TypeVar
 
 from transformers import LogitsProcessor, MinNewTokensLengthLogitsProcessor
 
 from core.errors import LatencyLabError
 from core.generation import Generation
+from core.generation_thread import GenerationThread
 from core.loader import LoadedModel
 from core.progress import ProgressCallback
 from core.settings import GenerationSettings
 from core.trace import GenerationTrace
+
+
+T = TypeVar("T")
 
 
 class LabCancelled(Exception):
@@ -50,6 +54,26 @@ class MeasurementProgress:
         return min(self.done / self.total, 1.0) if self.total else 1.0
 
 
+@dataclass
+class SweepContext:
+    """What every sweep needs besides its own parameters: progress, the cancel event, and the compute thread.
+
+    All model work of a lab run goes to one GenerationThread, because torch's OpenMP pool belongs to
+    the calling thread and two pools taking turns on few cores slow each other down.
+    """
+
+    progress: MeasurementProgress
+    cancel: threading.Event | None = None
+    compute: GenerationThread | None = None
+
+    def check_cancel(self) -> None:
+        check_cancel(self.cancel)
+
+    def run(self, function: Callable[[], T]) -> T:
+        """Run function on the compute thread (or here, without one) and return its result."""
+        return self.compute.call(function) if self.compute is not None else function()
+
+
 def exact_length_processors(loaded: LoadedModel, prompt_tokens: int, new_tokens: int) -> list:
     """Forbid EOS until N tokens exist, so every run decodes the same count and TPOTs compare."""
     eos = sorted(loaded.eos_token_ids)
@@ -59,12 +83,14 @@ def exact_length_processors(loaded: LoadedModel, prompt_tokens: int, new_tokens:
 
 
 def timed_generation(loaded: LoadedModel, input_ids: Sequence[int], new_tokens: int,
-                     cancel: threading.Event | None) -> GenerationTrace:
+                     context: SweepContext) -> GenerationTrace:
     """Greedy-decode exactly new_tokens tokens with the app's own timed Generation; cancel stops it within a token."""
     ids = list(input_ids)
     check_fits(loaded, len(ids), new_tokens)
+    cancel = context.cancel
     generation = Generation(loaded, ids, GenerationSettings(max_new_tokens=new_tokens),
-                            logits_processors=exact_length_processors(loaded, len(ids), new_tokens))
+                            logits_processors=exact_length_processors(loaded, len(ids), new_tokens),
+                            thread=context.compute)
     generation.start()
     trace = GenerationTrace(generation.request_start_ns, len(ids))
     for event in generation:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import gc
-import threading
 from typing import Callable, Iterator, Sequence
 
 from core.chat import render_prompt_ids
 from core.errors import LatencyLabError
-from core.lab.measure import MeasurementProgress, check_cancel, median_or_none, timed_generation
+from core.lab.measure import SweepContext, median_or_none, timed_generation
 from core.loader import LoadedModel
 
 REFERENCE_DTYPE = "float32"
@@ -33,33 +32,37 @@ def precision_order(dtypes: Sequence[str]) -> list[str]:
 
 
 def sweep_precisions(load: ModelLoader, dtypes: Sequence[str], new_tokens: int, repeats: int,
-                     cancel: threading.Event | None, progress: MeasurementProgress) -> Iterator[dict]:
+                     context: SweepContext) -> Iterator[dict]:
     """Yield one row per dtype; a dtype that cannot load or run yields a row with its error instead of numbers.
 
     When float32 is not among the dtypes it is still loaded once, only for its reference tokens; the
     caller counts that as measurements_per_dtype(0) extra measurements.
     """
+    progress = context.progress
     reference: list[int] | None = None
     if REFERENCE_DTYPE not in dtypes:
         try:
-            reference = _reference_tokens(load, new_tokens, cancel, progress)
+            reference = _reference_tokens(load, new_tokens, context)
         except LatencyLabError:
             reference = None  # rows then carry no agreement share rather than a wrong one
     for dtype in precision_order(dtypes):
-        check_cancel(cancel)
+        context.check_cancel()
         progress.announce(f"precision sweep: loading {dtype}")
+        # On a failure the bar jumps to where this dtype would have ended, so it never stalls or overshoots.
+        skip_to = progress.done + measurements_per_dtype(repeats) - 1
         try:
             loaded = load(dtype)
         except LatencyLabError as error:
-            progress.done += measurements_per_dtype(repeats) - 1
+            progress.done = skip_to
             progress.advance(f"precision sweep: {dtype} could not load")
             yield {"dtype": dtype, "error": str(error)}
             continue
         progress.advance(f"precision sweep: {dtype} loaded")
         try:
-            row, tokens = measure_precision(loaded, new_tokens, repeats, cancel, progress)
+            row, tokens = measure_precision(loaded, new_tokens, repeats, context)
         except LatencyLabError as error:
-            progress.done += measurements_per_dtype(repeats) - 1  # close enough: the bar must not stall
+            progress.done = skip_to
+            progress.advance(f"precision sweep: {dtype} failed")
             yield {"dtype": dtype, "weight_bytes": loaded.weight_bytes, "error": str(error)}
             continue
         finally:
@@ -70,18 +73,19 @@ def sweep_precisions(load: ModelLoader, dtypes: Sequence[str], new_tokens: int, 
         yield {**row, **agreement(tokens, reference)}
 
 
-def measure_precision(loaded: LoadedModel, new_tokens: int, repeats: int, cancel: threading.Event | None,
-                      progress: MeasurementProgress) -> tuple[dict, list[int]]:
+def measure_precision(loaded: LoadedModel, new_tokens: int, repeats: int,
+                      context: SweepContext) -> tuple[dict, list[int]]:
     ids = precision_prompt_ids(loaded.tokenizer)
+    progress = context.progress
     progress.announce(f"precision sweep: {loaded.dtype} warm-up")
-    timed_generation(loaded, ids, min(new_tokens, 4), cancel)
+    timed_generation(loaded, ids, min(new_tokens, 4), context)
     progress.advance(f"precision sweep: {loaded.dtype} warmed up")
     runs = []
     tokens: list[int] = []
     for repeat in range(repeats):
-        check_cancel(cancel)
+        context.check_cancel()
         progress.announce(f"precision sweep: {loaded.dtype}, run {repeat + 1}/{repeats}")
-        trace = timed_generation(loaded, ids, new_tokens, cancel)
+        trace = timed_generation(loaded, ids, new_tokens, context)
         runs.append(trace.metrics())
         tokens = tokens or trace.token_ids
         progress.advance(f"precision sweep: {loaded.dtype}, run {repeat + 1}/{repeats} done")
@@ -115,13 +119,13 @@ def agreement(tokens: Sequence[int], reference: Sequence[int] | None) -> dict:
     }
 
 
-def _reference_tokens(load: ModelLoader, new_tokens: int, cancel: threading.Event | None,
-                      progress: MeasurementProgress) -> list[int]:
+def _reference_tokens(load: ModelLoader, new_tokens: int, context: SweepContext) -> list[int]:
+    progress = context.progress
     progress.announce(f"precision sweep: loading {REFERENCE_DTYPE} for reference tokens")
     loaded = load(REFERENCE_DTYPE)
     progress.advance(f"precision sweep: {REFERENCE_DTYPE} loaded")
     try:
-        return timed_generation(loaded, precision_prompt_ids(loaded.tokenizer), new_tokens, cancel).token_ids
+        return timed_generation(loaded, precision_prompt_ids(loaded.tokenizer), new_tokens, context).token_ids
     finally:
         progress.advance(f"precision sweep: {REFERENCE_DTYPE} reference taken")
         del loaded

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Iterator, Sequence
 
-from core.lab.measure import MeasurementProgress, check_cancel, check_fits, median_or_none, timed_generation
+from core.lab.measure import SweepContext, check_fits, median_or_none, timed_generation
 from core.loader import LoadedModel
 from core.metrics import LatencyMetrics
 
@@ -22,7 +21,7 @@ def chapter_prompt_ids(tokenizer, words: int) -> list[int]:
 
 
 def sweep_prompt_lengths(loaded: LoadedModel, prompt_words: Sequence[int], new_tokens: int, repeats: int,
-                         cancel: threading.Event | None, progress: MeasurementProgress) -> Iterator[dict]:
+                         context: SweepContext) -> Iterator[dict]:
     """Yield one row per prompt length, each the median of `repeats` runs, after one unrecorded warm-up.
 
     Every prompt is checked against the context window first, so a length that cannot fit fails the
@@ -31,34 +30,37 @@ def sweep_prompt_lengths(loaded: LoadedModel, prompt_words: Sequence[int], new_t
     prompts = {words: chapter_prompt_ids(loaded.tokenizer, words) for words in prompt_words}
     for ids in prompts.values():
         check_fits(loaded, len(ids), new_tokens)
-    check_cancel(cancel)
+    progress = context.progress
+    context.check_cancel()
     progress.announce("prompt sweep: warm-up")
-    timed_generation(loaded, prompts[min(prompt_words)], min(new_tokens, 4), cancel)
+    timed_generation(loaded, prompts[min(prompt_words)], min(new_tokens, 4), context)
     progress.advance("prompt sweep: warmed up")
     for words, ids in prompts.items():
         runs: list[LatencyMetrics] = []
         for repeat in range(repeats):
-            check_cancel(cancel)
+            context.check_cancel()
             progress.announce(f"prompt sweep: {words:,} words ({len(ids):,} tokens), run {repeat + 1}/{repeats}")
-            runs.append(timed_generation(loaded, ids, new_tokens, cancel).metrics())
+            runs.append(timed_generation(loaded, ids, new_tokens, context).metrics())
             progress.advance(f"prompt sweep: {words:,} words, run {repeat + 1}/{repeats} done")
         yield prompt_row(words, len(ids), new_tokens, runs)
 
 
 def prompt_row(words: int, prompt_tokens: int, new_tokens: int, runs: Sequence[LatencyMetrics]) -> dict:
-    """Medians over the runs, each metric on its own, and the residuals of the chapter's formula.
+    """Medians over the runs, each metric on its own, and two residuals of the chapter's formula.
 
     Within one run TPOT is defined as (E2E - TTFT) / (N - 1), so E2E = TTFT + TPOT x (N - 1) exactly.
-    The residual here is computed from the three medians taken independently, which need not come from
-    the same run, and a second one replaces TPOT by the median gap between tokens (steady_residual),
-    which never looks at E2E: that one fails when decode steps are uneven.
+    residual_* is therefore computed from the three medians, each taken on its own, which need not
+    come from the same run. steady_residual_pct is computed per run with TPOT replaced by that run's
+    median gap between tokens, which never looks at E2E, then the median over runs is taken: it is
+    far from zero when decode steps are uneven, and one disturbed run cannot move it.
     """
     ttft = median_or_none(run.ttft_s for run in runs)
     tpot = median_or_none(run.tpot_s for run in runs)
     e2e = median_or_none(run.e2e_s for run in runs)
     step = median_or_none(run.itl_p50_s for run in runs)
     predicted = ttft + tpot * (new_tokens - 1)
-    steady_predicted = ttft + step * (new_tokens - 1)
+    steady_runs = [100.0 * (run.e2e_s - (run.ttft_s + run.itl_p50_s * (new_tokens - 1))) / run.e2e_s
+                   for run in runs]
     return {
         "prompt_words": words,
         "prompt_tokens": prompt_tokens,
@@ -73,9 +75,9 @@ def prompt_row(words: int, prompt_tokens: int, new_tokens: int, runs: Sequence[L
         "residual_s": e2e - predicted,
         "residual_pct": 100.0 * (e2e - predicted) / e2e,
         "itl_p50_s": step,
-        "steady_predicted_e2e_s": steady_predicted,
-        "steady_residual_pct": 100.0 * (e2e - steady_predicted) / e2e,
+        "steady_residual_pct": median_or_none(steady_runs),
         "ttft_runs_s": [run.ttft_s for run in runs],
         "tpot_runs_s": [run.tpot_s for run in runs],
         "e2e_runs_s": [run.e2e_s for run in runs],
+        "steady_residual_runs_pct": steady_runs,
     }

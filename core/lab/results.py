@@ -28,8 +28,9 @@ LAB_DEFINITIONS = {
                   "the runs. Per run it would be zero by definition of TPOT; from the medians it is not.",
     "residual_pct": "residual_s as a percentage of E2E.",
     "itl_p50_s": "Median over the runs of each run's median gap between consecutive tokens.",
-    "steady_residual_pct": "Like residual_pct, with TPOT replaced by itl_p50_s, which does not use E2E: it tests "
-                           "whether one typical step time, times N - 1, plus TTFT predicts the total.",
+    "steady_residual_pct": "Per run, 100 x (E2E - (TTFT + median inter-token gap x (N - 1))) / E2E, then the median "
+                           "over runs. The gap's median does not use E2E, so this tests whether one typical step "
+                           "time predicts the total; the median over runs ignores one disturbed run.",
     "weight_bytes": "Bytes of the model's weights as loaded (quantised formats count their packed bytes).",
     "token_agreement": "Share of the first compared_tokens (at most 32) greedy tokens identical to float32's at "
                        "the same position, on the same chat prompt.",
@@ -45,6 +46,8 @@ LAB_DEFINITIONS = {
     "ceiling_tok_s": "bandwidth_bytes_s / weight_bytes: the decode rate if every token read every weight once "
                      "at full bandwidth and did nothing else.",
     "fraction_of_ceiling": "decode_tok_s / ceiling_tok_s.",
+    "cpu_share": "machine.cpu_share: the process's CPU time during the run / (wall time x torch threads). Well "
+                 "below 1 means other programs competed for the CPU and the timings are disturbed.",
 }
 
 

@@ -12,8 +12,9 @@ from core.errors import LatencyLabError
 from core.lab.bandwidth import BandwidthMeasurement, ceiling_row, measure_read_bandwidth
 from core.lab.batch_sweep import sweep_batch_sizes
 from core.lab.config import LabConfig
-from core.lab.machine import describe_machine
-from core.lab.measure import LabCancelled, MeasurementProgress, check_cancel
+from core.lab.machine import describe_machine, load_average
+from core.generation_thread import GenerationThread
+from core.lab.measure import LabCancelled, MeasurementProgress, SweepContext, check_cancel
 from core.lab.precision_sweep import REFERENCE_DTYPE, measure_precision, measurements_per_dtype, sweep_precisions
 from core.lab.prompt_sweep import sweep_prompt_lengths
 from core.lab.results import LabResults
@@ -32,7 +33,7 @@ def no_rows(sweep: str, row: dict) -> None:
 class LabObserver:
     """progress(fraction, message) before and after every measurement; row_measured(sweep, row) per finished row.
 
-    Both are called on the thread that runs the lab.
+    Both are called one at a time, from the thread that runs the lab or (while a model loads) its compute thread.
     """
 
     progress: ProgressCallback = no_progress
@@ -52,25 +53,39 @@ class LabRun:
         self.dtypes = config.resolved_dtypes()
         self.results = LabResults(config=config.to_dict())
         self.progress = MeasurementProgress(self._count_measurements(), observer.progress)
+        self.context = SweepContext(self.progress, cancel)
         self.bandwidth: BandwidthMeasurement | None = None
 
     def run(self) -> LabResults:
         started = time.perf_counter()
+        cpu_started = time.process_time()
         self.results.started_at = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
-        self.results.machine = describe_machine()
+        self.results.machine = {**describe_machine(), "load_average_start": load_average()}
+        self.context.compute = GenerationThread("latencylab-lab")
         try:
             self._run_sweeps()
         except LabCancelled:
             self.results.cancelled = True
         except LatencyLabError as error:
             self.results.error = str(error)
+        finally:
+            self.context.compute.close()
         self.results.verdicts = judge(self.results)
         self.results.duration_s = time.perf_counter() - started
+        self._record_cpu_share(time.process_time() - cpu_started)
         if self.results.cancelled:
             self.observer.progress(self.progress.fraction(), f"cancelled; kept {self.results.row_count()} rows")
         elif self.results.error is None:
             self.observer.progress(1.0, "done")
         return self.results
+
+    def _record_cpu_share(self, cpu_s: float) -> None:
+        """How much of its threads' time the run really got: well below 1 means other programs competed."""
+        machine = self.results.machine
+        threads = machine.get("torch_threads") or 1
+        machine["load_average_end"] = load_average()
+        machine["cpu_s"] = cpu_s
+        machine["cpu_share"] = cpu_s / (self.results.duration_s * threads) if self.results.duration_s else None
 
     def _run_sweeps(self) -> None:
         sweeps = self.config.sweeps
@@ -78,20 +93,20 @@ class LabRun:
         if "bandwidth" in sweeps:
             check_cancel(self.cancel)
             self.progress.announce("measuring memory read bandwidth")
-            self.bandwidth = measure_read_bandwidth(cancel=self.cancel, device=config.device)
+            self.bandwidth = self.context.run(lambda: measure_read_bandwidth(cancel=self.cancel, device=config.device))
             self.results.bandwidth_measurement = self.bandwidth.to_dict()
             self.progress.advance(f"memory read bandwidth: {self.bandwidth.bytes_per_s / 1e9:.1f} GB/s")
         if "prompt" in sweeps:
             for row in sweep_prompt_lengths(self._main_model(), config.prompt_words, config.new_tokens,
-                                            config.repeats, self.cancel, self.progress):
+                                            config.repeats, self.context):
                 self._add("prompt", row)
         if "batch" in sweeps:
             for row in sweep_batch_sizes(self._main_model(), config.batch_sizes, config.new_tokens,
-                                         config.repeats, self.cancel, self.progress):
+                                         config.repeats, self.context):
                 self._add("batch", row)
         if "precision" in sweeps:
             for row in sweep_precisions(self._model_at, self.dtypes, config.new_tokens, config.repeats,
-                                        self.cancel, self.progress):
+                                        self.context):
                 self._add("precision", row)
                 if self.bandwidth and row.get("weight_bytes") and not row.get("error"):
                     self._add("bandwidth", ceiling_row(row["dtype"], row["weight_bytes"], row["decode_tok_s"],
@@ -107,8 +122,7 @@ class LabRun:
         if self.main_model is None:
             check_cancel(self.cancel)
             self.progress.announce(f"loading {self.config.model or 'the embedded model'} ({self.config.dtype})")
-            self.main_model = self.loader(self.config.model, device=self.config.device, dtype=self.config.dtype,
-                                          progress=self._load_progress)
+            self.main_model = self._load(self.config.dtype)
             self.progress.advance("model loaded")
         self.results.model = self.main_model.describe()
         return self.main_model
@@ -117,7 +131,12 @@ class LabRun:
         """The precision sweep's loader: the main model when it already has this dtype, otherwise a fresh load."""
         if self.main_model is not None and self.main_model.dtype == dtype:
             return self.main_model
-        return self.loader(self.config.model, device=self.config.device, dtype=dtype, progress=self._load_progress)
+        return self._load(dtype)
+
+    def _load(self, dtype: str) -> LoadedModel:
+        # On the compute thread, so that any torch work the loader does uses the same OpenMP pool.
+        return self.context.run(lambda: self.loader(self.config.model, device=self.config.device, dtype=dtype,
+                                                    progress=self._load_progress))
 
     def _load_progress(self, fraction: float, message: str) -> None:
         self.observer.progress(self.progress.fraction(), message)
@@ -127,7 +146,7 @@ class LabRun:
         loaded = self._main_model()
         decode = next((r["decode_tok_s"] for r in sorted(self.results.prompt, key=lambda r: r["prompt_tokens"])), None)
         if decode is None:
-            row, _ = measure_precision(loaded, self.config.new_tokens, self.config.repeats, self.cancel, self.progress)
+            row, _ = measure_precision(loaded, self.config.new_tokens, self.config.repeats, self.context)
             decode = row["decode_tok_s"]
         self._add("bandwidth", ceiling_row(loaded.dtype, loaded.weight_bytes, decode, self.bandwidth.bytes_per_s))
 

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.errors import LatencyLabError
-from core.lab.machine import machine_summary
+from core.lab.machine import contention_warning, machine_summary
 from core.lab.results import LabResults, load_results_json, save_results_csv, save_results_json
 from gui.lab.batch_plot import BatchPlot
 from gui.lab.lab_form import LabForm
@@ -157,8 +157,11 @@ class LabTab(QWidget):
                 self._add_row(sweep, row)
         self._refresh_plots()
         self.verdicts.show_verdicts(results.verdicts)
-        self.machine_label.setText(machine_summary(results.machine, results.bandwidth_measurement)
-                                   if results.machine else "")
+        lines = [machine_summary(results.machine, results.bandwidth_measurement)] if results.machine else []
+        warning = contention_warning(results.machine)
+        if warning:
+            lines.append(warning)
+        self.machine_label.setText("\n\n".join(lines))
         self._update_controls()
 
     def export_json(self, path: str | Path) -> None:

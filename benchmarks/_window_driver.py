@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import _common  # noqa: F401
 
-from PySide6.QtCore import QEventLoop, QObject, QTimer, Signal, Slot
+from PySide6.QtCore import QEventLoop, QTimer
 from PySide6.QtWidgets import QApplication
 from transformers import LogitsProcessor
 
@@ -18,26 +18,6 @@ class SuppressEos(LogitsProcessor):
     def __call__(self, input_ids, scores):
         scores[:, self.eos_ids] = float("-inf")
         return scores
-
-
-class ThreadBoundCall(QObject):
-    """Runs a function on the window's generation thread, so torch uses the same OpenMP team there.
-
-    Two OS threads alternating torch work each keep a spinning thread pool, and on two cores they
-    slow each other down many times over; the app itself only ever runs torch on that one thread.
-    """
-
-    requested = Signal(object)
-    completed = Signal(object)
-
-    def __init__(self, thread):
-        super().__init__()
-        self.moveToThread(thread)
-        self.requested.connect(self.run)
-
-    @Slot(object)
-    def run(self, function) -> None:
-        self.completed.emit(function())
 
 
 class WindowDriver:
@@ -72,20 +52,8 @@ class WindowDriver:
         return result["trace"]
 
     def call_on_generation_thread(self, function, timeout_s: float = 600):
-        caller = ThreadBoundCall(self.window.generation_thread)
-        loop = QEventLoop()
-        result = {}
-
-        def done(value):
-            result["value"] = value
-            loop.quit()
-
-        caller.completed.connect(done)
-        QTimer.singleShot(int(timeout_s * 1000), loop.quit)
-        caller.requested.emit(function)
-        loop.exec()
-        caller.completed.disconnect(done)
-        return result["value"]
+        """Run function on the thread where the window generates, so bare and app runs share one pool."""
+        return self.window.worker.call_on_generating_thread(function, timeout_s)
 
     def new_chat(self) -> None:
         self.window.new_chat()

@@ -8,7 +8,8 @@ from pathlib import Path
 from PySide6.QtCore import QThread, QTimer, Qt, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
-    QCheckBox, QFileDialog, QHBoxLayout, QLabel, QMainWindow, QPushButton, QSplitter, QVBoxLayout, QWidget,
+    QCheckBox, QFileDialog, QHBoxLayout, QLabel, QMainWindow, QPushButton, QSplitter, QTabWidget, QVBoxLayout,
+    QWidget,
 )
 
 from core.chat import ChatSession, Message
@@ -28,6 +29,7 @@ from gui.saved_chats import SavedChatsMixin
 from gui.settings_check import check_window_settings
 from gui.settings_panel import SettingsPanel
 from gui.settings_store import load_window_settings, save_window_settings
+from gui.lab.lab_tab import LabTab
 from gui.thread_exit import end_thread
 from gui.transcript_view import TranscriptView
 
@@ -133,7 +135,11 @@ class MainWindow(SavedChatsMixin, QMainWindow):
         splitter.addWidget(left)
         splitter.addWidget(self.meter)
         splitter.setSizes([620, 660])
-        self.setCentralWidget(splitter)
+        self.lab_tab = LabTab()
+        self.tabs = QTabWidget()
+        self.tabs.addTab(splitter, "Chat")
+        self.tabs.addTab(self.lab_tab, "Lab")
+        self.setCentralWidget(self.tabs)
 
         self._build_chat_dock()
 
@@ -487,8 +493,12 @@ class MainWindow(SavedChatsMixin, QMainWindow):
         self.frame_timer.stop()
         self.worker.stop()
         self.load_thread.quit()
-        end_thread(self.generation_thread, self.worker, generation_wait_ms)
+        self.lab_tab.cancel()
+        if end_thread(self.generation_thread, self.worker, generation_wait_ms):
+            self.worker.close_generating_thread(generation_wait_ms / 1000)
         end_thread(self.load_thread, self.loader, load_wait_ms)
+        # A lab measurement stops within one decode step; one in a long prefill is detached instead.
+        end_thread(self.lab_tab.lab_thread, self.lab_tab.worker, generation_wait_ms)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
         if not self._closing:

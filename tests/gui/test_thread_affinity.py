@@ -23,3 +23,11 @@ def test_token_slots_run_on_the_gui_thread(qtbot, window):
         qtbot.keyClick(window.input_box, Qt.Key.Key_Return)
     assert len(threads) == blocker.args[0].output_tokens >= 2
     assert all(threads)
+
+
+def test_the_window_has_a_lab_tab_whose_thread_ends_with_the_window(qtbot, window):
+    labels = [window.tabs.tabText(index) for index in range(window.tabs.count())]
+    assert labels == ["Chat", "Lab"]
+    assert window.lab_tab.lab_thread.isRunning()
+    window.close()
+    assert not window.lab_tab.lab_thread.isRunning()

@@ -6,6 +6,7 @@ import pyqtgraph as pg
 
 from core.metrics import DEFINITIONS
 from gui.growable_buffer import GrowableBuffer
+from gui.meter.stepped_range import SteppedRange
 
 TTFT_COLOR = "#e8710a"
 INTERVAL_COLOR = "#1a73e8"
@@ -44,6 +45,9 @@ class IntervalPlot(pg.PlotWidget):
         self._median = GrowableBuffer()
         self._drawn_points = -1
         self._symbols_shown = True
+        # Autoranging x would re-lay out the axis on every token; it grows in doubling steps instead.
+        self._x_range = SteppedRange(self.setXRange, floor=32)
+        self._x_range.reset()
 
     def reset(self) -> None:
         self._ttft_ms = None
@@ -52,6 +56,7 @@ class IntervalPlot(pg.PlotWidget):
         self._median.clear()
         self._drawn_points = -1
         self._show_symbols(True)
+        self._x_range.reset()
 
     def add_ttft(self, ttft_ms: float) -> None:
         self._ttft_ms = ttft_ms
@@ -74,6 +79,7 @@ class IntervalPlot(pg.PlotWidget):
         if len(self._x) > SYMBOL_LIMIT:
             self._show_symbols(False)
         x = self._x.view()
+        self._x_range.set_if_grown(len(x) + 1)
         self.interval_item.setData(x, self._y.view())
         self.median_item.setData(x, self._median.view())
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyqtgraph as pg
 
 from gui.growable_buffer import GrowableBuffer
+from gui.meter.stepped_range import SteppedRange
 
 # 250 words a minute at about six characters a word (five letters and a space).
 READING_CHARS_PER_S = 250 * 6 / 60
@@ -38,20 +39,28 @@ class VisibleTextPlot(pg.PlotWidget):
         self._first_text_s: float | None = None
         self._now_s = 0.0
         self._drawn_points = -1
+        self._previous_max = 0.0
+        # The clock moves every frame; doubling steps keep the axes from re-laying out each time.
+        self._x_range = SteppedRange(self.setXRange, floor=1.0)
+        self._y_range = SteppedRange(self.setYRange, floor=64)
 
     def reset(self) -> None:
         """Keep the finished reply's curve, faded, for comparison; start a new one."""
         if len(self._x):
             self.previous_item.setData(self._x.view().copy(), self._y.view().copy())
+            self._previous_max = float(self._y.view().max())
         self._x.clear()
         self._y.clear()
         self._first_text_s = None
         self._now_s = 0.0
         self._drawn_points = -1
+        self._x_range.reset()
+        self._y_range.reset()
         self._append(0.0, 0)
 
     def forget_previous(self) -> None:
         self.previous_item.setData([], [])
+        self._previous_max = 0.0
 
     def show_characters(self, seconds: float, visible_chars: int) -> None:
         """A step: the count stays flat until this moment, then jumps."""
@@ -68,6 +77,8 @@ class VisibleTextPlot(pg.PlotWidget):
 
     def refresh(self) -> None:
         x, y = self._x.view(), self._y.view()
+        self._x_range.set_if_grown(self._now_s)
+        self._y_range.set_if_grown(max(y[-1] if len(y) else 0, self._previous_max))
         if len(x) != self._drawn_points:
             self._drawn_points = len(x)
             self.current_item.setData(x, y)

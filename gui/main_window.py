@@ -38,6 +38,7 @@ FRAME_INTERVAL_MS = 33  # about 30 Hz: smooth to the eye, and independent of the
 # be interrupted, so a thread still busy after its share is detached (gui/thread_exit.py), not joined.
 CLOSE_GENERATION_WAIT_MS = 1200
 CLOSE_LOAD_WAIT_MS = 250
+CLOSE_MIN_WAIT_MS = 50
 CLOSE_SAVE_WAIT_S = 0.4
 
 
@@ -489,16 +490,26 @@ class MainWindow(SavedChatsMixin, QMainWindow):
 
     def shutdown(self, generation_wait_ms: int = CLOSE_GENERATION_WAIT_MS,
                  load_wait_ms: int = CLOSE_LOAD_WAIT_MS) -> None:
-        """Stop any reply, then end both worker threads; one that cannot end in time is detached, not joined."""
+        """Stop any reply and lab run, then end the worker threads within one shared deadline.
+
+        Everything is told to stop first, so the threads wind down together; a thread still busy
+        when its share of the deadline is spent is detached, not joined.
+        """
         self.frame_timer.stop()
         self.worker.stop()
         self.load_thread.quit()
         self.lab_tab.cancel()
-        if end_thread(self.generation_thread, self.worker, generation_wait_ms):
-            self.worker.close_generating_thread(generation_wait_ms / 1000)
-        end_thread(self.load_thread, self.loader, load_wait_ms)
+        deadline = time.monotonic() + generation_wait_ms / 1000
+
+        def remaining_ms(cap_ms: float = generation_wait_ms) -> int:
+            # An idle thread still needs a moment to process its quit, hence the small floor.
+            return int(max(CLOSE_MIN_WAIT_MS, min(cap_ms, (deadline - time.monotonic()) * 1000)))
+
+        if end_thread(self.generation_thread, self.worker, remaining_ms()):
+            self.worker.close_generating_thread(remaining_ms() / 1000)
+        end_thread(self.load_thread, self.loader, min(load_wait_ms, remaining_ms()))
         # A lab measurement stops within one decode step; one in a long prefill is detached instead.
-        end_thread(self.lab_tab.lab_thread, self.lab_tab.worker, generation_wait_ms)
+        end_thread(self.lab_tab.lab_thread, self.lab_tab.worker, remaining_ms())
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
         if not self._closing:

@@ -7,6 +7,7 @@ from PySide6.QtCore import Qt
 
 from core.lab.results import LAB_DEFINITIONS
 from gui.growable_buffer import GrowableBuffer
+from gui.plot_style import style_plot
 
 AGGREGATE_COLOR = "#1a73e8"
 PER_USER_COLOR = "#188038"
@@ -18,17 +19,11 @@ class BatchPlot(pg.PlotWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setBackground("w")
-        self.setTitle("Batch size: is batching nearly free?")
-        self.setLabel("bottom", "batch size (log scale)")
-        self.setLabel("left", "tok/s (log scale)")
-        self.setLogMode(x=True, y=True)
-        self.showGrid(x=True, y=True, alpha=0.2)
-        self.setToolTip("Claim 3.\nAggregate: " + LAB_DEFINITIONS["aggregate_tok_s"] + "\nPer user: "
-                        + LAB_DEFINITIONS["per_seq_tok_s"] + "\nGrey: batch-1 tok/s × batch size, what "
-                        "the aggregate would be if a bigger batch cost nothing.")
-        legend = self.addLegend(offset=(10, 10))
-        legend.setBrush(pg.mkBrush(255, 255, 255, 200))
+        style_plot(self, title="Batch size: is batching nearly free?",
+                   bottom="batch size (log scale)", left="tok/s (log scale)", log_x=True, log_y=True,
+                   tooltip="Claim 3.\nAggregate: " + LAB_DEFINITIONS["aggregate_tok_s"] + "\nPer user: "
+                   + LAB_DEFINITIONS["per_seq_tok_s"] + "\nGrey: batch-1 tok/s × batch size, what "
+                   "the aggregate would be if a bigger batch cost nothing.")
         self.free_item = self.plot([], [], pen=pg.mkPen(FREE_COLOR, width=1, style=Qt.PenStyle.DashLine),
                                    name="aggregate if batching were free")
         self.aggregate_item = self.plot([], [], pen=pg.mkPen(AGGREGATE_COLOR, width=2), symbol="o", symbolSize=8,

@@ -10,6 +10,7 @@ from PySide6.QtCore import Qt
 
 from core.lab.results import LAB_DEFINITIONS
 from gui.growable_buffer import GrowableBuffer
+from gui.plot_style import style_plot
 
 MEASURED_COLOR = "#1a73e8"
 CEILING_COLOR = "#d93025"
@@ -22,16 +23,11 @@ class PrecisionPlot(pg.PlotWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setBackground("w")
-        self.setTitle("Weight bytes: decode speed against the bandwidth ceiling")
-        self.setLabel("bottom", "weight MB (log scale)")
-        self.setLabel("left", "decode tok/s (log scale)")
-        self.setLogMode(x=True, y=True)
-        self.showGrid(x=True, y=True, alpha=0.2)
-        self.setToolTip("Claim 2. Each point is one precision's median decode rate.\nRed line: "
-                        + LAB_DEFINITIONS["ceiling_tok_s"] + "\n" + LAB_DEFINITIONS["bandwidth_bytes_s"])
-        legend = self.addLegend(offset=(-10, 10))
-        legend.setBrush(pg.mkBrush(255, 255, 255, 200))
+        style_plot(self, title="Weight bytes: decode speed against the bandwidth ceiling",
+                   bottom="weight MB (log scale)", left="decode tok/s (log scale)", log_x=True, log_y=True,
+                   legend_offset=(-10, 10),
+                   tooltip="Claim 2. Each point is one precision's median decode rate.\nRed line: "
+                   + LAB_DEFINITIONS["ceiling_tok_s"] + "\n" + LAB_DEFINITIONS["bandwidth_bytes_s"])
         self.ceiling_item = self.plot([], [], pen=pg.mkPen(CEILING_COLOR, width=2, style=Qt.PenStyle.DashLine),
                                       name="ceiling: bandwidth / bytes")
         self.measured_item = self.plot([], [], pen=None, symbol="o", symbolSize=10, symbolBrush=MEASURED_COLOR,

@@ -6,6 +6,7 @@ import pyqtgraph as pg
 
 from core.lab.results import LAB_DEFINITIONS
 from gui.growable_buffer import GrowableBuffer
+from gui.plot_style import style_plot
 
 TTFT_COLOR = "#e8710a"
 TPOT_COLOR = "#188038"
@@ -16,16 +17,10 @@ class PromptLengthPlot(pg.PlotWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setBackground("w")
-        self.setTitle("Prompt length: TTFT grows, TPOT should not")
-        self.setLabel("bottom", "prompt tokens")
-        self.setLabel("left", "ms (log scale)")
-        self.setLogMode(x=False, y=True)
-        self.showGrid(x=True, y=True, alpha=0.2)
-        self.setToolTip("Claim 1. Each point is the median of the runs at one prompt length.\n"
-                        f"TTFT: {LAB_DEFINITIONS['ttft_s']}\nTPOT: {LAB_DEFINITIONS['tpot_s']}")
-        legend = self.addLegend(offset=(10, 10))
-        legend.setBrush(pg.mkBrush(255, 255, 255, 200))
+        style_plot(self, title="Prompt length: TTFT grows, TPOT should not",
+                   bottom="prompt tokens", left="ms (log scale)", log_y=True,
+                   tooltip="Claim 1. Each point is the median of the runs at one prompt length.\n"
+                   f"TTFT: {LAB_DEFINITIONS['ttft_s']}\nTPOT: {LAB_DEFINITIONS['tpot_s']}")
         self.ttft_item = self.plot([], [], pen=pg.mkPen(TTFT_COLOR, width=2), symbol="s", symbolSize=8,
                                    symbolBrush=TTFT_COLOR, name="TTFT (prefill)")
         self.tpot_item = self.plot([], [], pen=pg.mkPen(TPOT_COLOR, width=2), symbol="o", symbolSize=8,

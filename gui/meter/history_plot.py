@@ -6,21 +6,16 @@ import pyqtgraph as pg
 
 from core.metrics import DEFINITIONS
 from gui.growable_buffer import GrowableBuffer
+from gui.plot_style import style_plot
 
 
 class HistoryPlot(pg.PlotWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setBackground("w")
-        self.setTitle("This chat, reply by reply")
-        self.setLabel("bottom", "prompt tokens of the reply")
-        self.setLabel("left", "ms")
-        self.showGrid(x=True, y=True, alpha=0.2)
-        self.setToolTip("Each point is one reply. The prompt grows with the chat history, so prefill takes longer "
-                        "and TTFT rises; decode reads the same weights per token, so TPOT stays flat.\n"
-                        f"TTFT: {DEFINITIONS['ttft_s']}\nTPOT: {DEFINITIONS['tpot_s']}")
-        legend = self.addLegend(offset=(10, 10))
-        legend.setBrush(pg.mkBrush(255, 255, 255, 200))
+        style_plot(self, title="This chat, reply by reply", bottom="prompt tokens of the reply", left="ms",
+                   tooltip="Each point is one reply. The prompt grows with the chat history, so prefill takes longer "
+                   "and TTFT rises; decode reads the same weights per token, so TPOT stays flat.\n"
+                   f"TTFT: {DEFINITIONS['ttft_s']}\nTPOT: {DEFINITIONS['tpot_s']}")
         self.ttft_item = self.plot([], [], pen=pg.mkPen("#e8710a", width=2), symbol="s", symbolSize=7,
                                    symbolBrush="#e8710a", name="TTFT")
         self.tpot_item = self.plot([], [], pen=pg.mkPen("#188038", width=2), symbol="o", symbolSize=7,

@@ -7,6 +7,7 @@ import pyqtgraph as pg
 from core.metrics import DEFINITIONS
 from gui.growable_buffer import GrowableBuffer
 from gui.meter.stepped_range import SteppedRange
+from gui.plot_style import style_plot
 
 TTFT_COLOR = "#e8710a"
 INTERVAL_COLOR = "#1a73e8"
@@ -19,16 +20,10 @@ class IntervalPlot(pg.PlotWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setBackground("w")
-        self.setTitle("Per-token intervals (prefill, then decode)")
-        self.setLabel("bottom", "token index")
-        self.setLabel("left", "interval (ms, log scale)")
-        self.setLogMode(x=False, y=True)
-        self.showGrid(x=True, y=True, alpha=0.2)
-        self.setToolTip("Token 0's bar is the TTFT (" + DEFINITIONS["ttft_s"] + ") Every later point is an ITL: "
-                        + DEFINITIONS["itl_s"] + " The green line is the running median, i.e. the TPOT so far.")
-        legend = self.addLegend(offset=(-10, 10))
-        legend.setBrush(pg.mkBrush(255, 255, 255, 200))
+        style_plot(self, title="Per-token intervals (prefill, then decode)",
+                   bottom="token index", left="interval (ms, log scale)", log_y=True, legend_offset=(-10, 10),
+                   tooltip="Token 0's bar is the TTFT (" + DEFINITIONS["ttft_s"] + ") Every later point is an ITL: "
+                   + DEFINITIONS["itl_s"] + " The green line is the running median, i.e. the TPOT so far.")
         # Each item is created once; refresh() only hands them new arrays.
         self.ttft_item = self.plot([], [], pen=None, symbol="s", symbolSize=12,
                                    symbolBrush=TTFT_COLOR, symbolPen=None, name="TTFT (prefill)")

@@ -6,6 +6,7 @@ import pyqtgraph as pg
 
 from gui.growable_buffer import GrowableBuffer
 from gui.meter.stepped_range import SteppedRange
+from gui.plot_style import style_plot
 
 # 250 words a minute at about six characters a word (five letters and a space).
 READING_CHARS_PER_S = 250 * 6 / 60
@@ -14,16 +15,10 @@ READING_CHARS_PER_S = 250 * 6 / 60
 class VisibleTextPlot(pg.PlotWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setBackground("w")
-        self.setTitle("What the user saw")
-        self.setLabel("bottom", "seconds since Send")
-        self.setLabel("left", "characters on screen")
-        self.showGrid(x=True, y=True, alpha=0.2)
-        self.setToolTip("Streaming grows a staircase from the first token on (after TTFT); without streaming the "
-                        "line stays flat until the whole reply appears at E2E. The faded curve is the previous "
-                        "reply; the dashed line is a reader at about 250 words a minute, starting when text appears.")
-        legend = self.addLegend(offset=(10, 10))
-        legend.setBrush(pg.mkBrush(255, 255, 255, 200))
+        style_plot(self, title="What the user saw", bottom="seconds since Send", left="characters on screen",
+                   tooltip="Streaming grows a staircase from the first token on (after TTFT); without streaming the "
+                   "line stays flat until the whole reply appears at E2E. The faded curve is the previous "
+                   "reply; the dashed line is a reader at about 250 words a minute, starting when text appears.")
         self.previous_item = self.plot([], [], pen=pg.mkPen(150, 150, 150, 110, width=2), name="previous reply")
         self.current_item = self.plot([], [], pen=pg.mkPen("#1a73e8", width=2), name="this reply")
         # The flat stretch from the last change to 'now' is its own two-point item, so a frame

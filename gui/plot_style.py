@@ -1,0 +1,19 @@
+"""The look every plot in the app shares: white background, labelled axes, light grid, a legend."""
+
+from __future__ import annotations
+
+import pyqtgraph as pg
+
+
+def style_plot(plot: pg.PlotWidget, *, title: str, bottom: str, left: str, tooltip: str,
+               log_x: bool = False, log_y: bool = False, legend_offset: tuple[int, int] = (10, 10)) -> None:
+    plot.setBackground("w")
+    plot.setTitle(title)
+    plot.setLabel("bottom", bottom)
+    plot.setLabel("left", left)
+    if log_x or log_y:
+        plot.setLogMode(x=log_x, y=log_y)
+    plot.showGrid(x=True, y=True, alpha=0.2)
+    plot.setToolTip(tooltip)
+    legend = plot.addLegend(offset=legend_offset)
+    legend.setBrush(pg.mkBrush(255, 255, 255, 200))

@@ -8,6 +8,7 @@ import os
 import shutil
 import tempfile
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
 from core.cache_paths import cache_root
@@ -55,17 +56,29 @@ def verify_cache(folder: Path, gguf_sha256: str) -> bool:
         return False
 
 
-def ensure_converted(gguf_path: Path, progress: ProgressCallback) -> Path:
-    """Return a verified cache folder for this GGUF, converting (or reconverting a corrupt one) first."""
+@dataclass(frozen=True)
+class CacheCheck:
+    folder: Path
+    gguf_sha256: str
+    valid: bool
+
+
+def check_cache(gguf_path: Path, progress: ProgressCallback) -> CacheCheck:
+    """Hash the GGUF and verify its cache folder. Safe on any thread: it imports nothing heavy."""
     progress(0.0, "checking the model file")
     gguf_sha256 = file_sha256(gguf_path)
     folder = cache_folder_for(gguf_sha256)
     progress(0.05, "verifying the converted-model cache")
-    if verify_cache(folder, gguf_sha256):
+    valid = verify_cache(folder, gguf_sha256)
+    if valid:
         progress(1.0, "cache verified")
-        return folder
-    _convert(gguf_path, gguf_sha256, folder, scaled(progress, 0.1, 1.0))
-    return folder
+    return CacheCheck(folder, gguf_sha256, valid)
+
+
+def convert(gguf_path: Path, check: CacheCheck, progress: ProgressCallback) -> None:
+    """Build the cache folder. Call it on the thread that imports transformers: a second thread
+    importing it at the same time can see a half-initialised module."""
+    _convert(gguf_path, check.gguf_sha256, check.folder, scaled(progress, 0.1, 1.0))
 
 
 def _convert(gguf_path: Path, gguf_sha256: str, folder: Path, progress: ProgressCallback) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import InvalidSettingsError, ModelLoadError
-from core.gguf_cache import ensure_converted
+from core.gguf_cache import check_cache, convert
 from core.model_source import ModelSource, resolve_model_source
 from core.progress import ProgressCallback, no_progress, scaled
 from core.settings import DEVICE_CHOICES, QUANTISED_DTYPES, validate_dtype
@@ -97,8 +97,8 @@ def _load(source: ModelSource, device: str, dtype: str, progress: ProgressCallba
     location: str | Path = source.location
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="latencylab-cache-check") as pool:
         # Hashing and checksumming the cache release the GIL, so they overlap the slow imports.
-        converted = pool.submit(ensure_converted, source.gguf_file, scaled(progress, 0.0, 0.7)) \
-            if source.kind == "gguf" else None
+        cache_progress = scaled(progress, 0.0, 0.7)
+        checked = pool.submit(check_cache, source.gguf_file, cache_progress) if source.kind == "gguf" else None
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
@@ -109,8 +109,11 @@ def _load(source: ModelSource, device: str, dtype: str, progress: ProgressCallba
         # interleave with a CLI's stdout and mean nothing in the window.
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
-        if converted is not None:
-            location = converted.result()
+        if checked is not None:
+            check = checked.result()
+            if not check.valid:
+                convert(source.gguf_file, check, cache_progress)
+            location = check.folder
 
     local_only = source.is_local or source.kind == "gguf"
     common = {"trust_remote_code": trust_remote_code}

@@ -53,3 +53,13 @@ def test_a_model_that_cannot_load_is_one_line_and_exit_1(tmp_path):
     assert result.returncode == 1
     assert result.stderr.strip().count("\n") == 0 and "Traceback" not in result.stderr
     assert "missing-model" in result.stderr and "no such file or folder" in result.stderr
+
+
+@pytest.mark.model
+def test_first_launch_converts_the_gguf_with_progress_then_answers(tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "LATENCYLAB_CACHE_DIR": str(tmp_path / "empty-cache")}
+    result = subprocess.run([sys.executable, "-m", "cli.main", "ask", "Hi", "--max-new-tokens", "3"],
+                            capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "first launch" in result.stderr and result.stdout.strip()
+    assert any((tmp_path / "empty-cache" / "gguf").iterdir())

@@ -8,7 +8,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from core.lab.measure import MeasurementError, check_cancel
+from core.lab.cancellation import MeasurementError, check_cancel
 
 MIB = 1024 * 1024
 MIN_BUFFER_BYTES = 512 * MIB

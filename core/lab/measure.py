@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Sequence, TypeVar
 
 from transformers import LogitsProcessor, MinNewTokensLengthLogitsProcessor
 
-from core.errors import LatencyLabError
+from core.lab.cancellation import LabCancelled, MeasurementError, check_cancel  # noqa: F401 - re-exported
 from core.generation import Generation
 from core.generation_thread import GenerationThread
 from core.loader import LoadedModel
@@ -20,19 +20,6 @@ from core.trace import GenerationTrace
 
 
 T = TypeVar("T")
-
-
-class LabCancelled(Exception):
-    """Raised inside a sweep once the cancel event is set; the runner keeps every row finished before it."""
-
-
-class MeasurementError(LatencyLabError):
-    """A measurement could not be taken (the model failed mid-run, or the prompt does not fit)."""
-
-
-def check_cancel(cancel: threading.Event | None) -> None:
-    if cancel is not None and cancel.is_set():
-        raise LabCancelled()
 
 
 @dataclass

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from PySide6.QtCore import QObject, Signal, Slot
 
 from core.lab.config import LabConfig
-from core.lab.runner import LabObserver, run_lab
 from core.loader import LoadedModel, load_model
 from core.progress import ProgressCallback
 
@@ -42,6 +41,10 @@ class LabWorker(QObject):
         config = request.config
         self._wanted_key = (config.model, config.dtype, config.device)
         reusable = self._model if self._model_key == self._wanted_key else None
+        # Imported here, on the lab's thread: the sweeps pull in torch and transformers, which would
+        # otherwise delay the window's first paint by seconds.
+        from core.lab.runner import LabObserver, run_lab
+
         observer = LabObserver(progress=self.progress_changed.emit, row_measured=self._emit_row)
         try:
             results = run_lab(config, loaded=reusable, observer=observer, cancel=request.cancel, loader=self._load)

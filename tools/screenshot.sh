@@ -10,6 +10,9 @@ Xvfb "$DISPLAY_NUMBER" -screen 0 1400x900x24 >/dev/null 2>&1 &
 XVFB_PID=$!
 trap 'kill $APP_PID $XVFB_PID 2>/dev/null || true' EXIT
 export DISPLAY=$DISPLAY_NUMBER
+# A fresh profile: default settings and no saved chats, as a new user sees it.
+PROFILE=$(mktemp -d)
+export XDG_CONFIG_HOME=$PROFILE/config XDG_DATA_HOME=$PROFILE/data
 unset QT_QPA_PLATFORM
 sleep 1
 .venv/bin/latencylab "$@" >/tmp/latencylab-screenshot.log 2>&1 &
@@ -27,4 +30,4 @@ sleep "$WAIT_AFTER_ENTER"
 import -window root resources/screenshot.png
 echo "wrote resources/screenshot.png"
 xdotool key ctrl+q
-wait "$APP_PID" || true
+for _ in $(seq 1 20); do kill -0 "$APP_PID" 2>/dev/null || break; sleep 0.5; done

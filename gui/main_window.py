@@ -20,7 +20,7 @@ from core.export import traces_to_csv, traces_to_json, write_text_file
 from core.loader import LoadedModel
 from core.trace import GenerationTrace
 from gui.chat_keeper import ChatKeeper
-from gui.chat_replay import STOP_NOTES, reply_note  # noqa: F401 - STOP_NOTES kept importable here
+from gui.chat_replay import reply_note
 from gui.generation_worker import GenerationRequest, GenerationStarted, GenerationWorker
 from gui.input_box import InputBox
 from gui.meter.meter_panel import MeterPanel

@@ -98,14 +98,6 @@ class TranscriptView(QTextBrowser):
         self._reply_start = None
         self._last_reply_turn_start = None
 
-    def reply_text_so_far(self) -> str:
-        if self._reply_start is None:
-            return ""
-        cursor = self._end_cursor()
-        cursor.setPosition(self._reply_start)
-        cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
-        return cursor.selectedText().replace("\u2029", "\n")
-
     # -- helpers --------------------------------------------------------------------------------
 
     def _append_header(self, label: str, color: str, background: QColor) -> None:

@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Sequence, TypeVar
 
 from transformers import LogitsProcessor, MinNewTokensLengthLogitsProcessor
 
-from core.lab.cancellation import LabCancelled, MeasurementError, check_cancel  # noqa: F401 - re-exported
+from core.lab.cancellation import MeasurementError, check_cancel
 from core.generation import Generation
 from core.generation_thread import GenerationThread
 from core.loader import LoadedModel

@@ -14,7 +14,8 @@ from core.lab.batch_sweep import sweep_batch_sizes
 from core.lab.config import LabConfig
 from core.lab.machine import describe_machine, load_average
 from core.generation_thread import GenerationThread
-from core.lab.measure import LabCancelled, MeasurementProgress, SweepContext, check_cancel
+from core.lab.cancellation import LabCancelled, check_cancel
+from core.lab.measure import MeasurementProgress, SweepContext
 from core.lab.precision_sweep import REFERENCE_DTYPE, measure_precision, measurements_per_dtype, sweep_precisions
 from core.lab.prompt_sweep import sweep_prompt_lengths
 from core.lab.results import LabResults

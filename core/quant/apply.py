@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
 from torch import nn
 
 from core.quant.groupwise import GROUP_SIZE, PACK_ROWS, quantize_q4_groups

@@ -16,13 +16,21 @@ os.environ.setdefault("LATENCYLAB_DATA_DIR", tempfile.mkdtemp(prefix="latencylab
 
 
 def generate_seconds(model, input_ids, new_tokens: int) -> float:
-    """Wall time of a bare model.generate (no streamer) that must produce exactly new_tokens."""
+    """Wall time of a bare model.generate (no streamer) that must produce exactly new_tokens.
+
+    It runs on the compute thread, as the app's replies do: a second OpenMP pool would slow both.
+    """
     import torch
 
-    with torch.inference_mode():
-        started = time.perf_counter()
-        model.generate(input_ids, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False)
-        return time.perf_counter() - started
+    from core.compute_thread import on_compute_thread
+
+    def run() -> float:
+        with torch.inference_mode():
+            started = time.perf_counter()
+            model.generate(input_ids, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False)
+            return time.perf_counter() - started
+
+    return on_compute_thread(run)
 
 
 def bare_tpot(model, input_ids, new_tokens: int) -> float:

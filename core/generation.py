@@ -8,6 +8,7 @@ import time
 from typing import Iterator, Sequence
 
 from core.events import FinishedEvent, StopReason, TokenEvent
+from core.compute_thread import compute_thread
 from core.generation_thread import GenerationThread
 from core.loader import LoadedModel
 from core.settings import GenerationSettings
@@ -40,7 +41,8 @@ class Generation:
         self._logits_processors = list(logits_processors)
         self._stop_requested = threading.Event()
         self._streamer = TimedTokenStreamer(loaded.tokenizer, timeout_s=timeout_s)
-        self._thread = thread
+        # By default the process's compute thread, where the model was loaded: one OpenMP pool.
+        self._thread = thread if thread is not None else compute_thread()
         self._done = threading.Event()
         self._finished = False
 
@@ -51,10 +53,7 @@ class Generation:
     def start(self, request_start_ns: int | None = None) -> "Generation":
         """Begin generating. request_start_ns defaults to now: TTFT and E2E count from it."""
         self.request_start_ns = request_start_ns if request_start_ns is not None else time.perf_counter_ns()
-        if self._thread is not None:
-            self._thread.submit(self._run)
-        else:
-            threading.Thread(target=self._run, name="latencylab-generate", daemon=True).start()
+        self._thread.submit(self._run)
         return self
 
     def stop(self) -> None:

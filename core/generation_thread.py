@@ -1,4 +1,4 @@
-"""One long-lived thread that runs every model.generate of a session, one job at a time.
+"""One long-lived thread that runs model work (loads and generations), one job at a time.
 
 torch's OpenMP pool belongs to the thread that calls it: a new thread per reply builds a new pool,
 and two pools alternating on two cores slowed decode about 2x here. Reusing one thread avoids both.
@@ -8,20 +8,30 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Callable
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
 
 
 class GenerationThread:
     def __init__(self, name: str = "latencylab-generate"):
         self._jobs: queue.Queue[Callable[[], None] | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self._closed = False
         self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
         self._thread.start()
 
     def submit(self, job: Callable[[], None]) -> None:
-        self._jobs.put(job)
+        with self._lock:
+            if self._closed:
+                # Queued behind the end marker, the job would never run and its caller would wait forever.
+                raise RuntimeError(f"{self._thread.name} is closed and takes no more work")
+            self._jobs.put(job)
 
-    def call(self, function: Callable[[], object], timeout: float | None = None) -> object:
-        """Run function on this thread and return its result (for benchmarks that must share the pool)."""
+    def call(self, function: Callable[[], T], timeout: float | None = None) -> T:
+        """Run function on this thread and return its result, or raise what it raised."""
+        if self.is_current():
+            return function()  # a job that calls back in would otherwise wait for itself
         done = threading.Event()
         outcome: dict = {}
 
@@ -35,20 +45,30 @@ class GenerationThread:
 
         self.submit(job)
         if not done.wait(timeout):
-            raise TimeoutError("the generation thread did not finish the call in time")
+            raise TimeoutError(f"{self._thread.name} did not finish the call in time")
         if "error" in outcome:
             raise outcome["error"]
         return outcome["value"]
 
     def close(self, timeout: float | None = None) -> bool:
-        """Finish the current job, then end the thread; True when it has ended."""
-        self._jobs.put(None)
+        """Finish the queued jobs, then end the thread; True when it has ended."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._jobs.put(None)
         self._thread.join(timeout)
         return not self._thread.is_alive()
+
+    def is_current(self) -> bool:
+        return threading.get_ident() == self._thread.ident
 
     @property
     def alive(self) -> bool:
         return self._thread.is_alive()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def _serve(self) -> None:
         while (job := self._jobs.get()) is not None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.compute_thread import on_compute_thread
 from core.errors import InvalidSettingsError, ModelLoadError
 from core.gguf_cache import check_cache, convert
 from core.model_source import ModelSource, resolve_model_source
@@ -58,7 +59,15 @@ def load_model(
     trust_remote_code: bool = False,
     allow_pickle: bool = False,
 ) -> LoadedModel:
-    """Load a model, or raise ModelLoadError saying what was tried and why it failed."""
+    """Load a model, or raise ModelLoadError saying what was tried and why it failed.
+
+    The work runs on the compute thread, where the model will also generate (core/compute_thread.py).
+    """
+    return on_compute_thread(lambda: _load_model(spec, device, dtype, progress, trust_remote_code, allow_pickle))
+
+
+def _load_model(spec: str | None, device: str, dtype: str, progress: ProgressCallback, trust_remote_code: bool,
+                allow_pickle: bool) -> LoadedModel:
     try:
         validate_dtype(dtype)
     except InvalidSettingsError as error:

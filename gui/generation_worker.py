@@ -12,7 +12,7 @@ from core.chat import ChatSession, Message
 from core.errors import LatencyLabError
 from core.events import FinishedEvent, StopReason, TokenEvent
 from core.generation import DEFAULT_TOKEN_TIMEOUT_S, Generation
-from core.generation_thread import GenerationThread
+from core.compute_thread import on_compute_thread
 from core.loader import LoadedModel
 from core.reply_budget import check_reply_budget
 from core.settings import GenerationSettings
@@ -51,16 +51,11 @@ class GenerationWorker(QObject):
         self._lock = threading.Lock()
         self._current: Generation | None = None
         self._stop_requested = threading.Event()
-        # Every reply's model.generate runs on this one thread, so torch keeps one warm thread pool.
-        self._generating_thread = GenerationThread()
 
-    def close_generating_thread(self, timeout_s: float) -> bool:
-        """End the thread that runs model.generate once its current reply (already stopped) returns."""
-        return self._generating_thread.close(timeout_s)
-
-    def call_on_generating_thread(self, function, timeout_s: float | None = None):
-        """Run function where replies are generated (benchmarks compare bare generate there)."""
-        return self._generating_thread.call(function, timeout_s)
+    @staticmethod
+    def call_on_generating_thread(function, timeout_s: float | None = None):
+        """Run function where replies are generated: the process's compute thread (core/compute_thread.py)."""
+        return on_compute_thread(function, timeout_s)
 
     def stop(self) -> None:
         """Called directly from the GUI thread: the worker's own event loop is busy generating."""
@@ -79,7 +74,6 @@ class GenerationWorker(QObject):
             # On this thread, not the window's: a 1 MB paste takes about a second to tokenize.
             prompt = session.build_prompt(loaded.tokenizer, loaded.context_window, request.settings.max_new_tokens)
             generation = Generation(loaded, prompt.input_ids, request.settings, timeout_s=self._token_timeout_s,
-                                    thread=self._generating_thread,
                                     logits_processors=request.logits_processors)
         except LatencyLabError as error:
             self.failed.emit(str(error))

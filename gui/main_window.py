@@ -505,8 +505,8 @@ class MainWindow(SavedChatsMixin, QMainWindow):
             # An idle thread still needs a moment to process its quit, hence the small floor.
             return int(max(CLOSE_MIN_WAIT_MS, min(cap_ms, (deadline - time.monotonic()) * 1000)))
 
-        if end_thread(self.generation_thread, self.worker, remaining_ms()):
-            self.worker.close_generating_thread(remaining_ms() / 1000)
+        # Once this thread has ended, its reply's model.generate has returned too (the worker joins it).
+        end_thread(self.generation_thread, self.worker, remaining_ms())
         end_thread(self.load_thread, self.loader, min(load_wait_ms, remaining_ms()))
         # A lab measurement stops within one decode step; one in a long prefill is detached instead.
         end_thread(self.lab_tab.lab_thread, self.lab_tab.worker, remaining_ms())

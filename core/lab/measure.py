@@ -5,13 +5,14 @@ from __future__ import annotations
 import statistics
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence, TypeVar
 
 from transformers import LogitsProcessor, MinNewTokensLengthLogitsProcessor
 
 from core.lab.cancellation import MeasurementError, check_cancel
 from core.generation import Generation
+from core.compute_thread import compute_thread
 from core.generation_thread import GenerationThread
 from core.loader import LoadedModel
 from core.progress import ProgressCallback
@@ -45,20 +46,20 @@ class MeasurementProgress:
 class SweepContext:
     """What every sweep needs besides its own parameters: progress, the cancel event, and the compute thread.
 
-    All model work of a lab run goes to one GenerationThread, because torch's OpenMP pool belongs to
-    the calling thread and two pools taking turns on few cores slow each other down.
+    All model work of a lab run goes to the process's compute thread, because torch's OpenMP pool belongs
+    to the calling thread and a second pool slows decode down (core/compute_thread.py).
     """
 
     progress: MeasurementProgress
     cancel: threading.Event | None = None
-    compute: GenerationThread | None = None
+    compute: GenerationThread = field(default_factory=compute_thread)
 
     def check_cancel(self) -> None:
         check_cancel(self.cancel)
 
     def run(self, function: Callable[[], T]) -> T:
-        """Run function on the compute thread (or here, without one) and return its result."""
-        return self.compute.call(function) if self.compute is not None else function()
+        """Run function on the compute thread and return its result."""
+        return self.compute.call(function)
 
 
 def exact_length_processors(loaded: LoadedModel, prompt_tokens: int, new_tokens: int) -> list:

@@ -13,7 +13,6 @@ from core.lab.bandwidth import BandwidthMeasurement, ceiling_row, measure_read_b
 from core.lab.batch_sweep import sweep_batch_sizes
 from core.lab.config import LabConfig
 from core.lab.machine import describe_machine, load_average
-from core.generation_thread import GenerationThread
 from core.lab.cancellation import LabCancelled, check_cancel
 from core.lab.measure import MeasurementProgress, SweepContext
 from core.lab.precision_sweep import REFERENCE_DTYPE, measure_precision, measurements_per_dtype, sweep_precisions
@@ -62,15 +61,12 @@ class LabRun:
         cpu_started = time.process_time()
         self.results.started_at = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
         self.results.machine = {**describe_machine(), "load_average_start": load_average()}
-        self.context.compute = GenerationThread("latencylab-lab")
         try:
             self._run_sweeps()
         except LabCancelled:
             self.results.cancelled = True
         except LatencyLabError as error:
             self.results.error = str(error)
-        finally:
-            self.context.compute.close()
         self.results.verdicts = judge(self.results)
         self.results.duration_s = time.perf_counter() - started
         self._record_cpu_share(time.process_time() - cpu_started)

@@ -1,0 +1,79 @@
+"""Loading and generating run on one compute thread, whoever asks, so the process keeps one OpenMP pool."""
+
+import threading
+
+import pytest
+from transformers import LogitsProcessor
+
+import core.loader
+from core.compute_thread import COMPUTE_THREAD_NAME, compute_thread, on_compute_thread
+from core.generation import Generation
+from core.generation_thread import GenerationThread
+from core.loader import load_model
+from core.settings import GenerationSettings
+
+
+class ThreadRecorder(LogitsProcessor):
+    def __init__(self):
+        self.names = set()
+
+    def __call__(self, input_ids, scores):
+        self.names.add(threading.current_thread().name)
+        return scores
+
+
+def test_a_model_loaded_from_any_thread_is_loaded_and_generates_on_the_compute_thread(tiny_model_folder,
+                                                                                      monkeypatch):
+    load_threads = []
+    real_load = core.loader._load
+
+    def recording_load(*args, **kwargs):
+        load_threads.append(threading.current_thread().name)
+        return real_load(*args, **kwargs)
+
+    monkeypatch.setattr(core.loader, "_load", recording_load)
+    loaded = {}
+    caller = threading.Thread(target=lambda: loaded.update(model=load_model(str(tiny_model_folder))))
+    caller.start()
+    caller.join(120)
+    load_model(str(tiny_model_folder))  # and from this (the main) thread
+    assert load_threads == [COMPUTE_THREAD_NAME, COMPUTE_THREAD_NAME]
+
+    recorder = ThreadRecorder()
+    generation = Generation(loaded["model"], [1, 2, 3], GenerationSettings(max_new_tokens=3),
+                            logits_processors=[recorder]).start()
+    events = list(generation)
+    assert generation.join(30) and events[-1].error is None
+    assert recorder.names == {COMPUTE_THREAD_NAME}
+
+
+def test_a_call_made_on_the_compute_thread_runs_at_once_instead_of_waiting_for_itself():
+    def nested():
+        return on_compute_thread(lambda: threading.current_thread().name)
+
+    assert on_compute_thread(nested, timeout=10) == COMPUTE_THREAD_NAME
+
+
+def test_errors_come_back_to_the_caller_and_the_thread_keeps_working():
+    def broken():
+        raise ValueError("bad input")
+
+    with pytest.raises(ValueError, match="bad input"):
+        on_compute_thread(broken, timeout=10)
+    assert on_compute_thread(lambda: 7, timeout=10) == 7
+
+
+def test_a_closed_thread_refuses_work_instead_of_leaving_the_caller_waiting():
+    thread = GenerationThread("closing-test")
+    assert thread.call(lambda: 1, timeout=10) == 1
+    assert thread.close(timeout=10)
+    with pytest.raises(RuntimeError, match="closed"):
+        thread.call(lambda: 2, timeout=10)
+
+
+def test_the_shared_thread_is_started_again_when_something_closed_it():
+    first = compute_thread()
+    first.close(timeout=30)
+    second = compute_thread()
+    assert second is not first and second.alive
+    assert on_compute_thread(lambda: threading.current_thread().name, timeout=10) == COMPUTE_THREAD_NAME

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pyqtgraph as pg
+from PySide6.QtWidgets import QGraphicsItem
 
 
 def style_plot(plot: pg.PlotWidget, *, title: str, bottom: str, left: str, tooltip: str,
@@ -17,3 +18,9 @@ def style_plot(plot: pg.PlotWidget, *, title: str, bottom: str, left: str, toolt
     plot.setToolTip(tooltip)
     legend = plot.addLegend(offset=legend_offset)
     legend.setBrush(pg.mkBrush(255, 255, 255, 200))
+    # A live curve repaints the whole view, and the axes (which draw the grid across it) with it.
+    # Replaying their tick text and grid every frame was half the meter's painting; cached as
+    # pixmaps they are redrawn only when their range or size changes.
+    item = plot.getPlotItem()
+    for cached in (item.getAxis("left"), item.getAxis("bottom"), item.titleLabel, legend):
+        cached.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyqtgraph as pg
 
 from core.metrics import DEFINITIONS
@@ -27,8 +28,12 @@ class IntervalPlot(pg.PlotWidget):
         # Each item is created once; refresh() only hands them new arrays.
         self.ttft_item = self.plot([], [], pen=None, symbol="s", symbolSize=12,
                                    symbolBrush=TTFT_COLOR, symbolPen=None, name="TTFT (prefill)")
-        self.interval_item = self.plot([], [], pen=pg.mkPen(INTERVAL_COLOR, width=1), symbol="o", symbolSize=4,
-                                       symbolBrush=INTERVAL_COLOR, symbolPen=None, name="inter-token gap (decode)")
+        self.interval_item = self.plot([], [], pen=pg.mkPen(INTERVAL_COLOR, width=1),
+                                       name="inter-token gap (decode)")
+        # One dot per token, added as tokens arrive: handing a marker item the whole array each frame
+        # rebuilds every marker, the most expensive part of the meter's frame.
+        self.marker_item = pg.ScatterPlotItem(symbol="o", size=4, brush=INTERVAL_COLOR, pen=None)
+        self.addItem(self.marker_item)
         self.median_item = self.plot([], [], pen=pg.mkPen(MEDIAN_COLOR, width=2), name="running median TPOT")
         for item in (self.interval_item, self.median_item):
             # Bounded drawing cost for long replies: draw only the visible range, peak-downsampled.
@@ -39,7 +44,8 @@ class IntervalPlot(pg.PlotWidget):
         self._y = GrowableBuffer()
         self._median = GrowableBuffer()
         self._drawn_points = -1
-        self._symbols_shown = True
+        self._drawn_ttft_ms: float | None = None
+        self._markers_drawn = 0
         # Autoranging x would re-lay out the axis on every token; it grows in doubling steps instead.
         self._x_range = SteppedRange(self.setXRange, floor=32)
         self._x_range.reset()
@@ -50,7 +56,11 @@ class IntervalPlot(pg.PlotWidget):
         self._y.clear()
         self._median.clear()
         self._drawn_points = -1
-        self._show_symbols(True)
+        self._drawn_ttft_ms = None
+        self.ttft_item.setData([], [])
+        self._markers_drawn = 0
+        self.marker_item.clear()
+        self.marker_item.setVisible(True)
         self._x_range.reset()
 
     def add_ttft(self, ttft_ms: float) -> None:
@@ -67,19 +77,26 @@ class IntervalPlot(pg.PlotWidget):
         if points == self._drawn_points:
             return
         self._drawn_points = points
-        if self._ttft_ms is None:
-            self.ttft_item.setData([], [])
-        else:
+        if self._ttft_ms != self._drawn_ttft_ms:
+            self._drawn_ttft_ms = self._ttft_ms
             self.ttft_item.setData([0], [self._ttft_ms])
-        if len(self._x) > SYMBOL_LIMIT:
-            self._show_symbols(False)
         x = self._x.view()
         self._x_range.set_if_grown(len(x) + 1)
         self.interval_item.setData(x, self._y.view())
         self.median_item.setData(x, self._median.view())
+        self._add_markers()
 
-    def _show_symbols(self, shown: bool) -> None:
-        # A marker per point is what makes long replies expensive to paint; the line is enough there.
-        if shown != self._symbols_shown:
-            self._symbols_shown = shown
-            self.interval_item.setSymbol("o" if shown else None)
+    def marker_count(self) -> int:
+        return self._markers_drawn
+
+    def _add_markers(self) -> None:
+        if len(self._x) > SYMBOL_LIMIT:
+            # A marker per point is what makes long replies expensive to paint; the line is enough there.
+            self.marker_item.setVisible(False)
+            return
+        new = slice(self._markers_drawn, len(self._x))
+        if new.start == new.stop:
+            return
+        # The marker item is not told about the log axis as the plot's own items are.
+        self.marker_item.addPoints(x=self._x.view()[new], y=np.log10(self._y.view()[new]))
+        self._markers_drawn = new.stop

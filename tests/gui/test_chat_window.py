@@ -43,6 +43,12 @@ def test_streaming_reply_grows_token_by_token_and_cards_equal_core_metrics(qtbot
     plot = window.meter.interval_plot
     assert len(plot.ttft_item.getData()[0]) == 1
     assert len(plot.interval_item.getData()[0]) == trace.output_tokens - 1
+    # One marker per gap, added frame by frame, each at its gap's height on the log axis.
+    itl_ms = [gap * 1000 for gap in trace.metrics().itl_s]
+    markers = plot.marker_item.getData()
+    assert plot.marker_count() == len(itl_ms) == len(markers[0])
+    assert list(markers[0]) == list(range(1, trace.output_tokens))
+    assert [10 ** y for y in markers[1]] == pytest.approx(itl_ms, rel=1e-9)
     metrics = trace.metrics()
     cards = window.meter.cards.cards
     assert cards["ttft"].value == metrics.ttft_s and cards["tpot"].value == metrics.tpot_s

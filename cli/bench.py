@@ -62,6 +62,18 @@ def config_from_args(args: argparse.Namespace) -> LabConfig:
     )
 
 
+def checked_loader(args: argparse.Namespace):
+    """The lab's loader with the same checks and opt-ins as `ask`: --allow-pickle, --trust-remote-code, memory."""
+    def load(spec: str | None, *, device: str, dtype: str, progress):
+        from core.load_preflight import check_before_loading
+        from core.loader import load_model
+
+        check_before_loading(spec, dtype, args.allow_pickle)
+        return load_model(spec, device=device, dtype=dtype, progress=progress,
+                          trust_remote_code=args.trust_remote_code, allow_pickle=args.allow_pickle)
+    return load
+
+
 def run_bench(args: argparse.Namespace, settings: GenerationSettings) -> int:
     try:
         config = config_from_args(args)
@@ -77,7 +89,8 @@ def run_bench(args: argparse.Namespace, settings: GenerationSettings) -> int:
 
     def work() -> None:
         try:
-            outcome["results"] = run_lab(config, observer=LabObserver(progress=printer), cancel=cancel)
+            outcome["results"] = run_lab(config, observer=LabObserver(progress=printer), cancel=cancel,
+                                         loader=checked_loader(args))
         except BaseException as error:  # noqa: BLE001 - reported on the main thread as one line
             outcome["error"] = error
 

@@ -19,6 +19,10 @@ class SteppedRange:
         self._floor = floor
         self._limit: float | None = None
 
+    @property
+    def limit(self) -> float | None:
+        return self._limit
+
     def reset(self) -> None:
         self._limit = None
         self.set_if_grown(0.0)

@@ -164,3 +164,14 @@ def test_exported_chats_name_a_folder_model_without_its_path(qtbot, window, tiny
         text = (tmp_path / name).read_text(encoding="utf-8")
         assert str(tiny_model_folder.parent) not in text and os.path.expanduser("~") + "/" not in text
     assert json.loads((tmp_path / "chat.json").read_text(encoding="utf-8"))["model"] == tiny_model_folder.name
+
+
+def test_bench_refuses_a_pickle_and_measures_it_when_allowed(pickle_model_folder):
+    options = ("bench", "--model", str(pickle_model_folder), "--sweeps", "prompt", "--prompt-words", "5",
+               "--new-tokens", "2", "--repeats", "1")
+    refused = latencylab(*options)
+    assert refused.returncode == 1 and "holds only pickle checkpoints" in refused.stderr
+    allowed = latencylab(*options, "--allow-pickle")
+    assert allowed.returncode == 0, allowed.stderr
+    assert "warning: --allow-pickle" in allowed.stderr and "prompt" in allowed.stdout
+

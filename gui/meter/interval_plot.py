@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyqtgraph as pg
 
@@ -14,6 +16,8 @@ TTFT_COLOR = "#e8710a"
 INTERVAL_COLOR = "#1a73e8"
 MEDIAN_COLOR = "#188038"
 SYMBOL_LIMIT = 300
+# Gaps are drawn on a log axis; a gap of 0 (two tokens from one put()) is shown at this floor.
+FLOOR_MS = 1e-3
 
 
 class IntervalPlot(pg.PlotWidget):
@@ -46,9 +50,13 @@ class IntervalPlot(pg.PlotWidget):
         self._drawn_points = -1
         self._drawn_ttft_ms: float | None = None
         self._markers_drawn = 0
-        # Autoranging x would re-lay out the axis on every token; it grows in doubling steps instead.
+        # Autoranging would re-lay out and re-render the axes on every token: x grows in doubling
+        # steps and y (log) spans whole decades, so both change only a few times per reply.
         self._x_range = SteppedRange(self.setXRange, floor=32)
         self._x_range.reset()
+        self._y_decades: tuple[int, int] | None = None
+        self._lowest_ms = self._highest_ms = None
+        self._show_decades()
 
     def reset(self) -> None:
         self._ttft_ms = None
@@ -62,11 +70,15 @@ class IntervalPlot(pg.PlotWidget):
         self.marker_item.clear()
         self.marker_item.setVisible(True)
         self._x_range.reset()
+        self._lowest_ms = self._highest_ms = None
+        self._show_decades()
 
     def add_ttft(self, ttft_ms: float) -> None:
         self._ttft_ms = ttft_ms
+        self._extend_y(ttft_ms)
 
     def add_interval(self, index: int, interval_ms: float, running_median_ms: float) -> None:
+        self._extend_y(interval_ms)
         self._x.append(index)
         self._y.append(interval_ms)
         self._median.append(running_median_ms)
@@ -82,6 +94,7 @@ class IntervalPlot(pg.PlotWidget):
             self.ttft_item.setData([0], [self._ttft_ms])
         x = self._x.view()
         self._x_range.set_if_grown(len(x) + 1)
+        self._show_decades()
         self.interval_item.setData(x, self._y.view())
         self.median_item.setData(x, self._median.view())
         self._add_markers()
@@ -98,5 +111,21 @@ class IntervalPlot(pg.PlotWidget):
         if new.start == new.stop:
             return
         # The marker item is not told about the log axis as the plot's own items are.
-        self.marker_item.addPoints(x=self._x.view()[new], y=np.log10(self._y.view()[new]))
+        self.marker_item.addPoints(x=self._x.view()[new], y=np.log10(np.maximum(self._y.view()[new], FLOOR_MS)))
         self._markers_drawn = new.stop
+
+    def _extend_y(self, value_ms: float) -> None:
+        value_ms = max(value_ms, FLOOR_MS)
+        self._lowest_ms = value_ms if self._lowest_ms is None else min(self._lowest_ms, value_ms)
+        self._highest_ms = value_ms if self._highest_ms is None else max(self._highest_ms, value_ms)
+
+    def _show_decades(self) -> None:
+        """Set the y range to the whole decades around the data (10 ms to 1 s before any)."""
+        if self._lowest_ms is None:
+            decades = (1, 3)
+        else:
+            decades = (math.floor(math.log10(self._lowest_ms)), math.ceil(math.log10(self._highest_ms)))
+            decades = (decades[0], max(decades[1], decades[0] + 1))
+        if decades != self._y_decades:
+            self._y_decades = decades
+            self.setYRange(*decades, padding=0.02)  # in log10 units: the axis is logarithmic

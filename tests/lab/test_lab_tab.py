@@ -9,6 +9,7 @@ from core.errors import LatencyLabError
 
 pytestmark = pytest.mark.model
 RUN_TIMEOUT_MS = 300_000
+REPLY_TIMEOUT_MS = 120_000
 
 
 class RowRecorder(QObject):
@@ -145,3 +146,20 @@ def test_bad_settings_and_bad_files_give_a_message(qtbot, make_tab, tmp_path):
         tab.load_json(trace)
     with pytest.raises(LatencyLabError, match="no results yet"):
         tab.export_json(tmp_path / "none.json")
+
+
+def test_a_chat_reply_sent_during_a_lab_run_takes_turns_with_it(qtbot, window):
+    """Both run on the one compute thread: the reply waits for at most one measurement, and neither breaks."""
+    tab = window.lab_tab
+    configure(tab, sweeps=("prompt",), prompt_words="5,200", new_tokens=4)
+    with qtbot.waitSignal(tab.run_finished, timeout=RUN_TIMEOUT_MS) as lab_done:
+        tab.run()
+        window.settings_panel.max_new_tokens.setValue(8)
+        window.input_box.setPlainText("Name a colour.")
+        with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS) as reply:
+            window.send_message()
+        trace = reply.args[0]
+        assert trace.error is None and trace.output_tokens >= 1 and trace.text.strip()
+    results = lab_done.args[0]
+    assert results.error is None and not results.cancelled
+    assert [row["prompt_words"] for row in results.prompt] == [5, 200]

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,10 @@ from core.progress import ProgressCallback, scaled
 MANIFEST_NAME = "latencylab-manifest.json"
 CACHE_FORMAT = 1
 _CHUNK = 1 << 24
+STAGING_PREFIX = ".building-"
+# A staging folder whose name carries no process id (written by an older version) is only
+# removed once it is clearly abandoned: a conversion takes well under a minute.
+LEGACY_STAGING_MAX_AGE_S = 3600
 
 
 def file_sha256(path: Path) -> str:
@@ -68,6 +73,7 @@ def check_cache(gguf_path: Path, progress: ProgressCallback) -> CacheCheck:
     progress(0.0, "checking the model file")
     gguf_sha256 = file_sha256(gguf_path)
     folder = cache_folder_for(gguf_sha256)
+    remove_abandoned_staging(folder.parent)
     progress(0.05, "verifying the converted-model cache")
     valid = verify_cache(folder, gguf_sha256)
     if valid:
@@ -97,7 +103,7 @@ def _convert(gguf_path: Path, gguf_sha256: str, folder: Path, progress: Progress
         del model.config.quantization_config
     progress(0.8, "first launch: writing the converted-model cache")
     folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".building-", dir=folder.parent))
+    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=folder.parent))
     try:
         model.save_pretrained(staging, safe_serialization=True)
         tokenizer.save_pretrained(staging)
@@ -114,3 +120,41 @@ def _convert(gguf_path: Path, gguf_sha256: str, folder: Path, progress: Progress
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     progress(1.0, "converted-model cache written")
+
+
+def remove_abandoned_staging(parent: Path) -> list[Path]:
+    """Delete half-written cache folders whose process is gone (a window closed mid-conversion exits
+    without its cleanup running), so each one does not keep about 540 MB on disk for good."""
+    removed = []
+    try:
+        candidates = [path for path in parent.iterdir() if path.is_dir() and path.name.startswith(STAGING_PREFIX)]
+    except OSError:
+        return removed
+    for path in candidates:
+        if _staging_abandoned(path):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _staging_abandoned(path: Path) -> bool:
+    owner = path.name[len(STAGING_PREFIX):].split("-", 1)[0]
+    if owner.isdigit():
+        return not _process_alive(int(owner))
+    try:
+        return time.time() - path.stat().st_mtime > LEGACY_STAGING_MAX_AGE_S
+    except OSError:
+        return False
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, owned by someone else
+    except OverflowError:
+        return False
+    return True
+

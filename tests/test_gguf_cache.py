@@ -1,11 +1,16 @@
 """The converted-model cache: verified on every load, and rebuilt when it is corrupt."""
 
+import os
 import shutil
+import time
+from pathlib import Path
 
 import pytest
 
 from core.cache_paths import cache_root
-from core.gguf_cache import MANIFEST_NAME, cache_folder_for, file_sha256, verify_cache
+from core.gguf_cache import (
+    LEGACY_STAGING_MAX_AGE_S, MANIFEST_NAME, cache_folder_for, file_sha256, remove_abandoned_staging, verify_cache,
+)
 from core.loader import load_model
 
 
@@ -27,10 +32,14 @@ def test_a_corrupted_cache_is_detected_and_rebuilt(embedded_model, tmp_path, mon
         handle.write(b"\xff" * 64)
     assert not verify_cache(copy, digest)
 
+    abandoned = staging_folder(copy.parent, f"{dead_pid()}-killed")  # a window closed mid-conversion
+
     reports = []
     reloaded = load_model(None, progress=lambda fraction, message: reports.append(message))
     assert any("first launch" in message for message in reports)  # the rebuild shows its progress
     assert verify_cache(copy, digest)
+    assert not abandoned.exists()
+    assert [path.name for path in copy.parent.iterdir()] == [copy.name]  # and its own staging is gone too
     assert reloaded.weight_bytes == embedded_model.weight_bytes
 
 
@@ -47,3 +56,31 @@ def test_a_missing_or_foreign_manifest_fails_verification(tmp_path):
 def test_cache_root_honours_the_override(monkeypatch, tmp_path):
     monkeypatch.setenv("LATENCYLAB_CACHE_DIR", str(tmp_path))
     assert cache_root() == tmp_path
+
+
+def dead_pid() -> int:
+    """A process id no process can have: one above the kernel's limit."""
+    return int(Path("/proc/sys/kernel/pid_max").read_text()) + 1
+
+
+def staging_folder(parent: Path, suffix: str) -> Path:
+    folder = parent / f".building-{suffix}"
+    folder.mkdir(parents=True)
+    (folder / "model.safetensors").write_bytes(b"half written")
+    return folder
+
+
+def test_only_staging_folders_whose_process_is_gone_are_removed(tmp_path):
+    dead = staging_folder(tmp_path, f"{dead_pid()}-abc")
+    live = staging_folder(tmp_path, f"{os.getpid()}-def")  # another conversion still running
+    legacy_old = staging_folder(tmp_path, "k2j3h4")
+    legacy_new = staging_folder(tmp_path, "x9y8z7")
+    old = time.time() - LEGACY_STAGING_MAX_AGE_S - 60
+    os.utime(legacy_old, (old, old))
+    finished = tmp_path / "0123abcd-v1"
+    finished.mkdir()
+    assert sorted(remove_abandoned_staging(tmp_path)) == sorted([dead, legacy_old])
+    assert live.exists() and legacy_new.exists() and finished.exists()
+    assert not dead.exists() and not legacy_old.exists()
+    assert remove_abandoned_staging(tmp_path / "missing") == []
+

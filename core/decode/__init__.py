@@ -1,0 +1,1 @@
+"""A leaner decode loop for Llama-family models than transformers' generate(), with the same results."""

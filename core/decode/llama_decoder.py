@@ -1,0 +1,133 @@
+"""One forward pass of a Llama-family model over a static KV cache, written as plain torch ops.
+
+transformers' generate() spends about two thirds of an int4 decode step in Python bookkeeping
+around the matrix products (cache objects, masks, position ids, module hooks). This pass calls
+the model's own modules and weights with none of that; tests check it against the model's forward.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+
+from core.quant.groupwise import GROUP_SIZE
+from core.quant.int4_linear import KERNEL_DTYPE, Int4Linear
+
+Projection = Callable[[torch.Tensor], torch.Tensor]
+
+
+def unsupported_reason(model: Any) -> str | None:
+    """Why this model cannot use the lean pass, or None when it can."""
+    config = getattr(model, "config", None)
+    if config is None or getattr(config, "model_type", None) != "llama":
+        return f"the lean loop covers Llama-family models; this is {getattr(config, 'model_type', 'unknown')!r}"
+    rope = getattr(config, "rope_parameters", None) or {}
+    if rope.get("rope_type", "default") != "default":
+        return f"rope type {rope.get('rope_type')!r} is not covered"
+    if getattr(config, "hidden_act", "silu") != "silu":
+        return f"activation {config.hidden_act!r} is not covered"
+    if next(model.parameters()).device.type != "cpu":
+        return "the lean loop runs on the CPU"
+    return None
+
+
+class LlamaDecoder:
+    """forward(token_ids, start) returns the logits of the last position and extends the cache."""
+
+    def __init__(self, model: Any):
+        reason = unsupported_reason(model)
+        if reason:
+            raise ValueError(reason)
+        config = model.config
+        self.model = model
+        self.heads = config.num_attention_heads
+        self.kv_heads = config.num_key_value_heads
+        self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // self.heads
+        self.eps = config.rms_norm_eps
+        self.dtype = model.model.embed_tokens.weight.dtype if hasattr(model.model.embed_tokens, "weight") \
+            else torch.float32
+        rope = getattr(config, "rope_parameters", None) or {}
+        self.rope_theta = float(rope.get("rope_theta", getattr(config, "rope_theta", 10000.0)))
+        self.layers = [_Layer(layer) for layer in model.model.layers]
+        self.capacity = 0
+        self._keys = self._values = self._cos = self._sin = None
+
+    def reset(self, capacity: int) -> None:
+        """Make room for capacity positions (prompt plus reply); the cache starts empty."""
+        if capacity > self.capacity:
+            shape = (len(self.layers), 1, self.kv_heads, capacity, self.head_dim)
+            self._keys = torch.zeros(shape, dtype=self.dtype)
+            self._values = torch.zeros(shape, dtype=self.dtype)
+            half = torch.arange(0, self.head_dim, 2, dtype=torch.float32) / self.head_dim
+            angles = torch.outer(torch.arange(capacity, dtype=torch.float32), 1.0 / (self.rope_theta ** half))
+            angles = torch.cat([angles, angles], dim=-1)
+            self._cos, self._sin = angles.cos().to(self.dtype), angles.sin().to(self.dtype)
+            self.capacity = capacity
+
+    def forward(self, token_ids: torch.Tensor, start: int) -> torch.Tensor:
+        """token_ids: 1-D, at positions start, start+1, ...; a prompt starts at 0. Returns [1, vocab]."""
+        count = token_ids.shape[0]
+        end = start + count
+        if end > self.capacity:
+            raise ValueError(f"position {end} is past the cache's {self.capacity}; call reset() first")
+        if count > 1 and start != 0:
+            raise ValueError("several tokens at once are only supported for a prompt at position 0")
+        hidden = self.model.model.embed_tokens(token_ids.view(1, count)).view(count, -1).to(self.dtype)
+        cos, sin = self._cos[start:end], self._sin[start:end]
+        for index, layer in enumerate(self.layers):
+            normed = F.rms_norm(hidden, (hidden.shape[-1],), layer.input_norm, self.eps)
+            query, key, value = layer.attention_inputs(normed)
+            query = _rotate(query.view(count, self.heads, self.head_dim).transpose(0, 1), cos, sin)
+            key = _rotate(key.view(count, self.kv_heads, self.head_dim).transpose(0, 1), cos, sin)
+            self._keys[index, 0, :, start:end] = key
+            self._values[index, 0, :, start:end] = value.view(count, self.kv_heads, self.head_dim).transpose(0, 1)
+            attended = F.scaled_dot_product_attention(
+                query.unsqueeze(0), self._keys[index, :, :, :end], self._values[index, :, :, :end],
+                is_causal=count > 1, enable_gqa=self.heads != self.kv_heads)
+            hidden = hidden + layer.output(attended[0].transpose(0, 1).reshape(count, -1))
+            hidden = hidden + layer.mlp(F.rms_norm(hidden, (hidden.shape[-1],), layer.post_norm, self.eps))
+        last = self.model.model.norm(hidden[-1:])
+        return self.model.lm_head(last)
+
+
+class _Layer:
+    """One decoder layer's norms and projections, with q/k/v read from a single input."""
+
+    def __init__(self, layer: Any):
+        attention, mlp = layer.self_attn, layer.mlp
+        self.input_norm = layer.input_layernorm.weight
+        self.post_norm = layer.post_attention_layernorm.weight
+        self._qkv = [_projection(attention.q_proj), _projection(attention.k_proj), _projection(attention.v_proj)]
+        self._o = _projection(attention.o_proj)
+        self._gate, self._up, self._down = (_projection(mlp.gate_proj), _projection(mlp.up_proj),
+                                            _projection(mlp.down_proj))
+
+    def attention_inputs(self, normed: torch.Tensor) -> list[torch.Tensor]:
+        return [project(normed) for project in self._qkv]
+
+    def output(self, attended: torch.Tensor) -> torch.Tensor:
+        return self._o(attended)
+
+    def mlp(self, normed: torch.Tensor) -> torch.Tensor:
+        return self._down(F.silu(self._gate(normed)) * self._up(normed))
+
+
+def _projection(module: Any) -> Projection:
+    """The module's own forward, except that int4 layers skip the reshapes a 2-D input does not need."""
+    if not isinstance(module, Int4Linear):
+        return module
+    weight, scales, bias = module.packed_weight, module.scales_and_zeros, module.bias
+    matmul = torch.ops.aten._weight_int4pack_mm_for_cpu
+
+    def project(x: torch.Tensor) -> torch.Tensor:
+        out = matmul(x.to(KERNEL_DTYPE), weight, GROUP_SIZE, scales).to(x.dtype)
+        return out if bias is None else out + bias
+
+    return project
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return x * cos + torch.cat((-x[..., half:], x[..., :half]), dim=-1) * sin

@@ -45,6 +45,10 @@ class Generation:
         self._thread = thread if thread is not None else compute_thread()
         self._done = threading.Event()
         self._finished = False
+        from core.decode.choice import loop_for
+
+        # Which loop runs, and why not the one asked for: shown with the reply and kept in exports.
+        self.decode_loop, self.decode_loop_note = loop_for(loaded.model, settings.decode_loop)
 
     @property
     def prompt_tokens(self) -> int:
@@ -122,14 +126,24 @@ class Generation:
         if settings.seed is not None:
             set_seed(settings.seed)
         eos = sorted(loaded.eos_token_ids)
+        stopping = StoppingCriteriaList([StopOnEvent(self._stop_requested)])
+        processors = LogitsProcessorList(self._logits_processors)
         with torch.inference_mode():
+            if self.decode_loop == "lean":
+                from core.decode.choice import lean_decoder
+                from core.decode.loop import lean_decode
+
+                lean_decode(lean_decoder(loaded.model), input_ids, settings.max_new_tokens, eos_token_ids=eos,
+                            streamer=self._streamer, stopping_criteria=stopping, logits_processor=processors,
+                            temperature=None if settings.greedy else settings.temperature, top_p=settings.top_p)
+                return
             loaded.model.generate(
                 input_ids=input_ids,
                 attention_mask=torch.ones_like(input_ids),
                 max_new_tokens=settings.max_new_tokens,
                 streamer=self._streamer,
-                stopping_criteria=StoppingCriteriaList([StopOnEvent(self._stop_requested)]),
-                logits_processor=LogitsProcessorList(self._logits_processors),
+                stopping_criteria=stopping,
+                logits_processor=processors,
                 pad_token_id=loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None
                 else (eos[0] if eos else None),
                 eos_token_id=eos or None,

@@ -15,6 +15,8 @@ MAX_NEW_TOKENS_LIMIT = 32_768
 DTYPE_CHOICES = ("float32", "bfloat16", "int8", "int4")
 QUANTISED_DTYPES = ("int8", "int4")
 DEVICE_CHOICES = ("cpu", "cuda")
+# "lean" is core/decode's loop (Llama-family models; others fall back); "generate" is transformers' own.
+DECODE_LOOP_CHOICES = ("lean", "generate")
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,7 @@ class GenerationSettings:
     temperature: float = 0.0
     top_p: float = 1.0
     seed: int | None = None
+    decode_loop: str = "lean"
 
     def __post_init__(self) -> None:
         validate_generation_settings(self)
@@ -50,6 +53,9 @@ def validate_generation_settings(settings: GenerationSettings) -> None:
     if settings.seed is not None and (isinstance(settings.seed, bool) or not isinstance(settings.seed, int)
                                       or not 0 <= settings.seed < 2**32):
         raise InvalidSettingsError(f"seed must be a whole number from 0 to 2**32 - 1; got {settings.seed!r}.")
+    if settings.decode_loop not in DECODE_LOOP_CHOICES:
+        raise InvalidSettingsError(f"decode loop must be one of: {', '.join(DECODE_LOOP_CHOICES)}; "
+                                   f"got {settings.decode_loop!r}.")
 
 
 def validate_dtype(dtype: str) -> str:

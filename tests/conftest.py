@@ -20,6 +20,12 @@ def embedded_model() -> LoadedModel:
 
 
 @pytest.fixture(scope="session")
+def int4_model() -> LoadedModel:
+    """The embedded model on its own 4-bit weights (the fast precision)."""
+    return load_model(None, dtype="int4")
+
+
+@pytest.fixture(scope="session")
 def tiny_model_folder(tmp_path_factory, embedded_model):
     """A 2-layer random-weight Llama with the embedded model's tokenizer, saved as safetensors."""
     import torch

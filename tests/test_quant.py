@@ -50,11 +50,6 @@ def test_int8_linear_is_close_to_float():
     assert torch.allclose(layer(x), x @ weight.t(), rtol=0.05, atol=0.1)
 
 
-@pytest.fixture(scope="module")
-def int4_model():
-    return load_model(None, dtype="int4")
-
-
 @pytest.mark.model
 def test_int4_layers_hold_exactly_the_files_q4_1_weights(embedded_model):
     weights = GGUFWeights(embedded_model.source.gguf_file)

@@ -15,9 +15,6 @@ import torch.nn.functional as F
 from core.quant.groupwise import GROUP_SIZE
 from core.quant.int4_linear import KERNEL_DTYPE, Int4Linear
 
-Projection = Callable[[torch.Tensor], torch.Tensor]
-
-
 def unsupported_reason(model: Any) -> str | None:
     """Why this model cannot use the lean pass, or None when it can."""
     config = getattr(model, "config", None)
@@ -99,31 +96,34 @@ class _Layer:
         attention, mlp = layer.self_attn, layer.mlp
         self.input_norm = layer.input_layernorm.weight
         self.post_norm = layer.post_attention_layernorm.weight
-        self._qkv = [_projection(attention.q_proj), _projection(attention.k_proj), _projection(attention.v_proj)]
+        self._qkv = _projection(attention.q_proj, attention.k_proj, attention.v_proj)
         self._o = _projection(attention.o_proj)
-        self._gate, self._up, self._down = (_projection(mlp.gate_proj), _projection(mlp.up_proj),
-                                            _projection(mlp.down_proj))
+        self._gate_up = _projection(mlp.gate_proj, mlp.up_proj)
+        self._down = _projection(mlp.down_proj)
 
     def attention_inputs(self, normed: torch.Tensor) -> list[torch.Tensor]:
-        return [project(normed) for project in self._qkv]
+        return self._qkv(normed)
 
     def output(self, attended: torch.Tensor) -> torch.Tensor:
-        return self._o(attended)
+        return self._o(attended)[0]
 
     def mlp(self, normed: torch.Tensor) -> torch.Tensor:
-        return self._down(F.silu(self._gate(normed)) * self._up(normed))
+        gate, up = self._gate_up(normed)
+        return self._down(F.silu(gate) * up)[0]
 
 
-def _projection(module: Any) -> Projection:
-    """The module's own forward, except that int4 layers skip the reshapes a 2-D input does not need."""
-    if not isinstance(module, Int4Linear):
-        return module
-    weight, scales, bias = module.packed_weight, module.scales_and_zeros, module.bias
+def _projection(*modules: Any) -> Callable[[torch.Tensor], list[torch.Tensor]]:
+    """Apply several projections of one input: bias-free int4 layers as one fused product, since each
+    kernel call costs about as much in overhead as it does in arithmetic at one token; others as they are."""
+    if not all(isinstance(module, Int4Linear) and module.bias is None for module in modules):
+        return lambda x: [module(x) for module in modules]
+    weight = torch.cat([module.packed_weight for module in modules], dim=0)
+    scales = torch.cat([module.scales_and_zeros for module in modules], dim=1)
+    sizes = [module.out_features for module in modules]
     matmul = torch.ops.aten._weight_int4pack_mm_for_cpu
 
-    def project(x: torch.Tensor) -> torch.Tensor:
-        out = matmul(x.to(KERNEL_DTYPE), weight, GROUP_SIZE, scales).to(x.dtype)
-        return out if bias is None else out + bias
+    def project(x: torch.Tensor) -> list[torch.Tensor]:
+        return list(matmul(x.to(KERNEL_DTYPE), weight, GROUP_SIZE, scales).to(x.dtype).split(sizes, dim=-1))
 
     return project
 

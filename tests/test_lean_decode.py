@@ -1,0 +1,142 @@
+"""The lean decode loop gives the same tokens as transformers' generate(), and falls back where it must."""
+
+import threading
+
+import pytest
+import torch
+from transformers import LogitsProcessor, LogitsProcessorList, StoppingCriteriaList
+
+from core.chat import ChatSession
+from core.decode.choice import lean_decoder, loop_for
+from core.decode.llama_decoder import LlamaDecoder
+from core.decode.loop import lean_decode
+from core.generation import Generation
+from core.settings import GenerationSettings
+from core.stopping import StopOnEvent
+from core.trace import GenerationTrace
+
+
+class SuppressEos(LogitsProcessor):
+    def __init__(self, eos_ids):
+        self.eos_ids = list(eos_ids)
+
+    def __call__(self, input_ids, scores):
+        scores[:, self.eos_ids] = float("-inf")
+        return scores
+
+
+def chat_prompt(loaded, text, reply_tokens=64):
+    session = ChatSession()
+    session.add_user(text)
+    return torch.tensor([session.build_prompt(loaded.tokenizer, loaded.context_window, reply_tokens).input_ids])
+
+
+def generate_reply(model, ids, new_tokens, eos_ids):
+    with torch.inference_mode():
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens,
+                             do_sample=False, logits_processor=LogitsProcessorList([SuppressEos(eos_ids)]),
+                             pad_token_id=sorted(eos_ids)[0])
+    return out[0, ids.shape[1]:].tolist()
+
+
+def lean_reply(model, ids, new_tokens, eos_ids, **kwargs):
+    with torch.inference_mode():
+        out = lean_decode(LlamaDecoder(model), ids, new_tokens, eos_token_ids=eos_ids,
+                          logits_processor=LogitsProcessorList([SuppressEos(eos_ids)]), **kwargs)
+    return out[0, ids.shape[1]:].tolist()
+
+
+def test_prompt_pass_matches_the_models_forward(tiny_model):
+    ids = chat_prompt(tiny_model, "Tell me about lighthouses.")
+    decoder = LlamaDecoder(tiny_model.model)
+    decoder.reset(ids.shape[1] + 1)
+    with torch.inference_mode():
+        expected = tiny_model.model(ids).logits[0, -1]
+        got = decoder.forward(ids[0], 0)[0]
+    assert torch.allclose(got, expected, atol=1e-4, rtol=1e-4)
+
+
+def test_greedy_reply_is_token_for_token_generates(tiny_model):
+    ids = chat_prompt(tiny_model, "Tell me about lighthouses.")
+    eos = tiny_model.eos_token_ids
+    assert lean_reply(tiny_model.model, ids, 40, eos) == generate_reply(tiny_model.model, ids, 40, eos)
+
+
+@pytest.mark.model
+def test_real_int4_model_replies_exactly_as_generate_does(int4_model):
+    ids = chat_prompt(int4_model, "Tell me a long story about a lighthouse keeper.")
+    eos = int4_model.eos_token_ids
+    lean = lean_reply(int4_model.model, ids, 48, eos)
+    assert lean == generate_reply(int4_model.model, ids, 48, eos)
+    assert len(set(lean)) > 10  # a real reply, not one token repeated
+
+
+def test_stops_at_eos_and_on_the_stop_event(tiny_model):
+    ids = chat_prompt(tiny_model, "hi")
+    first = lean_reply(tiny_model.model, ids, 1, ())[0]
+    # Declaring the first reply token an end-of-sequence token ends the reply right there.
+    with torch.inference_mode():
+        out = lean_decode(LlamaDecoder(tiny_model.model), ids, 20, eos_token_ids=[first])
+    assert out[0, ids.shape[1]:].tolist() == [first]
+    stop = threading.Event()
+
+    class StopAfterThree(LogitsProcessor):
+        calls = 0
+
+        def __call__(self, input_ids, scores):
+            StopAfterThree.calls += 1
+            if StopAfterThree.calls == 3:
+                stop.set()
+            return scores
+
+    with torch.inference_mode():
+        out = lean_decode(LlamaDecoder(tiny_model.model), ids, 50, logits_processor=LogitsProcessorList(
+            [StopAfterThree()]), stopping_criteria=StoppingCriteriaList([StopOnEvent(stop)]))
+    assert out.shape[1] - ids.shape[1] == 3
+
+
+def test_sampling_follows_the_seed_and_the_temperature(tiny_model):
+    ids = chat_prompt(tiny_model, "hi")
+
+    def sample(seed, temperature):
+        torch.manual_seed(seed)
+        return lean_reply(tiny_model.model, ids, 30, (), temperature=temperature, top_p=0.9)
+
+    assert sample(7, 1.5) == sample(7, 1.5)
+    assert sample(7, 1.5) != sample(8, 1.5)
+    greedy = lean_reply(tiny_model.model, ids, 30, ())
+    assert sample(7, 1e-4) == greedy  # a temperature near 0 is greedy
+
+
+def test_generation_uses_the_lean_loop_unless_told_or_unable(tiny_model):
+    ids = chat_prompt(tiny_model, "hi")[0].tolist()
+    texts = {}
+    for loop in ("lean", "generate"):
+        generation = Generation(tiny_model, ids, GenerationSettings(max_new_tokens=12, decode_loop=loop)).start()
+        assert generation.decode_loop == loop and generation.decode_loop_note is None
+        trace = GenerationTrace(generation.request_start_ns, generation.prompt_tokens)
+        for event in generation:
+            trace.record(event)
+        texts[loop] = trace.text
+        assert trace.output_tokens == 12 or trace.stop_reason.name == "EOS"
+    assert texts["lean"] == texts["generate"]
+
+
+def test_models_the_loop_does_not_cover_fall_back_to_generate(tiny_model):
+    model = tiny_model.model
+    assert loop_for(model, "lean") == ("lean", None)
+    original = model.generation_config.repetition_penalty
+    model.generation_config.repetition_penalty = 1.3
+    try:
+        loop, why = loop_for(model, "lean")
+        assert loop == "generate" and "repetition_penalty" in why
+    finally:
+        model.generation_config.repetition_penalty = original
+    other = torch.nn.Module()
+    other.config = type("Config", (), {"model_type": "gpt2"})()
+    loop, why = loop_for(other, "lean")
+    assert loop == "generate" and "gpt2" in why
+
+
+def test_one_decoder_per_model_is_reused(tiny_model):
+    assert lean_decoder(tiny_model.model) is lean_decoder(tiny_model.model)

@@ -46,7 +46,10 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
         return 1
     if prompt.notice:
         print(f"latencylab: {prompt.notice}", file=sys.stderr)
-    generation = Generation(loaded, prompt.input_ids, settings).start()
+    generation = Generation(loaded, prompt.input_ids, settings)
+    if generation.decode_loop_note:
+        print(f"latencylab: decoding with generate(): {generation.decode_loop_note}", file=sys.stderr)
+    generation.start()
     trace = GenerationTrace(generation.request_start_ns, prompt.prompt_tokens)
     stream_to_stdout = not args.no_stream and not args.json
     for event in generation:
@@ -56,7 +59,9 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
             sys.stdout.flush()
     generation.join()
     if args.json:
-        print(json.dumps(ask_report(loaded.describe(), trace, settings), ensure_ascii=False))
+        report = ask_report(loaded.describe(), trace, settings)
+        report["decode_loop"] = generation.decode_loop
+        print(json.dumps(report, ensure_ascii=False))
     elif stream_to_stdout:
         print(trace.tail_text)
     else:

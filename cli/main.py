@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from core.errors import InvalidSettingsError
-from core.settings import DEVICE_CHOICES, DTYPE_CHOICES, GenerationSettings
+from core.settings import DECODE_LOOP_CHOICES, DEVICE_CHOICES, DTYPE_CHOICES, GenerationSettings
 from cli.risky_options import add_risky_options, warn_about_risky_options
 
 
@@ -26,6 +26,9 @@ def add_common_options(parser: argparse.ArgumentParser, suppress_defaults: bool 
     parser.add_argument("--temperature", type=float, default=default(0.0), help="0 means greedy decoding")
     parser.add_argument("--top-p", type=float, default=default(1.0))
     parser.add_argument("--seed", type=int, default=default(None))
+    parser.add_argument("--decode-loop", default=default("lean"), choices=DECODE_LOOP_CHOICES,
+                        help="lean: our own decode loop for Llama-family models (others fall back to generate); "
+                             "generate: transformers' model.generate")
     add_risky_options(parser, default)
 
 
@@ -52,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         settings = GenerationSettings(
-            max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p, seed=args.seed
+            max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p, seed=args.seed,
+            decode_loop=args.decode_loop,
         )
     except InvalidSettingsError as error:
         parser.error(str(error))

@@ -35,6 +35,8 @@ class GenerationStarted:
     request_start_ns: int
     prompt_tokens: int
     notice: str | None
+    decode_loop: str = "generate"
+    decode_loop_note: str | None = None
 
 
 class GenerationWorker(QObject):
@@ -85,7 +87,8 @@ class GenerationWorker(QObject):
             self._current = generation
             if self._stop_requested.is_set():
                 generation.stop()
-        self.started.emit(GenerationStarted(request.request_start_ns, prompt.prompt_tokens, prompt.notice))
+        self.started.emit(GenerationStarted(request.request_start_ns, prompt.prompt_tokens, prompt.notice,
+                                            generation.decode_loop, generation.decode_loop_note))
         finished = False
         try:
             generation.start(request.request_start_ns)

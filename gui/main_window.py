@@ -155,6 +155,7 @@ class MainWindow(SavedChatsMixin, QMainWindow):
         self.streaming_toggle.toggled.connect(self._on_streaming_toggled)
         self.transcript.copy_requested.connect(self.copy_reply)
         self.settings_panel.load_requested.connect(self._on_load_requested)
+        self.settings_panel.decode_loop_box.currentTextChanged.connect(self._show_model_facts)
 
     def _build_actions(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
@@ -320,6 +321,7 @@ class MainWindow(SavedChatsMixin, QMainWindow):
         self.save_chat()  # marked reply_pending: a crash from here on keeps the message, not half a reply
         self._trace.prompt_tokens = info.prompt_tokens
         self._pending_note = info.notice
+        self.trace_context[-1]["decode_loop"] = info.decode_loop
         if info.notice:
             self.statusBar().showMessage(info.notice, 8000)
         self.transcript.begin_assistant_turn()
@@ -432,17 +434,29 @@ class MainWindow(SavedChatsMixin, QMainWindow):
             return
         self._loading = False
         self.loaded = loaded
-        facts = loaded.describe()
-        self.model_label.setText(
-            f"{facts['model']} · {facts['parameters'] / 1e6:.0f}M params · {facts['dtype']} · "
-            f"{facts['weight_bytes'] / 1e6:.0f} MB weights · {facts['device']}"
-        )
+        self._show_model_facts()
         self.settings_panel.show_progress(1.0, f"Loaded {loaded.name}.")
         self._update_controls()
         self.model_changed.emit(loaded)
         if self._send_when_loaded:
             self._send_when_loaded = False
             self.send_message()
+
+    @Slot()
+    def _show_model_facts(self) -> None:
+        """The status bar's model line, with the decode loop replies will run on (see core/decode)."""
+        if self.loaded is None:
+            return
+        from core.decode.choice import loop_for
+
+        facts = self.loaded.describe()
+        loop, why_not_lean = loop_for(self.loaded.model, self.settings_panel.decode_loop_box.currentText())
+        self.model_label.setText(
+            f"{facts['model']} · {facts['parameters'] / 1e6:.0f}M params · {facts['dtype']} · "
+            f"{facts['weight_bytes'] / 1e6:.0f} MB weights · {facts['device']} · "
+            + ("lean decode loop" if loop == "lean" else "generate() loop")
+        )
+        self.model_label.setToolTip(f"Falls back to generate(): {why_not_lean}." if why_not_lean else "")
 
     @Slot(str)
     def _on_model_failed(self, message: str) -> None:

@@ -9,7 +9,8 @@ from PySide6.QtWidgets import (
 )
 
 from core.errors import InvalidSettingsError
-from core.settings import DTYPE_CHOICES, MAX_NEW_TOKENS_LIMIT, GenerationSettings, validate_dtype
+from core.settings import (DECODE_LOOP_CHOICES, DTYPE_CHOICES, MAX_NEW_TOKENS_LIMIT, GenerationSettings,
+                           validate_dtype)
 from gui.settings_store import WindowSettings
 
 EMBEDDED_CHOICE = "embedded"
@@ -47,6 +48,12 @@ class SettingsPanel(QWidget):
         self.seed = QSpinBox()
         self.seed.setRange(-1, 2**31 - 1)
         self.seed.setSpecialValueText("random")
+        self.decode_loop_box = QComboBox()
+        self.decode_loop_box.addItems(DECODE_LOOP_CHOICES)
+        self.decode_loop_box.setToolTip(
+            "lean: Latency Lab's own decode loop (Llama-family models; others fall back to generate), "
+            "same tokens with less Python per step. generate: transformers' model.generate. "
+            "Switch to see how much of TPOT is framework overhead rather than reading weights.")
         self.load_progress = QProgressBar()
         self.load_progress.setRange(0, 1000)
         self.load_progress.setVisible(False)
@@ -60,7 +67,7 @@ class SettingsPanel(QWidget):
         model_row.addWidget(self.load_button)
         sampling_row = QHBoxLayout()
         for label, widget in (("max new", self.max_new_tokens), ("temp", self.temperature),
-                              ("top-p", self.top_p), ("seed", self.seed)):
+                              ("top-p", self.top_p), ("seed", self.seed), ("loop", self.decode_loop_box)):
             sampling_row.addWidget(QLabel(label))
             sampling_row.addWidget(widget)
         form = QFormLayout(self)
@@ -85,6 +92,8 @@ class SettingsPanel(QWidget):
         self.temperature.setValue(settings.temperature)
         self.top_p.setValue(settings.top_p)
         self.seed.setValue(settings.seed)
+        self.decode_loop_box.setCurrentText(
+            settings.decode_loop if settings.decode_loop in DECODE_LOOP_CHOICES else DECODE_LOOP_CHOICES[0])
 
     def model_spec(self) -> str:
         return self.model_box.currentText().strip() or EMBEDDED_CHOICE
@@ -101,6 +110,7 @@ class SettingsPanel(QWidget):
             temperature=round(self.temperature.value(), 4),
             top_p=round(self.top_p.value(), 4),
             seed=None if seed < 0 else seed,
+            decode_loop=self.decode_loop_box.currentText(),
         )
 
     def collect(self, streaming: bool) -> WindowSettings:
@@ -108,6 +118,7 @@ class SettingsPanel(QWidget):
             model_spec=self.model_spec(), dtype=self.dtype(), system_prompt=self.system_prompt.toPlainText(),
             max_new_tokens=self.max_new_tokens.value(), temperature=self.temperature.value(),
             top_p=self.top_p.value(), seed=self.seed.value(), streaming=streaming,
+            decode_loop=self.decode_loop_box.currentText(),
         )
 
     def show_progress(self, fraction: float, message: str) -> None:

@@ -17,6 +17,7 @@ class WindowSettings:
     top_p: float = 1.0
     seed: int = -1  # -1: no fixed seed
     streaming: bool = True
+    decode_loop: str = "lean"
 
 
 def open_settings() -> QSettings:

@@ -200,6 +200,30 @@ def test_exports_hold_the_chat_traces(qtbot, window, tmp_path):
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_decode_loop_choice_shows_runs_is_exported_and_survives_a_restart(qtbot, window, tmp_path):
+    from gui.main_window import MainWindow
+
+    box = window.settings_panel.decode_loop_box
+    assert box.currentText() == "lean" and "lean decode loop" in window.model_label.text()
+    lean = ask(qtbot, window, "Say yes.", max_new_tokens=6)
+    box.setCurrentText("generate")
+    assert "generate() loop" in window.model_label.text()
+    window.new_chat()
+    plain = ask(qtbot, window, "Say yes.", max_new_tokens=6)
+    assert plain.token_ids == lean.token_ids  # greedy: both loops give the same reply
+    window.export_traces_json(tmp_path / "t.json")
+    document = json.loads((tmp_path / "t.json").read_text(encoding="utf-8"))
+    assert [reply["decode_loop"] for reply in document["replies"]] == ["generate"]
+    assert document["replies"][0]["settings"]["decode_loop"] == "generate"
+    window.close()
+    reopened = MainWindow()
+    qtbot.addWidget(reopened)
+    try:
+        assert reopened.settings_panel.decode_loop_box.currentText() == "generate"
+    finally:
+        reopened.close()
+
+
 def test_loading_runs_behind_the_window_and_a_failure_keeps_the_old_model(qtbot, window, tmp_path):
     previous = window.loaded
     with qtbot.waitSignal(window.model_failed, timeout=60_000):

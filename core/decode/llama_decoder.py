@@ -74,19 +74,31 @@ class LlamaDecoder:
         hidden = self.model.model.embed_tokens(token_ids.view(1, count)).view(count, -1).to(self.dtype)
         cos, sin = self._cos[start:end], self._sin[start:end]
         for index, layer in enumerate(self.layers):
-            normed = F.rms_norm(hidden, (hidden.shape[-1],), layer.input_norm, self.eps)
+            normed = _rms_norm(hidden, layer.input_norm, self.eps)
             query, key, value = layer.attention_inputs(normed)
             query = _rotate(query.view(count, self.heads, self.head_dim).transpose(0, 1), cos, sin)
             key = _rotate(key.view(count, self.kv_heads, self.head_dim).transpose(0, 1), cos, sin)
             self._keys[index, 0, :, start:end] = key
             self._values[index, 0, :, start:end] = value.view(count, self.kv_heads, self.head_dim).transpose(0, 1)
-            attended = F.scaled_dot_product_attention(
-                query.unsqueeze(0), self._keys[index, :, :, :end], self._values[index, :, :, :end],
-                is_causal=count > 1, enable_gqa=self.heads != self.kv_heads)
-            hidden = hidden + layer.output(attended[0].transpose(0, 1).reshape(count, -1))
-            hidden = hidden + layer.mlp(F.rms_norm(hidden, (hidden.shape[-1],), layer.post_norm, self.eps))
+            keys, values = self._keys[index, 0, :, :end], self._values[index, 0, :, :end]
+            if count == 1:
+                attended = self._attend_one(query, keys, values)
+            else:
+                attended = F.scaled_dot_product_attention(
+                    query.unsqueeze(0), keys.unsqueeze(0), values.unsqueeze(0), is_causal=True,
+                    enable_gqa=self.heads != self.kv_heads)[0].transpose(0, 1).reshape(count, -1)
+            hidden = hidden + layer.output(attended)
+            hidden = hidden + layer.mlp(_rms_norm(hidden, layer.post_norm, self.eps))
         last = self.model.model.norm(hidden[-1:])
         return self.model.lm_head(last)
+
+    def _attend_one(self, query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """One query against the cache as two batched products: SDPA's dispatch costs more than this
+        arithmetic at one token. Each key/value head serves its group of query heads."""
+        group = self.heads // self.kv_heads
+        query = query.reshape(self.kv_heads, group, self.head_dim) * self.head_dim ** -0.5
+        weights = torch.softmax(torch.bmm(query, keys.transpose(1, 2)), dim=-1)
+        return torch.bmm(weights, values).reshape(1, -1)
 
 
 class _Layer:
@@ -126,6 +138,14 @@ def _projection(*modules: Any) -> Callable[[torch.Tensor], list[torch.Tensor]]:
         return list(matmul(x.to(KERNEL_DTYPE), weight, GROUP_SIZE, scales).to(x.dtype).split(sizes, dim=-1))
 
     return project
+
+
+def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """LlamaRMSNorm's own op sequence, so results match the model bit for bit; it is also about 3x faster
+    here than torch's fused rms_norm, which at 576 values costs more in dispatch than in arithmetic."""
+    scaled = x.float()
+    scaled = scaled * torch.rsqrt(scaled.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * scaled.to(x.dtype)
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

@@ -10,11 +10,11 @@ import pyqtgraph as pg
 from core.metrics import DEFINITIONS
 from gui.growable_buffer import GrowableBuffer
 from gui.meter.stepped_range import SteppedRange
-from gui.plot_style import style_plot
+from gui.plot_style import LIVE_PEN_WIDTH, style_plot
 
 TTFT_COLOR = "#e8710a"
 INTERVAL_COLOR = "#1a73e8"
-MEDIAN_COLOR = "#188038"
+MEDIAN_COLOR = "#0b6b2b"
 SYMBOL_LIMIT = 300
 # Gaps are drawn on a log axis; a gap of 0 (two tokens from one put()) is shown at this floor.
 FLOOR_MS = 1e-3
@@ -38,7 +38,7 @@ class IntervalPlot(pg.PlotWidget):
         # rebuilds every marker, the most expensive part of the meter's frame.
         self.marker_item = pg.ScatterPlotItem(symbol="o", size=4, brush=INTERVAL_COLOR, pen=None)
         self.addItem(self.marker_item)
-        self.median_item = self.plot([], [], pen=pg.mkPen(MEDIAN_COLOR, width=2), name="running median TPOT")
+        self.median_item = self.plot([], [], pen=pg.mkPen(MEDIAN_COLOR, width=LIVE_PEN_WIDTH), name="running median TPOT")
         for item in (self.interval_item, self.median_item):
             # Bounded drawing cost for long replies: draw only the visible range, peak-downsampled.
             item.setDownsampling(auto=True, method="peak")

@@ -6,7 +6,7 @@ import pyqtgraph as pg
 
 from gui.growable_buffer import GrowableBuffer
 from gui.meter.stepped_range import SteppedRange
-from gui.plot_style import style_plot
+from gui.plot_style import LIVE_PEN_WIDTH, style_plot
 
 # 250 words a minute at about six characters a word (five letters and a space).
 READING_CHARS_PER_S = 250 * 6 / 60
@@ -19,12 +19,12 @@ class VisibleTextPlot(pg.PlotWidget):
                    tooltip="Streaming grows a staircase from the first token on (after TTFT); without streaming the "
                    "line stays flat until the whole reply appears at E2E. The faded curve is the previous "
                    "reply; the dashed line is a reader at about 250 words a minute, starting when text appears.")
-        self.previous_item = self.plot([], [], pen=pg.mkPen(150, 150, 150, 110, width=2), name="previous reply")
-        self.current_item = self.plot([], [], pen=pg.mkPen("#1a73e8", width=2), name="this reply")
+        self.previous_item = self.plot([], [], pen=pg.mkPen(150, 150, 150, 110, width=LIVE_PEN_WIDTH), name="previous reply")
+        self.current_item = self.plot([], [], pen=pg.mkPen("#1a73e8", width=LIVE_PEN_WIDTH), name="this reply")
         # The flat stretch from the last change to 'now' is its own two-point item, so a frame
         # that only advances the clock never copies the whole curve.
         # It changes every frame, so it is a bare curve: a plot data item's setData costs about 6x more.
-        self.waiting_item = pg.PlotCurveItem(pen=pg.mkPen("#1a73e8", width=2))
+        self.waiting_item = pg.PlotCurveItem(pen=pg.mkPen("#1a73e8", width=LIVE_PEN_WIDTH))
         self.addItem(self.waiting_item)
         for item in (self.previous_item, self.current_item):
             item.setDownsampling(auto=True, method="peak")

@@ -17,8 +17,6 @@ os.environ.setdefault("LATENCYLAB_DATA_DIR", tempfile.mkdtemp(prefix="latencylab
 
 def bare_reply(model, input_ids, new_tokens: int, loop: str = "generate"):
     """Greedy reply ids of exactly new_tokens, no streamer: model.generate, or the app's lean loop."""
-    import torch
-
     if loop == "generate":
         return model.generate(input_ids, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False)
     from transformers import LogitsProcessorList, MinNewTokensLengthLogitsProcessor

@@ -53,8 +53,6 @@ def main() -> None:
     best = None
     for dtype, model in models.items():
         agree = top1_agreement(reference.model, model.model, text_ids)
-        import torch
-
         with torch.inference_mode():
             replies = {loop: bare_reply(model.model, prompt, args.tokens, loop)[0, prompt.shape[1]:].tolist()
                        for loop in loops}

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pyqtgraph as pg
 
 from core.metrics import DEFINITIONS
 from gui.growable_buffer import GrowableBuffer
 from gui.meter.stepped_range import SteppedRange
-from gui.plot_style import LIVE_PEN_WIDTH, style_plot
+from gui.meter.path_curve import PathCurve
+from gui.plot_style import style_plot
 
 TTFT_COLOR = "#e8710a"
 INTERVAL_COLOR = "#1a73e8"
@@ -32,21 +32,18 @@ class IntervalPlot(pg.PlotWidget):
         # Each item is created once; refresh() only hands them new arrays.
         self.ttft_item = self.plot([], [], pen=None, symbol="s", symbolSize=12,
                                    symbolBrush=TTFT_COLOR, symbolPen=None, name="TTFT (prefill)")
-        self.interval_item = self.plot([], [], pen=pg.mkPen(INTERVAL_COLOR, width=1),
-                                       name="inter-token gap (decode)")
+        self.interval_item = PathCurve(self, INTERVAL_COLOR, "inter-token gap (decode)")
         # One dot per token, added as tokens arrive: handing a marker item the whole array each frame
         # rebuilds every marker, the most expensive part of the meter's frame.
         self.marker_item = pg.ScatterPlotItem(symbol="o", size=4, brush=INTERVAL_COLOR, pen=None)
         self.addItem(self.marker_item)
-        self.median_item = self.plot([], [], pen=pg.mkPen(MEDIAN_COLOR, width=LIVE_PEN_WIDTH), name="running median TPOT")
-        for item in (self.interval_item, self.median_item):
-            # Bounded drawing cost for long replies: draw only the visible range, peak-downsampled.
-            item.setDownsampling(auto=True, method="peak")
-            item.setClipToView(True)
+        self.median_item = PathCurve(self, MEDIAN_COLOR, "running median TPOT")
         self._ttft_ms: float | None = None
         self._x = GrowableBuffer()
         self._y = GrowableBuffer()
-        self._median = GrowableBuffer()
+        # log10 of each gap and median, kept as they arrive: the curves are drawn on the log axis.
+        self._log_y = GrowableBuffer()
+        self._log_median = GrowableBuffer()
         self._drawn_points = -1
         self._drawn_ttft_ms: float | None = None
         self._markers_drawn = 0
@@ -60,9 +57,8 @@ class IntervalPlot(pg.PlotWidget):
 
     def reset(self) -> None:
         self._ttft_ms = None
-        self._x.clear()
-        self._y.clear()
-        self._median.clear()
+        for buffer in (self._x, self._y, self._log_y, self._log_median):
+            buffer.clear()
         self._drawn_points = -1
         self._drawn_ttft_ms = None
         self.ttft_item.setData([], [])
@@ -81,7 +77,8 @@ class IntervalPlot(pg.PlotWidget):
         self._extend_y(interval_ms)
         self._x.append(index)
         self._y.append(interval_ms)
-        self._median.append(running_median_ms)
+        self._log_y.append(math.log10(max(interval_ms, FLOOR_MS)))
+        self._log_median.append(math.log10(max(running_median_ms, FLOOR_MS)))
 
     def refresh(self) -> None:
         """Hand new points to the items; a frame with no new token costs nothing."""
@@ -95,8 +92,8 @@ class IntervalPlot(pg.PlotWidget):
         x = self._x.view()
         self._x_range.set_if_grown(len(x) + 1)
         self._show_decades()
-        self.interval_item.setData(x, self._y.view())
-        self.median_item.setData(x, self._median.view())
+        self.interval_item.set_points(x, self._log_y.view())
+        self.median_item.set_points(x, self._log_median.view())
         self._add_markers()
 
     def marker_count(self) -> int:
@@ -110,8 +107,7 @@ class IntervalPlot(pg.PlotWidget):
         new = slice(self._markers_drawn, len(self._x))
         if new.start == new.stop:
             return
-        # The marker item is not told about the log axis as the plot's own items are.
-        self.marker_item.addPoints(x=self._x.view()[new], y=np.log10(np.maximum(self._y.view()[new], FLOOR_MS)))
+        self.marker_item.addPoints(x=self._x.view()[new], y=self._log_y.view()[new])
         self._markers_drawn = new.stop
 
     def _extend_y(self, value_ms: float) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyqtgraph as pg
 
 from gui.growable_buffer import GrowableBuffer
+from gui.meter.path_curve import PathCurve
 from gui.meter.stepped_range import SteppedRange
-from gui.plot_style import LIVE_PEN_WIDTH, style_plot
+from gui.plot_style import style_plot
 
 # 250 words a minute at about six characters a word (five letters and a space).
 READING_CHARS_PER_S = 250 * 6 / 60
@@ -19,18 +21,12 @@ class VisibleTextPlot(pg.PlotWidget):
                    tooltip="Streaming grows a staircase from the first token on (after TTFT); without streaming the "
                    "line stays flat until the whole reply appears at E2E. The faded curve is the previous "
                    "reply; the dashed line is a reader at about 250 words a minute, starting when text appears.")
-        self.previous_item = self.plot([], [], pen=pg.mkPen(150, 150, 150, 110, width=LIVE_PEN_WIDTH), name="previous reply")
-        self.current_item = self.plot([], [], pen=pg.mkPen("#1a73e8", width=LIVE_PEN_WIDTH), name="this reply")
-        # The flat stretch from the last change to 'now' is its own two-point item, so a frame
-        # that only advances the clock never copies the whole curve.
-        # It changes every frame, so it is a bare curve: a plot data item's setData costs about 6x more.
-        self.waiting_item = pg.PlotCurveItem(pen=pg.mkPen("#1a73e8", width=LIVE_PEN_WIDTH))
-        self.addItem(self.waiting_item)
-        for item in (self.previous_item, self.current_item):
-            item.setDownsampling(auto=True, method="peak")
-            item.setClipToView(True)
-        self.reading_item = self.plot([], [], pen=pg.mkPen("#9334e6", width=1, style=pg.QtCore.Qt.PenStyle.DashLine),
-                                      name="reading at 250 wpm")
+        self.previous_item = PathCurve(self, (150, 150, 150, 110), "previous reply")
+        self.current_item = PathCurve(self, "#1a73e8", "this reply")
+        # The flat stretch from the last change to 'now' is its own two-point curve, so a frame
+        # that only advances the clock never rebuilds the whole staircase.
+        self.waiting_item = PathCurve(self, "#1a73e8")
+        self.reading_item = PathCurve(self, "#9334e6", "reading at 250 wpm", style=pg.QtCore.Qt.PenStyle.DashLine)
         self._x = GrowableBuffer()
         self._y = GrowableBuffer()
         self._first_text_s: float | None = None
@@ -45,7 +41,7 @@ class VisibleTextPlot(pg.PlotWidget):
     def reset(self) -> None:
         """Keep the finished reply's curve, faded, for comparison; start a new one."""
         if len(self._x):
-            self.previous_item.setData(self._x.view().copy(), self._y.view().copy())
+            self.previous_item.set_points(self._x.view().copy(), self._y.view().copy())
             self._previous_max = float(self._y.view().max())
         self._x.clear()
         self._y.clear()
@@ -58,7 +54,7 @@ class VisibleTextPlot(pg.PlotWidget):
         self._append(0.0, 0)
 
     def forget_previous(self) -> None:
-        self.previous_item.setData([], [])
+        self.previous_item.clear()
         self._previous_max = 0.0
 
     def show_characters(self, seconds: float, visible_chars: int) -> None:
@@ -80,11 +76,11 @@ class VisibleTextPlot(pg.PlotWidget):
         self._y_range.set_if_grown(max(y[-1] if len(y) else 0, self._previous_max))
         if len(x) != self._drawn_points:
             self._drawn_points = len(x)
-            self.current_item.setData(x, y)
+            self.current_item.set_points(x, y)
         if len(x) and self._now_s > x[-1]:
-            self.waiting_item.setData([x[-1], self._now_s], [y[-1], y[-1]])
+            self.waiting_item.set_points(np.array([x[-1], self._now_s]), np.array([y[-1], y[-1]]))
         else:
-            self.waiting_item.setData([], [])
+            self.waiting_item.clear()
         # The reader's line runs to the edge of the x range, so it changes only when that range steps,
         # not with every frame's clock.
         reading = (self._first_text_s, self._x_range.limit)
@@ -92,10 +88,11 @@ class VisibleTextPlot(pg.PlotWidget):
             self._drawn_reading = reading
             start, end = reading
             if start is None:
-                self.reading_item.setData([], [])
+                self.reading_item.clear()
             else:
                 end = max(end, start + 1.0)
-                self.reading_item.setData([start, end], [0.0, (end - start) * READING_CHARS_PER_S])
+                self.reading_item.set_points(np.array([start, end]),
+                                             np.array([0.0, (end - start) * READING_CHARS_PER_S]))
 
     def _append(self, seconds: float, chars: float) -> None:
         self._x.append(seconds)

@@ -13,6 +13,10 @@ ERROR_COLOR = QColor("#b00020")
 # A longer message is shown cut to this many characters (the chat keeps all of it): laying out
 # and scrolling a very large document would stall the window.
 PREVIEW_CHARS = 20_000
+# Qt lays out and repaints a whole paragraph whenever it changes, so a live reply's paragraph is
+# cut into blocks of about this many wrapped lines: each token then costs the same at 100 or 10,000
+# characters. Cuts fall at wrap points, so they do not show; the finished reply replaces them.
+LIVE_BLOCK_LINES = 6
 
 
 class TranscriptView(QTextBrowser):
@@ -29,6 +33,8 @@ class TranscriptView(QTextBrowser):
         self.setWordWrapMode(QTextOption.WrapMode.WordWrap)
         self.anchorClicked.connect(self._on_anchor_clicked)
         self._reply_start: int | None = None      # where the live reply's text begins
+        self._reply_cursor: QTextCursor | None = None  # stays at the live reply's end as text is added
+        self._plain = QTextCharFormat()
         self._last_reply_turn_start: int | None = None  # where the last reply's header begins
 
     # -- building turns -------------------------------------------------------------------------
@@ -53,13 +59,27 @@ class TranscriptView(QTextBrowser):
         cursor = self._end_cursor()
         cursor.insertBlock(self._block_format(ASSISTANT_BACKGROUND), QTextCharFormat())
         self._reply_start = cursor.position()
+        self._reply_cursor = cursor
         self._scroll_to_end()
 
     def append_reply_text(self, delta: str) -> None:
         """Insert at the end only: the rest of the document is never touched, so cost is per token."""
         if delta:
-            self._end_cursor().insertText(delta, QTextCharFormat())
+            # One cursor kept at the reply's end: finding the end anew cost as much as the insert.
+            cursor = self._reply_cursor if self._reply_cursor is not None else self._end_cursor()
+            cursor.insertText(delta, self._plain)
+            self._keep_live_block_short(cursor)
             self._scroll_to_end()
+
+    def _keep_live_block_short(self, cursor: QTextCursor) -> None:
+        block = cursor.block()
+        layout = block.layout()
+        if layout is None or layout.lineCount() <= LIVE_BLOCK_LINES:
+            return
+        last_line = layout.lineAt(layout.lineCount() - 1)
+        cut = QTextCursor(self.document())
+        cut.setPosition(block.position() + last_line.textStart())
+        cut.insertBlock(block.blockFormat(), self._plain)
 
     def finish_assistant_turn(self, text: str, message_index: int | None, note: str | None = None) -> None:
         """Replace the live plain text with the rendered Markdown reply, once."""
@@ -71,6 +91,7 @@ class TranscriptView(QTextBrowser):
         if text:
             cursor.insertMarkdown(text)
         self._reply_start = None
+        self._reply_cursor = None
         if note:
             self._append_plain(note, ASSISTANT_BACKGROUND, NOTICE_COLOR, italic=True)
         if message_index is not None:
@@ -88,6 +109,7 @@ class TranscriptView(QTextBrowser):
         cursor.removeSelectedText()
         self._last_reply_turn_start = None
         self._reply_start = None
+        self._reply_cursor = None
 
     def add_notice(self, text: str, is_error: bool = False) -> None:
         self._append_plain(text, ASSISTANT_BACKGROUND, ERROR_COLOR if is_error else NOTICE_COLOR, italic=not is_error)
@@ -96,6 +118,7 @@ class TranscriptView(QTextBrowser):
     def clear_transcript(self) -> None:
         self.clear()
         self._reply_start = None
+        self._reply_cursor = None
         self._last_reply_turn_start = None
 
     # -- helpers --------------------------------------------------------------------------------

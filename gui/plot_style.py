@@ -5,11 +5,6 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6.QtWidgets import QGraphicsItem
 
-# Curves redrawn about 30 times a second during a reply are one pixel wide: Qt's raster engine
-# draws wider lines through its stroker, which made each meter repaint about 1.6x as costly, and
-# every millisecond the window spends there is taken from decode on a two-core machine.
-LIVE_PEN_WIDTH = 1
-
 
 def style_plot(plot: pg.PlotWidget, *, title: str, bottom: str, left: str, tooltip: str,
                log_x: bool = False, log_y: bool = False, legend_offset: tuple[int, int] = (10, 10)) -> None:

@@ -20,23 +20,30 @@ SYMBOL_LIMIT = 300
 FLOOR_MS = 1e-3
 
 
+def decade_label(power: int) -> str:
+    """10**power milliseconds, as a person would say it: '1 µs', '10 ms', '1 s', '100 s'."""
+    if power >= 3:
+        return f"{10 ** (power - 3):g} s"
+    if power >= 0:
+        return f"{10 ** power:g} ms"
+    return f"{10 ** (power + 3):g} µs"
+
+
 class IntervalPlot(pg.PlotWidget):
     """x: token index; y: ms since the previous token (log scale, so a long TTFT and short gaps both show)."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
         style_plot(self, title="Per-token intervals (prefill, then decode)",
-                   bottom="token index", left="interval (ms, log scale)", log_y=True, legend_offset=(-10, 10),
+                   bottom="token index", left="interval (log scale)", log_y=True, legend_offset=(-10, 10),
                    tooltip="Token 0's bar is the TTFT (" + DEFINITIONS["ttft_s"] + ") Every later point is an ITL: "
                    + DEFINITIONS["itl_s"] + " The green line is the running median, i.e. the TPOT so far.")
         # Each item is created once; refresh() only hands them new arrays.
         self.ttft_item = self.plot([], [], pen=None, symbol="s", symbolSize=12,
                                    symbolBrush=TTFT_COLOR, symbolPen=None, name="TTFT (prefill)")
         self.interval_item = PathCurve(self, INTERVAL_COLOR, "inter-token gap (decode)")
-        # One dot per token, added as tokens arrive: handing a marker item the whole array each frame
-        # rebuilds every marker, the most expensive part of the meter's frame.
-        self.marker_item = pg.ScatterPlotItem(symbol="o", size=4, brush=INTERVAL_COLOR, pen=None)
-        self.addItem(self.marker_item)
+        # A cross per gap, drawn by Qt alone like the lines (a scatter item runs Python on every repaint).
+        self.marker_item = PathCurve(self, INTERVAL_COLOR, markers=True)
         self.median_item = PathCurve(self, MEDIAN_COLOR, "running median TPOT")
         self._ttft_ms: float | None = None
         self._x = GrowableBuffer()
@@ -46,7 +53,6 @@ class IntervalPlot(pg.PlotWidget):
         self._log_median = GrowableBuffer()
         self._drawn_points = -1
         self._drawn_ttft_ms: float | None = None
-        self._markers_drawn = 0
         # Autoranging would re-lay out and re-render the axes on every token: x grows in doubling
         # steps and y (log) spans whole decades, so both change only a few times per reply.
         self._x_range = SteppedRange(self.setXRange, floor=32)
@@ -62,9 +68,7 @@ class IntervalPlot(pg.PlotWidget):
         self._drawn_points = -1
         self._drawn_ttft_ms = None
         self.ttft_item.setData([], [])
-        self._markers_drawn = 0
         self.marker_item.clear()
-        self.marker_item.setVisible(True)
         self._x_range.reset()
         self._lowest_ms = self._highest_ms = None
         self._show_decades()
@@ -94,21 +98,18 @@ class IntervalPlot(pg.PlotWidget):
         self._show_decades()
         self.interval_item.set_points(x, self._log_y.view())
         self.median_item.set_points(x, self._log_median.view())
-        self._add_markers()
+        self._show_markers()
 
     def marker_count(self) -> int:
-        return self._markers_drawn
+        return len(self.marker_item.getData()[0])
 
-    def _add_markers(self) -> None:
+    def _show_markers(self) -> None:
         if len(self._x) > SYMBOL_LIMIT:
-            # A marker per point is what makes long replies expensive to paint; the line is enough there.
-            self.marker_item.setVisible(False)
+            # Past this many points the dots merge into the line; leave the line alone.
+            if self.marker_count():
+                self.marker_item.clear()
             return
-        new = slice(self._markers_drawn, len(self._x))
-        if new.start == new.stop:
-            return
-        self.marker_item.addPoints(x=self._x.view()[new], y=self._log_y.view()[new])
-        self._markers_drawn = new.stop
+        self.marker_item.set_points(self._x.view(), self._log_y.view())
 
     def _extend_y(self, value_ms: float) -> None:
         value_ms = max(value_ms, FLOOR_MS)
@@ -125,3 +126,6 @@ class IntervalPlot(pg.PlotWidget):
         if decades != self._y_decades:
             self._y_decades = decades
             self.setYRange(*decades, padding=0.02)  # in log10 units: the axis is logarithmic
+            # Only the decades are labelled: pyqtgraph's in-between labels overlap on a short plot.
+            self.getAxis("left").setTicks([[(power, decade_label(power))
+                                            for power in range(decades[0], decades[1] + 1)], []])

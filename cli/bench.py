@@ -59,6 +59,7 @@ def config_from_args(args: argparse.Namespace) -> LabConfig:
         sweeps=tuple(args.sweeps), prompt_words=tuple(args.prompt_words), new_tokens=args.new_tokens,
         repeats=args.repeats, dtypes=tuple(args.dtypes) if args.dtypes else None,
         batch_sizes=tuple(args.batch_sizes), model=args.model, dtype=args.dtype, device=args.device,
+        decode_loop=args.decode_loop,
     )
 
 

@@ -40,9 +40,21 @@ def test_ask_streams_text_and_no_stream_prints_the_same_reply(embedded_model):
     assert streamed.stdout.strip() == whole.stdout.strip() != ""
 
 
+@pytest.mark.model
+def test_decode_loop_option_picks_the_loop_and_both_give_the_same_greedy_reply(embedded_model):
+    reports = {}
+    for loop in ("lean", "generate"):
+        result = latencylab("ask", "Name three colours.", "--max-new-tokens", "16", "--json", "--decode-loop", loop)
+        assert result.returncode == 0, result.stderr
+        reports[loop] = json.loads(result.stdout)
+        assert reports[loop]["decode_loop"] == loop and reports[loop]["settings"]["decode_loop"] == loop
+    assert reports["lean"]["token_ids"] == reports["generate"]["token_ids"]
+
+
 def test_bad_arguments_print_usage_and_exit_2():
     for args in (["ask"], ["ask", "x", "--temperature", "3"], ["ask", "x", "--max-new-tokens", "-4"],
-                 ["ask", "x", "--dtype", "float8"], ["ask", "x", "--top-p", "0"], ["--bogus"]):
+                 ["ask", "x", "--dtype", "float8"], ["ask", "x", "--top-p", "0"], ["--bogus"],
+                 ["ask", "x", "--decode-loop", "fast"]):
         result = latencylab(*args)
         assert result.returncode == 2, args
         assert "usage: latencylab" in result.stderr

@@ -39,6 +39,7 @@ class LabConfig:
     model: str | None = None
     dtype: str = "float32"
     device: str = "cpu"
+    decode_loop: str = "lean"  # see core/decode; batch rows always use generate()
 
     def __post_init__(self) -> None:
         validate_config(self)
@@ -55,6 +56,9 @@ class LabConfig:
 
 
 def validate_config(config: LabConfig) -> None:
+    if config.decode_loop not in core.settings.DECODE_LOOP_CHOICES:
+        raise InvalidSettingsError(f"decode loop must be one of: {', '.join(core.settings.DECODE_LOOP_CHOICES)}; "
+                                   f"got {config.decode_loop!r}.")
     unknown = [name for name in config.sweeps if name not in SWEEPS]
     if unknown or not config.sweeps:
         raise InvalidSettingsError(

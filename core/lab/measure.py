@@ -53,6 +53,7 @@ class SweepContext:
     progress: MeasurementProgress
     cancel: threading.Event | None = None
     compute: GenerationThread = field(default_factory=compute_thread)
+    decode_loop: str = "lean"
 
     def check_cancel(self) -> None:
         check_cancel(self.cancel)
@@ -76,7 +77,8 @@ def timed_generation(loaded: LoadedModel, input_ids: Sequence[int], new_tokens: 
     ids = list(input_ids)
     check_fits(loaded, len(ids), new_tokens)
     cancel = context.cancel
-    generation = Generation(loaded, ids, GenerationSettings(max_new_tokens=new_tokens),
+    generation = Generation(loaded, ids, GenerationSettings(max_new_tokens=new_tokens,
+                                                            decode_loop=context.decode_loop),
                             logits_processors=exact_length_processors(loaded, len(ids), new_tokens),
                             thread=context.compute)
     generation.start()

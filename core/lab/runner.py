@@ -53,7 +53,7 @@ class LabRun:
         self.dtypes = config.resolved_dtypes()
         self.results = LabResults(config=config.to_dict())
         self.progress = MeasurementProgress(self._count_measurements(), observer.progress)
-        self.context = SweepContext(self.progress, cancel)
+        self.context = SweepContext(self.progress, cancel, decode_loop=config.decode_loop)
         self.bandwidth: BandwidthMeasurement | None = None
 
     def run(self) -> LabResults:

@@ -32,6 +32,11 @@ class LabForm(QWidget):
         self.dtype_box = QComboBox()
         self.dtype_box.addItems(dtype_choices)
         self.dtype_box.setToolTip("Precision for the prompt and batch sweeps.")
+        self.decode_loop_box = QComboBox()
+        self.decode_loop_box.addItems(core.settings.DECODE_LOOP_CHOICES)
+        self.decode_loop_box.setToolTip("Decode loop for the prompt and precision sweeps: lean (Latency Lab's "
+                                        "own, Llama-family models) or generate (transformers'). The batch "
+                                        "sweep always uses generate.")
         self.sweep_boxes = {name: QCheckBox(SWEEP_TITLES[name]) for name in SWEEPS}
         for box in self.sweep_boxes.values():
             box.setChecked(True)
@@ -53,6 +58,7 @@ class LabForm(QWidget):
         model_row = QHBoxLayout()
         model_row.addWidget(self.model_box, stretch=1)
         model_row.addWidget(self.dtype_box)
+        model_row.addWidget(self.decode_loop_box)
         sweeps_row = QHBoxLayout()
         for box in self.sweep_boxes.values():
             sweeps_row.addWidget(box)
@@ -92,5 +98,6 @@ class LabForm(QWidget):
             batch_sizes=parse_int_list(self.batch_sizes_edit.text(), "batch sizes"),
             model=None if spec == EMBEDDED_CHOICE else spec,
             dtype=self.dtype_box.currentText(),
+            decode_loop=self.decode_loop_box.currentText(),
         )
 

@@ -187,3 +187,19 @@ def test_a_prompt_longer_than_the_context_is_an_error_not_a_crash(embedded_model
     results = run_lab(config, loaded=embedded_model)
     assert not results.cancelled and "context window" in results.error
     assert results.prompt == []  # checked before any measurement, so no time is spent on the short one
+
+
+@pytest.mark.parametrize("loop", ["lean", "generate"])
+def test_the_lab_decodes_on_the_loop_it_is_given(embedded_model, monkeypatch, loop):
+    used = []
+
+    class RecordingGeneration(Generation):
+        def start(self, request_start_ns=None):
+            used.append(self.decode_loop)
+            return super().start(request_start_ns)
+
+    monkeypatch.setattr(core.lab.measure, "Generation", RecordingGeneration)
+    config = LabConfig(sweeps=("prompt",), prompt_words=(5,), new_tokens=3, repeats=1, decode_loop=loop)
+    results = run_lab(config, loaded=embedded_model)
+    assert results.error is None and len(results.prompt) == 1
+    assert used and set(used) == {loop} and results.config["decode_loop"] == loop

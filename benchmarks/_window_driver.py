@@ -6,18 +6,12 @@ import _common  # noqa: F401
 
 from PySide6.QtCore import QEventLoop, QTimer
 from PySide6.QtWidgets import QApplication
-from transformers import LogitsProcessor
+from transformers import SuppressTokensLogitsProcessor
 
 
-class SuppressEos(LogitsProcessor):
+def suppress_eos(eos_ids) -> SuppressTokensLogitsProcessor:
     """Forces replies of exactly max-new-tokens, as min_new_tokens does for bare generate."""
-
-    def __init__(self, eos_ids):
-        self.eos_ids = list(eos_ids)
-
-    def __call__(self, input_ids, scores):
-        scores[:, self.eos_ids] = float("-inf")
-        return scores
+    return SuppressTokensLogitsProcessor(sorted(eos_ids))
 
 
 class WindowDriver:
@@ -33,7 +27,7 @@ class WindowDriver:
     def ask(self, text: str, max_new_tokens: int, force_length: bool = True, timeout_s: float = 600):
         window = self.window
         window.settings_panel.max_new_tokens.setValue(max_new_tokens)
-        window.extra_logits_processors = (SuppressEos(window.loaded.eos_token_ids),) if force_length else ()
+        window.extra_logits_processors = (suppress_eos(window.loaded.eos_token_ids),) if force_length else ()
         loop = QEventLoop()
         result = {}
 

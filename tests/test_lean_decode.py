@@ -4,7 +4,7 @@ import threading
 
 import pytest
 import torch
-from transformers import LogitsProcessor, LogitsProcessorList, StoppingCriteriaList
+from transformers import LogitsProcessor, LogitsProcessorList, StoppingCriteriaList, SuppressTokensLogitsProcessor
 
 from core.chat import ChatSession
 from core.decode.choice import lean_decoder, loop_for
@@ -16,13 +16,8 @@ from core.stopping import StopOnEvent
 from core.trace import GenerationTrace
 
 
-class SuppressEos(LogitsProcessor):
-    def __init__(self, eos_ids):
-        self.eos_ids = list(eos_ids)
-
-    def __call__(self, input_ids, scores):
-        scores[:, self.eos_ids] = float("-inf")
-        return scores
+def suppress_eos(eos_ids):
+    return SuppressTokensLogitsProcessor(sorted(eos_ids))
 
 
 def chat_prompt(loaded, text, reply_tokens=64):
@@ -34,7 +29,7 @@ def chat_prompt(loaded, text, reply_tokens=64):
 def generate_reply(model, ids, new_tokens, eos_ids):
     with torch.inference_mode():
         out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens,
-                             do_sample=False, logits_processor=LogitsProcessorList([SuppressEos(eos_ids)]),
+                             do_sample=False, logits_processor=LogitsProcessorList([suppress_eos(eos_ids)]),
                              pad_token_id=sorted(eos_ids)[0])
     return out[0, ids.shape[1]:].tolist()
 
@@ -42,7 +37,7 @@ def generate_reply(model, ids, new_tokens, eos_ids):
 def lean_reply(model, ids, new_tokens, eos_ids, **kwargs):
     with torch.inference_mode():
         out = lean_decode(LlamaDecoder(model), ids, new_tokens, eos_token_ids=eos_ids,
-                          logits_processor=LogitsProcessorList([SuppressEos(eos_ids)]), **kwargs)
+                          logits_processor=LogitsProcessorList([suppress_eos(eos_ids)]), **kwargs)
     return out[0, ids.shape[1]:].tolist()
 
 

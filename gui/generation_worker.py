@@ -35,8 +35,7 @@ class GenerationStarted:
     request_start_ns: int
     prompt_tokens: int
     notice: str | None
-    decode_loop: str = "generate"
-    decode_loop_note: str | None = None
+    decode_loop: str = "generate"  # the loop that runs, after any fallback (core/decode/choice.py)
 
 
 class GenerationWorker(QObject):
@@ -88,7 +87,7 @@ class GenerationWorker(QObject):
             if self._stop_requested.is_set():
                 generation.stop()
         self.started.emit(GenerationStarted(request.request_start_ns, prompt.prompt_tokens, prompt.notice,
-                                            generation.decode_loop, generation.decode_loop_note))
+                                            generation.decode_loop))
         finished = False
         try:
             generation.start(request.request_start_ns)

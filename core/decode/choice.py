@@ -8,7 +8,6 @@ from typing import Any
 
 from core.decode.llama_decoder import LlamaDecoder, unsupported_reason
 from core.decode.loop import generation_config_blocks_lean_loop
-
 from core.settings import DECODE_LOOP_CHOICES
 
 LEAN, GENERATE = DECODE_LOOP_CHOICES

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from core.quant.groupwise import GROUP_SIZE
 from core.quant.int4_linear import KERNEL_DTYPE, Int4Linear
 
+
 def unsupported_reason(model: Any) -> str | None:
     """Why this model cannot use the lean pass, or None when it can."""
     config = getattr(model, "config", None)
@@ -141,8 +142,8 @@ def _projection(*modules: Any) -> Callable[[torch.Tensor], list[torch.Tensor]]:
 
 
 def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    """LlamaRMSNorm's own op sequence, so results match the model bit for bit; it is also about 3x faster
-    here than torch's fused rms_norm, which at 576 values costs more in dispatch than in arithmetic."""
+    """LlamaRMSNorm's own op sequence, so it equals the model's norm by construction; side by side it was
+    no slower than torch's fused rms_norm (11.19 vs 11.32 ms per int4 decode step)."""
     scaled = x.float()
     scaled = scaled * torch.rsqrt(scaled.pow(2).mean(-1, keepdim=True) + eps)
     return weight * scaled.to(x.dtype)

@@ -47,7 +47,6 @@ class IntervalPlot(pg.PlotWidget):
         self.median_item = PathCurve(self, MEDIAN_COLOR, "running median TPOT")
         self._ttft_ms: float | None = None
         self._x = GrowableBuffer()
-        self._y = GrowableBuffer()
         # log10 of each gap and median, kept as they arrive: the curves are drawn on the log axis.
         self._log_y = GrowableBuffer()
         self._log_median = GrowableBuffer()
@@ -63,7 +62,7 @@ class IntervalPlot(pg.PlotWidget):
 
     def reset(self) -> None:
         self._ttft_ms = None
-        for buffer in (self._x, self._y, self._log_y, self._log_median):
+        for buffer in (self._x, self._log_y, self._log_median):
             buffer.clear()
         self._drawn_points = -1
         self._drawn_ttft_ms = None
@@ -80,7 +79,6 @@ class IntervalPlot(pg.PlotWidget):
     def add_interval(self, index: int, interval_ms: float, running_median_ms: float) -> None:
         self._extend_y(interval_ms)
         self._x.append(index)
-        self._y.append(interval_ms)
         self._log_y.append(math.log10(max(interval_ms, FLOOR_MS)))
         self._log_median.append(math.log10(max(running_median_ms, FLOOR_MS)))
 
@@ -105,7 +103,7 @@ class IntervalPlot(pg.PlotWidget):
 
     def _show_markers(self) -> None:
         if len(self._x) > SYMBOL_LIMIT:
-            # Past this many points the dots merge into the line; leave the line alone.
+            # Past this many points the markers merge into the line; the line alone reads better.
             if self.marker_count():
                 self.marker_item.clear()
             return

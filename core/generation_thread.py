@@ -73,3 +73,6 @@ class GenerationThread:
     def _serve(self) -> None:
         while (job := self._jobs.get()) is not None:
             job()
+            # The finished job's closure holds its result (a whole model, after a load) until the next
+            # job arrives; let it go now.
+            del job

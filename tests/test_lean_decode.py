@@ -135,5 +135,15 @@ def test_models_the_loop_does_not_cover_fall_back_to_generate(tiny_model):
     assert loop == "generate" and "gpt2" in why
 
 
-def test_one_decoder_per_model_is_reused(tiny_model):
-    assert lean_decoder(tiny_model.model) is lean_decoder(tiny_model.model)
+def test_one_decoder_per_model_is_reused_and_goes_with_its_model(tiny_model_folder):
+    import gc
+    import weakref
+
+    from core.loader import load_model
+
+    model = load_model(str(tiny_model_folder)).model
+    assert lean_decoder(model) is lean_decoder(model)
+    model_alive = weakref.ref(model)
+    del model
+    gc.collect()
+    assert model_alive() is None  # the cached decoder does not keep a dropped model (and its weights) alive

@@ -39,7 +39,9 @@ class LlamaDecoder:
         if reason:
             raise ValueError(reason)
         config = model.config
-        self.model = model
+        # Parts of the model, never the model itself: choice.py caches decoders by a weak reference
+        # to the model, which must be free to go when the app drops it.
+        self._embed, self._final_norm, self._head = model.model.embed_tokens, model.model.norm, model.lm_head
         self.heads = config.num_attention_heads
         self.kv_heads = config.num_key_value_heads
         self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // self.heads
@@ -75,7 +77,7 @@ class LlamaDecoder:
             raise ValueError(f"position {end} is past the cache's {self.capacity}; call reset() first")
         if count > 1 and start != 0:
             raise ValueError("several tokens at once are only supported for a prompt at position 0")
-        hidden = self.model.model.embed_tokens(token_ids.view(1, count)).view(count, -1).to(self.dtype)
+        hidden = self._embed(token_ids.view(1, count)).view(count, -1).to(self.dtype)
         cos, signed_sin = self._cos[start:end], self._signed_sin[start:end]
         for index, layer in enumerate(self.layers):
             normed = _rms_norm(hidden, layer.input_norm, self.eps)
@@ -94,8 +96,7 @@ class LlamaDecoder:
                 enable_gqa=self.heads != self.kv_heads)[0].transpose(0, 1).reshape(count, -1)
             hidden = hidden + layer.output(attended)
             hidden = hidden + layer.mlp(_rms_norm(hidden, layer.post_norm, self.eps))
-        last = self.model.model.norm(hidden[-1:])
-        return self.model.lm_head(last)
+        return self._head(self._final_norm(hidden[-1:]))
 
 
 class _Layer:

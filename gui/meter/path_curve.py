@@ -28,7 +28,7 @@ class PathCurve:
     """A polyline (or, with markers=True, a small cross per point) in a plot's data coordinates.
 
     pyqtgraph's curve items answer Qt's bounding-rect and paint calls in Python, several times per
-    repaint; at 30 repaints a second that was a fifth of the window's CPU, taken from decode on a
+    repaint; at 30 repaints a second that was about a sixth of the window's CPU, taken from decode on a
     two-core machine. Here Python only builds the path when the data changes. The plot's log mode
     does not apply: callers pass y already transformed.
     """

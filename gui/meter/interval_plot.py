@@ -123,7 +123,8 @@ class IntervalPlot(pg.PlotWidget):
             decades = (decades[0], max(decades[1], decades[0] + 1))
         if decades != self._y_decades:
             self._y_decades = decades
-            self.setYRange(*decades, padding=0.02)  # in log10 units: the axis is logarithmic
+            # In log10 units (the axis is logarithmic), padded so the end decades keep their labels.
+            self.setYRange(*decades, padding=0.08)
             # Only the decades are labelled: pyqtgraph's in-between labels overlap on a short plot.
             self.getAxis("left").setTicks([[(power, decade_label(power))
                                             for power in range(decades[0], decades[1] + 1)], []])

@@ -44,7 +44,6 @@ def lean_reply(model, ids, new_tokens, eos_ids, **kwargs):
 def test_prompt_pass_matches_the_models_forward(tiny_model):
     ids = chat_prompt(tiny_model, "Tell me about lighthouses.")
     decoder = LlamaDecoder(tiny_model.model)
-    decoder.reset(ids.shape[1] + 1)
     with torch.inference_mode():
         expected = tiny_model.model(ids).logits[0, -1]
         got = decoder.forward(ids[0], 0)[0]
@@ -66,6 +65,20 @@ def test_real_int4_model_replies_exactly_as_generate_does(int4_model):
         lean = lean_reply(int4_model.model, ids, 64, eos)
         assert lean == generate_reply(int4_model.model, ids, 64, eos)
         assert len(set(lean)) > 10  # a real reply, not one token repeated
+
+
+def test_a_reply_longer_than_the_reserved_room_grows_the_cache_and_still_matches(tiny_model, monkeypatch):
+    import core.decode.loop
+
+    monkeypatch.setattr(core.decode.loop, "INITIAL_REPLY_ROOM", 3)
+    ids = chat_prompt(tiny_model, "Tell me about lighthouses.")
+    eos = tiny_model.eos_token_ids
+    decoder = LlamaDecoder(tiny_model.model)
+    with torch.inference_mode():
+        out = lean_decode(decoder, ids, 40, eos_token_ids=eos,
+                          logits_processor=LogitsProcessorList([suppress_eos(eos)]))
+    assert out[0, ids.shape[1]:].tolist() == generate_reply(tiny_model.model, ids, 40, eos)
+    assert ids.shape[1] + 3 < decoder.capacity < 2 * (ids.shape[1] + 40)  # grown by doubling, not reserved
 
 
 def test_stops_at_eos_and_on_the_stop_event(tiny_model):

@@ -54,27 +54,35 @@ class LlamaDecoder:
         self.capacity = 0
         self._keys = self._values = self._cos = self._signed_sin = None
 
-    def reset(self, capacity: int) -> None:
-        """Make room for capacity positions (prompt plus reply); the cache starts empty."""
-        if capacity > self.capacity:
-            shape = (len(self.layers), 1, self.kv_heads, capacity, self.head_dim)
-            self._keys = torch.zeros(shape, dtype=self.dtype)
-            self._values = torch.zeros(shape, dtype=self.dtype)
-            half = torch.arange(0, self.head_dim, 2, dtype=torch.float32) / self.head_dim
-            angles = torch.outer(torch.arange(capacity, dtype=torch.float32), 1.0 / (self.rope_theta ** half))
-            angles = torch.cat([angles, angles], dim=-1)
-            # rotate_half(x) * sin == roll(x, half) * sin with its first half negated: one op, not four.
-            signed_sin = angles.sin()
-            signed_sin[:, : self.head_dim // 2] *= -1
-            self._cos, self._signed_sin = angles.cos().to(self.dtype), signed_sin.to(self.dtype)
-            self.capacity = capacity
+    def reserve(self, positions: int) -> None:
+        """Make room for this many positions, keeping what the cache holds.
+
+        Callers reserve the prompt plus a little; forward() doubles the room as a reply grows, so a
+        generous max-new-tokens does not allocate a full-context cache for a short reply.
+        """
+        if positions <= self.capacity:
+            return
+        capacity = max(positions, 2 * self.capacity)
+        shape = (len(self.layers), 1, self.kv_heads, capacity, self.head_dim)
+        keys, values = torch.zeros(shape, dtype=self.dtype), torch.zeros(shape, dtype=self.dtype)
+        if self.capacity:
+            keys[:, :, :, : self.capacity] = self._keys
+            values[:, :, :, : self.capacity] = self._values
+        self._keys, self._values = keys, values
+        half = torch.arange(0, self.head_dim, 2, dtype=torch.float32) / self.head_dim
+        angles = torch.outer(torch.arange(capacity, dtype=torch.float32), 1.0 / (self.rope_theta ** half))
+        angles = torch.cat([angles, angles], dim=-1)
+        # rotate_half(x) * sin == roll(x, half) * sin with its first half negated: one op, not four.
+        signed_sin = angles.sin()
+        signed_sin[:, : self.head_dim // 2] *= -1
+        self._cos, self._signed_sin = angles.cos().to(self.dtype), signed_sin.to(self.dtype)
+        self.capacity = capacity
 
     def forward(self, token_ids: torch.Tensor, start: int) -> torch.Tensor:
         """token_ids: 1-D, at positions start, start+1, ...; a prompt starts at 0. Returns [1, vocab]."""
         count = token_ids.shape[0]
         end = start + count
-        if end > self.capacity:
-            raise ValueError(f"position {end} is past the cache's {self.capacity}; call reset() first")
+        self.reserve(end)
         if count > 1 and start != 0:
             raise ValueError("several tokens at once are only supported for a prompt at position 0")
         hidden = self._embed(token_ids.view(1, count)).view(count, -1).to(self.dtype)

@@ -31,6 +31,10 @@ NEUTRAL_GENERATION_CONFIG = {
 }
 
 
+# Room reserved for the reply up front; the cache doubles beyond it (see LlamaDecoder.reserve).
+INITIAL_REPLY_ROOM = 256
+
+
 def generation_config_blocks_lean_loop(model: Any) -> str | None:
     config = getattr(model, "generation_config", None)
     for field, neutral in NEUTRAL_GENERATION_CONFIG.items():
@@ -67,7 +71,7 @@ def lean_decode(
     eos = torch.tensor(sorted(set(eos_token_ids)), dtype=torch.long)
     if streamer is not None:
         streamer.put(input_ids)
-    decoder.reset(prompt_length + max_new_tokens)
+    decoder.reserve(prompt_length + min(max_new_tokens, INITIAL_REPLY_ROOM))
     logits = decoder.forward(input_ids[0], 0)
     length = prompt_length
     for _ in range(max_new_tokens):

@@ -11,7 +11,7 @@ from core.events import FinishedEvent, StopReason, TokenEvent
 from core.compute_thread import compute_thread
 from core.generation_thread import GenerationThread
 from core.loader import LoadedModel
-from core.settings import GenerationSettings
+from core.settings import LEAN_LOOP, GenerationSettings
 
 # Longer than the worst prefill we expect on a CPU (a full 8k-token context of a small model
 # takes well under a minute here); it only guards against a generating thread that died silently.
@@ -129,7 +129,7 @@ class Generation:
         stopping = StoppingCriteriaList([StopOnEvent(self._stop_requested)])
         processors = LogitsProcessorList(self._logits_processors)
         with torch.inference_mode():
-            if self.decode_loop == "lean":
+            if self.decode_loop == LEAN_LOOP:
                 from core.decode.choice import lean_decoder
                 from core.decode.loop import lean_decode
 

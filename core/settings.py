@@ -16,7 +16,7 @@ DTYPE_CHOICES = ("float32", "bfloat16", "int8", "int4")
 QUANTISED_DTYPES = ("int8", "int4")
 DEVICE_CHOICES = ("cpu", "cuda")
 # "lean" is core/decode's loop (Llama-family models; others fall back); "generate" is transformers' own.
-DECODE_LOOP_CHOICES = ("lean", "generate")
+DECODE_LOOP_CHOICES = (LEAN_LOOP, GENERATE_LOOP) = ("lean", "generate")
 
 
 @dataclass(frozen=True)
@@ -53,9 +53,13 @@ def validate_generation_settings(settings: GenerationSettings) -> None:
     if settings.seed is not None and (isinstance(settings.seed, bool) or not isinstance(settings.seed, int)
                                       or not 0 <= settings.seed < 2**32):
         raise InvalidSettingsError(f"seed must be a whole number from 0 to 2**32 - 1; got {settings.seed!r}.")
-    if settings.decode_loop not in DECODE_LOOP_CHOICES:
-        raise InvalidSettingsError(f"decode loop must be one of: {', '.join(DECODE_LOOP_CHOICES)}; "
-                                   f"got {settings.decode_loop!r}.")
+    validate_decode_loop(settings.decode_loop)
+
+
+def validate_decode_loop(loop: str) -> str:
+    if loop not in DECODE_LOOP_CHOICES:
+        raise InvalidSettingsError(f"decode loop must be one of: {', '.join(DECODE_LOOP_CHOICES)}; got {loop!r}.")
+    return loop
 
 
 def validate_dtype(dtype: str) -> str:

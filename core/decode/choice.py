@@ -8,9 +8,7 @@ from typing import Any
 
 from core.decode.llama_decoder import LlamaDecoder, unsupported_reason
 from core.decode.loop import generation_config_blocks_lean_loop
-from core.settings import DECODE_LOOP_CHOICES
-
-LEAN, GENERATE = DECODE_LOOP_CHOICES
+from core.settings import GENERATE_LOOP, LEAN_LOOP
 
 # A decoder holds fused copies of the int4 weights; one per model, dropped with the model.
 _decoders: "weakref.WeakKeyDictionary[Any, LlamaDecoder]" = weakref.WeakKeyDictionary()
@@ -24,10 +22,10 @@ def lean_loop_refusal(model: Any) -> str | None:
 
 def loop_for(model: Any, requested: str) -> tuple[str, str | None]:
     """(the loop that will run, why it differs from the one requested or None)."""
-    if requested == GENERATE:
-        return GENERATE, None
+    if requested == GENERATE_LOOP:
+        return GENERATE_LOOP, None
     refusal = lean_loop_refusal(model)
-    return (GENERATE, refusal) if refusal else (LEAN, None)
+    return (GENERATE_LOOP, refusal) if refusal else (LEAN_LOOP, None)
 
 
 def lean_decoder(model: Any) -> LlamaDecoder:

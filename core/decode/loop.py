@@ -30,7 +30,6 @@ NEUTRAL_GENERATION_CONFIG = {
     "min_p": (None,),
 }
 
-
 # Room reserved for the reply up front; the cache doubles beyond it (see LlamaDecoder.reserve).
 INITIAL_REPLY_ROOM = 256
 

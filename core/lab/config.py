@@ -56,9 +56,7 @@ class LabConfig:
 
 
 def validate_config(config: LabConfig) -> None:
-    if config.decode_loop not in core.settings.DECODE_LOOP_CHOICES:
-        raise InvalidSettingsError(f"decode loop must be one of: {', '.join(core.settings.DECODE_LOOP_CHOICES)}; "
-                                   f"got {config.decode_loop!r}.")
+    core.settings.validate_decode_loop(config.decode_loop)
     unknown = [name for name in config.sweeps if name not in SWEEPS]
     if unknown or not config.sweeps:
         raise InvalidSettingsError(

@@ -1,4 +1,4 @@
-"""A live curve drawn by Qt's own QGraphicsPathItem, so repainting it runs no Python."""
+"""A live curve drawn by Qt's own QGraphicsPathItems, so repainting it runs no Python."""
 
 from __future__ import annotations
 
@@ -10,6 +10,11 @@ from PySide6.QtWidgets import QGraphicsPathItem
 
 
 CROSS_PIXELS = 5
+# The newest points are drawn by a second, small item, so a frame that adds a few points repaints
+# only the corner where they land, not the whole plot. They join the settled item when there are
+# more than this many, or more than an eighth of the settled points (so settling costs O(1) a point).
+FRESH_POINTS = 16
+FRESH_SHARE = 8
 
 
 def _crosses_path(x: np.ndarray, y: np.ndarray, pixel: tuple[float, float]) -> QPainterPath:
@@ -29,8 +34,9 @@ class PathCurve:
 
     pyqtgraph's curve items answer Qt's bounding-rect and paint calls in Python, several times per
     repaint; at 30 repaints a second that was about a sixth of the window's CPU, taken from decode on a
-    two-core machine. Here Python only builds the path when the data changes. The plot's log mode
-    does not apply: callers pass y already transformed.
+    two-core machine. Here Python only builds paths when the data changes, and a growing curve
+    rebuilds and repaints only its newest points most frames. The plot's log mode does not apply:
+    callers pass y already transformed.
     """
 
     def __init__(self, plot: pg.PlotWidget, color, legend_name: str | None = None,
@@ -48,20 +54,41 @@ class PathCurve:
             # A cross is sized in pixels, so it is rebuilt when the axes' scale changes.
             plot.getViewBox().sigResized.connect(self._redraw)
             plot.getViewBox().sigRangeChanged.connect(self._redraw)
-        self.item = QGraphicsPathItem()
-        self.item.setPen(pen)
-        plot.addItem(self.item)
+        self._settled_item, self._fresh_item = QGraphicsPathItem(), QGraphicsPathItem()
+        for item in (self._settled_item, self._fresh_item):
+            item.setPen(pen)
+            plot.addItem(item)
         if legend_name and plot.getPlotItem().legend is not None:
             # A sample for the legend only; it is never added to the plot.
             plot.getPlotItem().legend.addItem(pg.PlotDataItem(pen=pen), legend_name)
         self._x = self._y = np.empty(0)
+        # Copies of the points the settled item draws, to tell growth from new data.
+        self._settled_x = self._settled_y = np.empty(0)
 
     def set_points(self, x: np.ndarray, y: np.ndarray) -> None:
         self._x, self._y = x, y
+        settled = len(self._settled_x)
+        fresh = len(x) - settled
+        if fresh < 0 or fresh > max(FRESH_POINTS, settled // FRESH_SHARE) or not self._extends_settled(x, y):
+            self._settle(x, y)
+            return
+        # A line's fresh part starts at the last settled point, so the two items join up.
+        start = settled if self._markers else max(settled - 1, 0)
+        self._fresh_item.setPath(self._path(x[start:], y[start:]))
+
+    def _extends_settled(self, x: np.ndarray, y: np.ndarray) -> bool:
+        settled = len(self._settled_x)
+        return bool(np.array_equal(x[:settled], self._settled_x) and np.array_equal(y[:settled], self._settled_y))
+
+    def _settle(self, x: np.ndarray, y: np.ndarray) -> None:
+        self._settled_x, self._settled_y = np.array(x, dtype=float), np.array(y, dtype=float)
+        self._settled_item.setPath(self._path(x, y))
+        self._fresh_item.setPath(QPainterPath())
+
+    def _path(self, x: np.ndarray, y: np.ndarray) -> QPainterPath:
         if self._markers:
-            self.item.setPath(_crosses_path(x, y, self._pixel_size()))
-        else:
-            self.item.setPath(pg.arrayToQPath(x, y, connect="all") if len(x) > 1 else QPainterPath())
+            return _crosses_path(x, y, self._pixel_size())
+        return pg.arrayToQPath(x, y, connect="all") if len(x) > 1 else QPainterPath()
 
     def _pixel_size(self) -> tuple[float, float]:
         """Data units per pixel, from the range just set (the view's transform may not be updated yet)."""
@@ -71,7 +98,7 @@ class PathCurve:
 
     def _redraw(self, *_) -> None:
         if len(self._x):
-            self.set_points(self._x, self._y)
+            self._settle(self._x, self._y)
 
     def clear(self) -> None:
         self.set_points(np.empty(0), np.empty(0))
@@ -79,3 +106,7 @@ class PathCurve:
     def getData(self) -> tuple[np.ndarray, np.ndarray]:
         """The points last drawn, named as pyqtgraph's items name it."""
         return self._x, self._y
+
+    def drawn_elements(self) -> int:
+        """Path elements drawn, over both items: a '+' is four, a line has one per point."""
+        return self._settled_item.path().elementCount() + self._fresh_item.path().elementCount()

@@ -29,4 +29,42 @@ def test_log_axis_shows_the_decades_around_the_data_and_one_cross_per_gap(qtbot)
     x, y = plot.marker_item.getData()
     assert list(x) == [1, 2, 3, 4] and [10 ** value for value in y] == pytest.approx(gaps)
     # Four segment pairs (a '+') per gap.
-    assert plot.marker_item.item.path().elementCount() == 4 * len(gaps)
+    assert plot.marker_item.drawn_elements() == 4 * len(gaps)
+
+
+def _feed(plot: IntervalPlot, gaps, refresh_every: int | None) -> None:
+    plot.add_ttft(400.0)
+    for index, gap in enumerate(gaps, start=1):
+        plot.add_interval(index, gap, sorted(gaps[:index])[(index - 1) // 2])
+        if refresh_every and index % refresh_every == 0:
+            plot.refresh()
+    plot.refresh()
+
+
+def _shown_plot(qtbot) -> IntervalPlot:
+    plot = IntervalPlot()
+    qtbot.addWidget(plot)
+    plot.resize(500, 250)
+    plot.show()
+    return plot
+
+
+def test_a_curve_grown_frame_by_frame_looks_exactly_like_one_drawn_at_once(qtbot):
+    # Gaps that wander over two decades, so markers, lines and the y range all change as it grows.
+    gaps = [10.0 + 7.0 * math.sin(index / 5.0) + (90.0 if index % 37 == 0 else 0.0) for index in range(1, 241)]
+    grown, at_once = _shown_plot(qtbot), _shown_plot(qtbot)
+    _feed(grown, gaps, refresh_every=3)
+    _feed(at_once, gaps, refresh_every=None)
+    assert grown.grab().toImage() == at_once.grab().toImage()
+    assert grown.marker_item.drawn_elements() == 4 * len(gaps)
+
+
+def test_a_new_reply_replaces_the_curve_instead_of_extending_it(qtbot):
+    plot = _shown_plot(qtbot)
+    _feed(plot, [12.0] * 50, refresh_every=3)
+    plot.reset()
+    _feed(plot, [30.0] * 5, refresh_every=2)
+    fresh = _shown_plot(qtbot)
+    _feed(fresh, [30.0] * 5, refresh_every=None)
+    assert plot.grab().toImage() == fresh.grab().toImage()
+    assert plot.marker_item.drawn_elements() == 4 * 5

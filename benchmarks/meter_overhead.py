@@ -3,7 +3,9 @@
 Target: app TPOT <= 1.03 x bare model.generate TPOT (no streamer), same prompt and settings, interleaved.
 The app decodes on its lean loop by default (core/decode); the fair bare run for that is the same
 loop with no streamer, so --loop picks the loop for both sides. bare generate() is printed as well.
-Run: .venv/bin/python benchmarks/meter_overhead.py [--dtype int4] [--loop lean] [--rounds 5] [--tokens 64]
+--breakdown adds app rounds with parts of the window switched off (no live text, no live plots,
+neither), interleaved with the others, to show where the cost goes.
+Run: .venv/bin/python benchmarks/meter_overhead.py [--dtype int4] [--loop lean] [--rounds 5] [--tokens 64] [--breakdown]
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--loop", default="lean", choices=("lean", "generate"))
+    parser.add_argument("--breakdown", action="store_true")
     args = parser.parse_args()
     import torch
 
@@ -37,6 +40,8 @@ def main() -> None:
     driver = WindowDriver(loaded, streaming=True)
     driver.window.settings_panel.decode_loop_box.setCurrentText(args.loop)
     bare, app, bare_generate = [], [], []
+    variants = breakdown_variants(driver.window) if args.breakdown else {}
+    partial = {name: [] for name in variants}
 
     driver.call_on_generation_thread(lambda: bare_tpot(loaded.model, prompt_ids, 4, args.loop))
     driver.ask(PROMPT, 4)
@@ -50,6 +55,10 @@ def main() -> None:
         trace = driver.ask(PROMPT, args.tokens)
         assert trace.output_tokens == args.tokens and trace.prompt_tokens == prompt_ids.shape[1]
         app.append(trace.metrics().tpot_s)
+        for name, switch_off in variants.items():
+            with switch_off():
+                driver.new_chat()
+                partial[name].append(driver.ask(PROMPT, args.tokens).metrics().tpot_s)
     driver.close()
     ratio = median(app) / median(bare)
     print(f"model {loaded.name} ({args.dtype}); {args.loop} loop; {args.rounds} interleaved rounds of "
@@ -61,7 +70,32 @@ def main() -> None:
     if bare_generate:
         print(f"bare generate() TPOT: median {median(bare_generate) * 1000:.2f} ms: the app on the {args.loop} loop "
               f"is {median(bare_generate) / median(app):.2f}x as fast as bare generate()")
+    for name, values in partial.items():
+        print(f"  app with {name}: median {median(values) * 1000:.2f} ms, ratio {median(values) / median(bare):.3f}")
     print(f"ratio app / bare {args.loop} = {ratio:.3f} (target <= {TARGET}): {'MET' if ratio <= TARGET else 'NOT MET'}")
+
+
+def breakdown_variants(window) -> dict:
+    """Context managers that switch parts of the window's per-reply work off for one reply.
+
+    Only the methods the token slot and the frame timer call are replaced, not the slots themselves:
+    the worker's signals, the trace and the stamps run as always.
+    """
+    from contextlib import ExitStack, contextmanager
+
+    @contextmanager
+    def without(*parts):
+        with ExitStack() as stack:
+            for owner, name in parts:
+                original = getattr(owner, name)
+                setattr(owner, name, lambda *args, **kwargs: None)
+                stack.callback(setattr, owner, name, original)
+            yield
+
+    text = (window.transcript, "append_reply_text")
+    plots = (window.meter, "refresh")
+    return {"no live text": lambda: without(text), "no live plots": lambda: without(plots),
+            "neither (signals, trace and frame timer only)": lambda: without(text, plots)}
 
 
 if __name__ == "__main__":

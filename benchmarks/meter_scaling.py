@@ -2,6 +2,8 @@
 
 A tiny random-weight model makes tokens fast, so the window's own work dominates: the per-token
 slot (text append, trace record, plot buffers) must stay flat, and only the ~30 Hz frame may grow.
+The long reply is also replayed with made-up tokens and no model, because a model decoding beside
+the window changes what the window's work costs as its own context grows.
 Run: .venv/bin/python benchmarks/meter_scaling.py [--long 4000] [--turns 50]
 """
 
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import _common  # noqa: F401
 
+from _synthetic_reply import FRAME_MS, gui_cpu_at_each_token
 from core.loader import load_model
 
 
@@ -49,9 +52,10 @@ def instrument_per_token_work(window) -> list:
         original = getattr(owner, name)
 
         def wrapper(*args):
-            started = time.perf_counter_ns()
+            # CPU time, not wall time: waiting for the GIL while the model decodes is not the slot's work.
+            started = time.thread_time_ns()
             result = original(*args)
-            pending["us"] += (time.perf_counter_ns() - started) / 1000
+            pending["us"] += (time.thread_time_ns() - started) / 1000
             if closes_token:
                 window.gui_cpu_ns_at_token.append(time.thread_time_ns())
                 per_token_us.append(pending["us"])
@@ -100,13 +104,18 @@ def main() -> None:
     cpu = driver.window.gui_cpu_ns_at_token
     for start, end in windows:
         gui_us = (cpu[end - 1] - cpu[start]) / (end - 1 - start) / 1000
-        print(f"  tokens {start:>5}-{end:<5}: per-token slot {mean(per_token[start:end]):7.1f} us; "
+        print(f"  tokens {start:>5}-{end:<5}: per-token slot CPU {mean(per_token[start:end]):7.1f} us; "
               f"GUI thread CPU per token (slot, text layout, repaints, frames) {gui_us:7.1f} us")
     frame_costs[args.long] = frame_cost_ms()
     growth = mean(per_token[windows[-1][0]:windows[-1][1]]) / mean(per_token[100:200])
     print(f"  per-token cost at the end / near the start: {growth:.2f}x (flat means ~1x)")
     print(f"  one frame (setData + full repaint, median of 5) with {trace.output_tokens} points: "
           f"{frame_costs[args.long]:.1f} ms")
+    cpu = gui_cpu_at_each_token(args.long)
+    print(f"  the same length with no model decoding beside the window (made-up tokens, {FRAME_MS} ms frames):")
+    for start, end in windows:
+        print(f"    tokens {start:>5}-{end:<5}: GUI thread CPU per token "
+              f"{(cpu[end - 1] - cpu[start]) / (end - 1 - start) / 1000:7.1f} us")
 
     driver.new_chat()
     durations.clear()
@@ -117,8 +126,13 @@ def main() -> None:
         driver.ask(f"Turn {turn}: say something.", 40)
         turn_means.append(mean(durations[before:]))
     first, last = mean(turn_means[1:6]), mean(turn_means[-5:])
-    print(f"  per-token slot, turns 2-6: {first:.1f} us; last 5 turns: {last:.1f} us; ratio {last / first:.2f}x")
+    print(f"  per-token slot CPU, turns 2-6: {first:.1f} us; last 5 turns: {last:.1f} us; ratio {last / first:.2f}x")
     print(f"  one frame (median of 5) with {args.turns} turns of history: {frame_cost_ms():.1f} ms")
+    print("  with no model decoding beside the window, GUI thread CPU per token at tokens 100-300 of a reply "
+          "(the first ones also pay for new widgets' first paints):")
+    for earlier in (1, args.turns, 2 * args.turns):
+        cpu = gui_cpu_at_each_token(300, earlier_turns=earlier)
+        print(f"    after {earlier:>3} turns: {(cpu[-1] - cpu[100]) / (len(cpu) - 1 - 100) / 1000:7.1f} us")
     driver.close()
 
 

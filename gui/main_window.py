@@ -440,6 +440,8 @@ class MainWindow(SavedChatsMixin, QMainWindow):
         self.model_changed.emit(loaded)
         if self._send_when_loaded:
             self._send_when_loaded = False
+            # Replaces "still loading; your message will be sent", which would otherwise outlive the reply.
+            self.statusBar().showMessage("Model loaded; sending your message.", 4000)
             self.send_message()
 
     @Slot()

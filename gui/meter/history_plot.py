@@ -47,3 +47,11 @@ class HistoryPlot(pg.PlotWidget):
         self._dirty = False
         self.ttft_item.setData(self._prompt_tokens.view(), self._ttft_ms.view())
         self.tpot_item.setData(self._tpot_prompt_tokens.view(), self._tpot_ms.view())
+        # Both axes start at 0: a lone first reply otherwise sat in a range like 43.6-44.4 tokens,
+        # and growth is read against zero, not against the smallest value so far.
+        self.setXRange(0, max(self._largest(self._prompt_tokens, self._tpot_prompt_tokens), 1.0), padding=0.05)
+        self.setYRange(0, max(self._largest(self._ttft_ms, self._tpot_ms), 1.0), padding=0.05)
+
+    @staticmethod
+    def _largest(*buffers: GrowableBuffer) -> float:
+        return max((float(buffer.view().max()) for buffer in buffers if len(buffer)), default=0.0)

@@ -68,3 +68,21 @@ def test_a_new_reply_replaces_the_curve_instead_of_extending_it(qtbot):
     _feed(fresh, [30.0] * 5, refresh_every=None)
     assert plot.grab().toImage() == fresh.grab().toImage()
     assert plot.marker_item.drawn_elements() == 4 * 5
+
+
+def test_the_history_plot_reads_from_zero_even_with_one_reply(qtbot):
+    from gui.meter.history_plot import HistoryPlot
+
+    plot = HistoryPlot()
+    qtbot.addWidget(plot)
+    plot.resize(500, 250)
+    plot.show()
+    plot.add_reply(44, 0.153, 0.0133)
+    plot.refresh()
+    (x_low, x_high), (y_low, y_high) = plot.getViewBox().viewRange()
+    assert x_low <= 0 < 44 < x_high and y_low <= 0 < 153 < y_high
+    plot.add_reply(900, 0.95, 0.0135)
+    plot.refresh()
+    (x_low, x_high), (y_low, y_high) = plot.getViewBox().viewRange()
+    assert x_low <= 0 < 900 < x_high and y_low <= 0 < 950 < y_high
+    assert list(plot.ttft_item.getData()[0]) == [44, 900]

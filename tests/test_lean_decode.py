@@ -81,6 +81,22 @@ def test_a_reply_longer_than_the_reserved_room_grows_the_cache_and_still_matches
     assert ids.shape[1] + 3 < decoder.capacity < 2 * (ids.shape[1] + 40)  # grown by doubling, not reserved
 
 
+def test_a_short_reply_after_a_long_one_gives_the_large_cache_back(tiny_model, monkeypatch):
+    import core.decode.loop
+
+    monkeypatch.setattr(core.decode.loop, "INITIAL_REPLY_ROOM", 3)
+    ids = chat_prompt(tiny_model, "Tell me about lighthouses.")
+    eos = tiny_model.eos_token_ids
+    decoder = LlamaDecoder(tiny_model.model)
+    keep_going = LogitsProcessorList([suppress_eos(eos)])
+    with torch.inference_mode():
+        lean_decode(decoder, ids, 200, eos_token_ids=eos, logits_processor=keep_going)
+        long_capacity = decoder.capacity
+        short = lean_decode(decoder, ids, 2, eos_token_ids=eos, logits_processor=keep_going)
+    assert long_capacity >= ids.shape[1] + 200 and decoder.capacity == ids.shape[1] + 2
+    assert short[0, ids.shape[1]:].tolist() == generate_reply(tiny_model.model, ids, 40, eos)[:2]
+
+
 def test_stops_at_eos_and_on_the_stop_event(tiny_model):
     ids = chat_prompt(tiny_model, "hi")
     first = lean_reply(tiny_model.model, ids, 1, ())[0]

@@ -15,6 +15,9 @@ import torch.nn.functional as F
 from core.quant.groupwise import GROUP_SIZE
 from core.quant.int4_linear import KERNEL_DTYPE, Int4Linear
 
+# A new sequence reallocates the cache when it holds more than this many times the room it needs.
+SHRINK_FACTOR = 4
+
 
 def unsupported_reason(model: Any) -> str | None:
     """Why this model cannot use the lean pass, or None when it can."""
@@ -54,18 +57,30 @@ class LlamaDecoder:
         self.capacity = 0
         self._keys = self._values = self._cos = self._signed_sin = None
 
+    def start_sequence(self, positions: int) -> None:
+        """Room for a new sequence of about this many positions; what the cache holds is not needed.
+
+        A cache far larger than that, left by a long reply, is given back here instead of being
+        held for as long as the model is loaded.
+        """
+        if self.capacity > SHRINK_FACTOR * positions:
+            self._allocate(positions, keep=False)
+        else:
+            self.reserve(positions)
+
     def reserve(self, positions: int) -> None:
         """Make room for this many positions, keeping what the cache holds.
 
-        Callers reserve the prompt plus a little; forward() doubles the room as a reply grows, so a
-        generous max-new-tokens does not allocate a full-context cache for a short reply.
+        Callers start a sequence with the prompt plus a little; forward() doubles the room as a reply
+        grows, so a generous max-new-tokens does not allocate a full-context cache for a short reply.
         """
-        if positions <= self.capacity:
-            return
-        capacity = max(positions, 2 * self.capacity)
+        if positions > self.capacity:
+            self._allocate(max(positions, 2 * self.capacity), keep=True)
+
+    def _allocate(self, capacity: int, keep: bool) -> None:
         shape = (len(self.layers), 1, self.kv_heads, capacity, self.head_dim)
         keys, values = torch.zeros(shape, dtype=self.dtype), torch.zeros(shape, dtype=self.dtype)
-        if self.capacity:
+        if keep and self.capacity:
             keys[:, :, :, : self.capacity] = self._keys
             values[:, :, :, : self.capacity] = self._values
         self._keys, self._values = keys, values

@@ -30,7 +30,7 @@ NEUTRAL_GENERATION_CONFIG = {
     "min_p": (None,),
 }
 
-# Room reserved for the reply up front; the cache doubles beyond it (see LlamaDecoder.reserve).
+# Room reserved for the reply up front; the cache doubles beyond it (see LlamaDecoder.start_sequence).
 INITIAL_REPLY_ROOM = 256
 
 
@@ -70,7 +70,7 @@ def lean_decode(
     eos = torch.tensor(sorted(set(eos_token_ids)), dtype=torch.long)
     if streamer is not None:
         streamer.put(input_ids)
-    decoder.reserve(prompt_length + min(max_new_tokens, INITIAL_REPLY_ROOM))
+    decoder.start_sequence(prompt_length + min(max_new_tokens, INITIAL_REPLY_ROOM))
     logits = decoder.forward(input_ids[0], 0)
     length = prompt_length
     for _ in range(max_new_tokens):

@@ -67,17 +67,6 @@ def test_real_int4_model_replies_exactly_as_generate_does(int4_model):
         assert len(set(lean)) > 10  # a real reply, not one token repeated
 
 
-@pytest.mark.model
-def test_real_int4_model_reads_a_long_prompt_in_pieces_and_still_replies_as_generate_does(int4_model):
-    from core.decode.loop import PREFILL_CHUNK
-
-    story = "The harbour was quiet that morning, and the boats rocked against the old stone pier. " * 60
-    ids = chat_prompt(int4_model, "Summarise this story. " + story)
-    assert ids.shape[1] > PREFILL_CHUNK  # read in two pieces or more
-    eos = int4_model.eos_token_ids
-    assert lean_reply(int4_model.model, ids, 16, eos) == generate_reply(int4_model.model, ids, 16, eos)
-
-
 def test_a_reply_longer_than_the_reserved_room_grows_the_cache_and_still_matches(tiny_model, monkeypatch):
     import core.decode.loop
 
@@ -106,55 +95,6 @@ def test_a_short_reply_after_a_long_one_gives_the_large_cache_back(tiny_model, m
         short = lean_decode(decoder, ids, 2, eos_token_ids=eos, logits_processor=keep_going)
     assert long_capacity >= ids.shape[1] + 200 and decoder.capacity == ids.shape[1] + 2
     assert short[0, ids.shape[1]:].tolist() == generate_reply(tiny_model.model, ids, 40, eos)[:2]
-
-
-def test_a_long_prompt_read_in_pieces_gives_the_logits_and_reply_of_one_pass(tiny_model, monkeypatch):
-    import core.decode.loop
-
-    ids = chat_prompt(tiny_model, "Tell me about lighthouses, harbours, the sea and the ships at night.")
-    whole = LlamaDecoder(tiny_model.model)
-    pieces = LlamaDecoder(tiny_model.model)
-    with torch.inference_mode():
-        one_pass = whole.forward(ids[0], 0)
-        for start in range(0, ids.shape[1], 7):
-            in_pieces = pieces.forward(ids[0, start:start + 7], start)
-    assert ids.shape[1] > 3 * 7
-    assert torch.allclose(in_pieces, one_pass, atol=1e-5)
-    monkeypatch.setattr(core.decode.loop, "PREFILL_CHUNK", 7)
-    eos = tiny_model.eos_token_ids
-    assert lean_reply(tiny_model.model, ids, 30, eos) == generate_reply(tiny_model.model, ids, 30, eos)
-
-
-def test_a_stop_during_a_long_prefill_lands_between_pieces_with_no_reply_token(tiny_model, monkeypatch):
-    import core.decode.loop
-
-    monkeypatch.setattr(core.decode.loop, "PREFILL_CHUNK", 5)
-    ids = chat_prompt(tiny_model, "Tell me about lighthouses.")
-    decoder = LlamaDecoder(tiny_model.model)
-    stop = threading.Event()
-    pieces_read = []
-    read_piece = decoder.forward
-
-    def read_then_press_stop(token_ids, start):
-        pieces_read.append(start)
-        stop.set()  # as if the user pressed Stop while this piece was being read
-        return read_piece(token_ids, start)
-
-    decoder.forward = read_then_press_stop
-    streamed = []
-
-    class Recorder:
-        def put(self, value):
-            streamed.append(value)
-
-        def end(self):
-            streamed.append("end")
-
-    with torch.inference_mode():
-        out = lean_decode(decoder, ids, 20, eos_token_ids=(), streamer=Recorder(), stop_event=stop)
-    assert pieces_read == [0] and ids.shape[1] > 5
-    assert out.tolist() == ids.tolist()  # the prompt, no reply token
-    assert len(streamed) == 2 and streamed[-1] == "end"  # the prompt, then the end: nothing in between
 
 
 def test_stops_at_eos_and_on_the_stop_event(tiny_model):

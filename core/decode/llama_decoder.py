@@ -94,19 +94,12 @@ class LlamaDecoder:
         self.capacity = capacity
 
     def forward(self, token_ids: torch.Tensor, start: int) -> torch.Tensor:
-        """token_ids: 1-D, at positions start, start+1, ...: a prompt, a piece of one, or one new token.
-
-        Returns the logits of the last position, [1, vocab].
-        """
+        """token_ids: 1-D, at positions start, start+1, ...; a prompt starts at 0. Returns [1, vocab]."""
         count = token_ids.shape[0]
         end = start + count
         self.reserve(end)
-        # A piece of a prompt after the first sees every earlier position and, among its own, only
-        # those before it; the first piece (or a whole prompt) uses SDPA's own causal mask, as the
-        # model's attention does, and one token sees everything.
-        visible = None
-        if count > 1 and start > 0:
-            visible = torch.arange(end).unsqueeze(0) <= torch.arange(start, end).unsqueeze(1)
+        if count > 1 and start != 0:
+            raise ValueError("several tokens at once are only supported for a prompt at position 0")
         hidden = self._embed(token_ids.view(1, count)).view(count, -1).to(self.dtype)
         cos, signed_sin = self._cos[start:end], self._signed_sin[start:end]
         for index, layer in enumerate(self.layers):
@@ -122,8 +115,8 @@ class LlamaDecoder:
             # SDPA, as the model's own attention uses: two bmm were 0.3 ms a token faster but round
             # differently, and greedy replies then parted from generate()'s after a few tokens.
             attended = F.scaled_dot_product_attention(
-                query.unsqueeze(0), keys.unsqueeze(0), values.unsqueeze(0), attn_mask=visible,
-                is_causal=count > 1 and visible is None, enable_gqa=self.heads != self.kv_heads)[0].transpose(0, 1).reshape(count, -1)
+                query.unsqueeze(0), keys.unsqueeze(0), values.unsqueeze(0), is_causal=count > 1,
+                enable_gqa=self.heads != self.kv_heads)[0].transpose(0, 1).reshape(count, -1)
             hidden = hidden + layer.output(attended)
             hidden = hidden + layer.mlp(_rms_norm(hidden, layer.post_norm, self.eps))
         return self._head(self._final_norm(hidden[-1:]))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Iterable
 
 import torch
@@ -31,11 +30,6 @@ NEUTRAL_GENERATION_CONFIG = {
     "min_p": (None,),
 }
 
-# A longer prompt is read in pieces of this many tokens, so a stop lands between pieces instead of
-# after a forward pass over the whole prompt (about 3 s for 1,500 tokens at float32 here). Shorter
-# prompts are read in one pass, exactly as generate() reads them; pieces round a little differently.
-PREFILL_CHUNK = 512
-
 # Room reserved for the reply up front; the cache doubles beyond it (see LlamaDecoder.start_sequence).
 INITIAL_REPLY_ROOM = 256
 
@@ -60,15 +54,10 @@ def lean_decode(
     logits_processor: LogitsProcessorList | None = None,
     temperature: float | None = None,
     top_p: float = 1.0,
-    stop_event: threading.Event | None = None,
 ) -> torch.Tensor:
-    """Like model.generate for one sequence; temperature None means greedy. Returns prompt plus reply ids.
-
-    stop_event, when set during prefill, ends the call between prompt pieces with no reply token;
-    during decode the stopping criteria end it, as in generate().
-    """
-    if input_ids.dim() != 2 or input_ids.shape[0] != 1 or input_ids.shape[1] == 0:
-        raise ValueError("the lean loop decodes one non-empty sequence (input_ids of shape [1, n], n > 0)")
+    """Like model.generate for one sequence; temperature None means greedy. Returns prompt plus reply ids."""
+    if input_ids.dim() != 2 or input_ids.shape[0] != 1:
+        raise ValueError("the lean loop decodes one sequence (input_ids of shape [1, n])")
     prompt_length = input_ids.shape[1]
     sequence = torch.empty((1, prompt_length + max_new_tokens), dtype=torch.long)
     sequence[:, :prompt_length] = input_ids
@@ -82,12 +71,7 @@ def lean_decode(
     if streamer is not None:
         streamer.put(input_ids)
     decoder.start_sequence(prompt_length + min(max_new_tokens, INITIAL_REPLY_ROOM))
-    for piece_start in range(0, prompt_length, PREFILL_CHUNK):
-        if stop_event is not None and stop_event.is_set():
-            if streamer is not None:
-                streamer.end()
-            return input_ids
-        logits = decoder.forward(input_ids[0, piece_start:piece_start + PREFILL_CHUNK], piece_start)
+    logits = decoder.forward(input_ids[0], 0)
     length = prompt_length
     for _ in range(max_new_tokens):
         so_far = sequence[:, :length]

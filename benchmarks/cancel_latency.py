@@ -1,10 +1,13 @@
 """Stop latency: how long a stop takes during prefill (one uninterruptible forward pass) and during decode.
 
 Run: .venv/bin/python benchmarks/cancel_latency.py [--prompt-tokens 1500] [--repeats 3] [--model embedded]
+     [--loops lean,generate]
 
-Prefill is one forward pass over the whole prompt; transformers checks stopping criteria only between
-passes, so a stop during prefill lands when the pass ends and the first token is out. During decode a
-stop is seen after the current token, so at most one more token arrives.
+generate() reads the prompt in one forward pass and checks stopping criteria only between passes, so
+a stop during prefill lands when the pass ends and the first token is out. The lean loop checks for a
+stop between the model's layers (core/decode/llama_decoder.py), so it lands within one layer's share
+of the pass, with no token. During decode a stop is seen after the current token, so at most one
+more token arrives.
 """
 
 from __future__ import annotations
@@ -41,8 +44,8 @@ def prompt_ids(loaded, target_tokens: int) -> list[int]:
         text += FILLER
 
 
-def prefill_seconds(loaded, ids) -> float:
-    generation = Generation(loaded, ids, GenerationSettings(max_new_tokens=1)).start()
+def prefill_seconds(loaded, ids, loop: str) -> float:
+    generation = Generation(loaded, ids, GenerationSettings(max_new_tokens=1, decode_loop=loop)).start()
     trace_start = generation.request_start_ns
     first = None
     for event in generation:
@@ -52,9 +55,9 @@ def prefill_seconds(loaded, ids) -> float:
     return (first - trace_start) / 1e9
 
 
-def stop_after(loaded, ids, delay_s: float, max_new_tokens: int = 200) -> tuple[float, int, str]:
+def stop_after(loaded, ids, delay_s: float, loop: str, max_new_tokens: int = 200) -> tuple[float, int, str]:
     """Stop delay_s after the start; return (stop request -> finish event, tokens after the stop, stop reason)."""
-    generation = Generation(loaded, ids, GenerationSettings(max_new_tokens=max_new_tokens)).start()
+    generation = Generation(loaded, ids, GenerationSettings(max_new_tokens=max_new_tokens, decode_loop=loop)).start()
     stop_at: list[float] = []
 
     def request_stop():
@@ -75,9 +78,9 @@ def stop_after(loaded, ids, delay_s: float, max_new_tokens: int = 200) -> tuple[
     return finished - stop_at[0], tokens_after, reason
 
 
-def stop_at_token(loaded, ids, index: int) -> tuple[float, int, str]:
+def stop_at_token(loaded, ids, index: int, loop: str) -> tuple[float, int, str]:
     """Stop from the consumer when token `index` arrives, as the window's Stop does mid-reply."""
-    generation = Generation(loaded, ids, GenerationSettings(max_new_tokens=200)).start()
+    generation = Generation(loaded, ids, GenerationSettings(max_new_tokens=200, decode_loop=loop)).start()
     stop_at, tokens_after = None, 0
     for event in generation:
         if isinstance(event, TokenEvent):
@@ -99,29 +102,35 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--model", default=None)
     parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--loops", default="lean,generate", help="decode loops to measure, one after the other")
     args = parser.parse_args()
     loaded = load_model(args.model, dtype=args.dtype)
     ids = prompt_ids(loaded, args.prompt_tokens)
-    prefill_seconds(loaded, ids[:64])  # warm-up
-    prefills = [prefill_seconds(loaded, ids) for _ in range(args.repeats)]
-    prefill = statistics.median(prefills)
     print(f"model: {loaded.name} ({loaded.dtype}), prompt: {len(ids)} tokens, torch threads: "
           f"{__import__('torch').get_num_threads()}")
-    print(f"prefill (TTFT with 1 new token): median {prefill * 1000:.0f} ms over {args.repeats} runs "
-          f"({', '.join(f'{p * 1000:.0f}' for p in prefills)} ms)")
+    for loop in args.loops.split(","):
+        measure_loop(loaded, ids, loop, args.repeats)
+
+
+def measure_loop(loaded, ids, loop: str, repeats: int) -> None:
+    prefill_seconds(loaded, ids[:64], loop)  # warm-up
+    prefills = [prefill_seconds(loaded, ids, loop) for _ in range(repeats)]
+    prefill = statistics.median(prefills)
     print()
+    print(f"== {loop} loop")
+    print(f"prefill (TTFT with 1 new token): median {prefill * 1000:.0f} ms over {repeats} runs "
+          f"({', '.join(f'{p * 1000:.0f}' for p in prefills)} ms)")
     print("stop during prefill, requested at a fraction of the measured prefill time:")
     print(f"  {'at':>6} {'cancel latency (stop -> finished)':>34} {'as share of prefill':>20} "
           f"{'tokens after stop':>18}")
     for fraction in (0.1, 0.5, 0.9):
-        results = [stop_after(loaded, ids, fraction * prefill) for _ in range(args.repeats)]
+        results = [stop_after(loaded, ids, fraction * prefill, loop) for _ in range(repeats)]
         latencies = [r[0] for r in results]
         median = statistics.median(latencies)
         print(f"  {fraction:6.0%} {median * 1000:24.0f} ms (max {max(latencies) * 1000:4.0f}) "
               f"{median / prefill:19.0%} {max(r[1] for r in results):18d}   reasons: "
               f"{sorted({r[2] for r in results})}")
-    print()
-    decode = [stop_at_token(loaded, ids[:200], 10) for _ in range(max(args.repeats, 5))]
+    decode = [stop_at_token(loaded, ids[:200], 10, loop) for _ in range(max(repeats, 5))]
     print(f"stop during decode (at token 10, prompt {min(200, len(ids))} tokens): stop -> finished "
           f"median "
           f"{statistics.median(r[0] for r in decode) * 1000:.0f} ms, max {max(r[0] for r in decode) * 1000:.0f} ms; "

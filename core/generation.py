@@ -135,7 +135,8 @@ class Generation:
 
                 lean_decode(lean_decoder(loaded.model), input_ids, settings.max_new_tokens, eos_token_ids=eos,
                             streamer=self._streamer, stopping_criteria=stopping, logits_processor=processors,
-                            temperature=None if settings.greedy else settings.temperature, top_p=settings.top_p)
+                            temperature=None if settings.greedy else settings.temperature, top_p=settings.top_p,
+                            stop_event=self._stop_requested)
                 return
             loaded.model.generate(
                 input_ids=input_ids,

@@ -97,6 +97,49 @@ def test_a_short_reply_after_a_long_one_gives_the_large_cache_back(tiny_model, m
     assert short[0, ids.shape[1]:].tolist() == generate_reply(tiny_model.model, ids, 40, eos)[:2]
 
 
+def test_a_stop_during_prefill_abandons_the_pass_at_the_next_layer_with_no_reply_token(tiny_model):
+    ids = chat_prompt(tiny_model, "Tell me about lighthouses.")
+    layers = tiny_model.model.model.layers
+    assert len(layers) >= 2
+
+    class PressedDuringTheFirstLayer(threading.Event):
+        """Set by the first check after it: as if Stop were pressed while layer 0 was running."""
+
+        checks = 0
+
+        def is_set(self):
+            self.checks += 1
+            return self.checks > 1
+
+    layers_run = []
+    hooks = [layer.mlp.down_proj.register_forward_hook(lambda module, args, out, i=i: layers_run.append(i))
+             for i, layer in enumerate(layers)]
+    streamed = []
+
+    class Recorder:
+        def put(self, value):
+            streamed.append(value)
+
+        def end(self):
+            streamed.append("end")
+
+    try:
+        with torch.inference_mode():
+            out = lean_decode(LlamaDecoder(tiny_model.model), ids, 20, eos_token_ids=(), streamer=Recorder(),
+                              stop_event=PressedDuringTheFirstLayer())
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert layers_run == [0]  # layer 0 finished; layer 1 never ran
+    assert out.tolist() == ids.tolist()  # the prompt, no reply token
+    assert len(streamed) == 2 and streamed[-1] == "end"  # the prompt, then the end: nothing in between
+    # An unset event changes nothing: the reply is generate()'s.
+    with torch.inference_mode():
+        full = lean_decode(LlamaDecoder(tiny_model.model), ids, 12, eos_token_ids=(), stop_event=threading.Event(),
+                           logits_processor=LogitsProcessorList([suppress_eos(tiny_model.eos_token_ids)]))
+    assert full[0, ids.shape[1]:].tolist() == generate_reply(tiny_model.model, ids, 12, tiny_model.eos_token_ids)
+
+
 def test_stops_at_eos_and_on_the_stop_event(tiny_model):
     ids = chat_prompt(tiny_model, "hi")
     first = lean_reply(tiny_model.model, ids, 1, ())[0]

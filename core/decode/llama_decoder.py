@@ -7,6 +7,7 @@ the model's own modules and weights with none of that; tests check it against th
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable
 
 import torch
@@ -93,8 +94,14 @@ class LlamaDecoder:
         self._cos, self._signed_sin = angles.cos().to(self.dtype), signed_sin.to(self.dtype)
         self.capacity = capacity
 
-    def forward(self, token_ids: torch.Tensor, start: int) -> torch.Tensor:
-        """token_ids: 1-D, at positions start, start+1, ...; a prompt starts at 0. Returns [1, vocab]."""
+    def forward(self, token_ids: torch.Tensor, start: int,
+                interrupt: threading.Event | None = None) -> torch.Tensor | None:
+        """token_ids: 1-D, at positions start, start+1, ...; a prompt starts at 0. Returns [1, vocab].
+
+        When interrupt is set between two layers, returns None: the pass is abandoned (the cache then
+        holds a partial pass, which the next sequence overwrites). A long prompt's one pass takes
+        seconds, and a stop should not have to wait for it.
+        """
         count = token_ids.shape[0]
         end = start + count
         self.reserve(end)
@@ -103,6 +110,8 @@ class LlamaDecoder:
         hidden = self._embed(token_ids.view(1, count)).view(count, -1).to(self.dtype)
         cos, signed_sin = self._cos[start:end], self._signed_sin[start:end]
         for index, layer in enumerate(self.layers):
+            if interrupt is not None and interrupt.is_set():
+                return None
             normed = _rms_norm(hidden, layer.input_norm, self.eps)
             query_key, value = layer.attention_inputs(normed)
             # Queries and keys rotate as one tensor: half the small ops of rotating each.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Iterable
 
 import torch
@@ -54,8 +55,13 @@ def lean_decode(
     logits_processor: LogitsProcessorList | None = None,
     temperature: float | None = None,
     top_p: float = 1.0,
+    stop_event: threading.Event | None = None,
 ) -> torch.Tensor:
-    """Like model.generate for one sequence; temperature None means greedy. Returns prompt plus reply ids."""
+    """Like model.generate for one sequence; temperature None means greedy. Returns prompt plus reply ids.
+
+    stop_event, set during prefill, abandons the prompt's pass at the next layer, with no reply token;
+    during decode the stopping criteria end the reply after the current token, as in generate().
+    """
     if input_ids.dim() != 2 or input_ids.shape[0] != 1:
         raise ValueError("the lean loop decodes one sequence (input_ids of shape [1, n])")
     prompt_length = input_ids.shape[1]
@@ -71,7 +77,11 @@ def lean_decode(
     if streamer is not None:
         streamer.put(input_ids)
     decoder.start_sequence(prompt_length + min(max_new_tokens, INITIAL_REPLY_ROOM))
-    logits = decoder.forward(input_ids[0], 0)
+    logits = decoder.forward(input_ids[0], 0, interrupt=stop_event)
+    if logits is None:
+        if streamer is not None:
+            streamer.end()
+        return input_ids
     length = prompt_length
     for _ in range(max_new_tokens):
         so_far = sequence[:, :length]

@@ -92,11 +92,15 @@ class Generation:
             yield event
 
     def _run(self) -> None:
+        from core.stopping import PassInterrupted  # imports torch: not at module level (cold start)
+
         finished_reason = StopReason.ERROR
         error: str | None = None
         try:
             if not self._stop_requested.is_set():
                 self._generate()
+            finished_reason = self._stop_reason()
+        except PassInterrupted:
             finished_reason = self._stop_reason()
         except BaseException as exc:  # noqa: BLE001 - every failure must reach the consumer
             error = f"{type(exc).__name__}: {exc}"
@@ -114,7 +118,7 @@ class Generation:
         import torch
         from transformers import LogitsProcessorList, StoppingCriteriaList, set_seed
 
-        from core.stopping import StopOnEvent
+        from core.stopping import StopOnEvent, interruptible_prefill
 
         loaded = self.loaded
         settings = self.settings
@@ -138,18 +142,19 @@ class Generation:
                             temperature=None if settings.greedy else settings.temperature, top_p=settings.top_p,
                             stop_event=self._stop_requested)
                 return
-            loaded.model.generate(
-                input_ids=input_ids,
-                attention_mask=torch.ones_like(input_ids),
-                max_new_tokens=settings.max_new_tokens,
-                streamer=self._streamer,
-                stopping_criteria=stopping,
-                logits_processor=processors,
-                pad_token_id=loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None
-                else (eos[0] if eos else None),
-                eos_token_id=eos or None,
-                **sampling,
-            )
+            with interruptible_prefill(loaded.model, self._stop_requested):
+                loaded.model.generate(
+                    input_ids=input_ids,
+                    attention_mask=torch.ones_like(input_ids),
+                    max_new_tokens=settings.max_new_tokens,
+                    streamer=self._streamer,
+                    stopping_criteria=stopping,
+                    logits_processor=processors,
+                    pad_token_id=loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None
+                    else (eos[0] if eos else None),
+                    eos_token_id=eos or None,
+                    **sampling,
+                )
 
     def _stop_reason(self) -> StopReason:
         last = self._streamer.last_token_id

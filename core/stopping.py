@@ -1,8 +1,10 @@
-"""A StoppingCriteria that ends generation at the next decode step once an Event is set."""
+"""Stopping a reply: between decode steps (a StoppingCriteria), and between layers of a long forward pass."""
 
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import torch
 from transformers import StoppingCriteria
@@ -14,3 +16,46 @@ class StopOnEvent(StoppingCriteria):
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs) -> torch.BoolTensor:
         return torch.full((input_ids.shape[0],), self.event.is_set(), dtype=torch.bool, device=input_ids.device)
+
+
+class PassInterrupted(Exception):
+    """A forward pass was abandoned between two layers because a stop was requested."""
+
+
+def decoder_layers(model: Any) -> list:
+    """The model's stack of decoder layers (the ModuleList as long as config.num_hidden_layers), or []."""
+    count = getattr(getattr(model, "config", None), "num_hidden_layers", None)
+    if not count:
+        return []
+    for module in model.modules():
+        if isinstance(module, torch.nn.ModuleList) and len(module) == count:
+            return list(module)
+    return []
+
+
+@contextmanager
+def interruptible_prefill(model: Any, event: threading.Event) -> Iterator[None]:
+    """Inside, the first forward pass (the prompt's) checks event before each decoder layer and raises
+    PassInterrupted once it is set.
+
+    generate() checks stopping criteria only between passes, and a long prompt's one pass takes
+    seconds; this makes a stop during it land within one layer. The checks are removed when that
+    pass ends: on every decode step they cost about 3% of an int4 step, and a stop there already
+    lands after the step. A model whose layers are not found keeps generate()'s behaviour.
+    """
+    def check(module, args):
+        if event.is_set():
+            raise PassInterrupted()
+
+    def remove_checks(*_):
+        for handle in handles:
+            handle.remove()
+
+    layers = decoder_layers(model)
+    handles = [layer.register_forward_pre_hook(check) for layer in layers]
+    if layers:
+        handles.append(layers[-1].register_forward_hook(remove_checks))
+    try:
+        yield
+    finally:
+        remove_checks()

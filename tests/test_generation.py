@@ -153,3 +153,31 @@ def test_generations_can_share_one_long_lived_thread(tiny_model):
     finally:
         assert thread.close(timeout=10)
     assert not thread.alive
+
+
+@pytest.mark.parametrize("loop", ["lean", "generate"])
+def test_a_stop_during_prefill_lands_at_the_next_layer_with_no_token(tiny_model, loop):
+    ids = prompt_ids(tiny_model, "Tell me about lighthouses.")
+    generation = Generation(tiny_model, ids, GenerationSettings(max_new_tokens=20, decode_loop=loop))
+    layers = tiny_model.model.model.layers
+    layers_run = []
+
+    def press_stop_during_layer_0(module, args, output):
+        layers_run.append(0)
+        generation.stop()  # as if the user pressed Stop while the prompt's first layer was running
+
+    hooks = [layers[0].mlp.down_proj.register_forward_hook(press_stop_during_layer_0),
+             layers[1].mlp.down_proj.register_forward_hook(lambda module, args, output: layers_run.append(1))]
+    try:
+        trace, events = run(generation)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert generation.decode_loop == loop
+    assert layers_run == [0]  # the pass was abandoned before layer 1
+    assert trace.output_tokens == 0 and trace.stop_reason == "stopped" and trace.error is None
+    assert isinstance(events[-1], FinishedEvent)
+    # The hooks that check for a stop are gone: the next reply on this model runs in full.
+    trace, _ = run(Generation(tiny_model, ids, GenerationSettings(max_new_tokens=3, decode_loop=loop)))
+    assert trace.output_tokens >= 1 and trace.error is None
+    assert not any(layer._forward_pre_hooks or layer._forward_hooks for layer in layers)

@@ -21,8 +21,8 @@ def bare_reply(model, input_ids, new_tokens: int, loop: str = "generate"):
         return model.generate(input_ids, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False)
     from transformers import LogitsProcessorList, MinNewTokensLengthLogitsProcessor
 
-    from core.decode.choice import lean_decoder
-    from core.decode.loop import lean_decode
+    from core.generation.decode.choice import lean_decoder
+    from core.generation.decode.loop import lean_decode
 
     eos = model.generation_config.eos_token_id
     eos = [eos] if isinstance(eos, int) else list(eos or [])

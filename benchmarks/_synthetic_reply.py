@@ -19,9 +19,9 @@ def gui_cpu_at_each_token(tokens: int, earlier_turns: int = 0) -> list[int]:
     A decoding model beside the window changes what the GUI's work costs (caches, the GIL) as its
     context grows; without one, growth in these numbers is the window's own.
     """
-    from core.events import TokenEvent
+    from core.timing.events import TokenEvent
     from gui.meter.meter_panel import MeterPanel
-    from gui.transcript_view import TranscriptView
+    from gui.chat.transcript_view import TranscriptView
 
     transcript, meter = TranscriptView(), MeterPanel()
     transcript.resize(700, 600)

@@ -23,10 +23,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from core.chat import ChatSession  # noqa: E402
-from core.events import FinishedEvent, TokenEvent  # noqa: E402
-from core.generation import Generation  # noqa: E402
-from core.loader import load_model  # noqa: E402
+from core.chats.session import ChatSession  # noqa: E402
+from core.timing.events import FinishedEvent, TokenEvent  # noqa: E402
+from core.generation.reply import Generation  # noqa: E402
+from core.model.loader import load_model  # noqa: E402
 from core.settings import GenerationSettings  # noqa: E402
 
 FILLER = "The harbour was quiet that morning, and the boats rocked gently against the old stone pier. "

@@ -14,7 +14,7 @@ import argparse
 import _common  # noqa: F401  (sets the import path and offline mode)
 from _common import bare_reply, bare_tpot, median
 
-from core.loader import load_model
+from core.model.loader import load_model
 from core.quant.agreement import agreement_text, top1_agreement
 from core.settings import DTYPE_CHOICES
 

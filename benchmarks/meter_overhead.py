@@ -16,8 +16,8 @@ import _common  # noqa: F401
 from _common import bare_tpot, median
 from _window_driver import WindowDriver
 
-from core.chat import ChatSession
-from core.loader import load_model
+from core.chats.session import ChatSession
+from core.model.loader import load_model
 
 TARGET = 1.03
 PROMPT = "Tell me a long story about a lighthouse keeper."

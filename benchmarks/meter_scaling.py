@@ -17,7 +17,7 @@ from pathlib import Path
 import _common  # noqa: F401
 
 from _synthetic_reply import FRAME_MS, gui_cpu_at_each_token
-from core.loader import load_model
+from core.model.loader import load_model
 
 
 def build_tiny_model(folder: Path, context: int) -> None:

@@ -15,7 +15,7 @@ import threading
 import _common  # noqa: F401  (sets the import path and offline mode)
 from _common import bare_tpot, median
 
-from core.loader import load_model
+from core.model.loader import load_model
 
 
 class SecondPool:

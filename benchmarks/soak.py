@@ -94,7 +94,7 @@ def main() -> int:
 
     from PySide6.QtWidgets import QApplication
 
-    from core.chat_store import ChatStore
+    from core.chats.store import ChatStore
     from gui.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])

@@ -14,11 +14,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from core.chat import ChatSession  # noqa: E402
-from core.events import TokenEvent  # noqa: E402
-from core.generation import Generation  # noqa: E402
-from core.loader import load_model  # noqa: E402
-from core.metrics import percentile  # noqa: E402
+from core.chats.session import ChatSession  # noqa: E402
+from core.timing.events import TokenEvent  # noqa: E402
+from core.generation.reply import Generation  # noqa: E402
+from core.model.loader import load_model  # noqa: E402
+from core.timing.metrics import percentile  # noqa: E402
 from core.settings import GenerationSettings  # noqa: E402
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import _common  # noqa: F401
 from _window_driver import WindowDriver
 
-from core.loader import load_model
+from core.model.loader import load_model
 
 
 def main() -> None:

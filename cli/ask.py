@@ -6,15 +6,15 @@ import argparse
 import json
 import sys
 
-from core.chat import ChatSession
+from core.chats.session import ChatSession
 from core.errors import LatencyLabError
-from core.events import TokenEvent
-from core.generation import Generation
-from core.loader import load_model
-from core.load_preflight import check_before_loading
-from core.reply_budget import check_reply_budget
+from core.timing.events import TokenEvent
+from core.generation.reply import Generation
+from core.model.loader import load_model
+from core.model.preflight import check_before_loading
+from core.generation.context_fit import check_reply_budget
 from core.settings import GenerationSettings
-from core.trace import GenerationTrace
+from core.timing.trace import GenerationTrace
 from cli.progress_printer import ProgressPrinter
 
 

@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         from gui.launch import launch_window
 
         return launch_window(args, settings)
-    from core.offline import use_offline_mode_for
+    from core.model.offline import use_offline_mode_for
 
     use_offline_mode_for(args.model)
     return args.handler(args, settings)

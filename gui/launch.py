@@ -26,8 +26,8 @@ def launch_window(args: argparse.Namespace, settings: GenerationSettings) -> int
         return 1
     from PySide6.QtWidgets import QApplication
 
-    from core.offline import use_offline_mode_for
-    from gui.settings_store import load_window_settings
+    from core.model.offline import use_offline_mode_for
+    from gui.settings.store import load_window_settings
 
     # Before the window imports transformers, which reads the offline switches once.
     use_offline_mode_for(args.model or load_window_settings().model_spec)

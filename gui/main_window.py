@@ -12,26 +12,26 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.chat import ChatSession, Message
-from core.chat_store import ChatStore
+from core.chats.session import ChatSession, Message
+from core.chats.store import ChatStore
 from core.errors import InvalidSettingsError
-from core.events import FinishedEvent, TokenEvent
-from core.export import traces_to_csv, traces_to_json, write_text_file
-from core.loader import LoadedModel
-from core.trace import GenerationTrace
-from gui.chat_keeper import ChatKeeper
-from gui.chat_replay import reply_note
-from gui.generation_worker import GenerationRequest, GenerationStarted, GenerationWorker
-from gui.input_box import InputBox
+from core.timing.events import FinishedEvent, TokenEvent
+from core.timing.export import traces_to_csv, traces_to_json, write_text_file
+from core.model.loader import LoadedModel
+from core.timing.trace import GenerationTrace
+from gui.chats.chat_keeper import ChatKeeper
+from gui.chats.chat_replay import reply_note
+from gui.chat.generation_worker import GenerationRequest, GenerationStarted, GenerationWorker
+from gui.chat.input_box import InputBox
 from gui.meter.meter_panel import MeterPanel
-from gui.model_loader import LoadRequest, ModelLoader
-from gui.saved_chats import SavedChatsMixin
-from gui.settings_check import check_window_settings
-from gui.settings_panel import SettingsPanel
-from gui.settings_store import load_window_settings, save_window_settings
+from gui.model.loader_worker import LoadRequest, ModelLoader
+from gui.chats.saved_chats import SavedChatsMixin
+from gui.settings.check import check_window_settings
+from gui.settings.panel import SettingsPanel
+from gui.settings.store import load_window_settings, save_window_settings
 from gui.lab.lab_tab import LabTab
 from gui.thread_exit import end_thread
-from gui.transcript_view import TranscriptView
+from gui.chat.transcript_view import TranscriptView
 
 FRAME_INTERVAL_MS = 33  # about 30 Hz: smooth to the eye, and independent of the token rate
 # Closing must finish within 2 s. Stopping a decode takes one token; a prefill or a model load cannot
@@ -449,7 +449,7 @@ class MainWindow(SavedChatsMixin, QMainWindow):
         """The status bar's model line, with the decode loop replies will run on (see core/decode)."""
         if self.loaded is None:
             return
-        from core.decode.choice import loop_for
+        from core.generation.decode.choice import loop_for
 
         facts = self.loaded.describe()
         loop, why_not_lean = loop_for(self.loaded.model, self.settings_panel.decode_loop_box.currentText())

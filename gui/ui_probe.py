@@ -13,8 +13,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QEvent, QObject, QTimer, Slot
 
-from core.events import TokenEvent
-from core.metrics import percentile
+from core.timing.events import TokenEvent
+from core.timing.metrics import percentile
 
 STALL_PROBE_INTERVAL_MS = 5
 

@@ -10,7 +10,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import pytest  # noqa: E402
 
-from core.loader import LoadedModel, load_model  # noqa: E402
+from core.model.loader import LoadedModel, load_model  # noqa: E402
 
 
 @pytest.fixture(scope="session")

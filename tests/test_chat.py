@@ -2,7 +2,7 @@
 
 import pytest
 
-from core.chat import ChatSession
+from core.chats.session import ChatSession
 from core.errors import PromptTooLongError
 
 

@@ -5,11 +5,11 @@ import threading
 import pytest
 from transformers import LogitsProcessor
 
-import core.loader
+import core.model.loader
 from core.compute_thread import COMPUTE_THREAD_NAME, compute_thread, on_compute_thread
-from core.generation import Generation
-from core.generation_thread import GenerationThread
-from core.loader import load_model
+from core.generation.reply import Generation
+from core.compute_thread import ComputeThread
+from core.model.loader import load_model
 from core.settings import GenerationSettings
 
 
@@ -25,13 +25,13 @@ class ThreadRecorder(LogitsProcessor):
 def test_a_model_loaded_from_any_thread_is_loaded_and_generates_on_the_compute_thread(tiny_model_folder,
                                                                                       monkeypatch):
     load_threads = []
-    real_load = core.loader._load
+    real_load = core.model.loader._load
 
     def recording_load(*args, **kwargs):
         load_threads.append(threading.current_thread().name)
         return real_load(*args, **kwargs)
 
-    monkeypatch.setattr(core.loader, "_load", recording_load)
+    monkeypatch.setattr(core.model.loader, "_load", recording_load)
     loaded = {}
     caller = threading.Thread(target=lambda: loaded.update(model=load_model(str(tiny_model_folder))))
     caller.start()
@@ -64,7 +64,7 @@ def test_errors_come_back_to_the_caller_and_the_thread_keeps_working():
 
 
 def test_a_closed_thread_refuses_work_instead_of_leaving_the_caller_waiting():
-    thread = GenerationThread("closing-test")
+    thread = ComputeThread("closing-test")
     assert thread.call(lambda: 1, timeout=10) == 1
     assert thread.close(timeout=10)
     with pytest.raises(RuntimeError, match="closed"):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from core.detokenizer import IncrementalDetokenizer
+from core.generation.detokenizer import IncrementalDetokenizer
 
 SAMPLES = [
     "The capital of France is Paris.",

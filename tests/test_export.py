@@ -4,9 +4,9 @@ import csv
 import io
 import json
 
-from core.events import FinishedEvent, StopReason, TokenEvent
-from core.export import traces_to_csv, traces_to_json
-from core.trace import GenerationTrace
+from core.timing.events import FinishedEvent, StopReason, TokenEvent
+from core.timing.export import traces_to_csv, traces_to_json
+from core.timing.trace import GenerationTrace
 
 MS = 1_000_000
 

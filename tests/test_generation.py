@@ -6,11 +6,11 @@ import time
 import pytest
 from transformers import LogitsProcessor
 
-from core.chat import ChatSession
-from core.events import FinishedEvent, StopReason, TokenEvent
-from core.generation import Generation
+from core.chats.session import ChatSession
+from core.timing.events import FinishedEvent, StopReason, TokenEvent
+from core.generation.reply import Generation
 from core.settings import GenerationSettings
-from core.trace import GenerationTrace
+from core.timing.trace import GenerationTrace
 
 
 def prompt_ids(loaded, text):
@@ -141,9 +141,9 @@ def run_without_join(generation):
 
 
 def test_generations_can_share_one_long_lived_thread(tiny_model):
-    from core.generation_thread import GenerationThread
+    from core.compute_thread import ComputeThread
 
-    thread = GenerationThread()
+    thread = ComputeThread()
     try:
         ids = prompt_ids(tiny_model, "hi")
         first, _ = run(Generation(tiny_model, ids, GenerationSettings(max_new_tokens=4), thread=thread))

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from core.cache_paths import cache_root
-from core.gguf_cache import (
+from core.model.cache_paths import cache_root
+from core.model.gguf_cache import (
     LEGACY_STAGING_MAX_AGE_S, MANIFEST_NAME, cache_folder_for, file_sha256, remove_abandoned_staging, verify_cache,
 )
-from core.loader import load_model
+from core.model.loader import load_model
 
 
 @pytest.mark.model

@@ -6,14 +6,14 @@ import pytest
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList, StoppingCriteriaList, SuppressTokensLogitsProcessor
 
-from core.chat import ChatSession
-from core.decode.choice import lean_decoder, loop_for
-from core.decode.llama_decoder import LlamaDecoder
-from core.decode.loop import lean_decode
-from core.generation import Generation
+from core.chats.session import ChatSession
+from core.generation.decode.choice import lean_decoder, loop_for
+from core.generation.decode.llama_decoder import LlamaDecoder
+from core.generation.decode.loop import lean_decode
+from core.generation.reply import Generation
 from core.settings import GenerationSettings
-from core.stopping import StopOnEvent
-from core.trace import GenerationTrace
+from core.generation.stopping import StopOnEvent
+from core.timing.trace import GenerationTrace
 
 
 def suppress_eos(eos_ids):
@@ -68,9 +68,9 @@ def test_real_int4_model_replies_exactly_as_generate_does(int4_model):
 
 
 def test_a_reply_longer_than_the_reserved_room_grows_the_cache_and_still_matches(tiny_model, monkeypatch):
-    import core.decode.loop
+    import core.generation.decode.loop
 
-    monkeypatch.setattr(core.decode.loop, "INITIAL_REPLY_ROOM", 3)
+    monkeypatch.setattr(core.generation.decode.loop, "INITIAL_REPLY_ROOM", 3)
     ids = chat_prompt(tiny_model, "Tell me about lighthouses.")
     eos = tiny_model.eos_token_ids
     decoder = LlamaDecoder(tiny_model.model)
@@ -82,9 +82,9 @@ def test_a_reply_longer_than_the_reserved_room_grows_the_cache_and_still_matches
 
 
 def test_a_short_reply_after_a_long_one_gives_the_large_cache_back(tiny_model, monkeypatch):
-    import core.decode.loop
+    import core.generation.decode.loop
 
-    monkeypatch.setattr(core.decode.loop, "INITIAL_REPLY_ROOM", 3)
+    monkeypatch.setattr(core.generation.decode.loop, "INITIAL_REPLY_ROOM", 3)
     ids = chat_prompt(tiny_model, "Tell me about lighthouses.")
     eos = tiny_model.eos_token_ids
     decoder = LlamaDecoder(tiny_model.model)
@@ -211,7 +211,7 @@ def test_one_decoder_per_model_is_reused_and_goes_with_its_model(tiny_model_fold
     import gc
     import weakref
 
-    from core.loader import load_model
+    from core.model.loader import load_model
 
     model = load_model(str(tiny_model_folder)).model
     assert lean_decoder(model) is lean_decoder(model)

@@ -3,7 +3,7 @@
 import pytest
 
 from core.errors import ModelLoadError
-from core.loader import load_model
+from core.model.loader import load_model
 
 
 def test_embedded_model_facts(embedded_model):

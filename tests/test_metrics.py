@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.metrics import compute_metrics, inter_token_latencies, percentile
+from core.timing.metrics import compute_metrics, inter_token_latencies, percentile
 
 MS = 1_000_000
 
@@ -74,7 +74,7 @@ def test_inter_token_latencies_are_the_gaps():
 
 @given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=200))
 def test_running_median_equals_the_median_of_everything_so_far(values):
-    from core.running_median import RunningMedian
+    from core.timing.running_median import RunningMedian
 
     running = RunningMedian()
     for count, value in enumerate(values, start=1):

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from core.loader import load_model
+from core.model.loader import load_model
 from core.quant.agreement import agreement_text, top1_agreement
 from core.quant.gguf_blocks import GGUFWeights, gguf_name_for
 from core.quant.groupwise import quantize_q4_groups
@@ -75,10 +75,10 @@ def test_int4_model_is_smaller_and_agrees_with_float32(embedded_model, int4_mode
 
 @pytest.mark.model
 def test_int4_generates_the_same_answer(embedded_model, int4_model):
-    from core.chat import ChatSession
-    from core.generation import Generation
+    from core.chats.session import ChatSession
+    from core.generation.reply import Generation
     from core.settings import GenerationSettings
-    from core.trace import GenerationTrace
+    from core.timing.trace import GenerationTrace
 
     session = ChatSession()
     session.add_user("What is the capital of France? Answer in one sentence.")

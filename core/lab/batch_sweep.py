@@ -12,7 +12,7 @@ from core.lab.measure import (
     MeasurementError, StepStamper, SweepContext, check_cancel, check_fits, median_or_none,
 )
 from core.lab.prompt_sweep import chapter_prompt_ids
-from core.loader import LoadedModel
+from core.model.loader import LoadedModel
 
 # A short prompt keeps prefill small, so the rows show decode; identical prompts need no padding.
 BATCH_PROMPT_WORDS = 10
@@ -75,7 +75,7 @@ def decode_batch(loaded: LoadedModel, ids: Sequence[int], batch_size: int, new_t
     import torch
     from transformers import LogitsProcessorList, StoppingCriteriaList
 
-    from core.stopping import StopOnEvent
+    from core.generation.stopping import StopOnEvent
 
     stamper = StepStamper()
     input_ids = torch.tensor([list(ids)] * batch_size, dtype=torch.long, device=loaded.model.device)

@@ -11,13 +11,12 @@ from typing import Callable, Iterable, Sequence, TypeVar
 from transformers import LogitsProcessor, MinNewTokensLengthLogitsProcessor
 
 from core.lab.cancellation import MeasurementError, check_cancel
-from core.generation import Generation
-from core.compute_thread import compute_thread
-from core.generation_thread import GenerationThread
-from core.loader import LoadedModel
+from core.generation.reply import Generation
+from core.compute_thread import ComputeThread, compute_thread
+from core.model.loader import LoadedModel
 from core.progress import ProgressCallback
 from core.settings import GenerationSettings
-from core.trace import GenerationTrace
+from core.timing.trace import GenerationTrace
 
 
 T = TypeVar("T")
@@ -52,7 +51,7 @@ class SweepContext:
 
     progress: MeasurementProgress
     cancel: threading.Event | None = None
-    compute: GenerationThread = field(default_factory=compute_thread)
+    compute: ComputeThread = field(default_factory=compute_thread)
     decode_loop: str = "lean"
 
     def check_cancel(self) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import gc
 from typing import Callable, Iterator, Sequence
 
-from core.chat import render_prompt_ids
+from core.chats.session import render_prompt_ids
 from core.errors import LatencyLabError
 from core.lab.measure import SweepContext, median_or_none, timed_generation
-from core.loader import LoadedModel
+from core.model.loader import LoadedModel
 
 REFERENCE_DTYPE = "float32"
 AGREEMENT_TOKENS = 32

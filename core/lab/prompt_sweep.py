@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Iterator, Sequence
 
 from core.lab.measure import SweepContext, check_fits, median_or_none, timed_generation
-from core.loader import LoadedModel
-from core.metrics import LatencyMetrics
+from core.model.loader import LoadedModel
+from core.timing.metrics import LatencyMetrics
 
 CHAPTER_PROMPT_PREFIX = "Repeat after me. "
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from core.errors import LatencyLabError
 from core.lab.config import SWEEPS
-from core.metrics import DEFINITIONS
+from core.timing.metrics import DEFINITIONS
 
 FORMAT = "latencylab-lab/1"
 

@@ -19,7 +19,7 @@ from core.lab.precision_sweep import REFERENCE_DTYPE, measure_precision, measure
 from core.lab.prompt_sweep import sweep_prompt_lengths
 from core.lab.results import LabResults
 from core.lab.verdicts import judge
-from core.loader import LoadedModel, load_model
+from core.model.loader import LoadedModel, load_model
 from core.progress import ProgressCallback, no_progress
 
 RowCallback = Callable[[str, dict], None]

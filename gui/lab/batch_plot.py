@@ -6,8 +6,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from core.lab.results import LAB_DEFINITIONS
-from gui.growable_buffer import GrowableBuffer
-from gui.plot_style import style_plot
+from gui.plotting.growable_buffer import GrowableBuffer
+from gui.plotting.plot_style import style_plot
 
 AGGREGATE_COLOR = "#1a73e8"
 PER_USER_COLOR = "#188038"

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from PySide6.QtCore import QObject, Signal, Slot
 
 from core.lab.config import LabConfig
-from core.loader import LoadedModel, load_model
+from core.model.loader import LoadedModel, load_model
 from core.progress import ProgressCallback
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pyqtgraph as pg
 
 from core.lab.results import LAB_DEFINITIONS
-from gui.growable_buffer import GrowableBuffer
-from gui.plot_style import style_plot
+from gui.plotting.growable_buffer import GrowableBuffer
+from gui.plotting.plot_style import style_plot
 
 TTFT_COLOR = "#e8710a"
 TPOT_COLOR = "#188038"

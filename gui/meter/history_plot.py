@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 
-from core.metrics import DEFINITIONS
-from gui.growable_buffer import GrowableBuffer
-from gui.plot_style import style_plot
+from core.timing.metrics import DEFINITIONS
+from gui.plotting.growable_buffer import GrowableBuffer
+from gui.plotting.plot_style import style_plot
 
 
 class HistoryPlot(pg.PlotWidget):

@@ -6,11 +6,11 @@ import math
 
 import pyqtgraph as pg
 
-from core.metrics import DEFINITIONS
-from gui.growable_buffer import GrowableBuffer
-from gui.meter.stepped_range import SteppedRange
-from gui.meter.path_curve import PathCurve
-from gui.plot_style import style_plot
+from core.timing.metrics import DEFINITIONS
+from gui.plotting.growable_buffer import GrowableBuffer
+from gui.plotting.stepped_range import SteppedRange
+from gui.plotting.path_curve import PathCurve
+from gui.plotting.plot_style import style_plot
 
 TTFT_COLOR = "#e8710a"
 INTERVAL_COLOR = "#1a73e8"

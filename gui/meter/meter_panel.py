@@ -5,10 +5,10 @@ from __future__ import annotations
 from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 from PySide6.QtCore import Qt
 
-from core.events import TokenEvent
-from core.metrics import LatencySummary
-from core.running_median import RunningMedian
-from core.trace import GenerationTrace
+from core.timing.events import TokenEvent
+from core.timing.metrics import LatencySummary
+from core.timing.running_median import RunningMedian
+from core.timing.trace import GenerationTrace
 from gui.meter.history_plot import HistoryPlot
 from gui.meter.interval_plot import IntervalPlot
 from gui.meter.stat_cards import StatCards

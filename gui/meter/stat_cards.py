@@ -8,7 +8,7 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QFont, QPainter
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QVBoxLayout, QWidget
 
-from core.metrics import DEFINITIONS, LatencySummary
+from core.timing.metrics import DEFINITIONS, LatencySummary
 
 
 @dataclass(frozen=True)

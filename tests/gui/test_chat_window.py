@@ -7,7 +7,7 @@ import pytest
 from PySide6.QtCore import QTimer, Qt
 from PySide6.QtGui import QGuiApplication
 
-from core.trace import GenerationTrace
+from core.timing.trace import GenerationTrace
 
 pytestmark = pytest.mark.model
 REPLY_TIMEOUT_MS = 120_000

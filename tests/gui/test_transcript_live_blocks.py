@@ -1,7 +1,7 @@
 """A long live paragraph is cut into short blocks at wrap points: no visible change, and no block keeps growing."""
 
-import gui.transcript_view as transcript_module
-from gui.transcript_view import LIVE_BLOCK_LINES, TranscriptView
+import gui.chat.transcript_view as transcript_module
+from gui.chat.transcript_view import LIVE_BLOCK_LINES, TranscriptView
 
 WORDS = ("The keeper climbed the stairs again, counting each step as the storm rose over the bay. " * 30).split(" ")
 

@@ -9,8 +9,8 @@ import pytest
 
 import core.lab.batch_sweep
 import core.lab.measure
-from core.events import TokenEvent
-from core.generation import Generation
+from core.timing.events import TokenEvent
+from core.generation.reply import Generation
 from core.lab.bandwidth import last_level_cache_bytes
 from core.lab.config import LabConfig
 from core.lab.measure import StepStamper

@@ -2,10 +2,10 @@
 
 import threading
 
-from core.background_saver import BackgroundSaver
-from core.chat import Message
-from core.chat_record import ChatRecord
-from core.chat_store import ChatStore
+from core.chats.saver import BackgroundSaver
+from core.chats.session import Message
+from core.chats.record import ChatRecord
+from core.chats.store import ChatStore
 
 
 def chat_with(text: str) -> ChatRecord:

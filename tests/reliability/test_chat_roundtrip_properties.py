@@ -5,10 +5,10 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.chat import Message
-from core.chat_record import ChatRecord, ReplyRecord, decode_document, encode_document
-from core.chat_store import ChatStore
-from core.trace import GenerationTrace
+from core.chats.session import Message
+from core.chats.record import ChatRecord, ReplyRecord, decode_document, encode_document
+from core.chats.store import ChatStore
+from core.timing.trace import GenerationTrace
 
 # Every code point, lone surrogates included: Qt hands Python such strings when a paste holds half a pair.
 ANY_CHARACTER = st.characters(codec=None, exclude_categories=())

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from core import atomic_file
-from core.chat import Message
-from core.chat_record import ChatFileError, ChatRecord, ReplyRecord, default_title
-from core.chat_store import ChatStore, chats_folder
-from core.trace import GenerationTrace
+from core.chats.session import Message
+from core.chats.record import ChatFileError, ChatRecord, ReplyRecord, default_title
+from core.chats.store import ChatStore, chats_folder
+from core.timing.trace import GenerationTrace
 
 
 def make_chat(title="A chat", text="hello", tokens=("Hi", "!")) -> ChatRecord:

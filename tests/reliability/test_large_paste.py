@@ -6,8 +6,8 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QKeySequence, QTextCursor
 
-from gui.input_box import InputBox
-from gui.large_paste import LARGE_PASTE_CHARS
+from gui.chat.input_box import InputBox
+from gui.chat.large_paste import LARGE_PASTE_CHARS
 from window_driving import StallProbe
 
 ONE_LINE_NO_SPACES = "x" * 1_000_000

@@ -4,9 +4,9 @@ import pytest
 
 from core import memory_check
 from core.errors import ModelLoadError
-from core.load_preflight import check_before_loading
-from core.model_source import embedded_gguf_path
-from core.weight_count import gguf_parameter_count, safetensors_parameter_count
+from core.model.preflight import check_before_loading
+from core.model.source import embedded_gguf_path
+from core.model.weight_count import gguf_parameter_count, safetensors_parameter_count
 
 
 def test_parameter_counts_come_from_headers_and_match_the_model(embedded_model, tiny_model, tiny_model_folder):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.chat_store import ChatStore
+from core.chats.store import ChatStore
 
 DRIVER = Path(__file__).with_name("app_driver.py")
 REPO = Path(__file__).resolve().parents[2]

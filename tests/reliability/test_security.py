@@ -9,11 +9,11 @@ import textwrap
 import pytest
 
 import cli.ask
-import gui.model_loader
+import gui.model.loader_worker
 from core.errors import ModelLoadError
-from core.load_preflight import check_before_loading
-from core.loader import load_model
-from core.offline import OFFLINE_VARIABLES, use_offline_mode_for
+from core.model.preflight import check_before_loading
+from core.model.loader import load_model
+from core.model.offline import OFFLINE_VARIABLES, use_offline_mode_for
 from run_cli import latencylab
 
 
@@ -51,7 +51,7 @@ def test_the_flags_reach_the_loader_from_the_window(qtbot, monkeypatch):
         seen.append(kwargs)
         raise ModelLoadError("stop here")
 
-    monkeypatch.setattr(gui.model_loader, "load_model", fake_load)
+    monkeypatch.setattr(gui.model.loader_worker, "load_model", fake_load)
     for flags in ({}, {"trust_remote_code": True, "allow_pickle": True}):
         window = MainWindow(**flags)
         qtbot.addWidget(window)

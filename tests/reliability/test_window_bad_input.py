@@ -8,7 +8,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QKeySequence
 
-from core.chat_store import ChatStore
+from core.chats.store import ChatStore
 from window_driving import REPLY_TIMEOUT_MS, StallProbe, ask
 
 pytestmark = pytest.mark.model
@@ -87,7 +87,7 @@ def test_a_reply_budget_as_large_as_the_context_is_refused(qtbot, window):
 
 def test_invalid_saved_settings_are_refused_with_a_message(qtbot):
     from gui.main_window import MainWindow
-    from gui.settings_store import open_settings
+    from gui.settings.store import open_settings
 
     store = open_settings()
     for key, value in (("max_new_tokens", -3), ("temperature", 5.0), ("top_p", 0.0), ("dtype", "float7")):

@@ -6,9 +6,9 @@ import time
 import pytest
 from transformers import LogitsProcessor
 
-import gui.model_loader
+import gui.model.loader_worker
 from core import memory_check
-from core.chat_store import ChatStore
+from core.chats.store import ChatStore
 from gui import thread_exit
 from window_driving import REPLY_TIMEOUT_MS, ask
 
@@ -100,12 +100,12 @@ def test_a_model_too_large_for_free_memory_is_refused_before_loading(qtbot, wind
 
 
 def test_out_of_memory_inside_the_loader_is_a_clear_error(qtbot, window, monkeypatch):
-    import core.loader
+    import core.model.loader
 
     def out_of_memory(*args, **kwargs):
         raise RuntimeError("CUDA out of memory. Tried to allocate 20.00 GiB")
 
-    monkeypatch.setattr(core.loader, "_load", out_of_memory)
+    monkeypatch.setattr(core.model.loader, "_load", out_of_memory)
     with qtbot.waitSignal(window.model_failed, timeout=60_000) as blocker:
         window.start_loading("embedded", "float32")
     assert "ran out of memory" in blocker.args[0]
@@ -172,7 +172,7 @@ def test_closing_during_a_model_load_returns_within_2s(qtbot, monkeypatch, qtlog
         release.wait(60)  # as from_pretrained would: nothing can cut it short
         raise RuntimeError("load abandoned by the test")
 
-    monkeypatch.setattr(gui.model_loader, "load_model", uninterruptible_load)
+    monkeypatch.setattr(gui.model.loader_worker, "load_model", uninterruptible_load)
     window = MainWindow()
     qtbot.addWidget(window)
     window.show()

@@ -6,10 +6,10 @@ import stat
 import pytest
 from PySide6.QtCore import Qt
 
-from core.chat import Message
-from core.chat_record import ChatRecord
-from core.chat_store import ChatStore
-from gui.chat_replay import INTERRUPTED_NOTICE
+from core.chats.session import Message
+from core.chats.record import ChatRecord
+from core.chats.store import ChatStore
+from gui.chats.chat_replay import INTERRUPTED_NOTICE
 from window_driving import REPLY_TIMEOUT_MS, ask
 
 pytestmark = pytest.mark.model

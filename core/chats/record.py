@@ -1,0 +1,215 @@
+"""One saved chat as plain data: messages, settings and per-reply traces, to and from a validated JSON document."""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from core.chats.session import Message
+from core.errors import LatencyLabError
+from core.timing.events import StopReason
+from core.timing.trace import GenerationTrace
+
+CHAT_FORMAT = "latencylab-chat/1"
+CHAT_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+TITLE_LIMIT = 80
+MESSAGE_ROLES = ("user", "assistant")
+STOP_REASONS = tuple(reason.value for reason in StopReason)
+
+
+class ChatFileError(LatencyLabError):
+    """A chat file or an imported document is not a chat this version can read."""
+
+
+@dataclass
+class ReplyRecord:
+    """One generation: its trace, and what the window knew about it (streaming, settings, notices)."""
+
+    trace: GenerationTrace
+    context: dict = field(default_factory=dict)
+
+
+@dataclass
+class ChatRecord:
+    chat_id: str
+    title: str
+    created_at: str
+    updated_at: str
+    system_prompt: str = ""
+    settings: dict = field(default_factory=dict)
+    model: str | None = None
+    messages: list[Message] = field(default_factory=list)
+    replies: list[ReplyRecord] = field(default_factory=list)
+    reply_pending: bool = False  # the last save happened while a reply was still being generated
+    title_is_custom: bool = False
+
+    @classmethod
+    def new(cls, title: str = "New chat") -> "ChatRecord":
+        now = utc_now()
+        return cls(chat_id=new_chat_id(), title=title, created_at=now, updated_at=now)
+
+    def to_document(self) -> dict:
+        return {
+            "format": CHAT_FORMAT,
+            "id": self.chat_id,
+            "title": self.title,
+            "title_is_custom": self.title_is_custom,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "model": self.model,
+            "system_prompt": self.system_prompt,
+            "settings": dict(self.settings),
+            "reply_pending": self.reply_pending,
+            "messages": [message.to_dict() for message in self.messages],
+            "replies": [{"context": dict(reply.context), "trace": trace_to_dict(reply.trace)}
+                        for reply in self.replies],
+        }
+
+    @classmethod
+    def from_document(cls, document: Any) -> "ChatRecord":
+        """Validate every field; raise ChatFileError naming the first one that is wrong."""
+        doc = _require(document, dict, "the document")
+        if doc.get("format") != CHAT_FORMAT:
+            raise ChatFileError(f"not a Latency Lab chat (format is {doc.get('format')!r}, expected {CHAT_FORMAT!r})")
+        chat_id = _require(doc.get("id"), str, "id")
+        if not CHAT_ID_PATTERN.match(chat_id):
+            raise ChatFileError(f"id {chat_id[:80]!r} is not a valid chat id")
+        model = doc.get("model")
+        if model is not None:
+            _require(model, str, "model")
+        messages = [_message(item, index) for index, item in enumerate(_require(doc.get("messages"), list, "messages"))]
+        replies = [_reply(item, index) for index, item in enumerate(_require(doc.get("replies", []), list, "replies"))]
+        return cls(
+            chat_id=chat_id,
+            title=_require(doc.get("title"), str, "title"),
+            created_at=_require(doc.get("created_at"), str, "created_at"),
+            updated_at=_require(doc.get("updated_at"), str, "updated_at"),
+            system_prompt=_require(doc.get("system_prompt", ""), str, "system_prompt"),
+            settings=_require(doc.get("settings", {}), dict, "settings"),
+            model=model,
+            messages=messages,
+            replies=replies,
+            reply_pending=_require(doc.get("reply_pending", False), bool, "reply_pending"),
+            title_is_custom=_require(doc.get("title_is_custom", False), bool, "title_is_custom"),
+        )
+
+
+def encode_document(document: dict, indent: int | None = None) -> bytes:
+    """UTF-8 JSON. Text with lone surrogates cannot be UTF-8, so then every non-ASCII character is escaped."""
+    try:
+        return json.dumps(document, ensure_ascii=False, indent=indent).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(document, ensure_ascii=True, indent=indent).encode("ascii")
+
+
+def decode_document(data: bytes) -> ChatRecord:
+    try:
+        document = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as error:
+        raise ChatFileError(f"the file is not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except json.JSONDecodeError as error:
+        raise ChatFileError(f"the file is not complete JSON ({error.msg}, line {error.lineno})") from None
+    except RecursionError:
+        raise ChatFileError("the file nests JSON too deeply to be a chat") from None
+    return ChatRecord.from_document(document)
+
+
+def trace_to_dict(trace: GenerationTrace) -> dict:
+    return {
+        "request_start_ns": trace.request_start_ns,
+        "prompt_tokens": trace.prompt_tokens,
+        "token_ids": list(trace.token_ids),
+        "token_texts": list(trace.token_texts),
+        "timestamps_ns": list(trace.timestamps_ns),
+        "stop_reason": trace.stop_reason,
+        "error": trace.error,
+        "tail_text": trace.tail_text,
+    }
+
+
+def trace_from_dict(data: Any, where: str) -> GenerationTrace:
+    doc = _require(data, dict, where)
+    token_ids = _int_list(doc.get("token_ids"), f"{where}.token_ids")
+    token_texts = _require(doc.get("token_texts"), list, f"{where}.token_texts")
+    if not all(isinstance(text, str) for text in token_texts):
+        raise ChatFileError(f"{where}.token_texts must hold only text")
+    stamps = _int_list(doc.get("timestamps_ns"), f"{where}.timestamps_ns")
+    if not len(token_ids) == len(token_texts) == len(stamps):
+        raise ChatFileError(f"{where}: token_ids, token_texts and timestamps_ns differ in length")
+    stop_reason = doc.get("stop_reason")
+    if stop_reason is not None and stop_reason not in STOP_REASONS:
+        raise ChatFileError(f"{where}.stop_reason {stop_reason!r} is unknown")
+    error = doc.get("error")
+    if error is not None:
+        _require(error, str, f"{where}.error")
+    return GenerationTrace(
+        request_start_ns=_int(doc.get("request_start_ns"), f"{where}.request_start_ns"),
+        prompt_tokens=_int(doc.get("prompt_tokens"), f"{where}.prompt_tokens"),
+        token_ids=token_ids,
+        token_texts=list(token_texts),
+        timestamps_ns=stamps,
+        stop_reason=stop_reason,
+        error=error,
+        tail_text=_require(doc.get("tail_text", ""), str, f"{where}.tail_text"),
+    )
+
+
+def default_title(text: str) -> str:
+    """The first line of the first message, without control characters, cut to a list-friendly length."""
+    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    line = "".join(ch for ch in line if ch.isprintable()).strip()
+    if not line:
+        return "New chat"
+    return line if len(line) <= TITLE_LIMIT else line[: TITLE_LIMIT - 1].rstrip() + "…"
+
+
+def clean_title(text: str) -> str:
+    """A title the user typed: one printable line, never empty."""
+    title = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
+    return title[:200] or "Untitled chat"
+
+
+def new_chat_id() -> str:
+    return f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{secrets.token_hex(4)}"
+
+
+def utc_now() -> str:
+    # Microseconds: the list of chats is ordered by this, and two saves can fall in the same second.
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def _message(item: Any, index: int) -> Message:
+    doc = _require(item, dict, f"messages[{index}]")
+    role = doc.get("role")
+    if role not in MESSAGE_ROLES:
+        raise ChatFileError(f"messages[{index}].role {role!r} is not one of {', '.join(MESSAGE_ROLES)}")
+    return Message(role, _require(doc.get("content"), str, f"messages[{index}].content"))
+
+
+def _reply(item: Any, index: int) -> ReplyRecord:
+    doc = _require(item, dict, f"replies[{index}]")
+    return ReplyRecord(trace=trace_from_dict(doc.get("trace"), f"replies[{index}].trace"),
+                       context=_require(doc.get("context", {}), dict, f"replies[{index}].context"))
+
+
+def _require(value: Any, kind: type, where: str) -> Any:
+    if value is None:
+        raise ChatFileError(f"{where} is missing")
+    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        raise ChatFileError(f"{where} must be {kind.__name__}, not {type(value).__name__}")
+    return value
+
+
+def _int(value: Any, where: str) -> int:
+    return _require(value, int, where)
+
+
+def _int_list(value: Any, where: str) -> list[int]:
+    items = _require(value, list, where)
+    if not all(isinstance(item, int) and not isinstance(item, bool) for item in items):
+        raise ChatFileError(f"{where} must hold only whole numbers")
+    return list(items)

@@ -1,0 +1,174 @@
+"""Saved chats on disk: one private JSON file per chat, listed, renamed, deleted, imported and exported."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import platformdirs
+
+from core.chats.atomic_file import atomic_write_bytes, ensure_private_dir, is_temp_file
+from core.chats.record import (
+    CHAT_ID_PATTERN, ChatFileError, ChatRecord, clean_title, decode_document, encode_document, new_chat_id, utc_now,
+)
+
+DATA_DIR_ENV = "LATENCYLAB_DATA_DIR"
+CORRUPT_FOLDER = "corrupt"
+# A temporary file this old belongs to no write in progress: a crash or a kill left it behind.
+STALE_TEMP_AGE_S = 60.0
+# Larger than any chat this app writes; refusing it keeps a stray huge file from stalling the launch.
+MAX_CHAT_FILE_BYTES = 256 * 2**20
+
+
+def data_root() -> Path:
+    override = os.environ.get(DATA_DIR_ENV)
+    return Path(override) if override else Path(platformdirs.user_data_dir("latencylab"))
+
+
+def chats_folder() -> Path:
+    return data_root() / "chats"
+
+
+@dataclass(frozen=True)
+class ChatSummary:
+    chat_id: str
+    title: str
+    updated_at: str
+    message_count: int
+
+
+class ChatStore:
+    """Reads and writes whole chats. notices collects what the user must be told (files moved aside)."""
+
+    def __init__(self, folder: Path | None = None):
+        self.folder = Path(folder) if folder is not None else chats_folder()
+        self.notices: list[str] = []
+
+    def path_for(self, chat_id: str) -> Path:
+        if not CHAT_ID_PATTERN.match(chat_id):
+            raise ChatFileError(f"{chat_id[:80]!r} is not a valid chat id")
+        return self.folder / f"{chat_id}.json"
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def scan(self) -> list[ChatSummary]:
+        """Every readable chat, newest first. Unreadable files are moved aside, each with a notice."""
+        if not self.folder.is_dir():
+            return []
+        self._remove_stale_temp_files()
+        summaries = []
+        for path in sorted(self.folder.glob("*.json")):
+            try:
+                record = self._read(path)
+            except ChatFileError as error:
+                self.quarantine(path, str(error))
+                continue
+            except OSError as error:
+                self.notices.append(f"The chat file {path.name} could not be opened ({error.strerror}); "
+                                    f"it was skipped.")
+                continue
+            summaries.append(ChatSummary(record.chat_id, record.title, record.updated_at, len(record.messages)))
+        summaries.sort(key=lambda summary: (summary.updated_at, summary.chat_id), reverse=True)
+        return summaries
+
+    def load(self, chat_id: str) -> ChatRecord:
+        """Raise ChatFileError (after moving the file aside) when the chat cannot be read."""
+        path = self.path_for(chat_id)
+        try:
+            return self._read(path)
+        except ChatFileError as error:
+            notice = self.quarantine(path, str(error))
+            raise ChatFileError(notice) from None
+        except FileNotFoundError:
+            raise ChatFileError(f"the chat {chat_id} no longer exists on disk") from None
+        except OSError as error:
+            raise ChatFileError(f"the chat file {path.name} could not be opened ({error.strerror})") from None
+
+    def _read(self, path: Path) -> ChatRecord:
+        if path.stat().st_size > MAX_CHAT_FILE_BYTES:
+            raise ChatFileError(f"the file is larger than {MAX_CHAT_FILE_BYTES // 2**20} MB")
+        record = decode_document(path.read_bytes())
+        if record.chat_id != path.stem:
+            raise ChatFileError(f"the file name does not match the chat id {record.chat_id!r}")
+        return record
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def encode(self, record: ChatRecord) -> bytes:
+        return encode_document(record.to_document())
+
+    def write_bytes(self, chat_id: str, data: bytes) -> None:
+        """The one place chat files are written; BackgroundSaver calls it too."""
+        path = self.path_for(chat_id)
+        ensure_private_dir(self.folder)
+        atomic_write_bytes(path, data)
+
+    def save(self, record: ChatRecord) -> None:
+        self.write_bytes(record.chat_id, self.encode(record))
+
+    def delete(self, chat_id: str) -> None:
+        try:
+            self.path_for(chat_id).unlink()
+        except FileNotFoundError:
+            pass
+
+    def rename(self, chat_id: str, title: str) -> ChatRecord:
+        record = self.load(chat_id)
+        record.title = clean_title(title)
+        record.title_is_custom = True
+        record.updated_at = utc_now()
+        self.save(record)
+        return record
+
+    def quarantine(self, path: Path, reason: str) -> str:
+        """Move an unreadable chat file into corrupt/ so it is kept for the user but never read again."""
+        target_folder = self.folder / CORRUPT_FOLDER
+        target = target_folder / f"{path.stem}-{datetime.now():%Y%m%d-%H%M%S}{path.suffix}"
+        try:
+            ensure_private_dir(target_folder)
+            os.replace(path, target)
+            notice = (f"The chat file {path.name} could not be read ({reason}). It was moved aside to {target}; "
+                      f"the other chats are unaffected.")
+        except OSError as error:
+            notice = (f"The chat file {path.name} could not be read ({reason}) and could not be moved aside "
+                      f"({error.strerror}); it is skipped.")
+        self.notices.append(notice)
+        return notice
+
+    def _remove_stale_temp_files(self) -> None:
+        now = time.time()
+        for path in self.folder.iterdir():
+            if is_temp_file(path):
+                try:
+                    if now - path.stat().st_mtime > STALE_TEMP_AGE_S:
+                        path.unlink()
+                except OSError:
+                    pass
+
+    # -- import and export ----------------------------------------------------------------------
+
+    def export_chat(self, record: ChatRecord, destination: Path) -> None:
+        """The chat exactly as stored: what the user saw and the traces, nothing about this machine."""
+        atomic_write_bytes(Path(destination), encode_document(record.to_document(), indent=1))
+
+    def import_chat(self, source: Path) -> ChatRecord:
+        """Read an exported chat, give it a fresh id (it may be imported twice) and save it here."""
+        source = Path(source)
+        try:
+            if source.stat().st_size > MAX_CHAT_FILE_BYTES:
+                raise ChatFileError(f"{source.name} is larger than {MAX_CHAT_FILE_BYTES // 2**20} MB")
+            data = source.read_bytes()
+        except OSError as error:
+            raise ChatFileError(f"could not read {source.name}: {error.strerror}") from None
+        try:
+            record = decode_document(data)
+        except ChatFileError as error:
+            raise ChatFileError(f"{source.name} is not a chat this app can import: {error}") from None
+        record.chat_id = new_chat_id()
+        record.reply_pending = False
+        record.updated_at = utc_now()
+        self.save(record)
+        return record

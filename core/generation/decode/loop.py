@@ -1,0 +1,104 @@
+"""Greedy or sampled decoding over LlamaDecoder, with generate()'s streamer, processors and stopping criteria."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Iterable
+
+import torch
+from transformers import LogitsProcessorList, StoppingCriteriaList, TemperatureLogitsWarper, TopPLogitsWarper
+
+from core.generation.decode.llama_decoder import LlamaDecoder
+
+# generate() applies what a model's generation_config asks for; the lean loop knows only these
+# neutral values, so a model that sets any other runs through generate() instead.
+NEUTRAL_GENERATION_CONFIG = {
+    "repetition_penalty": (None, 1.0),
+    "encoder_repetition_penalty": (None, 1.0),
+    "no_repeat_ngram_size": (None, 0),
+    "bad_words_ids": (None,),
+    "min_length": (None, 0),
+    "min_new_tokens": (None, 0),
+    "forced_bos_token_id": (None,),
+    "forced_eos_token_id": (None,),
+    "suppress_tokens": (None,),
+    "begin_suppress_tokens": (None,),
+    "sequence_bias": (None,),
+    "exponential_decay_length_penalty": (None,),
+    "epsilon_cutoff": (None, 0.0),
+    "eta_cutoff": (None, 0.0),
+    "typical_p": (None, 1.0),
+    "min_p": (None,),
+}
+
+# Room reserved for the reply up front; the cache doubles beyond it (see LlamaDecoder.start_sequence).
+INITIAL_REPLY_ROOM = 256
+
+
+def generation_config_blocks_lean_loop(model: Any) -> str | None:
+    config = getattr(model, "generation_config", None)
+    for field, neutral in NEUTRAL_GENERATION_CONFIG.items():
+        value = getattr(config, field, None)
+        if value not in neutral:
+            return f"its generation_config sets {field}={value!r}, which only generate() applies"
+    return None
+
+
+def lean_decode(
+    decoder: LlamaDecoder,
+    input_ids: torch.Tensor,
+    max_new_tokens: int,
+    *,
+    eos_token_ids: Iterable[int] = (),
+    streamer: Any = None,
+    stopping_criteria: StoppingCriteriaList | None = None,
+    logits_processor: LogitsProcessorList | None = None,
+    temperature: float | None = None,
+    top_p: float = 1.0,
+    stop_event: threading.Event | None = None,
+) -> torch.Tensor:
+    """Like model.generate for one sequence; temperature None means greedy. Returns prompt plus reply ids.
+
+    stop_event, set during prefill, abandons the prompt's pass at the next layer, with no reply token;
+    during decode the stopping criteria end the reply after the current token, as in generate().
+    """
+    if input_ids.dim() != 2 or input_ids.shape[0] != 1:
+        raise ValueError("the lean loop decodes one sequence (input_ids of shape [1, n])")
+    prompt_length = input_ids.shape[1]
+    sequence = torch.empty((1, prompt_length + max_new_tokens), dtype=torch.long)
+    sequence[:, :prompt_length] = input_ids
+    processors = LogitsProcessorList(logits_processor or [])
+    if temperature is not None:
+        processors.append(TemperatureLogitsWarper(temperature))
+        if top_p < 1.0:
+            processors.append(TopPLogitsWarper(top_p))
+    stopping = stopping_criteria or StoppingCriteriaList()
+    eos = torch.tensor(sorted(set(eos_token_ids)), dtype=torch.long)
+    if streamer is not None:
+        streamer.put(input_ids)
+    decoder.start_sequence(prompt_length + min(max_new_tokens, INITIAL_REPLY_ROOM))
+    logits = decoder.forward(input_ids[0], 0, interrupt=stop_event)
+    if logits is None:
+        if streamer is not None:
+            streamer.end()
+        return input_ids
+    length = prompt_length
+    for _ in range(max_new_tokens):
+        so_far = sequence[:, :length]
+        scores = processors(so_far, logits.float())
+        if temperature is None:
+            next_token = scores.argmax(dim=-1)
+        else:
+            next_token = torch.multinomial(scores.softmax(dim=-1), num_samples=1).squeeze(1)
+        sequence[:, length] = next_token
+        length += 1
+        if streamer is not None:
+            streamer.put(next_token)
+        if bool(torch.isin(next_token, eos).any()) or bool(stopping(sequence[:, :length], scores).any()):
+            break
+        if length == sequence.shape[1]:
+            break
+        logits = decoder.forward(next_token, length - 1)
+    if streamer is not None:
+        streamer.end()
+    return sequence[:, :length]

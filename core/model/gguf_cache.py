@@ -1,0 +1,160 @@
+"""Convert a GGUF once into a verified safetensors + tokenizer folder, so later loads skip dequantizing."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.model.cache_paths import cache_root
+from core.progress import ProgressCallback, scaled
+
+MANIFEST_NAME = "latencylab-manifest.json"
+CACHE_FORMAT = 1
+_CHUNK = 1 << 24
+STAGING_PREFIX = ".building-"
+# A staging folder whose name carries no process id (written by an older version) is only
+# removed once it is clearly abandoned: a conversion takes well under a minute.
+LEGACY_STAGING_MAX_AGE_S = 3600
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def file_crc32(path: Path) -> int:
+    # crc32 rather than a cryptographic hash: this guards against truncation and bit rot, not
+    # an attacker, and it reads the 540 MB weights file twice as fast as sha256 here.
+    value = 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            value = zlib.crc32(chunk, value)
+    return value
+
+
+def cache_folder_for(gguf_sha256: str) -> Path:
+    return cache_root() / "gguf" / f"{gguf_sha256[:24]}-v{CACHE_FORMAT}"
+
+
+def verify_cache(folder: Path, gguf_sha256: str) -> bool:
+    """True when every file the manifest lists is present with its recorded size and checksum."""
+    try:
+        manifest = json.loads((folder / MANIFEST_NAME).read_text(encoding="utf-8"))
+        if manifest.get("format") != CACHE_FORMAT or manifest.get("gguf_sha256") != gguf_sha256:
+            return False
+        for name, expected in manifest["files"].items():
+            path = folder / name
+            if path.stat().st_size != expected["size"] or file_crc32(path) != expected["crc32"]:
+                return False
+        return bool(manifest["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+@dataclass(frozen=True)
+class CacheCheck:
+    folder: Path
+    gguf_sha256: str
+    valid: bool
+
+
+def check_cache(gguf_path: Path, progress: ProgressCallback) -> CacheCheck:
+    """Hash the GGUF and verify its cache folder. Safe on any thread: it imports nothing heavy."""
+    progress(0.0, "checking the model file")
+    gguf_sha256 = file_sha256(gguf_path)
+    folder = cache_folder_for(gguf_sha256)
+    remove_abandoned_staging(folder.parent)
+    progress(0.05, "verifying the converted-model cache")
+    valid = verify_cache(folder, gguf_sha256)
+    if valid:
+        progress(1.0, "cache verified")
+    return CacheCheck(folder, gguf_sha256, valid)
+
+
+def convert(gguf_path: Path, check: CacheCheck, progress: ProgressCallback) -> None:
+    """Build the cache folder. Call it on the thread that imports transformers: a second thread
+    importing it at the same time can see a half-initialised module."""
+    _convert(gguf_path, check.gguf_sha256, check.folder, scaled(progress, 0.1, 1.0))
+
+
+def _convert(gguf_path: Path, gguf_sha256: str, folder: Path, progress: ProgressCallback) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    progress(0.0, "first launch: building the tokenizer from the GGUF (once)")
+    tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, local_files_only=True)
+    progress(0.2, "first launch: dequantizing the GGUF weights (once)")
+    model = AutoModelForCausalLM.from_pretrained(
+        gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32, local_files_only=True
+    )
+    # The GGUF quantizer marks the model unserialisable, but its weights are plain float32 by now.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    progress(0.8, "first launch: writing the converted-model cache")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=folder.parent))
+    try:
+        model.save_pretrained(staging, safe_serialization=True)
+        tokenizer.save_pretrained(staging)
+        files = {
+            path.name: {"size": path.stat().st_size, "crc32": file_crc32(path)}
+            for path in sorted(staging.iterdir()) if path.is_file()
+        }
+        manifest = {"format": CACHE_FORMAT, "gguf_sha256": gguf_sha256, "source": gguf_path.name, "files": files}
+        (staging / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(staging, folder)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    progress(1.0, "converted-model cache written")
+
+
+def remove_abandoned_staging(parent: Path) -> list[Path]:
+    """Delete half-written cache folders whose process is gone (a window closed mid-conversion exits
+    without its cleanup running), so each one does not keep about 540 MB on disk for good."""
+    removed = []
+    try:
+        candidates = [path for path in parent.iterdir() if path.is_dir() and path.name.startswith(STAGING_PREFIX)]
+    except OSError:
+        return removed
+    for path in candidates:
+        if _staging_abandoned(path):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _staging_abandoned(path: Path) -> bool:
+    owner = path.name[len(STAGING_PREFIX):].split("-", 1)[0]
+    if owner.isdigit():
+        return not _process_alive(int(owner))
+    try:
+        return time.time() - path.stat().st_mtime > LEGACY_STAGING_MAX_AGE_S
+    except OSError:
+        return False
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, owned by someone else
+    except OverflowError:
+        return False
+    return True
+

@@ -1,0 +1,213 @@
+"""Load a causal language model and its tokenizer from the embedded GGUF, a folder or a hub id."""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.compute_thread import on_compute_thread
+from core.errors import InvalidSettingsError, ModelLoadError
+from core.model.gguf_cache import check_cache, convert
+from core.model.source import ModelSource, resolve_model_source
+from core.progress import ProgressCallback, no_progress, scaled
+from core.settings import DEVICE_CHOICES, QUANTISED_DTYPES, validate_dtype
+
+log = logging.getLogger(__name__)
+
+# Used only when neither the config nor the tokenizer states a context length.
+FALLBACK_CONTEXT_WINDOW = 2048
+
+
+@dataclass
+class LoadedModel:
+    """A model ready to generate, with the facts the status bar and exports show."""
+
+    model: Any
+    tokenizer: Any
+    source: ModelSource
+    dtype: str
+    device: str
+    context_window: int
+    parameter_count: int
+    weight_bytes: int
+    eos_token_ids: frozenset[int] = field(default_factory=frozenset)
+
+    @property
+    def name(self) -> str:
+        return self.source.display_name
+
+    def describe(self) -> dict:
+        return {
+            "model": self.name,
+            "dtype": self.dtype,
+            "device": self.device,
+            "parameters": self.parameter_count,
+            "weight_bytes": self.weight_bytes,
+            "context_window": self.context_window,
+        }
+
+
+def load_model(
+    spec: str | None = None,
+    *,
+    device: str = "cpu",
+    dtype: str = "float32",
+    progress: ProgressCallback = no_progress,
+    trust_remote_code: bool = False,
+    allow_pickle: bool = False,
+) -> LoadedModel:
+    """Load a model, or raise ModelLoadError saying what was tried and why it failed.
+
+    The work runs on the compute thread, where the model will also generate (core/compute_thread.py).
+    """
+    return on_compute_thread(lambda: _load_model(spec, device, dtype, progress, trust_remote_code, allow_pickle))
+
+
+def _load_model(spec: str | None, device: str, dtype: str, progress: ProgressCallback, trust_remote_code: bool,
+                allow_pickle: bool) -> LoadedModel:
+    try:
+        validate_dtype(dtype)
+    except InvalidSettingsError as error:
+        raise ModelLoadError(str(error)) from None
+    if device not in DEVICE_CHOICES:
+        raise ModelLoadError(f"unknown device {device!r}; choose one of: {', '.join(DEVICE_CHOICES)}.")
+    source = resolve_model_source(spec)
+    progress(0.0, f"loading {source.display_name}")
+    try:
+        if device == "cuda":
+            import torch
+
+            if not torch.cuda.is_available():
+                raise ModelLoadError("tried to load on cuda, but this machine has no CUDA device; use --device cpu.")
+        if device == "cuda" and dtype in QUANTISED_DTYPES:
+            raise ModelLoadError(f"the {dtype} layers use torch's CPU kernels; use --device cpu or a float dtype.")
+        if trust_remote_code:
+            log.warning("trust_remote_code is on: the model folder may run its own Python code.")
+        loaded = _load(source, device, dtype, progress, trust_remote_code, allow_pickle)
+    except ModelLoadError:
+        raise
+    except (MemoryError, RuntimeError) as error:
+        if isinstance(error, MemoryError) or "out of memory" in str(error).lower():
+            raise ModelLoadError(
+                f"tried to load {source.display_name} ({dtype}, {device}), but ran out of memory: {_short(error)}"
+            ) from error
+        raise ModelLoadError(_failure(source, error)) from error
+    except Exception as error:  # noqa: BLE001 - any loader failure must become one clear error type
+        raise ModelLoadError(_failure(source, error)) from error
+    progress(1.0, "model ready")
+    return loaded
+
+
+def _load(source: ModelSource, device: str, dtype: str, progress: ProgressCallback,
+          trust_remote_code: bool, allow_pickle: bool) -> LoadedModel:
+    location: str | Path = source.location
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="latencylab-cache-check") as pool:
+        # Hashing and checksumming the cache release the GIL, so they overlap the slow imports.
+        cache_progress = scaled(progress, 0.0, 0.7)
+        checked = pool.submit(check_cache, source.gguf_file, cache_progress) if source.kind == "gguf" else None
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        from core.quant.apply import parameter_count, weight_bytes
+
+        # Our own progress callback reports these phases; transformers' bars and notices would
+        # interleave with a CLI's stdout and mean nothing in the window.
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        if checked is not None:
+            check = checked.result()
+            if not check.valid:
+                convert(source.gguf_file, check, cache_progress)
+            location = check.folder
+
+    local_only = source.is_local or source.kind == "gguf"
+    common = {"trust_remote_code": trust_remote_code}
+    progress(0.72, "loading the tokenizer")
+    tokenizer = _from_pretrained(AutoTokenizer, location, local_only, common)
+    progress(0.78, "loading the weights")
+    float_dtype = torch.float32 if dtype in QUANTISED_DTYPES else getattr(torch, dtype)
+    model = _from_pretrained(
+        AutoModelForCausalLM, location, local_only,
+        {**common, "dtype": float_dtype, "use_safetensors": None if allow_pickle else True},
+    )
+    logical_parameters = parameter_count(model)
+    if dtype in QUANTISED_DTYPES:
+        progress(0.88, f"packing the weights as {dtype}")
+        _quantize(model, dtype, source)
+    progress(0.95, f"moving the model to {device}")
+    model = model.to(device).eval()
+    return LoadedModel(
+        model=model,
+        tokenizer=tokenizer,
+        source=source,
+        dtype=dtype,
+        device=device,
+        context_window=_context_window(model, tokenizer),
+        parameter_count=logical_parameters,
+        weight_bytes=weight_bytes(model),
+        eos_token_ids=_eos_ids(model, tokenizer),
+    )
+
+
+def _quantize(model: Any, dtype: str, source: ModelSource) -> None:
+    from core.quant.apply import quantize_int4, quantize_int8
+
+    if dtype == "int4":
+        quantize_int4(model, source.gguf_file if source.kind == "gguf" else None)
+    else:
+        quantize_int8(model)
+
+
+def _from_pretrained(auto_class: Any, location: str | Path, local_only: bool, kwargs: dict) -> Any:
+    """Prefer files already on this machine; reach for the hub only for an id that is not cached."""
+    try:
+        return auto_class.from_pretrained(location, local_files_only=True, **kwargs)
+    except OSError as local_error:
+        if local_only or _offline():
+            raise ModelLoadError(
+                f"tried to load {str(location)!r} from files on this machine (offline), but: {_short(local_error)}"
+            ) from local_error
+        try:
+            return auto_class.from_pretrained(location, **kwargs)
+        except Exception as remote_error:  # noqa: BLE001
+            raise ModelLoadError(
+                f"tried to load {str(location)!r} from the local cache ({_short(local_error)}) "
+                f"and then from the Hugging Face hub ({_short(remote_error)})."
+            ) from remote_error
+
+
+def _offline() -> bool:
+    import os
+
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+
+
+def _context_window(model: Any, tokenizer: Any) -> int:
+    for value in (getattr(model.config, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)):
+        if isinstance(value, int) and 0 < value < 10_000_000:
+            return value
+    return FALLBACK_CONTEXT_WINDOW
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> frozenset[int]:
+    ids: set[int] = set()
+    for value in (getattr(model.generation_config, "eos_token_id", None), tokenizer.eos_token_id):
+        if isinstance(value, int):
+            ids.add(value)
+        elif isinstance(value, (list, tuple)):
+            ids.update(v for v in value if isinstance(v, int))
+    return frozenset(ids)
+
+
+def _failure(source: ModelSource, error: BaseException) -> str:
+    what = {"gguf": "the GGUF file", "folder": "the model folder", "hub": "the hub id"}[source.kind]
+    return f"tried to load {what} {source.location!r}, but: {_short(error)}"
+
+
+def _short(error: BaseException) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= 300 else text[:297] + "..."

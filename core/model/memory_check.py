@@ -1,0 +1,61 @@
+"""Refuse a model that cannot fit in free memory before loading it: on Linux the kernel would kill the app instead."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from core.errors import ModelLoadError
+from core.model.source import ModelSource, resolve_model_source
+from core.model.weight_count import gguf_parameter_count, safetensors_parameter_count
+
+SKIP_ENV = "LATENCYLAB_SKIP_MEMORY_CHECK"
+# Weights are materialised in this precision while loading. Quantised dtypes are packed from
+# float32 weights, and a GGUF is dequantised to float32 when it is first converted.
+_LOAD_BYTES_PER_PARAMETER = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+def available_memory_bytes() -> int | None:
+    """MemAvailable on Linux (what can be used without swapping); None where it cannot be read."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def estimated_load_bytes(source: ModelSource, dtype: str) -> int | None:
+    """The weights' size at their peak during loading, or None when the files do not say."""
+    try:
+        if source.kind == "gguf" and source.gguf_file is not None:
+            return gguf_parameter_count(source.gguf_file) * 4
+        if source.kind == "folder":
+            count = safetensors_parameter_count(Path(source.location))
+            return None if count is None else count * _LOAD_BYTES_PER_PARAMETER.get(dtype, 4)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # an unreadable header is the loader's to report, with its own message
+    return None
+
+
+def check_memory_for(spec: str | None, dtype: str) -> None:
+    """Raise ModelLoadError when the model clearly needs more memory than is free right now."""
+    if os.environ.get(SKIP_ENV, "").lower() in ("1", "true", "yes"):
+        return
+    try:
+        source = resolve_model_source(spec)
+    except ModelLoadError:
+        return  # the loader reports a bad spec itself
+    needed = estimated_load_bytes(source, dtype)
+    available = available_memory_bytes()
+    if needed is None or available is None or needed <= available:
+        return
+    raise ModelLoadError(
+        f"tried to load {source.display_name} as {dtype}, but it needs about {needed / 1e9:.1f} GB of memory "
+        f"and only {available / 1e9:.1f} GB is free. Close other programs or choose a smaller dtype."
+    )

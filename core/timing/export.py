@@ -1,0 +1,76 @@
+"""Write traces to JSON and CSV, one row per token, with the metric definitions inside the file."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Sequence
+
+from core.timing.metrics import DEFINITIONS
+from core.timing.trace import GenerationTrace
+
+CSV_COLUMNS = ("turn", "index", "token_id", "text", "t_s", "interval_s")
+INTERVAL_DEFINITION = ("interval_s: time since the previous token; for index 0 it is the time since "
+                       "request start, i.e. the TTFT. t_s: seconds since request start.")
+
+
+def token_rows(trace: GenerationTrace, turn: int = 0) -> list[dict]:
+    rows = []
+    previous = trace.request_start_ns
+    for index, (token_id, text, stamp) in enumerate(zip(trace.token_ids, trace.token_texts, trace.timestamps_ns)):
+        rows.append({
+            "turn": turn,
+            "index": index,
+            "token_id": token_id,
+            "text": text,
+            "t_s": (stamp - trace.request_start_ns) / 1e9,
+            "interval_s": (stamp - previous) / 1e9,
+        })
+        previous = stamp
+    return rows
+
+
+def trace_document(trace: GenerationTrace, turn: int = 0, context: dict | None = None) -> dict:
+    return {
+        "turn": turn,
+        **(context or {}),
+        "prompt_tokens": trace.prompt_tokens,
+        "output_tokens": trace.output_tokens,
+        "stop_reason": trace.stop_reason,
+        "error": trace.error,
+        "text": trace.text,
+        "metrics": trace.metrics().to_dict(),
+        "tokens": token_rows(trace, turn),
+    }
+
+
+def traces_to_json(traces: Sequence[GenerationTrace], context: dict | None = None,
+                   per_trace_context: Sequence[dict] | None = None) -> str:
+    documents = [
+        trace_document(trace, turn, per_trace_context[turn] if per_trace_context else None)
+        for turn, trace in enumerate(traces)
+    ]
+    payload = {
+        "format": "latencylab-trace/1",
+        "definitions": {**DEFINITIONS, "interval_s": INTERVAL_DEFINITION},
+        **(context or {}),
+        "replies": documents,
+    }
+    return json.dumps(payload, ensure_ascii=False, indent=1)
+
+
+def traces_to_csv(traces: Sequence[GenerationTrace]) -> str:
+    buffer = io.StringIO()
+    for key, definition in {**DEFINITIONS, "interval_s": INTERVAL_DEFINITION}.items():
+        buffer.write(f"# {key}: {definition}\n")
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for turn, trace in enumerate(traces):
+        writer.writerows(token_rows(trace, turn))
+    return buffer.getvalue()
+
+
+def write_text_file(path: str | Path, text: str) -> None:
+    Path(path).write_text(text, encoding="utf-8", newline="")

@@ -1,0 +1,55 @@
+"""A record of one reply: its token events and finish, turned into metrics on demand."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.timing.events import FinishedEvent, TokenEvent
+from core.timing.metrics import LatencyMetrics, LatencySummary, compute_metrics, summarize
+
+
+@dataclass
+class GenerationTrace:
+    """Recorder for one generation: feed it every event, read metrics whenever."""
+
+    request_start_ns: int
+    prompt_tokens: int
+    token_ids: list[int] = field(default_factory=list)
+    token_texts: list[str] = field(default_factory=list)
+    timestamps_ns: list[int] = field(default_factory=list)
+    stop_reason: str | None = None
+    error: str | None = None
+    tail_text: str = ""
+
+    def record(self, event: TokenEvent | FinishedEvent) -> None:
+        if isinstance(event, TokenEvent):
+            self.token_ids.append(event.token_id)
+            self.token_texts.append(event.text)
+            self.timestamps_ns.append(event.timestamp_ns)
+        else:
+            self.stop_reason = event.stop_reason.value
+            self.error = event.error
+            self.tail_text = event.tail_text
+
+    @property
+    def output_tokens(self) -> int:
+        return len(self.timestamps_ns)
+
+    @property
+    def finished(self) -> bool:
+        return self.stop_reason is not None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.token_texts) + self.tail_text
+
+    def token_times_s(self) -> list[float]:
+        return [(stamp - self.request_start_ns) / 1e9 for stamp in self.timestamps_ns]
+
+    def summary(self) -> LatencySummary:
+        stamps = self.timestamps_ns
+        return summarize(self.request_start_ns, stamps[0] if stamps else None, stamps[-1] if stamps else None,
+                         len(stamps), self.prompt_tokens)
+
+    def metrics(self) -> LatencyMetrics:
+        return compute_metrics(self.request_start_ns, self.timestamps_ns, self.prompt_tokens)

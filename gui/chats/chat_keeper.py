@@ -1,0 +1,128 @@
+"""The window's link to saved chats: which chat is open, saving it in the background, and the list of chats."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from PySide6.QtCore import QObject, Signal
+
+from core.chats.saver import BackgroundSaver
+from core.chats.session import ChatSession, Message
+from core.chats.record import ChatRecord, ReplyRecord, clean_title, default_title, utc_now
+from core.chats.store import ChatStore, ChatSummary
+from core.timing.trace import GenerationTrace
+
+
+class ChatKeeper(QObject):
+    """Lives on the GUI thread. save_failed is emitted from the saver thread and arrives queued."""
+
+    save_failed = Signal(str)
+
+    def __init__(self, store: ChatStore | None = None, parent=None):
+        super().__init__(parent)
+        self.store = store or ChatStore()
+        self.saver = BackgroundSaver(self.store, on_error=self._on_write_error)
+        self.current = ChatRecord.new()
+        self.summaries: dict[str, ChatSummary] = {}
+        self._last_written: tuple[str, dict] | None = None  # (chat id, document without updated_at)
+
+    def _on_write_error(self, message: str) -> None:
+        """On the saver thread: forget what was written, so the next save of the same content retries."""
+        self._last_written = None
+        self.save_failed.emit(message)
+
+    # -- the list -------------------------------------------------------------------------------
+
+    def scan(self) -> list[ChatSummary]:
+        self.summaries = {summary.chat_id: summary for summary in self.store.scan()}
+        return self.ordered_summaries()
+
+    def ordered_summaries(self) -> list[ChatSummary]:
+        return sorted(self.summaries.values(), key=lambda s: (s.updated_at, s.chat_id), reverse=True)
+
+    def take_notices(self) -> list[str]:
+        notices, self.store.notices = list(self.store.notices), []
+        return notices
+
+    # -- the open chat --------------------------------------------------------------------------
+
+    def capture(self, session: ChatSession, traces: Sequence[GenerationTrace], contexts: Sequence[dict],
+                settings: dict, model: str | None, reply_pending: bool) -> ChatRecord:
+        """A record of the open chat as it stands. Replies still being generated have no trace yet."""
+        chat = self.current
+        if not chat.title_is_custom:
+            first_user = next((m.content for m in session.messages if m.role == "user"), "")
+            chat.title = default_title(first_user)
+        chat.system_prompt = session.system_prompt
+        chat.settings = dict(settings)
+        chat.model = model or chat.model
+        chat.messages = [Message(m.role, m.content) for m in session.messages]
+        chat.replies = [ReplyRecord(trace, dict(context)) for trace, context in zip(traces, contexts)]
+        chat.reply_pending = reply_pending
+        return chat
+
+    def save_current(self) -> None:
+        """Queue a write of the open chat when it changed; an empty chat is not worth a file.
+
+        An unchanged chat is not rewritten, so merely viewing a chat never moves it up the list.
+        """
+        chat = self.current
+        if not chat.messages:
+            return
+        content = _content_of(chat)
+        if self._last_written == (chat.chat_id, content):
+            return
+        self._last_written = (chat.chat_id, content)
+        chat.updated_at = utc_now()
+        self.summaries[chat.chat_id] = ChatSummary(chat.chat_id, chat.title, chat.updated_at, len(chat.messages))
+        self.saver.save(chat)
+
+    def start_new(self) -> None:
+        self.current = ChatRecord.new()
+
+    def open(self, chat_id: str) -> ChatRecord:
+        """Raise ChatFileError (the file then moved aside and dropped from the list) when it cannot be read."""
+        self.saver.flush()  # a queued write of that chat must land before it is read back
+        try:
+            record = self.store.load(chat_id)
+        except Exception:
+            self.summaries.pop(chat_id, None)
+            raise
+        self.current = record
+        self._last_written = (record.chat_id, _content_of(record))
+        return record
+
+    def rename(self, chat_id: str, title: str) -> None:
+        if chat_id == self.current.chat_id:
+            self.current.title = clean_title(title)
+            self.current.title_is_custom = True
+            self.save_current()
+            return
+        self.saver.flush()
+        record = self.store.rename(chat_id, title)
+        self.summaries[chat_id] = ChatSummary(chat_id, record.title, record.updated_at, len(record.messages))
+
+    def delete(self, chat_id: str) -> None:
+        self.summaries.pop(chat_id, None)
+        self.saver.delete(chat_id)
+
+    def export(self, chat_id: str, destination: Path) -> None:
+        self.saver.flush()
+        record = self.current if chat_id == self.current.chat_id else self.store.load(chat_id)
+        self.store.export_chat(record, destination)
+
+    def import_file(self, source: Path) -> ChatRecord:
+        record = self.store.import_chat(source)
+        self.summaries[record.chat_id] = ChatSummary(record.chat_id, record.title, record.updated_at,
+                                                     len(record.messages))
+        return record
+
+    def close(self, timeout_s: float) -> bool:
+        return self.saver.close(timeout_s)
+
+
+def _content_of(record: ChatRecord) -> dict:
+    document = record.to_document()
+    del document["updated_at"]
+    return document

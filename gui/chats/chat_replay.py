@@ -1,0 +1,71 @@
+"""Redraw a saved chat: its transcript with each reply's notes, and its traces in the meter."""
+
+from __future__ import annotations
+
+from core.chats.record import ChatRecord
+from core.timing.events import TokenEvent
+from core.timing.trace import GenerationTrace
+from gui.meter.meter_panel import MeterPanel
+from gui.chat.transcript_view import TranscriptView
+
+STOP_NOTES = {"stopped": "[stopped by you]", "max_tokens": "[reached max new tokens]"}
+INTERRUPTED_NOTICE = ("The reply to your last message was interrupted: the app closed before it finished. "
+                      "Press Regenerate to answer it.")
+
+
+def reply_note(trace: GenerationTrace, notice: str | None) -> str | None:
+    """The lines shown under a reply: a context notice, how it stopped, and any error."""
+    notes = [note for note in (notice, STOP_NOTES.get(trace.stop_reason)) if note]
+    if trace.error:
+        notes.append(f"Generation failed: {trace.error}. Your message is kept; press Regenerate or send again.")
+    return "\n".join(notes) or None
+
+
+def replay_chat(record: ChatRecord, transcript: TranscriptView, meter: MeterPanel) -> None:
+    transcript.clear_transcript()
+    notes: dict[int, str | None] = {}
+    failures: dict[int, list[str]] = {}
+    for reply in record.replies:
+        note = reply_note(reply.trace, reply.context.get("notice"))
+        index = reply.context.get("message_index")
+        if isinstance(index, int) and not isinstance(index, bool):
+            notes[index] = note  # after Regenerate the newest reply at this place wins
+        elif note:
+            after = reply.context.get("after_message")
+            failures.setdefault(after if isinstance(after, int) else len(record.messages) - 1, []).append(note)
+    for index, message in enumerate(record.messages):
+        if message.role == "user":
+            transcript.add_user_turn(message.content, index)
+        else:
+            transcript.begin_assistant_turn()
+            transcript.finish_assistant_turn(message.content, index, notes.get(index))
+        for note in failures.get(index, []):
+            transcript.begin_assistant_turn()
+            transcript.finish_assistant_turn("", None, note)
+    if record.reply_pending:
+        transcript.add_notice(INTERRUPTED_NOTICE, is_error=True)
+    replay_traces(record, meter)
+
+
+def replay_traces(record: ChatRecord, meter: MeterPanel) -> None:
+    """Every reply on the history plot; the last one's token intervals on the interval plot."""
+    meter.reset_chat()
+    if not record.replies:
+        return
+    for reply in record.replies[:-1]:
+        metrics = reply.trace.metrics()
+        meter.history_plot.add_reply(reply.trace.prompt_tokens, metrics.ttft_s, metrics.tpot_s)
+    last = record.replies[-1]
+    trace = last.trace
+    streaming = bool(last.context.get("streaming", True))
+    meter.begin_reply(trace.request_start_ns)
+    visible = 0
+    for index, (token_id, text, stamp) in enumerate(zip(trace.token_ids, trace.token_texts, trace.timestamps_ns)):
+        meter.record_token(TokenEvent(index, token_id, text, stamp))
+        if streaming:
+            # The token's stamp stands in for the moment it was drawn (benchmarks/stamp_to_consumer.py: the gap).
+            visible += len(text)
+            meter.show_visible_text(stamp, visible)
+    if trace.timestamps_ns:
+        meter.show_visible_text(trace.timestamps_ns[-1], len(trace.text))
+    meter.finish_reply(trace, streaming)

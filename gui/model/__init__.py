@@ -1,0 +1,1 @@
+"""Loading a model from the window: the loader worker."""

@@ -1,0 +1,1 @@
+"""The window's settings: the panel, persistence in QSettings, and checks of saved values."""

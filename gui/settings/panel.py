@@ -1,0 +1,152 @@
+"""Model picker and sampling settings: what to load and how to sample the next reply."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal, Slot
+from PySide6.QtWidgets import (
+    QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QPlainTextEdit, QProgressBar,
+    QPushButton, QSpinBox, QWidget,
+)
+
+from core.errors import InvalidSettingsError
+from core.settings import (DECODE_LOOP_CHOICES, DTYPE_CHOICES, MAX_NEW_TOKENS_LIMIT, GenerationSettings,
+                           validate_dtype)
+from gui.settings.store import WindowSettings
+
+EMBEDDED_CHOICE = "embedded"
+
+
+class SettingsPanel(QWidget):
+    load_requested = Signal(str, str)  # model spec, dtype
+
+    def __init__(self, settings: WindowSettings, parent=None):
+        super().__init__(parent)
+        self.model_box = QComboBox()
+        self.model_box.setEditable(True)
+        self.model_box.addItem(EMBEDDED_CHOICE)
+        self.model_box.setToolTip("'embedded' is SmolLM2-135M-Instruct shipped with the app. Or type a Hugging Face "
+                                  "id already on this machine, or pick a local folder or .gguf file.")
+        self.browse_button = QPushButton("Folder…")
+        self.browse_button.setToolTip("Pick a local model folder (config.json + safetensors, or a .gguf)")
+        self.load_button = QPushButton("Load")
+        self.dtype_box = QComboBox()
+        self.dtype_box.addItems(DTYPE_CHOICES)
+        self.dtype_box.setToolTip("Weight precision. Decode reads every weight once per token, so fewer bytes "
+                                  "per weight means more tokens per second.")
+        self.system_prompt = QPlainTextEdit()
+        self.system_prompt.setPlaceholderText("System prompt (optional)")
+        self.system_prompt.setMaximumHeight(54)
+        self.max_new_tokens = QSpinBox()
+        self.max_new_tokens.setRange(1, MAX_NEW_TOKENS_LIMIT)
+        self.temperature = QDoubleSpinBox()
+        self.temperature.setRange(0.0, 2.0)
+        self.temperature.setSingleStep(0.1)
+        self.temperature.setToolTip("0 = greedy decoding (deterministic)")
+        self.top_p = QDoubleSpinBox()
+        self.top_p.setRange(0.01, 1.0)
+        self.top_p.setSingleStep(0.05)
+        self.seed = QSpinBox()
+        self.seed.setRange(-1, 2**31 - 1)
+        self.seed.setSpecialValueText("random")
+        self.decode_loop_box = QComboBox()
+        self.decode_loop_box.addItems(DECODE_LOOP_CHOICES)
+        self.decode_loop_box.setToolTip(
+            "lean: Latency Lab's own decode loop (Llama-family models; others fall back to generate), "
+            "same tokens with less Python per step. generate: transformers' model.generate. "
+            "Switch to see how much of TPOT is framework overhead rather than reading weights.")
+        self.load_progress = QProgressBar()
+        self.load_progress.setRange(0, 1000)
+        self.load_progress.setVisible(False)
+        self.load_message = QLabel("")
+        self.load_message.setWordWrap(True)
+
+        model_row = QHBoxLayout()
+        model_row.addWidget(self.model_box, stretch=1)
+        model_row.addWidget(self.browse_button)
+        model_row.addWidget(self.dtype_box)
+        model_row.addWidget(self.load_button)
+        sampling_row = QHBoxLayout()
+        for label, widget in (("max new", self.max_new_tokens), ("temp", self.temperature),
+                              ("top-p", self.top_p), ("seed", self.seed), ("loop", self.decode_loop_box)):
+            sampling_row.addWidget(QLabel(label))
+            sampling_row.addWidget(widget)
+        form = QFormLayout(self)
+        form.setContentsMargins(0, 0, 0, 0)
+        form.addRow("Model", model_row)
+        form.addRow("", self.load_progress)
+        form.addRow("", self.load_message)
+        form.addRow("System", self.system_prompt)
+        form.addRow("Sampling", sampling_row)
+
+        self.apply(settings)
+        self.browse_button.clicked.connect(self._browse)
+        self.load_button.clicked.connect(self._request_load)
+
+    def apply(self, settings: WindowSettings) -> None:
+        if self.model_box.findText(settings.model_spec) < 0:
+            self.model_box.addItem(settings.model_spec)
+        self.model_box.setCurrentText(settings.model_spec)
+        self.dtype_box.setCurrentText(settings.dtype if settings.dtype in DTYPE_CHOICES else "float32")
+        self.system_prompt.setPlainText(settings.system_prompt)
+        self.max_new_tokens.setValue(settings.max_new_tokens)
+        self.temperature.setValue(settings.temperature)
+        self.top_p.setValue(settings.top_p)
+        self.seed.setValue(settings.seed)
+        self.decode_loop_box.setCurrentText(
+            settings.decode_loop if settings.decode_loop in DECODE_LOOP_CHOICES else DECODE_LOOP_CHOICES[0])
+
+    def model_spec(self) -> str:
+        return self.model_box.currentText().strip() or EMBEDDED_CHOICE
+
+    def dtype(self) -> str:
+        return self.dtype_box.currentText()
+
+    def generation_settings(self) -> GenerationSettings:
+        """Raises InvalidSettingsError with a message for the user when a value is out of range."""
+        validate_dtype(self.dtype())
+        seed = self.seed.value()
+        return GenerationSettings(
+            max_new_tokens=self.max_new_tokens.value(),
+            temperature=round(self.temperature.value(), 4),
+            top_p=round(self.top_p.value(), 4),
+            seed=None if seed < 0 else seed,
+            decode_loop=self.decode_loop_box.currentText(),
+        )
+
+    def collect(self, streaming: bool) -> WindowSettings:
+        return WindowSettings(
+            model_spec=self.model_spec(), dtype=self.dtype(), system_prompt=self.system_prompt.toPlainText(),
+            max_new_tokens=self.max_new_tokens.value(), temperature=self.temperature.value(),
+            top_p=self.top_p.value(), seed=self.seed.value(), streaming=streaming,
+            decode_loop=self.decode_loop_box.currentText(),
+        )
+
+    def show_progress(self, fraction: float, message: str) -> None:
+        self.load_progress.setVisible(fraction < 1.0)
+        self.load_progress.setValue(int(fraction * 1000))
+        self.load_message.setStyleSheet("")
+        self.load_message.setText(message)
+
+    def show_load_error(self, message: str) -> None:
+        self.load_progress.setVisible(False)
+        self.load_message.setStyleSheet("color: #b00020;")
+        self.load_message.setText(message)
+
+    def set_loading(self, loading: bool) -> None:
+        self.load_button.setEnabled(not loading)
+        self.browse_button.setEnabled(not loading)
+
+    @Slot()
+    def _browse(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Choose a model folder")
+        if folder:
+            self.model_box.setCurrentText(folder)
+
+    @Slot()
+    def _request_load(self) -> None:
+        try:
+            validate_dtype(self.dtype())
+        except InvalidSettingsError as error:
+            self.show_load_error(str(error))
+            return
+        self.load_requested.emit(self.model_spec(), self.dtype())

@@ -11,10 +11,9 @@ from core.errors import LatencyLabError
 from core.timing.events import TokenEvent
 from core.generation.reply import Generation
 from core.model.loader import load_model
-from core.model.preflight import check_before_loading
 from core.generation.context_fit import check_reply_budget
 from core.settings import GenerationSettings
-from core.timing.trace import GenerationTrace
+from core.timing.trace import GenerationTrace  # the report's input type
 from cli.progress_printer import ProgressPrinter
 
 
@@ -30,7 +29,6 @@ def add_ask_parser(subparsers: argparse._SubParsersAction, add_common_options) -
 
 def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
     try:
-        check_before_loading(args.model, args.dtype, args.allow_pickle)
         loaded = load_model(args.model, device=args.device, dtype=args.dtype, progress=ProgressPrinter(),
                             trust_remote_code=args.trust_remote_code, allow_pickle=args.allow_pickle)
         check_reply_budget(settings.max_new_tokens, loaded.context_window)
@@ -50,14 +48,13 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
     if generation.decode_loop_note:
         print(f"latencylab: decoding with generate(): {generation.decode_loop_note}", file=sys.stderr)
     generation.start()
-    trace = GenerationTrace(generation.request_start_ns, prompt.prompt_tokens)
     stream_to_stdout = not args.no_stream and not args.json
     for event in generation:
-        trace.record(event)
         if stream_to_stdout and isinstance(event, TokenEvent) and event.text:
             sys.stdout.write(event.text)
             sys.stdout.flush()
     generation.join()
+    trace = generation.trace
     if args.json:
         report = ask_report(loaded.describe(), trace, settings)
         report["decode_loop"] = generation.decode_loop

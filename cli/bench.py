@@ -64,12 +64,10 @@ def config_from_args(args: argparse.Namespace) -> LabConfig:
 
 
 def checked_loader(args: argparse.Namespace):
-    """The lab's loader with the same checks and opt-ins as `ask`: --allow-pickle, --trust-remote-code, memory."""
+    """The lab's loader with the same opt-ins as `ask`: --allow-pickle and --trust-remote-code."""
     def load(spec: str | None, *, device: str, dtype: str, progress):
-        from core.model.preflight import check_before_loading
         from core.model.loader import load_model
 
-        check_before_loading(spec, dtype, args.allow_pickle)
         return load_model(spec, device=device, dtype=dtype, progress=progress,
                           trust_remote_code=args.trust_remote_code, allow_pickle=args.allow_pickle)
     return load

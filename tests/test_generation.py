@@ -10,7 +10,6 @@ from core.chats.session import ChatSession
 from core.timing.events import FinishedEvent, StopReason, TokenEvent
 from core.generation.reply import Generation
 from core.settings import GenerationSettings
-from core.timing.trace import GenerationTrace
 
 
 def prompt_ids(loaded, text):
@@ -20,15 +19,16 @@ def prompt_ids(loaded, text):
 
 
 def run(generation, on_token=None):
+    """Consume the reply; the Generation records its own trace as the events pass."""
     generation.start()
-    trace = GenerationTrace(generation.request_start_ns, generation.prompt_tokens)
     events = []
     for event in generation:
         events.append(event)
-        trace.record(event)
         if on_token and isinstance(event, TokenEvent):
             on_token(event, generation)
     assert generation.join(timeout=30)
+    trace = generation.trace
+    assert trace.output_tokens == sum(isinstance(e, TokenEvent) for e in events) and trace.finished
     return trace, events
 
 
@@ -133,11 +133,8 @@ def test_a_silent_generating_thread_times_out_instead_of_hanging(tiny_model, mon
 
 def run_without_join(generation):
     generation.start()
-    trace = GenerationTrace(generation.request_start_ns, generation.prompt_tokens)
     events = list(generation)
-    for event in events:
-        trace.record(event)
-    return trace, events
+    return generation.trace, events
 
 
 def test_generations_can_share_one_long_lived_thread(tiny_model):
@@ -149,7 +146,7 @@ def test_generations_can_share_one_long_lived_thread(tiny_model):
         first, _ = run(Generation(tiny_model, ids, GenerationSettings(max_new_tokens=4), thread=thread))
         second, _ = run(Generation(tiny_model, ids, GenerationSettings(max_new_tokens=4), thread=thread))
         assert first.token_ids == second.token_ids and first.output_tokens == 4
-        assert thread.call(lambda: threading.current_thread().name) == "latencylab-generate"
+        assert thread.call(lambda: threading.current_thread().name) == "latencylab-compute"
     finally:
         assert thread.close(timeout=10)
     assert not thread.alive
@@ -181,3 +178,13 @@ def test_a_stop_during_prefill_lands_at_the_next_layer_with_no_token(tiny_model,
     trace, _ = run(Generation(tiny_model, ids, GenerationSettings(max_new_tokens=3, decode_loop=loop)))
     assert trace.output_tokens >= 1 and trace.error is None
     assert not any(layer._forward_pre_hooks or layer._forward_hooks for layer in layers)
+
+
+def test_a_stop_set_on_the_requests_event_before_start_is_kept(tiny_model):
+    """The stop belongs to the reply from the moment it is requested: a Stop pressed right after Send,
+    before the reply was even built, still ends it with no token."""
+    stop = threading.Event()
+    stop.set()
+    generation = Generation(tiny_model, prompt_ids(tiny_model, "hi"), GenerationSettings(max_new_tokens=5), stop=stop)
+    trace, _ = run(generation)
+    assert trace.output_tokens == 0 and trace.stop_reason == "stopped"

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 import torch
-from transformers import LogitsProcessor, LogitsProcessorList, StoppingCriteriaList, SuppressTokensLogitsProcessor
+from transformers import LogitsProcessor, LogitsProcessorList, SuppressTokensLogitsProcessor
 
 from core.chats.session import ChatSession
 from core.generation.decode.choice import lean_decoder, loop_for
@@ -12,8 +12,7 @@ from core.generation.decode.llama_decoder import LlamaDecoder
 from core.generation.decode.loop import lean_decode
 from core.generation.reply import Generation
 from core.settings import GenerationSettings
-from core.generation.stopping import StopOnEvent
-from core.timing.trace import GenerationTrace
+from core.generation.stopping import PassInterrupted
 
 
 def suppress_eos(eos_ids):
@@ -124,15 +123,15 @@ def test_a_stop_during_prefill_abandons_the_pass_at_the_next_layer_with_no_reply
             streamed.append("end")
 
     try:
-        with torch.inference_mode():
-            out = lean_decode(LlamaDecoder(tiny_model.model), ids, 20, eos_token_ids=(), streamer=Recorder(),
-                              stop_event=PressedDuringTheFirstLayer())
+        with torch.inference_mode(), pytest.raises(PassInterrupted):
+            # The one way a prefill is abandoned, in both loops: PassInterrupted from the layer check.
+            lean_decode(LlamaDecoder(tiny_model.model), ids, 20, eos_token_ids=(), streamer=Recorder(),
+                        stop_event=PressedDuringTheFirstLayer())
     finally:
         for hook in hooks:
             hook.remove()
     assert layers_run == [0]  # layer 0 finished; layer 1 never ran
-    assert out.tolist() == ids.tolist()  # the prompt, no reply token
-    assert len(streamed) == 2 and streamed[-1] == "end"  # the prompt, then the end: nothing in between
+    assert len(streamed) == 1  # the prompt only: no reply token was streamed
     # An unset event changes nothing: the reply is generate()'s.
     with torch.inference_mode():
         full = lean_decode(LlamaDecoder(tiny_model.model), ids, 12, eos_token_ids=(), stop_event=threading.Event(),
@@ -160,7 +159,7 @@ def test_stops_at_eos_and_on_the_stop_event(tiny_model):
 
     with torch.inference_mode():
         out = lean_decode(LlamaDecoder(tiny_model.model), ids, 50, logits_processor=LogitsProcessorList(
-            [StopAfterThree()]), stopping_criteria=StoppingCriteriaList([StopOnEvent(stop)]))
+            [StopAfterThree()]), stop_event=stop)
     assert out.shape[1] - ids.shape[1] == 3
 
 
@@ -181,11 +180,9 @@ def test_generation_uses_the_lean_loop_unless_told_or_unable(tiny_model):
     ids = chat_prompt(tiny_model, "hi")[0].tolist()
     texts = {}
     for loop in ("lean", "generate"):
-        generation = Generation(tiny_model, ids, GenerationSettings(max_new_tokens=12, decode_loop=loop)).start()
+        generation = Generation(tiny_model, ids, GenerationSettings(max_new_tokens=12, decode_loop=loop))
         assert generation.decode_loop == loop and generation.decode_loop_note is None
-        trace = GenerationTrace(generation.request_start_ns, generation.prompt_tokens)
-        for event in generation:
-            trace.record(event)
+        trace = generation.run_to_end()
         texts[loop] = trace.text
         assert trace.output_tokens == 12 or trace.stop_reason.name == "EOS"
     assert texts["lean"] == texts["generate"]

@@ -78,15 +78,11 @@ def test_int4_generates_the_same_answer(embedded_model, int4_model):
     from core.chats.session import ChatSession
     from core.generation.reply import Generation
     from core.settings import GenerationSettings
-    from core.timing.trace import GenerationTrace
 
     session = ChatSession()
     session.add_user("What is the capital of France? Answer in one sentence.")
     ids = session.build_prompt(int4_model.tokenizer, int4_model.context_window, 40).input_ids
-    generation = Generation(int4_model, ids, GenerationSettings(max_new_tokens=40)).start()
-    trace = GenerationTrace(generation.request_start_ns, len(ids))
-    for event in generation:
-        trace.record(event)
+    trace = Generation(int4_model, ids, GenerationSettings(max_new_tokens=40)).run_to_end()
     assert "Paris" in trace.text and trace.stop_reason == "eos"
 
 

@@ -7,9 +7,6 @@ from typing import Any
 
 from core.errors import PromptTooLongError
 
-ROLES = ("system", "user", "assistant")
-
-
 @dataclass
 class Message:
     role: str

@@ -1,4 +1,4 @@
-"""Run model.generate on its own thread and yield timed token events, then one finish event."""
+"""One reply: it owns its request's stop event and its trace, runs on the compute thread, and yields timed events."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import threading
 import time
 from typing import Iterator, Sequence
 
-from core.timing.events import FinishedEvent, StopReason, TokenEvent
 from core.compute_thread import ComputeThread, compute_thread
 from core.model.loader import LoadedModel
 from core.settings import LEAN_LOOP, GenerationSettings
+from core.timing.events import FinishedEvent, StopReason, TokenEvent
+from core.timing.trace import GenerationTrace
 
 # Longer than the worst prefill we expect on a CPU (a full 8k-token context of a small model
 # takes well under a minute here); it only guards against a generating thread that died silently.
@@ -18,7 +19,12 @@ DEFAULT_TOKEN_TIMEOUT_S = 300.0
 
 
 class Generation:
-    """One reply being generated. Iterate it for events; stop() ends it within one decode step."""
+    """One reply being generated. Iterate it for events; generation.trace records them as they pass.
+
+    stop is the reply's own stop event, usually made with its request: setting it (here or through
+    stop()) ends the reply at the next decoder layer during prefill and after the current token during
+    decode. A stop set before start() generates nothing.
+    """
 
     def __init__(
         self,
@@ -26,26 +32,26 @@ class Generation:
         input_ids: Sequence[int],
         settings: GenerationSettings,
         *,
+        stop: threading.Event | None = None,
         timeout_s: float = DEFAULT_TOKEN_TIMEOUT_S,
         logits_processors: Sequence[object] = (),
         thread: ComputeThread | None = None,
     ):
+        from core.generation.decode.choice import loop_for
         from core.generation.streamer import TimedTokenStreamer
 
         self.loaded = loaded
         self.input_ids = list(input_ids)
         self.settings = settings
         self.timeout_s = timeout_s
-        self.request_start_ns: int | None = None
+        self.stop_event = stop if stop is not None else threading.Event()
+        self.trace: GenerationTrace | None = None
         self._logits_processors = list(logits_processors)
-        self._stop_requested = threading.Event()
         self._streamer = TimedTokenStreamer(loaded.tokenizer, timeout_s=timeout_s)
         # By default the process's compute thread, where the model was loaded: one OpenMP pool.
         self._thread = thread if thread is not None else compute_thread()
         self._done = threading.Event()
         self._finished = False
-        from core.generation.decode.choice import loop_for
-
         # Which loop runs, and why not the one asked for: shown with the reply and kept in exports.
         self.decode_loop, self.decode_loop_note = loop_for(loaded.model, settings.decode_loop)
 
@@ -53,25 +59,26 @@ class Generation:
     def prompt_tokens(self) -> int:
         return len(self.input_ids)
 
+    @property
+    def request_start_ns(self) -> int | None:
+        return self.trace.request_start_ns if self.trace is not None else None
+
     def start(self, request_start_ns: int | None = None) -> "Generation":
         """Begin generating. request_start_ns defaults to now: TTFT and E2E count from it."""
-        self.request_start_ns = request_start_ns if request_start_ns is not None else time.perf_counter_ns()
+        start_ns = request_start_ns if request_start_ns is not None else time.perf_counter_ns()
+        self.trace = GenerationTrace(start_ns, self.prompt_tokens)
         self._thread.submit(self._run)
         return self
 
     def stop(self) -> None:
-        self._stop_requested.set()
-
-    @property
-    def stop_requested(self) -> bool:
-        return self._stop_requested.is_set()
+        self.stop_event.set()
 
     def join(self, timeout: float | None = None) -> bool:
-        """Wait until model.generate has returned; True when it has."""
+        """Wait until the decode loop has returned; True when it has."""
         return self._done.wait(timeout)
 
     def __iter__(self) -> Iterator[TokenEvent | FinishedEvent]:
-        if self.request_start_ns is None:
+        if self.trace is None:
             raise RuntimeError("call start() before iterating a Generation")
         while not self._finished:
             try:
@@ -80,15 +87,23 @@ class Generation:
                 return
             except queue.Empty:
                 self.stop()
-                self._finished = True
-                yield FinishedEvent(
+                event = FinishedEvent(
                     StopReason.ERROR, self._streamer.tokens_seen, time.perf_counter_ns(),
                     error=f"no token arrived within {self.timeout_s:g} s; generation was abandoned",
                 )
-                return
             if isinstance(event, FinishedEvent):
                 self._finished = True
+            self.trace.record(event)
             yield event
+
+    def run_to_end(self) -> GenerationTrace:
+        """Start if needed, consume every event, wait for the loop to return, and give the trace."""
+        if self.trace is None:
+            self.start()
+        for _ in self:
+            pass
+        self.join()
+        return self.trace
 
     def _run(self) -> None:
         from core.generation.stopping import PassInterrupted  # imports torch: not at module level (cold start)
@@ -96,7 +111,7 @@ class Generation:
         finished_reason = StopReason.ERROR
         error: str | None = None
         try:
-            if not self._stop_requested.is_set():
+            if not self.stop_event.is_set():
                 self._generate()
             finished_reason = self._stop_reason()
         except PassInterrupted:
@@ -123,13 +138,9 @@ class Generation:
         settings = self.settings
         device = loaded.model.device
         input_ids = torch.tensor([self.input_ids], dtype=torch.long, device=device)
-        sampling: dict = {"do_sample": False}
-        if not settings.greedy:
-            sampling = {"do_sample": True, "temperature": settings.temperature, "top_p": settings.top_p, "top_k": 0}
         if settings.seed is not None:
             set_seed(settings.seed)
         eos = sorted(loaded.eos_token_ids)
-        stopping = StoppingCriteriaList([StopOnEvent(self._stop_requested)])
         processors = LogitsProcessorList(self._logits_processors)
         with torch.inference_mode():
             if self.decode_loop == LEAN_LOOP:
@@ -137,17 +148,21 @@ class Generation:
                 from core.generation.decode.loop import lean_decode
 
                 lean_decode(lean_decoder(loaded.model), input_ids, settings.max_new_tokens, eos_token_ids=eos,
-                            streamer=self._streamer, stopping_criteria=stopping, logits_processor=processors,
+                            streamer=self._streamer, logits_processor=processors,
                             temperature=None if settings.greedy else settings.temperature, top_p=settings.top_p,
-                            stop_event=self._stop_requested)
+                            stop_event=self.stop_event)
                 return
-            with interruptible_prefill(loaded.model, self._stop_requested):
+            sampling: dict = {"do_sample": False}
+            if not settings.greedy:
+                sampling = {"do_sample": True, "temperature": settings.temperature, "top_p": settings.top_p,
+                            "top_k": 0}
+            with interruptible_prefill(loaded.model, self.stop_event):
                 loaded.model.generate(
                     input_ids=input_ids,
                     attention_mask=torch.ones_like(input_ids),
                     max_new_tokens=settings.max_new_tokens,
                     streamer=self._streamer,
-                    stopping_criteria=stopping,
+                    stopping_criteria=StoppingCriteriaList([StopOnEvent(self.stop_event)]),
                     logits_processor=processors,
                     pad_token_id=loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None
                     else (eos[0] if eos else None),
@@ -159,6 +174,6 @@ class Generation:
         last = self._streamer.last_token_id
         if last is not None and last in self.loaded.eos_token_ids:
             return StopReason.EOS
-        if self._stop_requested.is_set():
+        if self.stop_event.is_set():
             return StopReason.STOPPED
         return StopReason.MAX_TOKENS

@@ -72,21 +72,19 @@ def exact_length_processors(loaded: LoadedModel, prompt_tokens: int, new_tokens:
 
 def timed_generation(loaded: LoadedModel, input_ids: Sequence[int], new_tokens: int,
                      context: SweepContext) -> GenerationTrace:
-    """Greedy-decode exactly new_tokens tokens with the app's own timed Generation; cancel stops it within a token."""
+    """Greedy-decode exactly new_tokens tokens with the app's own timed Generation.
+
+    The lab's cancel event is the reply's stop event: a cancel lands at the next layer of a prefill, or
+    after the current token.
+    """
     ids = list(input_ids)
     check_fits(loaded, len(ids), new_tokens)
     cancel = context.cancel
     generation = Generation(loaded, ids, GenerationSettings(max_new_tokens=new_tokens,
                                                             decode_loop=context.decode_loop),
-                            logits_processors=exact_length_processors(loaded, len(ids), new_tokens),
+                            stop=cancel, logits_processors=exact_length_processors(loaded, len(ids), new_tokens),
                             thread=context.compute)
-    generation.start()
-    trace = GenerationTrace(generation.request_start_ns, len(ids))
-    for event in generation:
-        trace.record(event)
-        if cancel is not None and cancel.is_set():
-            generation.stop()
-    generation.join()
+    trace = generation.run_to_end()
     check_cancel(cancel)
     if trace.error:
         raise MeasurementError(f"generation failed: {trace.error}")
@@ -119,9 +117,3 @@ class StepStamper(LogitsProcessor):
 def median_or_none(values: Iterable[float | None]) -> float | None:
     present = [value for value in values if value is not None]
     return statistics.median(present) if present else None
-
-
-def ratio_or_none(numerator: float | None, denominator: float | None) -> float | None:
-    if numerator is None or not denominator:
-        return None
-    return numerator / denominator

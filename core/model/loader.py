@@ -11,6 +11,7 @@ from typing import Any
 from core.compute_thread import on_compute_thread
 from core.errors import InvalidSettingsError, ModelLoadError
 from core.model.gguf_cache import check_cache, convert
+from core.model.preflight import check_before_loading
 from core.model.source import ModelSource, resolve_model_source
 from core.progress import ProgressCallback, no_progress, scaled
 from core.settings import DEVICE_CHOICES, QUANTISED_DTYPES, validate_dtype
@@ -61,8 +62,11 @@ def load_model(
 ) -> LoadedModel:
     """Load a model, or raise ModelLoadError saying what was tried and why it failed.
 
-    The work runs on the compute thread, where the model will also generate (core/compute_thread.py).
+    The preflight (a pickle-only folder, a model larger than free memory) runs first, so every caller
+    gets it. The work runs on the compute thread, where the model will also generate
+    (core/compute_thread.py).
     """
+    check_before_loading(spec, dtype, allow_pickle)
     return on_compute_thread(lambda: _load_model(spec, device, dtype, progress, trust_remote_code, allow_pickle))
 
 

@@ -8,7 +8,6 @@ from PySide6.QtCore import QObject, Signal, Slot
 
 from core.errors import LatencyLabError
 from core.model.loader import load_model
-from core.model.preflight import check_before_loading
 
 
 @dataclass(frozen=True)
@@ -28,7 +27,6 @@ class ModelLoader(QObject):
     @Slot(object)
     def load(self, request: LoadRequest) -> None:
         try:
-            check_before_loading(request.spec, request.dtype, request.allow_pickle)
             model = load_model(request.spec, dtype=request.dtype, device=request.device,
                                progress=self.progress_changed.emit, trust_remote_code=request.trust_remote_code,
                                allow_pickle=request.allow_pickle)

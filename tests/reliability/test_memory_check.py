@@ -2,7 +2,7 @@
 
 import pytest
 
-from core import memory_check
+from core.model import memory_check
 from core.errors import ModelLoadError
 from core.model.preflight import check_before_loading
 from core.model.source import embedded_gguf_path

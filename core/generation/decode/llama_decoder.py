@@ -13,6 +13,7 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
+from core.generation.stopping import PassInterrupted
 from core.quant.groupwise import GROUP_SIZE
 from core.quant.int4_linear import KERNEL_DTYPE, Int4Linear
 
@@ -95,12 +96,12 @@ class LlamaDecoder:
         self.capacity = capacity
 
     def forward(self, token_ids: torch.Tensor, start: int,
-                interrupt: threading.Event | None = None) -> torch.Tensor | None:
+                interrupt: threading.Event | None = None) -> torch.Tensor:
         """token_ids: 1-D, at positions start, start+1, ...; a prompt starts at 0. Returns [1, vocab].
 
-        When interrupt is set between two layers, returns None: the pass is abandoned (the cache then
-        holds a partial pass, which the next sequence overwrites). A long prompt's one pass takes
-        seconds, and a stop should not have to wait for it.
+        When interrupt is set between two layers, raises PassInterrupted, as generate()'s pre-hooks do:
+        the pass is abandoned (the cache then holds a partial pass, which the next sequence overwrites).
+        A long prompt's one pass takes seconds, and a stop should not have to wait for it.
         """
         count = token_ids.shape[0]
         end = start + count
@@ -111,7 +112,7 @@ class LlamaDecoder:
         cos, signed_sin = self._cos[start:end], self._signed_sin[start:end]
         for index, layer in enumerate(self.layers):
             if interrupt is not None and interrupt.is_set():
-                return None
+                raise PassInterrupted()
             normed = _rms_norm(hidden, layer.input_norm, self.eps)
             query_key, value = layer.attention_inputs(normed)
             # Queries and keys rotate as one tensor: half the small ops of rotating each.

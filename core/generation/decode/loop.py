@@ -6,7 +6,7 @@ import threading
 from typing import Any, Iterable
 
 import torch
-from transformers import LogitsProcessorList, StoppingCriteriaList, TemperatureLogitsWarper, TopPLogitsWarper
+from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
 
 from core.generation.decode.llama_decoder import LlamaDecoder
 
@@ -51,7 +51,6 @@ def lean_decode(
     *,
     eos_token_ids: Iterable[int] = (),
     streamer: Any = None,
-    stopping_criteria: StoppingCriteriaList | None = None,
     logits_processor: LogitsProcessorList | None = None,
     temperature: float | None = None,
     top_p: float = 1.0,
@@ -59,8 +58,9 @@ def lean_decode(
 ) -> torch.Tensor:
     """Like model.generate for one sequence; temperature None means greedy. Returns prompt plus reply ids.
 
-    stop_event, set during prefill, abandons the prompt's pass at the next layer, with no reply token;
-    during decode the stopping criteria end the reply after the current token, as in generate().
+    stop_event is the one way to stop: set during prefill, the prompt's pass is abandoned at the next
+    layer with PassInterrupted (as in generate()'s pre-hooks) and no reply token; set during decode,
+    the reply ends after the current token, as generate()'s stopping criteria would end it.
     """
     if input_ids.dim() != 2 or input_ids.shape[0] != 1:
         raise ValueError("the lean loop decodes one sequence (input_ids of shape [1, n])")
@@ -72,16 +72,11 @@ def lean_decode(
         processors.append(TemperatureLogitsWarper(temperature))
         if top_p < 1.0:
             processors.append(TopPLogitsWarper(top_p))
-    stopping = stopping_criteria or StoppingCriteriaList()
     eos = torch.tensor(sorted(set(eos_token_ids)), dtype=torch.long)
     if streamer is not None:
         streamer.put(input_ids)
     decoder.start_sequence(prompt_length + min(max_new_tokens, INITIAL_REPLY_ROOM))
     logits = decoder.forward(input_ids[0], 0, interrupt=stop_event)
-    if logits is None:
-        if streamer is not None:
-            streamer.end()
-        return input_ids
     length = prompt_length
     for _ in range(max_new_tokens):
         so_far = sequence[:, :length]
@@ -94,7 +89,7 @@ def lean_decode(
         length += 1
         if streamer is not None:
             streamer.put(next_token)
-        if bool(torch.isin(next_token, eos).any()) or bool(stopping(sequence[:, :length], scores).any()):
+        if bool(torch.isin(next_token, eos).any()) or (stop_event is not None and stop_event.is_set()):
             break
         if length == sequence.shape[1]:
             break

@@ -1,14 +1,20 @@
-"""Shared helpers for the benchmark scripts: import path, offline mode, timing a forced-length generate."""
+"""Shared helpers for the benchmark scripts: offline mode, the CPU flags and --json report, timing a forced-length reply.
+
+The project is imported as the installed package (`make install`), never through sys.path edits.
+"""
 
 from __future__ import annotations
 
+import atexit
+import io
+import json
 import os
+import platform
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Benchmarks drive the real window, which saves every chat: keep those out of the user's own list.
@@ -59,3 +65,70 @@ def median(values):
     ordered = sorted(values)
     middle = len(ordered) // 2
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+# The instruction sets that decide which kernels run fast; every figure is printed with them.
+CPU_FLAGS_OF_INTEREST = ("avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16")
+
+
+def cpu_flags() -> list[str]:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                present = set(line.split(":", 1)[1].split())
+                return [flag for flag in CPU_FLAGS_OF_INTEREST if flag in present]
+    except OSError:
+        pass
+    return []
+
+
+def cpu_description() -> str:
+    flags = cpu_flags()
+    kind = "AVX-512" + (" with bf16" if "avx512_bf16" in flags else "") if "avx512f" in flags else (
+        "AVX2 only" if "avx2" in flags else "no AVX2")
+    return f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, {kind} ({' '.join(flags)})"
+
+
+class _Tee(io.TextIOBase):
+    def __init__(self, stream, lines: list[str]):
+        self._stream, self._lines, self._partial = stream, lines, ""
+
+    def write(self, text: str) -> int:
+        self._stream.write(text)
+        self._partial += text
+        *done, self._partial = self._partial.split("\n")
+        self._lines.extend(done)
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+
+class Report:
+    """What a benchmark printed, with its CPU, written as JSON at exit when --json FILE was given."""
+
+    def __init__(self, name: str, path: str | None):
+        self.name, self.path = name, path
+        self.lines: list[str] = []
+        self.figures: dict[str, dict] = {}
+        sys.stdout = _Tee(sys.stdout, self.lines)
+        print(cpu_description())
+        if path:
+            atexit.register(self.write)
+
+    def figure(self, key: str, value, target: str | None = None, met: bool | None = None) -> None:
+        """A headline figure for the JSON (the printed text carries it too)."""
+        self.figures[key] = {"value": value, "target": target, "met": met}
+
+    def write(self) -> None:
+        document = {"benchmark": self.name, "argv": sys.argv[1:], "cpu_flags": cpu_flags(),
+                    "cpu": cpu_description(), "figures": self.figures, "printed": self.lines}
+        Path(self.path).write_text(json.dumps(document, indent=1), encoding="utf-8")
+
+
+def add_json_option(parser) -> None:
+    parser.add_argument("--json", metavar="FILE", help="also write what is printed, and the headline figures, as JSON")
+
+
+def start_report(args, name: str) -> Report:
+    return Report(name, getattr(args, "json", None))

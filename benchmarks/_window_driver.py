@@ -8,6 +8,8 @@ from PySide6.QtCore import QEventLoop, QTimer
 from PySide6.QtWidgets import QApplication
 from transformers import SuppressTokensLogitsProcessor
 
+from core.compute_thread import on_compute_thread
+
 
 def suppress_eos(eos_ids) -> SuppressTokensLogitsProcessor:
     """Forces replies of exactly max-new-tokens, as min_new_tokens does for bare generate."""
@@ -20,14 +22,14 @@ class WindowDriver:
 
         self.app = QApplication.instance() or QApplication([])
         self.window = (window_class or MainWindow)()
-        self.window._on_model_loaded(loaded)
+        self.window.models.accept_model(loaded)
         self.window.streaming_toggle.setChecked(streaming)
         self.window.show()
 
     def ask(self, text: str, max_new_tokens: int, force_length: bool = True, timeout_s: float = 600):
         window = self.window
         window.settings_panel.max_new_tokens.setValue(max_new_tokens)
-        window.extra_logits_processors = (suppress_eos(window.loaded.eos_token_ids),) if force_length else ()
+        window.replies.logits_processors = (suppress_eos(window.loaded.eos_token_ids),) if force_length else ()
         loop = QEventLoop()
         result = {}
 
@@ -46,8 +48,9 @@ class WindowDriver:
         return result["trace"]
 
     def call_on_generation_thread(self, function, timeout_s: float = 600):
-        """Run function on the thread where the window generates, so bare and app runs share one pool."""
-        return self.window.worker.call_on_generating_thread(function, timeout_s)
+        """Run function on core's compute thread, where the window's replies run, so bare and app runs share
+        one OpenMP pool (core/compute_thread.py). Only the benchmarks need this."""
+        return on_compute_thread(function, timeout_s)
 
     def new_chat(self) -> None:
         self.window.new_chat()

@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import _common  # noqa: E402,F401  (offline mode)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from core.chats.session import ChatSession  # noqa: E402
@@ -103,7 +103,9 @@ def main() -> None:
     parser.add_argument("--model", default=None)
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--loops", default="lean,generate", help="decode loops to measure, one after the other")
+    _common.add_json_option(parser)
     args = parser.parse_args()
+    report = _common.start_report(args, 'cancel_latency')
     loaded = load_model(args.model, dtype=args.dtype)
     ids = prompt_ids(loaded, args.prompt_tokens)
     print(f"model: {loaded.name} ({loaded.dtype}), prompt: {len(ids)} tokens, torch threads: "

@@ -56,7 +56,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--skip-first-launch", action="store_true")
+    _common.add_json_option(parser)
     args = parser.parse_args()
+    report = _common.start_report(args, 'cold_start')
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "QT_QPA_PLATFORM": "offscreen"}
 
     timed_ask(env)  # make sure the cache exists and the page cache is warm
@@ -64,12 +66,15 @@ def main() -> None:
     print(f"ask \"Hi\" --max-new-tokens 1, warm cache, {args.runs} runs: median {median(asks):.2f} s "
           f"(min {min(asks):.2f}, max {max(asks):.2f}); target <= {ASK_TARGET_S:.0f} s: "
           f"{'MET' if median(asks) <= ASK_TARGET_S else 'NOT MET'}")
+    report.figure("ask_warm_s", median(asks), f"<= {ASK_TARGET_S:g}", median(asks) <= ASK_TARGET_S)
 
     windows = [window_launch(env) for _ in range(3)]
     shown = median([w["window_shown_s"] for w in windows])
     ready = median([w["model_ready_s"] for w in windows])
     print(f"window: first painted {shown:.2f} s after launch (target <= {WINDOW_TARGET_S:.0f} s: "
           f"{'MET' if shown <= WINDOW_TARGET_S else 'NOT MET'}); model ready behind it at {ready:.2f} s")
+    report.figure("window_painted_s", shown, f"<= {WINDOW_TARGET_S:g}", shown <= WINDOW_TARGET_S)
+    report.figure("model_ready_s", ready)
 
     if not args.skip_first_launch:
         first_env = {**env, "LATENCYLAB_CACHE_DIR": tempfile.mkdtemp(prefix="latencylab-cold-")}

@@ -28,7 +28,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--dtypes", default=",".join(DTYPE_CHOICES))
+    _common.add_json_option(parser)
     args = parser.parse_args()
+    report = _common.start_report(args, 'fast_decode')
     import torch
 
     dtypes = args.dtypes.split(",")
@@ -71,6 +73,9 @@ def main() -> None:
           f"generate() (target >= {TARGET_SPEEDUP:.0f}x): {verdict}")
     print(f"stretch: {tok_s:.0f} tok/s against llama.cpp's ~{STRETCH_TOK_S:.0f} here: "
           f"{'MET' if tok_s >= STRETCH_TOK_S else 'NOT MET'} ({tok_s / STRETCH_TOK_S:.0%} of it)")
+    report.figure("fastest_over_float32_generate", speedup, f">= {TARGET_SPEEDUP:g}", speedup >= TARGET_SPEEDUP)
+    report.figure("fastest", f"{dtype} on the {loop} loop")
+    report.figure("fastest_tok_s", tok_s, f">= {STRETCH_TOK_S:g} (stretch)", tok_s >= STRETCH_TOK_S)
 
 if __name__ == "__main__":
     main()

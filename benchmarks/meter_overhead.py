@@ -30,7 +30,9 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--loop", default="lean", choices=("lean", "generate"))
     parser.add_argument("--breakdown", action="store_true")
+    _common.add_json_option(parser)
     args = parser.parse_args()
+    report = _common.start_report(args, 'meter_overhead')
     import torch
 
     loaded = load_model(None, dtype=args.dtype)
@@ -73,6 +75,9 @@ def main() -> None:
     for name, values in partial.items():
         print(f"  app with {name}: median {median(values) * 1000:.2f} ms, ratio {median(values) / median(bare):.3f}")
     print(f"ratio app / bare {args.loop} = {ratio:.3f} (target <= {TARGET}): {'MET' if ratio <= TARGET else 'NOT MET'}")
+    report.figure("app_over_bare_tpot", ratio, f"<= {TARGET}", ratio <= TARGET)
+    report.figure("bare_tpot_ms", median(bare) * 1000)
+    report.figure("app_tpot_ms", median(app) * 1000)
 
 
 def breakdown_variants(window) -> dict:

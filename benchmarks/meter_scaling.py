@@ -76,7 +76,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--long", type=int, default=4000)
     parser.add_argument("--turns", type=int, default=50)
+    _common.add_json_option(parser)
     args = parser.parse_args()
+    report = _common.start_report(args, 'meter_scaling')
     folder = Path(tempfile.mkdtemp()) / "tiny"
     build_tiny_model(folder, context=args.long + 1024)
     loaded = load_model(str(folder))
@@ -92,7 +94,7 @@ def main() -> None:
         costs = []
         for _ in range(5):
             started = time.perf_counter()
-            driver.window.meter.tick(time.perf_counter_ns(), driver.window._trace.summary(), True)
+            driver.window.meter.tick(time.perf_counter_ns(), driver.window.replies.record.trace.summary(), True)
             driver.window.meter.grab()  # renders every plot and card synchronously
             costs.append((time.perf_counter() - started) * 1000)
         return sorted(costs)[2]

@@ -47,7 +47,9 @@ def main() -> None:
     parser.add_argument("--dtype", default="int4")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=48)
+    _common.add_json_option(parser)
     args = parser.parse_args()
+    report = _common.start_report(args, 'one_pool')
     import torch
 
     loaded = load_model(None, dtype=args.dtype)  # on the compute thread, like every bare_tpot below

@@ -20,7 +20,7 @@ import time
 import warnings
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import _common  # noqa: E402,F401  (offline mode)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -86,7 +86,9 @@ def main() -> int:
     parser.add_argument("--max-new-tokens", type=int, default=4)
     parser.add_argument("--turns-per-chat", type=int, default=10)
     parser.add_argument("--model", default="embedded")
+    _common.add_json_option(parser)
     args = parser.parse_args()
+    report = _common.start_report(args, 'soak')
 
     data = tempfile.mkdtemp(prefix="latencylab-soak-")
     os.environ["XDG_DATA_HOME"] = os.path.join(data, "data")
@@ -123,7 +125,7 @@ def main() -> int:
         if turn % 10 == 0:
             print(f"turn {turn:3d}: {turn_times[-1]:.2f} s, rss {rss_bytes() / 2**20:.0f} MB", flush=True)
     rows.append(snapshot("end", args.turns))
-    window.chats.saver.flush(30)
+    window.saved_chats.keeper.saver.flush(30)
     chats_on_disk = len(ChatStore().scan())
     window.close()
     rows.append(snapshot("after close", args.turns))

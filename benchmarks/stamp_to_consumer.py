@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import _common  # noqa: E402,F401  (offline mode)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from core.chats.session import ChatSession  # noqa: E402
@@ -27,7 +27,9 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=200)
     parser.add_argument("--model", default=None)
     parser.add_argument("--dtype", default="float32")
+    _common.add_json_option(parser)
     args = parser.parse_args()
+    report = _common.start_report(args, 'stamp_to_consumer')
     loaded = load_model(args.model, dtype=args.dtype)
     session = ChatSession()
     session.add_user("Write a long story about a lighthouse keeper.")

@@ -20,7 +20,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dtype", default="int4")
     parser.add_argument("--tokens", type=int, default=200)
+    _common.add_json_option(parser)
     args = parser.parse_args()
+    report = _common.start_report(args, 'ui_smoothness')
     loaded = load_model(None, dtype=args.dtype)
     driver = WindowDriver(loaded, streaming=True)
     from gui.ui_probe import UiProbe

@@ -6,12 +6,11 @@ import argparse
 import json
 import sys
 
-from core.chats.session import ChatSession
+from core.chats.session import Message
 from core.errors import LatencyLabError
 from core.timing.events import TokenEvent
-from core.generation.reply import Generation
+from core.generation.request import ReplyRequest, prepare_reply
 from core.model.loader import load_model
-from core.generation.context_fit import check_reply_budget
 from core.settings import GenerationSettings
 from core.timing.trace import GenerationTrace  # the report's input type
 from cli.progress_printer import ProgressPrinter
@@ -31,20 +30,13 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
     try:
         loaded = load_model(args.model, device=args.device, dtype=args.dtype, progress=ProgressPrinter(),
                             trust_remote_code=args.trust_remote_code, allow_pickle=args.allow_pickle)
-        check_reply_budget(settings.max_new_tokens, loaded.context_window)
-    except LatencyLabError as error:
-        print(f"latencylab: error: {error}", file=sys.stderr)
-        return 1
-    session = ChatSession(system_prompt=args.system)
-    session.add_user(args.prompt)
-    try:
-        prompt = session.build_prompt(loaded.tokenizer, loaded.context_window, settings.max_new_tokens)
+        generation, prompt = prepare_reply(loaded, ReplyRequest(args.system, (Message("user", args.prompt),),
+                                                                settings))
     except LatencyLabError as error:
         print(f"latencylab: error: {error}", file=sys.stderr)
         return 1
     if prompt.notice:
         print(f"latencylab: {prompt.notice}", file=sys.stderr)
-    generation = Generation(loaded, prompt.input_ids, settings)
     if generation.decode_loop_note:
         print(f"latencylab: decoding with generate(): {generation.decode_loop_note}", file=sys.stderr)
     generation.start()

@@ -53,13 +53,13 @@ def add_bench_parser(subparsers: argparse._SubParsersAction, add_common_options)
     parser.set_defaults(handler=run_bench, bench_parser=parser)
 
 
-def config_from_args(args: argparse.Namespace) -> LabConfig:
+def config_from_args(args: argparse.Namespace, settings: GenerationSettings) -> LabConfig:
     """Raises InvalidSettingsError for values argparse's types cannot judge alone (ranges, duplicates)."""
     return LabConfig(
         sweeps=tuple(args.sweeps), prompt_words=tuple(args.prompt_words), new_tokens=args.new_tokens,
         repeats=args.repeats, dtypes=tuple(args.dtypes) if args.dtypes else None,
         batch_sizes=tuple(args.batch_sizes), model=args.model, dtype=args.dtype, device=args.device,
-        decode_loop=args.decode_loop,
+        decode_loop=settings.decode_loop,
     )
 
 
@@ -75,7 +75,7 @@ def checked_loader(args: argparse.Namespace):
 
 def run_bench(args: argparse.Namespace, settings: GenerationSettings) -> int:
     try:
-        config = config_from_args(args)
+        config = config_from_args(args, settings)
     except InvalidSettingsError as error:
         args.bench_parser.error(str(error))
     from core.lab.results import save_results_csv, save_results_json

@@ -6,30 +6,52 @@ import argparse
 import sys
 
 from core.errors import InvalidSettingsError
-from core.settings import DECODE_LOOP_CHOICES, DEVICE_CHOICES, DTYPE_CHOICES, GenerationSettings
+from core.settings import DECODE_LOOP, DEVICE, DTYPE, MAX_NEW_TOKENS, SEED, TEMPERATURE, TOP_P, GenerationSettings
 from cli.risky_options import add_risky_options, warn_about_risky_options
 
 
 def add_common_options(parser: argparse.ArgumentParser, suppress_defaults: bool = False) -> None:
-    """Model and sampling options, accepted before or after the subcommand.
+    """Model and sampling options, accepted before or after the subcommand, with core/settings.py's limits.
 
-    The subcommand's copies default to SUPPRESS so they never overwrite a value given before it.
+    Every option defaults to None (or SUPPRESS on a subcommand's copy, so it never overwrites a value
+    given before it): main() can then tell a flag the user gave from a default, and the window lets the
+    flags given on its command line win over its saved settings.
     """
     def default(value):
         return argparse.SUPPRESS if suppress_defaults else value
 
     parser.add_argument("--model", default=default(None),
                         help="'embedded' (default: SmolLM2-135M-Instruct), a .gguf file, a model folder or a hub id")
-    parser.add_argument("--dtype", default=default("float32"), choices=DTYPE_CHOICES, help="weight precision")
-    parser.add_argument("--device", default=default("cpu"), choices=DEVICE_CHOICES)
-    parser.add_argument("--max-new-tokens", type=int, default=default(256))
-    parser.add_argument("--temperature", type=float, default=default(0.0), help="0 means greedy decoding")
-    parser.add_argument("--top-p", type=float, default=default(1.0))
-    parser.add_argument("--seed", type=int, default=default(None))
-    parser.add_argument("--decode-loop", default=default("lean"), choices=DECODE_LOOP_CHOICES,
+    parser.add_argument("--dtype", default=default(None), choices=DTYPE.choices,
+                        help=f"weight precision (default: {DTYPE.default})")
+    parser.add_argument("--device", default=default(None), choices=DEVICE.choices,
+                        help=f"default: {DEVICE.default}")
+    parser.add_argument("--max-new-tokens", type=int, default=default(None),
+                        help=f"{_range(MAX_NEW_TOKENS)} (default: {MAX_NEW_TOKENS.default})")
+    parser.add_argument("--temperature", type=float, default=default(None),
+                        help=f"{_range(TEMPERATURE)}; 0 means greedy decoding (default: {TEMPERATURE.default:g})")
+    parser.add_argument("--top-p", type=float, default=default(None),
+                        help=f"above {TOP_P.low:g}, at most {TOP_P.high:g} (default: {TOP_P.default:g})")
+    parser.add_argument("--seed", type=int, default=default(None),
+                        help=f"{_range(SEED)} (default: a random seed for each reply)")
+    parser.add_argument("--decode-loop", default=default(None), choices=DECODE_LOOP.choices,
                         help="lean: our own decode loop for Llama-family models (others fall back to generate); "
-                             "generate: transformers' model.generate")
+                             f"generate: transformers' model.generate (default: {DECODE_LOOP.default})")
     add_risky_options(parser, default)
+
+
+def _range(limit) -> str:
+    return f"{limit.low:,g} to {limit.high:,g}" if not limit.whole else f"{int(limit.low):,} to {int(limit.high):,}"
+
+
+SETTING_FLAGS = ("max_new_tokens", "temperature", "top_p", "seed", "decode_loop")
+LOAD_FLAGS = {"dtype": DTYPE.default, "device": DEVICE.default}
+
+
+def given_flags(args: argparse.Namespace) -> dict:
+    """The model and sampling options the user typed, by name; the ones left out are absent."""
+    names = (*SETTING_FLAGS, *LOAD_FLAGS, "model")
+    return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,13 +75,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    given = given_flags(args)
     try:
-        settings = GenerationSettings(
-            max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p, seed=args.seed,
-            decode_loop=args.decode_loop,
-        )
+        settings = GenerationSettings(**{name: given[name] for name in SETTING_FLAGS if name in given})
     except InvalidSettingsError as error:
         parser.error(str(error))
+    args.given = given
+    for name, fallback in LOAD_FLAGS.items():
+        setattr(args, name, given.get(name, fallback))
     warn_about_risky_options(args, sys.stderr)
     if args.command is None:
         from gui.launch import launch_window

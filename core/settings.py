@@ -1,4 +1,8 @@
-"""Validated generation settings and the precisions the loader understands."""
+"""The one schema of settings: every limit and default, and the one check each value goes through.
+
+The CLI's argparse, the window's spin boxes and saved settings, the lab's config and the loader all
+read their ranges and defaults from here, so a value one of them accepts the others accept too.
+"""
 
 from __future__ import annotations
 
@@ -6,28 +10,71 @@ from dataclasses import asdict, dataclass
 
 from core.errors import InvalidSettingsError
 
+
+@dataclass(frozen=True)
+class NumberLimit:
+    """A numeric setting's name for people, its range and its default; check() words every refusal alike."""
+
+    label: str
+    low: float
+    high: float
+    default: float | int | None
+    whole: bool = False
+    low_open: bool = False  # the range excludes low itself
+
+    def check(self, value: object) -> None:
+        kind = "a whole number" if self.whole else "a number"
+        in_range = _is_number(value) and (not self.whole or isinstance(value, int)) and (
+            (self.low < value if self.low_open else self.low <= value) and value <= self.high)
+        if not in_range:
+            span = (f"above {_show(self.low)} and at most {_show(self.high)}" if self.low_open
+                    else f"from {_show(self.low)} to {_show(self.high)}")
+            raise InvalidSettingsError(f"{self.label} must be {kind} {span}; got {value!r}.")
+
+
+@dataclass(frozen=True)
+class ChoiceLimit:
+    label: str
+    choices: tuple[str, ...]
+    default: str
+
+    def check(self, value: object) -> str:
+        if value not in self.choices:
+            raise InvalidSettingsError(f"{self.label} must be one of: {', '.join(self.choices)}; got {value!r}.")
+        return value  # type: ignore[return-value]
+
+
 # Beyond this the reply would not fit any context window we ship for, and a typo like 1e9
 # should be refused rather than accepted and silently capped.
-MAX_NEW_TOKENS_LIMIT = 32_768
+MAX_NEW_TOKENS = NumberLimit("max new tokens", 1, 32_768, 256, whole=True)
+TEMPERATURE = NumberLimit("temperature", 0.0, 2.0, 0.0)
+TOP_P = NumberLimit("top-p", 0.0, 1.0, 1.0, low_open=True)
+SEED = NumberLimit("seed", 0, 2**32 - 1, None, whole=True)  # None: a fresh random seed each reply
 
 # int8 and int4 are weight-only quantised layers on torch's CPU kernels (see core/quant); int4 of
 # a Q4_1 GGUF runs the file's own 4-bit weights.
-DTYPE_CHOICES = ("float32", "bfloat16", "int8", "int4")
+DTYPE = ChoiceLimit("dtype", ("float32", "bfloat16", "int8", "int4"), "float32")
 QUANTISED_DTYPES = ("int8", "int4")
-DEVICE_CHOICES = ("cpu", "cuda")
-# "lean" is core/decode's loop (Llama-family models; others fall back); "generate" is transformers' own.
-DECODE_LOOP_CHOICES = (LEAN_LOOP, GENERATE_LOOP) = ("lean", "generate")
+DEVICE = ChoiceLimit("device", ("cpu", "cuda"), "cpu")
+# "lean" is core/generation/decode's loop (Llama-family models; others fall back); "generate" is transformers'.
+LEAN_LOOP, GENERATE_LOOP = "lean", "generate"
+DECODE_LOOP = ChoiceLimit("decode loop", (LEAN_LOOP, GENERATE_LOOP), LEAN_LOOP)
+
+MAX_NEW_TOKENS_LIMIT = int(MAX_NEW_TOKENS.high)
+DTYPE_CHOICES = DTYPE.choices
+DEVICE_CHOICES = DEVICE.choices
+DECODE_LOOP_CHOICES = DECODE_LOOP.choices
 
 
 @dataclass(frozen=True)
 class GenerationSettings:
-    """How to sample a reply. Temperature 0 means greedy decoding."""
+    """How to sample a reply. Temperature 0 means greedy decoding; seed None means a random one."""
 
-    max_new_tokens: int = 256
-    temperature: float = 0.0
-    top_p: float = 1.0
-    seed: int | None = None
-    decode_loop: str = "lean"
+    max_new_tokens: int = int(MAX_NEW_TOKENS.default)
+    temperature: float = float(TEMPERATURE.default)
+    top_p: float = float(TOP_P.default)
+    seed: int | None = SEED.default
+    decode_loop: str = DECODE_LOOP.default
 
     def __post_init__(self) -> None:
         validate_generation_settings(self)
@@ -41,33 +88,30 @@ class GenerationSettings:
 
 
 def validate_generation_settings(settings: GenerationSettings) -> None:
-    max_new = settings.max_new_tokens
-    if isinstance(max_new, bool) or not isinstance(max_new, int) or not 1 <= max_new <= MAX_NEW_TOKENS_LIMIT:
-        raise InvalidSettingsError(
-            f"max new tokens must be a whole number from 1 to {MAX_NEW_TOKENS_LIMIT:,}; got {max_new!r}."
-        )
-    if not _is_number(settings.temperature) or not 0.0 <= settings.temperature <= 2.0:
-        raise InvalidSettingsError(f"temperature must lie in [0, 2]; got {settings.temperature!r}.")
-    if not _is_number(settings.top_p) or not 0.0 < settings.top_p <= 1.0:
-        raise InvalidSettingsError(f"top-p must lie in (0, 1]; got {settings.top_p!r}.")
-    if settings.seed is not None and (isinstance(settings.seed, bool) or not isinstance(settings.seed, int)
-                                      or not 0 <= settings.seed < 2**32):
-        raise InvalidSettingsError(f"seed must be a whole number from 0 to 2**32 - 1; got {settings.seed!r}.")
-    validate_decode_loop(settings.decode_loop)
+    MAX_NEW_TOKENS.check(settings.max_new_tokens)
+    TEMPERATURE.check(settings.temperature)
+    TOP_P.check(settings.top_p)
+    if settings.seed is not None:
+        SEED.check(settings.seed)
+    DECODE_LOOP.check(settings.decode_loop)
 
 
 def validate_decode_loop(loop: str) -> str:
-    if loop not in DECODE_LOOP_CHOICES:
-        raise InvalidSettingsError(f"decode loop must be one of: {', '.join(DECODE_LOOP_CHOICES)}; got {loop!r}.")
-    return loop
+    return DECODE_LOOP.check(loop)
 
 
 def validate_dtype(dtype: str) -> str:
-    if dtype not in DTYPE_CHOICES:
-        raise InvalidSettingsError(f"unknown dtype {dtype!r}; choose one of: {', '.join(DTYPE_CHOICES)}.")
-    return dtype
+    return DTYPE.check(dtype)
+
+
+def validate_device(device: str) -> str:
+    return DEVICE.check(device)
 
 
 def _is_number(value: object) -> bool:
     # NaN fails every range check on its own, but bools would slip through as 0 and 1.
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+
+
+def _show(value: float) -> str:
+    return f"{value:,}" if isinstance(value, int) or float(value).is_integer() and abs(value) >= 1000 else f"{value:g}"

@@ -19,6 +19,13 @@ def display_problem() -> str | None:
     return None
 
 
+def window_overrides(given: dict) -> dict:
+    """The command line's flags as window settings: they win over the saved ones for this launch."""
+    names = {"model": "model_spec", "dtype": "dtype", "max_new_tokens": "max_new_tokens",
+             "temperature": "temperature", "top_p": "top_p", "seed": "seed", "decode_loop": "decode_loop"}
+    return {names[key]: value for key, value in given.items() if key in names}
+
+
 def launch_window(args: argparse.Namespace, settings: GenerationSettings) -> int:
     problem = display_problem()
     if problem:
@@ -36,7 +43,7 @@ def launch_window(args: argparse.Namespace, settings: GenerationSettings) -> int
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Latency Lab")
-    window = MainWindow(initial_model=args.model, initial_dtype=args.dtype if args.dtype != "float32" else None,
+    window = MainWindow(overrides=window_overrides(getattr(args, "given", {})),
                         trust_remote_code=getattr(args, "trust_remote_code", False),
                         allow_pickle=getattr(args, "allow_pickle", False))
     profile_path = getattr(args, "profile_ui", None) or os.environ.get("LATENCYLAB_PROFILE_UI")

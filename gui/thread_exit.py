@@ -1,6 +1,7 @@
 """Let a window close at once even when a worker thread is stuck in a call that cannot be interrupted.
 
-A model load inside from_pretrained, or a long prefill, cannot be cancelled. Joining it would keep the
+A model load inside from_pretrained cannot be cancelled, nor can one forward pass of a model whose decoder
+layers are not found (a reply's prefill otherwise stops at the next layer). Joining it would keep the
 window open for seconds; destroying its QThread while it runs makes Qt warn and can crash. Instead a
 thread that does not end within the close budget is detached: it leaves the window (so it is not
 destroyed with it), and this module keeps it and its worker alive. When the app's event loop ends,

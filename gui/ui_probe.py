@@ -47,7 +47,7 @@ class UiProbe(QObject):
         self._timer.timeout.connect(self._on_tick)
         window.installEventFilter(self)
         window.transcript.viewport().installEventFilter(self)
-        window.worker.token_received.connect(self._on_token_received)
+        window.replies.token_received.connect(self._on_token_received)
         window.model_changed.connect(self._on_model_ready)
         window.reply_finished.connect(self._on_reply_finished)
         window.destroyed.connect(self._timer.stop)

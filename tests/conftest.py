@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # The machines have no internet at run time; make any accidental hub access fail fast.
@@ -26,13 +27,29 @@ def int4_model() -> LoadedModel:
 
 
 @pytest.fixture(scope="session")
-def tiny_model_folder(tmp_path_factory, embedded_model):
+def embedded_tokenizer():
+    """The embedded model's tokenizer alone, without its weights: `-m "not model"` never loads the real model."""
+    from transformers import AutoTokenizer
+
+    from core.model.gguf_cache import check_cache
+    from core.model.source import embedded_gguf_path
+    from core.progress import no_progress
+
+    path = embedded_gguf_path()
+    check = check_cache(path, no_progress)
+    if check.valid:
+        return AutoTokenizer.from_pretrained(check.folder, local_files_only=True)
+    return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_folder(tmp_path_factory, embedded_tokenizer):
     """A 2-layer random-weight Llama with the embedded model's tokenizer, saved as safetensors."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     folder = tmp_path_factory.mktemp("tiny-model")
-    tokenizer = embedded_model.tokenizer
+    tokenizer = embedded_tokenizer
     config = LlamaConfig(
         vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
@@ -69,10 +86,64 @@ def window(qtbot, embedded_model):
 
     win = MainWindow()
     qtbot.addWidget(win)
-    win._on_model_loaded(embedded_model)
+    win.models.accept_model(embedded_model)
     win.show()
     qtbot.waitExposed(win)
     yield win
     win.close()
-    assert not win.generation_thread.isRunning() and not win.load_thread.isRunning()
+    assert not win.replies.relay_thread.isRunning() and not win.models.load_relay_thread.isRunning()
     assert not win.frame_timer.isActive()
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_running(request):
+    """Fail a test that leaves a QThread running, a QTimer active or a non-daemon Python thread alive,
+    as napari's suite does: each one outlives the test and disturbs the next (or the app's exit)."""
+    threads_before = set(threading.enumerate())
+    started_qthreads, started_timers = [], []
+    try:
+        from PySide6.QtCore import QThread, QTimer
+    except ImportError:
+        QThread = QTimer = None
+    if QThread is not None:
+        original_thread_start, original_timer_start = QThread.start, QTimer.start
+
+        def recording_thread_start(self, *args):
+            started_qthreads.append(self)
+            return original_thread_start(self, *args)
+
+        def recording_timer_start(self, *args):
+            started_timers.append(self)
+            return original_timer_start(self, *args)
+
+        QThread.start, QTimer.start = recording_thread_start, recording_timer_start
+    try:
+        yield
+    finally:
+        if QThread is not None:
+            QThread.start, QTimer.start = original_thread_start, original_timer_start
+    problems = []
+    for thread in started_qthreads:
+        try:
+            if thread.isRunning() and not thread.wait(5000):
+                problems.append(f"QThread {thread.objectName() or thread!r} is still running")
+        except RuntimeError:
+            pass  # already deleted by Qt: it is not running
+    if QThread is not None:
+        from PySide6.QtCore import QCoreApplication, QEvent
+
+        if QCoreApplication.instance() is not None:
+            QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
+    for timer in started_timers:
+        try:
+            if timer.isActive():
+                problems.append(f"QTimer {timer.objectName() or timer!r} (parent {timer.parent()!r}) is still active")
+        except RuntimeError:
+            pass
+    for thread in set(threading.enumerate()) - threads_before:
+        if not thread.daemon:
+            thread.join(5)
+            if thread.is_alive():
+                problems.append(f"Python thread {thread.name!r} is still alive")
+    if problems:
+        pytest.fail("left running after the test: " + "; ".join(problems), pytrace=False)

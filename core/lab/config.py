@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 
 import core.settings
 from core.errors import InvalidSettingsError
+from core.settings import NumberLimit
 
 SWEEPS = ("prompt", "precision", "batch", "bandwidth")
 DEFAULT_PROMPT_WORDS = (10, 100, 500, 1500)
@@ -13,12 +14,14 @@ DEFAULT_NEW_TOKENS = 50
 DEFAULT_REPEATS = 3
 DEFAULT_BATCH_SIZES = (1, 2, 4, 8, 16, 32)
 
-# TPOT needs at least two tokens; the upper bounds refuse typos (1e6) that would run for hours.
-MIN_NEW_TOKENS = 2
-MAX_NEW_TOKENS = 4096
-MAX_REPEATS = 100
-MAX_PROMPT_WORDS = 100_000
-MAX_BATCH_SIZE = 1024
+# TPOT needs at least two tokens, and a reply is bounded as everywhere else (core/settings.py); the other
+# upper bounds refuse typos (1e6) that would run for hours.
+NEW_TOKENS = NumberLimit("new tokens", 2, core.settings.MAX_NEW_TOKENS.high, DEFAULT_NEW_TOKENS, whole=True)
+REPEATS = NumberLimit("repeats", 1, 100, DEFAULT_REPEATS, whole=True)
+PROMPT_WORDS = NumberLimit("prompt words", 1, 100_000, None, whole=True)
+BATCH_SIZE = NumberLimit("batch sizes", 1, 1024, None, whole=True)
+MIN_NEW_TOKENS, MAX_NEW_TOKENS = int(NEW_TOKENS.low), int(NEW_TOKENS.high)
+MAX_REPEATS = int(REPEATS.high)
 
 
 def default_dtypes() -> tuple[str, ...]:
@@ -37,9 +40,9 @@ class LabConfig:
     dtypes: tuple[str, ...] | None = None
     batch_sizes: tuple[int, ...] = DEFAULT_BATCH_SIZES
     model: str | None = None
-    dtype: str = "float32"
-    device: str = "cpu"
-    decode_loop: str = "lean"  # see core/decode; batch rows always use generate()
+    dtype: str = core.settings.DTYPE.default
+    device: str = core.settings.DEVICE.default
+    decode_loop: str = core.settings.DECODE_LOOP.default  # see core/generation/decode; batch rows use generate()
 
     def __post_init__(self) -> None:
         validate_config(self)
@@ -63,22 +66,18 @@ def validate_config(config: LabConfig) -> None:
             f"unknown sweep {', '.join(map(repr, unknown)) or '(none given)'}; choose from: {', '.join(SWEEPS)}.")
     if len(set(config.sweeps)) != len(config.sweeps):
         raise InvalidSettingsError("each sweep may be named only once.")
-    _check_int_list("prompt words", config.prompt_words, 1, MAX_PROMPT_WORDS)
-    _check_int("new tokens", config.new_tokens, MIN_NEW_TOKENS, MAX_NEW_TOKENS)
-    _check_int("repeats", config.repeats, 1, MAX_REPEATS)
-    _check_int_list("batch sizes", config.batch_sizes, 1, MAX_BATCH_SIZE)
-    known = core.settings.DTYPE_CHOICES
+    _check_list(PROMPT_WORDS, config.prompt_words)
+    NEW_TOKENS.check(config.new_tokens)
+    REPEATS.check(config.repeats)
+    _check_list(BATCH_SIZE, config.batch_sizes)
     dtypes = config.resolved_dtypes()
     if not dtypes:
         raise InvalidSettingsError("give at least one dtype.")
     for dtype in (*dtypes, config.dtype):
-        if dtype not in known:
-            raise InvalidSettingsError(f"unknown dtype {dtype!r}; choose from: {', '.join(known)}.")
+        core.settings.validate_dtype(dtype)
     if len(set(dtypes)) != len(dtypes):
         raise InvalidSettingsError("each dtype may be named only once.")
-    if config.device not in core.settings.DEVICE_CHOICES:
-        raise InvalidSettingsError(
-            f"unknown device {config.device!r}; choose from: {', '.join(core.settings.DEVICE_CHOICES)}.")
+    core.settings.validate_device(config.device)
 
 
 def parse_int_list(text: str, what: str) -> tuple[int, ...]:
@@ -102,15 +101,10 @@ def parse_name_list(text: str, what: str) -> tuple[str, ...]:
     return parts
 
 
-def _check_int(what: str, value: object, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise InvalidSettingsError(f"{what} must be a whole number from {low:,} to {high:,}; got {value!r}.")
-
-
-def _check_int_list(what: str, values: tuple, low: int, high: int) -> None:
+def _check_list(limit: NumberLimit, values: tuple) -> None:
     if not values:
-        raise InvalidSettingsError(f"give at least one value for {what}.")
+        raise InvalidSettingsError(f"give at least one value for {limit.label}.")
     for value in values:
-        _check_int(what, value, low, high)
+        limit.check(value)
     if len(set(values)) != len(values):
-        raise InvalidSettingsError(f"{what} must not repeat a value; got {', '.join(map(str, values))}.")
+        raise InvalidSettingsError(f"{limit.label} must not repeat a value; got {', '.join(map(str, values))}.")

@@ -14,7 +14,7 @@ from core.model.gguf_cache import check_cache, convert
 from core.model.preflight import check_before_loading
 from core.model.source import ModelSource, resolve_model_source
 from core.progress import ProgressCallback, no_progress, scaled
-from core.settings import DEVICE_CHOICES, QUANTISED_DTYPES, validate_dtype
+from core.settings import QUANTISED_DTYPES, validate_device, validate_dtype
 
 log = logging.getLogger(__name__)
 
@@ -74,10 +74,9 @@ def _load_model(spec: str | None, device: str, dtype: str, progress: ProgressCal
                 allow_pickle: bool) -> LoadedModel:
     try:
         validate_dtype(dtype)
+        validate_device(device)
     except InvalidSettingsError as error:
         raise ModelLoadError(str(error)) from None
-    if device not in DEVICE_CHOICES:
-        raise ModelLoadError(f"unknown device {device!r}; choose one of: {', '.join(DEVICE_CHOICES)}.")
     source = resolve_model_source(spec)
     progress(0.0, f"loading {source.display_name}")
     try:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import torch
 
-AGREEMENT_TEXT_FILE = Path(__file__).resolve().parents[2] / "resources" / "agreement_text.txt"
+# Package data beside this module, so an installed (not editable) copy finds it too.
+AGREEMENT_TEXT_FILE = Path(__file__).with_name("agreement_text.txt")
 
 
 def agreement_text() -> str:

@@ -17,7 +17,8 @@ def quantize_int4(model: nn.Module, gguf_path: Path | None = None) -> dict:
 
     With a Q4_1 GGUF the file's own quants and scales are used, so nothing is re-rounded; other
     models are rounded onto the same grid. The LM head, tied to the embedding in SmolLM2 (Q8_0 in
-    the file), becomes int8 per channel: 4 bits there would cost accuracy for little time.
+    the file), stays on the Q8_0 grid (core/quant/q8_head.py), run as two int4 products that share the
+    group scales: 4 bits there would cost accuracy for little time.
     Returns how many layers came from the file and how many were rounded here.
     """
     weights = None

@@ -11,7 +11,6 @@ from core.chats.saver import BackgroundSaver
 from core.chats.session import ChatSession, Message
 from core.chats.record import ChatRecord, ReplyRecord, clean_title, default_title, utc_now
 from core.chats.store import ChatStore, ChatSummary
-from core.timing.trace import GenerationTrace
 
 
 class ChatKeeper(QObject):
@@ -47,9 +46,13 @@ class ChatKeeper(QObject):
 
     # -- the open chat --------------------------------------------------------------------------
 
-    def capture(self, session: ChatSession, traces: Sequence[GenerationTrace], contexts: Sequence[dict],
-                settings: dict, model: str | None, reply_pending: bool) -> ChatRecord:
-        """A record of the open chat as it stands. Replies still being generated have no trace yet."""
+    def capture(self, session: ChatSession, records: Sequence[ReplyRecord], settings: dict, model: str | None,
+                generating: bool) -> ChatRecord:
+        """A record of the open chat as it stands. A reply still being generated has no record yet.
+
+        The 'interrupted' mark (reply_pending) is set while a reply runs, and it stays after a relaunch
+        until the last message is answered or the chat deleted: one plain reopen and close keep it.
+        """
         chat = self.current
         if not chat.title_is_custom:
             first_user = next((m.content for m in session.messages if m.role == "user"), "")
@@ -58,8 +61,10 @@ class ChatKeeper(QObject):
         chat.settings = dict(settings)
         chat.model = model or chat.model
         chat.messages = [Message(m.role, m.content) for m in session.messages]
-        chat.replies = [ReplyRecord(trace, dict(context)) for trace, context in zip(traces, contexts)]
-        chat.reply_pending = reply_pending
+        chat.replies = [ReplyRecord(record.trace, dict(record.context)) for record in records]
+        last_user = len(session.messages) - 1 if session.messages and session.messages[-1].role == "user" else None
+        answered = any(record.context.get("after_message") == last_user for record in records)
+        chat.reply_pending = generating or (chat.reply_pending and last_user is not None and not answered)
         return chat
 
     def save_current(self) -> None:

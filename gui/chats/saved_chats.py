@@ -1,33 +1,41 @@
-"""The chat window's saved-chat behaviour: the sidebar, reopen, rename, delete, import and export.
+"""The open chat and the saved ones: the sidebar, reopen, rename, delete, import and export, saving in the background.
 
-A mixin of MainWindow, kept apart so the window file stays about chatting and measuring.
-It uses the window's session, traces, trace_context, transcript, meter, settings panel and chats (ChatKeeper).
+A part the window is composed of. It owns the open chat's session and its per-reply records, and uses
+only the window's public parts: transcript, meter, settings panel, replies, models, notify().
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Slot
+from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QMessageBox
 
+from core.chats.record import ChatFileError, ChatRecord, ReplyRecord
 from core.chats.session import ChatSession, Message
-from core.chats.record import ChatFileError, ChatRecord
+from core.chats.store import ChatStore
 from core.errors import InvalidSettingsError
+from gui.chats.chat_keeper import ChatKeeper
 from gui.chats.chat_list import ChatListPanel
 from gui.chats.chat_replay import replay_chat
 from gui.settings.check import apply_chat_settings
 
 
-class SavedChatsMixin:
-    def _build_chat_dock(self) -> None:
+class SavedChats(QObject):
+    def __init__(self, window, store: ChatStore | None = None):
+        super().__init__(window)
+        self._window = window
+        self.session = ChatSession(system_prompt=window.window_settings.system_prompt)
+        self.records: list[ReplyRecord] = []  # one per finished reply, in order
+        self.keeper = ChatKeeper(store, parent=self)
+        self.keeper.save_failed.connect(self._on_save_failed)
         self.chat_list = ChatListPanel()
-        self.chat_dock = QDockWidget("Chats", self)
-        self.chat_dock.setObjectName("chats_dock")
-        self.chat_dock.setWidget(self.chat_list)
-        self.chat_dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
-                                   | QDockWidget.DockWidgetFeature.DockWidgetClosable)
-        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.chat_dock)
+        self.dock = QDockWidget("Chats", window)
+        self.dock.setObjectName("chats_dock")
+        self.dock.setWidget(self.chat_list)
+        self.dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                              | QDockWidget.DockWidgetFeature.DockWidgetClosable)
+        window.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.dock)
         self.chat_list.open_requested.connect(self.open_chat)
         self.chat_list.rename_requested.connect(self.rename_chat)
         self.chat_list.delete_requested.connect(self._confirm_delete_chat)
@@ -35,28 +43,31 @@ class SavedChatsMixin:
 
     @property
     def current_chat_id(self) -> str:
-        return self.chats.current.chat_id
+        return self.keeper.current.chat_id
 
-    def save_chat(self) -> None:
-        """Snapshot the open chat and queue its write (atomic, in the background)."""
-        self._capture_chat()
-        self.chats.save_current()
-        self._refresh_chat_list()
+    def save(self, pending: bool | None = None) -> None:
+        """Snapshot the open chat and queue its write (atomic, in the background).
+
+        pending marks the last message as awaiting its reply (by default: while a reply runs).
+        """
+        self._capture(pending)
+        self.keeper.save_current()
+        self.refresh_list()
 
     @Slot(str)
     def open_chat(self, chat_id: str) -> bool:
         if chat_id == self.current_chat_id:
             return True
-        if self._generating:
-            self._notify("Stop the reply before opening another chat.")
-            self._refresh_chat_list()
+        if self._window.replies.busy:
+            self._window.notify("Stop the reply before opening another chat.")
+            self.refresh_list()
             return False
-        self.save_chat()
+        self.save()
         try:
-            record = self.chats.open(chat_id)
+            record = self.keeper.open(chat_id)
         except ChatFileError as error:
-            self._notify(str(error), is_error=True, in_chat_list=True)
-            self._refresh_chat_list()
+            self._window.notify(str(error), is_error=True, in_chat_list=True)
+            self.refresh_list()
             return False
         self._show_record(record)
         return True
@@ -64,134 +75,129 @@ class SavedChatsMixin:
     @Slot(str, str)
     def rename_chat(self, chat_id: str, title: str) -> None:
         try:
-            self.chats.rename(chat_id, title)
+            self.keeper.rename(chat_id, title)
         except (ChatFileError, OSError) as error:
-            self._notify(f"Could not rename the chat: {error}", is_error=True)
-            self._refresh_chat_list()
+            self._window.notify(f"Could not rename the chat: {error}", is_error=True)
+            self.refresh_list()
             return
         # Only this item changes: rebuilding the list here would delete the item whose edit is ending.
-        self.chat_list.set_title(chat_id, self.chats.summaries[chat_id].title)
+        self.chat_list.set_title(chat_id, self.keeper.summaries[chat_id].title)
 
     def delete_chat(self, chat_id: str) -> None:
         if chat_id == self.current_chat_id:
-            if self._generating:
-                self._notify("Stop the reply before deleting this chat.")
+            if self._window.replies.busy:
+                self._window.notify("Stop the reply before deleting this chat.")
                 return
-            self.chats.delete(chat_id)
-            self._clear_to_new_chat()
+            self.keeper.delete(chat_id)
+            self.clear_to_new_chat()
         else:
-            self.chats.delete(chat_id)
-            self._refresh_chat_list()
-        self.statusBar().showMessage("Chat deleted.", 3000)
+            self.keeper.delete(chat_id)
+            self.refresh_list()
+        self._window.statusBar().showMessage("Chat deleted.", 3000)
 
     def export_chat(self, path: str | Path, chat_id: str | None = None) -> None:
         """Raises ChatFileError or OSError for the caller to show."""
         if chat_id is None or chat_id == self.current_chat_id:
-            self._capture_chat()
+            self._capture()
             chat_id = self.current_chat_id
-        self.chats.export(chat_id, Path(path))
+        self.keeper.export(chat_id, Path(path))
 
     def import_chat(self, path: str | Path) -> bool:
         try:
-            record = self.chats.import_file(Path(path))
+            record = self.keeper.import_file(Path(path))
         except (ChatFileError, OSError) as error:
-            self._notify(f"Import refused: {error}", is_error=True)
+            self._window.notify(f"Import refused: {error}", is_error=True)
             return False
-        self._refresh_chat_list()
-        if self._generating:
-            self._notify(f"Imported “{record.title}”; it is in the list of chats.")
+        self.refresh_list()
+        if self._window.replies.busy:
+            self._window.notify(f"Imported “{record.title}”; it is in the list of chats.")
             return True
         return self.open_chat(record.chat_id)
 
-    def _capture_chat(self) -> ChatRecord:
-        return self.chats.capture(self.session, self.traces, self.trace_context, self._chat_settings(),
-                                  self.loaded.name if self.loaded else None, reply_pending=self._generating)
-
-    def _clear_to_new_chat(self) -> None:
-        self.chats.start_new()
+    def clear_to_new_chat(self) -> None:
+        self.keeper.start_new()
         self.session.clear()
-        self.transcript.clear_transcript()
-        self.traces.clear()
-        self.trace_context.clear()
-        self.meter.reset_chat()
-        self._refresh_chat_list()
-        self._update_controls()
-        self.input_box.setFocus()
+        self.records.clear()
+        self._window.transcript.clear_transcript()
+        self._window.meter.reset_chat()
+        self.refresh_list()
 
-    def _show_record(self, record: ChatRecord) -> None:
-        self.session = ChatSession(system_prompt=record.system_prompt,
-                                   messages=[Message(m.role, m.content) for m in record.messages])
-        self.traces = [reply.trace for reply in record.replies]
-        self.trace_context = [dict(reply.context) for reply in record.replies]
-        self.settings_panel.system_prompt.setPlainText(record.system_prompt)
-        replay_chat(record, self.transcript, self.meter)
-        for problem in apply_chat_settings(self.settings_panel, record.settings):
-            self._notify(problem, is_error=True)
-        self._refresh_chat_list()
-        self._update_controls()
-
-    def _restore_chats(self) -> None:
+    def restore(self) -> None:
         """At launch: list every chat and reopen the newest; unreadable files are moved aside with a notice."""
-        summaries = self.chats.scan()
+        summaries = self.keeper.scan()
         if summaries:
             try:
-                self._show_record(self.chats.open(summaries[0].chat_id))
+                self._show_record(self.keeper.open(summaries[0].chat_id))
             except ChatFileError as error:
-                self.chats.start_new()
-                self._notify(str(error), is_error=True, in_chat_list=True)
-        self._refresh_chat_list()
-        for notice in self.chats.take_notices():
-            self._notify(notice, is_error=True, in_chat_list=True)
+                self.keeper.start_new()
+                self._window.notify(str(error), is_error=True, in_chat_list=True)
+        self.refresh_list()
+        for notice in self.keeper.take_notices():
+            self._window.notify(notice, is_error=True, in_chat_list=True)
 
-    def _refresh_chat_list(self) -> None:
-        self.chat_list.set_chats(self.chats.ordered_summaries(), self.current_chat_id)
+    def refresh_list(self) -> None:
+        self.chat_list.set_chats(self.keeper.ordered_summaries(), self.current_chat_id)
+
+    def close(self, timeout_s: float) -> bool:
+        return self.keeper.close(timeout_s)
+
+    def _capture(self, pending: bool | None = None) -> ChatRecord:
+        window = self._window
+        loaded = window.models.loaded
+        return self.keeper.capture(self.session, self.records, self._chat_settings(), loaded.name if loaded else None,
+                                   generating=window.replies.busy if pending is None else pending)
+
+    def _show_record(self, record: ChatRecord) -> None:
+        window = self._window
+        self.session = ChatSession(system_prompt=record.system_prompt,
+                                   messages=[Message(m.role, m.content) for m in record.messages])
+        self.records = [ReplyRecord(reply.trace, dict(reply.context)) for reply in record.replies]
+        window.settings_panel.system_prompt.setPlainText(record.system_prompt)
+        replay_chat(record, window.transcript, window.meter)
+        for problem in apply_chat_settings(window.settings_panel, record.settings):
+            window.notify(problem, is_error=True)
+        self.refresh_list()
 
     def _chat_settings(self) -> dict:
         try:
-            settings = self.settings_panel.generation_settings().to_dict()
+            settings = self._window.settings_panel.generation_settings().to_dict()
         except InvalidSettingsError:
             settings = {}
-        return {**settings, "streaming": self.streaming_toggle.isChecked()}
+        return {**settings, "streaming": self._window.streaming_toggle.isChecked()}
 
-    def _notify(self, message: str, is_error: bool = False, in_chat_list: bool = False) -> None:
-        """Shown in the chat, where it stays, and in the status bar; file problems also under the list."""
-        self.transcript.add_notice(message, is_error=is_error)
-        self.statusBar().showMessage(message, 10000)
-        if in_chat_list:
-            self.chat_list.add_notice(message)
+    @Slot(str)
+    def _on_save_failed(self, message: str) -> None:
+        """Emitted on the chat saver's thread; a @Slot here, so it arrives queued on the GUI thread."""
+        self._window.notify(message, is_error=True)
 
     # -- dialogs --------------------------------------------------------------------------------
 
     @Slot(str)
     def _confirm_delete_chat(self, chat_id: str) -> None:
-        summary = self.chats.summaries.get(chat_id)
+        summary = self.keeper.summaries.get(chat_id)
         title = summary.title if summary else "this chat"
-        answer = QMessageBox.question(self, "Delete chat", f"Delete “{title}”? This cannot be undone.")
+        answer = QMessageBox.question(self._window, "Delete chat", f"Delete “{title}”? This cannot be undone.")
         if answer == QMessageBox.StandardButton.Yes:
             self.delete_chat(chat_id)
 
-    def _export_chat_to(self, chat_id: str | None) -> None:
-        summary = self.chats.summaries.get(chat_id or self.current_chat_id)
+    def export_dialog(self, chat_id: str | None = None) -> None:
+        summary = self.keeper.summaries.get(chat_id or self.current_chat_id)
         title = summary.title if summary else "chat"
         safe_name = "".join(ch if ch.isalnum() or ch in " -_" else "_" for ch in title).strip()[:60] or "chat"
-        path, _ = QFileDialog.getSaveFileName(self, "Export chat", f"{safe_name}.json", "JSON (*.json)")
+        path, _ = QFileDialog.getSaveFileName(self._window, "Export chat", f"{safe_name}.json", "JSON (*.json)")
         if path:
             try:
                 self.export_chat(path, chat_id)
-                self.statusBar().showMessage(f"Saved {Path(path).name}.", 3000)
+                self._window.statusBar().showMessage(f"Saved {Path(path).name}.", 3000)
             except (ChatFileError, OSError) as error:
-                self._notify(f"Could not export the chat: {error}", is_error=True)
+                self._window.notify(f"Could not export the chat: {error}", is_error=True)
 
     @Slot(str)
     def _export_chat_dialog(self, chat_id: str) -> None:
-        self._export_chat_to(chat_id)
+        self.export_dialog(chat_id)
 
     @Slot()
-    def _export_current_chat_dialog(self) -> None:
-        self._export_chat_to(None)
-
-    @Slot()
-    def _import_chat_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Import chat", "", "JSON (*.json)")
+    def import_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self._window, "Import chat", "", "JSON (*.json)")
         if path:
             self.import_chat(path)

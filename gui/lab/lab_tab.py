@@ -19,8 +19,12 @@ from gui.lab.lab_worker import LabRequest, LabWorker
 from gui.lab.precision_plot import PrecisionPlot
 from gui.lab.prompt_plot import PromptLengthPlot
 from gui.lab.verdict_panel import VerdictPanel
+from gui.export_dialog import export_with_dialog
+from gui.thread_exit import end_thread
 
 PROGRESS_STEPS = 1000
+# Within the 2 s the README promises for closing the app, when the window has not ended the thread first.
+SHUTDOWN_WAIT_MS = 1000
 
 
 class LabTab(QWidget):
@@ -35,6 +39,7 @@ class LabTab(QWidget):
         self._running = False
         # Set from this thread, read by the worker's: the one way to stop a run that is busy measuring.
         self._cancel_event = threading.Event()
+        self._shut_down = False
         self._build_widgets()
         self._start_thread()
         app = QCoreApplication.instance()
@@ -182,11 +187,14 @@ class LabTab(QWidget):
                                   + (f", run {results.started_at}." if results.started_at else "."))
 
     @Slot()
-    def shutdown(self, timeout_ms: int = 30_000) -> None:
-        """Cancel any run and join the thread. A measurement stops within one decode step, so this is quick."""
+    def shutdown(self, timeout_ms: int = SHUTDOWN_WAIT_MS) -> None:
+        """Cancel any run and end the thread within timeout_ms, once. A measurement stops within one layer
+        or token; a thread still busy (inside a model load) is detached, not joined (gui/thread_exit.py)."""
         self._cancel_event.set()
-        self.lab_thread.quit()
-        self.lab_thread.wait(timeout_ms)
+        if self._shut_down:
+            return  # the window already ended the thread; the app's aboutToQuit must not wait on it again
+        self._shut_down = True
+        end_thread(self.lab_thread, self.worker, timeout_ms)
 
     # -- worker signals -------------------------------------------------------------------------
 
@@ -262,15 +270,7 @@ class LabTab(QWidget):
     # -- file dialogs ---------------------------------------------------------------------------
 
     def _save_dialog(self, title: str, pattern: str, writer) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, title, "", pattern)
-        if not path:
-            return
-        try:
-            ok = writer(path)
-        except (OSError, LatencyLabError) as error:
-            self.status_label.setText(f"Could not save: {error}")
-            return
-        self.status_label.setText(f"Could not save {Path(path).name}." if ok is False else f"Saved {Path(path).name}.")
+        export_with_dialog(self, title, pattern, writer, self.status_label.setText)
 
     @Slot()
     def _export_json_dialog(self) -> None:

@@ -28,9 +28,9 @@ def check_window_settings(settings: WindowSettings) -> list[str]:
         if message:
             problems.append(f"Saved setting refused: {message} Using {getattr(defaults, name)}.")
             setattr(settings, name, getattr(defaults, name))
-    if settings.seed != -1 and _sampling_problem("seed", settings.seed):
+    if settings.seed is not None and _sampling_problem("seed", settings.seed):
         problems.append(f"Saved setting refused: {_sampling_problem('seed', settings.seed)} Using a random seed.")
-        settings.seed = -1
+        settings.seed = None
     return problems
 
 
@@ -52,7 +52,7 @@ def apply_chat_settings(panel: SettingsPanel, saved: dict) -> list[str]:
         if message:
             problems.append(f"This chat's setting was refused: {message} Keeping the current seed.")
         else:
-            panel.seed.setValue(-1 if seed is None else seed)
+            panel.seed.setValue(seed)
     return problems
 
 

@@ -9,11 +9,13 @@ from PySide6.QtWidgets import (
 )
 
 from core.errors import InvalidSettingsError
-from core.settings import (DECODE_LOOP_CHOICES, DTYPE_CHOICES, MAX_NEW_TOKENS_LIMIT, GenerationSettings,
-                           validate_dtype)
+from core.model.source import EMBEDDED_SPEC
+from core.settings import (DECODE_LOOP, DECODE_LOOP_CHOICES, DTYPE, DTYPE_CHOICES, MAX_NEW_TOKENS, TEMPERATURE,
+                           TOP_P, GenerationSettings, validate_dtype)
+from gui.settings.seed_box import SeedBox
 from gui.settings.store import WindowSettings
 
-EMBEDDED_CHOICE = "embedded"
+EMBEDDED_CHOICE = EMBEDDED_SPEC
 
 
 class SettingsPanel(QWidget):
@@ -36,18 +38,17 @@ class SettingsPanel(QWidget):
         self.system_prompt = QPlainTextEdit()
         self.system_prompt.setPlaceholderText("System prompt (optional)")
         self.system_prompt.setMaximumHeight(54)
+        # Every range comes from core's schema, so the form accepts exactly what core accepts.
         self.max_new_tokens = QSpinBox()
-        self.max_new_tokens.setRange(1, MAX_NEW_TOKENS_LIMIT)
+        self.max_new_tokens.setRange(int(MAX_NEW_TOKENS.low), int(MAX_NEW_TOKENS.high))
         self.temperature = QDoubleSpinBox()
-        self.temperature.setRange(0.0, 2.0)
+        self.temperature.setRange(TEMPERATURE.low, TEMPERATURE.high)
         self.temperature.setSingleStep(0.1)
         self.temperature.setToolTip("0 = greedy decoding (deterministic)")
         self.top_p = QDoubleSpinBox()
-        self.top_p.setRange(0.01, 1.0)
+        self.top_p.setRange(0.01, TOP_P.high)  # the spin box's smallest step above core's open bound of 0
         self.top_p.setSingleStep(0.05)
-        self.seed = QSpinBox()
-        self.seed.setRange(-1, 2**31 - 1)
-        self.seed.setSpecialValueText("random")
+        self.seed = SeedBox()
         self.decode_loop_box = QComboBox()
         self.decode_loop_box.addItems(DECODE_LOOP_CHOICES)
         self.decode_loop_box.setToolTip(
@@ -86,14 +87,14 @@ class SettingsPanel(QWidget):
         if self.model_box.findText(settings.model_spec) < 0:
             self.model_box.addItem(settings.model_spec)
         self.model_box.setCurrentText(settings.model_spec)
-        self.dtype_box.setCurrentText(settings.dtype if settings.dtype in DTYPE_CHOICES else "float32")
+        self.dtype_box.setCurrentText(settings.dtype if settings.dtype in DTYPE_CHOICES else DTYPE.default)
         self.system_prompt.setPlainText(settings.system_prompt)
         self.max_new_tokens.setValue(settings.max_new_tokens)
         self.temperature.setValue(settings.temperature)
         self.top_p.setValue(settings.top_p)
         self.seed.setValue(settings.seed)
         self.decode_loop_box.setCurrentText(
-            settings.decode_loop if settings.decode_loop in DECODE_LOOP_CHOICES else DECODE_LOOP_CHOICES[0])
+            settings.decode_loop if settings.decode_loop in DECODE_LOOP_CHOICES else DECODE_LOOP.default)
 
     def model_spec(self) -> str:
         return self.model_box.currentText().strip() or EMBEDDED_CHOICE
@@ -104,12 +105,11 @@ class SettingsPanel(QWidget):
     def generation_settings(self) -> GenerationSettings:
         """Raises InvalidSettingsError with a message for the user when a value is out of range."""
         validate_dtype(self.dtype())
-        seed = self.seed.value()
         return GenerationSettings(
             max_new_tokens=self.max_new_tokens.value(),
             temperature=round(self.temperature.value(), 4),
             top_p=round(self.top_p.value(), 4),
-            seed=None if seed < 0 else seed,
+            seed=self.seed.value(),
             decode_loop=self.decode_loop_box.currentText(),
         )
 

@@ -6,18 +6,23 @@ from dataclasses import dataclass, fields
 
 from PySide6.QtCore import QSettings
 
+from core.model.source import EMBEDDED_SPEC
+from core.settings import DECODE_LOOP, DTYPE, MAX_NEW_TOKENS, SEED, TEMPERATURE, TOP_P
+
 
 @dataclass
 class WindowSettings:
-    model_spec: str = "embedded"
-    dtype: str = "float32"
+    """What the window restores at launch; the defaults are core's (core/settings.py)."""
+
+    model_spec: str = EMBEDDED_SPEC
+    dtype: str = DTYPE.default
     system_prompt: str = ""
-    max_new_tokens: int = 256
-    temperature: float = 0.0
-    top_p: float = 1.0
-    seed: int = -1  # -1: no fixed seed
+    max_new_tokens: int = int(MAX_NEW_TOKENS.default)
+    temperature: float = float(TEMPERATURE.default)
+    top_p: float = float(TOP_P.default)
+    seed: int | None = SEED.default  # None: a random seed, as in core
     streaming: bool = True
-    decode_loop: str = "lean"
+    decode_loop: str = DECODE_LOOP.default
 
 
 def open_settings() -> QSettings:
@@ -32,7 +37,7 @@ def load_window_settings(store: QSettings | None = None) -> WindowSettings:
         default = getattr(defaults, field.name)
         raw = store.value(field.name, default)
         try:
-            values[field.name] = _coerce(raw, type(default))
+            values[field.name] = _seed(raw) if field.name == "seed" else _coerce(raw, type(default))
         except (TypeError, ValueError):
             values[field.name] = default  # a hand-edited or stale value must not stop the app
     return WindowSettings(**values)
@@ -41,7 +46,8 @@ def load_window_settings(store: QSettings | None = None) -> WindowSettings:
 def save_window_settings(settings: WindowSettings, store: QSettings | None = None) -> None:
     store = store or open_settings()
     for field in fields(WindowSettings):
-        store.setValue(field.name, getattr(settings, field.name))
+        value = getattr(settings, field.name)
+        store.setValue(field.name, "" if value is None else value)
     store.sync()
 
 
@@ -49,3 +55,10 @@ def _coerce(raw, kind):
     if kind is bool:
         return raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes")
     return kind(raw)
+
+
+def _seed(raw) -> int | None:
+    """'' (or -1, how older versions stored it) is a random seed."""
+    if raw is None or str(raw).strip() in ("", "-1"):
+        return None
+    return int(raw)

@@ -163,3 +163,41 @@ def test_a_chat_reply_sent_during_a_lab_run_takes_turns_with_it(qtbot, window):
     results = lab_done.args[0]
     assert results.error is None and not results.cancelled
     assert [row["prompt_words"] for row in results.prompt] == [5, 200]
+
+
+def test_closing_during_a_lab_model_load_detaches_once_and_never_waits_again(qtbot, monkeypatch):
+    """The window detaches a lab thread stuck in a load; the app's aboutToQuit safety net must not then
+    wait on it again (it used to wait up to 30 s)."""
+    import threading
+
+    import gui.lab.lab_worker
+    from gui import thread_exit
+    from gui.main_window import MainWindow
+
+    inside, release = threading.Event(), threading.Event()
+
+    def stuck_load(*args, **kwargs):
+        inside.set()
+        release.wait(60)
+        raise RuntimeError("load abandoned by the test")
+
+    monkeypatch.setattr(gui.lab.lab_worker, "load_model", stuck_load)
+    window = MainWindow()
+    qtbot.addWidget(window)
+    lab = window.lab_tab
+    lab.form.sweep_boxes["bandwidth"].setChecked(False)
+    lab.form.sweep_boxes["precision"].setChecked(False)
+    lab.form.sweep_boxes["batch"].setChecked(False)
+    lab.run()
+    try:
+        assert inside.wait(60)
+        window.close()
+        assert lab.lab_thread in thread_exit.running_detached()
+        waits = []
+        lab.lab_thread.wait = lambda *args: waits.append(args) or False
+        lab.shutdown()  # what aboutToQuit calls
+        assert waits == []
+    finally:
+        release.set()
+        del lab.lab_thread.wait
+        qtbot.waitUntil(lambda: not lab.lab_thread.isRunning(), timeout=60_000)

@@ -82,7 +82,7 @@ def test_dtypes_default_to_the_loaders_choices_at_run_time(monkeypatch):
     ({"repeats": 0}, "repeats"),
     ({"batch_sizes": (1, 0)}, "batch sizes"),
     ({"batch_sizes": (2, 2)}, "must not repeat"),
-    ({"dtypes": ("float8",)}, "unknown dtype 'float8'"),
+    ({"dtypes": ("float8",)}, "dtype must be one of: float32, bfloat16, int8, int4; got 'float8'"),
     ({"dtypes": ()}, "at least one dtype"),
 ])
 def test_bad_configs_are_refused_with_a_message(changes, words):

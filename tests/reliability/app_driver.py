@@ -39,7 +39,7 @@ class Driver(QObject):
         else:
             self.window.model_changed.connect(self.first_question)
             self.window.reply_finished.connect(self.next_step)
-            self.window.worker.token_received.connect(self.on_token)
+            self.window.replies.token_received.connect(self.on_token)
 
     @Slot(object)
     def first_question(self, _loaded) -> None:
@@ -71,7 +71,7 @@ class Driver(QObject):
     @Slot()
     def inspect(self) -> None:
         window = self.window
-        print("CHATS", len(window.chat_list.chat_ids()), flush=True)
+        print("CHATS", len(window.saved_chats.chat_list.chat_ids()), flush=True)
         print("MESSAGES", [m.role for m in window.session.messages], flush=True)
         print("TRANSCRIPT-BEGIN", flush=True)
         print(window.transcript.toPlainText(), flush=True)

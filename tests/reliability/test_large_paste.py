@@ -29,14 +29,20 @@ def paste(qtbot, widget, text):
     qtbot.keySequence(widget, QKeySequence.StandardKey.Paste)
 
 
-@pytest.mark.parametrize("text", [ONE_LINE_NO_SPACES, MANY_LINES], ids=["one-line", "many-lines"])
-def test_a_1mb_paste_never_freezes_the_box_and_sends_intact(qtbot, box, text):
+def paste_between_typing(qtbot, box, text) -> float:
+    """Type, paste, type again; the longest freeze of the event loop meanwhile, in seconds."""
     qtbot.keyClicks(box, "Summarise: ")
     with StallProbe() as probe:
         paste(qtbot, box, text)
         qtbot.keyClicks(box, " thanks")
         qtbot.wait(100)
-    assert probe.max_stall_s < 0.250, probe.max_stall_s
+    return probe.max_stall_s
+
+
+@pytest.mark.parametrize("text", [ONE_LINE_NO_SPACES, MANY_LINES], ids=["one-line", "many-lines"])
+def test_a_1mb_paste_is_held_under_a_marker_and_sends_intact(qtbot, box, text):
+    paste_between_typing(qtbot, box, text)
+    # What keeps the box responsive: the million characters are never laid out in it.
     assert box.toPlainText() == "Summarise: ⟦pasted text #1: 1,000,000 characters⟧ thanks"
     assert box.message_text() == "Summarise: " + text + " thanks"
 
@@ -67,6 +73,13 @@ def test_clearing_the_box_forgets_the_pastes(qtbot, box):
     assert box.message_text() == "" and len(box.pastes) == 0
 
 
+@pytest.mark.timing
+@pytest.mark.parametrize("text", [ONE_LINE_NO_SPACES, MANY_LINES], ids=["one-line", "many-lines"])
+def test_a_1mb_paste_never_freezes_the_box_for_250ms(qtbot, box, text):
+    assert paste_between_typing(qtbot, box, text) < 0.250
+
+
+@pytest.mark.timing
 def test_typing_after_a_long_typed_line_stays_fast(qtbot, box):
     # Below the paste threshold the text goes into the box; word wrapping keeps its layout linear.
     box.insertPlainText("z" * (LARGE_PASTE_CHARS - 1))

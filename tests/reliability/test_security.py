@@ -155,9 +155,9 @@ def test_a_local_model_runs_without_a_single_network_call(embedded_model, tmp_pa
 def test_exported_chats_name_a_folder_model_without_its_path(qtbot, window, tiny_model, tiny_model_folder, tmp_path):
     from window_driving import ask
 
-    window._on_model_loaded(tiny_model)
+    window.models.accept_model(tiny_model)
     ask(qtbot, window, "Hello", max_new_tokens=2)
-    window.export_chat(tmp_path / "chat.json")
+    window.saved_chats.export_chat(tmp_path / "chat.json")
     window.export_traces_json(tmp_path / "traces.json")
     for name in ("chat.json", "traces.json"):
         text = (tmp_path / name).read_text(encoding="utf-8")

@@ -31,12 +31,12 @@ def relaunch(qtbot):
     yield open_window
     for win in opened:
         win.close()
-        assert not win.generation_thread.isRunning() and not win.load_thread.isRunning()
+        assert not win.replies.relay_thread.isRunning() and not win.models.load_relay_thread.isRunning()
 
 
 def saved_chat(window) -> ChatRecord:
-    assert window.chats.saver.flush(10)
-    return ChatStore().load(window.current_chat_id)
+    assert window.saved_chats.keeper.saver.flush(10)
+    return ChatStore().load(window.saved_chats.current_chat_id)
 
 
 def test_every_turn_is_saved_privately_with_traces_and_settings(qtbot, window):
@@ -55,10 +55,10 @@ def test_every_turn_is_saved_privately_with_traces_and_settings(qtbot, window):
 
 def test_relaunch_restores_the_list_and_reopens_the_latest_chat(qtbot, window, relaunch):
     ask(qtbot, window, "First chat question", max_new_tokens=3)
-    first_id = window.current_chat_id
+    first_id = window.saved_chats.current_chat_id
     qtbot.mouseClick(window.new_chat_button, Qt.MouseButton.LeftButton)
     ask(qtbot, window, "Second chat question", max_new_tokens=3)
-    second_id = window.current_chat_id
+    second_id = window.saved_chats.current_chat_id
     messages = list(window.session.messages)
     window.close()
 
@@ -78,17 +78,17 @@ def test_relaunch_restores_the_list_and_reopens_the_latest_chat(qtbot, window, r
 
 def test_rename_and_delete_from_the_list(qtbot, window, relaunch):
     ask(qtbot, window, "Keep me", max_new_tokens=3)
-    kept_id = window.current_chat_id
+    kept_id = window.saved_chats.current_chat_id
     window.new_chat()
     ask(qtbot, window, "Delete me", max_new_tokens=3)
-    doomed_id = window.current_chat_id
+    doomed_id = window.saved_chats.current_chat_id
 
-    item = window.chat_list.item_for(kept_id)
+    item = window.saved_chats.chat_list.item_for(kept_id)
     item.setText("Renamed\tby the user\x00")  # what an in-place edit in the list does
-    assert window.chat_list.item_for(kept_id).text() == "Renamed by the user"
-    window.delete_chat(doomed_id)
-    assert window.chat_list.chat_ids() == [kept_id] and window.session.messages == []
-    assert window.chats.saver.flush(10)
+    assert window.saved_chats.chat_list.item_for(kept_id).text() == "Renamed by the user"
+    window.saved_chats.delete_chat(doomed_id)
+    assert window.saved_chats.chat_list.chat_ids() == [kept_id] and window.session.messages == []
+    assert window.saved_chats.keeper.saver.flush(10)
     window.close()
 
     again = relaunch()
@@ -106,9 +106,9 @@ def test_a_corrupt_chat_file_is_moved_aside_with_a_visible_notice_and_the_rest_l
     path.write_bytes(path.read_bytes()[:40])  # truncated
 
     win = relaunch()
-    assert win.chat_list.chat_ids() == [good.chat_id] and win.current_chat_id == good.chat_id
-    notice = win.chat_list.notice.text()
-    assert win.chat_list.notice.isVisibleTo(win) and bad.chat_id in notice and "moved aside" in notice
+    assert win.saved_chats.chat_list.chat_ids() == [good.chat_id] and win.saved_chats.current_chat_id == good.chat_id
+    notice = win.saved_chats.chat_list.notice.text()
+    assert win.saved_chats.chat_list.notice.isVisibleTo(win) and bad.chat_id in notice and "moved aside" in notice
     assert "moved aside" in win.transcript.toPlainText()
     assert not path.exists() and len(list((store.folder / "corrupt").iterdir())) == 1
 
@@ -119,9 +119,9 @@ def test_a_reply_cut_off_by_a_crash_is_marked_interrupted_and_can_be_regenerated
     record.reply_pending = True
     ChatStore().save(record)
     win = relaunch()
-    assert win.current_chat_id == record.chat_id
+    assert win.saved_chats.current_chat_id == record.chat_id
     assert INTERRUPTED_NOTICE in win.transcript.toPlainText()
-    win._on_model_loaded(embedded_model)
+    win.models.accept_model(embedded_model)
     win.settings_panel.max_new_tokens.setValue(3)
     with qtbot.waitSignal(win.reply_finished, timeout=REPLY_TIMEOUT_MS):
         qtbot.mouseClick(win.regenerate_button, Qt.MouseButton.LeftButton)
@@ -132,18 +132,18 @@ def test_a_reply_cut_off_by_a_crash_is_marked_interrupted_and_can_be_regenerated
 def test_export_and_import_through_the_window(qtbot, window, tmp_path):
     ask(qtbot, window, "Export this chat", max_new_tokens=3)
     exported = tmp_path / "chat.json"
-    window.export_chat(exported)
+    window.saved_chats.export_chat(exported)
     document = json.loads(exported.read_text(encoding="utf-8"))
     assert document["messages"][0]["content"] == "Export this chat"
     assert str(tmp_path) not in exported.read_text(encoding="utf-8")
-    assert window.import_chat(exported)
-    assert len(window.chat_list.chat_ids()) == 2 and window.session.messages[0].content == "Export this chat"
+    assert window.saved_chats.import_chat(exported)
+    assert len(window.saved_chats.chat_list.chat_ids()) == 2 and window.session.messages[0].content == "Export this chat"
 
     not_a_chat = tmp_path / "other.json"
     not_a_chat.write_text('{"hello": "world"}', encoding="utf-8")
-    assert not window.import_chat(not_a_chat)
+    assert not window.saved_chats.import_chat(not_a_chat)
     assert "Import refused: other.json is not a chat" in window.transcript.toPlainText()
-    assert len(window.chat_list.chat_ids()) == 2
+    assert len(window.saved_chats.chat_list.chat_ids()) == 2
 
 
 def test_an_imported_chat_with_invalid_settings_opens_with_those_settings_refused(qtbot, window, tmp_path):
@@ -153,31 +153,31 @@ def test_an_imported_chat_with_invalid_settings_opens_with_those_settings_refuse
     path = tmp_path / "odd.json"
     ChatStore(tmp_path / "elsewhere").export_chat(record, path)
     window.settings_panel.temperature.setValue(0.7)
-    assert window.import_chat(path)
+    assert window.saved_chats.import_chat(path)
     text = window.transcript.toPlainText()
     assert "This chat's setting was refused: max new tokens must be a whole number" in text
-    assert "temperature must lie in [0, 2]; got 9.0" in text
+    assert "temperature must be a number from 0 to 2; got 9.0" in text
     assert window.settings_panel.temperature.value() == pytest.approx(0.7)
     assert window.settings_panel.top_p.value() == pytest.approx(0.5)
 
 
 def test_opening_another_chat_mid_reply_is_refused(qtbot, window):
     ask(qtbot, window, "An earlier chat", max_new_tokens=3)
-    earlier = window.current_chat_id
+    earlier = window.saved_chats.current_chat_id
     window.new_chat()
     window.settings_panel.max_new_tokens.setValue(300)
     window.input_box.setPlainText("Tell me a long story.")
-    with qtbot.waitSignal(window.worker.token_received, timeout=REPLY_TIMEOUT_MS):
+    with qtbot.waitSignal(window.replies.token_received, timeout=REPLY_TIMEOUT_MS):
         window.send_message()
-    assert not window.open_chat(earlier)
+    assert not window.saved_chats.open_chat(earlier)
     assert "Stop the reply before opening another chat." in window.statusBar().currentMessage()
     with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS):
         window.stop_generation()
-    assert window.open_chat(earlier)
+    assert window.saved_chats.open_chat(earlier)
 
 
 def test_a_failed_save_is_shown_and_retried_on_the_next_turn(qtbot, window):
-    store = window.chats.store
+    store = window.saved_chats.keeper.store
     original = store.write_bytes
     failures = []
 
@@ -187,7 +187,7 @@ def test_a_failed_save_is_shown_and_retried_on_the_next_turn(qtbot, window):
 
     store.write_bytes = full_disk
     ask(qtbot, window, "Will this be saved?", max_new_tokens=3)
-    window.chats.saver.flush(10)
+    window.saved_chats.keeper.saver.flush(10)
     qtbot.waitUntil(lambda: "Could not save the chat" in window.transcript.toPlainText(), timeout=5_000)
     assert failures and "No space left on device" in window.transcript.toPlainText()
     store.write_bytes = original
@@ -197,14 +197,14 @@ def test_a_failed_save_is_shown_and_retried_on_the_next_turn(qtbot, window):
 
 def test_viewing_chats_does_not_reorder_the_list(qtbot, window):
     ask(qtbot, window, "Older chat", max_new_tokens=3)
-    older = window.current_chat_id
+    older = window.saved_chats.current_chat_id
     window.new_chat()
     ask(qtbot, window, "Newer chat", max_new_tokens=3)
-    newer = window.current_chat_id
-    assert window.chat_list.chat_ids() == [newer, older]
-    window.open_chat(older)
-    window.open_chat(newer)
-    window.open_chat(older)
-    assert window.chat_list.chat_ids() == [newer, older]
-    assert window.chats.saver.flush(10)
+    newer = window.saved_chats.current_chat_id
+    assert window.saved_chats.chat_list.chat_ids() == [newer, older]
+    window.saved_chats.open_chat(older)
+    window.saved_chats.open_chat(newer)
+    window.saved_chats.open_chat(older)
+    assert window.saved_chats.chat_list.chat_ids() == [newer, older]
+    assert window.saved_chats.keeper.saver.flush(10)
     assert [s.chat_id for s in ChatStore().scan()] == [newer, older]

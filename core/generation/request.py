@@ -1,0 +1,41 @@
+"""A request for one reply, as plain data, and turning it into a Generation: the prompt built, checked and tokenised."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from core.chats.session import ChatSession, Message, PromptBuild
+from core.generation.context_fit import check_reply_budget
+from core.generation.reply import DEFAULT_TOKEN_TIMEOUT_S, Generation
+from core.model.loader import LoadedModel
+from core.settings import GenerationSettings
+
+
+@dataclass(frozen=True)
+class ReplyRequest:
+    """What to answer and how, made where the user asked; it carries the reply's stop event from that moment.
+
+    A Stop pressed before the reply was even built lands on this event, so it is never lost.
+    """
+
+    system_prompt: str
+    messages: tuple[Message, ...]
+    settings: GenerationSettings
+    request_start_ns: int | None = None
+    stop: threading.Event = field(default_factory=threading.Event, compare=False)
+    logits_processors: tuple = ()
+
+
+def prepare_reply(loaded: LoadedModel, request: ReplyRequest,
+                  timeout_s: float = DEFAULT_TOKEN_TIMEOUT_S) -> tuple[Generation, PromptBuild]:
+    """The reply's Generation (not started) and its prompt; raises LatencyLabError when it cannot be asked.
+
+    Tokenising a long chat takes a while (a 1 MB paste about a second), so callers run this off the GUI thread.
+    """
+    check_reply_budget(request.settings.max_new_tokens, loaded.context_window)
+    session = ChatSession(request.system_prompt, [Message(m.role, m.content) for m in request.messages])
+    prompt = session.build_prompt(loaded.tokenizer, loaded.context_window, request.settings.max_new_tokens)
+    generation = Generation(loaded, prompt.input_ids, request.settings, stop=request.stop, timeout_s=timeout_s,
+                            logits_processors=request.logits_processors)
+    return generation, prompt

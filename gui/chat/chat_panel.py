@@ -1,0 +1,44 @@
+"""The chat side of the window: model and sampling settings, the transcript, the message box and its buttons."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from gui.chat.input_box import InputBox
+from gui.chat.transcript_view import TranscriptView
+from gui.settings.panel import SettingsPanel
+from gui.settings.store import WindowSettings
+
+
+class ChatPanel(QWidget):
+    """Widgets only; the window wires them to the reply and model controllers."""
+
+    def __init__(self, settings: WindowSettings, parent=None):
+        super().__init__(parent)
+        self.settings_panel = SettingsPanel(settings)
+        self.transcript = TranscriptView()
+        self.indicator = QLabel("")
+        self.indicator.setObjectName("generating_indicator")
+        self.indicator.setStyleSheet("color: #8a5300; font-weight: 600;")
+        self.indicator.setVisible(False)
+        self.input_box = InputBox()
+        self.input_box.setMaximumHeight(90)
+        self.send_button = QPushButton("Send")
+        self.stop_button = QPushButton("Stop (Esc)")
+        self.regenerate_button = QPushButton("Regenerate")
+        self.new_chat_button = QPushButton("New chat")
+        self.streaming_toggle = QCheckBox("Streaming (Ctrl+T)")
+        self.streaming_toggle.setChecked(settings.streaming)
+        self.streaming_toggle.setStyleSheet("QCheckBox { font-weight: 700; }")
+        self.streaming_toggle.setToolTip("On: text appears token by token, after TTFT. Off: the whole reply "
+                                         "appears at once, after E2E. Tokens are timed either way.")
+        buttons = QHBoxLayout()
+        for button in (self.send_button, self.stop_button, self.regenerate_button, self.new_chat_button):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        buttons.addWidget(self.streaming_toggle)
+        layout = QVBoxLayout(self)
+        for widget, stretch in ((self.settings_panel, 0), (self.transcript, 1), (self.indicator, 0),
+                                (self.input_box, 0)):
+            layout.addWidget(widget, stretch=stretch)
+        layout.addLayout(buttons)

@@ -1,0 +1,77 @@
+"""What a running reply shows: text into the transcript, stamps into the meter, and the ~30 Hz frame that redraws it."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QObject, QTimer, Slot
+
+from core.chats.record import ReplyRecord
+from core.timing.events import TokenEvent
+from gui.chat.reply_controller import GENERATING, STOPPING, ReplyController
+from gui.chats.chat_replay import reply_note
+
+FRAME_INTERVAL_MS = 33  # about 30 Hz: smooth to the eye, and independent of the token rate
+
+
+class LiveReply(QObject):
+    """Per token it only appends (text, buffers); the plots and cards are redrawn by frame_timer."""
+
+    def __init__(self, replies: ReplyController, transcript, meter, indicator, parent=None):
+        super().__init__(parent)
+        self._replies, self._transcript, self._meter, self._indicator = replies, transcript, meter, indicator
+        self._visible_chars = 0
+        self.frame_timer = QTimer(self)
+        self.frame_timer.setInterval(FRAME_INTERVAL_MS)
+        self.frame_timer.timeout.connect(self._on_frame)
+        replies.reply_started.connect(self._on_started)
+        replies.token_received.connect(self._on_token)
+        replies.state_changed.connect(self._on_state)
+
+    @Slot(object)
+    def _on_started(self, record: ReplyRecord) -> None:
+        self._visible_chars = 0
+        self._transcript.begin_assistant_turn()
+        self._meter.begin_reply(record.trace.request_start_ns)
+        self._update_indicator(time.perf_counter_ns())
+        self._indicator.setVisible(not self._replies.streaming)
+        self.frame_timer.start()
+
+    @Slot(object)
+    def _on_token(self, event: TokenEvent) -> None:
+        self._meter.record_token(event)
+        if self._replies.streaming and event.text:
+            self._transcript.append_reply_text(event.text)
+            self._visible_chars += len(event.text)
+            self._meter.show_visible_text(time.perf_counter_ns(), self._visible_chars)
+
+    def finish(self, record: ReplyRecord) -> None:
+        """Replace the live text with the rendered reply and show the final numbers."""
+        trace = record.trace
+        self._transcript.finish_assistant_turn(trace.text, record.context.get("message_index"),
+                                               reply_note(trace, record.context.get("notice")))
+        self._meter.show_visible_text(time.perf_counter_ns(), len(trace.text))
+        self._meter.finish_reply(trace, self._replies.streaming)
+
+    @Slot(str)
+    def _on_state(self, state: str) -> None:
+        if state not in (GENERATING, STOPPING):
+            self.stop()
+
+    def stop(self) -> None:
+        self.frame_timer.stop()
+        self._indicator.setVisible(False)
+
+    @Slot()
+    def _on_frame(self) -> None:
+        now_ns = time.perf_counter_ns()
+        record = self._replies.record
+        trace = record.trace if record else None
+        self._meter.tick(now_ns, trace.summary() if trace and trace.output_tokens else None, self._replies.streaming)
+        self._update_indicator(now_ns)
+
+    def _update_indicator(self, now_ns: int) -> None:
+        record = self._replies.record
+        trace = record.trace if record else None
+        elapsed = (now_ns - trace.request_start_ns) / 1e9 if trace else 0.0
+        self._indicator.setText(f"generating… {trace.output_tokens if trace else 0} tokens, {elapsed:.1f} s")

@@ -1,0 +1,36 @@
+"""The window's menus and shortcuts: File (chats, traces and plots in and out) and Chat (stop, regenerate, ...)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QKeySequence
+
+
+def build_menus(window) -> None:
+    file_menu = window.menuBar().addMenu("&File")
+    for label, handler in (("E&xport chat…", window.saved_chats.export_dialog),
+                           ("&Import chat…", window.saved_chats.import_dialog),
+                           ("Export traces as &JSON…", window.export_json_dialog),
+                           ("Export traces as &CSV…", window.export_csv_dialog),
+                           ("Export plots as &PNG…", window.export_png_dialog)):
+        action = QAction(label, window)
+        action.triggered.connect(handler)
+        file_menu.addAction(action)
+    file_menu.addSeparator()
+    quit_action = QAction("&Quit", window)
+    quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+    quit_action.triggered.connect(window.close)
+    file_menu.addAction(quit_action)
+    chat_menu = window.menuBar().addMenu("&Chat")
+    for label, shortcut, handler in (("Stop", "Esc", window.stop_generation),
+                                     ("Regenerate", "Ctrl+R", window.regenerate),
+                                     ("New chat", "Ctrl+N", window.new_chat),
+                                     ("Toggle streaming", "Ctrl+T", window.streaming_toggle.toggle)):
+        action = QAction(label, window)
+        action.setShortcut(QKeySequence(shortcut))
+        action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        action.triggered.connect(handler)
+        chat_menu.addAction(action)
+        window.addAction(action)
+    chat_menu.addSeparator()
+    chat_menu.addAction(window.saved_chats.dock.toggleViewAction())

@@ -1,0 +1,47 @@
+"""Flags given on the command line win over the window's saved settings for that launch."""
+
+from cli.main import build_parser, given_flags
+from gui.launch import window_overrides
+from gui.main_window import MainWindow
+from gui.settings.store import WindowSettings, load_window_settings, save_window_settings
+
+
+def test_generation_flags_given_at_launch_win_over_saved_settings(qtbot):
+    save_window_settings(WindowSettings(dtype="int4", temperature=0.2, max_new_tokens=99, seed=11,
+                                        decode_loop="lean"))
+    args = build_parser().parse_args(["--temperature", "0.7", "--max-new-tokens", "50", "--seed", "3",
+                                      "--decode-loop", "generate", "--device", "cpu", "--dtype", "float32"])
+    window = MainWindow(overrides=window_overrides(given_flags(args)))
+    qtbot.addWidget(window)
+    panel = window.settings_panel
+    try:
+        settings = panel.generation_settings()
+        assert (settings.temperature, settings.max_new_tokens, settings.seed, settings.decode_loop) == (
+            0.7, 50, 3, "generate")
+        assert panel.dtype() == "float32"  # an explicit float32 overrides a saved int4
+    finally:
+        window.close()
+
+
+def test_flags_left_out_keep_the_saved_settings(qtbot):
+    save_window_settings(WindowSettings(dtype="int4", temperature=0.2, seed=4_000_000_000))
+    window = MainWindow(overrides=window_overrides(given_flags(build_parser().parse_args([]))))
+    qtbot.addWidget(window)
+    try:
+        settings = window.settings_panel.generation_settings()
+        assert window.settings_panel.dtype() == "int4" and settings.temperature == 0.2
+        assert settings.seed == 4_000_000_000  # core's whole seed range, past a spin box's 2**31 - 1
+    finally:
+        window.close()
+    assert load_window_settings().seed == 4_000_000_000
+
+
+def test_no_seed_is_saved_as_none_like_core_and_an_old_minus_one_reads_as_none(qtbot):
+    from gui.settings.store import open_settings
+
+    save_window_settings(WindowSettings(seed=None))
+    assert load_window_settings().seed is None
+    store = open_settings()
+    store.setValue("seed", -1)  # how older versions stored "no seed"
+    store.sync()
+    assert load_window_settings().seed is None

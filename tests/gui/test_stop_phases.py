@@ -1,0 +1,117 @@
+"""Stop ends the reply at every phase: pressed with Send, while the model loads, during prefill and during decode."""
+
+import threading
+
+import pytest
+
+import gui.model.loader_worker
+from gui.main_window import MainWindow
+
+REPLY_TIMEOUT_MS = 60_000
+
+
+@pytest.fixture
+def tiny_window(qtbot, tiny_model):
+    window = MainWindow()
+    qtbot.addWidget(window)
+    window.models.accept_model(tiny_model)
+    window.settings_panel.max_new_tokens.setValue(40)
+    window.show()
+    yield window
+    window.close()
+
+
+def test_stop_in_the_same_slot_as_send_is_not_lost(qtbot, tiny_window):
+    tiny_window.input_box.setPlainText("hello")
+    with qtbot.waitSignal(tiny_window.reply_finished, timeout=REPLY_TIMEOUT_MS) as finished:
+        tiny_window.send_message()
+        tiny_window.stop_generation()  # before the relay thread has even built the prompt
+    trace = finished.args[0]
+    assert trace.stop_reason == "stopped" and trace.output_tokens == 0
+    assert [m.content for m in tiny_window.session.messages] == ["hello"]  # the message is kept in the chat
+
+
+def test_stop_during_prefill_ends_with_no_token(qtbot, tiny_window, tiny_model):
+    entered, release = threading.Event(), threading.Event()
+
+    def hold_the_first_layer(module, args, output):
+        entered.set()
+        release.wait(30)
+
+    # On the MLP's last projection: both decode loops call it (the lean loop calls the layer's parts).
+    hook = tiny_model.model.model.layers[0].mlp.down_proj.register_forward_hook(hold_the_first_layer)
+    try:
+        tiny_window.input_box.setPlainText("Tell me about lighthouses.")
+        with qtbot.waitSignal(tiny_window.reply_finished, timeout=REPLY_TIMEOUT_MS) as finished:
+            tiny_window.send_message()
+            qtbot.waitUntil(entered.is_set, timeout=REPLY_TIMEOUT_MS)
+            tiny_window.stop_generation()  # the user presses Stop while the prompt's pass is in layer 0
+            release.set()
+    finally:
+        release.set()
+        hook.remove()
+    trace = finished.args[0]
+    assert trace.stop_reason == "stopped" and trace.output_tokens == 0 and trace.error is None
+
+
+def test_stop_during_decode_ends_after_the_current_token(qtbot, tiny_window):
+    tiny_window.input_box.setPlainText("Count to one hundred.")
+    tiny_window.replies.token_received.connect(tiny_window.stop_generation)
+    with qtbot.waitSignal(tiny_window.reply_finished, timeout=REPLY_TIMEOUT_MS) as finished:
+        tiny_window.send_message()
+    trace = finished.args[0]
+    assert trace.stop_reason == "stopped" and 1 <= trace.output_tokens <= 2
+
+
+def test_stop_while_the_model_loads_cancels_the_queued_message_and_keeps_it(qtbot, monkeypatch):
+    inside, release = threading.Event(), threading.Event()
+
+    def slow_load(*args, **kwargs):
+        inside.set()
+        release.wait(30)
+        raise RuntimeError("load abandoned by the test")
+
+    monkeypatch.setattr(gui.model.loader_worker, "load_model", slow_load)
+    window = MainWindow()
+    qtbot.addWidget(window)
+    try:
+        window.start_loading("embedded", "float32")
+        assert inside.wait(30)
+        window.input_box.setPlainText("queued question")
+        window.send_message()
+        assert window.replies.state == "queued" and window.stop_button.isEnabled()
+        window.stop_generation()
+        assert window.replies.state == "idle"
+        assert window.input_box.toPlainText() == "queued question" and not window.input_box.isReadOnly()
+        with qtbot.waitSignal(window.model_failed, timeout=REPLY_TIMEOUT_MS):
+            release.set()
+        assert window.session.messages == []  # nothing was sent after the load ended
+    finally:
+        release.set()
+        window.close()
+
+
+def test_a_message_queued_behind_the_load_is_kept_when_the_window_closes(qtbot, monkeypatch):
+    from core.chats.store import ChatStore
+
+    inside, release = threading.Event(), threading.Event()
+
+    def slow_load(*args, **kwargs):
+        inside.set()
+        release.wait(30)
+        raise RuntimeError("load abandoned by the test")
+
+    monkeypatch.setattr(gui.model.loader_worker, "load_model", slow_load)
+    window = MainWindow()
+    qtbot.addWidget(window)
+    try:
+        window.start_loading("embedded", "float32")
+        assert inside.wait(30)
+        window.input_box.setPlainText("please keep me")
+        window.send_message()
+        window.close()
+    finally:
+        release.set()
+        qtbot.waitUntil(lambda: not window.models.load_relay_thread.isRunning(), timeout=30_000)
+    saved = ChatStore().load(window.saved_chats.current_chat_id)
+    assert [m.content for m in saved.messages] == ["please keep me"] and saved.reply_pending

@@ -111,7 +111,7 @@ class LabTab(QWidget):
 
     def _start_thread(self) -> None:
         self.lab_thread = QThread(self)
-        self.lab_thread.setObjectName("latencylab-lab")
+        self.lab_thread.setObjectName("latencylab-lab-relay")
         self.worker = LabWorker()
         self.worker.moveToThread(self.lab_thread)
         self.run_requested.connect(self.worker.run)

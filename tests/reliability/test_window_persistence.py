@@ -63,15 +63,15 @@ def test_relaunch_restores_the_list_and_reopens_the_latest_chat(qtbot, window, r
     window.close()
 
     again = relaunch()
-    assert again.chat_list.chat_ids() == [second_id, first_id]
-    assert again.chat_list.titles() == ["Second chat question", "First chat question"]
-    assert again.current_chat_id == second_id and again.session.messages == messages
+    assert again.saved_chats.chat_list.chat_ids() == [second_id, first_id]
+    assert again.saved_chats.chat_list.titles() == ["Second chat question", "First chat question"]
+    assert again.saved_chats.current_chat_id == second_id and again.session.messages == messages
     assert "Second chat question" in again.transcript.toPlainText()
     assert len(again.meter.history_plot.ttft_item.getData()[0]) == 1
     assert max(again.meter.visible_plot.current_item.getData()[1]) == len(messages[-1].content)
     assert again.regenerate_button.isEnabled()
 
-    assert again.open_chat(first_id)
+    assert again.saved_chats.open_chat(first_id)
     assert "First chat question" in again.transcript.toPlainText()
     assert "Second chat question" not in again.transcript.toPlainText()
 
@@ -92,7 +92,7 @@ def test_rename_and_delete_from_the_list(qtbot, window, relaunch):
     window.close()
 
     again = relaunch()
-    assert again.chat_list.titles() == ["Renamed by the user"]
+    assert again.saved_chats.chat_list.titles() == ["Renamed by the user"]
     assert ChatStore().load(kept_id).title_is_custom
 
 

@@ -7,7 +7,6 @@ This file lays them out and wires their signals.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal, Slot
@@ -31,9 +30,7 @@ from gui.settings.store import load_window_settings, save_window_settings
 
 # Closing must finish within 2 s: a decode stops within a token and a prefill within a layer; a thread
 # still busy after its share (inside a model load) is detached, not joined (gui/thread_exit.py).
-CLOSE_WAIT_MS = 1200
-CLOSE_LOAD_WAIT_MS = 250
-CLOSE_MIN_WAIT_MS = 50  # an idle thread still needs a moment to process its quit
+CLOSE_WAIT_MS = 1000  # then the engine is killed: closing ends the whole app within 2 s
 CLOSE_SAVE_WAIT_S = 0.4
 
 
@@ -42,8 +39,8 @@ class MainWindow(QMainWindow):
     model_changed = Signal(object)   # LoadedModel
     model_failed = Signal(str)
 
-    def __init__(self, overrides: dict | None = None, token_timeout_s: float | None = None,
-                 trust_remote_code: bool = False, allow_pickle: bool = False, chat_store: ChatStore | None = None):
+    def __init__(self, overrides: dict | None = None, trust_remote_code: bool = False, allow_pickle: bool = False,
+                 chat_store: ChatStore | None = None, engine_factory=None):
         super().__init__()
         self.setWindowTitle("Latency Lab")
         self.resize(1280, 820)
@@ -52,10 +49,11 @@ class MainWindow(QMainWindow):
         for name, value in (overrides or {}).items():  # flags given on the command line win for this launch
             setattr(self.window_settings, name, value)
         self._closing = False
-        self.models = ModelController(trust_remote_code, allow_pickle, parent=self)
+        # The engine starts now, before the first paint: it imports torch while the window shows.
+        self.models = ModelController(engine_factory, trust_remote_code, allow_pickle, parent=self)
         self._build_widgets()
         self.saved_chats = SavedChats(self, chat_store)
-        self.replies = ReplyController(self.saved_chats, self.models, self._reply_settings, token_timeout_s, self)
+        self.replies = ReplyController(self.saved_chats, self.models, self._reply_settings, self)
         self.live = LiveReply(self.replies, self.transcript, self.meter, self.indicator, self)
         self.frame_timer = self.live.frame_timer
         build_menus(self)
@@ -87,7 +85,7 @@ class MainWindow(QMainWindow):
         splitter.addWidget(panel)
         splitter.addWidget(self.meter)
         splitter.setSizes([620, 660])
-        self.lab_tab = LabTab()
+        self.lab_tab = LabTab(self.models.client)
         self.tabs = QTabWidget()
         self.tabs.addTab(splitter, "Chat")
         self.tabs.addTab(self.lab_tab, "Lab")
@@ -116,6 +114,7 @@ class MainWindow(QMainWindow):
         self.models.load_progressed.connect(self.settings_panel.show_progress)
         self.models.model_loaded.connect(self._on_model_loaded)
         self.models.load_failed.connect(self._on_model_failed)
+        self.models.engine_stopped.connect(self._on_engine_stopped)
 
     # -- public actions -------------------------------------------------------------------------
 
@@ -166,7 +165,7 @@ class MainWindow(QMainWindow):
     def export_traces_json(self, path: str | Path) -> None:
         records = self.saved_chats.records
         write_text_file(path, traces_to_json([r.trace for r in records], context={
-            "model": self.loaded.describe() if self.loaded else None}, per_trace_context=[r.context for r in records]))
+            "model": self.loaded.facts if self.loaded else None}, per_trace_context=[r.context for r in records]))
 
     def export_traces_csv(self, path: str | Path) -> None:
         write_text_file(path, traces_to_csv([record.trace for record in self.saved_chats.records]))
@@ -250,6 +249,19 @@ class MainWindow(QMainWindow):
         self.model_label.setText(line)
         self.model_label.setToolTip(tooltip)
 
+    @Slot()
+    def restart_engine(self) -> None:
+        if self.models.restart():
+            self.settings_panel.show_progress(0.0, "restarting the engine…")
+            self._update_controls()
+
+    @Slot(str)
+    def _on_engine_stopped(self, description: str) -> None:
+        self.notify(f"The engine stopped: {description}. The chat is kept; your next message (or Chat → "
+                    f"Restart engine) starts a new one with the same model.", is_error=True)
+        self._show_model_facts()
+        self._update_controls()
+
     @Slot(str)
     def _on_model_failed(self, message: str) -> None:
         kept = f" Still using {self.loaded.name}." if self.loaded else ""
@@ -276,17 +288,11 @@ class MainWindow(QMainWindow):
         export_with_dialog(self, "Export plots", "PNG (*.png)", self.export_plots_png, self._show_status)
 
     def shutdown(self) -> None:
-        """Stop the reply and the lab first, then end every relay thread within one shared deadline."""
+        """Stop the reply and the lab, then end the engine: asked to exit, killed if it has not within the wait."""
         self.live.stop()
-        self.lab_tab.cancel()
-        deadline = time.monotonic() + CLOSE_WAIT_MS / 1000
-
-        def remaining_ms(cap_ms: float = CLOSE_WAIT_MS) -> int:
-            return int(max(CLOSE_MIN_WAIT_MS, min(cap_ms, (deadline - time.monotonic()) * 1000)))
-
-        self.replies.shutdown(remaining_ms())
-        self.models.shutdown(remaining_ms(CLOSE_LOAD_WAIT_MS))
-        self.lab_tab.shutdown(remaining_ms())
+        self.lab_tab.shutdown()
+        self.replies.shutdown()
+        self.models.shutdown(CLOSE_WAIT_MS)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
         if not self._closing:

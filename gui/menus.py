@@ -25,7 +25,8 @@ def build_menus(window) -> None:
     for label, shortcut, handler in (("Stop", "Esc", window.stop_generation),
                                      ("Regenerate", "Ctrl+R", window.regenerate),
                                      ("New chat", "Ctrl+N", window.new_chat),
-                                     ("Toggle streaming", "Ctrl+T", window.streaming_toggle.toggle)):
+                                     ("Toggle streaming", "Ctrl+T", window.streaming_toggle.toggle),
+                                     ("Restart engine", "Ctrl+Shift+R", window.restart_engine)):
         action = QAction(label, window)
         action.setShortcut(QKeySequence(shortcut))
         action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)

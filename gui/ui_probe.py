@@ -13,7 +13,6 @@ from pathlib import Path
 
 from PySide6.QtCore import QEvent, QObject, QTimer, Slot
 
-from core.timing.events import TokenEvent
 from core.timing.metrics import percentile
 
 STALL_PROBE_INTERVAL_MS = 5
@@ -79,7 +78,8 @@ class UiProbe(QObject):
         self._last_tick = now
 
     @Slot(object)
-    def _on_token_received(self, event: TokenEvent) -> None:
+    def _on_token_received(self, delivered) -> None:
+        event = delivered.event
         if event.text and self._window.streaming_toggle.isChecked():
             self._pending_stamps.append(event.timestamp_ns)
 

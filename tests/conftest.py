@@ -91,8 +91,19 @@ def window(qtbot, embedded_model):
     qtbot.waitExposed(win)
     yield win
     win.close()
-    assert not win.replies.relay_thread.isRunning() and not win.models.load_relay_thread.isRunning()
+    assert not win.models.engine.alive
     assert not win.frame_timer.isActive()
+
+
+@pytest.fixture(autouse=True)
+def in_process_engine_unless_marked(request, monkeypatch):
+    """Windows in tests use the in-process engine (fast, and it shares the session's loaded models);
+    tests marked engine_process get the real engine process, as the app does."""
+    if request.node.get_closest_marker("engine_process") is None:
+        import gui.model.model_controller
+        from core.engine.in_process import InProcessEngine
+
+        monkeypatch.setattr(gui.model.model_controller, "default_engine", InProcessEngine)
 
 
 @pytest.fixture(autouse=True)

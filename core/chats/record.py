@@ -125,6 +125,7 @@ def trace_to_dict(trace: GenerationTrace) -> dict:
         "token_ids": list(trace.token_ids),
         "token_texts": list(trace.token_texts),
         "timestamps_ns": list(trace.timestamps_ns),
+        "arrivals_ns": list(trace.arrivals_ns),
         "stop_reason": trace.stop_reason,
         "error": trace.error,
         "tail_text": trace.tail_text,
@@ -140,6 +141,9 @@ def trace_from_dict(data: Any, where: str) -> GenerationTrace:
     stamps = _int_list(doc.get("timestamps_ns"), f"{where}.timestamps_ns")
     if not len(token_ids) == len(token_texts) == len(stamps):
         raise ChatFileError(f"{where}: token_ids, token_texts and timestamps_ns differ in length")
+    arrivals = _int_list(doc.get("arrivals_ns", []), f"{where}.arrivals_ns")
+    if arrivals and len(arrivals) != len(stamps):
+        raise ChatFileError(f"{where}: arrivals_ns and timestamps_ns differ in length")
     stop_reason = doc.get("stop_reason")
     if stop_reason is not None and stop_reason not in STOP_REASONS:
         raise ChatFileError(f"{where}.stop_reason {stop_reason!r} is unknown")
@@ -152,6 +156,7 @@ def trace_from_dict(data: Any, where: str) -> GenerationTrace:
         token_ids=token_ids,
         token_texts=list(token_texts),
         timestamps_ns=stamps,
+        arrivals_ns=arrivals,
         stop_reason=stop_reason,
         error=error,
         tail_text=_require(doc.get("tail_text", ""), str, f"{where}.tail_text"),

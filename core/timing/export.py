@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from core.timing.metrics import DEFINITIONS
+from core.timing.metrics import DEFINITIONS, percentile
 from core.timing.trace import GenerationTrace
 
-CSV_COLUMNS = ("turn", "index", "token_id", "text", "t_s", "interval_s")
+CSV_COLUMNS = ("turn", "index", "token_id", "text", "t_s", "interval_s", "delivery_s")
 INTERVAL_DEFINITION = ("interval_s: time since the previous token; for index 0 it is the time since "
                        "request start, i.e. the TTFT. t_s: seconds since request start.")
 
@@ -19,6 +19,7 @@ INTERVAL_DEFINITION = ("interval_s: time since the previous token; for index 0 i
 def token_rows(trace: GenerationTrace, turn: int = 0) -> list[dict]:
     rows = []
     previous = trace.request_start_ns
+    delivery = trace.delivery_delays_s()
     for index, (token_id, text, stamp) in enumerate(zip(trace.token_ids, trace.token_texts, trace.timestamps_ns)):
         rows.append({
             "turn": turn,
@@ -27,6 +28,7 @@ def token_rows(trace: GenerationTrace, turn: int = 0) -> list[dict]:
             "text": text,
             "t_s": (stamp - trace.request_start_ns) / 1e9,
             "interval_s": (stamp - previous) / 1e9,
+            "delivery_s": delivery[index] if delivery else None,
         })
         previous = stamp
     return rows
@@ -42,6 +44,7 @@ def trace_document(trace: GenerationTrace, turn: int = 0, context: dict | None =
         "error": trace.error,
         "text": trace.text,
         "metrics": trace.metrics().to_dict(),
+        "delivery": delivery_summary(trace),
         "tokens": token_rows(trace, turn),
     }
 
@@ -74,3 +77,11 @@ def traces_to_csv(traces: Sequence[GenerationTrace]) -> str:
 
 def write_text_file(path: str | Path, text: str) -> None:
     Path(path).write_text(text, encoding="utf-8", newline="")
+
+
+def delivery_summary(trace: GenerationTrace) -> dict | None:
+    """Engine stamp to window arrival over one reply, as p50 and p95 (DEFINITIONS['delivery_s'])."""
+    delays = trace.delivery_delays_s()
+    if not delays:
+        return None
+    return {"p50_s": percentile(delays, 50), "p95_s": percentile(delays, 95), "max_s": max(delays)}

@@ -21,6 +21,8 @@ DEFINITIONS = {
     "decode_tok_s": "Decode rate: 1 / TPOT.",
     "timestamps": "Each token is stamped with time.perf_counter_ns() inside the streamer's put(), "
                   "on the generating thread; the request starts when generation is requested.",
+    "delivery_s": "Delivery: from a token's put() stamp in the engine process to its arrival in the window's "
+                  "process, on the same monotonic clock (perf_counter_ns, CLOCK_MONOTONIC); p50 and p95 per reply.",
 }
 
 

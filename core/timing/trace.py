@@ -17,15 +17,20 @@ class GenerationTrace:
     token_ids: list[int] = field(default_factory=list)
     token_texts: list[str] = field(default_factory=list)
     timestamps_ns: list[int] = field(default_factory=list)
+    # When each token reached the window (perf_counter_ns, the same clock as the engine's stamps); empty
+    # where no window received them (the CLI, the lab).
+    arrivals_ns: list[int] = field(default_factory=list)
     stop_reason: str | None = None
     error: str | None = None
     tail_text: str = ""
 
-    def record(self, event: TokenEvent | FinishedEvent) -> None:
+    def record(self, event: TokenEvent | FinishedEvent, arrival_ns: int | None = None) -> None:
         if isinstance(event, TokenEvent):
             self.token_ids.append(event.token_id)
             self.token_texts.append(event.text)
             self.timestamps_ns.append(event.timestamp_ns)
+            if arrival_ns is not None:
+                self.arrivals_ns.append(arrival_ns)
         else:
             self.stop_reason = event.stop_reason.value
             self.error = event.error
@@ -50,6 +55,12 @@ class GenerationTrace:
         stamps = self.timestamps_ns
         return summarize(self.request_start_ns, stamps[0] if stamps else None, stamps[-1] if stamps else None,
                          len(stamps), self.prompt_tokens)
+
+    def delivery_delays_s(self) -> list[float]:
+        """Per token, engine put() stamp to arrival in the window; [] when arrivals were not recorded."""
+        if len(self.arrivals_ns) != len(self.timestamps_ns):
+            return []
+        return [(arrival - stamp) / 1e9 for stamp, arrival in zip(self.timestamps_ns, self.arrivals_ns)]
 
     def metrics(self) -> LatencyMetrics:
         return compute_metrics(self.request_start_ns, self.timestamps_ns, self.prompt_tokens)

@@ -1,4 +1,9 @@
-"""What a running reply shows: text into the transcript, stamps into the meter, and the ~30 Hz frame that redraws it."""
+"""What a running reply shows, applied once per frame (~30 Hz): text into the transcript, stamps into the meter.
+
+Tokens that arrive between two frames are kept in a list and applied together at the frame tick: one
+text insert and one plot update per frame, however fast tokens come. The stamps are the engine's, so
+the plots stay per token.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ class LiveReply(QObject):
         super().__init__(parent)
         self._replies, self._transcript, self._meter, self._indicator = replies, transcript, meter, indicator
         self._visible_chars = 0
+        self._pending: list[TokenEvent] = []
         self.frame_timer = QTimer(self)
         self.frame_timer.setInterval(FRAME_INTERVAL_MS)
         self.frame_timer.timeout.connect(self._on_frame)
@@ -31,6 +37,7 @@ class LiveReply(QObject):
     @Slot(object)
     def _on_started(self, record: ReplyRecord) -> None:
         self._visible_chars = 0
+        self._pending.clear()
         self._transcript.begin_assistant_turn()
         self._meter.begin_reply(record.trace.request_start_ns)
         self._update_indicator(time.perf_counter_ns())
@@ -38,15 +45,25 @@ class LiveReply(QObject):
         self.frame_timer.start()
 
     @Slot(object)
-    def _on_token(self, event: TokenEvent) -> None:
-        self._meter.record_token(event)
-        if self._replies.streaming and event.text:
-            self._transcript.append_reply_text(event.text)
-            self._visible_chars += len(event.text)
+    def _on_token(self, delivered) -> None:
+        self._pending.append(delivered.event)
+
+    def _apply_pending(self) -> None:
+        """Everything that arrived since the last frame: stamps into the meter, then one text insert."""
+        if not self._pending:
+            return
+        tokens, self._pending = self._pending, []
+        for event in tokens:
+            self._meter.record_token(event)
+        text = "".join(event.text for event in tokens)
+        if self._replies.streaming and text:
+            self._transcript.append_reply_text(text)
+            self._visible_chars += len(text)
             self._meter.show_visible_text(time.perf_counter_ns(), self._visible_chars)
 
     def finish(self, record: ReplyRecord) -> None:
         """Replace the live text with the rendered reply and show the final numbers."""
+        self._apply_pending()
         trace = record.trace
         self._transcript.finish_assistant_turn(trace.text, record.context.get("message_index"),
                                                reply_note(trace, record.context.get("notice")))
@@ -59,11 +76,13 @@ class LiveReply(QObject):
             self.stop()
 
     def stop(self) -> None:
+        self._apply_pending()
         self.frame_timer.stop()
         self._indicator.setVisible(False)
 
     @Slot()
     def _on_frame(self) -> None:
+        self._apply_pending()
         now_ns = time.perf_counter_ns()
         record = self._replies.record
         trace = record.trace if record else None

@@ -1,9 +1,9 @@
 """The reply state machine, free of widgets: idle, queued while the model loads, generating, stopping.
 
-It owns each reply's request (with its stop event) and its record (trace and context), relays the
-reply through a ReplyRelay on its own QThread, and tells the window what happened through signals.
-The chat it answers in is the open chat (gui/chats/saved_chats.py): messages enter it only once
-the reply has really started, so a refused message is never lost from the message box.
+It owns each reply's request and its record (trace and context), sends the request to the engine as
+plain data, and turns the engine's events into signals for the window. The chat it answers in is
+the open chat (gui/chats/saved_chats.py): messages enter it only once the reply has really started,
+so a refused message is never lost from the message box.
 """
 
 from __future__ import annotations
@@ -11,16 +11,13 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, Signal, Slot
 
 from core.chats.record import ReplyRecord
-from core.chats.session import Message
+from core.engine.messages import Delivered, ReplyFinished, ReplyRefused, ReplyStarted, StartReply, StopReply
 from core.errors import InvalidSettingsError
-from core.generation.request import ReplyRequest
-from core.timing.events import FinishedEvent, TokenEvent
+from core.timing.events import FinishedEvent, StopReason, TokenEvent
 from core.timing.trace import GenerationTrace
-from gui.chat.reply_relay import GenerationStarted, RelayJob, ReplyRelay
-from gui.thread_exit import end_thread
 
 IDLE, QUEUED, GENERATING, STOPPING = "idle", "queued", "generating", "stopping"
 
@@ -29,18 +26,16 @@ SettingsSource = Callable[[], tuple]
 
 
 class ReplyController(QObject):
-    relay_requested = Signal(object)  # RelayJob, to the relay's thread
     state_changed = Signal(str)
     message_accepted = Signal(str, int)  # the user's text and its index: it left the box and joined the chat
     reply_started = Signal(object)       # ReplyRecord, whose trace fills as tokens arrive
-    token_received = Signal(object)      # TokenEvent, already in the record's trace
+    token_received = Signal(object)      # Delivered(TokenEvent), already in the record's trace
     reply_finished = Signal(object)      # ReplyRecord, with the chat updated
     reply_refused = Signal(str, bool)    # why; whether the user's message is still in the box
     last_reply_dropped = Signal()        # Regenerate took the last reply out of the chat
     status_posted = Signal(str)          # a passing note for the status bar
 
-    def __init__(self, chat, models, settings_source: SettingsSource, token_timeout_s: float | None = None,
-                 parent=None):
+    def __init__(self, chat, models, settings_source: SettingsSource, parent=None):
         super().__init__(parent)
         self._chat = chat            # gui.chats.saved_chats.SavedChats: the open chat
         self._models = models        # gui.model.model_controller.ModelController
@@ -48,23 +43,19 @@ class ReplyController(QObject):
         self.state = IDLE
         self.record: ReplyRecord | None = None
         self.streaming = True
-        self.logits_processors: tuple = ()  # a seam for fault-injection tests
-        self._request: ReplyRequest | None = None
+        self.ignore_eos = False  # benchmarks: decode exactly max new tokens
+        self._reply_id = 0
         self._queued_text: str | None = None  # sent while the model loads; still in the box
-        self._pending_text: str | None = None  # handed to the relay, not yet accepted into the chat
+        self._pending_text: str | None = None  # sent to the engine, not yet accepted into the chat
         self._closing = False
-        self.relay_thread = QThread(self)
-        self.relay_thread.setObjectName("latencylab-reply-relay")
-        self.relay = ReplyRelay() if token_timeout_s is None else ReplyRelay(token_timeout_s)
-        self.relay.moveToThread(self.relay_thread)
-        self.relay_requested.connect(self.relay.relay)
-        self.relay.started.connect(self._on_started)
-        self.relay.token_received.connect(self._on_token)
-        self.relay.finished.connect(self._on_finished)
-        self.relay.failed.connect(self._on_refused)
+        client = models.client
+        client.reply_started.connect(self._on_started)
+        client.token_arrived.connect(self._on_token)
+        client.reply_finished.connect(self._on_finished)
+        client.reply_refused.connect(self._on_refused)
         models.model_loaded.connect(self._on_model_loaded)
         models.load_failed.connect(self._on_load_failed)
-        self.relay_thread.start()
+        models.engine_stopped.connect(self._on_engine_stopped)
 
     @property
     def busy(self) -> bool:
@@ -72,7 +63,7 @@ class ReplyController(QObject):
 
     @property
     def awaiting_acceptance(self) -> bool:
-        """A sent message is with the relay and not yet in the chat: the box holds it, read-only."""
+        """A sent message is with the engine and not yet in the chat: the box holds it, read-only."""
         return self._pending_text is not None
 
     @property
@@ -87,7 +78,7 @@ class ReplyController(QObject):
         if not text.strip() or not self._can_start():
             return False
         if self._models.loaded is None:
-            if not self._models.loading:
+            if not self._models.loading and not self._models.restart():
                 self.status_posted.emit("No model is loaded; your message is kept.")
                 return False
             self._queued_text = text
@@ -113,16 +104,14 @@ class ReplyController(QObject):
             self._set_state(IDLE)
             self.status_posted.emit("Not sent: the model had not finished loading. Your message is kept.")
         elif self.state == GENERATING:
-            self._request.stop.set()
+            self._models.client.send(StopReply(self._reply_id))
             self._set_state(STOPPING)
             self.status_posted.emit("Stopping…")
 
-    def shutdown(self, wait_ms: int) -> None:
-        """Stop the reply and end the relay thread within wait_ms; a thread still busy is detached."""
+    def shutdown(self) -> None:
         self._closing = True
-        if self._request is not None:
-            self._request.stop.set()
-        end_thread(self.relay_thread, self.relay, wait_ms)
+        if self.busy:
+            self._models.client.send(StopReply(self._reply_id))
 
     def unsent_text(self) -> str | None:
         """Text the user sent that is not in the chat yet (queued, or not yet accepted): kept on close."""
@@ -147,15 +136,20 @@ class ReplyController(QObject):
         request_start_ns = time.perf_counter_ns()
         session = self._chat.session
         session.system_prompt = system_prompt
-        new_message = () if self._pending_text is None else (Message("user", self._pending_text),)
-        self._request = ReplyRequest(system_prompt, tuple(session.messages) + new_message, settings,
-                                     request_start_ns, logits_processors=self.logits_processors)
+        messages = tuple((m.role, m.content) for m in session.messages)
+        if self._pending_text is not None:
+            messages += (("user", self._pending_text),)
+        self._reply_id += 1
         self.streaming = streaming
         self.record = ReplyRecord(GenerationTrace(request_start_ns, prompt_tokens=0),
                                   {"streaming": streaming, "settings": settings.to_dict()})
         self._set_state(GENERATING)
-        self.relay_requested.emit(RelayJob(self._models.loaded, self._request))
+        self._models.client.send(StartReply(self._reply_id, system_prompt, messages, settings.to_dict(),
+                                            request_start_ns, ignore_eos=self.ignore_eos))
         return True
+
+    def _current(self, event) -> bool:
+        return not self._closing and self.busy and event.reply_id == self._reply_id
 
     @Slot(object)
     def _on_model_loaded(self, _loaded) -> None:
@@ -172,9 +166,9 @@ class ReplyController(QObject):
             self._set_state(IDLE)
 
     @Slot(object)
-    def _on_started(self, info: GenerationStarted) -> None:
+    def _on_started(self, info: ReplyStarted) -> None:
         """The prompt fits: only now does the message move from the box into the chat."""
-        if self._closing:
+        if not self._current(info):
             return
         if self._pending_text is not None:
             session = self._chat.session
@@ -188,16 +182,39 @@ class ReplyController(QObject):
         self.reply_started.emit(self.record)
 
     @Slot(object)
-    def _on_token(self, event: TokenEvent) -> None:
-        if self._closing:
+    def _on_token(self, delivered: Delivered) -> None:
+        token = delivered.event
+        if not self._current(token):
             return
-        self.record.trace.record(event)
-        self.token_received.emit(event)
+        event = TokenEvent(token.index, token.token_id, token.text, token.timestamp_ns)
+        self.record.trace.record(event, arrival_ns=delivered.arrival_ns)
+        self.token_received.emit(Delivered(event, delivered.arrival_ns))
 
     @Slot(object)
-    def _on_finished(self, event: FinishedEvent) -> None:
+    def _on_finished(self, finished: ReplyFinished) -> None:
+        if not self._current(finished):
+            return
+        self._finish(FinishedEvent(StopReason(finished.stop_reason), finished.output_tokens, finished.timestamp_ns,
+                                   finished.tail_text, finished.error))
+
+    @Slot(str)
+    def _on_engine_stopped(self, description: str) -> None:
+        """The engine died mid-reply: keep what arrived, marked interrupted; the next message restarts it."""
         if self._closing:
             return
+        if self.state == QUEUED:
+            self._queued_text = None
+            self._set_state(IDLE)
+        if not self.busy:
+            return
+        if self._pending_text is not None:  # it never started: the message goes back to the box
+            self._refuse(f"the engine stopped before the reply began ({description}).")
+            return
+        self.record.context["interrupted"] = True
+        self._finish(FinishedEvent(StopReason.ERROR, self.record.trace.output_tokens, time.perf_counter_ns(),
+                                   error=f"interrupted: {description}"))
+
+    def _finish(self, event: FinishedEvent) -> None:
         record = self.record
         record.trace.record(event)
         session = self._chat.session
@@ -206,21 +223,22 @@ class ReplyController(QObject):
         if record.trace.text or record.trace.output_tokens:
             session.add_assistant(record.trace.text)
             message_index = len(session.messages) - 1
+        loaded = self._models.loaded
         record.context.update(message_index=message_index, after_message=after_message,
-                              model=self._models.loaded.name)
+                              model=loaded.name if loaded else record.context.get("model"))
         self._chat.records.append(record)
-        self._request = None
         self._set_state(IDLE)
         self.reply_finished.emit(record)
 
-    @Slot(str)
-    def _on_refused(self, message: str) -> None:
-        """The relay refused the request before generating: a new message is still in the box."""
-        if self._closing:
-            return
+    @Slot(object)
+    def _on_refused(self, refused: ReplyRefused) -> None:
+        """The engine refused the request before generating: a new message is still in the box."""
+        if self._current(refused):
+            self._refuse(refused.message)
+
+    def _refuse(self, message: str) -> None:
         kept = self._pending_text is not None
         self._pending_text = None
-        self._request = None
         self.record = None
         self._set_state(IDLE)
         self.reply_refused.emit(f"Message refused: {message}", kept)

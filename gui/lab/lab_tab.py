@@ -1,11 +1,14 @@
-"""The Lab tab: settings, Run and Cancel, a progress bar, three live plots, the verdicts, export and load."""
+"""The Lab tab: settings, Run and Cancel, a progress bar, three live plots, the verdicts, export and load.
+
+The sweeps run in the engine (its own process in the app), so the window's painting cannot disturb
+the lab's figures; lab runs and chat replies take turns on the engine's compute thread.
+"""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QThread, Qt, Signal, Slot
+from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QFileDialog, QHBoxLayout, QLabel, QProgressBar, QPushButton, QScrollArea, QSplitter, QVBoxLayout, QWidget,
 )
@@ -15,37 +18,38 @@ from core.lab.machine import contention_warning, machine_summary
 from core.lab.results import LabResults, load_results_json, save_results_csv, save_results_json
 from gui.lab.batch_plot import BatchPlot
 from gui.lab.lab_form import LabForm
-from gui.lab.lab_worker import LabRequest, LabWorker
 from gui.lab.precision_plot import PrecisionPlot
 from gui.lab.prompt_plot import PromptLengthPlot
 from gui.lab.verdict_panel import VerdictPanel
+from core.engine.messages import CancelLab, LabFailed, LabFinished, LabProgress, LabRow, RunLab
+from gui.engine_client import EngineClient
 from gui.export_dialog import export_with_dialog
-from gui.thread_exit import end_thread
 
 PROGRESS_STEPS = 1000
-# Within the 2 s the README promises for closing the app, when the window has not ended the thread first.
-SHUTDOWN_WAIT_MS = 1000
 
 
 class LabTab(QWidget):
-    """Self-contained: it loads its own model on its own thread. Call shutdown() before it is destroyed."""
+    """Runs its sweeps through an engine client: the window's, or (alone, in tests) an in-process engine of its own."""
 
-    run_requested = Signal(object)  # LabRequest, to the worker's thread
-    run_finished = Signal(object)   # LabResults once shown, or None when the run failed
+    row_measured = Signal(str, object)  # sweep, row: shown as it arrives
+    run_finished = Signal(object)       # LabResults once shown, or None when the run failed
 
-    def __init__(self, parent=None):
+    def __init__(self, client: EngineClient | None = None, parent=None):
         super().__init__(parent)
         self.results: LabResults | None = None
         self._running = False
-        # Set from this thread, read by the worker's: the one way to stop a run that is busy measuring.
-        self._cancel_event = threading.Event()
-        self._shut_down = False
+        self._lab_id = 0
+        self._owns_client = client is None
+        if client is None:
+            from core.engine.in_process import InProcessEngine
+
+            client = EngineClient(InProcessEngine(), self)
+        self.client = client
         self._build_widgets()
-        self._start_thread()
-        app = QCoreApplication.instance()
-        if app is not None:
-            # A safety net for a window that quits without calling shutdown(): never leave the thread running.
-            app.aboutToQuit.connect(self.shutdown)
+        client.lab_progressed.connect(self._on_progress_changed)
+        client.lab_row_measured.connect(self._on_row_measured)
+        client.lab_finished.connect(self._on_run_finished)
+        client.lab_failed.connect(self._on_run_failed)
         self._update_controls()
 
     # -- construction ---------------------------------------------------------------------------
@@ -109,18 +113,6 @@ class LabTab(QWidget):
         self.export_csv_button.clicked.connect(self._export_csv_dialog)
         self.export_png_button.clicked.connect(self._export_png_dialog)
 
-    def _start_thread(self) -> None:
-        self.lab_thread = QThread(self)
-        self.lab_thread.setObjectName("latencylab-lab-relay")
-        self.worker = LabWorker()
-        self.worker.moveToThread(self.lab_thread)
-        self.run_requested.connect(self.worker.run)
-        self.worker.progress_changed.connect(self._on_progress_changed)
-        self.worker.row_measured.connect(self._on_row_measured)
-        self.worker.finished.connect(self._on_run_finished)
-        self.worker.failed.connect(self._on_run_failed)
-        self.lab_thread.start()
-
     # -- actions --------------------------------------------------------------------------------
 
     @property
@@ -144,13 +136,13 @@ class LabTab(QWidget):
         self.status_label.setText("Starting…")
         self._running = True
         self._update_controls()
-        self._cancel_event = threading.Event()
-        self.run_requested.emit(LabRequest(config, self._cancel_event))
+        self._lab_id += 1
+        self.client.send(RunLab(self._lab_id, config.to_dict()))
 
     @Slot()
     def cancel(self) -> None:
         if self._running:
-            self._cancel_event.set()
+            self.client.send(CancelLab(self._lab_id))
             self.status_label.setText("Cancelling after the current measurement…")
 
     def show_results(self, results: LabResults) -> None:
@@ -187,30 +179,35 @@ class LabTab(QWidget):
                                   + (f", run {results.started_at}." if results.started_at else "."))
 
     @Slot()
-    def shutdown(self, timeout_ms: int = SHUTDOWN_WAIT_MS) -> None:
-        """Cancel any run and end the thread within timeout_ms, once. A measurement stops within one layer
-        or token; a thread still busy (inside a model load) is detached, not joined (gui/thread_exit.py)."""
-        self._cancel_event.set()
-        if self._shut_down:
-            return  # the window already ended the thread; the app's aboutToQuit must not wait on it again
-        self._shut_down = True
-        end_thread(self.lab_thread, self.worker, timeout_ms)
+    def shutdown(self) -> None:
+        """Cancel any run; a tab with an engine of its own ends it too (the window ends its engine itself)."""
+        self.cancel()
+        if self._owns_client and self.client.engine.alive:
+            self.client.close(1.0)
 
-    # -- worker signals -------------------------------------------------------------------------
-
-    @Slot(float, str)
-    def _on_progress_changed(self, fraction: float, message: str) -> None:
-        self.progress_bar.setValue(round(fraction * PROGRESS_STEPS))
-        if self._running:
-            self.status_label.setText(message)
-
-    @Slot(str, object)
-    def _on_row_measured(self, sweep: str, row: dict) -> None:
-        self._add_row(sweep, row)
-        self._refresh_plots()
+    # -- the engine's events ---------------------------------------------------------------------
 
     @Slot(object)
-    def _on_run_finished(self, results: LabResults) -> None:
+    def _on_progress_changed(self, progress: LabProgress) -> None:
+        if progress.lab_id != self._lab_id:
+            return
+        self.progress_bar.setValue(round(progress.fraction * PROGRESS_STEPS))
+        if self._running:
+            self.status_label.setText(progress.message)
+
+    @Slot(object)
+    def _on_row_measured(self, measured: LabRow) -> None:
+        if measured.lab_id != self._lab_id:
+            return
+        self._add_row(measured.sweep, measured.row)
+        self._refresh_plots()
+        self.row_measured.emit(measured.sweep, measured.row)
+
+    @Slot(object)
+    def _on_run_finished(self, finished: LabFinished) -> None:
+        if finished.lab_id != self._lab_id:
+            return
+        results = LabResults.from_dict(finished.results)
         self._running = False
         self.show_results(results)
         if results.error:
@@ -222,11 +219,13 @@ class LabTab(QWidget):
             self.status_label.setText(f"Done in {results.duration_s:.0f} s: {results.row_count()} rows.")
         self.run_finished.emit(results)
 
-    @Slot(str)
-    def _on_run_failed(self, message: str) -> None:
+    @Slot(object)
+    def _on_run_failed(self, failed: LabFailed) -> None:
+        if failed.lab_id != self._lab_id:
+            return
         self._running = False
         self._update_controls()
-        self.status_label.setText(f"The lab run failed: {message}")
+        self.status_label.setText(f"The lab run failed: {failed.message}")
         self.run_finished.emit(None)
 
     # -- helpers --------------------------------------------------------------------------------

@@ -1,81 +1,111 @@
-"""The window's model: loading and reloading it on a relay thread, and the facts the status bar shows."""
+"""The window's engine and its model: starting the engine, loading and reloading, restarting after a crash, status facts."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from typing import Callable
 
-from core.model.loader import LoadedModel
+from PySide6.QtCore import QObject, Signal, Slot
+
+from core.engine.messages import EngineStopped, LoadModel, ModelLoaded
 from core.model.source import EMBEDDED_SPEC
-from gui.model.loader_worker import LoadRequest, ModelLoader
-from gui.thread_exit import end_thread
+from gui.engine_client import EngineClient
+
+
+def default_engine():
+    """The window's engine: its own process, so the window's painting cannot slow the model loop."""
+    from core.engine.process import EngineProcess
+
+    return EngineProcess()
 
 
 class ModelController(QObject):
-    """Owns the loaded model. load() is refused while a load runs; a failed load keeps the previous model."""
+    """Owns the engine client and what is loaded. A failed load keeps the previous model; a stopped engine is
+    restarted, with the same model, by restart() (the next message, or the Restart action, calls it)."""
 
-    load_requested = Signal(object)     # LoadRequest, to the loader's thread
     load_progressed = Signal(float, str)
-    model_loaded = Signal(object)       # LoadedModel
+    model_loaded = Signal(object)   # messages.ModelLoaded
     load_failed = Signal(str)
+    engine_stopped = Signal(str)    # why, in words
 
-    def __init__(self, trust_remote_code: bool = False, allow_pickle: bool = False, parent=None):
+    def __init__(self, engine_factory: Callable[[], object] | None = None, trust_remote_code: bool = False,
+                 allow_pickle: bool = False, parent=None):
         super().__init__(parent)
+        self._engine_factory = engine_factory or (lambda: default_engine())
         self.trust_remote_code = trust_remote_code
         self.allow_pickle = allow_pickle
-        self.loaded: LoadedModel | None = None
+        self.loaded: ModelLoaded | None = None
         self.loading = False
+        self.stopped_reason: str | None = None  # set while the engine is down
+        self._last_load: LoadModel | None = None
         self._closing = False
-        # It only relays: load_model hops onto core's compute thread, where the model will generate.
-        self.load_relay_thread = QThread(self)
-        self.load_relay_thread.setObjectName("latencylab-load-relay")
-        self.loader = ModelLoader()
-        self.loader.moveToThread(self.load_relay_thread)
-        self.load_requested.connect(self.loader.load)
-        self.loader.progress_changed.connect(self._on_progress)
-        self.loader.loaded.connect(self.accept_model)
-        self.loader.failed.connect(self._on_failed)
-        self.load_relay_thread.start()
+        self.client = EngineClient(self._engine_factory(), self)
+        self.client.model_progressed.connect(self._on_progress)
+        self.client.model_loaded.connect(self._on_loaded)
+        self.client.model_failed.connect(self._on_failed)
+        self.client.engine_stopped.connect(self._on_engine_stopped)
+
+    @property
+    def engine(self):
+        return self.client.engine
 
     def load(self, spec: str, dtype: str) -> bool:
         if self.loading:
             return False
+        request = LoadModel(None if spec == EMBEDDED_SPEC else spec, dtype,
+                            trust_remote_code=self.trust_remote_code, allow_pickle=self.allow_pickle)
+        if self.stopped_reason is not None:
+            self._start_engine()
+        self._last_load = request
         self.loading = True
-        self.load_requested.emit(LoadRequest(None if spec == EMBEDDED_SPEC else spec, dtype,
-                                             trust_remote_code=self.trust_remote_code,
-                                             allow_pickle=self.allow_pickle))
+        self.client.send(request)
         return True
 
-    @Slot(object)
-    def accept_model(self, loaded: LoadedModel) -> None:
-        """The loader's result; tests hand an already loaded model here too."""
-        if self._closing:
-            return
-        self.loading = False
-        self.loaded = loaded
-        self.model_loaded.emit(loaded)
+    def restart(self) -> bool:
+        """A new engine with the last model, when the engine has stopped; False when there is nothing to do."""
+        if self.stopped_reason is None or self._last_load is None or self.loading:
+            return False
+        self._start_engine()
+        self.loading = True
+        self.client.send(self._last_load)
+        return True
+
+    def accept_model(self, loaded) -> None:
+        """Tests: use a model already loaded in this process (in-process engines only)."""
+        self.engine.adopt(loaded)
+        self.client.drain()
 
     def facts(self, decode_loop: str) -> tuple[str, str]:
         """(status-bar line, its tooltip) for the loaded model with the loop replies will run on."""
         if self.loaded is None:
-            return "no model loaded", ""
-        from core.generation.decode.choice import loop_for
-
-        facts = self.loaded.describe()
-        loop, why_not_lean = loop_for(self.loaded.model, decode_loop)
+            return ("engine stopped: " + self.stopped_reason if self.stopped_reason else "no model loaded"), ""
+        facts, refusal = self.loaded.facts, self.loaded.lean_refusal
+        lean = decode_loop == "lean" and refusal is None
         line = (f"{facts['model']} · {facts['parameters'] / 1e6:.0f}M params · {facts['dtype']} · "
                 f"{facts['weight_bytes'] / 1e6:.0f} MB weights · {facts['device']} · "
-                + ("lean decode loop" if loop == "lean" else "generate() loop"))
-        return line, f"Falls back to generate(): {why_not_lean}." if why_not_lean else ""
+                + ("lean decode loop" if lean else "generate() loop"))
+        return line, f"Falls back to generate(): {refusal}." if decode_loop == "lean" and refusal else ""
 
-    def shutdown(self, wait_ms: int) -> None:
-        """A load cannot be interrupted: a thread still inside one is detached, not joined (gui/thread_exit.py)."""
+    def shutdown(self, wait_ms: int) -> bool:
+        """Stop the engine within wait_ms (killed if it does not exit); True when nothing is left running."""
         self._closing = True
-        end_thread(self.load_relay_thread, self.loader, wait_ms)
+        return self.client.close(wait_ms / 1000)
+
+    def _start_engine(self) -> None:
+        self.stopped_reason = None
+        self.client.attach(self._engine_factory())
 
     @Slot(float, str)
     def _on_progress(self, fraction: float, message: str) -> None:
         if not self._closing:
             self.load_progressed.emit(fraction, message)
+
+    @Slot(object)
+    def _on_loaded(self, loaded: ModelLoaded) -> None:
+        if self._closing:
+            return
+        self.loading = False
+        self.loaded = loaded
+        self.model_loaded.emit(loaded)
 
     @Slot(str)
     def _on_failed(self, message: str) -> None:
@@ -83,3 +113,14 @@ class ModelController(QObject):
             return
         self.loading = False
         self.load_failed.emit(message)
+
+    @Slot(object)
+    def _on_engine_stopped(self, stopped: EngineStopped) -> None:
+        if self._closing or stopped.expected:
+            return
+        self.stopped_reason = stopped.description
+        self.loaded = None
+        was_loading, self.loading = self.loading, False
+        self.engine_stopped.emit(stopped.description)
+        if was_loading:
+            self.load_failed.emit(stopped.description)

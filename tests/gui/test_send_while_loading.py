@@ -25,4 +25,4 @@ def test_enter_during_loading_sends_when_the_model_is_ready(qtbot, embedded_mode
         assert window.session.messages[0].content == "Hello!" and window.input_box.toPlainText() == ""
     finally:
         window.close()
-    assert not window.replies.relay_thread.isRunning() and not window.models.load_relay_thread.isRunning()
+    assert not window.models.engine.alive

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-import gui.model.loader_worker
+import core.model.loader
 from gui.main_window import MainWindow
 
 REPLY_TIMEOUT_MS = 60_000
@@ -71,7 +71,7 @@ def test_stop_while_the_model_loads_cancels_the_queued_message_and_keeps_it(qtbo
         release.wait(30)
         raise RuntimeError("load abandoned by the test")
 
-    monkeypatch.setattr(gui.model.loader_worker, "load_model", slow_load)
+    monkeypatch.setattr(core.model.loader, "load_model", slow_load)
     window = MainWindow()
     qtbot.addWidget(window)
     try:
@@ -101,7 +101,7 @@ def test_a_message_queued_behind_the_load_is_kept_when_the_window_closes(qtbot, 
         release.wait(30)
         raise RuntimeError("load abandoned by the test")
 
-    monkeypatch.setattr(gui.model.loader_worker, "load_model", slow_load)
+    monkeypatch.setattr(core.model.loader, "load_model", slow_load)
     window = MainWindow()
     qtbot.addWidget(window)
     try:
@@ -112,6 +112,6 @@ def test_a_message_queued_behind_the_load_is_kept_when_the_window_closes(qtbot, 
         window.close()
     finally:
         release.set()
-        qtbot.waitUntil(lambda: not window.models.load_relay_thread.isRunning(), timeout=30_000)
+        assert window.models.engine.core.close(30)
     saved = ChatStore().load(window.saved_chats.current_chat_id)
     assert [m.content for m in saved.messages] == ["please keep me"] and saved.reply_pending

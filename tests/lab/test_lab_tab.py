@@ -13,13 +13,13 @@ REPLY_TIMEOUT_MS = 120_000
 
 
 class RowRecorder(QObject):
-    """Receives the worker's rows on the GUI thread, as the tab does, noting whether the run was still going."""
+    """Receives the engine's rows on the GUI thread, as the tab does, noting whether the run was still going."""
 
     def __init__(self, tab):
         super().__init__()
         self.tab = tab
         self.rows = []
-        tab.worker.row_measured.connect(self.record)
+        tab.row_measured.connect(self.record)
 
     @Slot(str, object)
     def record(self, sweep, row):
@@ -43,7 +43,7 @@ def make_tab(qtbot):
     yield make
     for tab in tabs:
         tab.shutdown()
-        assert not tab.lab_thread.isRunning()
+        assert not tab.client.engine.alive
 
 
 def configure(tab, *, sweeps, prompt_words="5,200", new_tokens=4, dtypes=("float32", "bfloat16"),
@@ -112,7 +112,7 @@ def test_a_run_fills_plots_and_verdicts_and_exports_then_loads_back(qtbot, make_
 def test_cancel_keeps_the_rows_finished_so_far(qtbot, make_tab):
     tab = make_tab()
     configure(tab, sweeps=("prompt",), prompt_words="5,10,20", new_tokens=40)
-    with qtbot.waitSignal(tab.worker.row_measured, timeout=RUN_TIMEOUT_MS):
+    with qtbot.waitSignal(tab.row_measured, timeout=RUN_TIMEOUT_MS):
         qtbot.mouseClick(tab.run_button, Qt.MouseButton.LeftButton)
     with qtbot.waitSignal(tab.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
         qtbot.mouseClick(tab.cancel_button, Qt.MouseButton.LeftButton)
@@ -126,10 +126,11 @@ def test_cancel_keeps_the_rows_finished_so_far(qtbot, make_tab):
 def test_shutdown_during_a_run_stops_and_joins(qtbot, make_tab):
     tab = make_tab()
     configure(tab, sweeps=("prompt",), prompt_words="5,10,20", new_tokens=400)
-    with qtbot.waitSignal(tab.worker.progress_changed, timeout=RUN_TIMEOUT_MS):
+    with qtbot.waitSignal(tab.client.lab_progressed, timeout=RUN_TIMEOUT_MS):
         qtbot.mouseClick(tab.run_button, Qt.MouseButton.LeftButton)
+    engine = tab.client.engine
     tab.shutdown()
-    assert not tab.lab_thread.isRunning()
+    assert not engine.alive and engine.core.close(60)  # the cancel reached the run, whose job then ended
 
 
 def test_bad_settings_and_bad_files_give_a_message(qtbot, make_tab, tmp_path):
@@ -165,13 +166,11 @@ def test_a_chat_reply_sent_during_a_lab_run_takes_turns_with_it(qtbot, window):
     assert [row["prompt_words"] for row in results.prompt] == [5, 200]
 
 
-def test_closing_during_a_lab_model_load_detaches_once_and_never_waits_again(qtbot, monkeypatch):
-    """The window detaches a lab thread stuck in a load; the app's aboutToQuit safety net must not then
-    wait on it again (it used to wait up to 30 s)."""
+def test_closing_during_a_lab_model_load_does_not_wait_for_it(qtbot, monkeypatch):
+    """A lab stuck in a model load must not hold the window's close (it used to wait up to 30 s)."""
     import threading
 
-    import gui.lab.lab_worker
-    from gui import thread_exit
+    import core.model.loader
     from gui.main_window import MainWindow
 
     inside, release = threading.Event(), threading.Event()
@@ -181,23 +180,18 @@ def test_closing_during_a_lab_model_load_detaches_once_and_never_waits_again(qtb
         release.wait(60)
         raise RuntimeError("load abandoned by the test")
 
-    monkeypatch.setattr(gui.lab.lab_worker, "load_model", stuck_load)
+    monkeypatch.setattr(core.model.loader, "load_model", stuck_load)
     window = MainWindow()
     qtbot.addWidget(window)
     lab = window.lab_tab
-    lab.form.sweep_boxes["bandwidth"].setChecked(False)
-    lab.form.sweep_boxes["precision"].setChecked(False)
-    lab.form.sweep_boxes["batch"].setChecked(False)
+    for sweep in ("bandwidth", "precision", "batch"):
+        lab.form.sweep_boxes[sweep].setChecked(False)
     lab.run()
+    engine = window.models.engine
     try:
         assert inside.wait(60)
         window.close()
-        assert lab.lab_thread in thread_exit.running_detached()
-        waits = []
-        lab.lab_thread.wait = lambda *args: waits.append(args) or False
-        lab.shutdown()  # what aboutToQuit calls
-        assert waits == []
+        assert not release.is_set() and not engine.alive  # closed while the load still ran
     finally:
         release.set()
-        del lab.lab_thread.wait
-        qtbot.waitUntil(lambda: not lab.lab_thread.isRunning(), timeout=60_000)
+        assert engine.core.close(60)

@@ -5,6 +5,8 @@ usage: python app_driver.py MODE [MS]
   close-mid-reply close the window once the second reply has streamed a few tokens
   kill-mid-reply  print STREAMING once the second reply has streamed a few tokens, then wait to be killed
   inspect         print what the relaunched window shows, then close it
+  engine-report   after the first reply, print the engine's pid and whether this (the window's) process
+                  imported torch or transformers, then wait to be killed
 """
 
 from __future__ import annotations
@@ -50,6 +52,11 @@ class Driver(QObject):
     @Slot(object)
     def next_step(self, _trace) -> None:
         self.replies += 1
+        if self.mode == "engine-report":
+            heavy = sorted(name for name in ("torch", "transformers") if name in sys.modules)
+            print(f"ENGINE {self.window.models.engine.pid}", flush=True)
+            print(f"GUI-IMPORTS {heavy}", flush=True)
+            return
         if self.replies == 1:
             self.window.settings_panel.max_new_tokens.setValue(400)
             self.window.input_box.setPlainText("Second question: tell me a very long story about the sea.")
@@ -57,7 +64,7 @@ class Driver(QObject):
 
     @Slot(object)
     def on_token(self, event) -> None:
-        if self.replies == 1 and event.index == 4:
+        if self.replies == 1 and event.event.index == 4:  # a Delivered token
             if self.mode == "kill-mid-reply":
                 print("STREAMING", flush=True)
             elif self.mode == "close-mid-reply":

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 import cli.ask
-import gui.model.loader_worker
+import core.model.loader
 from core.errors import ModelLoadError
 from core.model.preflight import check_before_loading
 from core.model.loader import load_model
@@ -51,7 +51,7 @@ def test_the_flags_reach_the_loader_from_the_window(qtbot, monkeypatch):
         seen.append(kwargs)
         raise ModelLoadError("stop here")
 
-    monkeypatch.setattr(gui.model.loader_worker, "load_model", fake_load)
+    monkeypatch.setattr(core.model.loader, "load_model", fake_load)
     for flags in ({}, {"trust_remote_code": True, "allow_pickle": True}):
         window = MainWindow(**flags)
         qtbot.addWidget(window)

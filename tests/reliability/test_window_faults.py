@@ -6,7 +6,7 @@ import time
 import pytest
 from transformers import LogitsProcessor
 
-import gui.model.loader_worker
+import core.model.loader
 from core.model import memory_check
 from core.chats.store import ChatStore
 from gui import thread_exit
@@ -48,7 +48,7 @@ def destroyed_thread_warnings(qtlog):
 
 @pytest.mark.parametrize("after", [0, 3], ids=["before-first-token", "mid-reply"])
 def test_a_generation_error_shows_in_the_chat_keeps_the_message_and_the_next_one_works(qtbot, window, after):
-    window.replies.logits_processors = (ExplodingProcessor(after),)
+    window.models.engine.logits_processors = (ExplodingProcessor(after),)
     trace = ask(qtbot, window, "Tell me about lighthouses.", max_new_tokens=20)
     assert trace.stop_reason == "error" and "injected fault in generation" in trace.error
     assert trace.output_tokens == after
@@ -57,7 +57,7 @@ def test_a_generation_error_shows_in_the_chat_keeps_the_message_and_the_next_one
     assert window.session.messages[0].content == "Tell me about lighthouses."
     assert window.send_button.isEnabled() and not window.generating
 
-    window.replies.logits_processors = ()
+    window.models.engine.logits_processors = ()
     follow_up = ask(qtbot, window, "Say yes.", max_new_tokens=4)
     assert follow_up.error is None and follow_up.output_tokens >= 1
     window.saved_chats.keeper.saver.flush(10)
@@ -67,9 +67,9 @@ def test_a_generation_error_shows_in_the_chat_keeps_the_message_and_the_next_one
 
 
 def test_regenerate_answers_a_message_whose_reply_failed(qtbot, window):
-    window.replies.logits_processors = (ExplodingProcessor(0),)
+    window.models.engine.logits_processors = (ExplodingProcessor(0),)
     ask(qtbot, window, "Name a colour.", max_new_tokens=4)
-    window.replies.logits_processors = ()
+    window.models.engine.logits_processors = ()
     with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS) as blocker:
         window.regenerate()
     assert blocker.args[0].error is None and [m.role for m in window.session.messages] == ["user", "assistant"]
@@ -140,27 +140,28 @@ def test_stop_during_prefill_ends_the_reply_with_at_most_one_token(qtbot, window
     assert ask(qtbot, window, "Say yes.", max_new_tokens=3).output_tokens >= 1
 
 
-def test_closing_during_an_uninterruptible_forward_pass_detaches_it_and_keeps_the_message(qtbot, window, qtlog):
+def test_closing_during_an_uninterruptible_forward_pass_does_not_wait_and_keeps_the_message(qtbot, window, qtlog):
     blocker = BlockingProcessor()
-    window.replies.logits_processors = (blocker,)
+    window.models.engine.logits_processors = (blocker,)
     window.settings_panel.max_new_tokens.setValue(50)
     window.input_box.setPlainText("Hello there")
     window.send_message()
     assert blocker.entered.wait(60)
+    engine = window.models.engine
     window.close()
     try:
-        # The close does not wait for a pass that cannot be interrupted: it detaches the thread.
-        assert window.replies.relay_thread in thread_exit.running_detached()
+        # The close does not wait for a pass that cannot be interrupted: the window is gone while the
+        # engine's job is still inside it (the app's engine process is then killed).
+        assert blocker.entered.is_set() and not blocker.release.is_set() and not engine.alive
         assert not destroyed_thread_warnings(qtlog)
     finally:
         blocker.release.set()
-        qtbot.waitUntil(lambda: not window.replies.relay_thread.isRunning(), timeout=60_000)
-    assert thread_exit.running_detached() == []
+        assert engine.core.close(60)
     saved = ChatStore().load(window.saved_chats.current_chat_id)
     assert saved.messages[0].content == "Hello there" and saved.reply_pending
 
 
-def test_closing_during_a_model_load_detaches_it(qtbot, monkeypatch, qtlog):
+def test_closing_during_a_model_load_does_not_wait_for_it(qtbot, monkeypatch, qtlog):
     from gui.main_window import MainWindow
 
     inside, release = threading.Event(), threading.Event()
@@ -170,20 +171,19 @@ def test_closing_during_a_model_load_detaches_it(qtbot, monkeypatch, qtlog):
         release.wait(60)  # as from_pretrained would: nothing can cut it short
         raise RuntimeError("load abandoned by the test")
 
-    monkeypatch.setattr(gui.model.loader_worker, "load_model", uninterruptible_load)
+    monkeypatch.setattr(core.model.loader, "load_model", uninterruptible_load)
     window = MainWindow()
     qtbot.addWidget(window)
     window.show()
     window.start_loading("embedded", "float32")
     assert inside.wait(30)
+    engine = window.models.engine
     window.close()
     try:
-        # The close does not wait for a load that cannot be interrupted: it detaches the thread.
-        assert not window.replies.relay_thread.isRunning()
-        assert window.models.load_relay_thread in thread_exit.running_detached()
+        # The close does not wait for a load that cannot be interrupted.
+        assert not release.is_set() and not engine.alive
         assert not destroyed_thread_warnings(qtlog)
     finally:
         release.set()
-        qtbot.waitUntil(lambda: not window.models.load_relay_thread.isRunning(), timeout=30_000)
-    assert thread_exit.running_detached() == []
+        assert engine.core.close(30)
     assert not window.model_label.text().startswith("SmolLM2")  # the late result was not applied to a closed window

@@ -31,7 +31,7 @@ def relaunch(qtbot):
     yield open_window
     for win in opened:
         win.close()
-        assert not win.replies.relay_thread.isRunning() and not win.models.load_relay_thread.isRunning()
+        assert not win.models.engine.alive
 
 
 def saved_chat(window) -> ChatRecord:

@@ -1,0 +1,175 @@
+"""The engine's work, wherever it runs: load a model, generate replies, run lab sweeps, each reported as events.
+
+handle() never blocks: loads and replies run in order on one job thread, lab runs on another (so a
+reply can run between two lab measurements, as before), and all model work hops onto the process's
+compute thread. Stops and cancels take effect at once through each job's own event.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+from core.compute_thread import ComputeThread
+from core.engine.messages import (
+    CancelLab, LabFailed, LabFinished, LabProgress, LabRow, LoadModel, ModelFailed, ModelLoaded, ModelProgress,
+    ReplyFinished, ReplyRefused, ReplyStarted, ReplyToken, RunLab, Shutdown, StartReply, StopReply,
+)
+from core.errors import LatencyLabError
+
+Emit = Callable[[object], None]
+
+
+class EngineCore:
+    def __init__(self, emit: Emit):
+        self._emit = emit
+        self.loaded = None  # core.model.loader.LoadedModel, the chat's model
+        self.extra_logits_processors: tuple = ()  # a seam for in-process fault-injection tests
+        self._reply_jobs = ComputeThread("latencylab-engine-replies")
+        self._lab_jobs = ComputeThread("latencylab-engine-lab")
+        self._stops: dict[int, threading.Event] = {}
+        self._cancels: dict[int, threading.Event] = {}
+        self._lab_model = None
+        self._lab_model_key: tuple | None = None
+        self._lock = threading.Lock()
+
+    def handle(self, request: object) -> None:
+        if isinstance(request, StopReply):
+            with self._lock:
+                stop = self._stops.get(request.reply_id)
+            if stop is not None:
+                stop.set()
+        elif isinstance(request, CancelLab):
+            with self._lock:
+                cancel = self._cancels.get(request.lab_id)
+            if cancel is not None:
+                cancel.set()
+        elif isinstance(request, StartReply):
+            stop = threading.Event()  # registered now, so a StopReply right behind it is never lost
+            with self._lock:
+                self._stops[request.reply_id] = stop
+            self._reply_jobs.submit(lambda: self._reply(request, stop))
+        elif isinstance(request, LoadModel):
+            self._reply_jobs.submit(lambda: self._load(request))
+        elif isinstance(request, RunLab):
+            cancel = threading.Event()
+            with self._lock:
+                self._cancels[request.lab_id] = cancel
+            self._lab_jobs.submit(lambda: self._lab(request, cancel))
+        elif isinstance(request, Shutdown):
+            self.stop_everything()
+        else:
+            raise TypeError(f"the engine does not know the request {type(request).__name__}")
+
+    def adopt(self, loaded) -> None:
+        """Use a model loaded elsewhere in this process (tests share one across windows)."""
+        self.loaded = loaded
+        self._emit(self._loaded_event(loaded))
+
+    def stop_everything(self) -> None:
+        with self._lock:
+            for event in (*self._stops.values(), *self._cancels.values()):
+                event.set()
+
+    def close(self, timeout_s: float) -> bool:
+        """Stop every job and end the job threads; False when one is still inside work it cannot leave."""
+        self.stop_everything()
+        replies_ended = self._reply_jobs.close(timeout_s)
+        return self._lab_jobs.close(timeout_s / 2) and replies_ended
+
+    # -- jobs -----------------------------------------------------------------------------------
+
+    def _load(self, request: LoadModel) -> None:
+        from core.model.loader import load_model
+
+        try:
+            loaded = load_model(request.spec, device=request.device, dtype=request.dtype,
+                                progress=lambda fraction, message: self._emit(ModelProgress(fraction, message)),
+                                trust_remote_code=request.trust_remote_code, allow_pickle=request.allow_pickle)
+        except LatencyLabError as error:
+            self._emit(ModelFailed(str(error)))
+            return
+        except Exception as error:  # noqa: BLE001 - the window must stay usable whatever went wrong
+            self._emit(ModelFailed(f"{type(error).__name__}: {error}"))
+            return
+        self.loaded = loaded
+        self._emit(self._loaded_event(loaded))
+
+    @staticmethod
+    def _loaded_event(loaded) -> ModelLoaded:
+        from core.generation.decode.choice import lean_loop_refusal
+
+        return ModelLoaded(loaded.describe(), lean_loop_refusal(loaded.model))
+
+    def _reply(self, request: StartReply, stop: threading.Event) -> None:
+        try:
+            self._run_reply(request, stop)
+        finally:
+            with self._lock:
+                self._stops.pop(request.reply_id, None)
+
+    def _run_reply(self, request: StartReply, stop: threading.Event) -> None:
+        from core.chats.session import Message
+        from core.generation.request import ReplyRequest, prepare_reply
+        from core.settings import GenerationSettings
+
+        reply_id, loaded = request.reply_id, self.loaded
+        if loaded is None:
+            self._emit(ReplyRefused(reply_id, "no model is loaded."))
+            return
+        try:
+            processors = list(self.extra_logits_processors)
+            if request.ignore_eos and loaded.eos_token_ids:
+                from transformers import SuppressTokensLogitsProcessor
+
+                processors.append(SuppressTokensLogitsProcessor(sorted(loaded.eos_token_ids)))
+            reply = ReplyRequest(request.system_prompt, tuple(Message(role, text) for role, text in request.messages),
+                                 GenerationSettings(**request.settings), request.request_start_ns, stop,
+                                 tuple(processors))
+            generation, prompt = prepare_reply(loaded, reply)
+        except LatencyLabError as error:
+            self._emit(ReplyRefused(reply_id, str(error)))
+            return
+        except Exception as error:  # noqa: BLE001 - a tokenizer failure must reach the window
+            self._emit(ReplyRefused(reply_id, f"could not build the prompt: {type(error).__name__}: {error}"))
+            return
+        self._emit(ReplyStarted(reply_id, prompt.prompt_tokens, prompt.notice, generation.decode_loop))
+        generation.start(request.request_start_ns)
+        for event in generation:
+            if hasattr(event, "token_id"):
+                self._emit(ReplyToken(reply_id, event.index, event.token_id, event.text, event.timestamp_ns))
+            else:
+                generation.join()
+                self._emit(ReplyFinished(reply_id, event.stop_reason.value, event.output_tokens, event.timestamp_ns,
+                                         event.tail_text, event.error))
+
+    def _lab(self, request: RunLab, cancel: threading.Event) -> None:
+        lab_id = request.lab_id
+        try:
+            from core.lab.config import LabConfig
+            from core.lab.runner import LabObserver, run_lab
+
+            config = LabConfig(**{key: tuple(value) if isinstance(value, list) else value
+                                  for key, value in request.config.items()})
+            wanted = (config.model, config.dtype, config.device)
+            observer = LabObserver(progress=lambda fraction, message: self._emit(LabProgress(lab_id, fraction, message)),
+                                   row_measured=lambda sweep, row: self._emit(LabRow(lab_id, sweep, dict(row))))
+
+            def load(spec, *, device, dtype, progress):
+                from core.model.loader import load_model
+
+                loaded = load_model(spec, device=device, dtype=dtype, progress=progress,
+                                    trust_remote_code=request.trust_remote_code, allow_pickle=request.allow_pickle)
+                if (spec, dtype, device) == wanted:  # kept, so running the lab again does not load it again
+                    self._lab_model, self._lab_model_key = loaded, wanted
+                return loaded
+
+            reusable = self._lab_model if self._lab_model_key == wanted else None
+            results = run_lab(config, loaded=reusable, observer=observer, cancel=cancel, loader=load)
+        except Exception as error:  # noqa: BLE001 - the tab must stay usable whatever went wrong
+            self._emit(LabFailed(lab_id, f"{type(error).__name__}: {error}"))
+            return
+        finally:
+            with self._lock:
+                self._cancels.pop(lab_id, None)
+        self._emit(LabFinished(lab_id, results.to_dict()))

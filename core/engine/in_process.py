@@ -1,0 +1,78 @@
+"""The engine inside the caller's process: what `ask`, `bench` and the fast tests use.
+
+Events wait in a queue; a byte on a socket pair wakes the reader, so a window can watch fileno()
+with its event loop exactly as it watches the engine process's pipe.
+"""
+
+from __future__ import annotations
+
+import queue
+import socket
+import time
+
+from core.engine.core import EngineCore
+from core.engine.messages import Delivered
+
+
+class InProcessEngine:
+    def __init__(self):
+        self._events: queue.SimpleQueue = queue.SimpleQueue()
+        self._wake_reader, self._wake_writer = socket.socketpair()
+        for end in (self._wake_reader, self._wake_writer):
+            end.setblocking(False)
+        self.core = EngineCore(self._emit)
+        self.closed = False
+
+    @property
+    def logits_processors(self) -> tuple:
+        return self.core.extra_logits_processors
+
+    @logits_processors.setter
+    def logits_processors(self, processors: tuple) -> None:
+        """A seam for fault-injection tests: processors applied to every reply (only in-process)."""
+        self.core.extra_logits_processors = tuple(processors)
+
+    def send(self, request: object) -> None:
+        self.core.handle(request)
+
+    def adopt(self, loaded) -> None:
+        self.core.adopt(loaded)
+
+    def fileno(self) -> int:
+        return self._wake_reader.fileno()
+
+    def take_events(self) -> list[Delivered]:
+        """Every event waiting now, stamped with the moment it was taken; never blocks."""
+        try:
+            while self._wake_reader.recv(4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+        taken = []
+        while True:
+            try:
+                event = self._events.get_nowait()
+            except queue.Empty:
+                return taken
+            taken.append(Delivered(event, time.perf_counter_ns()))
+
+    def close(self, timeout_s: float = 1.0) -> bool:
+        """Stop every job; False when one is still inside work that cannot be left (its thread is a daemon)."""
+        if self.closed:
+            return True
+        self.closed = True
+        ended = self.core.close(timeout_s)
+        self._wake_reader.close()
+        self._wake_writer.close()
+        return ended
+
+    @property
+    def alive(self) -> bool:
+        return not self.closed
+
+    def _emit(self, event: object) -> None:
+        self._events.put(event)
+        try:
+            self._wake_writer.send(b"!")
+        except (BlockingIOError, OSError):
+            pass  # a wake-up is already pending, or the engine is closing

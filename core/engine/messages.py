@@ -1,0 +1,160 @@
+"""The engine's requests and events: plain, picklable data with no torch types, so they cross a process boundary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# -- requests: the window (or a CLI) to the engine ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoadModel:
+    spec: str | None
+    dtype: str
+    device: str = "cpu"
+    trust_remote_code: bool = False
+    allow_pickle: bool = False
+
+
+@dataclass(frozen=True)
+class StartReply:
+    """One reply. messages are (role, content) pairs; settings is GenerationSettings.to_dict()."""
+
+    reply_id: int
+    system_prompt: str
+    messages: tuple[tuple[str, str], ...]
+    settings: dict
+    request_start_ns: int
+    ignore_eos: bool = False  # decode exactly max_new_tokens (benchmarks compare equal lengths)
+
+
+@dataclass(frozen=True)
+class StopReply:
+    reply_id: int
+
+
+@dataclass(frozen=True)
+class RunLab:
+    lab_id: int
+    config: dict  # LabConfig's fields
+    trust_remote_code: bool = False
+    allow_pickle: bool = False
+
+
+@dataclass(frozen=True)
+class CancelLab:
+    lab_id: int
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    """Stop everything and end the engine."""
+
+
+# -- events: the engine to the window -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelProgress:
+    fraction: float
+    message: str
+
+
+@dataclass(frozen=True)
+class ModelLoaded:
+    """What the window shows of a loaded model: LoadedModel.describe() plus the decode loop it would get."""
+
+    facts: dict
+    lean_refusal: str | None  # why the lean loop does not cover this model, or None
+
+    @property
+    def name(self) -> str:
+        return self.facts["model"]
+
+
+@dataclass(frozen=True)
+class ModelFailed:
+    message: str
+
+
+@dataclass(frozen=True)
+class ReplyStarted:
+    reply_id: int
+    prompt_tokens: int
+    notice: str | None
+    decode_loop: str
+
+
+@dataclass(frozen=True)
+class ReplyToken:
+    """One token, stamped with perf_counter_ns() inside the engine's streamer put()."""
+
+    reply_id: int
+    index: int
+    token_id: int
+    text: str
+    timestamp_ns: int
+
+
+@dataclass(frozen=True)
+class ReplyFinished:
+    reply_id: int
+    stop_reason: str
+    output_tokens: int
+    timestamp_ns: int
+    tail_text: str = ""
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ReplyRefused:
+    """The reply could not start (the prompt does not fit, no model is loaded); nothing was generated."""
+
+    reply_id: int
+    message: str
+
+
+@dataclass(frozen=True)
+class LabProgress:
+    lab_id: int
+    fraction: float
+    message: str
+
+
+@dataclass(frozen=True)
+class LabRow:
+    lab_id: int
+    sweep: str
+    row: dict
+
+
+@dataclass(frozen=True)
+class LabFinished:
+    lab_id: int
+    results: dict  # LabResults.to_dict()
+
+
+@dataclass(frozen=True)
+class LabFailed:
+    lab_id: int
+    message: str
+
+
+@dataclass(frozen=True)
+class EngineStopped:
+    """Made on the window's side when the engine process is gone: how it ended, in words."""
+
+    description: str
+    expected: bool = False
+
+
+@dataclass
+class Delivered:
+    """An event as the window received it: arrival_ns is perf_counter_ns() when it was read off the pipe.
+
+    perf_counter_ns is CLOCK_MONOTONIC on Linux, one clock for both processes, so engine stamps and
+    arrival stamps subtract directly.
+    """
+
+    event: object
+    arrival_ns: int = field(default=0)

@@ -1,56 +1,94 @@
-"""Drive the real chat window from a benchmark script: offscreen, one reply at a time."""
+"""Drive the real chat window from a benchmark script: offscreen, one reply at a time, on the app's engine process."""
 
 from __future__ import annotations
+
+import itertools
+import time
 
 import _common  # noqa: F401
 
 from PySide6.QtCore import QEventLoop, QTimer
 from PySide6.QtWidgets import QApplication
-from transformers import SuppressTokensLogitsProcessor
 
-from core.compute_thread import on_compute_thread
+from core.engine.messages import ReplyFinished, StartReply
+from core.timing.metrics import compute_metrics
 
-
-def suppress_eos(eos_ids) -> SuppressTokensLogitsProcessor:
-    """Forces replies of exactly max-new-tokens, as min_new_tokens does for bare generate."""
-    return SuppressTokensLogitsProcessor(sorted(eos_ids))
+# Replies the benchmark sends to the engine itself, past any id the window's own replies reach.
+_BARE_IDS = itertools.count(1_000_000)
 
 
 class WindowDriver:
-    def __init__(self, loaded, streaming: bool = True, window_class=None):
+    """loaded: a model already in this process (the in-process engine, for tiny-model benchmarks); otherwise
+    the window starts its engine process and loads the embedded model at dtype, as the app does."""
+
+    def __init__(self, loaded=None, streaming: bool = True, dtype: str = "int4", timeout_s: float = 600):
         from gui.main_window import MainWindow
 
         self.app = QApplication.instance() or QApplication([])
-        self.window = (window_class or MainWindow)()
-        self.window.models.accept_model(loaded)
+        if loaded is not None:
+            from core.engine.in_process import InProcessEngine
+
+            self.window = MainWindow(engine_factory=InProcessEngine)
+            self.window.models.accept_model(loaded)
+        else:
+            self.window = MainWindow()
+            self._wait(self.window.model_changed, lambda: self.window.start_loading("embedded", dtype), timeout_s)
         self.window.streaming_toggle.setChecked(streaming)
         self.window.show()
 
     def ask(self, text: str, max_new_tokens: int, force_length: bool = True, timeout_s: float = 600):
         window = self.window
         window.settings_panel.max_new_tokens.setValue(max_new_tokens)
-        window.replies.logits_processors = (suppress_eos(window.loaded.eos_token_ids),) if force_length else ()
+        window.replies.ignore_eos = force_length
+
+        def send() -> None:
+            window.input_box.setPlainText(text)
+            window.send_message()
+
+        return self._wait(window.reply_finished, send, timeout_s)
+
+    def bare_tpot(self, text: str, max_new_tokens: int, loop: str = "lean", timeout_s: float = 600) -> float:
+        """TPOT of one reply the engine generates with no window attached: the same engine process and
+        model, the same put() stamps, but nobody shows the tokens (the window's reader drops them)."""
+        reply_id = next(_BARE_IDS)
+        stamps: list[int] = []
+        client = self.window.models.client
+
+        def on_token(delivered) -> None:
+            if delivered.event.reply_id == reply_id:
+                stamps.append(delivered.event.timestamp_ns)
+
+        client.token_arrived.connect(on_token)
+        try:
+            start_ns = time.perf_counter_ns()
+            settings = self.window.settings_panel.generation_settings().to_dict()
+            settings.update(max_new_tokens=max_new_tokens, decode_loop=loop)
+            finished = self._wait(client.reply_finished, lambda: client.send(StartReply(
+                reply_id, "", (("user", text),), settings, start_ns, ignore_eos=True)), timeout_s,
+                accept=lambda event: isinstance(event, ReplyFinished) and event.reply_id == reply_id)
+        finally:
+            client.token_arrived.disconnect(on_token)
+        assert finished.output_tokens == len(stamps) == max_new_tokens, (finished, len(stamps))
+        return compute_metrics(start_ns, stamps, 0).tpot_s
+
+    def _wait(self, signal, action, timeout_s: float, accept=lambda value: True):
         loop = QEventLoop()
         result = {}
 
-        def done(trace):
-            result["trace"] = trace
-            loop.quit()
+        def done(value=None):
+            if accept(value):
+                result["value"] = value
+                loop.quit()
 
-        window.reply_finished.connect(done)
+        signal.connect(done)
         QTimer.singleShot(int(timeout_s * 1000), loop.quit)
-        window.input_box.setPlainText(text)
-        window.send_message()
-        loop.exec()
-        window.reply_finished.disconnect(done)
-        if "trace" not in result:
-            raise TimeoutError("no reply within the timeout")
-        return result["trace"]
-
-    def call_on_generation_thread(self, function, timeout_s: float = 600):
-        """Run function on core's compute thread, where the window's replies run, so bare and app runs share
-        one OpenMP pool (core/compute_thread.py). Only the benchmarks need this."""
-        return on_compute_thread(function, timeout_s)
+        action()
+        if "value" not in result:
+            loop.exec()
+        signal.disconnect(done)
+        if "value" not in result:
+            raise TimeoutError("the window did not answer within the timeout")
+        return result["value"]
 
     def new_chat(self) -> None:
         self.window.new_chat()

@@ -1,10 +1,10 @@
-"""TPOT through the whole app (streamer, stamps, worker thread, Qt signals, plots) against bare generate.
+"""TPOT of the app's replies (engine process, window streaming text and plotting) against the bare engine's.
 
-Target: app TPOT <= 1.03 x bare model.generate TPOT (no streamer), same prompt and settings, interleaved.
-The app decodes on its lean loop by default (core/decode); the fair bare run for that is the same
-loop with no streamer, so --loop picks the loop for both sides. bare generate() is printed as well.
+Target: app TPOT <= 1.03 x bare TPOT (stretch 1.01), same engine process, model, loop, prompt and
+length, interleaved. The bare side is a reply the benchmark sends to the same engine with no window
+attached to it: nobody shows its tokens. Both TPOTs come from the engine's own put() stamps.
 --breakdown adds app rounds with parts of the window switched off (no live text, no live plots,
-neither), interleaved with the others, to show where the cost goes.
+neither), interleaved with the others, to show where any cost goes.
 Run: .venv/bin/python benchmarks/meter_overhead.py [--dtype int4] [--loop lean] [--rounds 5] [--tokens 64] [--breakdown]
 """
 
@@ -13,13 +13,11 @@ from __future__ import annotations
 import argparse
 
 import _common  # noqa: F401
-from _common import bare_tpot, median
+from _common import median
 from _window_driver import WindowDriver
 
-from core.chats.session import ChatSession
-from core.model.loader import load_model
-
 TARGET = 1.03
+STRETCH = 1.01
 PROMPT = "Tell me a long story about a lighthouse keeper."
 
 
@@ -33,58 +31,53 @@ def main() -> None:
     _common.add_json_option(parser)
     args = parser.parse_args()
     report = _common.start_report(args, 'meter_overhead')
-    import torch
-
-    loaded = load_model(None, dtype=args.dtype)
-    session = ChatSession()
-    session.add_user(PROMPT)
-    prompt_ids = torch.tensor([session.build_prompt(loaded.tokenizer, loaded.context_window, args.tokens).input_ids])
-    driver = WindowDriver(loaded, streaming=True)
+    driver = WindowDriver(dtype=args.dtype, streaming=True)
     driver.window.settings_panel.decode_loop_box.setCurrentText(args.loop)
-    bare, app, bare_generate = [], [], []
+    bare, app = [], []
     variants = breakdown_variants(driver.window) if args.breakdown else {}
     partial = {name: [] for name in variants}
 
-    driver.call_on_generation_thread(lambda: bare_tpot(loaded.model, prompt_ids, 4, args.loop))
+    driver.bare_tpot(PROMPT, 4, args.loop)  # warm-up, both sides
     driver.ask(PROMPT, 4)
     for _ in range(args.rounds):
-        bare.append(driver.call_on_generation_thread(lambda: bare_tpot(loaded.model, prompt_ids, args.tokens,
-                                                                       args.loop)))
-        if args.loop != "generate":
-            bare_generate.append(driver.call_on_generation_thread(
-                lambda: bare_tpot(loaded.model, prompt_ids, args.tokens, "generate")))
+        bare.append(driver.bare_tpot(PROMPT, args.tokens, args.loop))
         driver.new_chat()  # the same one-turn prompt each time
         trace = driver.ask(PROMPT, args.tokens)
-        assert trace.output_tokens == args.tokens and trace.prompt_tokens == prompt_ids.shape[1]
+        assert trace.output_tokens == args.tokens
         app.append(trace.metrics().tpot_s)
         for name, switch_off in variants.items():
             with switch_off():
                 driver.new_chat()
                 partial[name].append(driver.ask(PROMPT, args.tokens).metrics().tpot_s)
+    gui_rss_mb = _gui_rss_mb()
     driver.close()
     ratio = median(app) / median(bare)
-    print(f"model {loaded.name} ({args.dtype}); {args.loop} loop; {args.rounds} interleaved rounds of "
-          f"{args.tokens} tokens")
+    print(f"model: the embedded one ({args.dtype}) in the engine process; {args.loop} loop; {args.rounds} interleaved "
+          f"rounds of {args.tokens} tokens; window process RSS {gui_rss_mb:.0f} MB")
     print(f"bare {args.loop} TPOT: median {median(bare) * 1000:.2f} ms  (rounds: "
           + ", ".join(f"{v * 1000:.1f}" for v in bare) + ")")
     print(f"app pipeline TPOT:  median {median(app) * 1000:.2f} ms  (rounds: "
           + ", ".join(f"{v * 1000:.1f}" for v in app) + ")")
-    if bare_generate:
-        print(f"bare generate() TPOT: median {median(bare_generate) * 1000:.2f} ms: the app on the {args.loop} loop "
-              f"is {median(bare_generate) / median(app):.2f}x as fast as bare generate()")
     for name, values in partial.items():
         print(f"  app with {name}: median {median(values) * 1000:.2f} ms, ratio {median(values) / median(bare):.3f}")
-    print(f"ratio app / bare {args.loop} = {ratio:.3f} (target <= {TARGET}): {'MET' if ratio <= TARGET else 'NOT MET'}")
+    print(f"ratio app / bare {args.loop} = {ratio:.3f} (target <= {TARGET}): {'MET' if ratio <= TARGET else 'NOT MET'}; "
+          f"stretch <= {STRETCH}: {'MET' if ratio <= STRETCH else 'NOT MET'}")
     report.figure("app_over_bare_tpot", ratio, f"<= {TARGET}", ratio <= TARGET)
     report.figure("bare_tpot_ms", median(bare) * 1000)
     report.figure("app_tpot_ms", median(app) * 1000)
 
 
+def _gui_rss_mb() -> float:
+    """The window process's resident memory: the weights live in the engine process only."""
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * 4096 / 1e6
+
+
 def breakdown_variants(window) -> dict:
     """Context managers that switch parts of the window's per-reply work off for one reply.
 
-    Only the methods the token slot and the frame timer call are replaced, not the slots themselves:
-    the worker's signals, the trace and the stamps run as always.
+    Only the methods the frame applies are replaced, not the slots themselves: the engine's events,
+    the trace and the stamps run as always.
     """
     from contextlib import ExitStack, contextmanager
 

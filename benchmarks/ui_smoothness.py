@@ -13,7 +13,6 @@ from pathlib import Path
 import _common  # noqa: F401
 from _window_driver import WindowDriver
 
-from core.model.loader import load_model
 
 
 def main() -> None:
@@ -23,8 +22,7 @@ def main() -> None:
     _common.add_json_option(parser)
     args = parser.parse_args()
     report = _common.start_report(args, 'ui_smoothness')
-    loaded = load_model(None, dtype=args.dtype)
-    driver = WindowDriver(loaded, streaming=True)
+    driver = WindowDriver(dtype=args.dtype, streaming=True)  # the app's engine process, as a user runs it
     from gui.ui_probe import UiProbe
 
     probe = UiProbe(driver.window, Path(tempfile.mkdtemp()) / "probe.json")

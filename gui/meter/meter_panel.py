@@ -8,6 +8,7 @@ from PySide6.QtCore import Qt
 from core.timing.events import TokenEvent
 from core.timing.metrics import LatencySummary
 from core.timing.running_median import RunningMedian
+from core.timing.export import delivery_summary
 from core.timing.trace import GenerationTrace
 from gui.meter.history_plot import HistoryPlot
 from gui.meter.interval_plot import IntervalPlot
@@ -72,6 +73,7 @@ class MeterPanel(QWidget):
     def finish_reply(self, trace: GenerationTrace, streaming: bool) -> None:
         metrics = trace.metrics()
         self.cards.show_summary(metrics, streaming)
+        self.cards.show_delivery(delivery_summary(trace))
         self.history_plot.add_reply(trace.prompt_tokens, metrics.ttft_s, metrics.tpot_s)
         self.refresh()
 

@@ -28,6 +28,7 @@ CARDS = (
     CardSpec("prefill", "prefill tok/s", "tok/s", DEFINITIONS["prefill_tok_s"]),
     CardSpec("waited", "waited before seeing text", "s",
              "How long you stared at nothing: TTFT when streaming, E2E when not."),
+    CardSpec("delivery", "engine → window (p50)", "ms", DEFINITIONS["delivery_s"]),
 )
 
 
@@ -126,6 +127,14 @@ class StatCards(QWidget):
         }
         for key, value in values.items():
             self.cards[key].set_value(value)
+
+    def show_delivery(self, delivery: dict | None) -> None:
+        """A finished reply's engine → window delay: p50 on the card, p50, p95 and max in its tooltip."""
+        card = self.cards["delivery"]
+        card.set_value(delivery["p50_s"] if delivery else None)
+        card.setToolTip(card.spec.tooltip + ("" if not delivery else
+                        f"\nThis reply: p50 {delivery['p50_s'] * 1000:.2f} ms, p95 {delivery['p95_s'] * 1000:.2f} ms, "
+                        f"max {delivery['max_s'] * 1000:.2f} ms."))
 
     def clear(self) -> None:
         for card in self.cards.values():

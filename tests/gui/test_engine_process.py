@@ -61,6 +61,8 @@ def test_a_reply_through_the_engine_process_is_the_in_process_greedy_reply(qtbot
     # Two stamps per token: the engine's put() and the window's arrival, on one clock.
     delays = trace.delivery_delays_s()
     assert len(delays) == trace.output_tokens and all(delay >= 0 for delay in delays)
+    delivery = engine_window.meter.cards.cards["delivery"]
+    assert delivery.text() != "–" and "p95" in delivery.toolTip()  # the engine → window delay is shown
     shown = engine_window.transcript.toPlainText()
     assert all(word in shown for word in trace.text.split()[-3:])  # rendered as Markdown, so compare words
 

@@ -25,7 +25,6 @@ class PrecisionPlot(pg.PlotWidget):
         super().__init__(parent)
         style_plot(self, title="Weight bytes: decode speed against the bandwidth ceiling",
                    bottom="weight MB (log scale)", left="decode tok/s (log scale)", log_x=True, log_y=True,
-                   legend_offset=(-10, 10),
                    tooltip="Claim 2. Each point is one precision's median decode rate.\nRed line: "
                    + LAB_DEFINITIONS["ceiling_tok_s"] + "\n" + LAB_DEFINITIONS["bandwidth_bytes_s"])
         self.ceiling_item = self.plot([], [], pen=pg.mkPen(CEILING_COLOR, width=2, style=Qt.PenStyle.DashLine),

@@ -9,6 +9,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from core.lab.results import LAB_DEFINITIONS
+from gui.plotting.empty_note import RUN_A_SWEEP, EmptyPlotNote
 from gui.plotting.growable_buffer import GrowableBuffer
 from gui.plotting.plot_style import style_plot
 
@@ -37,6 +38,7 @@ class PrecisionPlot(pg.PlotWidget):
             label.setVisible(False)
             self.addItem(label)
             self.labels.append(label)
+        self.empty_note = EmptyPlotNote(self, RUN_A_SWEEP)
         self._megabytes = GrowableBuffer(8)
         self._tok_s = GrowableBuffer(8)
         self._names: list[str] = []
@@ -62,6 +64,7 @@ class PrecisionPlot(pg.PlotWidget):
             self.add_precision_row(row)
 
     def refresh(self) -> None:
+        self.empty_note.show_when(len(self._megabytes) == 0)
         megabytes = self._megabytes.view()
         self.measured_item.setData(megabytes, self._tok_s.view())
         for index, label in enumerate(self.labels):

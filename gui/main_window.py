@@ -32,6 +32,7 @@ from gui.settings.store import load_window_settings, save_window_settings
 from gui.lab.lab_tab import LabTab
 from gui.thread_exit import end_thread
 from gui.chat.transcript_view import TranscriptView
+from gui.window_size import fit_to_screen
 
 FRAME_INTERVAL_MS = 33  # about 30 Hz: smooth to the eye, and independent of the token rate
 # Closing must finish within 2 s. Stopping a decode takes one token; a prefill or a model load cannot
@@ -54,7 +55,7 @@ class MainWindow(SavedChatsMixin, QMainWindow):
                  chat_store: ChatStore | None = None):
         super().__init__()
         self.setWindowTitle("Latency Lab")
-        self.resize(1280, 820)
+        fit_to_screen(self)
         self.window_settings = load_window_settings()
         settings_problems = check_window_settings(self.window_settings)
         if initial_model:

@@ -22,13 +22,32 @@ class LegendRow(pg.LegendItem):
 
     def __init__(self):
         # No offset: the grid places it, not pyqtgraph's anchoring. No frame: it overlaps nothing.
-        super().__init__(offset=None, colCount=LEGEND_COLUMNS, frame=False, horSpacing=12)
+        super().__init__(offset=None, colCount=LEGEND_COLUMNS, frame=False, horSpacing=10, labelTextSize="8pt")
         # As wide as its entries, not the plot: the entries then sit together rather than spread out.
         self.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)
+        # Its entries' width must not hold the plot wider than its widget (the right end was cut
+        # off); fit_columns wraps them into rows instead.
+        self.setMinimumWidth(0)
+
+    def fit_columns(self, width: float) -> None:
+        """As many columns as fit in width (at least one): a narrow plot gets its legend in two rows
+        instead of one cut off at the right."""
+        # Two cells an entry (sample, label), each followed by the layout's spacing.
+        entries = [sample.boundingRect().width() + label.boundingRect().width() + 2 * self.layout.horizontalSpacing()
+                   for sample, label in self.items]
+        columns = max(1, min(LEGEND_COLUMNS, len(entries)))
+        while columns > 1 and _row_width(entries, columns) > width:
+            columns -= 1
+        self.setColumnCount(columns)
 
     def mouseDragEvent(self, ev):
         # Dragging would re-anchor it over the data, and the layout would snap it back at once.
         ev.ignore()
+
+
+def _row_width(entries: list[float], columns: int) -> float:
+    """Entries fill the rows left to right; each column is as wide as its widest entry."""
+    return sum(max(entries[column::columns]) for column in range(columns))
 
 
 def add_legend_row(plot: pg.PlotWidget) -> LegendRow:
@@ -40,4 +59,7 @@ def add_legend_row(plot: pg.PlotWidget) -> LegendRow:
     item.layout.setAlignment(legend, Qt.AlignmentFlag.AlignHCenter)
     # PlotItem.addItem adds named items to whatever legend it holds here.
     item.legend = legend
+    # The view has the legend's column, so its width is the room the legend has.
+    view = item.getViewBox()
+    view.sigResized.connect(lambda: legend.fit_columns(view.width()))
     return legend

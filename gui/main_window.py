@@ -27,6 +27,7 @@ from gui.meter.meter_panel import MeterPanel
 from gui.model.model_controller import ModelController
 from gui.settings.check import check_window_settings
 from gui.settings.store import load_window_settings, save_window_settings
+from gui.window_size import fit_to_screen
 
 # Closing must finish within 2 s: a decode stops within a token and a prefill within a layer; a thread
 # still busy after its share (inside a model load) is detached, not joined (gui/thread_exit.py).
@@ -43,7 +44,7 @@ class MainWindow(QMainWindow):
                  chat_store: ChatStore | None = None, engine_factory=None):
         super().__init__()
         self.setWindowTitle("Latency Lab")
-        self.resize(1280, 820)
+        fit_to_screen(self)
         self.window_settings = load_window_settings()
         problems = check_window_settings(self.window_settings)
         for name, value in (overrides or {}).items():  # flags given on the command line win for this launch

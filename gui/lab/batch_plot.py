@@ -6,6 +6,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from core.lab.results import LAB_DEFINITIONS
+from gui.plotting.empty_note import RUN_A_SWEEP, EmptyPlotNote
 from gui.plotting.growable_buffer import GrowableBuffer
 from gui.plotting.plot_style import style_plot
 
@@ -30,6 +31,7 @@ class BatchPlot(pg.PlotWidget):
                                         symbolBrush=AGGREGATE_COLOR, name="aggregate tok/s")
         self.per_user_item = self.plot([], [], pen=pg.mkPen(PER_USER_COLOR, width=2), symbol="t", symbolSize=8,
                                        symbolBrush=PER_USER_COLOR, name="per-user tok/s")
+        self.empty_note = EmptyPlotNote(self, RUN_A_SWEEP)
         self._batch = GrowableBuffer(16)
         self._aggregate = GrowableBuffer(16)
         self._per_user = GrowableBuffer(16)
@@ -49,6 +51,7 @@ class BatchPlot(pg.PlotWidget):
         self._per_user.append(row["per_seq_tok_s"])
 
     def refresh(self) -> None:
+        self.empty_note.show_when(len(self._batch) == 0)
         batch = self._batch.view()
         self.aggregate_item.setData(batch, self._aggregate.view())
         self.per_user_item.setData(batch, self._per_user.view())

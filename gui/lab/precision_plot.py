@@ -9,6 +9,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from core.lab.results import LAB_DEFINITIONS
+from gui.plotting.empty_note import RUN_A_SWEEP, EmptyPlotNote
 from gui.plotting.growable_buffer import GrowableBuffer
 from gui.plotting.plot_style import style_plot
 
@@ -25,7 +26,6 @@ class PrecisionPlot(pg.PlotWidget):
         super().__init__(parent)
         style_plot(self, title="Weight bytes: decode speed against the bandwidth ceiling",
                    bottom="weight MB (log scale)", left="decode tok/s (log scale)", log_x=True, log_y=True,
-                   legend_offset=(-10, 10),
                    tooltip="Claim 2. Each point is one precision's median decode rate.\nRed line: "
                    + LAB_DEFINITIONS["ceiling_tok_s"] + "\n" + LAB_DEFINITIONS["bandwidth_bytes_s"])
         self.ceiling_item = self.plot([], [], pen=pg.mkPen(CEILING_COLOR, width=2, style=Qt.PenStyle.DashLine),
@@ -38,6 +38,7 @@ class PrecisionPlot(pg.PlotWidget):
             label.setVisible(False)
             self.addItem(label)
             self.labels.append(label)
+        self.empty_note = EmptyPlotNote(self, RUN_A_SWEEP)
         self._megabytes = GrowableBuffer(8)
         self._tok_s = GrowableBuffer(8)
         self._names: list[str] = []
@@ -63,6 +64,7 @@ class PrecisionPlot(pg.PlotWidget):
             self.add_precision_row(row)
 
     def refresh(self) -> None:
+        self.empty_note.show_when(len(self._megabytes) == 0)
         megabytes = self._megabytes.view()
         self.measured_item.setData(megabytes, self._tok_s.view())
         for index, label in enumerate(self.labels):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyqtgraph as pg
 
 from core.lab.results import LAB_DEFINITIONS
+from gui.plotting.empty_note import RUN_A_SWEEP, EmptyPlotNote
 from gui.plotting.growable_buffer import GrowableBuffer
 from gui.plotting.plot_style import style_plot
 
@@ -25,6 +26,7 @@ class PromptLengthPlot(pg.PlotWidget):
                                    symbolBrush=TTFT_COLOR, name="TTFT (prefill)")
         self.tpot_item = self.plot([], [], pen=pg.mkPen(TPOT_COLOR, width=2), symbol="o", symbolSize=8,
                                    symbolBrush=TPOT_COLOR, name="TPOT (decode)")
+        self.empty_note = EmptyPlotNote(self, RUN_A_SWEEP)
         self._tokens = GrowableBuffer(16)
         self._ttft_ms = GrowableBuffer(16)
         self._tpot_ms = GrowableBuffer(16)
@@ -39,5 +41,6 @@ class PromptLengthPlot(pg.PlotWidget):
         self._tpot_ms.append(row["tpot_s"] * 1000)
 
     def refresh(self) -> None:
+        self.empty_note.show_when(len(self._tokens) == 0)
         self.ttft_item.setData(self._tokens.view(), self._ttft_ms.view())
         self.tpot_item.setData(self._tokens.view(), self._tpot_ms.view())

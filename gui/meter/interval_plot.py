@@ -35,7 +35,7 @@ class IntervalPlot(pg.PlotWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         style_plot(self, title="Per-token intervals (prefill, then decode)",
-                   bottom="token index", left="interval (log scale)", log_y=True, legend_offset=(-10, 10),
+                   bottom="token index", left="interval (log scale)", log_y=True,
                    tooltip="Token 0's bar is the TTFT (" + DEFINITIONS["ttft_s"] + ") Every later point is an ITL: "
                    + DEFINITIONS["itl_s"] + " The green line is the running median, i.e. the TPOT so far.")
         # Each item is created once; refresh() only hands them new arrays.
@@ -97,6 +97,12 @@ class IntervalPlot(pg.PlotWidget):
         self.interval_item.set_points(x, self._log_y.view())
         self.median_item.set_points(x, self._log_median.view())
         self._show_markers()
+
+    def settle(self) -> None:
+        """Draw every point with the settled items, once the reply has ended."""
+        self.refresh()
+        for curve in (self.interval_item, self.marker_item, self.median_item):
+            curve.settle()
 
     def marker_count(self) -> int:
         return len(self.marker_item.getData()[0])

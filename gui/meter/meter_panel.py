@@ -76,6 +76,10 @@ class MeterPanel(QWidget):
         self.cards.show_delivery(delivery_summary(trace))
         self.history_plot.add_reply(trace.prompt_tokens, metrics.ttft_s, metrics.tpot_s)
         self.refresh()
+        # A frame draws its newest points with a small fresh item; the last frame's stay there unless
+        # handed over, so the finished curve is drawn by one item per line.
+        self.interval_plot.settle()
+        self.visible_plot.settle()
 
     def reset_chat(self) -> None:
         self.history_plot.clear_history()

@@ -94,6 +94,11 @@ class VisibleTextPlot(pg.PlotWidget):
                 self.reading_item.set_points(np.array([start, end]),
                                              np.array([0.0, (end - start) * READING_CHARS_PER_S]))
 
+    def settle(self) -> None:
+        """Draw the whole staircase with the settled item, once the reply has ended."""
+        self.refresh()
+        self.current_item.settle()
+
     def _append(self, seconds: float, chars: float) -> None:
         self._x.append(seconds)
         self._y.append(chars)

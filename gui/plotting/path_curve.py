@@ -76,6 +76,17 @@ class PathCurve:
         start = settled if self._markers else max(settled - 1, 0)
         self._fresh_item.setPath(self._path(x[start:], y[start:]))
 
+    def settle(self) -> None:
+        """Hand every point to the settled item: a finished reply leaves nothing in the fresh one."""
+        if len(self._x) != len(self._settled_x) or self._fresh_item.path().elementCount():
+            self._settle(self._x, self._y)
+
+    def settled_point_count(self) -> int:
+        return len(self._settled_x)
+
+    def fresh_point_count(self) -> int:
+        return len(self._x) - len(self._settled_x)
+
     def _extends_settled(self, x: np.ndarray, y: np.ndarray) -> bool:
         settled = len(self._settled_x)
         return bool(np.array_equal(x[:settled], self._settled_x) and np.array_equal(y[:settled], self._settled_y))

@@ -1,13 +1,15 @@
-"""The look every plot in the app shares: white background, labelled axes, light grid, a legend."""
+"""The look every plot in the app shares: white background, labelled axes, light grid, a legend row above the data."""
 
 from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtWidgets import QGraphicsItem
 
+from gui.plotting.legend_row import add_legend_row
+
 
 def style_plot(plot: pg.PlotWidget, *, title: str, bottom: str, left: str, tooltip: str,
-               log_x: bool = False, log_y: bool = False, legend_offset: tuple[int, int] = (10, 10)) -> None:
+               log_x: bool = False, log_y: bool = False) -> None:
     plot.setBackground("w")
     plot.setTitle(title)
     plot.setLabel("bottom", bottom)
@@ -16,8 +18,7 @@ def style_plot(plot: pg.PlotWidget, *, title: str, bottom: str, left: str, toolt
         plot.setLogMode(x=log_x, y=log_y)
     plot.showGrid(x=True, y=True, alpha=0.2)
     plot.setToolTip(tooltip)
-    legend = plot.addLegend(offset=legend_offset)
-    legend.setBrush(pg.mkBrush(255, 255, 255, 200))
+    legend = add_legend_row(plot)
     # A live curve repaints the whole view, and the axes (which draw the grid across it) with it.
     # Replaying their tick text and grid every frame was half the meter's painting; cached as
     # pixmaps they are redrawn only when their range or size changes.

@@ -66,11 +66,16 @@ class SettingsPanel(QWidget):
         model_row.addWidget(self.browse_button)
         model_row.addWidget(self.dtype_box)
         model_row.addWidget(self.load_button)
-        sampling_row = QHBoxLayout()
-        for label, widget in (("max new", self.max_new_tokens), ("temp", self.temperature),
-                              ("top-p", self.top_p), ("seed", self.seed), ("loop", self.decode_loop_box)):
-            sampling_row.addWidget(QLabel(label))
-            sampling_row.addWidget(widget)
+        # Two short rows, not one long one: in one row they set the window's minimum width above
+        # 90% of a 1400-pixel screen.
+        sampling_row, seed_row = QHBoxLayout(), QHBoxLayout()
+        for row, fields in ((sampling_row, (("max new", self.max_new_tokens), ("temp", self.temperature),
+                                            ("top-p", self.top_p))),
+                            (seed_row, (("seed", self.seed), ("loop", self.decode_loop_box)))):
+            for label, widget in fields:
+                row.addWidget(QLabel(label))
+                row.addWidget(widget)
+            row.addStretch(1)
         form = QFormLayout(self)
         form.setContentsMargins(0, 0, 0, 0)
         form.addRow("Model", model_row)
@@ -78,6 +83,7 @@ class SettingsPanel(QWidget):
         form.addRow("", self.load_message)
         form.addRow("System", self.system_prompt)
         form.addRow("Sampling", sampling_row)
+        form.addRow("", seed_row)
 
         self.apply(settings)
         self.browse_button.clicked.connect(self._browse)

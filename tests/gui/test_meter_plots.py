@@ -6,6 +6,8 @@ import pytest
 
 from gui.meter.interval_plot import IntervalPlot, decade_label
 
+pytestmark = pytest.mark.plots
+
 
 def test_decades_are_labelled_in_human_units():
     assert [decade_label(power) for power in (-1, 0, 1, 2, 3, 4)] == ["100 µs", "1 ms", "10 ms", "100 ms",

@@ -22,7 +22,7 @@ def tab(qtbot):
     qtbot.waitExposed(tab)
     yield tab
     tab.shutdown()
-    assert not tab.lab_thread.isRunning()
+    assert not tab.client.engine.alive
 
 
 def _plots(tab):

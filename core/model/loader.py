@@ -66,7 +66,6 @@ def load_model(
     gets it. The work runs on the compute thread, where the model will also generate
     (core/compute_thread.py).
     """
-    check_before_loading(spec, dtype, allow_pickle)
     return on_compute_thread(lambda: _load_model(spec, device, dtype, progress, trust_remote_code, allow_pickle))
 
 
@@ -80,6 +79,7 @@ def _load_model(spec: str | None, device: str, dtype: str, progress: ProgressCal
     source = resolve_model_source(spec)
     progress(0.0, f"loading {source.display_name}")
     try:
+        check_before_loading(spec, dtype, allow_pickle)
         if device == "cuda":
             import torch
 

@@ -95,6 +95,25 @@ def window(qtbot, embedded_model):
     assert not win.frame_timer.isActive()
 
 
+@pytest.fixture
+def held_load(monkeypatch):
+    """Every model load is held inside, as a from_pretrained that nothing can cut short, until the test
+    sets held_load.release (or the test ends); then it fails. held_load.inside is set once it is held."""
+    import core.model.loader
+
+    class Held:
+        inside, release = threading.Event(), threading.Event()
+
+    def load(*args, **kwargs):
+        Held.inside.set()
+        Held.release.wait(60)
+        raise RuntimeError("load abandoned by the test")
+
+    monkeypatch.setattr(core.model.loader, "load_model", load)
+    yield Held
+    Held.release.set()
+
+
 @pytest.fixture(autouse=True)
 def in_process_engine_unless_marked(request, monkeypatch):
     """Windows in tests use the in-process engine (fast, and it shares the session's loaded models);

@@ -5,7 +5,6 @@ import time
 
 import pytest
 
-import core.model.loader
 from gui.main_window import MainWindow
 
 REPLY_TIMEOUT_MS = 60_000
@@ -74,15 +73,8 @@ def test_stop_during_decode_ends_after_the_current_token(qtbot, tiny_window):
     assert sum(stamp > pressed[0] for stamp in trace.timestamps_ns) <= 1
 
 
-def test_stop_while_the_model_loads_cancels_the_queued_message_and_keeps_it(qtbot, monkeypatch):
-    inside, release = threading.Event(), threading.Event()
-
-    def slow_load(*args, **kwargs):
-        inside.set()
-        release.wait(30)
-        raise RuntimeError("load abandoned by the test")
-
-    monkeypatch.setattr(core.model.loader, "load_model", slow_load)
+def test_stop_while_the_model_loads_cancels_the_queued_message_and_keeps_it(qtbot, held_load):
+    inside, release = held_load.inside, held_load.release
     window = MainWindow()
     qtbot.addWidget(window)
     try:
@@ -102,17 +94,10 @@ def test_stop_while_the_model_loads_cancels_the_queued_message_and_keeps_it(qtbo
         window.close()
 
 
-def test_a_message_queued_behind_the_load_is_kept_when_the_window_closes(qtbot, monkeypatch):
+def test_a_message_queued_behind_the_load_is_kept_when_the_window_closes(qtbot, held_load):
     from core.chats.store import ChatStore
 
-    inside, release = threading.Event(), threading.Event()
-
-    def slow_load(*args, **kwargs):
-        inside.set()
-        release.wait(30)
-        raise RuntimeError("load abandoned by the test")
-
-    monkeypatch.setattr(core.model.loader, "load_model", slow_load)
+    inside, release = held_load.inside, held_load.release
     window = MainWindow()
     qtbot.addWidget(window)
     try:

@@ -166,21 +166,11 @@ def test_a_chat_reply_sent_during_a_lab_run_takes_turns_with_it(qtbot, window):
     assert [row["prompt_words"] for row in results.prompt] == [5, 200]
 
 
-def test_closing_during_a_lab_model_load_does_not_wait_for_it(qtbot, monkeypatch):
+def test_closing_during_a_lab_model_load_does_not_wait_for_it(qtbot, held_load):
     """A lab stuck in a model load must not hold the window's close (it used to wait up to 30 s)."""
-    import threading
-
-    import core.model.loader
     from gui.main_window import MainWindow
 
-    inside, release = threading.Event(), threading.Event()
-
-    def stuck_load(*args, **kwargs):
-        inside.set()
-        release.wait(60)
-        raise RuntimeError("load abandoned by the test")
-
-    monkeypatch.setattr(core.model.loader, "load_model", stuck_load)
+    inside, release = held_load.inside, held_load.release
     window = MainWindow()
     qtbot.addWidget(window)
     lab = window.lab_tab

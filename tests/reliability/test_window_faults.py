@@ -161,17 +161,10 @@ def test_closing_during_an_uninterruptible_forward_pass_does_not_wait_and_keeps_
     assert saved.messages[0].content == "Hello there" and saved.reply_pending
 
 
-def test_closing_during_a_model_load_does_not_wait_for_it(qtbot, monkeypatch, qtlog):
+def test_closing_during_a_model_load_does_not_wait_for_it(qtbot, held_load, qtlog):
     from gui.main_window import MainWindow
 
-    inside, release = threading.Event(), threading.Event()
-
-    def uninterruptible_load(*args, **kwargs):
-        inside.set()
-        release.wait(60)  # as from_pretrained would: nothing can cut it short
-        raise RuntimeError("load abandoned by the test")
-
-    monkeypatch.setattr(core.model.loader, "load_model", uninterruptible_load)
+    inside, release = held_load.inside, held_load.release
     window = MainWindow()
     qtbot.addWidget(window)
     window.show()

@@ -1,8 +1,10 @@
-"""What a running reply shows, applied once per frame (~30 Hz): text into the transcript, stamps into the meter.
+"""What a running reply shows, at most once per frame (~30 Hz): text into the transcript, stamps into the meter.
 
-Tokens that arrive between two frames are kept in a list and applied together at the frame tick: one
-text insert and one plot update per frame, however fast tokens come. The stamps are the engine's, so
-the plots stay per token.
+Tokens that arrive between two frames are kept in a list and applied together: one text insert per
+frame, however fast tokens come, and the plots redrawn by the frame timer. The stamps are the
+engine's, so the plots stay per token. The text frame is timed from the tokens: one that arrives
+when the last insert is a frame old or older is shown at once, so a slow stream waits for no tick
+and a fast one waits at most one frame.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ class LiveReply(QObject):
         self._replies, self._transcript, self._meter, self._indicator = replies, transcript, meter, indicator
         self._visible_chars = 0
         self._pending: list[TokenEvent] = []
+        self._last_insert_ns = 0
+        self._insert_timer = QTimer(self)  # single shot: the next text frame, when a token waits for one
+        self._insert_timer.setSingleShot(True)
+        self._insert_timer.timeout.connect(self._apply_pending)
         self.frame_timer = QTimer(self)
         self.frame_timer.setInterval(FRAME_INTERVAL_MS)
         self.frame_timer.timeout.connect(self._on_frame)
@@ -47,11 +53,17 @@ class LiveReply(QObject):
     @Slot(object)
     def _on_token(self, delivered) -> None:
         self._pending.append(delivered.event)
+        if not self._insert_timer.isActive():
+            since_ms = (time.perf_counter_ns() - self._last_insert_ns) / 1e6
+            self._insert_timer.start(int(max(0.0, FRAME_INTERVAL_MS - since_ms)))
 
+    @Slot()
     def _apply_pending(self) -> None:
-        """Everything that arrived since the last frame: stamps into the meter, then one text insert."""
+        """Everything that arrived since the last text frame: stamps into the meter, then one text insert."""
+        self._insert_timer.stop()
         if not self._pending:
             return
+        self._last_insert_ns = time.perf_counter_ns()
         tokens, self._pending = self._pending, []
         for event in tokens:
             self._meter.record_token(event)
@@ -82,7 +94,6 @@ class LiveReply(QObject):
 
     @Slot()
     def _on_frame(self) -> None:
-        self._apply_pending()
         now_ns = time.perf_counter_ns()
         record = self._replies.record
         trace = record.trace if record else None

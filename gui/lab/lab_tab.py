@@ -50,6 +50,7 @@ class LabTab(QWidget):
         client.lab_row_measured.connect(self._on_row_measured)
         client.lab_finished.connect(self._on_run_finished)
         client.lab_failed.connect(self._on_run_failed)
+        client.engine_stopped.connect(self._on_engine_stopped)
         self._update_controls()
 
     # -- construction ---------------------------------------------------------------------------
@@ -122,6 +123,9 @@ class LabTab(QWidget):
     @Slot()
     def run(self) -> None:
         if self._running:
+            return
+        if not self.client.alive:
+            self.status_label.setText("The engine has stopped: Chat → Restart engine starts a new one.")
             return
         try:
             config = self.form.config()
@@ -218,6 +222,12 @@ class LabTab(QWidget):
             self.progress_bar.setValue(PROGRESS_STEPS)
             self.status_label.setText(f"Done in {results.duration_s:.0f} s: {results.row_count()} rows.")
         self.run_finished.emit(results)
+
+    @Slot(object)
+    def _on_engine_stopped(self, stopped) -> None:
+        if self._running and not stopped.expected:
+            self._on_run_failed(LabFailed(self._lab_id, f"{stopped.description}. Chat → Restart engine starts a new "
+                                                        "one; then run the lab again"))
 
     @Slot(object)
     def _on_run_failed(self, failed: LabFailed) -> None:

@@ -111,6 +111,8 @@ def describe_exit(code: int | None) -> str:
 def engine_main(connection, parent_pid: int) -> None:
     """The engine process: requests from the pipe to EngineCore, events back through a sender thread."""
     _die_with_parent(parent_pid)
+    # Ctrl+C in the terminal reaches the whole process group: the window decides, and the engine follows it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     outgoing: queue.SimpleQueue = queue.SimpleQueue()
 
     def send_events() -> None:

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QKeySequence
 
 from core.chats.store import ChatStore
-from gui.chat import reply_relay
+import core.generation.request
 from window_driving import REPLY_TIMEOUT_MS, StallProbe, ask
 
 pytestmark = pytest.mark.model
@@ -56,19 +56,20 @@ def test_a_1mb_paste_and_send_never_freeze_the_window_for_250ms(qtbot, window):
 
 
 def test_a_1mb_paste_is_refused_with_token_count_and_limit(qtbot, window):
-    # The million characters are tokenised on the reply's relay thread, never the GUI thread.
+    # The million characters are tokenised in the engine (here in-process, on its job thread), never on
+    # the GUI thread.
     seen_threads = []
-    original = reply_relay.prepare_reply
+    original = core.generation.request.prepare_reply
 
     def recording_prepare(*args, **kwargs):
         seen_threads.append(threading.current_thread() is threading.main_thread())
         return original(*args, **kwargs)
 
-    reply_relay.prepare_reply = recording_prepare
+    core.generation.request.prepare_reply = recording_prepare
     try:
         finished, _ = paste_a_megabyte_and_send(qtbot, window)
     finally:
-        reply_relay.prepare_reply = original
+        core.generation.request.prepare_reply = original
     assert seen_threads == [False]
     assert finished is None
     message = refusal(window)

@@ -55,7 +55,7 @@ class MainWindow(QMainWindow):
         self._build_widgets()
         self.saved_chats = SavedChats(self, chat_store)
         self.replies = ReplyController(self.saved_chats, self.models, self._reply_settings, self)
-        self.live = LiveReply(self.replies, self.transcript, self.meter, self.indicator, self)
+        self.live = LiveReply(self.replies, self.transcript, self.meter, self.indicator, self.prefill_bar, self)
         self.frame_timer = self.live.frame_timer
         build_menus(self)
         self._wire()
@@ -78,6 +78,7 @@ class MainWindow(QMainWindow):
         panel = self.chat_panel
         # The chat panel's widgets, by name: the rest of the window and the tests reach them here.
         self.settings_panel, self.transcript, self.indicator = panel.settings_panel, panel.transcript, panel.indicator
+        self.prefill_bar = panel.prefill_bar
         self.input_box, self.streaming_toggle = panel.input_box, panel.streaming_toggle
         self.send_button, self.stop_button = panel.send_button, panel.stop_button
         self.regenerate_button, self.new_chat_button = panel.regenerate_button, panel.new_chat_button

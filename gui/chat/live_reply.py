@@ -22,9 +22,10 @@ FRAME_INTERVAL_MS = 33  # about 30 Hz: smooth to the eye, and independent of the
 class LiveReply(QObject):
     """Per token it only appends (text, buffers); the plots and cards are redrawn by frame_timer."""
 
-    def __init__(self, replies: ReplyController, transcript, meter, indicator, parent=None):
+    def __init__(self, replies: ReplyController, transcript, meter, indicator, prefill_bar, parent=None):
         super().__init__(parent)
         self._replies, self._transcript, self._meter, self._indicator = replies, transcript, meter, indicator
+        self._prefill_bar = prefill_bar  # gui.chat.prefill_bar.PrefillBar
         self._visible_chars = 0
         self._pending: list[TokenEvent] = []
         self.frame_timer = QTimer(self)
@@ -53,6 +54,7 @@ class LiveReply(QObject):
         if not self._pending:
             return
         tokens, self._pending = self._pending, []
+        self._prefill_bar.setVisible(False)  # the first token ends the prefill
         for event in tokens:
             self._meter.record_token(event)
         text = "".join(event.text for event in tokens)
@@ -79,6 +81,7 @@ class LiveReply(QObject):
         self._apply_pending()
         self.frame_timer.stop()
         self._indicator.setVisible(False)
+        self._prefill_bar.setVisible(False)
 
     @Slot()
     def _on_frame(self) -> None:
@@ -86,6 +89,10 @@ class LiveReply(QObject):
         now_ns = time.perf_counter_ns()
         record = self._replies.record
         trace = record.trace if record else None
+        if trace is not None and not trace.output_tokens:
+            # Still prefilling: the bar from the layers reported so far, the TTFT marker from the clock.
+            self._prefill_bar.show_progress(trace.prefill_progress, now_ns)
+            self._meter.show_prefill_elapsed((now_ns - trace.request_start_ns) / 1e6)
         self._meter.tick(now_ns, trace.summary() if trace and trace.output_tokens else None, self._replies.streaming)
         self._update_indicator(now_ns)
 

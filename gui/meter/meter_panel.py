@@ -59,6 +59,11 @@ class MeterPanel(QWidget):
             self.interval_plot.add_interval(event.index, interval_ms, self._median.add(interval_ms))
         self._previous_stamp_ns = event.timestamp_ns
 
+    def show_prefill_elapsed(self, elapsed_ms: float) -> None:
+        """Before the first token: token 0's square grows with the time spent so far (the TTFT to be)."""
+        if self._previous_stamp_ns is None:
+            self.interval_plot.grow_ttft(elapsed_ms)
+
     def show_visible_text(self, shown_ns: int, visible_chars: int) -> None:
         self.visible_plot.show_characters(self._seconds(shown_ns), visible_chars)
 

@@ -150,6 +150,8 @@ def trace_from_dict(data: Any, where: str) -> GenerationTrace:
     arrivals = _int_list(doc.get("arrivals_ns", []), f"{where}.arrivals_ns")
     if arrivals and len(arrivals) != len(stamps):
         raise ChatFileError(f"{where}: arrivals_ns and timestamps_ns differ in length")
+    if len(doc.get("painted_ns") or []) > len(stamps):
+        raise ChatFileError(f"{where}: painted_ns has more stamps than there are tokens")
     stop_reason = doc.get("stop_reason")
     if stop_reason is not None and stop_reason not in STOP_REASONS:
         raise ChatFileError(f"{where}.stop_reason {stop_reason!r} is unknown")

@@ -10,6 +10,7 @@ from typing import Sequence
 
 from core.timing.metrics import DEFINITIONS, percentile
 from core.timing.trace import GenerationTrace
+from core.timing.waterfall import definitions as waterfall_definitions, waterfall_document
 
 CSV_COLUMNS = ("turn", "index", "token_id", "text", "t_s", "interval_s", "delivery_s")
 PREFILL_PROGRESS_DEFINITION = ("prefill_progress: the prompt's forward pass, reported before each decoder layer "
@@ -50,6 +51,7 @@ def trace_document(trace: GenerationTrace, turn: int = 0, context: dict | None =
         "delivery": delivery_summary(trace),
         "prefill_progress": [{"t_s": (stamp - trace.request_start_ns) / 1e9, "fraction": fraction}
                              for stamp, fraction in trace.prefill_progress],
+        "waterfall": waterfall_document(trace),
         "tokens": token_rows(trace, turn),
     }
 
@@ -63,7 +65,7 @@ def traces_to_json(traces: Sequence[GenerationTrace], context: dict | None = Non
     payload = {
         "format": "latencylab-trace/1",
         "definitions": {**DEFINITIONS, "interval_s": INTERVAL_DEFINITION,
-                        "prefill_progress": PREFILL_PROGRESS_DEFINITION},
+                        "prefill_progress": PREFILL_PROGRESS_DEFINITION, **waterfall_definitions()},
         **(context or {}),
         "replies": documents,
     }

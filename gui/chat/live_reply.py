@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QObject, QTimer, Slot
+from PySide6.QtCore import QEvent, QObject, QTimer, Slot
 
 from core.chats.record import ReplyRecord
 from core.timing.events import TokenEvent
@@ -28,6 +28,12 @@ class LiveReply(QObject):
         self._prefill_bar = prefill_bar  # gui.chat.prefill_bar.PrefillBar
         self._visible_chars = 0
         self._pending: list[TokenEvent] = []
+        # Tokens whose text is in the transcript but not yet on screen: the next viewport paint shows
+        # them (the waterfall's paint stamps, streaming only).
+        self._awaiting_paint = 0
+        self._paint_trace = None
+        self._finished_trace = None
+        transcript.viewport().installEventFilter(self)
         self.frame_timer = QTimer(self)
         self.frame_timer.setInterval(FRAME_INTERVAL_MS)
         self.frame_timer.timeout.connect(self._on_frame)
@@ -39,6 +45,7 @@ class LiveReply(QObject):
     def _on_started(self, record: ReplyRecord) -> None:
         self._visible_chars = 0
         self._pending.clear()
+        self._awaiting_paint, self._paint_trace, self._finished_trace = 0, record.trace, None
         self._transcript.begin_assistant_turn()
         self._meter.begin_reply(record.trace.request_start_ns)
         self._update_indicator(time.perf_counter_ns())
@@ -58,6 +65,8 @@ class LiveReply(QObject):
         for event in tokens:
             self._meter.record_token(event)
         text = "".join(event.text for event in tokens)
+        if self._replies.streaming:
+            self._awaiting_paint += len(tokens)
         if self._replies.streaming and text:
             self._transcript.append_reply_text(text)
             self._visible_chars += len(text)
@@ -71,6 +80,17 @@ class LiveReply(QObject):
                                                reply_note(trace, record.context.get("notice")))
         self._meter.show_visible_text(time.perf_counter_ns(), len(trace.text))
         self._meter.finish_reply(trace, self._replies.streaming)
+        self._finished_trace = trace
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt's name
+        if event.type() == QEvent.Type.Paint and self._awaiting_paint and self._paint_trace is not None:
+            trace, stamp = self._paint_trace, time.perf_counter_ns()
+            first_painted = not trace.painted_ns
+            trace.painted_ns.extend([stamp] * self._awaiting_paint)
+            self._awaiting_paint = 0
+            if first_painted and self._finished_trace is trace:
+                self._meter.waterfall.show_trace(trace)  # a short reply ended before its first paint
+        return False
 
     @Slot(str)
     def _on_state(self, state: str) -> None:

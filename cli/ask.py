@@ -13,7 +13,7 @@ from core.generation.request import ReplyRequest, prepare_reply
 from core.model.loader import load_model
 from core.settings import GenerationSettings
 from core.timing.trace import GenerationTrace  # the report's input type
-from cli.progress_printer import ProgressPrinter
+from cli.progress_printer import PrefillLine, ProgressPrinter
 
 
 def add_ask_parser(subparsers: argparse._SubParsersAction, add_common_options) -> None:
@@ -39,12 +39,16 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
         print(f"latencylab: {prompt.notice}", file=sys.stderr)
     if generation.decode_loop_note:
         print(f"latencylab: decoding with generate(): {generation.decode_loop_note}", file=sys.stderr)
+    prefill_line = PrefillLine(sys.stderr)
+    generation.on_progress = prefill_line
     generation.start()
     stream_to_stdout = not args.no_stream and not args.json
     for event in generation:
+        prefill_line.end()
         if stream_to_stdout and isinstance(event, TokenEvent) and event.text:
             sys.stdout.write(event.text)
             sys.stdout.flush()
+    prefill_line.end()
     generation.join()
     trace = generation.trace
     if args.json:
@@ -78,6 +82,9 @@ def ask_report(model_facts: dict, trace: GenerationTrace, settings: GenerationSe
         "prefill_tok_s": metrics.prefill_tok_s,
         "decode_tok_s": metrics.decode_tok_s,
         "token_times_s": trace.token_times_s(),
+        # The prompt's pass, layer by layer: seconds since request start, fraction of the layers done.
+        "prefill_progress": [{"t_s": (stamp - trace.request_start_ns) / 1e9, "fraction": fraction}
+                             for stamp, fraction in trace.prefill_progress],
         "token_ids": trace.token_ids,
         "text": trace.text,
         "stop_reason": trace.stop_reason,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from core.timing.prefill_eta import describe_prefill, prefill_eta_s
+
 
 class ProgressPrinter:
     def __init__(self, stream: TextIO = sys.stderr):
@@ -23,3 +25,34 @@ class ProgressPrinter:
             self._stream.write(f"[{fraction:4.0%}] {message}\n")
         self._last_message = message
         self._stream.flush()
+
+
+class PrefillLine:
+    """The prompt's pass on a terminal: one redrawn line with % and ETA, cleared at the first token.
+
+    Given each of a Generation's progress events; prints nothing when the stream is not a terminal,
+    so piped output and --json stay clean.
+    """
+
+    def __init__(self, stream: TextIO = sys.stderr):
+        self._stream = stream
+        self._interactive = stream.isatty()
+        self._started_ns: int | None = None
+        self._drawn = False
+
+    def __call__(self, event) -> None:
+        if not hasattr(event, "layers_done") or not self._interactive:
+            return
+        if self._started_ns is None:
+            self._started_ns = event.timestamp_ns
+        text = describe_prefill(event.fraction, prefill_eta_s(self._started_ns, event.timestamp_ns, event.fraction))
+        self._stream.write(f"\r{text:<60.60}")
+        self._stream.flush()
+        self._drawn = True
+
+    def end(self) -> None:
+        """Clear the line (the reply starts where it was)."""
+        if self._drawn:
+            self._stream.write("\r" + " " * 60 + "\r")
+            self._stream.flush()
+            self._drawn = False

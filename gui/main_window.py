@@ -11,7 +11,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QCloseEvent, QGuiApplication
-from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QTabWidget
+from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QSplitter, QTabWidget
 
 from core.chats.record import ReplyRecord
 from core.chats.store import ChatStore
@@ -24,6 +24,7 @@ from gui.export_dialog import export_with_dialog
 from gui.lab.lab_tab import LabTab
 from gui.menus import build_menus
 from gui.meter.meter_panel import MeterPanel
+from gui.replay.replay_dialog import ReplayDialog
 from gui.model.model_controller import ModelController
 from gui.settings.check import check_window_settings
 from gui.settings.store import load_window_settings, save_window_settings
@@ -55,7 +56,7 @@ class MainWindow(QMainWindow):
         self._build_widgets()
         self.saved_chats = SavedChats(self, chat_store)
         self.replies = ReplyController(self.saved_chats, self.models, self._reply_settings, self)
-        self.live = LiveReply(self.replies, self.transcript, self.meter, self.indicator, self)
+        self.live = LiveReply(self.replies, self.transcript, self.meter, self.indicator, self.prefill_bar, self)
         self.frame_timer = self.live.frame_timer
         build_menus(self)
         self._wire()
@@ -78,6 +79,7 @@ class MainWindow(QMainWindow):
         panel = self.chat_panel
         # The chat panel's widgets, by name: the rest of the window and the tests reach them here.
         self.settings_panel, self.transcript, self.indicator = panel.settings_panel, panel.transcript, panel.indicator
+        self.prefill_bar = panel.prefill_bar
         self.input_box, self.streaming_toggle = panel.input_box, panel.streaming_toggle
         self.send_button, self.stop_button = panel.send_button, panel.stop_button
         self.regenerate_button, self.new_chat_button = panel.regenerate_button, panel.new_chat_button
@@ -170,6 +172,26 @@ class MainWindow(QMainWindow):
 
     def export_traces_csv(self, path: str | Path) -> None:
         write_text_file(path, traces_to_csv([record.trace for record in self.saved_chats.records]))
+
+    def open_replay(self, path: str | Path):
+        """Replay an exported JSON trace in its own REPLAY window; a file that is not one is refused, saying why."""
+        from core.timing.replay import ReplayFileError, read_replay
+        name = Path(path).name
+        try:
+            replies = read_replay(Path(path).read_bytes())
+        except (OSError, ReplayFileError) as error:
+            self.notify(f"Cannot replay {name}: {error}", is_error=True)
+            return None
+        dialog = ReplayDialog(replies, name, self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        return dialog
+
+    @Slot()
+    def replay_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Replay a trace", "", "Trace exports (*.json)")
+        if path:
+            self.open_replay(path)
 
     def export_plots_png(self, path: str | Path) -> bool:
         return self.meter.grab().save(str(path), "PNG")
@@ -298,6 +320,8 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
         if not self._closing:
             self._closing = True
+            for replay in self.findChildren(ReplayDialog):
+                replay.close()
             save_window_settings(self.settings_panel.collect(self.streaming_toggle.isChecked()))
             unsent = self.replies.unsent_text()
             if unsent is not None:  # sent (or queued behind the load), but not yet in the chat: keep it

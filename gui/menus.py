@@ -12,7 +12,8 @@ def build_menus(window) -> None:
                            ("&Import chat…", window.saved_chats.import_dialog),
                            ("Export traces as &JSON…", window.export_json_dialog),
                            ("Export traces as &CSV…", window.export_csv_dialog),
-                           ("Export plots as &PNG…", window.export_png_dialog)):
+                           ("Export plots as &PNG…", window.export_png_dialog),
+                           ("&Replay a trace…", window.replay_dialog)):
         action = QAction(label, window)
         action.triggered.connect(handler)
         file_menu.addAction(action)

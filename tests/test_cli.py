@@ -75,3 +75,37 @@ def test_first_launch_converts_the_gguf_with_progress_then_answers(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "first launch" in result.stderr and result.stdout.strip()
     assert any((tmp_path / "empty-cache" / "gguf").iterdir())
+
+
+def test_ask_json_carries_the_prefill_progress(tiny_model_folder):
+    result = latencylab("ask", "Tell me about lighthouses.", "--json", "--model", str(tiny_model_folder),
+                        "--max-new-tokens", "3")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    progress = report["prefill_progress"]
+    assert [point["fraction"] for point in progress] == [0.0, 0.5, 1.0]  # the tiny model has two layers
+    times = [point["t_s"] for point in progress]
+    assert times == sorted(times) and 0 < times[-1] <= report["ttft_s"]
+    assert "Reading the prompt" not in result.stderr  # stderr is not a terminal here: no redrawn line
+
+
+def test_the_prefill_line_redraws_on_a_terminal_and_clears_at_the_first_token():
+    import io
+
+    from cli.progress_printer import PrefillLine
+    from core.timing.events import PrefillProgress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    terminal = Terminal()
+    line = PrefillLine(terminal)
+    for done, stamp in ((0, 0), (1, 1_000_000_000), (2, 2_000_000_000)):
+        line(PrefillProgress(done, 4, stamp))
+    assert terminal.getvalue().endswith("\rReading the prompt: 50% · about 2.0 s left".ljust(61))
+    line.end()
+    assert terminal.getvalue().endswith("\r")
+    piped = io.StringIO()
+    PrefillLine(piped)(PrefillProgress(1, 4, 5))
+    assert piped.getvalue() == ""

@@ -37,3 +37,17 @@ def test_csv_export_round_trips_text_and_names_definitions():
     assert len(rows) == 6 and {row["turn"] for row in rows} == {"0", "1"}
     assert [row["text"] for row in rows[:3]] == ["Hé", "llo,\n", " 🌍"]
     assert float(rows[0]["interval_s"]) == 0.1 and float(rows[2]["t_s"]) == 0.22
+
+
+def test_json_export_carries_the_prefill_progress_with_its_definition():
+    from core.timing.events import PrefillProgress
+
+    trace = GenerationTrace(request_start_ns=10 * MS, prompt_tokens=4)
+    for done, at in ((0, 20), (1, 60), (2, 100)):
+        trace.record(PrefillProgress(done, 2, at * MS))
+    trace.record(TokenEvent(0, 1, "a", 110 * MS))
+    trace.record(FinishedEvent(StopReason.EOS, 1, 111 * MS))
+    document = json.loads(traces_to_json([trace]))
+    assert document["replies"][0]["prefill_progress"] == [{"t_s": 0.01, "fraction": 0.0}, {"t_s": 0.05, "fraction": 0.5},
+                                                          {"t_s": 0.09, "fraction": 1.0}]
+    assert "decoder layer" in document["definitions"]["prefill_progress"]

@@ -129,6 +129,12 @@ def trace_to_dict(trace: GenerationTrace) -> dict:
         "stop_reason": trace.stop_reason,
         "error": trace.error,
         "tail_text": trace.tail_text,
+        "prefill_progress": [[stamp, fraction] for stamp, fraction in trace.prefill_progress],
+        "prompt_ready_ns": trace.prompt_ready_ns,
+        "compute_started_ns": trace.compute_started_ns,
+        "finished_ns": trace.finished_ns,
+        "painted_ns": list(trace.painted_ns),
+        "stop_requested_ns": trace.stop_requested_ns,
     }
 
 
@@ -144,6 +150,8 @@ def trace_from_dict(data: Any, where: str) -> GenerationTrace:
     arrivals = _int_list(doc.get("arrivals_ns", []), f"{where}.arrivals_ns")
     if arrivals and len(arrivals) != len(stamps):
         raise ChatFileError(f"{where}: arrivals_ns and timestamps_ns differ in length")
+    if len(doc.get("painted_ns") or []) > len(stamps):
+        raise ChatFileError(f"{where}: painted_ns has more stamps than there are tokens")
     stop_reason = doc.get("stop_reason")
     if stop_reason is not None and stop_reason not in STOP_REASONS:
         raise ChatFileError(f"{where}.stop_reason {stop_reason!r} is unknown")
@@ -160,6 +168,12 @@ def trace_from_dict(data: Any, where: str) -> GenerationTrace:
         stop_reason=stop_reason,
         error=error,
         tail_text=_require(doc.get("tail_text", ""), str, f"{where}.tail_text"),
+        prefill_progress=_progress(doc.get("prefill_progress", []), f"{where}.prefill_progress"),
+        prompt_ready_ns=_optional_int(doc.get("prompt_ready_ns"), f"{where}.prompt_ready_ns"),
+        compute_started_ns=_optional_int(doc.get("compute_started_ns"), f"{where}.compute_started_ns"),
+        finished_ns=_optional_int(doc.get("finished_ns"), f"{where}.finished_ns"),
+        painted_ns=_int_list(doc.get("painted_ns", []), f"{where}.painted_ns"),
+        stop_requested_ns=_optional_int(doc.get("stop_requested_ns"), f"{where}.stop_requested_ns"),
     )
 
 
@@ -211,6 +225,25 @@ def _require(value: Any, kind: type, where: str) -> Any:
 
 def _int(value: Any, where: str) -> int:
     return _require(value, int, where)
+
+
+def _optional_int(value: Any, where: str) -> int | None:
+    """Stamps added after the first format: absent in older files."""
+    return None if value is None else _int(value, where)
+
+
+def _progress(value: Any, where: str) -> list[tuple[int, float]]:
+    """[[stamp_ns, fraction], ...], fractions between 0 and 1 and never falling."""
+    points = []
+    for index, item in enumerate(_require(value, list, where)):
+        if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], int) or isinstance(item[0], bool)
+                or not isinstance(item[1], (int, float)) or isinstance(item[1], bool)
+                or not 0.0 <= item[1] <= 1.0):
+            raise ChatFileError(f"{where}[{index}] must be [stamp_ns, fraction between 0 and 1]")
+        if points and item[1] < points[-1][1]:
+            raise ChatFileError(f"{where}[{index}]: the fraction falls")
+        points.append((item[0], float(item[1])))
+    return points
 
 
 def _int_list(value: Any, where: str) -> list[int]:

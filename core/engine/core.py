@@ -8,12 +8,13 @@ compute thread. Stops and cancels take effect at once through each job's own eve
 from __future__ import annotations
 
 import threading
+import time
 from typing import Callable
 
 from core.compute_thread import ComputeThread
 from core.engine.messages import (
     CancelLab, LabFailed, LabFinished, LabProgress, LabRow, LoadModel, ModelFailed, ModelLoaded, ModelProgress,
-    ReplyFinished, ReplyRefused, ReplyStarted, ReplyToken, RunLab, Shutdown, StartReply, StopReply,
+    ReplyComputeStarted, ReplyFinished, ReplyProgress, ReplyRefused, ReplyStarted, ReplyToken, RunLab, Shutdown, StartReply, StopReply,
 )
 from core.errors import LatencyLabError
 
@@ -133,7 +134,10 @@ class EngineCore:
         except Exception as error:  # noqa: BLE001 - a tokenizer failure must reach the window
             self._emit(ReplyRefused(reply_id, f"could not build the prompt: {type(error).__name__}: {error}"))
             return
-        self._emit(ReplyStarted(reply_id, prompt.prompt_tokens, prompt.notice, generation.decode_loop))
+        prompt_ready_ns = time.perf_counter_ns()
+        self._emit(ReplyStarted(reply_id, prompt.prompt_tokens, prompt.notice, generation.decode_loop,
+                                prompt_ready_ns))
+        generation.on_progress = lambda event: self._emit(_progress_message(reply_id, event))
         generation.start(request.request_start_ns)
         for event in generation:
             if hasattr(event, "token_id"):
@@ -173,3 +177,10 @@ class EngineCore:
             with self._lock:
                 self._cancels.pop(lab_id, None)
         self._emit(LabFinished(lab_id, results.to_dict()))
+
+
+def _progress_message(reply_id: int, event) -> object:
+    """A Generation's progress event (core.timing.events) as the engine's message for the window."""
+    if hasattr(event, "layers_done"):
+        return ReplyProgress(reply_id, event.layers_done, event.layers_total, event.timestamp_ns)
+    return ReplyComputeStarted(reply_id, event.timestamp_ns)

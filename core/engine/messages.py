@@ -79,10 +79,35 @@ class ModelFailed:
 
 @dataclass(frozen=True)
 class ReplyStarted:
+    """The prompt was built and tokenised; prompt_ready_ns stamps that moment (perf_counter_ns)."""
+
     reply_id: int
     prompt_tokens: int
     notice: str | None
     decode_loop: str
+    prompt_ready_ns: int | None = None
+
+
+@dataclass(frozen=True)
+class ReplyComputeStarted:
+    """The reply's job began on the engine's compute thread, after any wait behind other work there."""
+
+    reply_id: int
+    timestamp_ns: int
+
+
+@dataclass(frozen=True)
+class ReplyProgress:
+    """The prompt's pass reached a decoder layer: layers_done of layers_total; 100% when the pass ends."""
+
+    reply_id: int
+    layers_done: int
+    layers_total: int
+    timestamp_ns: int
+
+    @property
+    def fraction(self) -> float:
+        return self.layers_done / self.layers_total if self.layers_total else 1.0
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from core.compute_thread import ComputeThread, compute_thread
 from core.model.loader import LoadedModel
 from core.settings import LEAN_LOOP, GenerationSettings
-from core.timing.events import FinishedEvent, StopReason, TokenEvent
+from core.timing.events import ComputeStarted, FinishedEvent, PrefillProgress, StopReason, TokenEvent
 from core.timing.trace import GenerationTrace
 
 # Longer than the worst prefill we expect on a CPU (a full 8k-token context of a small model
@@ -24,6 +24,10 @@ class Generation:
     stop is the reply's own stop event, usually made with its request: setting it (here or through
     stop()) ends the reply at the next decoder layer during prefill and after the current token during
     decode. A stop set before start() generates nothing.
+
+    on_progress, when given, is called on the iterating thread with each ComputeStarted and
+    PrefillProgress event (the job began on the compute thread; the prompt's pass reached a layer).
+    The trace records them too; iteration yields only tokens and the finish.
     """
 
     def __init__(
@@ -36,6 +40,7 @@ class Generation:
         timeout_s: float = DEFAULT_TOKEN_TIMEOUT_S,
         logits_processors: Sequence[object] = (),
         thread: ComputeThread | None = None,
+        on_progress: Callable[[ComputeStarted | PrefillProgress], None] | None = None,
     ):
         from core.generation.decode.choice import loop_for
         from core.generation.streamer import TimedTokenStreamer
@@ -47,6 +52,7 @@ class Generation:
         self.stop_event = stop if stop is not None else threading.Event()
         self.trace: GenerationTrace | None = None
         self._logits_processors = list(logits_processors)
+        self.on_progress = on_progress
         self._streamer = TimedTokenStreamer(loaded.tokenizer, timeout_s=timeout_s)
         # By default the process's compute thread, where the model was loaded: one OpenMP pool.
         self._thread = thread if thread is not None else compute_thread()
@@ -94,6 +100,10 @@ class Generation:
             if isinstance(event, FinishedEvent):
                 self._finished = True
             self.trace.record(event)
+            if isinstance(event, (PrefillProgress, ComputeStarted)):
+                if self.on_progress is not None:
+                    self.on_progress(event)
+                continue
             yield event
 
     def run_to_end(self) -> GenerationTrace:
@@ -108,6 +118,7 @@ class Generation:
     def _run(self) -> None:
         from core.generation.stopping import PassInterrupted  # imports torch: not at module level (cold start)
 
+        self._streamer.put_event(ComputeStarted(time.perf_counter_ns()))
         finished_reason = StopReason.ERROR
         error: str | None = None
         try:
@@ -142,6 +153,12 @@ class Generation:
             set_seed(settings.seed)
         eos = sorted(loaded.eos_token_ids)
         processors = LogitsProcessorList(self._logits_processors)
+        streamer = self._streamer
+
+        def progress(layers_done: int, layers_total: int) -> None:
+            # Called per layer during the prompt's pass only: one stamp and a queue put.
+            streamer.put_event(PrefillProgress(layers_done, layers_total, time.perf_counter_ns()))
+
         with torch.inference_mode():
             if self.decode_loop == LEAN_LOOP:
                 from core.generation.decode.choice import lean_decoder
@@ -150,13 +167,13 @@ class Generation:
                 lean_decode(lean_decoder(loaded.model), input_ids, settings.max_new_tokens, eos_token_ids=eos,
                             streamer=self._streamer, logits_processor=processors,
                             temperature=None if settings.greedy else settings.temperature, top_p=settings.top_p,
-                            stop_event=self.stop_event)
+                            stop_event=self.stop_event, prefill_progress=progress)
                 return
             sampling: dict = {"do_sample": False}
             if not settings.greedy:
                 sampling = {"do_sample": True, "temperature": settings.temperature, "top_p": settings.top_p,
                             "top_k": 0}
-            with interruptible_prefill(loaded.model, self.stop_event):
+            with interruptible_prefill(loaded.model, self.stop_event, progress):
                 loaded.model.generate(
                     input_ids=input_ids,
                     attention_mask=torch.ones_like(input_ids),

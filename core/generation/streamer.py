@@ -44,6 +44,10 @@ class TimedTokenStreamer(TextIteratorStreamer):
     def held_back_text(self) -> str:
         return self._detokenizer.flush()
 
+    def put_event(self, event: object) -> None:
+        """Queue a progress event among the tokens, so the consumer sees everything in one order."""
+        self.text_queue.put(event)
+
     def finish(self, event: FinishedEvent) -> None:
         self.text_queue.put(event)
         self.text_queue.put(self.stop_signal)

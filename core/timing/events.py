@@ -32,3 +32,23 @@ class FinishedEvent:
     timestamp_ns: int
     tail_text: str = ""
     error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PrefillProgress:
+    """The prompt's pass reached a decoder layer: layers_done of layers_total, stamped with perf_counter_ns()."""
+
+    layers_done: int
+    layers_total: int
+    timestamp_ns: int
+
+    @property
+    def fraction(self) -> float:
+        return self.layers_done / self.layers_total if self.layers_total else 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class ComputeStarted:
+    """The reply's job began on the compute thread (after any wait behind other work there)."""
+
+    timestamp_ns: int

@@ -10,8 +10,12 @@ from typing import Sequence
 
 from core.timing.metrics import DEFINITIONS, percentile
 from core.timing.trace import GenerationTrace
+from core.timing.waterfall import definitions as waterfall_definitions, waterfall_document
 
 CSV_COLUMNS = ("turn", "index", "token_id", "text", "t_s", "interval_s", "delivery_s")
+PREFILL_PROGRESS_DEFINITION = ("prefill_progress: the prompt's forward pass, reported before each decoder layer "
+                               "and after the last: t_s since request start, fraction of the layers done "
+                               "(1.0 exactly when the pass ends; short of it when a stop abandoned the pass).")
 INTERVAL_DEFINITION = ("interval_s: time since the previous token; for index 0 it is the time since "
                        "request start, i.e. the TTFT. t_s: seconds since request start.")
 
@@ -45,6 +49,9 @@ def trace_document(trace: GenerationTrace, turn: int = 0, context: dict | None =
         "text": trace.text,
         "metrics": trace.metrics().to_dict(),
         "delivery": delivery_summary(trace),
+        "prefill_progress": [{"t_s": (stamp - trace.request_start_ns) / 1e9, "fraction": fraction}
+                             for stamp, fraction in trace.prefill_progress],
+        "waterfall": waterfall_document(trace),
         "tokens": token_rows(trace, turn),
     }
 
@@ -57,7 +64,8 @@ def traces_to_json(traces: Sequence[GenerationTrace], context: dict | None = Non
     ]
     payload = {
         "format": "latencylab-trace/1",
-        "definitions": {**DEFINITIONS, "interval_s": INTERVAL_DEFINITION},
+        "definitions": {**DEFINITIONS, "interval_s": INTERVAL_DEFINITION,
+                        "prefill_progress": PREFILL_PROGRESS_DEFINITION, **waterfall_definitions()},
         **(context or {}),
         "replies": documents,
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.timing.events import FinishedEvent, TokenEvent
+from core.timing.events import ComputeStarted, FinishedEvent, PrefillProgress, TokenEvent
 from core.timing.metrics import LatencyMetrics, LatencySummary, compute_metrics, summarize
 
 
@@ -23,15 +23,32 @@ class GenerationTrace:
     stop_reason: str | None = None
     error: str | None = None
     tail_text: str = ""
+    # The prompt's pass, layer by layer: (perf_counter_ns, fraction of the decoder layers done); it
+    # reaches 1.0 exactly when the pass ends, and stops short of it when a stop abandoned the pass.
+    prefill_progress: list[tuple[int, float]] = field(default_factory=list)
+    # The waterfall's stamps (perf_counter_ns; None or empty where not recorded): the prompt built and
+    # tokenised in the engine, the reply's job begun on the compute thread, the finish made in the
+    # engine, each token first painted in the window (streaming only), and the Stop pressed.
+    prompt_ready_ns: int | None = None
+    compute_started_ns: int | None = None
+    finished_ns: int | None = None
+    painted_ns: list[int] = field(default_factory=list)
+    stop_requested_ns: int | None = None
 
-    def record(self, event: TokenEvent | FinishedEvent, arrival_ns: int | None = None) -> None:
-        if isinstance(event, TokenEvent):
+    def record(self, event: TokenEvent | FinishedEvent | PrefillProgress | ComputeStarted,
+               arrival_ns: int | None = None) -> None:
+        if isinstance(event, PrefillProgress):
+            self.prefill_progress.append((event.timestamp_ns, event.fraction))
+        elif isinstance(event, ComputeStarted):
+            self.compute_started_ns = event.timestamp_ns
+        elif isinstance(event, TokenEvent):
             self.token_ids.append(event.token_id)
             self.token_texts.append(event.text)
             self.timestamps_ns.append(event.timestamp_ns)
             if arrival_ns is not None:
                 self.arrivals_ns.append(arrival_ns)
         else:
+            self.finished_ns = event.timestamp_ns
             self.stop_reason = event.stop_reason.value
             self.error = event.error
             self.tail_text = event.tail_text

@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from gui.chat.input_box import InputBox
+from gui.chat.prefill_bar import PrefillBar
 from gui.chat.transcript_view import TranscriptView
 from gui.settings.panel import SettingsPanel
 from gui.settings.store import WindowSettings
@@ -21,6 +22,7 @@ class ChatPanel(QWidget):
         self.indicator.setObjectName("generating_indicator")
         self.indicator.setStyleSheet("color: #8a5300; font-weight: 600;")
         self.indicator.setVisible(False)
+        self.prefill_bar = PrefillBar()
         self.input_box = InputBox()
         self.input_box.setMaximumHeight(90)
         self.send_button = QPushButton("Send")
@@ -38,7 +40,7 @@ class ChatPanel(QWidget):
         buttons.addStretch(1)
         buttons.addWidget(self.streaming_toggle)
         layout = QVBoxLayout(self)
-        for widget, stretch in ((self.settings_panel, 0), (self.transcript, 1), (self.indicator, 0),
+        for widget, stretch in ((self.settings_panel, 0), (self.transcript, 1), (self.prefill_bar, 0), (self.indicator, 0),
                                 (self.input_box, 0)):
             layout.addWidget(widget, stretch=stretch)
         layout.addLayout(buttons)

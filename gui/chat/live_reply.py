@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QObject, QTimer, Slot
+from PySide6.QtCore import QEvent, QObject, QTimer, Slot
 
 from core.chats.record import ReplyRecord
 from core.timing.events import TokenEvent
@@ -24,15 +24,22 @@ FRAME_INTERVAL_MS = 33  # about 30 Hz: smooth to the eye, and independent of the
 class LiveReply(QObject):
     """Per token it only appends (text, buffers); the plots and cards are redrawn by frame_timer."""
 
-    def __init__(self, replies: ReplyController, transcript, meter, indicator, parent=None):
+    def __init__(self, replies: ReplyController, transcript, meter, indicator, prefill_bar, parent=None):
         super().__init__(parent)
         self._replies, self._transcript, self._meter, self._indicator = replies, transcript, meter, indicator
+        self._prefill_bar = prefill_bar  # gui.chat.prefill_bar.PrefillBar
         self._visible_chars = 0
         self._pending: list[TokenEvent] = []
         self._last_insert_ns = 0
         self._insert_timer = QTimer(self)  # single shot: the next text frame, when a token waits for one
         self._insert_timer.setSingleShot(True)
         self._insert_timer.timeout.connect(self._apply_pending)
+        # Tokens whose text is in the transcript but not yet on screen: the next viewport paint shows
+        # them (the waterfall's paint stamps, streaming only).
+        self._awaiting_paint = 0
+        self._paint_trace = None
+        self._finished_trace = None
+        transcript.viewport().installEventFilter(self)
         self.frame_timer = QTimer(self)
         self.frame_timer.setInterval(FRAME_INTERVAL_MS)
         self.frame_timer.timeout.connect(self._on_frame)
@@ -44,6 +51,7 @@ class LiveReply(QObject):
     def _on_started(self, record: ReplyRecord) -> None:
         self._visible_chars = 0
         self._pending.clear()
+        self._awaiting_paint, self._paint_trace, self._finished_trace = 0, record.trace, None
         self._transcript.begin_assistant_turn()
         self._meter.begin_reply(record.trace.request_start_ns)
         self._update_indicator(time.perf_counter_ns())
@@ -65,9 +73,12 @@ class LiveReply(QObject):
             return
         self._last_insert_ns = time.perf_counter_ns()
         tokens, self._pending = self._pending, []
+        self._prefill_bar.setVisible(False)  # the first token ends the prefill
         for event in tokens:
             self._meter.record_token(event)
         text = "".join(event.text for event in tokens)
+        if self._replies.streaming:
+            self._awaiting_paint += len(tokens)
         if self._replies.streaming and text:
             self._transcript.append_reply_text(text)
             self._visible_chars += len(text)
@@ -81,6 +92,17 @@ class LiveReply(QObject):
                                                reply_note(trace, record.context.get("notice")))
         self._meter.show_visible_text(time.perf_counter_ns(), len(trace.text))
         self._meter.finish_reply(trace, self._replies.streaming)
+        self._finished_trace = trace
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt's name
+        if event.type() == QEvent.Type.Paint and self._awaiting_paint and self._paint_trace is not None:
+            trace, stamp = self._paint_trace, time.perf_counter_ns()
+            first_painted = not trace.painted_ns
+            trace.painted_ns.extend([stamp] * self._awaiting_paint)
+            self._awaiting_paint = 0
+            if first_painted and self._finished_trace is trace:
+                self._meter.waterfall.show_trace(trace)  # a short reply ended before its first paint
+        return False
 
     @Slot(str)
     def _on_state(self, state: str) -> None:
@@ -91,12 +113,17 @@ class LiveReply(QObject):
         self._apply_pending()
         self.frame_timer.stop()
         self._indicator.setVisible(False)
+        self._prefill_bar.setVisible(False)
 
     @Slot()
     def _on_frame(self) -> None:
         now_ns = time.perf_counter_ns()
         record = self._replies.record
         trace = record.trace if record else None
+        if trace is not None and not trace.output_tokens:
+            # Still prefilling: the bar from the layers reported so far, the TTFT marker from the clock.
+            self._prefill_bar.show_progress(trace.prefill_progress, now_ns)
+            self._meter.show_prefill_elapsed((now_ns - trace.request_start_ns) / 1e6)
         self._meter.tick(now_ns, trace.summary() if trace and trace.output_tokens else None, self._replies.streaming)
         self._update_indicator(now_ns)
 

@@ -14,9 +14,11 @@ from typing import Callable
 from PySide6.QtCore import QObject, Signal, Slot
 
 from core.chats.record import ReplyRecord
-from core.engine.messages import Delivered, ReplyFinished, ReplyRefused, ReplyStarted, StartReply, StopReply
+from core.engine.messages import (
+    Delivered, ReplyComputeStarted, ReplyFinished, ReplyProgress, ReplyRefused, ReplyStarted, StartReply, StopReply,
+)
 from core.errors import InvalidSettingsError
-from core.timing.events import FinishedEvent, StopReason, TokenEvent
+from core.timing.events import FinishedEvent, PrefillProgress, StopReason, TokenEvent
 from core.timing.trace import GenerationTrace
 
 IDLE, QUEUED, GENERATING, STOPPING = "idle", "queued", "generating", "stopping"
@@ -29,6 +31,7 @@ class ReplyController(QObject):
     state_changed = Signal(str)
     message_accepted = Signal(str, int)  # the user's text and its index: it left the box and joined the chat
     reply_started = Signal(object)       # ReplyRecord, whose trace fills as tokens arrive
+    prefill_progressed = Signal(object)  # messages.ReplyProgress, already in the record's trace
     token_received = Signal(object)      # Delivered(TokenEvent), already in the record's trace
     reply_finished = Signal(object)      # ReplyRecord, with the chat updated
     reply_refused = Signal(str, bool)    # why; whether the user's message is still in the box
@@ -50,6 +53,8 @@ class ReplyController(QObject):
         self._closing = False
         client = models.client
         client.reply_started.connect(self._on_started)
+        client.reply_compute_started.connect(self._on_compute_started)
+        client.reply_progressed.connect(self._on_progress)
         client.token_arrived.connect(self._on_token)
         client.reply_finished.connect(self._on_finished)
         client.reply_refused.connect(self._on_refused)
@@ -104,6 +109,7 @@ class ReplyController(QObject):
             self._set_state(IDLE)
             self.status_posted.emit("Not sent: the model had not finished loading. Your message is kept.")
         elif self.state == GENERATING:
+            self.record.trace.stop_requested_ns = time.perf_counter_ns()  # the waterfall's cancel segment
             self._models.client.send(StopReply(self._reply_id))
             self._set_state(STOPPING)
             self.status_posted.emit("Stopping…")
@@ -176,10 +182,23 @@ class ReplyController(QObject):
             self.message_accepted.emit(self._pending_text, len(session.messages) - 1)
             self._pending_text = None
         self.record.trace.prompt_tokens = info.prompt_tokens
+        self.record.trace.prompt_ready_ns = info.prompt_ready_ns
         self.record.context.update(decode_loop=info.decode_loop, notice=info.notice)
         if info.notice:
             self.status_posted.emit(info.notice)
         self.reply_started.emit(self.record)
+
+    @Slot(object)
+    def _on_compute_started(self, started: ReplyComputeStarted) -> None:
+        if self._current(started):
+            self.record.trace.compute_started_ns = started.timestamp_ns
+
+    @Slot(object)
+    def _on_progress(self, progress: ReplyProgress) -> None:
+        if not self._current(progress):
+            return
+        self.record.trace.record(PrefillProgress(progress.layers_done, progress.layers_total, progress.timestamp_ns))
+        self.prefill_progressed.emit(progress)
 
     @Slot(object)
     def _on_token(self, delivered: Delivered) -> None:

@@ -76,6 +76,12 @@ class IntervalPlot(pg.PlotWidget):
         self._ttft_ms = ttft_ms
         self._extend_y(ttft_ms)
 
+    def grow_ttft(self, elapsed_ms: float) -> None:
+        """The TTFT so far, while the prompt's pass runs; add_ttft() replaces it with the real one."""
+        self._ttft_ms = elapsed_ms
+        # Not below the empty plot's 10 ms floor: a first frame a few ms in would widen the axis for nothing.
+        self._extend_y(max(elapsed_ms, 10.0))
+
     def add_interval(self, index: int, interval_ms: float, running_median_ms: float) -> None:
         self._extend_y(interval_ms)
         self._x.append(index)
@@ -85,7 +91,7 @@ class IntervalPlot(pg.PlotWidget):
     def refresh(self) -> None:
         """Hand new points to the items; a frame with no new token costs nothing."""
         points = len(self._x) + (self._ttft_ms is not None)
-        if points == self._drawn_points:
+        if points == self._drawn_points and self._ttft_ms == self._drawn_ttft_ms:
             return
         self._drawn_points = points
         if self._ttft_ms != self._drawn_ttft_ms:

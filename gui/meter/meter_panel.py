@@ -14,6 +14,7 @@ from gui.meter.history_plot import HistoryPlot
 from gui.meter.interval_plot import IntervalPlot
 from gui.meter.stat_cards import StatCards
 from gui.meter.visible_text_plot import VisibleTextPlot
+from gui.meter.waterfall_plot import WaterfallPlot
 
 # Numbers that change 30 times a second cannot be read, and relaying out seven cards each frame cost
 # as much as painting the plots; the final values are shown exactly when the reply ends.
@@ -29,6 +30,7 @@ class MeterPanel(QWidget):
         self.interval_plot = IntervalPlot()
         self.visible_plot = VisibleTextPlot()
         self.history_plot = HistoryPlot()
+        self.waterfall = WaterfallPlot()
         plots = QSplitter(Qt.Orientation.Vertical)
         for plot in (self.interval_plot, self.visible_plot, self.history_plot):
             plot.setMinimumHeight(140)
@@ -36,6 +38,7 @@ class MeterPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.cards)
+        layout.addWidget(self.waterfall)
         layout.addWidget(plots, stretch=1)
         self._median = RunningMedian()
         self._previous_stamp_ns: int | None = None
@@ -59,6 +62,11 @@ class MeterPanel(QWidget):
             self.interval_plot.add_interval(event.index, interval_ms, self._median.add(interval_ms))
         self._previous_stamp_ns = event.timestamp_ns
 
+    def show_prefill_elapsed(self, elapsed_ms: float) -> None:
+        """Before the first token: token 0's square grows with the time spent so far (the TTFT to be)."""
+        if self._previous_stamp_ns is None:
+            self.interval_plot.grow_ttft(elapsed_ms)
+
     def show_visible_text(self, shown_ns: int, visible_chars: int) -> None:
         self.visible_plot.show_characters(self._seconds(shown_ns), visible_chars)
 
@@ -75,6 +83,7 @@ class MeterPanel(QWidget):
         self.cards.show_summary(metrics, streaming)
         self.cards.show_delivery(delivery_summary(trace))
         self.history_plot.add_reply(trace.prompt_tokens, metrics.ttft_s, metrics.tpot_s)
+        self.waterfall.show_trace(trace)
         self.refresh()
         # A frame draws its newest points with a small fresh item; the last frame's stay there unless
         # handed over, so the finished curve is drawn by one item per line.
@@ -83,6 +92,7 @@ class MeterPanel(QWidget):
 
     def reset_chat(self) -> None:
         self.history_plot.clear_history()
+        self.waterfall.clear()
         self.visible_plot.forget_previous()
         self.begin_reply(0)
         self.refresh()

@@ -96,12 +96,16 @@ class LlamaDecoder:
         self.capacity = capacity
 
     def forward(self, token_ids: torch.Tensor, start: int,
-                interrupt: threading.Event | None = None) -> torch.Tensor:
+                interrupt: threading.Event | None = None,
+                on_layer: Callable[[int, int], None] | None = None) -> torch.Tensor:
         """token_ids: 1-D, at positions start, start+1, ...; a prompt starts at 0. Returns [1, vocab].
 
         When interrupt is set between two layers, raises PassInterrupted, as generate()'s pre-hooks do:
         the pass is abandoned (the cache then holds a partial pass, which the next sequence overwrites).
         A long prompt's one pass takes seconds, and a stop should not have to wait for it.
+
+        on_layer(layers_done, layers_total) is called at the same points, after the stop check, and once
+        more after the last layer; callers pass it for the prompt's pass only, so decode steps pay nothing.
         """
         count = token_ids.shape[0]
         end = start + count
@@ -113,6 +117,8 @@ class LlamaDecoder:
         for index, layer in enumerate(self.layers):
             if interrupt is not None and interrupt.is_set():
                 raise PassInterrupted()
+            if on_layer is not None:
+                on_layer(index, len(self.layers))
             normed = _rms_norm(hidden, layer.input_norm, self.eps)
             query_key, value = layer.attention_inputs(normed)
             # Queries and keys rotate as one tensor: half the small ops of rotating each.
@@ -129,6 +135,8 @@ class LlamaDecoder:
                 enable_gqa=self.heads != self.kv_heads)[0].transpose(0, 1).reshape(count, -1)
             hidden = hidden + layer.output(attended)
             hidden = hidden + layer.mlp(_rms_norm(hidden, layer.post_norm, self.eps))
+        if on_layer is not None:
+            on_layer(len(self.layers), len(self.layers))
         return self._head(self._final_norm(hidden[-1:]))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import torch
 from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
@@ -55,12 +55,15 @@ def lean_decode(
     temperature: float | None = None,
     top_p: float = 1.0,
     stop_event: threading.Event | None = None,
+    prefill_progress: Callable[[int, int], None] | None = None,
 ) -> torch.Tensor:
     """Like model.generate for one sequence; temperature None means greedy. Returns prompt plus reply ids.
 
     stop_event is the one way to stop: set during prefill, the prompt's pass is abandoned at the next
     layer with PassInterrupted (as in generate()'s pre-hooks) and no reply token; set during decode,
     the reply ends after the current token, as generate()'s stopping criteria would end it.
+    prefill_progress(layers_done, layers_total) is called before each layer of the prompt's pass and
+    after its last one; decode steps do not report.
     """
     if input_ids.dim() != 2 or input_ids.shape[0] != 1:
         raise ValueError("the lean loop decodes one sequence (input_ids of shape [1, n])")
@@ -76,7 +79,7 @@ def lean_decode(
     if streamer is not None:
         streamer.put(input_ids)
     decoder.start_sequence(prompt_length + min(max_new_tokens, INITIAL_REPLY_ROOM))
-    logits = decoder.forward(input_ids[0], 0, interrupt=stop_event)
+    logits = decoder.forward(input_ids[0], 0, interrupt=stop_event, on_layer=prefill_progress)
     length = prompt_length
     for _ in range(max_new_tokens):
         so_far = sequence[:, :length]

@@ -1,0 +1,96 @@
+"""Where the last reply's TTFT went: its segments as a horizontal waterfall, one row each, with tooltips."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QRectF, Qt
+from PySide6.QtGui import QColor, QPainter
+from PySide6.QtWidgets import QToolTip, QWidget
+
+from core.timing.trace import GenerationTrace
+from core.timing.waterfall import DECODE_DEFINITIONS, Segment, decode_figures, segments
+
+COLORS = {"prepare": "#9aa0a6", "queue": "#c5221f", "prefill": "#e8710a", "delivery": "#1a73e8",
+          "paint": "#0b6b2b", "stop_to_last_token": "#8430ce", "cancel": "#b31412"}
+LABELS = {"prepare": "template + tokenise", "queue": "wait for compute", "prefill": "prefill",
+          "delivery": "token 0 delivered", "paint": "token 0 painted", "stop_to_last_token": "Stop → last token",
+          "cancel": "Stop → engine idle"}
+ROW_HEIGHT = 11
+LABEL_WIDTH = 120
+TOP = 16
+
+
+def milliseconds(seconds: float | None) -> str:
+    return "—" if seconds is None else f"{seconds * 1000:.1f} ms"
+
+
+class WaterfallPlot(QWidget):
+    """Painted from a handful of rectangles; set once per reply (at its end), never per token."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("waterfall_plot")
+        self.segments: list[Segment] = []
+        self.figures: dict = {}
+        self.setMinimumHeight(TOP + 3 * ROW_HEIGHT + 4)
+        self.setToolTip("Where the last reply's time went, on one monotonic clock (perf_counter_ns). "
+                        "Hover a bar for its definition.")
+
+    def show_trace(self, trace: GenerationTrace) -> None:
+        self.segments = segments(trace)
+        self.figures = decode_figures(trace)
+        self.setMinimumHeight(TOP + max(3, len(self.segments)) * ROW_HEIGHT + 4)
+        self.updateGeometry()
+        self.update()
+
+    def clear(self) -> None:
+        self.segments, self.figures = [], {}
+        self.update()
+
+    def summary_text(self) -> str:
+        if not self.segments:
+            return "Waterfall: where the TTFT went (after a reply)"
+        f = self.figures
+        return (f"decode: delivery p50 {milliseconds(f.get('delivery_p50_s'))}, p95 {milliseconds(f.get('delivery_p95_s'))}"
+                f" · paint p50 {milliseconds(f.get('paint_p50_s'))}, p95 {milliseconds(f.get('paint_p95_s'))}"
+                f" · E2E {milliseconds(f.get('e2e_s'))}")
+
+    def segment_at(self, y: float) -> Segment | None:
+        row = int((y - TOP) // ROW_HEIGHT)
+        return self.segments[row] if y >= TOP and 0 <= row < len(self.segments) else None
+
+    def tooltip_for(self, segment: Segment) -> str:
+        return (f"{LABELS[segment.name]}: {milliseconds(segment.duration_s)} "
+                f"({segment.start_s * 1000:.1f} → {segment.end_s * 1000:.1f} ms after request start)\n"
+                f"{segment.definition}")
+
+    def event(self, event) -> bool:
+        if event.type() == QEvent.Type.ToolTip:
+            segment = self.segment_at(event.pos().y())
+            if segment is not None:
+                QToolTip.showText(event.globalPos(), self.tooltip_for(segment), self)
+            elif self.segments and event.pos().y() < TOP:
+                QToolTip.showText(event.globalPos(), "\n".join(DECODE_DEFINITIONS.values()), self)
+            else:
+                QToolTip.showText(event.globalPos(), self.toolTip(), self)
+            return True
+        return super().event(event)
+
+    def paintEvent(self, _event) -> None:  # noqa: N802 - Qt's name
+        painter = QPainter(self)
+        painter.setPen(QColor("#3c4043"))
+        painter.drawText(QRectF(4, 0, self.width() - 8, TOP), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+                         self.summary_text())
+        if not self.segments:
+            return
+        end_s = max(segment.end_s for segment in self.segments) or 1e-9
+        scale = max(1.0, self.width() - LABEL_WIDTH - 70) / end_s
+        for row, segment in enumerate(self.segments):
+            y = TOP + row * ROW_HEIGHT
+            painter.setPen(QColor("#3c4043"))
+            painter.drawText(QRectF(4, y, LABEL_WIDTH - 8, ROW_HEIGHT),
+                             Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, LABELS[segment.name])
+            x = LABEL_WIDTH + segment.start_s * scale
+            width = max(1.0, segment.duration_s * scale)  # a 0.1 ms segment still shows where it is
+            painter.fillRect(QRectF(x, y + 2, width, ROW_HEIGHT - 3), QColor(COLORS[segment.name]))
+            painter.drawText(QRectF(x + width + 3, y, 80, ROW_HEIGHT), Qt.AlignmentFlag.AlignVCenter,
+                             milliseconds(segment.duration_s))

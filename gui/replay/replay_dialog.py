@@ -1,0 +1,155 @@
+"""A replay of one exported reply: its tokens shown at their own times, or at the TTFT and TPOT the sliders set."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import Qt, QTimer, Slot
+from PySide6.QtWidgets import (
+    QComboBox, QDialog, QFormLayout, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSlider, QVBoxLayout,
+)
+
+from core.timing.replay import ReplayReply
+from core.timing.running_median import RunningMedian
+from gui.meter.interval_plot import IntervalPlot
+
+FRAME_INTERVAL_MS = 33  # as the live reply: text and plot applied once per ~30 Hz frame
+
+
+class ReplayDialog(QDialog):
+    """Nothing is generated here: the tokens are the file's, the clock is the sliders'."""
+
+    def __init__(self, replies: list[ReplayReply], name: str, parent=None):
+        super().__init__(parent)
+        self.setWindowTitle(f"REPLAY — {name}")
+        self.replies = replies
+        banner = QLabel(f"REPLAY of {name}: recorded tokens shown on a chosen clock; nothing is being generated.")
+        banner.setObjectName("replay_banner")
+        banner.setStyleSheet("background: #fde293; color: #5f3b00; font-weight: 700; padding: 4px;")
+        self.reply_box = QComboBox()
+        for index, reply in enumerate(replies):
+            self.reply_box.addItem(f"reply {index + 1}: {len(reply.texts)} tokens")
+        self.ttft_slider = self._slider(0, 20_000, "TTFT for this replay (ms): token 0 appears this long after Play. "
+                                        "TTFT = first token's stamp − request start (vLLM).")
+        self.tpot_slider = self._slider(1, 1_000, "TPOT for this replay (ms): later gaps are scaled so that "
+                                        "(E2E − TTFT) / (N − 1) equals it, keeping the reply's own rhythm.")
+        self.ttft_label, self.tpot_label = QLabel(), QLabel()
+        self.play_button, self.stop_button = QPushButton("Play"), QPushButton("Stop")
+        self.text_view = QPlainTextEdit()
+        self.text_view.setReadOnly(True)
+        self.plot = IntervalPlot()
+        self.plot.setMinimumHeight(140)
+        self.status = QLabel("")
+        form = QFormLayout()
+        form.addRow("Reply", self.reply_box)
+        for label, slider, value in (("TTFT", self.ttft_slider, self.ttft_label),
+                                     ("TPOT", self.tpot_slider, self.tpot_label)):
+            row = QHBoxLayout()
+            row.addWidget(slider, stretch=1)
+            row.addWidget(value)
+            form.addRow(label, row)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.play_button)
+        buttons.addWidget(self.stop_button)
+        buttons.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.addWidget(banner)
+        layout.addLayout(form)
+        layout.addLayout(buttons)
+        layout.addWidget(self.text_view, stretch=1)
+        layout.addWidget(self.plot, stretch=1)
+        layout.addWidget(self.status)
+        self.frame_timer = QTimer(self)
+        self.frame_timer.setInterval(FRAME_INTERVAL_MS)
+        self.frame_timer.timeout.connect(self._on_frame)
+        self.reply_box.currentIndexChanged.connect(self._on_reply_chosen)
+        self.ttft_slider.valueChanged.connect(self._show_slider_values)
+        self.tpot_slider.valueChanged.connect(self._show_slider_values)
+        self.play_button.clicked.connect(self.play)
+        self.stop_button.clicked.connect(self.stop)
+        self._schedule: tuple[float, ...] = ()
+        self._shown = 0
+        self._started = 0.0
+        self._median = RunningMedian()
+        self._on_reply_chosen(0)
+
+    @staticmethod
+    def _slider(low: int, high: int, tooltip: str) -> QSlider:
+        slider = QSlider(Qt.Orientation.Horizontal)
+        slider.setRange(low, high)
+        slider.setToolTip(tooltip)
+        return slider
+
+    @property
+    def reply(self) -> ReplayReply:
+        return self.replies[self.reply_box.currentIndex()]
+
+    @Slot(int)
+    def _on_reply_chosen(self, _index: int) -> None:
+        """The sliders start at the recorded reply's own TTFT and TPOT: Play then replays it at real speed."""
+        self.stop()
+        reply = self.reply
+        self.ttft_slider.setValue(round(reply.ttft_s * 1000))
+        self.tpot_slider.setEnabled(reply.tpot_s is not None)
+        self.tpot_slider.setValue(round((reply.tpot_s or 0.001) * 1000))
+        self._show_slider_values()
+
+    @Slot()
+    def _show_slider_values(self) -> None:
+        self.ttft_label.setText(f"{self.ttft_slider.value()} ms (recorded {self.reply.ttft_s * 1000:.0f})")
+        recorded = self.reply.tpot_s
+        self.tpot_label.setText(f"{self.tpot_slider.value()} ms (recorded "
+                                f"{'—' if recorded is None else f'{recorded * 1000:.1f}'})")
+
+    @Slot()
+    def play(self) -> None:
+        reply = self.reply
+        tpot_s = self.tpot_slider.value() / 1000 if reply.tpot_s is not None else None
+        self._schedule = reply.rescheduled(self.ttft_slider.value() / 1000, tpot_s)
+        self._shown = 0
+        self._median = RunningMedian()
+        self.text_view.clear()
+        self.plot.reset()
+        self.status.setText("replaying…")
+        self._started = time.perf_counter()
+        self.frame_timer.start()
+
+    @Slot()
+    def stop(self) -> None:
+        self.frame_timer.stop()
+
+    @property
+    def playing(self) -> bool:
+        return self.frame_timer.isActive()
+
+    def shown_text(self) -> str:
+        return self.text_view.toPlainText()
+
+    @Slot()
+    def _on_frame(self) -> None:
+        elapsed = time.perf_counter() - self._started
+        due = self._shown
+        while due < len(self._schedule) and self._schedule[due] <= elapsed:
+            due += 1
+        if due > self._shown:
+            for index in range(self._shown, due):
+                if index == 0:
+                    self.plot.add_ttft(self._schedule[0] * 1000)
+                else:
+                    gap_ms = (self._schedule[index] - self._schedule[index - 1]) * 1000
+                    self.plot.add_interval(index, gap_ms, self._median.add(gap_ms))
+            self.text_view.moveCursor(self.text_view.textCursor().MoveOperation.End)
+            self.text_view.insertPlainText("".join(self.reply.texts[self._shown:due]))
+            self._shown = due
+        elif not self._shown:
+            self.plot.grow_ttft(elapsed * 1000)  # the TTFT square grows while 'prefill' is replayed
+        self.plot.refresh()
+        if self._shown == len(self._schedule):
+            self.stop()
+            self.plot.settle()
+            self.status.setText(f"replayed {len(self._schedule)} tokens: TTFT {self._schedule[0] * 1000:.0f} ms, "
+                                f"E2E {self._schedule[-1] * 1000:.0f} ms")
+
+    def closeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        self.stop()
+        super().closeEvent(event)

@@ -1,0 +1,65 @@
+"""An exported trace replays in a window marked REPLAY, at its own pace or the sliders'; a bad file is refused."""
+
+import pytest
+
+from core.timing.events import FinishedEvent, StopReason, TokenEvent
+from core.timing.export import traces_to_json
+from core.timing.replay import ReplayFileError, read_replay
+from core.timing.trace import GenerationTrace
+from gui.main_window import MainWindow
+
+MS = 1_000_000
+
+
+def exported_trace() -> bytes:
+    trace = GenerationTrace(request_start_ns=0, prompt_tokens=5)
+    for index, (text, at) in enumerate((("Hel", 200), ("lo", 220), (" there", 260), ("!", 280))):
+        trace.record(TokenEvent(index, index, text, at * MS))
+    trace.record(FinishedEvent(StopReason.EOS, 4, 281 * MS))
+    return traces_to_json([trace]).encode("utf-8")
+
+
+def test_a_replay_is_rescheduled_to_the_chosen_ttft_and_tpot_keeping_its_rhythm():
+    reply = read_replay(exported_trace())[0]
+    assert reply.ttft_s == pytest.approx(0.2) and reply.tpot_s == pytest.approx(0.08 / 3)
+    assert reply.rescheduled(reply.ttft_s, reply.tpot_s) == pytest.approx(reply.times_s)  # real speed
+    faster = reply.rescheduled(0.05, reply.tpot_s / 2)
+    assert faster == pytest.approx((0.05, 0.06, 0.08, 0.09))
+
+
+@pytest.mark.parametrize("data, says", [
+    (b"\xff\xfe", "not JSON"),
+    (b'{"format": "latencylab-chat/1"}', "not a Latency Lab trace export"),
+    (b'{"format": "latencylab-trace/1", "replies": [{"tokens": [{"text": "a", "t_s": 2}, {"text": "b", "t_s": 1}]}]}',
+     "goes back in time"),
+    (b'{"format": "latencylab-trace/1", "replies": [{"tokens": []}]}', "no reply with tokens"),
+])
+def test_bad_trace_files_are_refused_saying_why(data, says):
+    with pytest.raises(ReplayFileError, match=says):
+        read_replay(data)
+
+
+@pytest.fixture
+def bare_window(qtbot):
+    window = MainWindow()
+    qtbot.addWidget(window)
+    window.show()
+    yield window
+    window.close()
+
+
+def test_the_window_replays_a_trace_marked_as_replay_and_refuses_a_bad_one(qtbot, bare_window, tmp_path):
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_bytes(exported_trace())
+    bad.write_text("{ not json", encoding="utf-8")
+    assert bare_window.open_replay(bad) is None
+    assert "Cannot replay bad.json: the file is not JSON text" in bare_window.statusBar().currentMessage()
+    replay = bare_window.open_replay(good)
+    assert replay.windowTitle().startswith("REPLAY") and replay.ttft_slider.value() == 200
+    replay.ttft_slider.setValue(20)
+    replay.tpot_slider.setValue(5)
+    replay.play()
+    qtbot.waitUntil(lambda: not replay.playing, timeout=10_000)
+    assert replay.shown_text() == "Hello there!" and "replayed 4 tokens" in replay.status.text()
+    assert len(replay.plot.ttft_item.getData()[1]) == 1
+    replay.close()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QCloseEvent, QGuiApplication
-from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QSplitter, QTabWidget
+from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QTabWidget
 
 from core.chats.record import ReplyRecord
 from core.chats.store import ChatStore
@@ -20,11 +20,10 @@ from gui.chat.chat_panel import ChatPanel
 from gui.chat.live_reply import LiveReply
 from gui.chat.reply_controller import QUEUED, ReplyController
 from gui.chats.saved_chats import SavedChats
-from gui.export_dialog import export_with_dialog
 from gui.lab.lab_tab import LabTab
 from gui.menus import build_menus
 from gui.meter.meter_panel import MeterPanel
-from gui.replay.replay_dialog import ReplayDialog
+from gui.replay.replay_dialog import ReplayDialog, open_replay
 from gui.model.model_controller import ModelController
 from gui.settings.check import check_window_settings
 from gui.settings.store import load_window_settings, save_window_settings
@@ -174,24 +173,8 @@ class MainWindow(QMainWindow):
         write_text_file(path, traces_to_csv([record.trace for record in self.saved_chats.records]))
 
     def open_replay(self, path: str | Path):
-        """Replay an exported JSON trace in its own REPLAY window; a file that is not one is refused, saying why."""
-        from core.timing.replay import ReplayFileError, read_replay
-        name = Path(path).name
-        try:
-            replies = read_replay(Path(path).read_bytes())
-        except (OSError, ReplayFileError) as error:
-            self.notify(f"Cannot replay {name}: {error}", is_error=True)
-            return None
-        dialog = ReplayDialog(replies, name, self)
-        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        dialog.show()
-        return dialog
-
-    @Slot()
-    def replay_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Replay a trace", "", "Trace exports (*.json)")
-        if path:
-            self.open_replay(path)
+        """Replay an exported JSON trace in its own REPLAY window (None, with a notice, for a bad file)."""
+        return open_replay(self, path)
 
     def export_plots_png(self, path: str | Path) -> bool:
         return self.meter.grab().save(str(path), "PNG")
@@ -298,17 +281,6 @@ class MainWindow(QMainWindow):
     def _on_streaming_toggled(self, checked: bool) -> None:
         save_window_settings(self.settings_panel.collect(checked))
 
-    @Slot()
-    def export_json_dialog(self) -> None:
-        export_with_dialog(self, "Export traces", "JSON (*.json)", self.export_traces_json, self._show_status)
-
-    @Slot()
-    def export_csv_dialog(self) -> None:
-        export_with_dialog(self, "Export traces", "CSV (*.csv)", self.export_traces_csv, self._show_status)
-
-    @Slot()
-    def export_png_dialog(self) -> None:
-        export_with_dialog(self, "Export plots", "PNG (*.png)", self.export_plots_png, self._show_status)
 
     def shutdown(self) -> None:
         """Stop the reply and the lab, then end the engine: asked to exit, killed if it has not within the wait."""

@@ -4,16 +4,27 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QFileDialog
+
+from gui.export_dialog import export_with_dialog
 
 
 def build_menus(window) -> None:
+    def export(title: str, pattern: str, writer):
+        return lambda: export_with_dialog(window, title, pattern, writer, window.statusBar().showMessage)
+
+    def replay() -> None:
+        path, _ = QFileDialog.getOpenFileName(window, "Replay a trace", "", "Trace exports (*.json)")
+        if path:
+            window.open_replay(path)
+
     file_menu = window.menuBar().addMenu("&File")
     for label, handler in (("E&xport chat…", window.saved_chats.export_dialog),
                            ("&Import chat…", window.saved_chats.import_dialog),
-                           ("Export traces as &JSON…", window.export_json_dialog),
-                           ("Export traces as &CSV…", window.export_csv_dialog),
-                           ("Export plots as &PNG…", window.export_png_dialog),
-                           ("&Replay a trace…", window.replay_dialog)):
+                           ("Export traces as &JSON…", export("Export traces", "JSON (*.json)", window.export_traces_json)),
+                           ("Export traces as &CSV…", export("Export traces", "CSV (*.csv)", window.export_traces_csv)),
+                           ("Export plots as &PNG…", export("Export plots", "PNG (*.png)", window.export_plots_png)),
+                           ("&Replay a trace…", replay)):
         action = QAction(label, window)
         action.triggered.connect(handler)
         file_menu.addAction(action)

@@ -153,3 +153,23 @@ class ReplayDialog(QDialog):
     def closeEvent(self, event) -> None:  # noqa: N802 - Qt's name
         self.stop()
         super().closeEvent(event)
+
+
+def open_replay(window, path) -> "ReplayDialog | None":
+    """Replay an exported JSON trace in its own REPLAY window; a file that is not one is refused, saying why."""
+    from pathlib import Path
+
+    from PySide6.QtCore import Qt
+
+    from core.timing.replay import ReplayFileError, read_replay
+
+    name = Path(path).name
+    try:
+        replies = read_replay(Path(path).read_bytes())
+    except (OSError, ReplayFileError) as error:
+        window.notify(f"Cannot replay {name}: {error}", is_error=True)
+        return None
+    dialog = ReplayDialog(replies, name, window)
+    dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    dialog.show()
+    return dialog

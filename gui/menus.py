@@ -7,6 +7,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QFileDialog
 
 from gui.export_dialog import export_with_dialog
+from gui.replay.replay_dialog import replay_this_chat
 
 
 def build_menus(window) -> None:
@@ -24,7 +25,8 @@ def build_menus(window) -> None:
                            ("Export traces as &JSON…", export("Export traces", "JSON (*.json)", window.export_traces_json)),
                            ("Export traces as &CSV…", export("Export traces", "CSV (*.csv)", window.export_traces_csv)),
                            ("Export plots as &PNG…", export("Export plots", "PNG (*.png)", window.export_plots_png)),
-                           ("&Replay a trace…", replay)):
+                           ("&Replay a trace…", replay),
+                           ("Replay &this chat", lambda: replay_this_chat(window))):
         action = QAction(label, window)
         action.triggered.connect(handler)
         file_menu.addAction(action)

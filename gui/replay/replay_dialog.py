@@ -6,12 +6,13 @@ import time
 
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtWidgets import (
-    QComboBox, QDialog, QFormLayout, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSlider, QVBoxLayout,
+    QCheckBox, QComboBox, QDialog, QFormLayout, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSlider, QVBoxLayout,
 )
 
 from core.timing.replay import ReplayReply
 from core.timing.running_median import RunningMedian
 from gui.meter.interval_plot import IntervalPlot
+from gui.meter.visible_text_plot import VisibleTextPlot
 
 FRAME_INTERVAL_MS = 33  # as the live reply: text and plot applied once per ~30 Hz frame
 
@@ -35,10 +36,17 @@ class ReplayDialog(QDialog):
                                         "(E2E − TTFT) / (N − 1) equals it, keeping the reply's own rhythm.")
         self.ttft_label, self.tpot_label = QLabel(), QLabel()
         self.play_button, self.stop_button = QPushButton("Play"), QPushButton("Stop")
+        self.streaming_toggle = QCheckBox("Streaming")
+        self.streaming_toggle.setChecked(True)
+        self.streaming_toggle.setToolTip("On: text appears token by token, after TTFT. Off: all at once, after E2E.")
         self.text_view = QPlainTextEdit()
         self.text_view.setReadOnly(True)
         self.plot = IntervalPlot()
         self.plot.setMinimumHeight(140)
+        self.visible_plot = VisibleTextPlot()
+        self.visible_plot.setMinimumHeight(140)
+        for plot in (self.plot, self.visible_plot):  # never confused with a measurement
+            plot.setTitle("REPLAY — " + plot.getPlotItem().titleLabel.text)
         self.status = QLabel("")
         form = QFormLayout()
         form.addRow("Reply", self.reply_box)
@@ -52,12 +60,14 @@ class ReplayDialog(QDialog):
         buttons.addWidget(self.play_button)
         buttons.addWidget(self.stop_button)
         buttons.addStretch(1)
+        buttons.addWidget(self.streaming_toggle)
         layout = QVBoxLayout(self)
         layout.addWidget(banner)
         layout.addLayout(form)
         layout.addLayout(buttons)
         layout.addWidget(self.text_view, stretch=1)
         layout.addWidget(self.plot, stretch=1)
+        layout.addWidget(self.visible_plot, stretch=1)
         layout.addWidget(self.status)
         self.frame_timer = QTimer(self)
         self.frame_timer.setInterval(FRAME_INTERVAL_MS)
@@ -71,6 +81,7 @@ class ReplayDialog(QDialog):
         self._shown = 0
         self._started = 0.0
         self._median = RunningMedian()
+        self._visible_chars = 0
         self._on_reply_chosen(0)
 
     @staticmethod
@@ -110,6 +121,8 @@ class ReplayDialog(QDialog):
         self._median = RunningMedian()
         self.text_view.clear()
         self.plot.reset()
+        self.visible_plot.reset()
+        self._visible_chars = 0
         self.status.setText("replaying…")
         self._started = time.perf_counter()
         self.frame_timer.start()
@@ -138,12 +151,20 @@ class ReplayDialog(QDialog):
                 else:
                     gap_ms = (self._schedule[index] - self._schedule[index - 1]) * 1000
                     self.plot.add_interval(index, gap_ms, self._median.add(gap_ms))
-            self.text_view.moveCursor(self.text_view.textCursor().MoveOperation.End)
-            self.text_view.insertPlainText("".join(self.reply.texts[self._shown:due]))
+            streaming = self.streaming_toggle.isChecked()
+            if streaming or due == len(self._schedule):  # without streaming the whole reply shows at E2E
+                start = self._shown if streaming else 0
+                text = "".join(self.reply.texts[start:due])
+                self.text_view.moveCursor(self.text_view.textCursor().MoveOperation.End)
+                self.text_view.insertPlainText(text)
+                self._visible_chars += len(text)
+                self.visible_plot.show_characters(self._schedule[due - 1], self._visible_chars)
             self._shown = due
         elif not self._shown:
             self.plot.grow_ttft(elapsed * 1000)  # the TTFT square grows while 'prefill' is replayed
+        self.visible_plot.advance_clock(min(elapsed, self._schedule[-1]) if self._schedule else elapsed)
         self.plot.refresh()
+        self.visible_plot.refresh()
         if self._shown == len(self._schedule):
             self.stop()
             self.plot.settle()
@@ -159,14 +180,31 @@ def open_replay(window, path) -> "ReplayDialog | None":
     """Replay an exported JSON trace in its own REPLAY window; a file that is not one is refused, saying why."""
     from pathlib import Path
 
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        window.notify(f"Cannot replay {Path(path).name}: {error.strerror}", is_error=True)
+        return None
+    return _show_replay(window, data, Path(path).name)
+
+
+def replay_this_chat(window) -> "ReplayDialog | None":
+    """Replay the open chat's replies, as if its traces had been exported and opened."""
+    from core.timing.export import traces_to_json
+
+    records = window.saved_chats.records
+    data = traces_to_json([record.trace for record in records], per_trace_context=[r.context for r in records])
+    return _show_replay(window, data.encode("utf-8"), "this chat")
+
+
+def _show_replay(window, data: bytes, name: str) -> "ReplayDialog | None":
     from PySide6.QtCore import Qt
 
     from core.timing.replay import ReplayFileError, read_replay
 
-    name = Path(path).name
     try:
-        replies = read_replay(Path(path).read_bytes())
-    except (OSError, ReplayFileError) as error:
+        replies = read_replay(data)
+    except ReplayFileError as error:
         window.notify(f"Cannot replay {name}: {error}", is_error=True)
         return None
     dialog = ReplayDialog(replies, name, window)

@@ -63,3 +63,28 @@ def test_the_window_replays_a_trace_marked_as_replay_and_refuses_a_bad_one(qtbot
     assert replay.shown_text() == "Hello there!" and "replayed 4 tokens" in replay.status.text()
     assert len(replay.plot.ttft_item.getData()[1]) == 1
     replay.close()
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "not-streaming"])
+def test_a_replay_of_this_chat_shows_what_the_user_saw_with_streaming_on_or_off(qtbot, bare_window, streaming):
+    from core.chats.record import ReplyRecord
+    from gui.replay.replay_dialog import replay_this_chat
+
+    trace = read_replay(exported_trace())  # the recorded reply, as the chat keeps it
+    recorded = GenerationTrace(request_start_ns=0, prompt_tokens=5)
+    for index, (text, at) in enumerate(zip(trace[0].texts, trace[0].times_s)):
+        recorded.record(TokenEvent(index, index, text, round(at * 1e9)))
+    recorded.record(FinishedEvent(StopReason.EOS, 4, 281 * MS))
+    bare_window.saved_chats.records.append(ReplyRecord(recorded, {"streaming": True}))
+    replay = replay_this_chat(bare_window)
+    replay.streaming_toggle.setChecked(streaming)
+    replay.ttft_slider.setValue(20)
+    replay.tpot_slider.setValue(100)  # gaps of several frames, so each token is its own step
+    replay.play()
+    qtbot.waitUntil(lambda: not replay.playing, timeout=10_000)
+    assert replay.shown_text() == "Hello there!"
+    assert "REPLAY" in replay.plot.getPlotItem().titleLabel.text
+    assert "REPLAY" in replay.visible_plot.getPlotItem().titleLabel.text
+    steps = replay.visible_plot._y.view()
+    # Streaming: a staircase of four steps; without: flat until E2E, then the whole reply at once.
+    assert len(set(steps.tolist())) == (5 if streaming else 2)

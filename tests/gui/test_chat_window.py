@@ -82,16 +82,21 @@ def test_non_streaming_reply_appears_at_once_with_a_live_indicator(qtbot, window
 def test_stop_halts_within_one_token(qtbot, window):
     window.settings_panel.max_new_tokens.setValue(400)
 
-    def stop_at_fifth(event):
-        if event.index == 4:
-            window.stop_generation()
+    pressed = []
+
+    def stop_at_fifth(delivered):
+        if delivered.event.index == 4:
+            window.stop_generation()  # the in-process engine sets the reply's stop event right here
+            pressed.append(time.perf_counter_ns())
 
     window.replies.token_received.connect(stop_at_fifth)
     qtbot.keyClicks(window.input_box, "Tell me a very long story about a castle.")
     with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS) as blocker:
         qtbot.keyClick(window.input_box, Qt.Key.Key_Return)
     trace = blocker.args[0]
-    assert trace.stop_reason == "stopped" and 5 <= trace.output_tokens <= 6
+    # The window sees a token a moment after the engine made it; at most one more is made after the stop.
+    assert trace.stop_reason == "stopped" and trace.output_tokens >= 5
+    assert sum(stamp > pressed[0] for stamp in trace.timestamps_ns) <= 1
     assert "[stopped by you]" in window.transcript.toPlainText()
 
 

@@ -12,7 +12,7 @@ from core.timing.events import TokenEvent
 from core.generation.reply import Generation
 from core.model.loader import load_model
 from core.model.preflight import check_before_loading
-from core.generation.context_fit import check_reply_budget
+from core.chats.context_fit import check_reply_budget
 from core.settings import GenerationSettings
 from core.timing.trace import GenerationTrace
 from cli.progress_printer import ProgressPrinter

@@ -14,7 +14,7 @@ from core.timing.events import FinishedEvent, StopReason, TokenEvent
 from core.generation.reply import DEFAULT_TOKEN_TIMEOUT_S, Generation
 from core.compute_thread import on_compute_thread
 from core.model.loader import LoadedModel
-from core.generation.context_fit import check_reply_budget
+from core.chats.context_fit import check_reply_budget
 from core.settings import GenerationSettings
 
 

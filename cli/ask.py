@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from core.chats.session import ChatSession
 from core.errors import LatencyLabError
@@ -15,59 +14,75 @@ from core.model.preflight import check_before_loading
 from core.chats.context_fit import check_reply_budget
 from core.settings import GenerationSettings
 from core.timing.trace import GenerationTrace
+from cli.exit_paths import (
+    INTERRUPTED_STATUS, OUTPUT_FAILED_STATUS, OutputLost, end_generation, say, silence_stdout, stdout_problem, write_out,
+)
 from cli.progress_printer import ProgressPrinter
+from cli.prompt_arg import prompt_argument, text_argument
 
 
 def add_ask_parser(subparsers: argparse._SubParsersAction, add_common_options) -> None:
     parser = subparsers.add_parser("ask", help="ask one question and print the reply")
     add_common_options(parser, suppress_defaults=True)
-    parser.add_argument("prompt", help="the question to ask")
-    parser.add_argument("--system", default="", help="system prompt")
+    parser.add_argument("prompt", type=prompt_argument, help="the question to ask")
+    parser.add_argument("--system", default="", type=text_argument, help="system prompt")
     parser.add_argument("--no-stream", action="store_true", help="print the reply only once it is complete")
     parser.add_argument("--json", action="store_true", help="print one JSON object with the reply and its latencies")
     parser.set_defaults(handler=run_ask)
 
 
 def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
+    """Every way out stops the reply and waits for the compute thread first (cli/exit_paths.py)."""
+    problem = stdout_problem()
+    if problem:
+        say(f"error: {problem}")
+        return OUTPUT_FAILED_STATUS
+    generation: Generation | None = None
     try:
-        check_before_loading(args.model, args.dtype, args.allow_pickle)
-        loaded = load_model(args.model, device=args.device, dtype=args.dtype, progress=ProgressPrinter(),
-                            trust_remote_code=args.trust_remote_code, allow_pickle=args.allow_pickle)
-        check_reply_budget(settings.max_new_tokens, loaded.context_window)
-    except LatencyLabError as error:
-        print(f"latencylab: error: {error}", file=sys.stderr)
-        return 1
-    session = ChatSession(system_prompt=args.system)
-    session.add_user(args.prompt)
-    try:
-        prompt = session.build_prompt(loaded.tokenizer, loaded.context_window, settings.max_new_tokens)
-    except LatencyLabError as error:
-        print(f"latencylab: error: {error}", file=sys.stderr)
-        return 1
-    if prompt.notice:
-        print(f"latencylab: {prompt.notice}", file=sys.stderr)
-    generation = Generation(loaded, prompt.input_ids, settings)
-    if generation.decode_loop_note:
-        print(f"latencylab: decoding with generate(): {generation.decode_loop_note}", file=sys.stderr)
-    generation.start()
-    trace = GenerationTrace(generation.request_start_ns, prompt.prompt_tokens)
+        try:
+            check_before_loading(args.model, args.dtype, args.allow_pickle)
+            loaded = load_model(args.model, device=args.device, dtype=args.dtype, progress=ProgressPrinter(),
+                                trust_remote_code=args.trust_remote_code, allow_pickle=args.allow_pickle)
+            check_reply_budget(settings.max_new_tokens, loaded.context_window)
+            session = ChatSession(system_prompt=args.system)
+            session.add_user(args.prompt)
+            prompt = session.build_prompt(loaded.tokenizer, loaded.context_window, settings.max_new_tokens)
+        except LatencyLabError as error:
+            say(f"error: {error}")
+            return 1
+        if prompt.notice:
+            say(prompt.notice)
+        generation = Generation(loaded, prompt.input_ids, settings)
+        if generation.decode_loop_note:
+            say(f"decoding with generate(): {generation.decode_loop_note}")
+        generation.start()
+        return _stream_reply(args, settings, loaded, prompt.prompt_tokens, generation)
+    except KeyboardInterrupt:
+        return end_generation(generation, INTERRUPTED_STATUS, "stopped (Ctrl+C)")
+    except OutputLost as lost:
+        silence_stdout()
+        return end_generation(generation, lost.status, lost.message and f"error: {lost.message}")
+
+
+def _stream_reply(args: argparse.Namespace, settings: GenerationSettings, loaded, prompt_tokens: int,
+                  generation: Generation) -> int:
+    trace = GenerationTrace(generation.request_start_ns, prompt_tokens)
     stream_to_stdout = not args.no_stream and not args.json
     for event in generation:
         trace.record(event)
         if stream_to_stdout and isinstance(event, TokenEvent) and event.text:
-            sys.stdout.write(event.text)
-            sys.stdout.flush()
+            write_out(event.text)
     generation.join()
     if args.json:
         report = ask_report(loaded.describe(), trace, settings)
         report["decode_loop"] = generation.decode_loop
-        print(json.dumps(report, ensure_ascii=False))
+        write_out(json.dumps(report, ensure_ascii=False) + "\n")
     elif stream_to_stdout:
-        print(trace.tail_text)
+        write_out(trace.tail_text + "\n")
     else:
-        print(trace.text)
+        write_out(trace.text + "\n")
     if trace.error:
-        print(f"latencylab: generation failed: {trace.error}", file=sys.stderr)
+        say(f"generation failed: {trace.error}")
         return 1
     return 0
 

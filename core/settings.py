@@ -10,6 +10,10 @@ from core.errors import InvalidSettingsError
 # should be refused rather than accepted and silently capped.
 MAX_NEW_TOKENS_LIMIT = 32_768
 
+# Below this, logits / temperature overflow to inf and sampling fails ("probability tensor contains
+# inf/nan"); 0 itself means greedy.
+MIN_SAMPLING_TEMPERATURE = 1e-3
+
 # int8 and int4 are weight-only quantised layers on torch's CPU kernels (see core/quant); int4 of
 # a Q4_1 GGUF runs the file's own 4-bit weights.
 DTYPE_CHOICES = ("float32", "bfloat16", "int8", "int4")
@@ -48,6 +52,10 @@ def validate_generation_settings(settings: GenerationSettings) -> None:
         )
     if not _is_number(settings.temperature) or not 0.0 <= settings.temperature <= 2.0:
         raise InvalidSettingsError(f"temperature must lie in [0, 2]; got {settings.temperature!r}.")
+    if 0.0 < settings.temperature < MIN_SAMPLING_TEMPERATURE:
+        raise InvalidSettingsError(
+            f"temperature must be 0 (greedy) or at least {MIN_SAMPLING_TEMPERATURE:g}; got {settings.temperature!r}."
+        )
     if not _is_number(settings.top_p) or not 0.0 < settings.top_p <= 1.0:
         raise InvalidSettingsError(f"top-p must lie in (0, 1]; got {settings.top_p!r}.")
     if settings.seed is not None and (isinstance(settings.seed, bool) or not isinstance(settings.seed, int)

@@ -11,6 +11,7 @@ from pathlib import Path
 import platformdirs
 
 from core.chats.atomic_file import atomic_write_bytes, ensure_private_dir, is_temp_file
+from core.chats.safe_read import read_regular_file
 from core.chats.record import (
     CHAT_ID_PATTERN, ChatFileError, ChatRecord, clean_title, decode_document, encode_document, new_chat_id, utc_now,
 )
@@ -88,9 +89,9 @@ class ChatStore:
             raise ChatFileError(f"the chat file {path.name} could not be opened ({error.strerror})") from None
 
     def _read(self, path: Path) -> ChatRecord:
-        if path.stat().st_size > MAX_CHAT_FILE_BYTES:
-            raise ChatFileError(f"the file is larger than {MAX_CHAT_FILE_BYTES // 2**20} MB")
-        record = decode_document(path.read_bytes())
+        # Only regular files, never through a link: a FIFO named x.json hung the launch, a link to /dev/zero
+        # exhausted memory, and a link could point anywhere on the machine.
+        record = decode_document(read_regular_file(path, MAX_CHAT_FILE_BYTES))
         if record.chat_id != path.stem:
             raise ChatFileError(f"the file name does not match the chat id {record.chat_id!r}")
         return record
@@ -158,9 +159,10 @@ class ChatStore:
         """Read an exported chat, give it a fresh id (it may be imported twice) and save it here."""
         source = Path(source)
         try:
-            if source.stat().st_size > MAX_CHAT_FILE_BYTES:
-                raise ChatFileError(f"{source.name} is larger than {MAX_CHAT_FILE_BYTES // 2**20} MB")
-            data = source.read_bytes()
+            # The user picked this file, so a link to it is fine; what it leads to must still be a regular file.
+            data = read_regular_file(source, MAX_CHAT_FILE_BYTES, follow_links=True)
+        except ChatFileError as error:
+            raise ChatFileError(f"could not import {source.name}: {error}") from None
         except OSError as error:
             raise ChatFileError(f"could not read {source.name}: {error.strerror}") from None
         try:

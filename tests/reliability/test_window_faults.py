@@ -7,7 +7,7 @@ import pytest
 from transformers import LogitsProcessor
 
 import gui.model.loader_worker
-from core import memory_check
+from core.model import memory_check
 from core.chats.store import ChatStore
 from gui import thread_exit
 from window_driving import REPLY_TIMEOUT_MS, ask

@@ -18,7 +18,11 @@ def kind_of(mode: int) -> str:
 
 
 def read_regular_file(path: Path, limit: int, follow_links: bool = False) -> bytes:
-    """The file's bytes, or ChatFileError saying what it is instead (a link, a FIFO, a device, too large).
+    return read_regular_file_and_status(path, limit, follow_links)[0]
+
+
+def read_regular_file_and_status(path: Path, limit: int, follow_links: bool = False) -> tuple[bytes, os.stat_result]:
+    """The file's bytes and its fstat, or ChatFileError saying what it is instead (a link, a FIFO, a device, too large).
 
     O_NONBLOCK keeps open() of a FIFO from waiting for a writer; fstat after opening checks the file
     actually opened, not a name that could have been swapped; at most limit + 1 bytes are ever read.
@@ -51,6 +55,6 @@ def read_regular_file(path: Path, limit: int, follow_links: bool = False) -> byt
             remaining -= len(chunk)
         if remaining <= 0:
             raise ChatFileError(f"the file is larger than {limit // 2**20} MB")  # it grew while being read
-        return b"".join(chunks)
+        return b"".join(chunks), status
     finally:
         os.close(descriptor)

@@ -48,8 +48,8 @@ def write_out(text: str) -> None:
     except OSError as error:
         reason = error.strerror or type(error).__name__
         raise OutputLost(OUTPUT_FAILED_STATUS, f"could not write the reply to stdout: {reason}") from None
-    except ValueError:  # a closed file object
-        raise OutputLost(OUTPUT_FAILED_STATUS, "could not write the reply to stdout: it is closed") from None
+    except ValueError as error:  # a closed file object, or text the stream cannot encode
+        raise OutputLost(OUTPUT_FAILED_STATUS, f"could not write the reply to stdout: {error}") from None
 
 
 def silence_stdout() -> None:

@@ -19,8 +19,14 @@ def ask_command(prompt: str, *options: str) -> list[str]:
     return [sys.executable, "-m", "cli.main", "ask", prompt, *options]
 
 
+def default_sigint() -> None:
+    # A child starts with SIGINT ignored when the test run itself was started in the background (`&`),
+    # and Python then installs no KeyboardInterrupt handler; a user's terminal delivers Ctrl+C normally.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(command, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, **kwargs)
+    return subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, preexec_fn=default_sigint, **kwargs)
 
 
 def read_stderr_until(process: subprocess.Popen, marker: bytes) -> bytes:

@@ -4,41 +4,63 @@ from __future__ import annotations
 
 import argparse
 import json
+
 import sys
 
 from core.chats.session import Message
 from core.errors import LatencyLabError
-from core.timing.events import TokenEvent
+from core.generation.reply import Generation
 from core.generation.request import ReplyRequest, prepare_reply
 from core.model.loader import load_model
 from core.settings import GenerationSettings
-from core.timing.trace import GenerationTrace  # the report's input type
+from core.timing.events import TokenEvent
+from core.timing.trace import GenerationTrace
+from cli.exit_paths import (
+    INTERRUPTED_STATUS, OUTPUT_FAILED_STATUS, OutputLost, end_generation, say, silence_stdout, stdout_problem, write_out,
+)
 from cli.progress_printer import PrefillLine, ProgressPrinter
+from cli.prompt_arg import prompt_argument, text_argument
 
 
 def add_ask_parser(subparsers: argparse._SubParsersAction, add_common_options) -> None:
     parser = subparsers.add_parser("ask", help="ask one question and print the reply")
     add_common_options(parser, suppress_defaults=True)
-    parser.add_argument("prompt", help="the question to ask")
-    parser.add_argument("--system", default="", help="system prompt")
+    parser.add_argument("prompt", type=prompt_argument, help="the question to ask")
+    parser.add_argument("--system", default="", type=text_argument, help="system prompt")
     parser.add_argument("--no-stream", action="store_true", help="print the reply only once it is complete")
     parser.add_argument("--json", action="store_true", help="print one JSON object with the reply and its latencies")
     parser.set_defaults(handler=run_ask)
 
 
 def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
+    """Every way out stops the reply and waits for the compute thread first (cli/exit_paths.py)."""
+    problem = stdout_problem()
+    if problem:
+        say(f"error: {problem}")
+        return OUTPUT_FAILED_STATUS
+    generation: Generation | None = None
     try:
-        loaded = load_model(args.model, device=args.device, dtype=args.dtype, progress=ProgressPrinter(),
-                            trust_remote_code=args.trust_remote_code, allow_pickle=args.allow_pickle)
-        generation, prompt = prepare_reply(loaded, ReplyRequest(args.system, (Message("user", args.prompt),),
-                                                                settings))
-    except LatencyLabError as error:
-        print(f"latencylab: error: {error}", file=sys.stderr)
-        return 1
-    if prompt.notice:
-        print(f"latencylab: {prompt.notice}", file=sys.stderr)
-    if generation.decode_loop_note:
-        print(f"latencylab: decoding with generate(): {generation.decode_loop_note}", file=sys.stderr)
+        try:
+            loaded = load_model(args.model, device=args.device, dtype=args.dtype, progress=ProgressPrinter(),
+                                trust_remote_code=args.trust_remote_code, allow_pickle=args.allow_pickle)
+            generation, prompt = prepare_reply(loaded, ReplyRequest(args.system, (Message("user", args.prompt),),
+                                                                    settings))
+        except LatencyLabError as error:
+            say(f"error: {error}")
+            return 1
+        if prompt.notice:
+            say(prompt.notice)
+        if generation.decode_loop_note:
+            say(f"decoding with generate(): {generation.decode_loop_note}")
+        return _stream_reply(args, settings, loaded, generation)
+    except KeyboardInterrupt:
+        return end_generation(generation, INTERRUPTED_STATUS, "stopped (Ctrl+C)")
+    except OutputLost as lost:
+        silence_stdout()
+        return end_generation(generation, lost.status, lost.message and f"error: {lost.message}")
+
+
+def _stream_reply(args: argparse.Namespace, settings: GenerationSettings, loaded, generation: Generation) -> int:
     prefill_line = PrefillLine(sys.stderr)
     generation.on_progress = prefill_line
     generation.start()
@@ -46,21 +68,20 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
     for event in generation:
         prefill_line.end()
         if stream_to_stdout and isinstance(event, TokenEvent) and event.text:
-            sys.stdout.write(event.text)
-            sys.stdout.flush()
+            write_out(event.text)
     prefill_line.end()
     generation.join()
     trace = generation.trace
     if args.json:
         report = ask_report(loaded.describe(), trace, settings)
         report["decode_loop"] = generation.decode_loop
-        print(json.dumps(report, ensure_ascii=False))
+        write_out(json.dumps(report, ensure_ascii=False) + "\n")
     elif stream_to_stdout:
-        print(trace.tail_text)
+        write_out(trace.tail_text + "\n")
     else:
-        print(trace.text)
+        write_out(trace.text + "\n")
     if trace.error:
-        print(f"latencylab: generation failed: {trace.error}", file=sys.stderr)
+        say(f"generation failed: {trace.error}")
         return 1
     return 0
 

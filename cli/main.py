@@ -73,6 +73,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        # Ctrl+C outside a reply (while importing, say): no traceback; a load may still be running, so os._exit.
+        from cli.exit_paths import INTERRUPTED_STATUS, end_generation
+
+        return end_generation(None, INTERRUPTED_STATUS, "stopped (Ctrl+C)")
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     given = given_flags(args)

@@ -14,12 +14,12 @@ class InvalidSettingsError(LatencyLabError, ValueError):
 
 
 class PromptTooLongError(LatencyLabError):
-    """The newest message alone does not fit into the model's context window."""
+    """A prompt does not fit into the model's context window once the reply is budgeted (core/chats/context_fit.py)."""
 
     def __init__(self, prompt_tokens: int, limit: int):
         self.prompt_tokens = prompt_tokens
         self.limit = limit
         super().__init__(
-            f"This message needs {prompt_tokens:,} prompt tokens, but the model's context window "
-            f"leaves room for only {limit:,} once the reply is budgeted. Shorten it or lower max new tokens."
+            f"This prompt needs {prompt_tokens:,} prompt tokens, but the model's context window leaves room for only "
+            f"{limit:,} once the reply is budgeted. Shorten it or lower max new tokens."
         )

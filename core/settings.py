@@ -52,6 +52,10 @@ TEMPERATURE = NumberLimit("temperature", 0.0, 2.0, 0.0)
 TOP_P = NumberLimit("top-p", 0.0, 1.0, 1.0, low_open=True)
 SEED = NumberLimit("seed", 0, 2**32 - 1, None, whole=True)  # None: a fresh random seed each reply
 
+# Below this, logits / temperature overflow to inf and sampling fails ("probability tensor contains
+# inf/nan"); 0 itself means greedy.
+MIN_SAMPLING_TEMPERATURE = 1e-3
+
 # int8 and int4 are weight-only quantised layers on torch's CPU kernels (see core/quant); int4 of
 # a Q4_1 GGUF runs the file's own 4-bit weights.
 DTYPE = ChoiceLimit("dtype", ("float32", "bfloat16", "int8", "int4"), "float32")
@@ -91,6 +95,10 @@ class GenerationSettings:
 def validate_generation_settings(settings: GenerationSettings) -> None:
     MAX_NEW_TOKENS.check(settings.max_new_tokens)
     TEMPERATURE.check(settings.temperature)
+    if 0.0 < settings.temperature < MIN_SAMPLING_TEMPERATURE:
+        raise InvalidSettingsError(
+            f"temperature must be 0 (greedy) or at least {MIN_SAMPLING_TEMPERATURE:g}; got {settings.temperature!r}."
+        )
     TOP_P.check(settings.top_p)
     if settings.seed is not None:
         SEED.check(settings.seed)

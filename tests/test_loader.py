@@ -33,7 +33,7 @@ def test_missing_path_says_what_was_tried(tmp_path):
 
 def test_unknown_hub_id_offline_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(ModelLoadError, match="offline") as caught:
+    with pytest.raises(ModelLoadError, match="not found locally") as caught:
         load_model("latencylab-test/definitely-not-a-model")
     assert "latencylab-test/definitely-not-a-model" in str(caught.value)
 

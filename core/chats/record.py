@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import secrets
@@ -17,6 +18,8 @@ from core.timing.trace import GenerationTrace
 CHAT_FORMAT = "latencylab-chat/1"
 CHAT_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 TITLE_LIMIT = 80
+TITLE_SCAN = 400  # characters of the first line looked at for a title; control characters may be dropped
+_NON_BLANK = re.compile(r"\S")
 MESSAGE_ROLES = ("user", "assistant")
 STOP_REASONS = tuple(reason.value for reason in StopReason)
 
@@ -51,6 +54,26 @@ class ChatRecord:
     def new(cls, title: str = "New chat") -> "ChatRecord":
         now = utc_now()
         return cls(chat_id=new_chat_id(), title=title, created_at=now, updated_at=now)
+
+    def snapshot(self) -> "ChatRecord":
+        """A copy the caller may keep changing: new lists and dicts, shared strings and finished traces.
+
+        O(messages), never O(text): a save of a 50 MB chat must not stall the thread that asks for it.
+        """
+        return dataclasses.replace(
+            self, settings=dict(self.settings), messages=[Message(m.role, m.content) for m in self.messages],
+            replies=[ReplyRecord(reply.trace, dict(reply.context)) for reply in self.replies],
+        )
+
+    def change_key(self) -> tuple:
+        """Everything a save writes except updated_at, cheap to compare: strings and traces are shared
+        between captures, and equal objects compare by identity first, so this is O(messages).
+        """
+        return (
+            self.chat_id, self.title, self.title_is_custom, self.system_prompt, self.model, self.reply_pending,
+            tuple(self.settings.items()), tuple((m.role, m.content) for m in self.messages),
+            tuple((reply.trace, tuple(reply.context.items())) for reply in self.replies),
+        )
 
     def to_document(self) -> dict:
         return {
@@ -178,8 +201,16 @@ def trace_from_dict(data: Any, where: str) -> GenerationTrace:
 
 
 def default_title(text: str) -> str:
-    """The first line of the first message, without control characters, cut to a list-friendly length."""
-    line = next((part.strip() for part in text.splitlines() if part.strip()), "")
+    """The first line of the first message, without control characters, cut to a list-friendly length.
+
+    Only the first TITLE_SCAN characters from the first non-blank one are looked at: a 50 MB first line
+    was scanned whole, on the GUI thread, at every save.
+    """
+    start = _NON_BLANK.search(text)
+    if start is None:
+        return "New chat"
+    head = text[start.start(): start.start() + TITLE_SCAN]
+    line = head.splitlines()[0] if head else ""
     line = "".join(ch for ch in line if ch.isprintable()).strip()
     if not line:
         return "New chat"

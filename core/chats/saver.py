@@ -7,7 +7,7 @@ import time
 from collections import OrderedDict
 from typing import Callable
 
-from core.chats.record import ChatRecord, encode_document
+from core.chats.record import ChatRecord
 from core.chats.store import ChatStore
 
 _DELETE = object()
@@ -16,8 +16,10 @@ _DELETE = object()
 class BackgroundSaver:
     """Queue of pending writes, one per chat: a newer snapshot or a delete replaces a queued older one.
 
-    save() snapshots the record on the caller's thread, so the caller may keep changing it.
-    on_error is called on the saver thread with a message for the user.
+    save() takes a shallow snapshot on the caller's thread (O(messages), no text copied), so the caller may
+    keep changing the record; the document is built and encoded here, on the saver thread.
+    on_error is called on the saver thread with a message for the user: a failed write, or a chat that
+    another process changed meanwhile and that was therefore saved as a conflict copy (ChatStore.write_document).
     """
 
     def __init__(self, store: ChatStore, on_error: Callable[[str], None] | None = None):
@@ -31,7 +33,7 @@ class BackgroundSaver:
         self.writes = 0
 
     def save(self, record: ChatRecord) -> None:
-        self._enqueue(record.chat_id, record.to_document())
+        self._enqueue(record.chat_id, record.snapshot())
 
     def delete(self, chat_id: str) -> None:
         self._enqueue(chat_id, _DELETE)
@@ -95,11 +97,14 @@ class BackgroundSaver:
 
     def _write(self, chat_id: str, item: object) -> None:
         try:
+            notice = None
             if item is _DELETE:
                 self.store.delete(chat_id)
             else:
-                self.store.write_bytes(chat_id, encode_document(item))
+                notice = self.store.write_document(item.to_document())
             self.writes += 1
+            if notice and self.on_error is not None:
+                self.on_error(notice)
         except Exception as error:  # noqa: BLE001 - a failed write must reach the user, not end the thread
             if self.on_error is not None:
                 self.on_error(f"Could not save the chat: {type(error).__name__}: {error}")

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.errors import PromptTooLongError
+from core.chats.context_fit import check_fits, fits, prompt_budget
+from core.chats.prompt_ids import content_token_counts, prompt_ids, template_token_count
 
 @dataclass
 class Message:
@@ -63,36 +64,64 @@ class ChatSession:
         return rendered + [m.to_dict() for m in self.messages[skip:]]
 
     def build_prompt(self, tokenizer: Any, context_window: int, max_new_tokens: int) -> PromptBuild:
-        """Tokenize the history, leaving out the oldest turns until prompt + reply fit the window."""
-        budget = context_window - max_new_tokens
+        """Tokenize the history, leaving out the oldest turns until prompt + reply fit the window.
+
+        Each message's content is tokenised once (and cached across prompts), newest first and only as far
+        back as could fit; the cut is found by a binary search over turn starts, using the template's own
+        tokens plus those counts, and the prompt is rendered once at the end. Re-tokenising the whole
+        history per dropped turn was quadratic in the chat's length.
+        """
         if not self.messages:
             raise ValueError("there is no message to answer")
         last_user = max(i for i, m in enumerate(self.messages) if m.role == "user")
-        # Check the smallest prompt first, so a huge paste is refused after one tokenization.
-        shortest = render_prompt_ids(tokenizer, self.template_messages(last_user))
-        if len(shortest) > budget:
-            raise PromptTooLongError(len(shortest), max(budget, 0))
-        skip = 0
-        while True:
-            ids = render_prompt_ids(tokenizer, self.template_messages(skip))
-            if len(ids) <= budget:
-                return PromptBuild(ids, skip)
-            if skip >= last_user:
-                raise PromptTooLongError(len(ids), max(budget, 0))
-            skip = self._next_turn_start(skip, last_user)
+        system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+        system_count = content_token_counts.counts(tokenizer, [self.system_prompt])[0] if system else 0
+        counts, earliest = self._newest_content_counts(tokenizer, prompt_budget(max_new_tokens, context_window)
+                                                       - system_count)
 
-    def _next_turn_start(self, skip: int, last_user: int) -> int:
-        """Skip past the oldest whole turn, so the prompt never starts with an orphaned reply."""
-        skip += 1
-        while skip < last_user and self.messages[skip].role != "user":
-            skip += 1
-        return skip
+        def tokens_when_skipping(skip: int) -> int:
+            roles = [m["role"] for m in system] + [m.role for m in self.messages[skip:]]
+            template_tokens, included = template_token_count(tokenizer, roles)
+            content = [system_count] * len(system) + counts[skip:]
+            return template_tokens + sum(count for count, kept in zip(content, included) if kept)
+
+        # Messages before `earliest` were never counted: their newer neighbours alone overflow the window.
+        starts = [i for i in range(earliest, last_user + 1) if i == 0 or self.messages[i].role == "user"]
+        starts = starts or [last_user]
+        # Check the smallest prompt first, so a huge paste is refused after one tokenization.
+        check_fits(tokens_when_skipping(last_user), max_new_tokens, context_window)
+        low, high = 0, len(starts) - 1  # the first start that fits lies in starts[low..high]; starts[high] fits
+        while low < high:
+            middle = (low + high) // 2
+            if fits(tokens_when_skipping(starts[middle]), max_new_tokens, context_window):
+                high = middle
+            else:
+                low = middle + 1
+        for skip in starts[low:]:
+            # The counts are exact, since the prompt is the same pieces tokenised the same way; verify anyway.
+            ids = render_prompt_ids(tokenizer, self.template_messages(skip))
+            if fits(len(ids), max_new_tokens, context_window):
+                return PromptBuild(ids, skip)
+        check_fits(len(ids), max_new_tokens, context_window)
+        raise AssertionError("unreachable: check_fits raised")
+
+    def _newest_content_counts(self, tokenizer: Any, budget: int) -> tuple[list[int], int]:
+        """Token counts of the newest messages' contents, going back until they alone exceed the budget.
+
+        Returns the counts (0 for messages never counted) and the index of the oldest message counted, so
+        a long chat's older turns are not even tokenised: the work is bounded by the context window.
+        """
+        counts = [0] * len(self.messages)
+        end, total, chunk = len(self.messages), 0, 8
+        while end > 0 and total <= budget:
+            start = max(0, end - chunk)
+            piece = content_token_counts.counts(tokenizer, [m.content for m in self.messages[start:end]])
+            counts[start:end] = piece
+            total += sum(piece)
+            end, chunk = start, min(chunk * 2, 256)
+        return counts, end
 
 
 def render_prompt_ids(tokenizer: Any, messages: list[dict]) -> list[int]:
-    if getattr(tokenizer, "chat_template", None):
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    else:
-        # Base models ship no template; a plain transcript is the conventional stand-in.
-        text = "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:"
-    return tokenizer(text, add_special_tokens=False)["input_ids"]
+    """The template's tokens with each content tokenised as plain text (no special tokens from user text)."""
+    return prompt_ids(tokenizer, messages)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -11,6 +12,8 @@ from pathlib import Path
 import platformdirs
 
 from core.chats.atomic_file import atomic_write_bytes, ensure_private_dir, is_temp_file
+from core.chats.disk_version import DiskVersion, digest
+from core.chats.safe_read import read_regular_file, read_regular_file_and_status
 from core.chats.record import (
     CHAT_ID_PATTERN, ChatFileError, ChatRecord, clean_title, decode_document, encode_document, new_chat_id, utc_now,
 )
@@ -46,6 +49,12 @@ class ChatStore:
     def __init__(self, folder: Path | None = None):
         self.folder = Path(folder) if folder is not None else chats_folder()
         self.notices: list[str] = []
+        # Per chat, the file as this store last read or wrote it; another process's write shows as a difference.
+        self._known: dict[str, DiskVersion] = {}
+        # Chats whose later saves go to their conflict copy (see write_document).
+        self._redirects: dict[str, str] = {}
+        # The saver thread writes while the GUI thread may rename or import through the same store.
+        self._lock = threading.RLock()
 
     def path_for(self, chat_id: str) -> Path:
         if not CHAT_ID_PATTERN.match(chat_id):
@@ -88,11 +97,14 @@ class ChatStore:
             raise ChatFileError(f"the chat file {path.name} could not be opened ({error.strerror})") from None
 
     def _read(self, path: Path) -> ChatRecord:
-        if path.stat().st_size > MAX_CHAT_FILE_BYTES:
-            raise ChatFileError(f"the file is larger than {MAX_CHAT_FILE_BYTES // 2**20} MB")
-        record = decode_document(path.read_bytes())
+        # Only regular files, never through a link: a FIFO named x.json hung the launch, a link to /dev/zero
+        # exhausted memory, and a link could point anywhere on the machine.
+        data, status = read_regular_file_and_status(path, MAX_CHAT_FILE_BYTES)
+        record = decode_document(data)
         if record.chat_id != path.stem:
             raise ChatFileError(f"the file name does not match the chat id {record.chat_id!r}")
+        with self._lock:
+            self._known[record.chat_id] = DiskVersion.of(data, status)
         return record
 
     # -- writing --------------------------------------------------------------------------------
@@ -101,19 +113,69 @@ class ChatStore:
         return encode_document(record.to_document())
 
     def write_bytes(self, chat_id: str, data: bytes) -> None:
-        """The one place chat files are written; BackgroundSaver calls it too."""
+        """The one place chat files are written. It does not look for other writers: see write_document."""
         path = self.path_for(chat_id)
         ensure_private_dir(self.folder)
         atomic_write_bytes(path, data)
+        with self._lock:
+            self._known[chat_id] = DiskVersion.of(data, os.stat(path))
 
-    def save(self, record: ChatRecord) -> None:
-        self.write_bytes(record.chat_id, self.encode(record))
+    def write_document(self, document: dict) -> str | None:
+        """Save a chat document unless another process changed its file since this store read or wrote it.
+
+        Then this version is written as a new chat, a conflict copy, and later saves of the chat follow
+        it there; the other process's file is left as it is. Returns a notice for the user in that case.
+        Two windows on one data folder each keep every turn they wrote.
+        """
+        with self._lock:
+            chat_id = self._redirects.get(document["id"], document["id"])
+            if chat_id != document["id"] or not self._changed_on_disk(chat_id):
+                self.write_bytes(chat_id, encode_document({**document, "id": chat_id}))
+                return None
+            copy_id = new_chat_id()
+            title = clean_title(f"{document['title']} (conflict copy)")
+            self.write_bytes(copy_id, encode_document({**document, "id": copy_id, "title": title,
+                                                       "title_is_custom": True}))
+            self._redirects[document["id"]] = copy_id
+        return (f"The chat \u201c{document['title']}\u201d was changed by another Latency Lab window after this one "
+                f"opened it. To lose neither, this window's version was saved as a new chat, \u201c{title}\u201d, "
+                f"and its further changes go there.")
+
+    def save(self, record: ChatRecord) -> str | None:
+        notice = self.write_document(record.to_document())
+        if notice:
+            self.notices.append(notice)
+        return notice
 
     def delete(self, chat_id: str) -> None:
+        with self._lock:
+            self._known.pop(chat_id, None)
+            self._redirects.pop(chat_id, None)
+            try:
+                self.path_for(chat_id).unlink()
+            except FileNotFoundError:
+                pass
+
+    def _changed_on_disk(self, chat_id: str) -> bool:
+        """True when the file holds what this store never read nor wrote (a file it does not know counts)."""
+        path = self.path_for(chat_id)
         try:
-            self.path_for(chat_id).unlink()
+            status = os.lstat(path)
         except FileNotFoundError:
-            pass
+            return False  # a new chat, or one deleted elsewhere: writing loses nothing
+        known = self._known.get(chat_id)
+        if known is None:
+            return True
+        if known.same_identity(status):
+            return False
+        try:
+            data, status = read_regular_file_and_status(path, MAX_CHAT_FILE_BYTES)
+        except (OSError, ChatFileError):
+            return True  # unreadable now: keep it and write ours beside it
+        if digest(data) != known.digest:
+            return True
+        self._known[chat_id] = DiskVersion.of(data, status)  # the same bytes, rewritten or touched
+        return False
 
     def rename(self, chat_id: str, title: str) -> ChatRecord:
         record = self.load(chat_id)
@@ -158,9 +220,10 @@ class ChatStore:
         """Read an exported chat, give it a fresh id (it may be imported twice) and save it here."""
         source = Path(source)
         try:
-            if source.stat().st_size > MAX_CHAT_FILE_BYTES:
-                raise ChatFileError(f"{source.name} is larger than {MAX_CHAT_FILE_BYTES // 2**20} MB")
-            data = source.read_bytes()
+            # The user picked this file, so a link to it is fine; what it leads to must still be a regular file.
+            data = read_regular_file(source, MAX_CHAT_FILE_BYTES, follow_links=True)
+        except ChatFileError as error:
+            raise ChatFileError(f"could not import {source.name}: {error}") from None
         except OSError as error:
             raise ChatFileError(f"could not read {source.name}: {error.strerror}") from None
         try:

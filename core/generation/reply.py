@@ -80,8 +80,8 @@ class Generation:
         self.stop_event.set()
 
     def join(self, timeout: float | None = None) -> bool:
-        """Wait until the decode loop has returned; True when it has."""
-        return self._done.wait(timeout)
+        """Wait until the decode loop has returned; True when it has (or when the reply never started)."""
+        return self.trace is None or self._done.wait(timeout)
 
     def __iter__(self) -> Iterator[TokenEvent | FinishedEvent]:
         if self.trace is None:

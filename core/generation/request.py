@@ -6,7 +6,7 @@ import threading
 from dataclasses import dataclass, field
 
 from core.chats.session import ChatSession, Message, PromptBuild
-from core.generation.context_fit import check_reply_budget
+from core.chats.context_fit import check_reply_budget
 from core.generation.reply import DEFAULT_TOKEN_TIMEOUT_S, Generation
 from core.model.loader import LoadedModel
 from core.settings import GenerationSettings

@@ -8,8 +8,9 @@ import time
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
+from core.chats.context_fit import check_fits
 from core.lab.measure import (
-    MeasurementError, StepStamper, SweepContext, check_cancel, check_fits, median_or_none,
+    MeasurementError, StepStamper, SweepContext, check_cancel, median_or_none,
 )
 from core.lab.prompt_sweep import chapter_prompt_ids
 from core.model.loader import LoadedModel
@@ -21,7 +22,7 @@ BATCH_PROMPT_WORDS = 10
 def sweep_batch_sizes(loaded: LoadedModel, batch_sizes: Sequence[int], new_tokens: int, repeats: int,
                       context: SweepContext) -> Iterator[dict]:
     ids = chapter_prompt_ids(loaded.tokenizer, BATCH_PROMPT_WORDS)
-    check_fits(loaded, len(ids), new_tokens)
+    check_fits(len(ids), new_tokens, loaded.context_window)
     progress, cancel = context.progress, context.cancel
     context.check_cancel()
     progress.announce("batch sweep: warm-up")

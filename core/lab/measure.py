@@ -10,6 +10,7 @@ from typing import Callable, Iterable, Sequence, TypeVar
 
 from transformers import LogitsProcessor, MinNewTokensLengthLogitsProcessor
 
+from core.chats.context_fit import check_fits
 from core.lab.cancellation import MeasurementError, check_cancel
 from core.generation.reply import Generation
 from core.compute_thread import ComputeThread, compute_thread
@@ -78,7 +79,7 @@ def timed_generation(loaded: LoadedModel, input_ids: Sequence[int], new_tokens: 
     after the current token.
     """
     ids = list(input_ids)
-    check_fits(loaded, len(ids), new_tokens)
+    check_fits(len(ids), new_tokens, loaded.context_window)
     cancel = context.cancel
     generation = Generation(loaded, ids, GenerationSettings(max_new_tokens=new_tokens,
                                                             decode_loop=context.decode_loop),
@@ -91,13 +92,6 @@ def timed_generation(loaded: LoadedModel, input_ids: Sequence[int], new_tokens: 
     if trace.output_tokens != new_tokens:
         raise MeasurementError(f"expected {new_tokens} new tokens but the model produced {trace.output_tokens}.")
     return trace
-
-
-def check_fits(loaded: LoadedModel, prompt_tokens: int, new_tokens: int) -> None:
-    if prompt_tokens + new_tokens > loaded.context_window:
-        raise MeasurementError(
-            f"a prompt of {prompt_tokens:,} tokens plus {new_tokens:,} new tokens exceeds {loaded.name}'s context "
-            f"window of {loaded.context_window:,}; use fewer prompt words or new tokens.")
 
 
 class StepStamper(LogitsProcessor):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator, Sequence
 
-from core.lab.measure import SweepContext, check_fits, median_or_none, timed_generation
+from core.chats.context_fit import check_fits
+from core.lab.measure import SweepContext, median_or_none, timed_generation
 from core.model.loader import LoadedModel
 from core.timing.metrics import LatencyMetrics
 
@@ -29,7 +30,7 @@ def sweep_prompt_lengths(loaded: LoadedModel, prompt_words: Sequence[int], new_t
     """
     prompts = {words: chapter_prompt_ids(loaded.tokenizer, words) for words in prompt_words}
     for ids in prompts.values():
-        check_fits(loaded, len(ids), new_tokens)
+        check_fits(len(ids), new_tokens, loaded.context_window)
     progress = context.progress
     context.check_cancel()
     progress.announce("prompt sweep: warm-up")

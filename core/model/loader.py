@@ -127,7 +127,7 @@ def _load(source: ModelSource, device: str, dtype: str, progress: ProgressCallba
                 convert(source.gguf_file, check, cache_progress)
             location = check.folder
 
-    local_only = source.is_local or source.kind == "gguf"
+    local_only = True  # Latency Lab does not download: resolve_model_source refuses a hub id not in the cache
     common = {"trust_remote_code": trust_remote_code}
     progress(0.72, "loading the tokenizer")
     tokenizer = _from_pretrained(AutoTokenizer, location, local_only, common)

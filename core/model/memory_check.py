@@ -31,15 +31,17 @@ def available_memory_bytes() -> int | None:
 
 
 def estimated_load_bytes(source: ModelSource, dtype: str) -> int | None:
-    """The weights' size at their peak during loading, or None when the files do not say."""
-    try:
-        if source.kind == "gguf" and source.gguf_file is not None:
-            return gguf_parameter_count(source.gguf_file) * 4
-        if source.kind == "folder":
-            count = safetensors_parameter_count(Path(source.location))
-            return None if count is None else count * _LOAD_BYTES_PER_PARAMETER.get(dtype, 4)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None  # an unreadable header is the loader's to report, with its own message
+    """The weights' size at their peak during loading, or None when the files do not say.
+
+    A corrupt header raises ModelLoadError naming the file (core/model/weight_count.py): loading it
+    would fail anyway, and this says why in one line.
+    """
+    if source.kind == "gguf" and source.gguf_file is not None:
+        count = gguf_parameter_count(source.gguf_file)
+        return None if count is None else count * 4
+    if source.kind == "folder":
+        count = safetensors_parameter_count(Path(source.location))
+        return None if count is None else count * _LOAD_BYTES_PER_PARAMETER.get(dtype, 4)
     return None
 
 

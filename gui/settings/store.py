@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 from PySide6.QtCore import QSettings
 
 from core.model.source import EMBEDDED_SPEC
 from core.settings import DECODE_LOOP, DTYPE, MAX_NEW_TOKENS, SEED, TEMPERATURE, TOP_P
+from core.chats.atomic_file import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE
 
 
 @dataclass
@@ -45,10 +48,23 @@ def load_window_settings(store: QSettings | None = None) -> WindowSettings:
 
 def save_window_settings(settings: WindowSettings, store: QSettings | None = None) -> None:
     store = store or open_settings()
+    folder = Path(store.fileName()).parent
+    if not folder.exists():
+        folder.mkdir(parents=True, mode=PRIVATE_DIR_MODE)  # created by us, so private, like the chats folder
     for field in fields(WindowSettings):
         value = getattr(settings, field.name)
         store.setValue(field.name, "" if value is None else value)
     store.sync()
+    make_private(Path(store.fileName()))
+
+
+def make_private(path: Path) -> None:
+    """The file holds the model path and the system prompt: readable by the user only (QSettings writes 0644)."""
+    try:
+        if os.name == "posix" and path.is_file() and path.stat().st_mode & 0o077:
+            path.chmod(PRIVATE_FILE_MODE)
+    except OSError:
+        pass  # a settings file we cannot tighten is still better saved than lost
 
 
 def _coerce(raw, kind):

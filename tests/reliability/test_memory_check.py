@@ -18,10 +18,10 @@ def test_a_folder_without_safetensors_has_no_count(tmp_path):
     assert safetensors_parameter_count(tmp_path) is None
 
 
-def test_not_a_gguf_is_a_value_error(tmp_path):
+def test_not_a_gguf_is_a_clear_error_naming_the_file(tmp_path):
     path = tmp_path / "fake.gguf"
     path.write_bytes(b"NOPE" + b"\x00" * 64)
-    with pytest.raises(ValueError):
+    with pytest.raises(ModelLoadError, match="fake.gguf is not a readable GGUF file"):
         gguf_parameter_count(path)
 
 

@@ -1,0 +1,98 @@
+"""How `latencylab ask` ends when stdout breaks or the user presses Ctrl+C: stop the reply, wait for it, one line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+# The shell's convention for a process ended by a signal: 128 + its number.
+BROKEN_PIPE_STATUS = 128 + signal.SIGPIPE  # 141, what `yes | head -1` reports for yes
+INTERRUPTED_STATUS = 128 + signal.SIGINT  # 130
+OUTPUT_FAILED_STATUS = 1
+# A stop lands within one decoder layer or token (README, Stop latency); this is only a backstop.
+JOIN_TIMEOUT_S = 10.0
+
+
+class OutputLost(Exception):
+    """stdout cannot take the reply: a reader that went away, a full disk, or a closed descriptor."""
+
+    def __init__(self, status: int, message: str | None):
+        super().__init__(message or "broken pipe")
+        self.status = status
+        self.message = message
+
+
+def stdout_problem() -> str | None:
+    """Why nothing can be printed (stdout closed before we started), or None."""
+    if sys.stdout is None:
+        return "stdout is closed, so the reply could not be printed"
+    try:
+        descriptor = sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError):
+        return None  # not a file (a test's capture, an embedding host): writes will tell
+    try:
+        os.fstat(descriptor)
+    except OSError:
+        return "stdout is closed, so the reply could not be printed"
+    return None
+
+
+def write_out(text: str) -> None:
+    """Write and flush, turning every failure into OutputLost with its exit status."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise OutputLost(BROKEN_PIPE_STATUS, None) from None
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise OutputLost(OUTPUT_FAILED_STATUS, f"could not write the reply to stdout: {reason}") from None
+    except ValueError as error:  # a closed file object, or text the stream cannot encode
+        raise OutputLost(OUTPUT_FAILED_STATUS, f"could not write the reply to stdout: {error}") from None
+
+
+def silence_stdout() -> None:
+    """Point fd 1 at /dev/null, so the interpreter's own flush at exit cannot fail a second time."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
+    except OSError:
+        pass
+
+
+def say(line: str) -> None:
+    """One line on stderr; a broken stderr is not worth a traceback either."""
+    try:
+        print(f"latencylab: {line}", file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def end_generation(generation, status: int, note: str | None) -> int:
+    """Stop the reply and wait until the compute thread has left torch, then return status.
+
+    Leaving the interpreter while that thread is inside torch aborts the process ("terminate called
+    without an active exception", exit 134), so when the wait fails, or no reply can be stopped (a load
+    in progress), the process ends here with os._exit after flushing what can be flushed.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl+C must not interrupt the cleanup
+    if note:
+        say(note)
+    if generation is not None:
+        generation.stop()
+        if generation.join(JOIN_TIMEOUT_S):
+            return status
+    hard_exit(status)
+    return status  # not reached
+
+
+def hard_exit(status: int) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)

@@ -1,0 +1,99 @@
+"""`latencylab ask` ends cleanly on every exit path: a reader that leaves, a closed or full stdout, Ctrl+C."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+STORY = "Write a long story about a dragon"
+LONG_PROMPT = "Read this carefully. " + "The river runs past the old mill and the bridge. " * 400  # ~4k tokens
+
+
+def ask_command(prompt: str, *options: str) -> list[str]:
+    return [sys.executable, "-m", "cli.main", "ask", prompt, *options]
+
+
+def default_sigint() -> None:
+    # A child starts with SIGINT ignored when the test run itself was started in the background (`&`),
+    # and Python then installs no KeyboardInterrupt handler; a user's terminal delivers Ctrl+C normally.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start(command, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen(command, cwd=ROOT, stderr=subprocess.PIPE, preexec_fn=default_sigint, **kwargs)
+
+
+def read_stderr_until(process: subprocess.Popen, marker: bytes) -> bytes:
+    seen = b""
+    for line in process.stderr:
+        seen += line
+        if marker in line:
+            return seen
+    return seen
+
+
+def finish(process: subprocess.Popen, seen: bytes = b"") -> tuple[int, str]:
+    _, rest = process.communicate(timeout=120)
+    return process.returncode, (seen + (rest or b"")).decode("utf-8", "replace")
+
+
+def pipe_closed_early():
+    process = start(ask_command(STORY, "--max-new-tokens", "60"), stdout=subprocess.PIPE)
+    assert process.stdout.read(10)  # like `| head -c 10`: the reader takes a few bytes and leaves
+    process.stdout.close()
+    return finish(process)
+
+
+def in_bash(redirect: str, *options: str):
+    command = " ".join(f"'{part}'" for part in ask_command(STORY, "--max-new-tokens", "12", *options))
+    return finish(start(["bash", "-c", f"exec {command} {redirect}"]))
+
+
+def interrupt_after_first_token():
+    process = start(ask_command(STORY, "--max-new-tokens", "200"), stdout=subprocess.PIPE)
+    assert process.stdout.read(1)
+    process.send_signal(signal.SIGINT)
+    return finish(process)
+
+
+def interrupt_during(marker: bytes, prompt: str):
+    process = start(ask_command(prompt, "--max-new-tokens", "50"), stdout=subprocess.PIPE)
+    seen = read_stderr_until(process, marker)
+    process.send_signal(signal.SIGINT)
+    out, rest = process.communicate(timeout=120)
+    assert out == b"" or marker != b"model ready"  # interrupted before any token: during the prompt's pass
+    return process.returncode, (seen + rest).decode("utf-8", "replace")
+
+
+CASES = {
+    # name: (scenario, exit status, what stderr must say)
+    "pipe closed early": (pipe_closed_early, 141, None),
+    "stdout closed": (lambda: in_bash(">&-"), 1, "stdout is closed"),
+    "stdout closed, --json": (lambda: in_bash(">&-", "--json"), 1, "stdout is closed"),
+    "stdout is /dev/full": (lambda: in_bash(">/dev/full"), 1, "No space left on device"),
+    "stdout is /dev/full, --json": (lambda: in_bash(">/dev/full", "--json"), 1, "No space left on device"),
+    "Ctrl+C during decode": (interrupt_after_first_token, 130, "stopped (Ctrl+C)"),
+    "Ctrl+C during prefill": (lambda: interrupt_during(b"model ready", LONG_PROMPT), 130, "stopped (Ctrl+C)"),
+    "Ctrl+C during load": (lambda: interrupt_during(b"loading the weights", "hi"), 130, "stopped (Ctrl+C)"),
+}
+
+
+@pytest.mark.model
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("name", list(CASES))
+def test_every_exit_path_ends_with_its_status_and_one_line(embedded_model, name):
+    scenario, status, message = CASES[name]
+    code, stderr = scenario()
+    assert code == status, stderr
+    assert "Traceback" not in stderr and "terminate called" not in stderr and "Exception ignored" not in stderr
+    said = [line for line in stderr.splitlines() if line.startswith("latencylab:")]
+    if message is None:
+        assert said == []  # a reader that leaves is no error: quiet
+    else:
+        assert len(said) == 1 and message in said[0], stderr

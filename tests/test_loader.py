@@ -42,7 +42,7 @@ def test_corrupt_gguf_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("LATENCYLAB_CACHE_DIR", str(tmp_path / "cache"))
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"GGUF" + b"\x00\x01garbage" * 100)
-    with pytest.raises(ModelLoadError, match="the GGUF file") as caught:
+    with pytest.raises(ModelLoadError, match="not a readable GGUF file") as caught:
         load_model(str(broken))
     assert "broken.gguf" in str(caught.value)
 

@@ -42,7 +42,7 @@ def keeper(qtbot, tmp_path):
 
 def save_a_turn(keeper, session: ChatSession, text: str) -> None:
     session.add_user(text)
-    keeper.capture(session, [], [], {"temperature": 0.0}, "model", reply_pending=False)
+    keeper.capture(session, [], {"temperature": 0.0}, "model", generating=False)
     keeper.save_current()
 
 
@@ -98,9 +98,9 @@ def test_an_unchanged_chat_is_not_saved_again(keeper):
     save_a_turn(keeper, session, "hello")
     assert keeper.saver.flush(30)
     writes = keeper.saver.writes
-    keeper.capture(session, [], [], {"temperature": 0.0}, "model", reply_pending=False)
+    keeper.capture(session, [], {"temperature": 0.0}, "model", generating=False)
     keeper.save_current()
     assert keeper.saver.flush(30) and keeper.saver.writes == writes
-    keeper.capture(session, [], [], {"temperature": 0.5}, "model", reply_pending=False)
+    keeper.capture(session, [], {"temperature": 0.5}, "model", generating=False)
     keeper.save_current()
     assert keeper.saver.flush(30) and keeper.saver.writes == writes + 1

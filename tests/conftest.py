@@ -96,6 +96,34 @@ def window(qtbot, embedded_model):
 
 
 @pytest.fixture
+def tiny_window(qtbot, tiny_model):
+    """A chat window on the in-process engine with the tiny random model: fast replies of a few tokens."""
+    from gui.main_window import MainWindow
+
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.models.accept_model(tiny_model)
+    win.settings_panel.max_new_tokens.setValue(5)
+    win.show()
+    yield win
+    win.close()
+
+
+@pytest.fixture
+def waiting_for_a_load(qtbot, held_load):
+    """A window whose model load is held (held_load): messages sent now queue behind it."""
+    from gui.main_window import MainWindow
+
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.start_loading("embedded", "float32")
+    assert held_load.inside.wait(30)
+    yield win
+    held_load.release.set()
+    win.close()
+
+
+@pytest.fixture
 def held_load(monkeypatch):
     """Every model load is held inside, as a from_pretrained that nothing can cut short, until the test
     sets held_load.release (or the test ends); then it fails. held_load.inside is set once it is held."""

@@ -4,20 +4,8 @@ import threading
 
 import pytest
 
-from gui.main_window import MainWindow
 
 REPLY_TIMEOUT_MS = 60_000
-
-
-@pytest.fixture
-def tiny_window(qtbot, tiny_model):
-    window = MainWindow()
-    qtbot.addWidget(window)
-    window.models.accept_model(tiny_model)
-    window.settings_panel.max_new_tokens.setValue(5)
-    window.show()
-    yield window
-    window.close()
 
 
 def test_the_bar_shows_a_held_prefill_and_hides_at_the_first_token(qtbot, tiny_window, tiny_model):

@@ -5,20 +5,8 @@ import time
 
 import pytest
 
-from gui.main_window import MainWindow
 
 REPLY_TIMEOUT_MS = 60_000
-
-
-@pytest.fixture
-def tiny_window(qtbot, tiny_model):
-    window = MainWindow()
-    qtbot.addWidget(window)
-    window.models.accept_model(tiny_model)
-    window.settings_panel.max_new_tokens.setValue(40)
-    window.show()
-    yield window
-    window.close()
 
 
 def test_stop_in_the_same_slot_as_send_is_not_lost(qtbot, tiny_window):
@@ -73,41 +61,26 @@ def test_stop_during_decode_ends_after_the_current_token(qtbot, tiny_window):
     assert sum(stamp > pressed[0] for stamp in trace.timestamps_ns) <= 1
 
 
-def test_stop_while_the_model_loads_cancels_the_queued_message_and_keeps_it(qtbot, held_load):
-    inside, release = held_load.inside, held_load.release
-    window = MainWindow()
-    qtbot.addWidget(window)
-    try:
-        window.start_loading("embedded", "float32")
-        assert inside.wait(30)
-        window.input_box.setPlainText("queued question")
-        window.send_message()
-        assert window.replies.state == "queued" and window.stop_button.isEnabled()
-        window.stop_generation()
-        assert window.replies.state == "idle"
-        assert window.input_box.toPlainText() == "queued question" and not window.input_box.isReadOnly()
-        with qtbot.waitSignal(window.model_failed, timeout=REPLY_TIMEOUT_MS):
-            release.set()
-        assert window.session.messages == []  # nothing was sent after the load ended
-    finally:
-        release.set()
-        window.close()
+def test_stop_while_the_model_loads_cancels_the_queued_message_and_keeps_it(qtbot, waiting_for_a_load, held_load):
+    window = waiting_for_a_load
+    window.input_box.setPlainText("queued question")
+    window.send_message()
+    assert window.replies.state == "queued" and window.stop_button.isEnabled()
+    window.stop_generation()
+    assert window.replies.state == "idle"
+    assert window.input_box.toPlainText() == "queued question" and not window.input_box.isReadOnly()
+    with qtbot.waitSignal(window.model_failed, timeout=REPLY_TIMEOUT_MS):
+        held_load.release.set()
+    assert window.session.messages == []  # nothing was sent after the load ended
 
 
-def test_a_message_queued_behind_the_load_is_kept_when_the_window_closes(qtbot, held_load):
+def test_a_message_queued_behind_the_load_is_kept_when_the_window_closes(waiting_for_a_load):
     from core.chats.store import ChatStore
 
-    inside, release = held_load.inside, held_load.release
-    window = MainWindow()
-    qtbot.addWidget(window)
-    try:
-        window.start_loading("embedded", "float32")
-        assert inside.wait(30)
-        window.input_box.setPlainText("please keep me")
-        window.send_message()
-        window.close()
-    finally:
-        release.set()
-        assert window.models.engine.core.close(30)
+    window = waiting_for_a_load
+    window.input_box.setPlainText("please keep me")
+    window.send_message()
+    window.close()
+    assert window.saved_chats.keeper.saver.flush(10)
     saved = ChatStore().load(window.saved_chats.current_chat_id)
     assert [m.content for m in saved.messages] == ["please keep me"] and saved.reply_pending

@@ -3,7 +3,6 @@
 import threading
 
 
-
 REPLY_TIMEOUT_MS = 60_000
 
 

@@ -124,6 +124,8 @@ def engine_main(connection, parent_pid: int) -> None:
 
     sender = threading.Thread(target=send_events, name="latencylab-engine-sender", daemon=True)
     sender.start()
+    # The slow imports start at once, while the window paints, rather than when the first load arrives.
+    threading.Thread(target=_import_the_model_stack, name="latencylab-engine-imports", daemon=True).start()
     from core.engine.core import EngineCore
 
     core = EngineCore(outgoing.put)
@@ -143,6 +145,13 @@ def engine_main(connection, parent_pid: int) -> None:
     sender.join(0.3)
     # The compute thread may be inside torch; ending the interpreter around it can abort the process.
     os._exit(0)
+
+
+def _import_the_model_stack() -> None:
+    import torch  # noqa: F401
+    import transformers  # noqa: F401
+
+    import core.model.loader  # noqa: F401
 
 
 def _die_with_parent(parent_pid: int) -> None:

@@ -124,8 +124,12 @@ def engine_main(connection, parent_pid: int) -> None:
 
     sender = threading.Thread(target=send_events, name="latencylab-engine-sender", daemon=True)
     sender.start()
-    # The slow imports start at once, while the window paints, rather than when the first load arrives.
-    threading.Thread(target=_import_the_model_stack, name="latencylab-engine-imports", daemon=True).start()
+    # The slow imports start at once, while the window paints, rather than when the first load arrives. On the
+    # compute thread, where the load will run next: two threads importing transformers at once can see a
+    # half-initialised module.
+    from core.compute_thread import compute_thread
+
+    compute_thread().submit(_import_the_model_stack)
     from core.engine.core import EngineCore
 
     core = EngineCore(outgoing.put)
@@ -150,8 +154,7 @@ def engine_main(connection, parent_pid: int) -> None:
 def _import_the_model_stack() -> None:
     import torch  # noqa: F401
     import transformers  # noqa: F401
-
-    import core.model.loader  # noqa: F401
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401  (the lazy parts the load uses)
 
 
 def _die_with_parent(parent_pid: int) -> None:

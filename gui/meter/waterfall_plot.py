@@ -14,9 +14,6 @@ COLORS = {"prepare": "#9aa0a6", "queue": "#c5221f", "prefill": "#e8710a", "deliv
 LABELS = {"prepare": "template + tokenise", "queue": "wait for compute", "prefill": "prefill",
           "delivery": "token 0 delivered", "paint": "token 0 painted", "stop_to_last_token": "Stop → last token",
           "cancel": "Stop → engine idle"}
-ROW_HEIGHT = 11
-LABEL_WIDTH = 120
-TOP = 16
 
 
 def milliseconds(seconds: float | None) -> str:
@@ -28,17 +25,22 @@ class WaterfallPlot(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
+        # Rows and the label column follow the font the screen gives: fixed pixels clipped the labels on X11.
+        metrics = self.fontMetrics()
+        self.row_height = metrics.height() + 1
+        self.top = metrics.height() + 4
+        self.label_width = max(metrics.horizontalAdvance(label) for label in LABELS.values()) + 12
         self.setObjectName("waterfall_plot")
         self.segments: list[Segment] = []
         self.figures: dict = {}
-        self.setMinimumHeight(TOP + 3 * ROW_HEIGHT + 4)
+        self.setMinimumHeight(self.top + 3 * self.row_height + 4)
         self.setToolTip("Where the last reply's time went, on one monotonic clock (perf_counter_ns). "
                         "Hover a bar for its definition.")
 
     def show_trace(self, trace: GenerationTrace) -> None:
         self.segments = segments(trace)
         self.figures = decode_figures(trace)
-        self.setMinimumHeight(TOP + max(3, len(self.segments)) * ROW_HEIGHT + 4)
+        self.setMinimumHeight(self.top + max(3, len(self.segments)) * self.row_height + 4)
         self.updateGeometry()
         self.update()
 
@@ -55,8 +57,8 @@ class WaterfallPlot(QWidget):
                 f" · E2E {milliseconds(f.get('e2e_s'))}")
 
     def segment_at(self, y: float) -> Segment | None:
-        row = int((y - TOP) // ROW_HEIGHT)
-        return self.segments[row] if y >= TOP and 0 <= row < len(self.segments) else None
+        row = int((y - self.top) // self.row_height)
+        return self.segments[row] if y >= self.top and 0 <= row < len(self.segments) else None
 
     def tooltip_for(self, segment: Segment) -> str:
         return (f"{LABELS[segment.name]}: {milliseconds(segment.duration_s)} "
@@ -68,7 +70,7 @@ class WaterfallPlot(QWidget):
             segment = self.segment_at(event.pos().y())
             if segment is not None:
                 QToolTip.showText(event.globalPos(), self.tooltip_for(segment), self)
-            elif self.segments and event.pos().y() < TOP:
+            elif self.segments and event.pos().y() < self.top:
                 QToolTip.showText(event.globalPos(), "\n".join(DECODE_DEFINITIONS.values()), self)
             else:
                 QToolTip.showText(event.globalPos(), self.toolTip(), self)
@@ -78,19 +80,19 @@ class WaterfallPlot(QWidget):
     def paintEvent(self, _event) -> None:  # noqa: N802 - Qt's name
         painter = QPainter(self)
         painter.setPen(QColor("#3c4043"))
-        painter.drawText(QRectF(4, 0, self.width() - 8, TOP), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+        painter.drawText(QRectF(4, 0, self.width() - 8, self.top), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
                          self.summary_text())
         if not self.segments:
             return
         end_s = max(segment.end_s for segment in self.segments) or 1e-9
-        scale = max(1.0, self.width() - LABEL_WIDTH - 70) / end_s
+        scale = max(1.0, self.width() - self.label_width - 70) / end_s
         for row, segment in enumerate(self.segments):
-            y = TOP + row * ROW_HEIGHT
+            y = self.top + row * self.row_height
             painter.setPen(QColor("#3c4043"))
-            painter.drawText(QRectF(4, y, LABEL_WIDTH - 8, ROW_HEIGHT),
+            painter.drawText(QRectF(4, y, self.label_width - 8, self.row_height),
                              Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, LABELS[segment.name])
-            x = LABEL_WIDTH + segment.start_s * scale
+            x = self.label_width + segment.start_s * scale
             width = max(1.0, segment.duration_s * scale)  # a 0.1 ms segment still shows where it is
-            painter.fillRect(QRectF(x, y + 2, width, ROW_HEIGHT - 3), QColor(COLORS[segment.name]))
-            painter.drawText(QRectF(x + width + 3, y, 80, ROW_HEIGHT), Qt.AlignmentFlag.AlignVCenter,
+            painter.fillRect(QRectF(x, y + 2, width, self.row_height - 3), QColor(COLORS[segment.name]))
+            painter.drawText(QRectF(x + width + 3, y, 80, self.row_height), Qt.AlignmentFlag.AlignVCenter,
                              milliseconds(segment.duration_s))

@@ -1,16 +1,12 @@
 """A hub id that is not in the local Hugging Face cache fails at once, offline, with a did-you-mean."""
 
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from core.errors import ModelLoadError
-from core.model.offline import OFFLINE_VARIABLES
 from core.model.source import resolve_model_source
+from no_network import latencylab_offline
 
 ROOT = Path(__file__).resolve().parents[2]
 NOT_FOUND = "was not found locally: a hub id must already be in the Hugging Face cache, since Latency Lab does not download"
@@ -52,27 +48,10 @@ def test_a_cached_id_resolves_to_the_hub_cache(hub_cache):
 
 def test_a_typo_fails_at_once_with_every_socket_refused(tmp_path):
     """The typo from the issue spent 64 s on 21 DNS look-ups; now no connection is even attempted."""
-    script = textwrap.dedent("""
-        import socket, sys
-        attempts = []
-        def refuse(*args, **kwargs):
-            attempts.append(args[1:] if len(args) > 1 else args)
-            raise OSError("network access attempted")
-        socket.socket.connect = refuse
-        socket.socket.connect_ex = refuse
-        socket.getaddrinfo = refuse
-        socket.create_connection = refuse
-        from cli.main import main
-        code = main(["ask", "hi", "--model", "embeded", "--json"])
-        print("ATTEMPTS", len(attempts), file=sys.stderr)
-        sys.exit(code)
-    """)
-    env = {key: value for key, value in os.environ.items() if key not in OFFLINE_VARIABLES}
-    env["HF_HUB_CACHE"] = str(tmp_path / "empty-cache")
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env,
-                            cwd=ROOT)
+    result = latencylab_offline(["ask", "hi", "--model", "embeded", "--json"], ROOT,
+                                {"HF_HUB_CACHE": str(tmp_path / "empty-cache")}, timeout=120)
     assert result.returncode == 1 and result.stdout == ""
     lines = result.stderr.splitlines()
-    assert lines[-1] == "ATTEMPTS 0"
+    assert lines[-1].startswith("ATTEMPTS 0 ")
     assert len(lines) == 2 and lines[0].startswith("latencylab: error: 'embeded' " + NOT_FOUND)
     assert lines[0].endswith("Did you mean 'embedded'?")

@@ -2,9 +2,6 @@
 
 import json
 import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
@@ -14,6 +11,7 @@ from core.errors import ModelLoadError
 from core.model.preflight import check_before_loading
 from core.model.loader import load_model
 from core.model.offline import OFFLINE_VARIABLES, use_offline_mode_for
+from no_network import latencylab_offline
 from run_cli import latencylab
 
 
@@ -129,24 +127,8 @@ def test_offline_mode_is_switched_on_for_local_and_embedded_models(monkeypatch, 
 @pytest.mark.model
 def test_a_local_model_runs_without_a_single_network_call(embedded_model, tmp_path):
     """A real `ask` in a fresh process with every socket refused and no offline variable set beforehand."""
-    script = textwrap.dedent("""
-        import socket, sys
-        attempts = []
-        def refuse(*args, **kwargs):
-            attempts.append(args[1:] if len(args) > 1 else args)
-            raise OSError("network access attempted")
-        socket.socket.connect = refuse
-        socket.socket.connect_ex = refuse
-        socket.getaddrinfo = refuse
-        socket.create_connection = refuse
-        from cli.main import main
-        code = main(["ask", "Say hi.", "--max-new-tokens", "3", "--no-stream"])
-        print("ATTEMPTS", len(attempts), attempts[:3], file=sys.stderr)
-        sys.exit(code)
-    """)
-    env = {key: value for key, value in os.environ.items() if key not in OFFLINE_VARIABLES}
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env,
-                            cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    result = latencylab_offline(["ask", "Say hi.", "--max-new-tokens", "3", "--no-stream"],
+                                os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert result.returncode == 0, result.stderr
     assert "ATTEMPTS 0 []" in result.stderr and result.stdout.strip()
 

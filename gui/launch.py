@@ -39,7 +39,6 @@ def launch_window(args: argparse.Namespace, settings: GenerationSettings) -> int
     # Before the window imports transformers, which reads the offline switches once.
     use_offline_mode_for(args.model or load_window_settings().model_spec)
     from gui.main_window import MainWindow
-    from gui.thread_exit import exit_code_after_threads
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Latency Lab")
@@ -55,4 +54,4 @@ def launch_window(args: argparse.Namespace, settings: GenerationSettings) -> int
     window.input_box.setFocus()
     # The window is up before the model: loading runs on its own thread behind it.
     window.start_loading()
-    return exit_code_after_threads(app.exec())
+    return app.exec()

@@ -29,8 +29,6 @@ from gui.settings.check import check_window_settings
 from gui.settings.store import load_window_settings, save_window_settings
 from gui.window_size import fit_to_screen
 
-# Closing must finish within 2 s: a decode stops within a token and a prefill within a layer; a thread
-# still busy after its share (inside a model load) is detached, not joined (gui/thread_exit.py).
 CLOSE_WAIT_MS = 1000  # then the engine is killed: closing ends the whole app within 2 s
 CLOSE_SAVE_WAIT_S = 0.4
 

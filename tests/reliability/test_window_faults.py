@@ -9,7 +9,6 @@ from transformers import LogitsProcessor
 import core.model.loader
 from core.model import memory_check
 from core.chats.store import ChatStore
-from gui import thread_exit
 from window_driving import REPLY_TIMEOUT_MS, ask
 
 pytestmark = pytest.mark.model

@@ -88,3 +88,18 @@ def test_a_replay_of_this_chat_shows_what_the_user_saw_with_streaming_on_or_off(
     steps = replay.visible_plot._y.view()
     # Streaming: a staircase of four steps; without: flat until E2E, then the whole reply at once.
     assert len(set(steps.tolist())) == (5 if streaming else 2)
+
+
+def test_a_replay_at_recorded_speed_puts_the_recorded_gaps_in_the_interval_plot(qtbot, bare_window, tmp_path):
+    import numpy as np
+
+    exported = tmp_path / "trace.json"
+    exported.write_bytes(exported_trace())
+    replay = bare_window.open_replay(exported)
+    replay.play()  # the sliders start at the recorded TTFT and TPOT: real speed
+    qtbot.waitUntil(lambda: not replay.playing, timeout=10_000)
+    recorded = np.array([0.200, 0.220, 0.260, 0.280])
+    gaps_ms = np.diff(recorded) * 1000
+    assert 10 ** replay.plot.ttft_item.getData()[1][0] == pytest.approx(200, abs=1)  # the plot is logarithmic
+    assert np.allclose(10 ** replay.plot._log_y.view(), gaps_ms, rtol=0.02)
+    replay.close()

@@ -10,8 +10,9 @@ import sys
 from core.chats.session import Message
 from core.errors import LatencyLabError
 from core.generation.reply import Generation
-from core.generation.request import ReplyRequest, prepare_reply
-from core.model.loader import load_model
+from core.generation.request import ReplyRequest
+from core.remote.backend import load_any, prepare_any
+from core.remote.server_timings import compare
 from core.settings import GenerationSettings
 from core.timing.events import TokenEvent
 from core.timing.trace import GenerationTrace
@@ -41,10 +42,11 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
     generation: Generation | None = None
     try:
         try:
-            loaded = load_model(args.model, device=args.device, dtype=args.dtype, progress=ProgressPrinter(),
-                                trust_remote_code=args.trust_remote_code, allow_pickle=args.allow_pickle)
-            generation, prompt = prepare_reply(loaded, ReplyRequest(args.system, (Message("user", args.prompt),),
-                                                                    settings))
+            loaded = load_any(args.model, device=args.device, dtype=args.dtype, progress=ProgressPrinter(),
+                              trust_remote_code=args.trust_remote_code, allow_pickle=args.allow_pickle,
+                              server_timeout_s=getattr(args, "server_timeout", None))
+            generation, prompt = prepare_any(loaded, ReplyRequest(args.system, (Message("user", args.prompt),),
+                                                                  settings), streaming=not args.no_stream)
         except LatencyLabError as error:
             say(f"error: {error}")
             return 1
@@ -110,4 +112,17 @@ def ask_report(model_facts: dict, trace: GenerationTrace, settings: GenerationSe
         "text": trace.text,
         "stop_reason": trace.stop_reason,
         "error": trace.error,
+        **remote_report(trace, metrics.ttft_s),
+    }
+
+
+def remote_report(trace: GenerationTrace, ttft_s: float | None) -> dict:
+    """Over a network: chunks (not tokens), time to first byte, and the server's own timings beside ours."""
+    if trace.server is None:
+        return {}
+    return {
+        "chunks": trace.chunks,
+        "ttfb_s": (trace.first_byte_ns - trace.request_start_ns) / 1e9 if trace.first_byte_ns else None,
+        "reasoning_text": trace.reasoning_text,
+        "server": {**trace.server, "client_vs_server": compare(ttft_s, (trace.server or {}).get("timings"))},
     }

@@ -12,9 +12,9 @@ from core.errors import LatencyLabError
 from core.generation.reply import Generation
 from core.generation.request import ReplyRequest
 from core.remote.backend import load_any, prepare_any
-from core.remote.server_timings import compare
 from core.settings import GenerationSettings
 from core.timing.events import TokenEvent
+from core.timing.export import server_document
 from core.timing.trace import GenerationTrace
 from cli.exit_paths import (
     INTERRUPTED_STATUS, OUTPUT_FAILED_STATUS, OutputLost, end_generation, say, silence_stdout, stdout_problem, write_out,
@@ -52,6 +52,8 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
             return 1
         if prompt.notice:
             say(prompt.notice)
+        if getattr(loaded, "notice", None):
+            say(loaded.notice)
         if generation.decode_loop_note:
             say(f"decoding with generate(): {generation.decode_loop_note}")
         return _stream_reply(args, settings, loaded, generation)
@@ -112,17 +114,6 @@ def ask_report(model_facts: dict, trace: GenerationTrace, settings: GenerationSe
         "text": trace.text,
         "stop_reason": trace.stop_reason,
         "error": trace.error,
-        **remote_report(trace, metrics.ttft_s),
+        **server_document(trace),
     }
 
-
-def remote_report(trace: GenerationTrace, ttft_s: float | None) -> dict:
-    """Over a network: chunks (not tokens), time to first byte, and the server's own timings beside ours."""
-    if trace.server is None:
-        return {}
-    return {
-        "chunks": trace.chunks,
-        "ttfb_s": (trace.first_byte_ns - trace.request_start_ns) / 1e9 if trace.first_byte_ns else None,
-        "reasoning_text": trace.reasoning_text,
-        "server": {**trace.server, "client_vs_server": compare(ttft_s, (trace.server or {}).get("timings"))},
-    }

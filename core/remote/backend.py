@@ -41,5 +41,5 @@ def prepare_any(loaded, request: ReplyRequest, *, streaming: bool = True, ignore
     if is_remote(loaded):
         reply = RemoteReply(loaded, request.system_prompt, [(m.role, m.content) for m in request.messages],
                             request.settings, stop=request.stop, streaming=streaming, ignore_eos=ignore_eos)
-        return reply, RemotePrompt(notice=loaded.notice)
+        return reply, RemotePrompt()
     return prepare_reply(loaded, request)

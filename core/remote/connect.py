@@ -60,6 +60,7 @@ class RemoteModel:
             "weight_bytes": None,
             "context_window": None,
             "timeout_s": self.timeout_s,
+            "notice": self.notice,
         }
 
 

@@ -55,12 +55,22 @@ def sweep_remote_prompt_lengths(model: RemoteModel, prompt_words: Sequence[int],
             progress.announce(f"prompt sweep: {words:,} words, run {repeat + 1}/{repeats}")
             traces.append(measured(remote_reply(model, words, new_tokens, context).run_to_end(), context))
             progress.advance(f"prompt sweep: {words:,} words, run {repeat + 1}/{repeats} done")
-        row = prompt_row(words, traces[0].prompt_tokens, int(statistics.median(t.output_tokens for t in traces)),
+        prompt_tokens = traces[0].prompt_tokens or _prompt_tokens_by_asking(model, words, context)
+        row = prompt_row(words, prompt_tokens, int(statistics.median(t.output_tokens for t in traces)),
                          [trace.metrics() for trace in traces])
         row["chunks"] = int(statistics.median(trace.chunks or 0 for trace in traces))
         row["server_prompt_ms"] = median_or_none(((t.server or {}).get("timings") or {}).get("prompt_ms")
                                                  for t in traces)
         yield row
+
+
+def _prompt_tokens_by_asking(model: RemoteModel, words: int, context: SweepContext) -> int:
+    """A server that sends no usage in its stream (llama-cpp-python) still does in a whole response: ask for one token."""
+    reply = RemoteReply(model, "", [("user", chapter_prompt(words))], GenerationSettings(max_new_tokens=1),
+                        stop=context.cancel, streaming=False)
+    trace = reply.run_to_end()
+    check_cancel(context.cancel)
+    return trace.prompt_tokens
 
 
 def sweep_concurrency(model: RemoteModel, levels: Sequence[int], new_tokens: int, repeats: int,

@@ -23,8 +23,12 @@ def request_body(model: str, messages: list[dict], *, stream: bool, max_tokens: 
     if server_kind == "llama.cpp":
         body["return_progress"] = stream  # prompt_progress chunks during the prompt's pass
         body["timings_per_token"] = False
-    if ignore_eos and server_kind in ("llama.cpp", "vLLM"):
-        body["ignore_eos"] = True
+    if ignore_eos:
+        # Exactly max_tokens, so lab runs compare equal lengths: each server has its own word for it.
+        if server_kind in ("llama.cpp", "vLLM"):
+            body["ignore_eos"] = True
+        if server_kind in ("llama-cpp-python", "vLLM"):
+            body["min_tokens"] = max_tokens
     return body
 
 

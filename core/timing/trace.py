@@ -68,7 +68,9 @@ class GenerationTrace:
 
     def _record_server(self, report: ServerReport) -> None:
         self.server = {"kind": report.server_kind, "chunks": report.chunks, "timings": report.timings,
-                       "prompt_tokens": report.prompt_tokens, "output_tokens": report.output_tokens}
+                       "prompt_tokens": report.prompt_tokens, "output_tokens": report.output_tokens,
+                       "tokens_counted_from": "the server's usage" if report.output_tokens is not None
+                       else "chunks, one token each: the server sent no usage"}
         self.server_output_tokens = report.output_tokens
         self.first_byte_ns = report.first_byte_ns
         if report.prompt_tokens is not None:

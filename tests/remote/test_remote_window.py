@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+
+import pytest
 from PySide6.QtCore import Qt
 
 from core.timing.trace import GenerationTrace
@@ -19,8 +22,10 @@ def _chunks(*texts):
 
 
 def _connect(qtbot, window, url):
+    """As a user does: the URL typed into the model picker, then Load."""
+    window.settings_panel.model_box.setCurrentText(url)
     with qtbot.waitSignal(window.model_changed, timeout=TIMEOUT_MS):
-        window.start_loading(url, "float32")
+        qtbot.mouseClick(window.settings_panel.load_button, Qt.MouseButton.LeftButton)
 
 
 def _ask(qtbot, window, text) -> GenerationTrace:
@@ -92,3 +97,49 @@ def test_a_server_that_is_not_there_is_a_clear_load_error_and_keeps_the_window_u
         assert window.settings_panel.load_button.isEnabled()
     finally:
         window.close()
+
+
+@pytest.mark.engine_process
+def test_the_engine_process_carries_a_remote_reply_and_the_key_never_reaches_the_saved_settings(qtbot):
+    from pathlib import Path
+
+    from gui.settings.store import open_settings
+
+    with ScriptedServer(Script(chunks=_chunks("Over", " the", " pipe."))) as server:
+        window = _window(qtbot)
+        try:
+            window.settings_panel.server_key = "sk-window-key-42"
+            _connect(qtbot, window, server.url)
+            trace = _ask(qtbot, window, "Hi")
+            assert trace.text == "Over the pipe." and trace.output_tokens == 6
+            assert server.requests[-1]["headers"]["Authorization"] == "Bearer sk-window-key-42"
+        finally:
+            window.close()
+    store = open_settings()
+    store.sync()
+    saved = Path(store.fileName()).read_text(encoding="utf-8", errors="replace")
+    assert "sk-window-key-42" not in saved and server.url in saved  # the URL is kept, the key is not
+    chats = [path.read_text(errors="replace") for path in Path(os.environ["XDG_DATA_HOME"]).rglob("*")
+             if path.is_file()]
+    assert chats and not any("sk-window-key-42" in text for text in chats)
+
+
+def test_the_server_dialog_builds_the_spec_and_refuses_a_key_in_the_url(qtbot):
+    from gui.model.server_dialog import ServerDialog
+
+    dialog = ServerDialog()
+    qtbot.addWidget(dialog)
+    dialog.url.setText("http://127.0.0.1:11434")
+    dialog.protocol.setCurrentText("ollama")
+    dialog.served_model.setText("llama3.2:1b")
+    dialog.key.setText("secret")
+    dialog.accept()
+    assert dialog.result() == dialog.DialogCode.Accepted
+    assert dialog.spec_text() == "http://127.0.0.1:11434#model=llama3.2%3A1b&protocol=ollama"
+    assert dialog.api_key() == "secret"
+    refusing = ServerDialog()
+    qtbot.addWidget(refusing)
+    refusing.url.setText("https://example.invalid/v1?api_key=abc")
+    refusing.accept()
+    assert refusing.result() != refusing.DialogCode.Accepted
+    assert "key in its query" in refusing.problem.text()

@@ -143,3 +143,19 @@ def test_the_server_dialog_builds_the_spec_and_refuses_a_key_in_the_url(qtbot):
     refusing.accept()
     assert refusing.result() != refusing.DialogCode.Accepted
     assert "key in its query" in refusing.problem.text()
+
+
+def test_reasoning_is_shown_apart_from_the_answer(qtbot):
+    chunks = [openai_chunk(role="assistant"), openai_chunk(reasoning="Think first."), openai_chunk("Answer."),
+              openai_chunk(finish="stop"), "[DONE]"]
+    with ScriptedServer(Script(chunks=chunks)) as server:
+        window = _window(qtbot)
+        try:
+            _connect(qtbot, window, server.url)
+            trace = _ask(qtbot, window, "Why?")
+            assert trace.text == "Answer." and trace.reasoning_text == "Think first."
+            shown = window.transcript.toPlainText()
+            assert "Assistant\nAnswer.\n[reasoning] Think first." in shown
+            assert window.session.messages[-1].content == "Answer."
+        finally:
+            window.close()

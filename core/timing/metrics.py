@@ -73,7 +73,7 @@ def summarize(request_start_ns: int, first_token_ns: int | None, last_token_ns: 
         ttft_s=ttft,
         e2e_s=e2e,
         tpot_s=tpot,
-        prefill_tok_s=prompt_tokens / ttft if ttft > 0 else None,
+        prefill_tok_s=prompt_tokens / ttft if ttft > 0 and prompt_tokens else None,  # 0: unknown (a server sent no usage)
         decode_tok_s=1.0 / tpot if tpot else None,
     )
 

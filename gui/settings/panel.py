@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (
 
 from core.errors import InvalidSettingsError
 from core.model.source import EMBEDDED_SPEC
+from core.remote.spec import is_remote_spec
 from core.settings import (DECODE_LOOP, DECODE_LOOP_CHOICES, DTYPE, DTYPE_CHOICES, MAX_NEW_TOKENS, TEMPERATURE,
                            TOP_P, GenerationSettings, validate_dtype)
 from gui.settings.seed_box import SeedBox
@@ -96,6 +97,8 @@ class SettingsPanel(QWidget):
         self.apply(settings)
         self.browse_button.clicked.connect(self._browse)
         self.server_button.clicked.connect(self._choose_server)
+        self.model_box.currentTextChanged.connect(self._on_model_text)
+        self._on_model_text(self.model_box.currentText())
         self.load_button.clicked.connect(self._request_load)
 
     def apply(self, settings: WindowSettings) -> None:
@@ -157,6 +160,11 @@ class SettingsPanel(QWidget):
         for text in spec_texts:
             if self.model_box.findText(text) < 0:
                 self.model_box.addItem(text)
+
+    @Slot(str)
+    def _on_model_text(self, text: str) -> None:
+        # A server chose its own precision; the box would only mislead.
+        self.dtype_box.setEnabled(not is_remote_spec(text.strip()))
 
     @Slot()
     def _choose_server(self) -> None:

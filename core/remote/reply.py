@@ -191,6 +191,8 @@ class RemoteReply:
             reading.completion_tokens = piece.completion_tokens
         if piece.timings:
             reading.timings = {**(reading.timings or {}), **piece.timings}
+            if reading.completion_tokens is None and isinstance(piece.timings.get("generated_n"), int):
+                reading.completion_tokens = piece.timings["generated_n"]  # llama.cpp's count, where no usage came
         if piece.finish_reason:
             reading.reason = _FINISH_REASONS.get(piece.finish_reason, StopReason.EOS)
         if piece.done:

@@ -108,3 +108,21 @@ def test_the_lab_sweeps_prompts_and_concurrency_on_the_server(llama_server):
     assert all(row["ttft_s"] > 0 and row["tpot_s"] > 0 for row in results.prompt)
     assert [row["concurrency"] for row in results.batch] == [1, 2]
     assert all(row["aggregate_tok_s"] > 0 for row in results.batch)
+
+
+def test_client_tpot_agrees_with_the_servers_own_time_per_token(llama_server):
+    """llama-cpp-python sends no timings, but llama.cpp logs its own per request: eval time / runs."""
+    import re
+
+    mark = len(llama_server.lines)
+    trace = _reply(llama_server, max_new_tokens=48, ignore_eos=True).run_to_end()
+    assert trace.error is None and trace.output_tokens == 48
+    nxt = _reply(llama_server, max_new_tokens=2).run_to_end()  # its request flushes the log of the one before
+    assert nxt.error is None
+    logged = [re.search(r"\beval time =\s*([\d.]+) ms /\s*(\d+) runs", line) for line in llama_server.log_since(mark)
+              if "prompt eval" not in line]
+    ms, runs = next((float(m.group(1)), int(m.group(2))) for m in logged if m)
+    assert runs == 47  # the server's decode steps after the first token: ours counted the same reply
+    server_per_token_s = ms / runs / 1e3
+    # The client's TPOT holds the server's step plus network and parsing: close above it, never far below.
+    assert 0.8 * server_per_token_s <= trace.metrics().tpot_s <= 2.0 * server_per_token_s

@@ -166,3 +166,57 @@ def test_ollama_native_reports_its_durations():
     assert timings["prompt_ms"] == pytest.approx(30.0)
     assert timings["per_token_ms"] == pytest.approx(20.0)
     assert timings["load_ms"] == pytest.approx(5.0)
+
+
+def test_llama_cpp_prompt_progress_becomes_prefill_progress_and_its_timings_count_the_tokens():
+    chunks = [{"choices": [], "prompt_progress": {"total": 100, "cache": 20, "processed": 60, "time_ms": 5}},
+              {"choices": [], "prompt_progress": {"total": 100, "cache": 20, "processed": 100, "time_ms": 9}},
+              openai_chunk("Hi"), openai_chunk("!"),
+              {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+               "timings": {"prompt_n": 80, "prompt_ms": 9.0, "predicted_n": 2, "predicted_ms": 4.0,
+                           "predicted_per_token_ms": 2.0, "cache_n": 20}}, "[DONE]"]
+    with ScriptedServer(Script(chunks=chunks)) as server:
+        trace = _reply(server).run_to_end()
+    assert [fraction for _, fraction in trace.prefill_progress] == [0.5, 1.0]
+    assert trace.output_tokens == 2  # from timings.predicted_n: this stream sent no usage
+    assert trace.server["timings"]["cache_n"] == 20
+
+
+def test_a_reply_past_the_size_cap_is_cut_there_and_kept(monkeypatch):
+    import core.remote.reply
+
+    monkeypatch.setattr(core.remote.reply, "MAX_REPLY_BYTES", 2000)
+    chunks = [openai_chunk("x" * 300) for _ in range(20)] + ["[DONE]"]
+    with ScriptedServer(Script(chunks=chunks)) as server:
+        trace = _reply(server).run_to_end()
+    assert trace.text.startswith("x" * 300) and len(trace.text) < 20 * 300
+    assert "interrupted" in trace.error and "was cut there" in trace.error
+
+
+def test_tls_to_a_server_that_does_not_speak_it_is_a_tls_error():
+    with ScriptedServer() as server:
+        with pytest.raises(ModelLoadError, match="TLS error"):
+            connect(f"https://127.0.0.1:{server.port}/v1", timeout_s=5)
+
+
+def test_plain_http_to_another_host_warns_and_keys_in_urls_are_refused():
+    from core.remote.spec import RemoteSpec
+
+    assert RemoteSpec.parse("http://127.0.0.1:8080/v1").plain_http_warning() is None
+    assert RemoteSpec.parse("https://gpu.example.com/v1").plain_http_warning() is None
+    assert "unencrypted" in RemoteSpec.parse("http://gpu.example.com:8000/v1").plain_http_warning()
+    with pytest.raises(ModelLoadError, match="key in its query"):
+        RemoteSpec.parse("http://gpu.example.com/v1?api_key=sk-1")
+    with pytest.raises(ModelLoadError, match="user name or password"):
+        RemoteSpec.parse("http://user:sk-1@gpu.example.com/v1")
+
+
+def test_the_cli_says_a_bad_server_in_one_line_and_exits_1():
+    import subprocess
+    import sys
+
+    with ScriptedServer(Script(status=401)) as server:
+        result = subprocess.run([sys.executable, "-m", "cli.main", "ask", "Hi", "--model", server.url],
+                                capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert "check the API key" in result.stderr and "Traceback" not in result.stderr

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 from core.remote.errors import RemoteError
-from core.remote.pieces import Piece
+from core.remote.pieces import Piece, json_object
 from core.remote.server_timings import from_ollama
 
 
@@ -18,12 +16,7 @@ def request_body(model: str, messages: list[dict], *, stream: bool, max_tokens: 
 
 
 def read_line(line: str) -> Piece:
-    try:
-        document = json.loads(line)
-    except ValueError:
-        raise RemoteError(f"Ollama sent a line that is not JSON: {line[:120]!r}") from None
-    if not isinstance(document, dict):
-        raise RemoteError(f"Ollama sent a line that is not a JSON object: {line[:120]!r}")
+    document = json_object(line, "Ollama", "line")
     if document.get("error"):
         raise RemoteError(f"Ollama reported an error: {document['error']}")
     message = document.get("message") or {}

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 from core.remote.errors import RemoteError
-from core.remote.pieces import Piece
+from core.remote.pieces import Piece, json_object
 from core.remote.server_timings import from_llama_cpp, from_vllm
 
 
@@ -93,13 +91,7 @@ def _prefill_fraction(progress: dict) -> float | None:
 
 
 def _json(text: str) -> dict:
-    try:
-        document = json.loads(text)
-    except ValueError:
-        raise RemoteError(f"the server sent a chunk that is not JSON: {text[:120]!r}") from None
-    if not isinstance(document, dict):
-        raise RemoteError(f"the server sent a chunk that is not a JSON object: {text[:120]!r}")
-    return document
+    return json_object(text, "the server", "chunk")
 
 
 def _raise_on_error(document: dict) -> None:

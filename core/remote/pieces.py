@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+
+from core.remote.errors import RemoteError
 
 
 @dataclass
@@ -21,3 +24,14 @@ class Piece:
     @property
     def has_content(self) -> bool:
         return bool(self.text or self.reasoning)
+
+
+def json_object(text: str, sender: str, what: str) -> dict:
+    """Parse one message of a stream as a JSON object, or RemoteError naming who sent what."""
+    try:
+        document = json.loads(text)
+    except ValueError:
+        raise RemoteError(f"{sender} sent a {what} that is not JSON: {text[:120]!r}") from None
+    if not isinstance(document, dict):
+        raise RemoteError(f"{sender} sent a {what} that is not a JSON object: {text[:120]!r}")
+    return document

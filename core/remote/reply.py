@@ -11,6 +11,7 @@ import threading
 import time
 from typing import Callable, Iterator
 
+from core.generation.reply_surface import ReplySurface
 from core.remote import ollama_chat, openai_chat
 from core.remote.connect import RemoteModel
 from core.remote.errors import RemoteError, ReplyTooLarge, StreamCut
@@ -27,7 +28,7 @@ STOP_POLL_S = 0.02
 _FINISH_REASONS = {"length": StopReason.MAX_TOKENS, "max_tokens": StopReason.MAX_TOKENS}
 
 
-class RemoteReply:
+class RemoteReply(ReplySurface):
     def __init__(self, model: RemoteModel, system_prompt: str, messages: list[tuple[str, str]], settings, *,
                  stop: threading.Event | None = None, streaming: bool = True, ignore_eos: bool = False,
                  on_progress: Callable[[object], None] | None = None):
@@ -59,12 +60,6 @@ class RemoteReply:
         threading.Thread(target=self._watch_stop, name="latencylab-remote-stop", daemon=True).start()
         return self
 
-    def stop(self) -> None:
-        self.stop_event.set()
-
-    def join(self, timeout: float | None = None) -> bool:
-        return self.trace is None or self._done.wait(timeout)
-
     def __iter__(self) -> Iterator[TokenEvent | FinishedEvent]:
         if self.trace is None:
             raise RuntimeError("call start() before iterating a RemoteReply")
@@ -78,14 +73,6 @@ class RemoteReply:
             yield event
             if isinstance(event, FinishedEvent):
                 return
-
-    def run_to_end(self) -> GenerationTrace:
-        if self.trace is None:
-            self.start()
-        for _ in self:
-            pass
-        self.join()
-        return self.trace
 
     # -- the reading thread ---------------------------------------------------------------------
 

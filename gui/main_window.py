@@ -87,7 +87,9 @@ class MainWindow(QMainWindow):
         splitter.addWidget(panel)
         splitter.addWidget(self.meter)
         splitter.setSizes([620, 660])
-        self.lab_tab = LabTab(self.models.client)
+        settings_panel = panel.settings_panel
+        self.lab_tab = LabTab(self.models.client, server_access=lambda: (settings_panel.server_key,
+                                                                          settings_panel.server_timeout_s))
         self.tabs = QTabWidget()
         self.tabs.addTab(splitter, "Chat")
         self.tabs.addTab(self.lab_tab, "Lab")

@@ -159,3 +159,27 @@ def test_reasoning_is_shown_apart_from_the_answer(qtbot):
             assert window.session.messages[-1].content == "Answer."
         finally:
             window.close()
+
+
+def test_the_lab_tab_runs_its_sweeps_against_a_server(qtbot):
+    chunks = [openai_chunk(role="assistant"), *(openai_chunk(f" w{i}") for i in range(4)), openai_chunk(finish="length"),
+              {"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 4}}, "[DONE]"]
+    with ScriptedServer(Script(chunks=chunks)) as server:
+        window = _window(qtbot)
+        try:
+            form = window.lab_tab.form
+            form.model_box.setCurrentText(server.url)
+            for name, box in form.sweep_boxes.items():
+                box.setChecked(name in ("prompt", "batch", "precision"))
+            form.prompt_words_edit.setText("5, 10")
+            form.new_tokens_spin.setValue(4)
+            form.repeats_spin.setValue(1)
+            form.batch_sizes_edit.setText("1, 2")
+            with qtbot.waitSignal(window.lab_tab.run_finished, timeout=TIMEOUT_MS) as blocker:
+                window.lab_tab.run()
+            results = blocker.args[0]
+            assert results is not None and results.error is None
+            assert len(results.prompt) == 2 and [row["concurrency"] for row in results.batch] == [1, 2]
+            assert any("does not apply" in note for note in results.notes)
+        finally:
+            window.close()

@@ -24,10 +24,12 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e .
 	touch $(STAMP)
 
-# The tests' extras on top: pytest and friends, and llama-cpp-python's server (compiled once, then
-# taken from pip's wheel cache), which `make run` does not need.
+# The tests' extras on top: pytest and friends, llama-cpp-python's server (compiled once, then taken
+# from pip's wheel cache), and llama.cpp's own llama-server (compiled once from the same llama.cpp into
+# the user's cache: tools/build_llama_server.py). `make run` needs none of them.
 $(TEST_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) tools/build_llama_server.py
 	@$(MAKE) --no-print-directory xvfb
 	touch $(TEST_STAMP)
 

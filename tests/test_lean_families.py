@@ -100,3 +100,47 @@ def test_int4_projections_give_the_same_numbers_fused_as_apart():
         layers = [Int4Linear(quantize_q4_groups(torch.randn(n, 64)), torch.randn(n)) for n in rows]
         with torch.inference_mode():
             assert torch.equal(fused_projection(*layers)(x), torch.cat([layer(x) for layer in layers], dim=-1))
+
+
+def test_models_the_loop_does_not_cover_run_on_generate_and_say_why():
+    gpt2 = transformers.AutoModelForCausalLM.from_config(
+        transformers.GPT2Config(vocab_size=VOCAB, n_embd=64, n_layer=2, n_head=4))
+    loop, why = loop_for(gpt2, "lean")
+    assert loop == "generate" and "'gpt2'" in why and "qwen3" in why  # names the model and what is covered
+    partial_rotary = transformers.AutoModelForCausalLM.from_config(transformers.Phi3Config(
+        **COMMON, rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}))
+    loop, why = loop_for(partial_rotary, "lean")
+    assert loop == "generate" and "partial rotary" in why
+    scaled_rope = transformers.AutoModelForCausalLM.from_config(transformers.Qwen2Config(
+        **COMMON, rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0}))
+    loop, why = loop_for(scaled_rope, "lean")
+    assert loop == "generate" and "'linear'" in why
+
+
+@pytest.mark.parametrize("family", ["qwen2", "phi3", "gemma3_text"])
+def test_a_saved_model_of_the_family_loads_as_int4_and_replies_on_the_lean_loop(
+        family, tmp_path, embedded_tokenizer):
+    """What a user does: open a model folder at int4 and chat; the lean loop's text is generate()'s."""
+    from core.chats.session import ChatSession
+    from core.generation.reply import Generation
+    from core.model.loader import load_model
+    from core.settings import GenerationSettings
+
+    tokenizer = embedded_tokenizer
+    config = FAMILY_CONFIGS[family]()
+    config.vocab_size = len(tokenizer)
+    config.bos_token_id, config.eos_token_id, config.pad_token_id = (
+        tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id)
+    torch.manual_seed(0)
+    transformers.AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path, safe_serialization=True)
+    tokenizer.save_pretrained(tmp_path)
+    loaded = load_model(str(tmp_path), dtype="int4")
+    session = ChatSession()
+    session.add_user("Tell me about lighthouses.")
+    ids = session.build_prompt(loaded.tokenizer, loaded.context_window, 16).input_ids
+    texts = {}
+    for loop in ("lean", "generate"):
+        generation = Generation(loaded, ids, GenerationSettings(max_new_tokens=16, decode_loop=loop))
+        assert generation.decode_loop == loop and generation.decode_loop_note is None
+        texts[loop] = generation.run_to_end().text
+    assert texts["lean"] == texts["generate"] and texts["lean"]

@@ -20,7 +20,8 @@ def attend(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, *, sta
     """
     count, end = query.shape[1], keys.shape[1]
     first = 0 if window is None else max(0, start + 1 - window)  # the earliest key the first query sees
-    keys, values = keys[:, first:], values[:, first:]
+    if first:
+        keys, values = keys[:, first:], values[:, first:]
     if softcap is not None:
         mask = _mask(start, count, first, end, window) if count > 1 else None
         attended = _eager_softcapped(query, keys, values, mask, scale, softcap)

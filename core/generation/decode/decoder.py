@@ -130,19 +130,20 @@ class LeanDecoder:
             self._values[index, 0, :, start:end] = value.view(count, self.kv_heads, self.head_dim).transpose(0, 1)
             attended = attend(query, self._keys[index, 0, :, :end], self._values[index, 0, :, :end], start=start,
                               window=self.windows[index], scale=self.scale, softcap=self.attention_softcap)
-            hidden = hidden + self._wrapped(layer.output(attended), layer.post_attention_norm)
+            attention_out = layer.output(attended)
+            if layer.post_attention_norm is not None:  # Gemma normalises each sublayer's output too
+                attention_out = norm(attention_out, layer.post_attention_norm, self.eps)
+            hidden = hidden + attention_out
             mlp_out = layer.mlp(norm(hidden, layer.pre_mlp_norm, self.eps))
-            hidden = hidden + self._wrapped(mlp_out, layer.post_mlp_norm)
+            if layer.post_mlp_norm is not None:
+                mlp_out = norm(mlp_out, layer.post_mlp_norm, self.eps)
+            hidden = hidden + mlp_out
         if on_layer is not None:
             on_layer(len(self.layers), len(self.layers))
         logits = self._head(self._final_norm(hidden[-1:]))
         if self.final_softcap is not None:
             logits = torch.tanh(logits / self.final_softcap) * self.final_softcap
         return logits
-
-    def _wrapped(self, out: torch.Tensor, post_norm: torch.Tensor | None) -> torch.Tensor:
-        """A sublayer's output, through the norm Gemma puts after it."""
-        return out if post_norm is None else self._norm(out, post_norm, self.eps)
 
 
 def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

@@ -1,4 +1,4 @@
-"""Each model family the lean loop covers replies token for token as generate() does, in float32 and int4."""
+"""Each model family the lean loop covers replies token for token as generate() does, at each precision."""
 
 import pytest
 import torch
@@ -22,6 +22,7 @@ COMMON = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidde
               bos_token_id=1, eos_token_id=2, pad_token_id=0)
 
 FAMILY_CONFIGS = {
+    "llama": lambda: transformers.LlamaConfig(**COMMON),
     "qwen2": lambda: transformers.Qwen2Config(**COMMON, use_sliding_window=True, sliding_window=WINDOW,
                                               max_window_layers=1),
     "qwen3": lambda: transformers.Qwen3Config(**COMMON),
@@ -40,11 +41,13 @@ def tiny_model(family: str, precision: str):
     clear winners and a rounding slip would show as a different token rather than hide in a near tie."""
     config = FAMILY_CONFIGS[family]()
     # Gemma multiplies its embeddings by sqrt(hidden): weights that wide saturate it into one repeated token.
-    config.initializer_range = 0.05 if family.startswith("gemma") else 0.2
+    config.initializer_range = 0.03 if family.startswith("gemma") else 0.2
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(config).eval()
     if precision == "int4":
         quantize_int4(model)
+    elif precision == "bfloat16":
+        model = model.to(torch.bfloat16)
     model.generation_config.eos_token_id = None  # replies of exactly NEW_TOKENS in both loops
     return model
 
@@ -67,7 +70,7 @@ def lean_reply(model, ids):
     return out[0, ids.shape[1]:].tolist()
 
 
-@pytest.mark.parametrize("precision", ["float32", "int4"])
+@pytest.mark.parametrize("precision", ["float32", "bfloat16", "int4"])
 @pytest.mark.parametrize("family", sorted(FAMILY_CONFIGS))
 def test_greedy_reply_is_token_for_token_generates(family, precision):
     model = tiny_model(family, precision)

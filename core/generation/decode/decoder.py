@@ -14,7 +14,7 @@ from typing import Any, Callable
 import torch
 
 from core.generation.decode.attention import attend
-from core.generation.decode.families import family_spec, layer_rope, layer_window, lean_pass_refusal
+from core.generation.decode.families import family_spec, layer_window, lean_pass_refusal
 from core.generation.decode.layer import LayerParts
 from core.generation.stopping import PassInterrupted
 
@@ -47,8 +47,13 @@ class LeanDecoder:
         self.layers = [LayerParts(layer, spec, self.heads, self.kv_heads, self.head_dim)
                        for layer in model.model.layers]
         self.windows = [layer_window(config, index) for index in range(len(self.layers))]
-        self.thetas = [float(layer_rope(config, index).get("rope_theta", getattr(config, "rope_theta", 10000.0)))
-                       for index in range(len(self.layers))]
+        # The rotary frequencies the model itself holds (per layer type in Gemma 3), not ones recomputed
+        # from the config: a model cast to bfloat16 holds them rounded, and its rotations follow.
+        rotary = model.model.rotary_emb
+        layer_types = getattr(config, "layer_types", None) or [""] * len(self.layers)
+        self.rotary_kinds = [kind if hasattr(rotary, f"{kind}_inv_freq") else "" for kind in layer_types]
+        self._inverse_frequencies = {kind: getattr(rotary, f"{kind}_inv_freq" if kind else "inv_freq").float().clone()
+                                     for kind in set(self.rotary_kinds)}
         self.capacity = 0
         self._keys = self._values = None
         self._rotations: dict[float, tuple[torch.Tensor, torch.Tensor]] = {}
@@ -80,13 +85,13 @@ class LeanDecoder:
             keys[:, :, :, : self.capacity] = self._keys
             values[:, :, :, : self.capacity] = self._values
         self._keys, self._values = keys, values
-        self._rotations = {theta: self._rotation_table(theta, capacity) for theta in set(self.thetas)}
+        self._rotations = {kind: self._rotation_table(frequencies, capacity)
+                           for kind, frequencies in self._inverse_frequencies.items()}
         self.capacity = capacity
 
-    def _rotation_table(self, theta: float, capacity: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """(cos, signed sin) for positions 0..capacity at this rotary base."""
-        half = torch.arange(0, self.head_dim, 2, dtype=torch.float32) / self.head_dim
-        angles = torch.outer(torch.arange(capacity, dtype=torch.float32), 1.0 / (theta ** half))
+    def _rotation_table(self, inverse_frequencies: torch.Tensor, capacity: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(cos, signed sin) for positions 0..capacity, as the model's rotary embedding computes them."""
+        angles = torch.outer(torch.arange(capacity, dtype=torch.float32), inverse_frequencies)
         angles = torch.cat([angles, angles], dim=-1)
         # rotate_half(x) * sin == roll(x, half) * sin with its first half negated: one op, not four.
         signed_sin = angles.sin()
@@ -111,8 +116,8 @@ class LeanDecoder:
         if count > 1 and start != 0:
             raise ValueError("several tokens at once are only supported for a prompt at position 0")
         hidden = self._embed(token_ids.view(1, count)).view(count, -1).to(self.dtype)
-        rotations = {theta: (cos[start:end], signed_sin[start:end])
-                     for theta, (cos, signed_sin) in self._rotations.items()}
+        rotations = {kind: (cos[start:end], signed_sin[start:end])
+                     for kind, (cos, signed_sin) in self._rotations.items()}
         norm = self._norm
         for index, layer in enumerate(self.layers):
             if interrupt is not None and interrupt.is_set():
@@ -124,7 +129,7 @@ class LeanDecoder:
             if layer.head_norm is not None:
                 query_key = norm(query_key, layer.head_norm, self.eps)
             # Queries and keys rotate as one tensor: half the small ops of rotating each.
-            rotated = _rotate(query_key.transpose(0, 1), *rotations[self.thetas[index]])
+            rotated = _rotate(query_key.transpose(0, 1), *rotations[self.rotary_kinds[index]])
             query, key = rotated[:self.heads], rotated[self.heads:]
             self._keys[index, 0, :, start:end] = key
             self._values[index, 0, :, start:end] = value.view(count, self.kv_heads, self.head_dim).transpose(0, 1)

@@ -52,11 +52,12 @@ class LeanDecoder:
         rotary = model.model.rotary_emb
         layer_types = getattr(config, "layer_types", None) or [""] * len(self.layers)
         self.rotary_kinds = [kind if hasattr(rotary, f"{kind}_inv_freq") else "" for kind in layer_types]
-        self._inverse_frequencies = {kind: getattr(rotary, f"{kind}_inv_freq" if kind else "inv_freq").float().clone()
-                                     for kind in set(self.rotary_kinds)}
+        self._inverse_frequencies = {
+            kind: getattr(rotary, f"{kind}_inv_freq" if kind else "inv_freq").float().clone()
+            for kind in set(self.rotary_kinds)}
         self.capacity = 0
         self._keys = self._values = None
-        self._rotations: dict[float, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._rotations: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def start_sequence(self, positions: int) -> None:
         """Room for a new sequence of about this many positions; what the cache holds is not needed.

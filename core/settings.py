@@ -51,6 +51,8 @@ MAX_NEW_TOKENS = NumberLimit("max new tokens", 1, 32_768, 256, whole=True)
 TEMPERATURE = NumberLimit("temperature", 0.0, 2.0, 0.0)
 TOP_P = NumberLimit("top-p", 0.0, 1.0, 1.0, low_open=True)
 SEED = NumberLimit("seed", 0, 2**32 - 1, None, whole=True)  # None: a fresh random seed each reply
+# How long a server may send nothing (while connecting or mid-reply) before the reply is given up.
+SERVER_TIMEOUT = NumberLimit("server timeout (s)", 1, 3600, 60)
 
 # Below this, logits / temperature overflow to inf and sampling fails ("probability tensor contains
 # inf/nan"); 0 itself means greedy.

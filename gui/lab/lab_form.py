@@ -28,7 +28,8 @@ class LabForm(QWidget):
         self.model_box.setEditable(True)
         self.model_box.addItem(EMBEDDED_CHOICE)
         self.model_box.setToolTip("The model for the prompt and batch sweeps, and the one loaded at each "
-                                  "precision: 'embedded', a .gguf file, a model folder or a local hub id.")
+                                  "precision: 'embedded', a .gguf file, a model folder, a local hub id, or a "
+                                  "server's URL (then the batch sweep runs N simultaneous streams).")
         self.dtype_box = QComboBox()
         self.dtype_box.addItems(dtype_choices)
         self.dtype_box.setToolTip("Precision for the prompt and batch sweeps.")

@@ -23,6 +23,12 @@ COMMON = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidde
 
 FAMILY_CONFIGS = {
     "llama": lambda: transformers.LlamaConfig(**COMMON),
+    # Llama 3.1/3.2's scaled rotary frequencies, and YaRN's, which also scales cos and sin.
+    "llama-rope-llama3": lambda: transformers.LlamaConfig(**COMMON, rope_parameters={
+        "rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0, "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0, "original_max_position_embeddings": 64}),
+    "qwen2-rope-yarn": lambda: transformers.Qwen2Config(**COMMON, rope_parameters={
+        "rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 64}),
     "qwen2": lambda: transformers.Qwen2Config(**COMMON, use_sliding_window=True, sliding_window=WINDOW,
                                               max_window_layers=1),
     "qwen3": lambda: transformers.Qwen3Config(**COMMON),
@@ -114,10 +120,10 @@ def test_models_the_loop_does_not_cover_run_on_generate_and_say_why():
         **COMMON, rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}))
     loop, why = loop_for(partial_rotary, "lean")
     assert loop == "generate" and "partial rotary" in why
-    scaled_rope = transformers.AutoModelForCausalLM.from_config(transformers.Qwen2Config(
-        **COMMON, rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0}))
-    loop, why = loop_for(scaled_rope, "lean")
-    assert loop == "generate" and "'linear'" in why
+    growing_rope = transformers.AutoModelForCausalLM.from_config(transformers.Qwen2Config(
+        **COMMON, rope_parameters={"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}))
+    loop, why = loop_for(growing_rope, "lean")
+    assert loop == "generate" and "'dynamic'" in why
 
 
 @pytest.mark.parametrize("family", ["qwen2", "phi3", "gemma3_text"])

@@ -47,14 +47,15 @@ class LeanDecoder:
         self.layers = [LayerParts(layer, spec, self.heads, self.kv_heads, self.head_dim)
                        for layer in model.model.layers]
         self.windows = [layer_window(config, index) for index in range(len(self.layers))]
-        # The rotary frequencies the model itself holds (per layer type in Gemma 3), not ones recomputed
-        # from the config: a model cast to bfloat16 holds them rounded, and its rotations follow.
+        # The rotary frequencies and scaling the model itself holds (per layer type in Gemma 3), not ones
+        # recomputed from the config: they cover scaled ropes (Llama 3's, YaRN's) as they are, and a model
+        # cast to bfloat16 holds them rounded, as its rotations then are.
         rotary = model.model.rotary_emb
         layer_types = getattr(config, "layer_types", None) or [""] * len(self.layers)
         self.rotary_kinds = [kind if hasattr(rotary, f"{kind}_inv_freq") else "" for kind in layer_types]
-        self._inverse_frequencies = {
-            kind: getattr(rotary, f"{kind}_inv_freq" if kind else "inv_freq").float().clone()
-            for kind in set(self.rotary_kinds)}
+        self._rotary = {kind: (getattr(rotary, f"{kind}_inv_freq" if kind else "inv_freq").float().clone(),
+                               getattr(rotary, f"{kind}_attention_scaling" if kind else "attention_scaling", 1.0))
+                        for kind in set(self.rotary_kinds)}
         self.capacity = 0
         self._keys = self._values = None
         self._rotations: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
@@ -86,18 +87,19 @@ class LeanDecoder:
             keys[:, :, :, : self.capacity] = self._keys
             values[:, :, :, : self.capacity] = self._values
         self._keys, self._values = keys, values
-        self._rotations = {kind: self._rotation_table(frequencies, capacity)
-                           for kind, frequencies in self._inverse_frequencies.items()}
+        self._rotations = {kind: self._rotation_table(frequencies, scaling, capacity)
+                           for kind, (frequencies, scaling) in self._rotary.items()}
         self.capacity = capacity
 
-    def _rotation_table(self, inverse_frequencies: torch.Tensor, capacity: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def _rotation_table(self, inverse_frequencies: torch.Tensor, scaling: float,
+                        capacity: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(cos, signed sin) for positions 0..capacity, as the model's rotary embedding computes them."""
         angles = torch.outer(torch.arange(capacity, dtype=torch.float32), inverse_frequencies)
         angles = torch.cat([angles, angles], dim=-1)
         # rotate_half(x) * sin == roll(x, half) * sin with its first half negated: one op, not four.
-        signed_sin = angles.sin()
+        signed_sin = angles.sin() * scaling
         signed_sin[:, : self.head_dim // 2] *= -1
-        return angles.cos().to(self.dtype), signed_sin.to(self.dtype)
+        return (angles.cos() * scaling).to(self.dtype), signed_sin.to(self.dtype)
 
     def forward(self, token_ids: torch.Tensor, start: int,
                 interrupt: threading.Event | None = None,

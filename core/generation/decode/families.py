@@ -32,6 +32,11 @@ FAMILIES: dict[str, FamilySpec] = {
 }
 
 
+# Rotary embeddings whose frequencies and scaling are fixed at load: the pass takes them from the model
+# as they are. transformers recomputes others (dynamic NTK, Phi-3's longrope) as a sequence grows.
+ROPE_TYPES_FIXED_AT_LOAD = ("default", "linear", "llama3", "yarn")
+
+
 def family_spec(model: Any) -> FamilySpec:
     return FAMILIES[model.config.model_type]
 
@@ -63,7 +68,7 @@ def lean_pass_refusal(model: Any) -> str | None:
         return f"the lean loop covers {covered}; this model is {model_type!r}"
     for index in range(config.num_hidden_layers):
         rope = layer_rope(config, index)
-        if rope.get("rope_type", "default") != "default":
+        if rope.get("rope_type", "default") not in ROPE_TYPES_FIXED_AT_LOAD:
             return f"rope type {rope.get('rope_type')!r} is not covered"
         if rope.get("partial_rotary_factor", 1.0) != 1.0:
             return f"a partial rotary factor ({rope['partial_rotary_factor']}) is not covered"

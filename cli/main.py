@@ -49,7 +49,8 @@ def add_common_options(parser: argparse.ArgumentParser, suppress_defaults: bool 
     parser.add_argument("--seed", type=int, default=default(None),
                         help=f"{_range(SEED)} (default: a random seed for each reply)")
     parser.add_argument("--decode-loop", default=default(None), choices=DECODE_LOOP.choices,
-                        help="lean: our own decode loop for Llama-family models (others fall back to generate); "
+                        help="lean: our own decode loop for Llama, Qwen, Mistral, Phi-3 and Gemma models "
+                             "(others fall back); "
                              f"generate: transformers' model.generate (default: {DECODE_LOOP.default})")
     add_risky_options(parser, default)
 

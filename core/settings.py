@@ -63,7 +63,8 @@ MIN_SAMPLING_TEMPERATURE = 1e-3
 DTYPE = ChoiceLimit("dtype", ("float32", "bfloat16", "int8", "int4"), "float32")
 QUANTISED_DTYPES = ("int8", "int4")
 DEVICE = ChoiceLimit("device", ("cpu", "cuda"), "cpu")
-# "lean" is core/generation/decode's loop (Llama-family models; others fall back); "generate" is transformers'.
+# "lean" is core/generation/decode's loop (Llama, Qwen, Mistral, Phi-3 and Gemma models; others fall back);
+# "generate" is transformers'.
 LEAN_LOOP, GENERATE_LOOP = "lean", "generate"
 DECODE_LOOP = ChoiceLimit("decode loop", (LEAN_LOOP, GENERATE_LOOP), LEAN_LOOP)
 

@@ -23,8 +23,10 @@ class GGUFWeights:
 
         self._reader = gguf.GGUFReader(str(path))
         self._tensors = {tensor.name: tensor for tensor in self._reader.tensors}
-        self.head_count = self._field_int("llama.attention.head_count")
-        self.head_count_kv = self._field_int("llama.attention.head_count_kv")
+        field = self._reader.fields.get("general.architecture")
+        self.architecture = bytes(field.parts[field.data[0]]).decode() if field is not None else "llama"
+        self.head_count = self._field_int(f"{self.architecture}.attention.head_count")
+        self.head_count_kv = self._field_int(f"{self.architecture}.attention.head_count_kv")
 
     def _field_int(self, key: str) -> int | None:
         field = self._reader.fields.get(key)
@@ -52,7 +54,12 @@ class GGUFWeights:
         return self._undo_llama_permutation(gguf_name, groups)
 
     def _undo_llama_permutation(self, gguf_name: str, groups: Q4Groups) -> Q4Groups:
-        """llama.cpp interleaves q and k rows for its rotary layout; transformers undoes it, so must we."""
+        """llama.cpp interleaves q and k rows for its rotary layout; transformers undoes it, so must we.
+
+        Only Llama-architecture files (Mistral's among them) are interleaved: Qwen, Phi-3 and Gemma are not.
+        """
+        if self.architecture != "llama":
+            return groups
         if ".attn_q." in gguf_name:
             heads = self.head_count
         elif ".attn_k." in gguf_name:
@@ -69,10 +76,15 @@ HF_NAMES = {
     "attn_k": "self_attn.k_proj",
     "attn_v": "self_attn.v_proj",
     "attn_output": "self_attn.o_proj",
+    "attn_qkv": "self_attn.qkv_proj",  # Phi-3's fused q/k/v
     "ffn_gate": "mlp.gate_proj",
     "ffn_up": "mlp.up_proj",
     "ffn_down": "mlp.down_proj",
 }
+
+
+# Phi-3's fused gate and up halves are one ffn_up tensor in its GGUF, in the same order.
+FUSED_HF_SUFFIXES = {"mlp.gate_up_proj": "mlp.up_proj"}
 
 
 def gguf_name_for(module_name: str) -> str | None:
@@ -81,6 +93,7 @@ def gguf_name_for(module_name: str) -> str | None:
     if len(parts) < 4 or parts[0] != "model" or parts[1] != "layers":
         return None
     suffix = ".".join(parts[3:])
+    suffix = FUSED_HF_SUFFIXES.get(suffix, suffix)
     for gguf_short, hf_suffix in HF_NAMES.items():
         if suffix == hf_suffix:
             return f"blk.{parts[2]}.{gguf_short}.weight"

@@ -36,7 +36,8 @@ class LabForm(QWidget):
         self.decode_loop_box = QComboBox()
         self.decode_loop_box.addItems(core.settings.DECODE_LOOP_CHOICES)
         self.decode_loop_box.setToolTip("Decode loop for the prompt and precision sweeps: lean (Latency Lab's "
-                                        "own, Llama-family models) or generate (transformers'). The batch "
+                                        "own: Llama, Qwen, Mistral, Phi-3, Gemma) or generate "
+                                        "(transformers'). The batch "
                                         "sweep always uses generate.")
         self.sweep_boxes = {name: QCheckBox(SWEEP_TITLES[name]) for name in SWEEPS}
         for box in self.sweep_boxes.values():

@@ -60,7 +60,8 @@ class SettingsPanel(QWidget):
         self.decode_loop_box = QComboBox()
         self.decode_loop_box.addItems(DECODE_LOOP_CHOICES)
         self.decode_loop_box.setToolTip(
-            "lean: Latency Lab's own decode loop (Llama-family models; others fall back to generate), "
+            "lean: Latency Lab's own decode loop (Llama, Qwen, Mistral, Phi-3 and Gemma models; others fall "
+            "back to generate), "
             "same tokens with less Python per step. generate: transformers' model.generate. "
             "Switch to see how much of TPOT is framework overhead rather than reading weights.")
         self.load_progress = QProgressBar()

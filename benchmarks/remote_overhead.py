@@ -2,10 +2,11 @@
 
 For each chunk: from the moment its bytes came off the socket (the stamp) to the moment the reply's
 consumer holds its token event, i.e. SSE parsing, JSON, event building and the hand-over between
-threads. The server's time per token is llama.cpp's own (its `eval time … per token` line for that
-request). Interleaved replies, median over all chunks. Target: ≤ 1% of the server's per-token time.
+threads. The server's time per token is llama.cpp's own: llama-server's `timings.predicted_per_token_ms`
+(or, on llama-cpp-python's server, its logged `eval time … per token` for that request). Median over
+all chunks. Target: ≤ 1% of the server's per-token time.
 
-Run: .venv/bin/python benchmarks/remote_overhead.py [--replies 6] [--tokens 64] [--threads N]
+Run: .venv/bin/python benchmarks/remote_overhead.py [--replies 6] [--tokens 64] [--threads N] [--server KIND]
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import _common
 
 from core.model.source import embedded_gguf_path
 from core.remote.connect import connect
-from core.remote.llama_cpp_server import LlamaCppServer
+from core.remote.llama_cpp_server import LLAMA_SERVER, PYTHON_SERVER, LlamaCppServer
 from core.remote.reply import RemoteReply
 from core.settings import GenerationSettings
 from core.timing.events import TokenEvent
@@ -56,18 +57,23 @@ def main() -> None:
     parser.add_argument("--replies", type=int, default=6)
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=None, help="the server's threads (default: all cores)")
+    parser.add_argument("--server", choices=(LLAMA_SERVER, PYTHON_SERVER), default=None,
+                        help="which llama.cpp server (default: llama-server where built)")
     _common.add_json_option(parser)
     args = parser.parse_args()
     report = _common.start_report(args, "remote_overhead")
-    with LlamaCppServer(embedded_gguf_path(), threads=args.threads) as server:
+    with LlamaCppServer(embedded_gguf_path(), threads=args.threads, kind=args.server) as server:
         model = connect(server.url)
         one_reply(model, 8)  # warm-up: the first request pays for loading into the cache
         costs, ratios, server_ms, client_tpot = [], [], [], []
         for _ in range(args.replies):
             mark = len(server.lines)
             reply_costs, trace = one_reply(model, args.tokens)
-            time.sleep(0.2)  # let the server's log line for this request arrive
-            per_token = server_ms_per_token(server.log_since(mark))
+            timings = (trace.server or {}).get("timings") or {}
+            per_token = timings.get("per_token_ms")
+            if per_token is None:
+                time.sleep(0.2)  # let the server's log line for this request arrive
+                per_token = server_ms_per_token(server.log_since(mark))
             if trace.error or per_token is None:
                 print(f"a reply failed or the server logged no timing: {trace.error}")
                 continue
@@ -80,7 +86,7 @@ def main() -> None:
         return
     cost_p50, cost_p95 = statistics.median(costs), statistics.quantiles(costs, n=20)[-1]
     ratio = statistics.median(ratios)
-    print(f"server: llama-cpp-python {server.alias} on 127.0.0.1, {args.replies} replies of {args.tokens} tokens, "
+    print(f"server: {server.kind} ({server.alias}) on 127.0.0.1, {args.replies} replies of {args.tokens} tokens, "
           f"{len(costs)} chunks")
     print(f"server's own time per token (llama.cpp eval): median {statistics.median(server_ms):.2f} ms; "
           f"client TPOT over the wire: median {statistics.median(client_tpot):.2f} ms")

@@ -20,6 +20,7 @@ from gui.chat.chat_panel import ChatPanel
 from gui.chat.live_reply import LiveReply
 from gui.chat.reply_controller import QUEUED, ReplyController
 from gui.chats.saved_chats import SavedChats
+from gui.gui_thread_gc import GuiThreadCollector
 from gui.lab.lab_tab import LabTab
 from gui.menus import build_menus
 from gui.meter.meter_panel import MeterPanel
@@ -50,6 +51,8 @@ class MainWindow(QMainWindow):
             setattr(self.window_settings, name, value)
         self._closing = False
         self._warned_hosts: set[str] = set()
+        self.collector = GuiThreadCollector(self)
+        self.collector.start()
         # The engine starts now, before the first paint: it imports torch while the window shows.
         self.models = ModelController(engine_factory, trust_remote_code, allow_pickle, parent=self)
         self._build_widgets()
@@ -302,6 +305,7 @@ class MainWindow(QMainWindow):
         self.lab_tab.shutdown()
         self.replies.shutdown()
         self.models.shutdown(CLOSE_WAIT_MS)
+        self.collector.stop()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
         if not self._closing:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import itertools
 import os
 import threading
 
@@ -140,6 +142,26 @@ def held_load(monkeypatch):
     monkeypatch.setattr(core.model.loader, "load_model", load)
     yield Held
     Held.release.set()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cycles_collected_on_the_main_thread_only():
+    """The suite runs engines' threads in its own process: automatic collection there could free a Qt object
+    off the GUI thread and deadlock PySide (gui/gui_thread_gc.py). So the collector runs only here, between
+    tests, and in each window's own GUI-thread timer."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    yield itertools.count(1)  # the tests done so far
+    if was_enabled:
+        gc.enable()
+
+
+@pytest.fixture(autouse=True)
+def collect_cycles_after_each_test(cycles_collected_on_the_main_thread_only):
+    yield
+    # The young generations hold what this test left; all of them now and then keeps the old one small.
+    tests_done = next(cycles_collected_on_the_main_thread_only)
+    gc.collect(2 if tests_done % 25 == 0 else 1)
 
 
 @pytest.fixture(autouse=True)

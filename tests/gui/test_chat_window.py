@@ -214,7 +214,7 @@ def test_exports_hold_the_chat_traces(qtbot, window, tmp_path):
     assert document["replies"][0]["waterfall"]["segments"][0]["name"] == "prepare"
     assert str(tmp_path) not in (tmp_path / "t.json").read_text(encoding="utf-8")
     rows = [line for line in (tmp_path / "t.csv").read_text(encoding="utf-8").splitlines() if not line.startswith("#")]
-    assert rows[0] == "turn,index,token_id,text,t_s,interval_s,delivery_s" and len(rows) >= trace.output_tokens + 1
+    assert rows[0] == "turn,index,token_id,text,t_s,interval_s,delivery_s,chunk,reasoning" and len(rows) >= trace.output_tokens + 1
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

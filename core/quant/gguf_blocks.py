@@ -1,4 +1,4 @@
-"""Read Q4_1 and Q8_0 tensors out of a GGUF file as quants and scales, without dequantising them."""
+"""Read a GGUF file's tensors as quants and scales (or raw blocks), without dequantising them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from core.quant.gguf_decode import decode
 from core.quant.groupwise import Q4Groups
+from core.quant.int_groups import IntGroups
 
 # Q4_1 block: fp16 scale d, fp16 minimum m, then 16 bytes holding 32 four-bit quants
 # (low nibbles are elements 0..15, high nibbles 16..31). Q8_0 block: fp16 scale, 32 int8 quants.
@@ -23,16 +25,60 @@ class GGUFWeights:
 
         self._reader = gguf.GGUFReader(str(path))
         self._tensors = {tensor.name: tensor for tensor in self._reader.tensors}
-        self.head_count = self._field_int("llama.attention.head_count")
-        self.head_count_kv = self._field_int("llama.attention.head_count_kv")
+        self.architecture = self.field_text("general.architecture")
+        self.head_count = self._field_int(f"{self.architecture}.attention.head_count")
+        self.head_count_kv = self._field_int(f"{self.architecture}.attention.head_count_kv")
 
     def _field_int(self, key: str) -> int | None:
         field = self._reader.fields.get(key)
         return int(field.parts[field.data[0]][0]) if field is not None else None
 
+    def field_text(self, key: str) -> str | None:
+        field = self._reader.fields.get(key)
+        if field is None or not field.data:
+            return None
+        return bytes(field.parts[field.data[0]]).decode("utf-8", errors="replace")
+
+    def file_type(self) -> str | None:
+        """The quantisation the file was made as (e.g. Q4_K_M), from general.file_type."""
+        import gguf
+
+        code = self._field_int("general.file_type")
+        try:
+            return gguf.LlamaFileType(code).name.removeprefix("MOSTLY_") if code is not None else None
+        except ValueError:
+            return None
+
+    def names(self) -> list[str]:
+        return list(self._tensors)
+
     def tensor_type(self, gguf_name: str) -> str | None:
         tensor = self._tensors.get(gguf_name)
         return tensor.tensor_type.name if tensor is not None else None
+
+    def shape(self, gguf_name: str) -> tuple[int, ...]:
+        """Rows first, as torch orders a weight (GGUF lists the innermost dimension first)."""
+        return tuple(int(d) for d in reversed(self._tensors[gguf_name].shape))
+
+    def raw(self, gguf_name: str) -> np.ndarray:
+        """The tensor's bytes as [rows, row_bytes] (quant types) or its values (float types); memory-mapped."""
+        return self._tensors[gguf_name].data
+
+    def int_groups(self, gguf_name: str) -> IntGroups:
+        """A quantised weight's whole numbers and group scales, rows in Hugging Face order."""
+        groups = decode(np.asarray(self.raw(gguf_name)), self.tensor_type(gguf_name))
+        order = self.llama_row_order(gguf_name, groups.n.shape[0])
+        return groups if order is None else groups.permute_rows(order)
+
+    def dequantized(self, gguf_name: str) -> "torch.Tensor":
+        """Any type gguf can read, as float32 rows in Hugging Face order (the fallback for types without a kernel)."""
+        import gguf
+
+        tensor = self._tensors[gguf_name]
+        values = gguf.quants.dequantize(np.asarray(tensor.data), tensor.tensor_type)
+        weight = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32)).reshape(self.shape(gguf_name))
+        order = self.llama_row_order(gguf_name, weight.shape[0])
+        return weight if order is None else weight[order]
 
     def q4_1(self, gguf_name: str) -> Q4Groups:
         tensor = self._tensors[gguf_name]
@@ -52,16 +98,20 @@ class GGUFWeights:
         return self._undo_llama_permutation(gguf_name, groups)
 
     def _undo_llama_permutation(self, gguf_name: str, groups: Q4Groups) -> Q4Groups:
-        """llama.cpp interleaves q and k rows for its rotary layout; transformers undoes it, so must we."""
+        order = self.llama_row_order(gguf_name, groups.quants.shape[0])
+        return groups if order is None else groups.permute_rows(order)
+
+    def llama_row_order(self, gguf_name: str, rows: int) -> torch.Tensor | None:
+        """llama.cpp interleaves q and k rows for its rotary layout in Llama files; transformers undoes it, so must we."""
+        if self.architecture != "llama":
+            return None
         if ".attn_q." in gguf_name:
             heads = self.head_count
         elif ".attn_k." in gguf_name:
             heads = self.head_count_kv or self.head_count
         else:
-            return groups
-        rows = groups.quants.shape[0]
-        order = torch.arange(rows).reshape(heads, rows // heads // 2, 2).transpose(1, 2).reshape(rows)
-        return groups.permute_rows(order)
+            return None
+        return torch.arange(rows).reshape(heads, rows // heads // 2, 2).transpose(1, 2).reshape(rows)
 
 
 HF_NAMES = {

@@ -13,6 +13,9 @@ BLOCK_LAYOUT = {
     "Q4_K": (144, 256), "Q5_K": (176, 256), "Q6_K": (210, 256),
 }
 NATIVE_TYPES = tuple(BLOCK_LAYOUT)
+# Base-16 planes each type's whole numbers need (core/quant/int_groups.py): Q8_0's -128..127 spans
+# 255 = 15 * 17, two planes; Q6_K folds its int8 sub-block scales into n, up to about +-4096, four.
+PLANE_COUNT = {"Q4_0": 1, "Q4_1": 1, "Q4_K": 1, "Q5_0": 2, "Q5_1": 2, "Q5_K": 2, "Q8_0": 2, "Q6_K": 4}
 
 
 def decode(raw: np.ndarray, qtype: str) -> IntGroups:

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 from torch import nn
 
-from core.quant.groupwise import GROUP_SIZE, PACK_ROWS, Q4Groups
-from core.quant.int4_linear import KERNEL_DTYPE, Int4Linear
+from core.quant.groupwise import GROUP_SIZE, PACK_ROWS
+from core.quant.int4_linear import KERNEL_DTYPE, Int4Linear, pack_groups
 from core.quant.int_groups import IntGroups
+
+# Rows decoded and packed at a time: the int32 whole numbers and their planes take 4 bytes a weight
+# each, so a large embedding decoded whole would need several times the file's size. A multiple of
+# the packing's 64-row tiles, so chunks pack to the same bytes as the whole.
+CHUNK_ROWS = 4096
 
 
 class SplitInt4Linear(nn.Module):
@@ -17,15 +24,14 @@ class SplitInt4Linear(nn.Module):
     kernel call per layer (at one token a call costs about as much in overhead as in arithmetic).
     """
 
-    def __init__(self, planes: list[Q4Groups], bias: torch.Tensor | None = None):
+    def __init__(self, packed: torch.Tensor, scales_and_zeros: torch.Tensor, plane_count: int,
+                 bias: torch.Tensor | None = None):
         super().__init__()
-        self.plane_count = len(planes)
-        self.out_features, self.in_features = planes[0].quants.shape
-        stacked = Q4Groups(torch.cat([p.quants for p in planes]), torch.cat([p.scales for p in planes]),
-                           torch.cat([p.minimums for p in planes]))
-        inner = Int4Linear(stacked)
-        self.register_buffer("packed_weight", inner.packed_weight)
-        self.register_buffer("scales_and_zeros", inner.scales_and_zeros)
+        self.plane_count = plane_count
+        self.out_features = packed.shape[0] // plane_count
+        self.in_features = scales_and_zeros.shape[0] * GROUP_SIZE
+        self.register_buffer("packed_weight", packed)
+        self.register_buffer("scales_and_zeros", scales_and_zeros)
         self.register_buffer("bias", None if bias is None else bias.detach().clone())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -46,9 +52,30 @@ def fits_int4_kernel(out_features: int, in_features: int) -> bool:
     return in_features % GROUP_SIZE == 0 and out_features % PACK_ROWS == 0
 
 
-def native_linear(groups: IntGroups, bias: torch.Tensor | None = None) -> nn.Module:
+def native_linear(groups: IntGroups, bias: torch.Tensor | None = None, plane_count: int | None = None) -> nn.Module:
     """One int4 product when the weight is 4-bit (Q4_0, Q4_1, Q4_K), a stack of planes otherwise."""
-    planes = groups.nibble_planes()
-    if len(planes) == 1:
-        return Int4Linear(planes[0], bias)
-    return SplitInt4Linear(planes, bias)
+    rows = groups.n.shape[0]
+    return native_linear_in_chunks(lambda start, end: groups if (start, end) == (0, rows) else
+                                   IntGroups(groups.n[start:end], groups.scales[start:end],
+                                             groups.minimums[start:end]),
+                                   rows, plane_count or len(groups.nibble_planes()), bias)
+
+
+def native_linear_in_chunks(rows_of: Callable[[int, int], IntGroups], rows: int, plane_count: int,
+                            bias: torch.Tensor | None = None) -> nn.Module:
+    """Decode and pack CHUNK_ROWS rows at a time: rows_of(start, end) gives those rows' whole numbers."""
+    packed: list[list[torch.Tensor]] = [[] for _ in range(plane_count)]
+    scales: list[list[torch.Tensor]] = [[] for _ in range(plane_count)]
+    for start in range(0, rows, CHUNK_ROWS):
+        for k, plane in enumerate(rows_of(start, min(start + CHUNK_ROWS, rows)).nibble_planes(plane_count)):
+            plane_packed, plane_scales = pack_groups(plane)
+            packed[k].append(plane_packed)
+            scales[k].append(plane_scales)
+    whole = [(_cat(p), _cat(s, dim=1)) for p, s in zip(packed, scales)]
+    if plane_count == 1:
+        return Int4Linear(whole[0], bias)
+    return SplitInt4Linear(_cat([p for p, _ in whole]), _cat([s for _, s in whole], dim=1), plane_count, bias)
+
+
+def _cat(parts: list[torch.Tensor], dim: int = 0) -> torch.Tensor:
+    return parts[0] if len(parts) == 1 else torch.cat(parts, dim=dim)

@@ -86,6 +86,8 @@ class SettingsPanel(QWidget):
         form.addRow("", seed_row)
 
         self.apply(settings)
+        # activated fires on the user's pick only, never on apply()'s setCurrentText.
+        self.dtype_box.activated.connect(self._mark_dtype_chosen)
         self.browse_button.clicked.connect(self._browse)
         self.load_button.clicked.connect(self._request_load)
 
@@ -94,6 +96,7 @@ class SettingsPanel(QWidget):
             self.model_box.addItem(settings.model_spec)
         self.model_box.setCurrentText(settings.model_spec)
         self.dtype_box.setCurrentText(settings.dtype if settings.dtype in DTYPE_CHOICES else DTYPE.default)
+        self._dtype_chosen = settings.dtype_chosen
         self.system_prompt.setPlainText(settings.system_prompt)
         self.max_new_tokens.setValue(settings.max_new_tokens)
         self.temperature.setValue(settings.temperature)
@@ -124,8 +127,12 @@ class SettingsPanel(QWidget):
             model_spec=self.model_spec(), dtype=self.dtype(), system_prompt=self.system_prompt.toPlainText(),
             max_new_tokens=self.max_new_tokens.value(), temperature=self.temperature.value(),
             top_p=self.top_p.value(), seed=self.seed.value(), streaming=streaming,
-            decode_loop=self.decode_loop_box.currentText(),
+            decode_loop=self.decode_loop_box.currentText(), dtype_chosen=self._dtype_chosen,
         )
+
+    @Slot()
+    def _mark_dtype_chosen(self) -> None:
+        self._dtype_chosen = True
 
     def show_progress(self, fraction: float, message: str) -> None:
         self.load_progress.setVisible(fraction < 1.0)

@@ -76,7 +76,8 @@ class GGUFWeights:
 
         tensor = self._tensors[gguf_name]
         values = gguf.quants.dequantize(np.asarray(tensor.data), tensor.tensor_type)
-        weight = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32)).reshape(self.shape(gguf_name))
+        # A copy: float tensors come back as views of the memory-mapped (read-only) file.
+        weight = torch.from_numpy(np.array(values, dtype=np.float32)).reshape(self.shape(gguf_name))
         order = self.llama_row_order(gguf_name, weight.shape[0])
         return weight if order is None else weight[order]
 

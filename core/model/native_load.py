@@ -57,7 +57,9 @@ def check_architecture(path: Path, architecture: str | None) -> None:
 def load_native(path: Path, progress: ProgressCallback) -> NativeModel:
     """The model on the file's own quants; NotNative for an architecture other than Llama's."""
     from core.model.gguf_native import NATIVE_ARCHITECTURES, build_native_model
+    from core.model.weight_count import gguf_parameter_count
 
+    gguf_parameter_count(path)  # the header walk refuses a truncated file or an unknown type in one line
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="latencylab-cache-check") as pool:
         # Hashing releases the GIL, so it overlaps reading the header and the slow imports.
         checked = pool.submit(check_cache, path, scaled(progress, 0.0, 0.2), NATIVE_KIND)

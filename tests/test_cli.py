@@ -28,7 +28,7 @@ def test_ask_json_answers_paris_with_consistent_times(embedded_model):
     assert report["ttft_s"] == times[0] and report["e2e_s"] == times[-1]
     assert report["tpot_s"] == pytest.approx((report["e2e_s"] - report["ttft_s"]) / (len(times) - 1))
     assert len(report["itl_s"]) == len(times) - 1
-    assert report["stop_reason"] == "eos" and report["dtype"] == "float32" and report["device"] == "cpu"
+    assert report["stop_reason"] == "eos" and report["dtype"] == "native (Q4_1)" and report["device"] == "cpu"
 
 
 @pytest.mark.model

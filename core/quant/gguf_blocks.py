@@ -23,21 +23,24 @@ class GGUFWeights:
     def __init__(self, path: Path):
         import gguf
 
-        self._reader = gguf.GGUFReader(str(path))
-        self._tensors = {tensor.name: tensor for tensor in self._reader.tensors}
+        from core.quant.gguf_header import read_header
+
+        header = read_header(Path(path))
+        self._fields = header.fields
+        self._tensors = header.tensors
+        self._types = {name: gguf.GGMLQuantizationType(info.type_id) for name, info in self._tensors.items()}
+        self._file = np.memmap(path, dtype=np.uint8, mode="r")  # read-only: a tensor's bytes come from the page cache
         self.architecture = self.field_text("general.architecture")
         self.head_count = self._field_int(f"{self.architecture}.attention.head_count")
         self.head_count_kv = self._field_int(f"{self.architecture}.attention.head_count_kv")
 
     def _field_int(self, key: str) -> int | None:
-        field = self._reader.fields.get(key)
-        return int(field.parts[field.data[0]][0]) if field is not None else None
+        value = self._fields.get(key)
+        return int(value) if value is not None else None
 
     def field_text(self, key: str) -> str | None:
-        field = self._reader.fields.get(key)
-        if field is None or not field.data:
-            return None
-        return bytes(field.parts[field.data[0]]).decode("utf-8", errors="replace")
+        value = self._fields.get(key)
+        return value if isinstance(value, str) else None
 
     def file_type(self) -> str | None:
         """The quantisation the file was made as (e.g. Q4_K_M), from general.file_type."""
@@ -53,16 +56,29 @@ class GGUFWeights:
         return list(self._tensors)
 
     def tensor_type(self, gguf_name: str) -> str | None:
-        tensor = self._tensors.get(gguf_name)
-        return tensor.tensor_type.name if tensor is not None else None
+        qtype = self._types.get(gguf_name)
+        return qtype.name if qtype is not None else None
 
     def shape(self, gguf_name: str) -> tuple[int, ...]:
         """Rows first, as torch orders a weight (GGUF lists the innermost dimension first)."""
-        return tuple(int(d) for d in reversed(self._tensors[gguf_name].shape))
+        return tuple(reversed(self._tensors[gguf_name].dims))
 
     def raw(self, gguf_name: str) -> np.ndarray:
         """The tensor's bytes as [rows, row_bytes] (quant types) or its values (float types); memory-mapped."""
-        return self._tensors[gguf_name].data
+        import gguf
+
+        info, qtype = self._tensors[gguf_name], self._types[gguf_name]
+        block_size, block_bytes = gguf.GGML_QUANT_SIZES[qtype]
+        shape = self.shape(gguf_name)
+        row_bytes = shape[-1] // block_size * block_bytes
+        rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
+        data = self._file[info.offset:info.offset + rows * row_bytes]
+        if data.size != rows * row_bytes:
+            raise ValueError(f"tensor {gguf_name} runs past the end of the file")
+        floats = {"F32": np.float32, "F16": np.float16, "F64": np.float64}
+        if qtype.name in floats:
+            return data.view(floats[qtype.name]).reshape(shape)
+        return data.reshape(rows, row_bytes)
 
     def int_groups(self, gguf_name: str) -> IntGroups:
         """A quantised weight's whole numbers and group scales, rows in Hugging Face order."""
@@ -74,19 +90,17 @@ class GGUFWeights:
         """Any type gguf can read, as float32 rows in Hugging Face order (the fallback for types without a kernel)."""
         import gguf
 
-        tensor = self._tensors[gguf_name]
-        values = gguf.quants.dequantize(np.asarray(tensor.data), tensor.tensor_type)
+        values = gguf.quants.dequantize(np.asarray(self.raw(gguf_name)), self._types[gguf_name])
         # A copy: float tensors come back as views of the memory-mapped (read-only) file.
         weight = torch.from_numpy(np.array(values, dtype=np.float32)).reshape(self.shape(gguf_name))
         order = self.llama_row_order(gguf_name, weight.shape[0])
         return weight if order is None else weight[order]
 
     def q4_1(self, gguf_name: str) -> Q4Groups:
-        tensor = self._tensors[gguf_name]
-        if tensor.tensor_type.name != "Q4_1":
-            raise ValueError(f"{gguf_name} is {tensor.tensor_type.name}, not Q4_1")
-        rows = int(tensor.shape[1])
-        blocks = np.asarray(tensor.data).reshape(rows, -1, Q4_1_BLOCK_BYTES)
+        if self.tensor_type(gguf_name) != "Q4_1":
+            raise ValueError(f"{gguf_name} is {self.tensor_type(gguf_name)}, not Q4_1")
+        rows = self.shape(gguf_name)[0]
+        blocks = np.asarray(self.raw(gguf_name)).reshape(rows, -1, Q4_1_BLOCK_BYTES)
         scales = blocks[..., 0:2].copy().view(np.float16)[..., 0].astype(np.float32)
         minimums = blocks[..., 2:4].copy().view(np.float16)[..., 0].astype(np.float32)
         packed = blocks[..., 4:]

@@ -33,6 +33,8 @@ def main() -> None:
     parser.add_argument("--quant-types", default="all",
                         help="GGUF file types for the per-type table, comma-separated, 'all' or 'none'")
     parser.add_argument("--no-dtype-table", action="store_true", help="only the per-quant-type table")
+    parser.add_argument("--threads", type=int, default=2,
+                        help="threads for torch and llama.cpp in the per-quant-type table (1 on a busy machine)")
     _common.add_json_option(parser)
     args = parser.parse_args()
     report = _common.start_report(args, 'fast_decode')
@@ -43,7 +45,7 @@ def main() -> None:
         import quant_table
 
         file_types = quant_table.all_file_types() if args.quant_types == "all" else args.quant_types.split(",")
-        quant_table.run(report, args.rounds, args.tokens, file_types)
+        quant_table.run(report, args.rounds, args.tokens, file_types, args.threads)
 
 
 def kernel_paths() -> str:

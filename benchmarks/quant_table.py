@@ -17,7 +17,6 @@ from quant_files import FILE_TYPES, quant_file
 
 TARGET_SPEEDUP = 3.0
 PROMPT = "Hello! Please tell me about the sea."
-THREADS = 2
 
 
 def llama_tpot(llm, prompt_ids: list[int], new_tokens: int) -> float:
@@ -43,19 +42,22 @@ def probe_load(engine: str, path: Path) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def run(report, rounds: int, tokens: int, file_types: list[str]) -> None:
+def run(report, rounds: int, tokens: int, file_types: list[str], threads: int) -> None:
     import llama_cpp
     import torch
 
+    from core.compute_thread import on_compute_thread
     from core.model.loader import load_model
+
+    on_compute_thread(lambda: torch.set_num_threads(threads))  # replies run on the compute thread
 
     paths = {file_type: quant_file(file_type) for file_type in file_types}
     models = {}
     for file_type, path in paths.items():
         models[file_type, "native"] = load_model(str(path))
         models[file_type, "float32"] = load_model(str(path), dtype="float32")
-        models[file_type, "llama.cpp"] = llama_cpp.Llama(str(path), n_ctx=512, verbose=False, n_threads=THREADS,
-                                                         n_threads_batch=THREADS)
+        models[file_type, "llama.cpp"] = llama_cpp.Llama(str(path), n_ctx=512, verbose=False, n_threads=threads,
+                                                         n_threads_batch=threads)
     tokenizer = models[file_types[0], "native"].tokenizer
     prompt_ids = tokenizer(PROMPT)["input_ids"]
     prompt = torch.tensor([prompt_ids])
@@ -74,7 +76,7 @@ def run(report, rounds: int, tokens: int, file_types: list[str]) -> None:
         for run_key in runs:  # interleaved, so machine noise hits every run alike
             tpots[run_key].append(measure(run_key, tokens))
     print(f"\nPer GGUF quant type (the embedded model requantised by llama.cpp): {rounds} interleaved rounds of "
-          f"{tokens} new tokens, lean loop, {THREADS} threads for torch and llama.cpp\n")
+          f"{tokens} new tokens, lean loop, {threads} thread(s) for torch and for llama.cpp\n")
     print(f"{'file':<8}{'native as':<20}{'native':>9}{'float32':>9}{'llama.cpp':>11}{'vs fp32':>9}{'vs llama':>10}"
           f"  target >= {TARGET_SPEEDUP:g}x fp32")
     print(f"{'':<28}{'tok/s':>9}{'tok/s':>9}{'tok/s':>11}")

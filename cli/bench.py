@@ -66,10 +66,11 @@ def config_from_args(args: argparse.Namespace, settings: GenerationSettings) -> 
 def checked_loader(args: argparse.Namespace):
     """The lab's loader with the same opt-ins as `ask`: --allow-pickle and --trust-remote-code."""
     def load(spec: str | None, *, device: str, dtype: str, progress):
-        from core.model.loader import load_model
+        from core.remote.backend import load_any
 
-        return load_model(spec, device=device, dtype=dtype, progress=progress,
-                          trust_remote_code=args.trust_remote_code, allow_pickle=args.allow_pickle)
+        return load_any(spec, device=device, dtype=dtype, progress=progress,
+                        trust_remote_code=args.trust_remote_code, allow_pickle=args.allow_pickle,
+                        server_timeout_s=getattr(args, "server_timeout", None))
     return load
 
 

@@ -79,7 +79,10 @@ def format_summary(results: LabResults) -> str:
     warning = contention_warning(results.machine)
     if warning:
         sections.append(warning)
-    if results.model:
+    if results.model and results.model.get("remote"):
+        sections.append(f"Model: {results.model['served_model']} on a {results.model['server_kind']} server at "
+                        f"{results.model['server_url']} (timed over the wire; tokens from the server's usage)")
+    elif results.model:
         sections.append(f"Model: {results.model['model']} ({results.model['dtype']}, "
                         f"{results.model['weight_bytes'] / 1e6:,.0f} MB of weights)")
     repeats = f"median of {config.get('repeats')} runs"
@@ -88,12 +91,17 @@ def format_summary(results: LabResults) -> str:
                         + format_table(PROMPT_COLUMNS, results.prompt))
     if results.precision:
         sections.append(f"Precision sweep ({repeats})\n" + format_table(PRECISION_COLUMNS, results.precision))
-    if results.batch:
+    if results.batch and results.model and results.model.get("remote"):
+        sections.append(f"Concurrency sweep: the batch sizes as simultaneous streams ({config.get('new_tokens')} new "
+                        f"tokens per stream, {repeats})\n" + format_table(BATCH_COLUMNS, results.batch))
+    elif results.batch:
         sections.append(f"Batch sweep ({config.get('new_tokens')} new tokens per sequence, {repeats})\n"
                         + format_table(BATCH_COLUMNS, results.batch))
     if results.bandwidth:
         sections.append("Bandwidth ceiling (bandwidth / weight bytes)\n"
                         + format_table(BANDWIDTH_COLUMNS, results.bandwidth))
+    for note in results.notes:
+        sections.append(f"Not run: {note}")
     if results.cancelled:
         sections.append(f"Cancelled: {results.row_count()} finished rows kept.")
     if results.error:

@@ -6,7 +6,11 @@ import argparse
 import sys
 
 from core.errors import InvalidSettingsError
-from core.settings import DECODE_LOOP, DEVICE, DTYPE, MAX_NEW_TOKENS, SEED, TEMPERATURE, TOP_P, GenerationSettings
+from core.settings import (
+    DECODE_LOOP, DEVICE, DTYPE, MAX_NEW_TOKENS, SEED, SERVER_TIMEOUT, TEMPERATURE, TOP_P, GenerationSettings,
+)
+from core.remote.spec import PROTOCOLS
+from cli.remote_flags import apply_remote_flags
 from cli.risky_options import add_risky_options, warn_about_risky_options
 
 
@@ -21,7 +25,17 @@ def add_common_options(parser: argparse.ArgumentParser, suppress_defaults: bool 
         return argparse.SUPPRESS if suppress_defaults else value
 
     parser.add_argument("--model", default=default(None),
-                        help="'embedded' (default: SmolLM2-135M-Instruct), a .gguf file, a model folder or a hub id")
+                        help="'embedded' (default: SmolLM2-135M-Instruct), a .gguf file, a model folder, a hub id, "
+                             "or a server's URL (http://127.0.0.1:8080/v1); a server's API key is read from "
+                             "LATENCYLAB_API_KEY")
+    parser.add_argument("--served-model", default=default(None), metavar="NAME",
+                        help="with a server URL: which of its models to use (default: the first it lists)")
+    parser.add_argument("--protocol", default=default(None), choices=PROTOCOLS,
+                        help="with a server URL: openai (chat completions over SSE), ollama (its native /api/chat), "
+                             "or auto: detect (default)")
+    parser.add_argument("--server-timeout", type=float, default=default(None), metavar="SECONDS",
+                        help=f"with a server URL: give up when it sends nothing for this long; {_range(SERVER_TIMEOUT)} "
+                             f"(default: {SERVER_TIMEOUT.default:g})")
     parser.add_argument("--dtype", default=default(None), choices=DTYPE.choices,
                         help=f"weight precision (default: {DTYPE.default})")
     parser.add_argument("--device", default=default(None), choices=DEVICE.choices,
@@ -35,7 +49,8 @@ def add_common_options(parser: argparse.ArgumentParser, suppress_defaults: bool 
     parser.add_argument("--seed", type=int, default=default(None),
                         help=f"{_range(SEED)} (default: a random seed for each reply)")
     parser.add_argument("--decode-loop", default=default(None), choices=DECODE_LOOP.choices,
-                        help="lean: our own decode loop for Llama-family models (others fall back to generate); "
+                        help="lean: our own decode loop for Llama, Qwen, Mistral, Phi-3 and Gemma models "
+                             "(others fall back); "
                              f"generate: transformers' model.generate (default: {DECODE_LOOP.default})")
     add_risky_options(parser, default)
 
@@ -90,6 +105,10 @@ def _main(argv: list[str] | None) -> int:
         settings = GenerationSettings(**{name: given[name] for name in SETTING_FLAGS if name in given})
     except InvalidSettingsError as error:
         parser.error(str(error))
+    problem = apply_remote_flags(args)
+    if problem:
+        parser.error(problem)
+    given = given_flags(args)
     args.given = given
     for name, fallback in LOAD_FLAGS.items():
         setattr(args, name, given.get(name, fallback))

@@ -51,6 +51,8 @@ MAX_NEW_TOKENS = NumberLimit("max new tokens", 1, 32_768, 256, whole=True)
 TEMPERATURE = NumberLimit("temperature", 0.0, 2.0, 0.0)
 TOP_P = NumberLimit("top-p", 0.0, 1.0, 1.0, low_open=True)
 SEED = NumberLimit("seed", 0, 2**32 - 1, None, whole=True)  # None: a fresh random seed each reply
+# How long a server may send nothing (while connecting or mid-reply) before the reply is given up.
+SERVER_TIMEOUT = NumberLimit("server timeout (s)", 1, 3600, 60)
 
 # Below this, logits / temperature overflow to inf and sampling fails ("probability tensor contains
 # inf/nan"); 0 itself means greedy.
@@ -63,7 +65,8 @@ NATIVE_DTYPE = "native"
 DTYPE = ChoiceLimit("dtype", (NATIVE_DTYPE, "float32", "bfloat16", "int8", "int4"), NATIVE_DTYPE)
 QUANTISED_DTYPES = ("int8", "int4", NATIVE_DTYPE)
 DEVICE = ChoiceLimit("device", ("cpu", "cuda"), "cpu")
-# "lean" is core/generation/decode's loop (Llama-family models; others fall back); "generate" is transformers'.
+# "lean" is core/generation/decode's loop (Llama, Qwen, Mistral, Phi-3 and Gemma models; others fall back);
+# "generate" is transformers'.
 LEAN_LOOP, GENERATE_LOOP = "lean", "generate"
 DECODE_LOOP = ChoiceLimit("decode loop", (LEAN_LOOP, GENERATE_LOOP), LEAN_LOOP)
 

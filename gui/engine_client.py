@@ -18,6 +18,7 @@ class EngineClient(QObject):
     reply_started = Signal(object)    # messages.ReplyStarted
     reply_compute_started = Signal(object)  # messages.ReplyComputeStarted
     reply_progressed = Signal(object)  # messages.ReplyProgress: the prompt's pass, layer by layer
+    server_reported = Signal(object)  # messages.ReplyServerReport: a remote server's own account of the reply
     token_arrived = Signal(object)    # messages.Delivered holding a ReplyToken, with its arrival stamp
     reply_finished = Signal(object)   # messages.ReplyFinished
     reply_refused = Signal(object)    # messages.ReplyRefused
@@ -62,6 +63,7 @@ class EngineClient(QObject):
     def _on_readable(self, *_) -> None:
         signals = {m.ModelLoaded: self.model_loaded, m.ReplyStarted: self.reply_started,
                    m.ReplyComputeStarted: self.reply_compute_started, m.ReplyProgress: self.reply_progressed,
+                   m.ReplyServerReport: self.server_reported,
                    m.ReplyFinished: self.reply_finished, m.ReplyRefused: self.reply_refused,
                    m.LabProgress: self.lab_progressed, m.LabRow: self.lab_row_measured,
                    m.LabFinished: self.lab_finished, m.LabFailed: self.lab_failed}

@@ -25,6 +25,7 @@ from gui.menus import build_menus
 from gui.meter.meter_panel import MeterPanel
 from gui.replay.replay_dialog import ReplayDialog, open_replay
 from gui.model.model_controller import ModelController
+from gui.model.server_choices import plain_http_warning, served_model_specs
 from gui.settings.check import check_window_settings
 from gui.settings.store import load_window_settings, save_window_settings
 from gui.window_size import fit_to_screen
@@ -48,6 +49,7 @@ class MainWindow(QMainWindow):
         for name, value in (overrides or {}).items():  # flags given on the command line win for this launch
             setattr(self.window_settings, name, value)
         self._closing = False
+        self._warned_hosts: set[str] = set()
         # The engine starts now, before the first paint: it imports torch while the window shows.
         self.models = ModelController(engine_factory, trust_remote_code, allow_pickle, parent=self)
         self._build_widgets()
@@ -85,7 +87,9 @@ class MainWindow(QMainWindow):
         splitter.addWidget(panel)
         splitter.addWidget(self.meter)
         splitter.setSizes([620, 660])
-        self.lab_tab = LabTab(self.models.client)
+        settings_panel = panel.settings_panel
+        self.lab_tab = LabTab(self.models.client, server_access=lambda: (settings_panel.server_key,
+                                                                          settings_panel.server_timeout_s))
         self.tabs = QTabWidget()
         self.tabs.addTab(splitter, "Chat")
         self.tabs.addTab(self.lab_tab, "Lab")
@@ -236,13 +240,25 @@ class MainWindow(QMainWindow):
             message = "Stop the reply before switching models; the current model stays loaded."
             self.settings_panel.show_load_error(message)
             self._show_status(message)
-        elif self.models.load(spec, dtype):
+        elif self.models.load(spec, dtype, self.settings_panel.server_key, self.settings_panel.server_timeout_s):
+            self._warn_about_plain_http(spec)
             self.settings_panel.show_progress(0.0, f"loading {spec}…")
             self._update_controls()
 
+    def _warn_about_plain_http(self, spec: str) -> None:
+        """Once per host and session: prompts to another machine over http:// cross the network in the clear."""
+        warning, host = plain_http_warning(spec)
+        if warning and host not in self._warned_hosts:
+            self._warned_hosts.add(host)
+            self.notify(warning, is_error=True)
+
     @Slot(object)
     def _on_model_loaded(self, loaded) -> None:
+        if loaded.facts.get("remote"):
+            self.settings_panel.offer_served_models(served_model_specs(loaded.facts))
         self._show_model_facts()
+        if loaded.facts.get("notice"):
+            self.notify(loaded.facts["notice"])
         self.settings_panel.show_progress(1.0, f"Loaded {loaded.name}.")
         self._update_controls()
         self.model_changed.emit(loaded)

@@ -8,7 +8,7 @@ from transformers import LogitsProcessor, LogitsProcessorList, SuppressTokensLog
 
 from core.chats.session import ChatSession
 from core.generation.decode.choice import lean_decoder, loop_for
-from core.generation.decode.llama_decoder import LlamaDecoder
+from core.generation.decode.decoder import LeanDecoder
 from core.generation.decode.loop import lean_decode
 from core.generation.reply import Generation
 from core.settings import GenerationSettings
@@ -35,14 +35,14 @@ def generate_reply(model, ids, new_tokens, eos_ids):
 
 def lean_reply(model, ids, new_tokens, eos_ids, **kwargs):
     with torch.inference_mode():
-        out = lean_decode(LlamaDecoder(model), ids, new_tokens, eos_token_ids=eos_ids,
+        out = lean_decode(LeanDecoder(model), ids, new_tokens, eos_token_ids=eos_ids,
                           logits_processor=LogitsProcessorList([suppress_eos(eos_ids)]), **kwargs)
     return out[0, ids.shape[1]:].tolist()
 
 
 def test_prompt_pass_matches_the_models_forward(tiny_model):
     ids = chat_prompt(tiny_model, "Tell me about lighthouses.")
-    decoder = LlamaDecoder(tiny_model.model)
+    decoder = LeanDecoder(tiny_model.model)
     with torch.inference_mode():
         expected = tiny_model.model(ids).logits[0, -1]
         got = decoder.forward(ids[0], 0)[0]
@@ -72,7 +72,7 @@ def test_a_reply_longer_than_the_reserved_room_grows_the_cache_and_still_matches
     monkeypatch.setattr(core.generation.decode.loop, "INITIAL_REPLY_ROOM", 3)
     ids = chat_prompt(tiny_model, "Tell me about lighthouses.")
     eos = tiny_model.eos_token_ids
-    decoder = LlamaDecoder(tiny_model.model)
+    decoder = LeanDecoder(tiny_model.model)
     with torch.inference_mode():
         out = lean_decode(decoder, ids, 40, eos_token_ids=eos,
                           logits_processor=LogitsProcessorList([suppress_eos(eos)]))
@@ -86,7 +86,7 @@ def test_a_short_reply_after_a_long_one_gives_the_large_cache_back(tiny_model, m
     monkeypatch.setattr(core.generation.decode.loop, "INITIAL_REPLY_ROOM", 3)
     ids = chat_prompt(tiny_model, "Tell me about lighthouses.")
     eos = tiny_model.eos_token_ids
-    decoder = LlamaDecoder(tiny_model.model)
+    decoder = LeanDecoder(tiny_model.model)
     keep_going = LogitsProcessorList([suppress_eos(eos)])
     with torch.inference_mode():
         lean_decode(decoder, ids, 200, eos_token_ids=eos, logits_processor=keep_going)
@@ -125,7 +125,7 @@ def test_a_stop_during_prefill_abandons_the_pass_at_the_next_layer_with_no_reply
     try:
         with torch.inference_mode(), pytest.raises(PassInterrupted):
             # The one way a prefill is abandoned, in both loops: PassInterrupted from the layer check.
-            lean_decode(LlamaDecoder(tiny_model.model), ids, 20, eos_token_ids=(), streamer=Recorder(),
+            lean_decode(LeanDecoder(tiny_model.model), ids, 20, eos_token_ids=(), streamer=Recorder(),
                         stop_event=PressedDuringTheFirstLayer())
     finally:
         for hook in hooks:
@@ -134,7 +134,7 @@ def test_a_stop_during_prefill_abandons_the_pass_at_the_next_layer_with_no_reply
     assert len(streamed) == 1  # the prompt only: no reply token was streamed
     # An unset event changes nothing: the reply is generate()'s.
     with torch.inference_mode():
-        full = lean_decode(LlamaDecoder(tiny_model.model), ids, 12, eos_token_ids=(), stop_event=threading.Event(),
+        full = lean_decode(LeanDecoder(tiny_model.model), ids, 12, eos_token_ids=(), stop_event=threading.Event(),
                            logits_processor=LogitsProcessorList([suppress_eos(tiny_model.eos_token_ids)]))
     assert full[0, ids.shape[1]:].tolist() == generate_reply(tiny_model.model, ids, 12, tiny_model.eos_token_ids)
 
@@ -144,7 +144,7 @@ def test_stops_at_eos_and_on_the_stop_event(tiny_model):
     first = lean_reply(tiny_model.model, ids, 1, ())[0]
     # Declaring the first reply token an end-of-sequence token ends the reply right there.
     with torch.inference_mode():
-        out = lean_decode(LlamaDecoder(tiny_model.model), ids, 20, eos_token_ids=[first])
+        out = lean_decode(LeanDecoder(tiny_model.model), ids, 20, eos_token_ids=[first])
     assert out[0, ids.shape[1]:].tolist() == [first]
     stop = threading.Event()
 
@@ -158,7 +158,7 @@ def test_stops_at_eos_and_on_the_stop_event(tiny_model):
             return scores
 
     with torch.inference_mode():
-        out = lean_decode(LlamaDecoder(tiny_model.model), ids, 50, logits_processor=LogitsProcessorList(
+        out = lean_decode(LeanDecoder(tiny_model.model), ids, 50, logits_processor=LogitsProcessorList(
             [StopAfterThree()]), stop_event=stop)
     assert out.shape[1] - ids.shape[1] == 3
 

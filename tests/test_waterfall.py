@@ -5,7 +5,7 @@ import pytest
 from core.chats.record import trace_from_dict, trace_to_dict
 from core.timing.events import FinishedEvent, StopReason, TokenEvent
 from core.timing.trace import GenerationTrace
-from core.timing.waterfall import BEFORE_FIRST_TOKEN, decode_figures, segments
+from core.timing.waterfall import BEFORE_FIRST_TOKEN, REMOTE_BEFORE_FIRST_TOKEN, decode_figures, segments
 
 MS = 1_000_000
 
@@ -56,3 +56,11 @@ def test_the_stamps_survive_a_save_and_bad_ones_are_refused():
         trace_from_dict({**trace_to_dict(trace), "painted_ns": [1, 2, 3, 4]}, "trace")
     with pytest.raises(ChatFileError, match="compute_started_ns"):
         trace_from_dict({**trace_to_dict(trace), "compute_started_ns": "soon"}, "trace")
+
+
+def test_over_a_network_the_first_byte_splits_the_wait_and_the_sum_is_still_the_ttft():
+    trace = stamped_trace(prompt_ready_ns=105 * MS, first_byte_ns=160 * MS)
+    found = {segment.name: segment for segment in segments(trace)}
+    assert [name for name in found][:3] == list(REMOTE_BEFORE_FIRST_TOKEN)
+    assert [round(found[name].duration_s, 6) for name in REMOTE_BEFORE_FIRST_TOKEN] == [0.005, 0.055, 0.24]
+    assert sum(found[name].duration_s for name in REMOTE_BEFORE_FIRST_TOKEN) == pytest.approx(trace.metrics().ttft_s)

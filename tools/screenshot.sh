@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Screenshot of the real window mid-reply, driven by the keyboard under Xvfb (for the README).
 # Needs Debian's xvfb (with libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 for Qt's xcb plugin),
-# xdotool and imagemagick, and `make install` done. Output: resources/screenshot.png
+# xdotool and imagemagick, and `make install` done. Output: $OUTPUT (default resources/screenshot.png)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 DISPLAY_NUMBER=${DISPLAY_NUMBER:-:93}
 QUESTION=${QUESTION:-"Explain in a few sentences why streaming makes a chatbot feel faster."}
 WAIT_AFTER_ENTER=${WAIT_AFTER_ENTER:-3}
+OUTPUT=${OUTPUT:-resources/screenshot.png}
 Xvfb "$DISPLAY_NUMBER" -screen 0 1400x950x24 -nolisten tcp >/dev/null 2>&1 &
 XVFB_PID=$!
 APP_PID=
@@ -37,7 +38,7 @@ xdotool type --delay 15 "$QUESTION"
 xdotool key Return
 sleep "$WAIT_AFTER_ENTER"
 # The window alone: the window opens smaller than the screen, which is otherwise black around it.
-import -window "$WINDOW" resources/screenshot.png
-echo "wrote resources/screenshot.png"
+import -window "$WINDOW" "$OUTPUT"
+echo "wrote $OUTPUT"
 xdotool key ctrl+q
 for _ in $(seq 1 20); do kill -0 "$APP_PID" 2>/dev/null || break; sleep 0.5; done

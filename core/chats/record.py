@@ -158,6 +158,11 @@ def trace_to_dict(trace: GenerationTrace) -> dict:
         "finished_ns": trace.finished_ns,
         "painted_ns": list(trace.painted_ns),
         "stop_requested_ns": trace.stop_requested_ns,
+        "chunk_of": list(trace.chunk_of),
+        "reasoning_indices": list(trace.reasoning_indices),
+        "server": trace.server,
+        "server_output_tokens": trace.server_output_tokens,
+        "first_byte_ns": trace.first_byte_ns,
     }
 
 
@@ -175,6 +180,15 @@ def trace_from_dict(data: Any, where: str) -> GenerationTrace:
         raise ChatFileError(f"{where}: arrivals_ns and timestamps_ns differ in length")
     if len(doc.get("painted_ns") or []) > len(stamps):
         raise ChatFileError(f"{where}: painted_ns has more stamps than there are tokens")
+    chunk_of = _int_list(doc.get("chunk_of", []), f"{where}.chunk_of")
+    if chunk_of and len(chunk_of) != len(stamps):
+        raise ChatFileError(f"{where}: chunk_of and timestamps_ns differ in length")
+    reasoning = _int_list(doc.get("reasoning_indices", []), f"{where}.reasoning_indices")
+    if any(not 0 <= index < len(stamps) for index in reasoning):
+        raise ChatFileError(f"{where}.reasoning_indices points past the tokens")
+    server = doc.get("server")
+    if server is not None:
+        _require(server, dict, f"{where}.server")
     stop_reason = doc.get("stop_reason")
     if stop_reason is not None and stop_reason not in STOP_REASONS:
         raise ChatFileError(f"{where}.stop_reason {stop_reason!r} is unknown")
@@ -197,6 +211,11 @@ def trace_from_dict(data: Any, where: str) -> GenerationTrace:
         finished_ns=_optional_int(doc.get("finished_ns"), f"{where}.finished_ns"),
         painted_ns=_int_list(doc.get("painted_ns", []), f"{where}.painted_ns"),
         stop_requested_ns=_optional_int(doc.get("stop_requested_ns"), f"{where}.stop_requested_ns"),
+        chunk_of=chunk_of,
+        reasoning_indices=reasoning,
+        server=server,
+        server_output_tokens=_optional_int(doc.get("server_output_tokens"), f"{where}.server_output_tokens"),
+        first_byte_ns=_optional_int(doc.get("first_byte_ns"), f"{where}.first_byte_ns"),
     )
 
 

@@ -14,7 +14,8 @@ from typing import Callable
 from core.compute_thread import ComputeThread
 from core.engine.messages import (
     CancelLab, LabFailed, LabFinished, LabProgress, LabRow, LoadModel, ModelFailed, ModelLoaded, ModelProgress,
-    ReplyComputeStarted, ReplyFinished, ReplyProgress, ReplyRefused, ReplyStarted, ReplyToken, RunLab, Shutdown, StartReply, StopReply,
+    ReplyComputeStarted, ReplyFinished, ReplyProgress, ReplyRefused, ReplyServerReport, ReplyStarted, ReplyToken, RunLab,
+    Shutdown, StartReply, StopReply,
 )
 from core.errors import LatencyLabError
 
@@ -81,12 +82,13 @@ class EngineCore:
     # -- jobs -----------------------------------------------------------------------------------
 
     def _load(self, request: LoadModel) -> None:
-        from core.model.loader import load_model
+        from core.remote.backend import load_any
 
         try:
-            loaded = load_model(request.spec, device=request.device, dtype=request.dtype,
-                                progress=lambda fraction, message: self._emit(ModelProgress(fraction, message)),
-                                trust_remote_code=request.trust_remote_code, allow_pickle=request.allow_pickle)
+            loaded = load_any(request.spec, device=request.device, dtype=request.dtype,
+                              progress=lambda fraction, message: self._emit(ModelProgress(fraction, message)),
+                              trust_remote_code=request.trust_remote_code, allow_pickle=request.allow_pickle,
+                              api_key=request.api_key, server_timeout_s=request.server_timeout_s)
         except LatencyLabError as error:
             self._emit(ModelFailed(str(error)))
             return
@@ -98,6 +100,10 @@ class EngineCore:
 
     @staticmethod
     def _loaded_event(loaded) -> ModelLoaded:
+        from core.remote.backend import is_remote
+
+        if is_remote(loaded):
+            return ModelLoaded(loaded.describe(), "the model runs on a server; its loop is the server's own")
         from core.generation.decode.choice import lean_loop_refusal
 
         return ModelLoaded(loaded.describe(), lean_loop_refusal(loaded.model))
@@ -111,7 +117,8 @@ class EngineCore:
 
     def _run_reply(self, request: StartReply, stop: threading.Event) -> None:
         from core.chats.session import Message
-        from core.generation.request import ReplyRequest, prepare_reply
+        from core.generation.request import ReplyRequest
+        from core.remote.backend import is_remote, prepare_any
         from core.settings import GenerationSettings
 
         reply_id, loaded = request.reply_id, self.loaded
@@ -120,14 +127,14 @@ class EngineCore:
             return
         try:
             processors = list(self.extra_logits_processors)
-            if request.ignore_eos and loaded.eos_token_ids:
+            if request.ignore_eos and not is_remote(loaded) and loaded.eos_token_ids:
                 from transformers import SuppressTokensLogitsProcessor
 
                 processors.append(SuppressTokensLogitsProcessor(sorted(loaded.eos_token_ids)))
             reply = ReplyRequest(request.system_prompt, tuple(Message(role, text) for role, text in request.messages),
                                  GenerationSettings(**request.settings), request.request_start_ns, stop,
                                  tuple(processors))
-            generation, prompt = prepare_reply(loaded, reply)
+            generation, prompt = prepare_any(loaded, reply, streaming=request.streaming, ignore_eos=request.ignore_eos)
         except LatencyLabError as error:
             self._emit(ReplyRefused(reply_id, str(error)))
             return
@@ -141,7 +148,8 @@ class EngineCore:
         generation.start(request.request_start_ns)
         for event in generation:
             if hasattr(event, "token_id"):
-                self._emit(ReplyToken(reply_id, event.index, event.token_id, event.text, event.timestamp_ns))
+                self._emit(ReplyToken(reply_id, event.index, event.token_id, event.text, event.timestamp_ns,
+                                      event.chunk, event.reasoning))
             else:
                 generation.join()
                 self._emit(ReplyFinished(reply_id, event.stop_reason.value, event.output_tokens, event.timestamp_ns,
@@ -160,10 +168,11 @@ class EngineCore:
                                    row_measured=lambda sweep, row: self._emit(LabRow(lab_id, sweep, dict(row))))
 
             def load(spec, *, device, dtype, progress):
-                from core.model.loader import load_model
+                from core.remote.backend import load_any
 
-                loaded = load_model(spec, device=device, dtype=dtype, progress=progress,
-                                    trust_remote_code=request.trust_remote_code, allow_pickle=request.allow_pickle)
+                loaded = load_any(spec, device=device, dtype=dtype, progress=progress,
+                                  trust_remote_code=request.trust_remote_code, allow_pickle=request.allow_pickle,
+                                  api_key=request.api_key, server_timeout_s=request.server_timeout_s)
                 if (spec, dtype, device) == wanted:  # kept, so running the lab again does not load it again
                     self._lab_model, self._lab_model_key = loaded, wanted
                 return loaded
@@ -181,6 +190,9 @@ class EngineCore:
 
 def _progress_message(reply_id: int, event) -> object:
     """A Generation's progress event (core.timing.events) as the engine's message for the window."""
+    if hasattr(event, "server_kind"):
+        return ReplyServerReport(reply_id, event.server_kind, event.prompt_tokens, event.output_tokens,
+                                 event.first_byte_ns, event.chunks, event.timings)
     if hasattr(event, "layers_done"):
         return ReplyProgress(reply_id, event.layers_done, event.layers_total, event.timestamp_ns)
     return ReplyComputeStarted(reply_id, event.timestamp_ns)

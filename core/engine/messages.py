@@ -14,6 +14,9 @@ class LoadModel:
     device: str = "cpu"
     trust_remote_code: bool = False
     allow_pickle: bool = False
+    # A server's key travels only over the private pipe and is never shown (repr=False keeps it out of logs).
+    api_key: str | None = field(default=None, repr=False)
+    server_timeout_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,7 @@ class StartReply:
     settings: dict
     request_start_ns: int
     ignore_eos: bool = False  # decode exactly max_new_tokens (benchmarks compare equal lengths)
+    streaming: bool = True  # a remote reply asks the server for stream: false when off
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,8 @@ class RunLab:
     config: dict  # LabConfig's fields
     trust_remote_code: bool = False
     allow_pickle: bool = False
+    api_key: str | None = field(default=None, repr=False)
+    server_timeout_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -112,13 +118,29 @@ class ReplyProgress:
 
 @dataclass(frozen=True)
 class ReplyToken:
-    """One token, stamped with perf_counter_ns() inside the engine's streamer put()."""
+    """One token, stamped with perf_counter_ns() inside the engine's streamer put() (over a network: on
+    the chunk's arrival, before parsing; chunk says which chunk brought it)."""
 
     reply_id: int
     index: int
     token_id: int
     text: str
     timestamp_ns: int
+    chunk: int | None = None
+    reasoning: bool = False
+
+
+@dataclass(frozen=True)
+class ReplyServerReport:
+    """A remote server's own account of the reply (core.timing.events.ServerReport), sent before the finish."""
+
+    reply_id: int
+    server_kind: str
+    prompt_tokens: int | None
+    output_tokens: int | None
+    first_byte_ns: int | None
+    chunks: int
+    timings: dict | None
 
 
 @dataclass(frozen=True)

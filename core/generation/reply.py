@@ -8,6 +8,7 @@ import time
 from typing import Callable, Iterator, Sequence
 
 from core.compute_thread import ComputeThread, compute_thread
+from core.generation.reply_surface import ReplySurface
 from core.model.loader import LoadedModel
 from core.settings import LEAN_LOOP, GenerationSettings
 from core.timing.events import ComputeStarted, FinishedEvent, PrefillProgress, StopReason, TokenEvent
@@ -18,7 +19,7 @@ from core.timing.trace import GenerationTrace
 DEFAULT_TOKEN_TIMEOUT_S = 300.0
 
 
-class Generation:
+class Generation(ReplySurface):
     """One reply being generated. Iterate it for events; generation.trace records them as they pass.
 
     stop is the reply's own stop event, usually made with its request: setting it (here or through
@@ -76,13 +77,6 @@ class Generation:
         self._thread.submit(self._run)
         return self
 
-    def stop(self) -> None:
-        self.stop_event.set()
-
-    def join(self, timeout: float | None = None) -> bool:
-        """Wait until the decode loop has returned; True when it has (or when the reply never started)."""
-        return self.trace is None or self._done.wait(timeout)
-
     def __iter__(self) -> Iterator[TokenEvent | FinishedEvent]:
         if self.trace is None:
             raise RuntimeError("call start() before iterating a Generation")
@@ -105,15 +99,6 @@ class Generation:
                     self.on_progress(event)
                 continue
             yield event
-
-    def run_to_end(self) -> GenerationTrace:
-        """Start if needed, consume every event, wait for the loop to return, and give the trace."""
-        if self.trace is None:
-            self.start()
-        for _ in self:
-            pass
-        self.join()
-        return self.trace
 
     def _run(self) -> None:
         from core.generation.stopping import PassInterrupted  # imports torch: not at module level (cold start)

@@ -68,6 +68,7 @@ class LabResults:
     verdicts: list[dict] = field(default_factory=list)
     cancelled: bool = False
     error: str | None = None
+    notes: list[str] = field(default_factory=list)  # sweeps that do not apply (against a server), and why
     started_at: str | None = None
     duration_s: float | None = None
 
@@ -84,6 +85,7 @@ class LabResults:
             "duration_s": self.duration_s,
             "cancelled": self.cancelled,
             "error": self.error,
+            "notes": self.notes,
             "config": self.config,
             "model": self.model,
             "machine": {**self.machine, "bandwidth": self.bandwidth_measurement},
@@ -112,6 +114,7 @@ class LabResults:
             verdicts=document.get("verdicts", []),
             cancelled=bool(document.get("cancelled", False)),
             error=document.get("error"),
+            notes=[str(note) for note in document.get("notes") or []],
             started_at=document.get("started_at"),
             duration_s=document.get("duration_s"),
         )

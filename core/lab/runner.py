@@ -19,8 +19,10 @@ from core.lab.precision_sweep import REFERENCE_DTYPE, measure_precision, measure
 from core.lab.prompt_sweep import sweep_prompt_lengths
 from core.lab.results import LabResults
 from core.lab.verdicts import judge
-from core.model.loader import LoadedModel, load_model
+from core.model.loader import LoadedModel
 from core.progress import ProgressCallback, no_progress
+from core.remote.backend import load_any
+from core.remote.spec import is_remote_spec
 
 RowCallback = Callable[[str, dict], None]
 
@@ -85,6 +87,9 @@ class LabRun:
         machine["cpu_share"] = cpu_s / (self.results.duration_s * threads) if self.results.duration_s else None
 
     def _run_sweeps(self) -> None:
+        if is_remote_spec(self.config.model):
+            self._run_remote_sweeps()
+            return
         sweeps = self.config.sweeps
         config = self.config
         if "bandwidth" in sweeps:
@@ -110,6 +115,23 @@ class LabRun:
                                                        self.bandwidth.bytes_per_s))
         elif "bandwidth" in sweeps:
             self._add_main_model_ceiling()
+
+    def _run_remote_sweeps(self) -> None:
+        """Against a server: the prompt sweep, and the batch sweep as N simultaneous streams."""
+        from core.lab.remote_sweeps import NOT_APPLICABLE, sweep_concurrency, sweep_remote_prompt_lengths
+
+        config = self.config
+        self.results.notes = [NOT_APPLICABLE[name] for name in ("precision", "bandwidth") if name in config.sweeps]
+        for note in self.results.notes:
+            self.observer.progress(self.progress.fraction(), note)
+        if "prompt" in config.sweeps:
+            for row in sweep_remote_prompt_lengths(self._main_model(), config.prompt_words, config.new_tokens,
+                                                   config.repeats, self.context):
+                self._add("prompt", row)
+        if "batch" in config.sweeps:
+            for row in sweep_concurrency(self._main_model(), config.batch_sizes, config.new_tokens, config.repeats,
+                                         self.context):
+                self._add("batch", row)
 
     def _add(self, sweep: str, row: dict) -> None:
         self.results.rows(sweep).append(row)
@@ -150,6 +172,9 @@ class LabRun:
     def _count_measurements(self) -> int:
         config, sweeps = self.config, self.config.sweeps
         total = 0
+        if is_remote_spec(config.model):
+            return ((self.main_model is None) + ("prompt" in sweeps) * (1 + len(config.prompt_words) * config.repeats)
+                    + ("batch" in sweeps) * (1 + len(config.batch_sizes) * config.repeats))
         needs_main = "prompt" in sweeps or "batch" in sweeps or ("bandwidth" in sweeps and "precision" not in sweeps)
         if needs_main and self.main_model is None:
             total += 1
@@ -169,7 +194,7 @@ class LabRun:
 
 
 def run_lab(config: LabConfig, *, loaded: LoadedModel | None = None, observer: LabObserver | None = None,
-            cancel: threading.Event | None = None, loader: Callable[..., LoadedModel] = load_model) -> LabResults:
+            cancel: threading.Event | None = None, loader: Callable[..., LoadedModel] = load_any) -> LabResults:
     """Run config's sweeps. Cancelling keeps every finished row; a failure keeps them too and sets results.error.
 
     loaded, when given, is used for the prompt and batch sweeps (and for its own dtype in the precision

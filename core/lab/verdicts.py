@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from core.lab.results import LabResults
+from core.remote.spec import is_remote_spec
 
 CLAIM_PROMPT = "Long prompts slow the first token, not the rest"
 CLAIM_PRECISION = ("Decode speed ≈ memory bandwidth / model bytes, so smaller or quantised weights are faster, "
@@ -58,6 +59,10 @@ def judge_prompt(results: LabResults) -> dict:
 def judge_precision(results: LabResults) -> dict:
     criterion = (f"every format with k× fewer weight bytes than float32 decodes at least {MIN_PROPORTION:g}·k× "
                  f"faster")
+    if is_remote_spec(results.config.get("model")):
+        from core.lab.remote_sweeps import NOT_APPLICABLE
+
+        return _verdict("precision", CLAIM_PRECISION, None, NOT_APPLICABLE["precision"].rstrip("."), criterion)
     measured = {r["dtype"]: r for r in results.precision if r.get("decode_tok_s") and r.get("weight_bytes")}
     reference = measured.get("float32")
     smaller = [r for r in measured.values() if reference and r["weight_bytes"] < reference["weight_bytes"]]

@@ -69,12 +69,12 @@ def _quantize_head(model: nn.Module, bits: int) -> int:
         groups = quantize_q8_groups(head.weight)
         model.lm_head = Q8Head(groups)
         if tied:
-            model.set_input_embeddings(Q8Embedding(groups))
+            model.set_input_embeddings(Q8Embedding(groups, getattr(embedding, "embed_scale", None)))
     else:
         model.lm_head = Int8Linear(head.weight)
         if tied:
             # One table serves both ends, as in the GGUF: a float copy would double the bytes held.
-            model.set_input_embeddings(Int8Embedding(model.lm_head))
+            model.set_input_embeddings(Int8Embedding(model.lm_head, getattr(embedding, "embed_scale", None)))
     _untie(model)
     return 1
 

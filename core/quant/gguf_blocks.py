@@ -30,7 +30,7 @@ class GGUFWeights:
         self._tensors = header.tensors
         self._types = {name: gguf.GGMLQuantizationType(info.type_id) for name, info in self._tensors.items()}
         self._file = np.memmap(path, dtype=np.uint8, mode="r")  # read-only: a tensor's bytes come from the page cache
-        self.architecture = self.field_text("general.architecture")
+        self.architecture = self.field_text("general.architecture") or "llama"
         self.head_count = self._field_int(f"{self.architecture}.attention.head_count")
         self.head_count_kv = self._field_int(f"{self.architecture}.attention.head_count_kv")
 
@@ -117,7 +117,10 @@ class GGUFWeights:
         return groups if order is None else groups.permute_rows(order)
 
     def llama_row_order(self, gguf_name: str, rows: int) -> torch.Tensor | None:
-        """llama.cpp interleaves q and k rows for its rotary layout in Llama files; transformers undoes it, so must we."""
+        """llama.cpp interleaves q and k rows for its rotary layout; transformers undoes it, so must we.
+
+        Only Llama-architecture files (Mistral's among them) are interleaved: Qwen, Phi-3 and Gemma are not.
+        """
         if self.architecture != "llama":
             return None
         if ".attn_q." in gguf_name:
@@ -134,10 +137,15 @@ HF_NAMES = {
     "attn_k": "self_attn.k_proj",
     "attn_v": "self_attn.v_proj",
     "attn_output": "self_attn.o_proj",
+    "attn_qkv": "self_attn.qkv_proj",  # Phi-3's fused q/k/v
     "ffn_gate": "mlp.gate_proj",
     "ffn_up": "mlp.up_proj",
     "ffn_down": "mlp.down_proj",
 }
+
+
+# Phi-3's fused gate and up halves are one ffn_up tensor in its GGUF, in the same order.
+FUSED_HF_SUFFIXES = {"mlp.gate_up_proj": "mlp.up_proj"}
 
 
 def gguf_name_for(module_name: str) -> str | None:
@@ -146,6 +154,7 @@ def gguf_name_for(module_name: str) -> str | None:
     if len(parts) < 4 or parts[0] != "model" or parts[1] != "layers":
         return None
     suffix = ".".join(parts[3:])
+    suffix = FUSED_HF_SUFFIXES.get(suffix, suffix)
     for gguf_short, hf_suffix in HF_NAMES.items():
         if suffix == hf_suffix:
             return f"blk.{parts[2]}.{gguf_short}.weight"

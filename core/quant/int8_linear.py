@@ -35,13 +35,16 @@ class Int8Linear(nn.Module):
 class Int8Embedding(nn.Module):
     """Token embedding read from an Int8Linear's rows, for models whose head and embedding are tied."""
 
-    def __init__(self, head: Int8Linear):
+    def __init__(self, head: Int8Linear, embed_scale: torch.Tensor | None = None):
         super().__init__()
         self.head = [head]  # a plain list: registering it as a submodule would list the head twice
         self.num_embeddings = head.out_features
         self.embedding_dim = head.in_features
+        # The factor a scaled embedding (Gemma's sqrt(hidden)) multiplies its rows by.
+        self.register_buffer("embed_scale", embed_scale)
 
     def forward(self, token_ids: torch.Tensor) -> torch.Tensor:
         head = self.head[0]
         rows = head.weight_int8[token_ids].float()
-        return rows * head.scales[token_ids].float().unsqueeze(-1)
+        rows = rows * head.scales[token_ids].float().unsqueeze(-1)
+        return rows if self.embed_scale is None else rows * self.embed_scale

@@ -63,16 +63,21 @@ class Q8Head(nn.Module):
 
 
 class Q8Embedding(nn.Module):
-    """Token rows dequantised exactly from the same Q8_0 quants the head uses."""
+    """Token rows dequantised exactly from the same Q8_0 quants the head uses.
 
-    def __init__(self, groups: Q8Groups):
+    embed_scale: the factor a scaled embedding (Gemma's sqrt(hidden)) multiplies its rows by, kept here.
+    """
+
+    def __init__(self, groups: Q8Groups, embed_scale: torch.Tensor | None = None):
         super().__init__()
         self.num_embeddings, self.embedding_dim = groups.quants.shape
         self.register_buffer("quants", groups.quants)
         self.register_buffer("scales", groups.scales)
+        self.register_buffer("embed_scale", embed_scale)
 
     def forward(self, token_ids: torch.Tensor) -> torch.Tensor:
-        return Q8Groups(self.quants, self.scales).dequantize_rows(token_ids)
+        rows = Q8Groups(self.quants, self.scales).dequantize_rows(token_ids)
+        return rows if self.embed_scale is None else rows * self.embed_scale
 
 
 def _scales_and_zeros(scales: torch.Tensor, zeros: torch.Tensor) -> torch.Tensor:

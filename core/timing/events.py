@@ -21,6 +21,10 @@ class TokenEvent:
     token_id: int
     text: str
     timestamp_ns: int
+    # Over a network: which chunk brought the token (tokens of one chunk share its arrival stamp), and
+    # whether it is reasoning rather than the answer. None and False for a local model.
+    chunk: int | None = None
+    reasoning: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,3 +56,19 @@ class ComputeStarted:
     """The reply's job began on the compute thread (after any wait behind other work there)."""
 
     timestamp_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class ServerReport:
+    """What a remote server said about a reply: its token counts, its own timings, and when its headers came.
+
+    output_tokens is the server's usage count, the only honest token count over the wire; None where it
+    sent none. timings is normalised to milliseconds (core/remote/server_timings.py).
+    """
+
+    server_kind: str
+    prompt_tokens: int | None
+    output_tokens: int | None
+    first_byte_ns: int | None
+    chunks: int
+    timings: dict | None = None

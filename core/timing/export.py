@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Sequence
 
 from core.timing.metrics import DEFINITIONS, percentile
+from core.timing.server_compare import DEFINITIONS as SERVER_DEFINITIONS, compare
 from core.timing.trace import GenerationTrace
 from core.timing.waterfall import definitions as waterfall_definitions, waterfall_document
 
-CSV_COLUMNS = ("turn", "index", "token_id", "text", "t_s", "interval_s", "delivery_s")
+CSV_COLUMNS = ("turn", "index", "token_id", "text", "t_s", "interval_s", "delivery_s", "chunk", "reasoning")
 PREFILL_PROGRESS_DEFINITION = ("prefill_progress: the prompt's forward pass, reported before each decoder layer "
                                "and after the last: t_s since request start, fraction of the layers done "
                                "(1.0 exactly when the pass ends; short of it when a stop abandoned the pass).")
@@ -24,6 +25,7 @@ def token_rows(trace: GenerationTrace, turn: int = 0) -> list[dict]:
     rows = []
     previous = trace.request_start_ns
     delivery = trace.delivery_delays_s()
+    reasoning = set(trace.reasoning_indices)
     for index, (token_id, text, stamp) in enumerate(zip(trace.token_ids, trace.token_texts, trace.timestamps_ns)):
         rows.append({
             "turn": turn,
@@ -33,6 +35,8 @@ def token_rows(trace: GenerationTrace, turn: int = 0) -> list[dict]:
             "t_s": (stamp - trace.request_start_ns) / 1e9,
             "interval_s": (stamp - previous) / 1e9,
             "delivery_s": delivery[index] if delivery else None,
+            "chunk": trace.chunk_of[index] if trace.chunk_of else None,
+            "reasoning": index in reasoning if reasoning else None,
         })
         previous = stamp
     return rows
@@ -53,6 +57,19 @@ def trace_document(trace: GenerationTrace, turn: int = 0, context: dict | None =
                              for stamp, fraction in trace.prefill_progress],
         "waterfall": waterfall_document(trace),
         "tokens": token_rows(trace, turn),
+        **server_document(trace),
+    }
+
+
+def server_document(trace: GenerationTrace) -> dict:
+    """A remote reply's extra facts: chunks, time to first byte, reasoning, and the server's timings beside ours."""
+    if trace.server is None:
+        return {}
+    return {
+        "chunks": trace.chunks,
+        "ttfb_s": (trace.first_byte_ns - trace.request_start_ns) / 1e9 if trace.first_byte_ns else None,
+        "reasoning_text": trace.reasoning_text,
+        "server": {**trace.server, "client_vs_server": compare(trace.metrics().ttft_s, trace.server.get("timings"))},
     }
 
 
@@ -64,7 +81,7 @@ def traces_to_json(traces: Sequence[GenerationTrace], context: dict | None = Non
     ]
     payload = {
         "format": "latencylab-trace/1",
-        "definitions": {**DEFINITIONS, "interval_s": INTERVAL_DEFINITION,
+        "definitions": {**DEFINITIONS, **SERVER_DEFINITIONS, "interval_s": INTERVAL_DEFINITION,
                         "prefill_progress": PREFILL_PROGRESS_DEFINITION, **waterfall_definitions()},
         **(context or {}),
         "replies": documents,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.timing.events import ComputeStarted, FinishedEvent, PrefillProgress, TokenEvent
+from core.timing.events import ComputeStarted, FinishedEvent, PrefillProgress, ServerReport, TokenEvent
 from core.timing.metrics import LatencyMetrics, LatencySummary, compute_metrics, summarize
 
 
@@ -34,10 +34,19 @@ class GenerationTrace:
     finished_ns: int | None = None
     painted_ns: list[int] = field(default_factory=list)
     stop_requested_ns: int | None = None
+    # Over a network (None or empty for a local model): the chunk each token came in, which tokens are
+    # reasoning, the server's own usage count and timings, and when the response's headers arrived.
+    chunk_of: list[int] = field(default_factory=list)
+    reasoning_indices: list[int] = field(default_factory=list)
+    server: dict | None = None
+    server_output_tokens: int | None = None
+    first_byte_ns: int | None = None
 
-    def record(self, event: TokenEvent | FinishedEvent | PrefillProgress | ComputeStarted,
+    def record(self, event: TokenEvent | FinishedEvent | PrefillProgress | ComputeStarted | ServerReport,
                arrival_ns: int | None = None) -> None:
-        if isinstance(event, PrefillProgress):
+        if isinstance(event, ServerReport):
+            self._record_server(event)
+        elif isinstance(event, PrefillProgress):
             self.prefill_progress.append((event.timestamp_ns, event.fraction))
         elif isinstance(event, ComputeStarted):
             self.compute_started_ns = event.timestamp_ns
@@ -47,15 +56,48 @@ class GenerationTrace:
             self.timestamps_ns.append(event.timestamp_ns)
             if arrival_ns is not None:
                 self.arrivals_ns.append(arrival_ns)
+            if event.chunk is not None:
+                self.chunk_of.append(event.chunk)
+            if event.reasoning:
+                self.reasoning_indices.append(len(self.timestamps_ns) - 1)
         else:
             self.finished_ns = event.timestamp_ns
             self.stop_reason = event.stop_reason.value
             self.error = event.error
             self.tail_text = event.tail_text
 
+    def _record_server(self, report: ServerReport) -> None:
+        self.server = {"kind": report.server_kind, "chunks": report.chunks, "timings": report.timings,
+                       "prompt_tokens": report.prompt_tokens, "output_tokens": report.output_tokens,
+                       "tokens_counted_from": "the server's usage" if report.output_tokens is not None
+                       else "chunks, one token each: the server sent no usage"}
+        self.server_output_tokens = report.output_tokens
+        self.first_byte_ns = report.first_byte_ns
+        if report.prompt_tokens is not None:
+            self.prompt_tokens = report.prompt_tokens
+
     @property
     def output_tokens(self) -> int:
+        """Tokens generated: the server's usage count where a server gave one (a chunk is not a token)."""
+        if self.server_output_tokens is not None:
+            return self.server_output_tokens
         return len(self.timestamps_ns)
+
+    @property
+    def chunks(self) -> int | None:
+        """How many chunks the reply came in over the wire; None for a local model."""
+        return len(set(self.chunk_of)) if self.chunk_of else (0 if self.server is not None else None)
+
+    def chunk_stamps_ns(self) -> list[int]:
+        """The stamps the ITLs are taken between: each chunk's arrival over a network, each token locally."""
+        if not self.chunk_of:
+            return list(self.timestamps_ns)
+        stamps, previous = [], None
+        for chunk, stamp in zip(self.chunk_of, self.timestamps_ns):
+            if chunk != previous:
+                stamps.append(stamp)
+                previous = chunk
+        return stamps
 
     @property
     def finished(self) -> bool:
@@ -63,7 +105,14 @@ class GenerationTrace:
 
     @property
     def text(self) -> str:
-        return "".join(self.token_texts) + self.tail_text
+        if not self.reasoning_indices:
+            return "".join(self.token_texts) + self.tail_text
+        reasoning = set(self.reasoning_indices)
+        return "".join(text for index, text in enumerate(self.token_texts) if index not in reasoning) + self.tail_text
+
+    @property
+    def reasoning_text(self) -> str:
+        return "".join(self.token_texts[index] for index in self.reasoning_indices)
 
     def token_times_s(self) -> list[float]:
         return [(stamp - self.request_start_ns) / 1e9 for stamp in self.timestamps_ns]
@@ -71,7 +120,7 @@ class GenerationTrace:
     def summary(self) -> LatencySummary:
         stamps = self.timestamps_ns
         return summarize(self.request_start_ns, stamps[0] if stamps else None, stamps[-1] if stamps else None,
-                         len(stamps), self.prompt_tokens)
+                         self.output_tokens if stamps else 0, self.prompt_tokens)
 
     def delivery_delays_s(self) -> list[float]:
         """Per token, engine put() stamp to arrival in the window; [] when arrivals were not recorded."""
@@ -80,4 +129,5 @@ class GenerationTrace:
         return [(arrival - stamp) / 1e9 for stamp, arrival in zip(self.timestamps_ns, self.arrivals_ns)]
 
     def metrics(self) -> LatencyMetrics:
-        return compute_metrics(self.request_start_ns, self.timestamps_ns, self.prompt_tokens)
+        return compute_metrics(self.request_start_ns, self.timestamps_ns, self.prompt_tokens,
+                               output_tokens=self.output_tokens, itl_stamps_ns=self.chunk_stamps_ns())

@@ -15,6 +15,12 @@ SEGMENT_DEFINITIONS = {
              "compute thread (non-zero when a load or another reply was still running there).",
     "prefill": "Prefill: from the job's start to the first token's put() stamp (the prompt's forward pass, then "
                "sampling token 0). The segments up to here add up to the TTFT.",
+    "send": "Over a network: from the click or Enter (request start) to the engine starting the server's "
+            "request (handing the request to the engine, building the chat's JSON).",
+    "server_first_byte": "Over a network: from the request leaving to the response's status line and headers (the "
+                         "network both ways and the server's queue; some servers send headers only after prefill).",
+    "server_first_chunk": "Over a network: from the response's headers to the first chunk with content (the "
+                          "server's prefill and first token, when it sends headers at once).",
     "delivery": "Delivery of token 0: from its put() stamp in the engine to its arrival in the window's process.",
     "paint": "Paint of token 0: from its arrival in the window to the transcript's next paint after its text was "
              "inserted (streaming only; applied once per ~30 Hz frame).",
@@ -24,6 +30,8 @@ SEGMENT_DEFINITIONS = {
 }
 # The segments before the first token, in order; they tile [request start, first token].
 BEFORE_FIRST_TOKEN = ("prepare", "queue", "prefill")
+# Over a network the first byte splits the wait: the server's queue and network, then its prefill.
+REMOTE_BEFORE_FIRST_TOKEN = ("send", "server_first_byte", "server_first_chunk")
 DECODE_DEFINITIONS = {
     "delivery_p50_s": "Median over the reply's tokens of arrival in the window − put() stamp.",
     "delivery_p95_s": "95th percentile of arrival in the window − put() stamp (linear interpolation).",
@@ -66,11 +74,14 @@ def segments(trace: GenerationTrace) -> list[Segment]:
         first = trace.timestamps_ns[0]
         boundaries = [start]
         names = []
-        for name, stamp in (("prepare", trace.prompt_ready_ns), ("queue", trace.compute_started_ns)):
+        remote = trace.first_byte_ns is not None
+        stamped = (("send" if remote else "prepare", trace.prompt_ready_ns), ("queue", trace.compute_started_ns),
+                   ("server_first_byte", trace.first_byte_ns))
+        for name, stamp in stamped:
             if stamp is not None:
                 names.append(name)
                 boundaries.append(min(max(stamp, boundaries[-1]), first))
-        names.append("prefill")
+        names.append("server_first_chunk" if remote else "prefill")
         boundaries.append(first)
         found += [Segment(name, seconds(a), seconds(b)) for name, a, b in zip(names, boundaries, boundaries[1:])]
         if trace.arrivals_ns:

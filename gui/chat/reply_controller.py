@@ -15,10 +15,11 @@ from PySide6.QtCore import QObject, Signal, Slot
 
 from core.chats.record import ReplyRecord
 from core.engine.messages import (
-    Delivered, ReplyComputeStarted, ReplyFinished, ReplyProgress, ReplyRefused, ReplyStarted, StartReply, StopReply,
+    Delivered, ReplyComputeStarted, ReplyFinished, ReplyProgress, ReplyRefused, ReplyServerReport, ReplyStarted,
+    StartReply, StopReply,
 )
 from core.errors import InvalidSettingsError
-from core.timing.events import FinishedEvent, PrefillProgress, StopReason, TokenEvent
+from core.timing.events import FinishedEvent, PrefillProgress, ServerReport, StopReason, TokenEvent
 from core.timing.trace import GenerationTrace
 
 IDLE, QUEUED, GENERATING, STOPPING = "idle", "queued", "generating", "stopping"
@@ -55,6 +56,7 @@ class ReplyController(QObject):
         client.reply_started.connect(self._on_started)
         client.reply_compute_started.connect(self._on_compute_started)
         client.reply_progressed.connect(self._on_progress)
+        client.server_reported.connect(self._on_server_report)
         client.token_arrived.connect(self._on_token)
         client.reply_finished.connect(self._on_finished)
         client.reply_refused.connect(self._on_refused)
@@ -151,7 +153,7 @@ class ReplyController(QObject):
                                   {"streaming": streaming, "settings": settings.to_dict()})
         self._set_state(GENERATING)
         self._models.client.send(StartReply(self._reply_id, system_prompt, messages, settings.to_dict(),
-                                            request_start_ns, ignore_eos=self.ignore_eos))
+                                            request_start_ns, ignore_eos=self.ignore_eos, streaming=streaming))
         return True
 
     def _current(self, event) -> bool:
@@ -205,14 +207,22 @@ class ReplyController(QObject):
         token = delivered.event
         if not self._current(token):
             return
-        event = TokenEvent(token.index, token.token_id, token.text, token.timestamp_ns)
+        event = TokenEvent(token.index, token.token_id, token.text, token.timestamp_ns, token.chunk, token.reasoning)
         self.record.trace.record(event, arrival_ns=delivered.arrival_ns)
         self.token_received.emit(Delivered(event, delivered.arrival_ns))
+
+    @Slot(object)
+    def _on_server_report(self, report: ReplyServerReport) -> None:
+        if self._current(report):
+            self.record.trace.record(ServerReport(report.server_kind, report.prompt_tokens, report.output_tokens,
+                                                  report.first_byte_ns, report.chunks, report.timings))
 
     @Slot(object)
     def _on_finished(self, finished: ReplyFinished) -> None:
         if not self._current(finished):
             return
+        if finished.error and finished.error.startswith("interrupted"):
+            self.record.context["interrupted"] = True  # a stream cut mid-reply: kept, marked as such
         self._finish(FinishedEvent(StopReason(finished.stop_reason), finished.output_tokens, finished.timestamp_ns,
                                    finished.tail_text, finished.error))
 

@@ -15,7 +15,10 @@ INTERRUPTED_NOTICE = ("The reply to your last message was interrupted: the app c
 
 def reply_note(trace: GenerationTrace, notice: str | None) -> str | None:
     """The lines shown under a reply: a context notice, how it stopped, and any error."""
-    notes = [note for note in (notice, STOP_NOTES.get(trace.stop_reason)) if note]
+    reasoning = trace.reasoning_text.strip()
+    # A reasoning model's thinking counts toward TTFT but is not the answer: shown apart, under it.
+    notes = [note for note in (notice, reasoning and f"[reasoning] {reasoning}", STOP_NOTES.get(trace.stop_reason))
+             if note]
     if trace.error:
         notes.append(f"Generation failed: {trace.error}. Your message is kept; press Regenerate or send again.")
     return "\n".join(notes) or None
@@ -61,7 +64,8 @@ def replay_traces(record: ChatRecord, meter: MeterPanel) -> None:
     meter.begin_reply(trace.request_start_ns)
     visible = 0
     for index, (token_id, text, stamp) in enumerate(zip(trace.token_ids, trace.token_texts, trace.timestamps_ns)):
-        meter.record_token(TokenEvent(index, token_id, text, stamp))
+        chunk = trace.chunk_of[index] if trace.chunk_of else None
+        meter.record_token(TokenEvent(index, token_id, text, stamp, chunk))
         if streaming:
             # The token's stamp stands in for the moment it was drawn (benchmarks/stamp_to_consumer.py: the gap).
             visible += len(text)

@@ -28,14 +28,16 @@ class LabForm(QWidget):
         self.model_box.setEditable(True)
         self.model_box.addItem(EMBEDDED_CHOICE)
         self.model_box.setToolTip("The model for the prompt and batch sweeps, and the one loaded at each "
-                                  "precision: 'embedded', a .gguf file, a model folder or a local hub id.")
+                                  "precision: 'embedded', a .gguf file, a model folder, a local hub id, or a "
+                                  "server's URL (then the batch sweep runs N simultaneous streams).")
         self.dtype_box = QComboBox()
         self.dtype_box.addItems(dtype_choices)
         self.dtype_box.setToolTip("Precision for the prompt and batch sweeps.")
         self.decode_loop_box = QComboBox()
         self.decode_loop_box.addItems(core.settings.DECODE_LOOP_CHOICES)
         self.decode_loop_box.setToolTip("Decode loop for the prompt and precision sweeps: lean (Latency Lab's "
-                                        "own, Llama-family models) or generate (transformers'). The batch "
+                                        "own: Llama, Qwen, Mistral, Phi-3, Gemma) or generate "
+                                        "(transformers'). The batch "
                                         "sweep always uses generate.")
         self.sweep_boxes = {name: QCheckBox(SWEEP_TITLES[name]) for name in SWEEPS}
         for box in self.sweep_boxes.values():

@@ -34,8 +34,10 @@ class LabTab(QWidget):
     row_measured = Signal(str, object)  # sweep, row: shown as it arrives
     run_finished = Signal(object)       # LabResults once shown, or None when the run failed
 
-    def __init__(self, client: EngineClient | None = None, parent=None):
+    def __init__(self, client: EngineClient | None = None, parent=None, server_access=None):
+        """server_access() gives (API key, timeout) for a server, as the chat's Server… dialog holds them."""
         super().__init__(parent)
+        self.server_access = server_access or (lambda: (None, None))
         self.results: LabResults | None = None
         self._running = False
         self._lab_id = 0
@@ -141,7 +143,8 @@ class LabTab(QWidget):
         self._running = True
         self._update_controls()
         self._lab_id += 1
-        self.client.send(RunLab(self._lab_id, config.to_dict()))
+        key, timeout = self.server_access()
+        self.client.send(RunLab(self._lab_id, config.to_dict(), api_key=key, server_timeout_s=timeout))
 
     @Slot()
     def cancel(self) -> None:

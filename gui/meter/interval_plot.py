@@ -37,7 +37,8 @@ class IntervalPlot(pg.PlotWidget):
         style_plot(self, title="Per-token intervals (prefill, then decode)",
                    bottom="token index", left="interval (log scale)", log_y=True,
                    tooltip="Token 0's bar is the TTFT (" + DEFINITIONS["ttft_s"] + ") Every later point is an ITL: "
-                   + DEFINITIONS["itl_s"] + " The green line is the running median, i.e. the TPOT so far.")
+                   + DEFINITIONS["itl_s"] + " The green line is the running median, i.e. the TPOT so far. "
+                   "From a server, each point is a gap between chunks, not tokens: " + DEFINITIONS["chunks"])
         # Each item is created once; refresh() only hands them new arrays.
         self.ttft_item = self.plot([], [], pen=None, symbol="s", symbolSize=12,
                                    symbolBrush=TTFT_COLOR, symbolPen=None, name="TTFT (prefill)")

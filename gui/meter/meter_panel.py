@@ -12,6 +12,7 @@ from core.timing.export import delivery_summary
 from core.timing.trace import GenerationTrace
 from gui.meter.history_plot import HistoryPlot
 from gui.meter.interval_plot import IntervalPlot
+from gui.meter.server_view import ServerView
 from gui.meter.stat_cards import StatCards
 from gui.meter.visible_text_plot import VisibleTextPlot
 from gui.meter.waterfall_plot import WaterfallPlot
@@ -31,6 +32,7 @@ class MeterPanel(QWidget):
         self.visible_plot = VisibleTextPlot()
         self.history_plot = HistoryPlot()
         self.waterfall = WaterfallPlot()
+        self.server_view = ServerView()
         plots = QSplitter(Qt.Orientation.Vertical)
         for plot in (self.interval_plot, self.visible_plot, self.history_plot):
             plot.setMinimumHeight(140)
@@ -38,10 +40,12 @@ class MeterPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.cards)
+        layout.addWidget(self.server_view)
         layout.addWidget(self.waterfall)
         layout.addWidget(plots, stretch=1)
         self._median = RunningMedian()
         self._previous_stamp_ns: int | None = None
+        self._previous_chunk: int | None = None
         self._request_start_ns = 0
         self._cards_shown_ns: int | None = None
 
@@ -49,12 +53,18 @@ class MeterPanel(QWidget):
         self._request_start_ns = request_start_ns
         self._median = RunningMedian()
         self._previous_stamp_ns = None
+        self._previous_chunk = None
         self._cards_shown_ns = None
         self.interval_plot.reset()
         self.visible_plot.reset()
         self.cards.clear()
 
     def record_token(self, event: TokenEvent) -> None:
+        if event.chunk is not None:
+            # Over a network an interval is a gap between chunks: a chunk's other tokens add no point.
+            if event.chunk == self._previous_chunk:
+                return
+            self._previous_chunk = event.chunk
         if self._previous_stamp_ns is None:
             self.interval_plot.add_ttft((event.timestamp_ns - self._request_start_ns) / 1e6)
         else:
@@ -84,6 +94,7 @@ class MeterPanel(QWidget):
         self.cards.show_delivery(delivery_summary(trace))
         self.history_plot.add_reply(trace.prompt_tokens, metrics.ttft_s, metrics.tpot_s)
         self.waterfall.show_trace(trace)
+        self.server_view.show_trace(trace)
         self.refresh()
         # A frame draws its newest points with a small fresh item; the last frame's stay there unless
         # handed over, so the finished curve is drawn by one item per line.
@@ -93,6 +104,7 @@ class MeterPanel(QWidget):
     def reset_chat(self) -> None:
         self.history_plot.clear_history()
         self.waterfall.clear()
+        self.server_view.clear()
         self.visible_plot.forget_previous()
         self.begin_reply(0)
         self.refresh()

@@ -10,10 +10,12 @@ from core.timing.trace import GenerationTrace
 from core.timing.waterfall import DECODE_DEFINITIONS, Segment, decode_figures, segments
 
 COLORS = {"prepare": "#9aa0a6", "queue": "#c5221f", "prefill": "#e8710a", "delivery": "#1a73e8",
-          "paint": "#0b6b2b", "stop_to_last_token": "#8430ce", "cancel": "#b31412"}
+          "paint": "#0b6b2b", "stop_to_last_token": "#8430ce", "cancel": "#b31412",
+          "server_first_byte": "#5f6368", "server_first_chunk": "#e8710a", "send": "#9aa0a6"}
 LABELS = {"prepare": "template + tokenise", "queue": "wait for compute", "prefill": "prefill",
           "delivery": "token 0 delivered", "paint": "token 0 painted", "stop_to_last_token": "Stop → last token",
-          "cancel": "Stop → engine idle"}
+          "cancel": "Stop → engine idle", "server_first_byte": "request → headers",
+          "server_first_chunk": "headers → 1st chunk", "send": "request → engine"}
 
 
 def milliseconds(seconds: float | None) -> str:

@@ -48,11 +48,13 @@ class ModelController(QObject):
     def engine(self):
         return self.client.engine
 
-    def load(self, spec: str, dtype: str) -> bool:
+    def load(self, spec: str, dtype: str, api_key: str | None = None, server_timeout_s: float | None = None) -> bool:
+        """api_key: a server's key, held only in memory and sent only over the engine's private pipe."""
         if self.loading:
             return False
         request = LoadModel(None if spec == EMBEDDED_SPEC else spec, dtype,
-                            trust_remote_code=self.trust_remote_code, allow_pickle=self.allow_pickle)
+                            trust_remote_code=self.trust_remote_code, allow_pickle=self.allow_pickle,
+                            api_key=api_key, server_timeout_s=server_timeout_s)
         if self.stopped_reason is not None:
             self._start_engine()
         self._last_load = request
@@ -79,6 +81,11 @@ class ModelController(QObject):
         if self.loaded is None:
             return ("engine stopped: " + self.stopped_reason if self.stopped_reason else "no model loaded"), ""
         facts, refusal = self.loaded.facts, self.loaded.lean_refusal
+        if facts.get("remote"):
+            served = facts["served_models"]
+            return (f"{facts['served_model']} · {facts['server_kind']} server ({facts['protocol']}) · "
+                    f"{facts['server_url']}", f"The server serves: {', '.join(served)}. Timings over the wire: a "
+                    "chunk is not a token; tokens are counted from the server's usage.")
         lean = decode_loop == "lean" and refusal is None
         line = (f"{facts['model']} · {facts['parameters'] / 1e6:.0f}M params · {facts['dtype']} · "
                 f"{facts['weight_bytes'] / 1e6:.0f} MB weights · {facts['device']} · "

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (
 
 from core.errors import InvalidSettingsError
 from core.model.source import EMBEDDED_SPEC
+from core.remote.spec import is_remote_spec
 from core.settings import (DECODE_LOOP, DECODE_LOOP_CHOICES, DTYPE, DTYPE_CHOICES, MAX_NEW_TOKENS, TEMPERATURE,
                            TOP_P, GenerationSettings, validate_dtype)
 from gui.settings.seed_box import SeedBox
@@ -27,8 +28,15 @@ class SettingsPanel(QWidget):
         self.model_box.setEditable(True)
         self.model_box.addItem(EMBEDDED_CHOICE)
         self.model_box.setToolTip("'embedded' is SmolLM2-135M-Instruct shipped with the app. Or type a Hugging Face "
-                                  "id already on this machine, or pick a local folder or .gguf file.")
+                                  "id already on this machine, pick a local folder or .gguf file, or a server's URL "
+                                  "(Server…).")
         self.browse_button = QPushButton("Folder…")
+        self.server_button = QPushButton("Server…")
+        self.server_button.setToolTip("Measure a model served elsewhere: vLLM, llama.cpp's server, Ollama, LM Studio or "
+                                      "any OpenAI-compatible endpoint.")
+        # A server's key and timeout for this session: in memory only, never saved.
+        self.server_key: str | None = None
+        self.server_timeout_s: float | None = None
         self.browse_button.setToolTip("Pick a local model folder (config.json + safetensors, or a .gguf)")
         self.load_button = QPushButton("Load")
         self.dtype_box = QComboBox()
@@ -53,7 +61,8 @@ class SettingsPanel(QWidget):
         self.decode_loop_box = QComboBox()
         self.decode_loop_box.addItems(DECODE_LOOP_CHOICES)
         self.decode_loop_box.setToolTip(
-            "lean: Latency Lab's own decode loop (Llama-family models; others fall back to generate), "
+            "lean: Latency Lab's own decode loop (Llama, Qwen, Mistral, Phi-3 and Gemma models; others fall "
+            "back to generate), "
             "same tokens with less Python per step. generate: transformers' model.generate. "
             "Switch to see how much of TPOT is framework overhead rather than reading weights.")
         self.load_progress = QProgressBar()
@@ -65,6 +74,7 @@ class SettingsPanel(QWidget):
         model_row = QHBoxLayout()
         model_row.addWidget(self.model_box, stretch=1)
         model_row.addWidget(self.browse_button)
+        model_row.addWidget(self.server_button)
         model_row.addWidget(self.dtype_box)
         model_row.addWidget(self.load_button)
         # Two short rows, not one long one: in one row they set the window's minimum width above
@@ -90,6 +100,9 @@ class SettingsPanel(QWidget):
         # activated fires on the user's pick only, never on apply()'s setCurrentText.
         self.dtype_box.activated.connect(self._mark_dtype_chosen)
         self.browse_button.clicked.connect(self._browse)
+        self.server_button.clicked.connect(self._choose_server)
+        self.model_box.currentTextChanged.connect(self._on_model_text)
+        self._on_model_text(self.model_box.currentText())
         self.load_button.clicked.connect(self._request_load)
 
     def apply(self, settings: WindowSettings) -> None:
@@ -149,6 +162,28 @@ class SettingsPanel(QWidget):
     def set_loading(self, loading: bool) -> None:
         self.load_button.setEnabled(not loading)
         self.browse_button.setEnabled(not loading)
+        self.server_button.setEnabled(not loading)
+
+    def offer_served_models(self, spec_texts: list[str]) -> None:
+        """A server's other models, as entries of the model picker."""
+        for text in spec_texts:
+            if self.model_box.findText(text) < 0:
+                self.model_box.addItem(text)
+
+    @Slot(str)
+    def _on_model_text(self, text: str) -> None:
+        # A server chose its own precision; the box would only mislead.
+        self.dtype_box.setEnabled(not is_remote_spec(text.strip()))
+
+    @Slot()
+    def _choose_server(self) -> None:
+        from gui.model.server_dialog import ServerDialog
+
+        dialog = ServerDialog(self.model_spec(), self.server_key, self.server_timeout_s, self)
+        if dialog.exec():
+            self.server_key, self.server_timeout_s = dialog.api_key(), dialog.timeout_s()
+            self.model_box.setCurrentText(dialog.spec_text())
+            self._request_load()
 
     @Slot()
     def _browse(self) -> None:

@@ -1,1 +1,1 @@
-"""A leaner decode loop for Llama-family models than transformers' generate(), with the same results."""
+"""A leaner decode loop than transformers' generate(), with the same results, for the families in families.py."""

@@ -1,4 +1,4 @@
-"""Greedy or sampled decoding over LlamaDecoder, with generate()'s streamer, processors and stopping criteria."""
+"""Greedy or sampled decoding over LeanDecoder, with generate()'s streamer, processors and stopping criteria."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable
 import torch
 from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
 
-from core.generation.decode.llama_decoder import LlamaDecoder
+from core.generation.decode.decoder import LeanDecoder
 
 # generate() applies what a model's generation_config asks for; the lean loop knows only these
 # neutral values, so a model that sets any other runs through generate() instead.
@@ -31,7 +31,7 @@ NEUTRAL_GENERATION_CONFIG = {
     "min_p": (None,),
 }
 
-# Room reserved for the reply up front; the cache doubles beyond it (see LlamaDecoder.start_sequence).
+# Room reserved for the reply up front; the cache doubles beyond it (see LeanDecoder.start_sequence).
 INITIAL_REPLY_ROOM = 256
 
 
@@ -45,7 +45,7 @@ def generation_config_blocks_lean_loop(model: Any) -> str | None:
 
 
 def lean_decode(
-    decoder: LlamaDecoder,
+    decoder: LeanDecoder,
     input_ids: torch.Tensor,
     max_new_tokens: int,
     *,

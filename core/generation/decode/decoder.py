@@ -1,8 +1,9 @@
-"""One forward pass of a Llama-family model over a static KV cache, written as plain torch ops.
+"""One forward pass of a decoder-only model over a static KV cache, written as plain torch ops.
 
 transformers' generate() spends about two thirds of an int4 decode step in Python bookkeeping
 around the matrix products (cache objects, masks, position ids, module hooks). This pass calls
 the model's own modules and weights with none of that; tests check it against the model's forward.
+Llama is the template; each covered family's differences come from its spec (families.py).
 """
 
 from __future__ import annotations
@@ -11,39 +12,24 @@ import threading
 from typing import Any, Callable
 
 import torch
-import torch.nn.functional as F
 
+from core.generation.decode.attention import attend
+from core.generation.decode.families import family_spec, layer_window, lean_pass_refusal
+from core.generation.decode.layer import LayerParts
 from core.generation.stopping import PassInterrupted
-from core.quant.groupwise import GROUP_SIZE
-from core.quant.int4_linear import KERNEL_DTYPE, Int4Linear
 
 # A new sequence reallocates the cache when it holds more than this many times the room it needs.
 SHRINK_FACTOR = 4
 
 
-def unsupported_reason(model: Any) -> str | None:
-    """Why this model cannot use the lean pass, or None when it can."""
-    config = getattr(model, "config", None)
-    if config is None or getattr(config, "model_type", None) != "llama":
-        return f"the lean loop covers Llama-family models; this is {getattr(config, 'model_type', 'unknown')!r}"
-    rope = getattr(config, "rope_parameters", None) or {}
-    if rope.get("rope_type", "default") != "default":
-        return f"rope type {rope.get('rope_type')!r} is not covered"
-    if getattr(config, "hidden_act", "silu") != "silu":
-        return f"activation {config.hidden_act!r} is not covered"
-    if next(model.parameters()).device.type != "cpu":
-        return "the lean loop runs on the CPU"
-    return None
-
-
-class LlamaDecoder:
+class LeanDecoder:
     """forward(token_ids, start) returns the logits of the last position and extends the cache."""
 
     def __init__(self, model: Any):
-        reason = unsupported_reason(model)
+        reason = lean_pass_refusal(model)
         if reason:
             raise ValueError(reason)
-        config = model.config
+        config, spec = model.config, family_spec(model)
         # Parts of the model, never the model itself: choice.py caches decoders by a weak reference
         # to the model, which must be free to go when the app drops it.
         self._embed, self._final_norm, self._head = model.model.embed_tokens, model.model.norm, model.lm_head
@@ -51,13 +37,28 @@ class LlamaDecoder:
         self.kv_heads = config.num_key_value_heads
         self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // self.heads
         self.eps = config.rms_norm_eps
+        self._norm = _gemma_rms_norm if spec.gemma_norms else _rms_norm
+        # Gemma scales queries by query_pre_attn_scalar, not the head size, and soft-caps scores and logits.
+        self.scale = (getattr(config, "query_pre_attn_scalar", None) or self.head_dim) ** -0.5
+        self.attention_softcap = getattr(config, "attn_logit_softcapping", None)
+        self.final_softcap = getattr(config, "final_logit_softcapping", None)
         self.dtype = model.model.embed_tokens.weight.dtype if hasattr(model.model.embed_tokens, "weight") \
             else torch.float32
-        rope = getattr(config, "rope_parameters", None) or {}
-        self.rope_theta = float(rope.get("rope_theta", getattr(config, "rope_theta", 10000.0)))
-        self.layers = [_Layer(layer) for layer in model.model.layers]
+        self.layers = [LayerParts(layer, spec, self.heads, self.kv_heads, self.head_dim)
+                       for layer in model.model.layers]
+        self.windows = [layer_window(config, index) for index in range(len(self.layers))]
+        # The rotary frequencies and scaling the model itself holds (per layer type in Gemma 3), not ones
+        # recomputed from the config: they cover scaled ropes (Llama 3's, YaRN's) as they are, and a model
+        # cast to bfloat16 holds them rounded, as its rotations then are.
+        rotary = model.model.rotary_emb
+        layer_types = getattr(config, "layer_types", None) or [""] * len(self.layers)
+        self.rotary_kinds = [kind if hasattr(rotary, f"{kind}_inv_freq") else "" for kind in layer_types]
+        self._rotary = {kind: (getattr(rotary, f"{kind}_inv_freq" if kind else "inv_freq").float().clone(),
+                               getattr(rotary, f"{kind}_attention_scaling" if kind else "attention_scaling", 1.0))
+                        for kind in set(self.rotary_kinds)}
         self.capacity = 0
-        self._keys = self._values = self._cos = self._signed_sin = None
+        self._keys = self._values = None
+        self._rotations: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def start_sequence(self, positions: int) -> None:
         """Room for a new sequence of about this many positions; what the cache holds is not needed.
@@ -86,14 +87,19 @@ class LlamaDecoder:
             keys[:, :, :, : self.capacity] = self._keys
             values[:, :, :, : self.capacity] = self._values
         self._keys, self._values = keys, values
-        half = torch.arange(0, self.head_dim, 2, dtype=torch.float32) / self.head_dim
-        angles = torch.outer(torch.arange(capacity, dtype=torch.float32), 1.0 / (self.rope_theta ** half))
+        self._rotations = {kind: self._rotation_table(frequencies, scaling, capacity)
+                           for kind, (frequencies, scaling) in self._rotary.items()}
+        self.capacity = capacity
+
+    def _rotation_table(self, inverse_frequencies: torch.Tensor, scaling: float,
+                        capacity: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(cos, signed sin) for positions 0..capacity, as the model's rotary embedding computes them."""
+        angles = torch.outer(torch.arange(capacity, dtype=torch.float32), inverse_frequencies)
         angles = torch.cat([angles, angles], dim=-1)
         # rotate_half(x) * sin == roll(x, half) * sin with its first half negated: one op, not four.
-        signed_sin = angles.sin()
+        signed_sin = angles.sin() * scaling
         signed_sin[:, : self.head_dim // 2] *= -1
-        self._cos, self._signed_sin = angles.cos().to(self.dtype), signed_sin.to(self.dtype)
-        self.capacity = capacity
+        return (angles.cos() * scaling).to(self.dtype), signed_sin.to(self.dtype)
 
     def forward(self, token_ids: torch.Tensor, start: int,
                 interrupt: threading.Event | None = None,
@@ -113,74 +119,39 @@ class LlamaDecoder:
         if count > 1 and start != 0:
             raise ValueError("several tokens at once are only supported for a prompt at position 0")
         hidden = self._embed(token_ids.view(1, count)).view(count, -1).to(self.dtype)
-        cos, signed_sin = self._cos[start:end], self._signed_sin[start:end]
+        rotations = {kind: (cos[start:end], signed_sin[start:end])
+                     for kind, (cos, signed_sin) in self._rotations.items()}
+        norm = self._norm
         for index, layer in enumerate(self.layers):
             if interrupt is not None and interrupt.is_set():
                 raise PassInterrupted()
             if on_layer is not None:
                 on_layer(index, len(self.layers))
-            normed = _rms_norm(hidden, layer.input_norm, self.eps)
-            query_key, value = layer.attention_inputs(normed)
+            query_key, value = layer.attention_inputs(norm(hidden, layer.input_norm, self.eps))
+            query_key = query_key.view(count, self.heads + self.kv_heads, self.head_dim)
+            if layer.head_norm is not None:
+                query_key = norm(query_key, layer.head_norm, self.eps)
             # Queries and keys rotate as one tensor: half the small ops of rotating each.
-            rotated = _rotate(query_key.view(count, self.heads + self.kv_heads, self.head_dim).transpose(0, 1),
-                              cos, signed_sin)
+            rotated = _rotate(query_key.transpose(0, 1), *rotations[self.rotary_kinds[index]])
             query, key = rotated[:self.heads], rotated[self.heads:]
             self._keys[index, 0, :, start:end] = key
             self._values[index, 0, :, start:end] = value.view(count, self.kv_heads, self.head_dim).transpose(0, 1)
-            keys, values = self._keys[index, 0, :, :end], self._values[index, 0, :, :end]
-            # SDPA, as the model's own attention uses: two bmm were 0.3 ms a token faster but round
-            # differently, and greedy replies then parted from generate()'s after a few tokens.
-            attended = F.scaled_dot_product_attention(
-                query.unsqueeze(0), keys.unsqueeze(0), values.unsqueeze(0), is_causal=count > 1,
-                enable_gqa=self.heads != self.kv_heads)[0].transpose(0, 1).reshape(count, -1)
-            hidden = hidden + layer.output(attended)
-            hidden = hidden + layer.mlp(_rms_norm(hidden, layer.post_norm, self.eps))
+            attended = attend(query, self._keys[index, 0, :, :end], self._values[index, 0, :, :end], start=start,
+                              window=self.windows[index], scale=self.scale, softcap=self.attention_softcap)
+            attention_out = layer.output(attended)
+            if layer.post_attention_norm is not None:  # Gemma normalises each sublayer's output too
+                attention_out = norm(attention_out, layer.post_attention_norm, self.eps)
+            hidden = hidden + attention_out
+            mlp_out = layer.mlp(norm(hidden, layer.pre_mlp_norm, self.eps))
+            if layer.post_mlp_norm is not None:
+                mlp_out = norm(mlp_out, layer.post_mlp_norm, self.eps)
+            hidden = hidden + mlp_out
         if on_layer is not None:
             on_layer(len(self.layers), len(self.layers))
-        return self._head(self._final_norm(hidden[-1:]))
-
-
-class _Layer:
-    """One decoder layer's norms and projections, with q/k/v read from a single input."""
-
-    def __init__(self, layer: Any):
-        attention, mlp = layer.self_attn, layer.mlp
-        self.input_norm = layer.input_layernorm.weight
-        self.post_norm = layer.post_attention_layernorm.weight
-        self._qkv = _projection(attention.q_proj, attention.k_proj, attention.v_proj)
-        self._value_size = attention.v_proj.out_features
-        self._o = _projection(attention.o_proj)
-        self._gate_up = _projection(mlp.gate_proj, mlp.up_proj)
-        self._down = _projection(mlp.down_proj)
-
-    def attention_inputs(self, normed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(queries and keys side by side, values)."""
-        projected = self._qkv(normed)
-        return projected[:, :-self._value_size], projected[:, -self._value_size:]
-
-    def output(self, attended: torch.Tensor) -> torch.Tensor:
-        return self._o(attended)
-
-    def mlp(self, normed: torch.Tensor) -> torch.Tensor:
-        gate, up = self._gate_up(normed).chunk(2, dim=-1)
-        return self._down(F.silu(gate) * up)
-
-
-def _projection(*modules: Any) -> Callable[[torch.Tensor], torch.Tensor]:
-    """Several projections of one input, their outputs side by side. Bias-free int4 layers run as one
-    fused product, since each kernel call costs about as much in overhead as in arithmetic at one token."""
-    if not all(isinstance(module, Int4Linear) and module.bias is None for module in modules):
-        if len(modules) == 1:
-            return modules[0]
-        return lambda x: torch.cat([module(x) for module in modules], dim=-1)
-    weight = torch.cat([module.packed_weight for module in modules], dim=0)
-    scales = torch.cat([module.scales_and_zeros for module in modules], dim=1)
-    matmul = torch.ops.aten._weight_int4pack_mm_for_cpu
-
-    def project(x: torch.Tensor) -> torch.Tensor:
-        return matmul(x.to(KERNEL_DTYPE), weight, GROUP_SIZE, scales).to(x.dtype)
-
-    return project
+        logits = self._head(self._final_norm(hidden[-1:]))
+        if self.final_softcap is not None:
+            logits = torch.tanh(logits / self.final_softcap) * self.final_softcap
+        return logits
 
 
 def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -189,6 +160,13 @@ def _rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor
     scaled = x.float()
     scaled = scaled * torch.rsqrt(scaled.pow(2).mean(-1, keepdim=True) + eps)
     return weight * scaled.to(x.dtype)
+
+
+def _gemma_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """Gemma's RMSNorm op for op: it scales by (1 + weight) in float32 and rounds once at the end."""
+    scaled = x.float()
+    scaled = scaled * torch.rsqrt(scaled.pow(2).mean(-1, keepdim=True) + eps)
+    return (scaled * (1.0 + weight.float())).type_as(x)
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,45 @@
+"""Local or remote, one way in: load what a spec names, and prepare a reply on it, for the engine, the CLI and the lab."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.generation.request import ReplyRequest, prepare_reply
+from core.model.loader import load_model
+from core.progress import ProgressCallback, no_progress
+from core.remote.connect import connect
+from core.remote.reply import RemoteReply
+from core.remote.spec import is_remote_spec
+from core.settings import SERVER_TIMEOUT
+
+
+@dataclass(frozen=True)
+class RemotePrompt:
+    """What a remote reply knows of its prompt before the server answers: the count comes with the usage."""
+
+    prompt_tokens: int = 0
+    notice: str | None = None
+
+
+def is_remote(loaded) -> bool:
+    return getattr(loaded, "is_remote", False)
+
+
+def load_any(spec: str | None, *, device: str = "cpu", dtype: str = "float32", progress: ProgressCallback = no_progress,
+             trust_remote_code: bool = False, allow_pickle: bool = False, api_key: str | None = None,
+             server_timeout_s: float | None = None):
+    """A LoadedModel for a local spec, a RemoteModel for a server URL."""
+    if is_remote_spec(spec):
+        return connect(spec, api_key=api_key, progress=progress,
+                       timeout_s=server_timeout_s if server_timeout_s is not None else SERVER_TIMEOUT.default)
+    return load_model(spec, device=device, dtype=dtype, progress=progress, trust_remote_code=trust_remote_code,
+                      allow_pickle=allow_pickle)
+
+
+def prepare_any(loaded, request: ReplyRequest, *, streaming: bool = True, ignore_eos: bool = False):
+    """(the reply, not started; its prompt facts). Raises LatencyLabError when it cannot be asked."""
+    if is_remote(loaded):
+        reply = RemoteReply(loaded, request.system_prompt, [(m.role, m.content) for m in request.messages],
+                            request.settings, stop=request.stop, streaming=streaming, ignore_eos=ignore_eos)
+        return reply, RemotePrompt()
+    return prepare_reply(loaded, request)

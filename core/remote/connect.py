@@ -1,0 +1,152 @@
+"""Open a remote engine: find what kind of server answers at a URL, which models it serves, and pick one."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from core.errors import ModelLoadError
+from core.progress import ProgressCallback, no_progress
+from core.remote.errors import RemoteError
+from core.remote.http_stream import get_json
+from core.remote.spec import RemoteSpec, is_remote_spec
+
+API_KEY_VARIABLE = "LATENCYLAB_API_KEY"
+
+# Whose models list says owned_by what: how an OpenAI-compatible server gives itself away.
+_OWNERS = {"vllm": "vLLM", "llamacpp": "llama.cpp", "organization_owner": "LM Studio", "library": "Ollama",
+           "ollama": "Ollama", "sglang": "SGLang", "tgi": "TGI", "me": "llama-cpp-python"}
+
+
+@dataclass
+class RemoteModel:
+    """A model served elsewhere, as the engine holds it: where, how to talk to it, and the key (never shown)."""
+
+    spec: RemoteSpec
+    protocol: str      # "openai" or "ollama"
+    server_kind: str   # "llama.cpp", "vLLM", "Ollama", ... or "OpenAI-compatible"
+    model: str
+    served_models: tuple[str, ...]
+    timeout_s: float
+    api_key: str | None = field(default=None, repr=False)
+    notice: str | None = None
+    is_remote: bool = True
+
+    @property
+    def name(self) -> str:
+        return f"{self.model} @ {self.spec.host}"
+
+    @property
+    def base_url(self) -> str:
+        return self.spec.base_url
+
+    @property
+    def dtype(self) -> str:
+        return "remote"
+
+    def describe(self) -> dict:
+        return {
+            "model": self.name,
+            "remote": True,
+            "spec": self.spec.with_choice(model=self.model, protocol=self.protocol).text(),
+            "server_url": self.spec.base_url,
+            "server_kind": self.server_kind,
+            "protocol": self.protocol,
+            "served_model": self.model,
+            "served_models": list(self.served_models),
+            "dtype": "remote",
+            "device": "remote",
+            "parameters": None,
+            "weight_bytes": None,
+            "context_window": None,
+            "timeout_s": self.timeout_s,
+            "notice": self.notice,
+        }
+
+
+def api_key_from_environment() -> str | None:
+    return os.environ.get(API_KEY_VARIABLE) or None
+
+
+def connect(text: str, *, api_key: str | None = None, timeout_s: float = 60.0,
+            progress: ProgressCallback = no_progress) -> RemoteModel:
+    """Reach the server, detect its kind, list its models and choose one; ModelLoadError says what failed."""
+    if not is_remote_spec(text):
+        raise ModelLoadError(f"{text!r} is not a server URL.")
+    spec = RemoteSpec.parse(text)
+    key = api_key or api_key_from_environment()
+    progress(0.1, f"connecting to {spec.base_url}")
+    try:
+        if spec.protocol == "ollama":
+            model = _ollama(spec, key, timeout_s)
+        elif spec.protocol == "openai":
+            model = _openai(spec, key, timeout_s)
+        else:
+            model = _detect(spec, key, timeout_s)
+    except RemoteError as error:
+        raise ModelLoadError(str(error)) from None
+    progress(1.0, f"connected to {model.server_kind} at {spec.base_url}")
+    return model
+
+
+def _detect(spec: RemoteSpec, key: str | None, timeout_s: float) -> RemoteModel:
+    base = spec.base_url
+    if base.endswith("/v1"):
+        return _openai(spec, key, timeout_s)
+    try:
+        return _ollama(spec, key, timeout_s)  # Ollama's native API lives at the root, next to its /v1
+    except RemoteError:
+        pass
+    try:
+        return _openai(spec.with_base(base + "/v1"), key, timeout_s)
+    except RemoteError:
+        return _openai(spec, key, timeout_s)
+
+
+def _openai(spec: RemoteSpec, key: str | None, timeout_s: float) -> RemoteModel:
+    listing = get_json(spec.base_url + "/models", api_key=key, timeout_s=timeout_s)
+    entries = listing.get("data") if isinstance(listing, dict) else None
+    if not isinstance(entries, list):
+        raise RemoteError(f"{spec.base_url}/models did not list models as an OpenAI-compatible server does; "
+                          "check the base URL (it usually ends in /v1).")
+    names = tuple(str(entry["id"]) for entry in entries if isinstance(entry, dict) and entry.get("id"))
+    owners = {str(entry.get("owned_by", "")).lower() for entry in entries if isinstance(entry, dict)}
+    kind = next((_OWNERS[owner] for owner in owners if owner in _OWNERS), "OpenAI-compatible")
+    if kind == "OpenAI-compatible" and _answers(spec.root_url + "/props", key, timeout_s):
+        kind = "llama.cpp"
+    return _choose(spec, "openai", kind, names, key, timeout_s)
+
+
+def _ollama(spec: RemoteSpec, key: str | None, timeout_s: float) -> RemoteModel:
+    root = spec.with_base(spec.root_url)
+    listing = get_json(root.base_url + "/api/tags", api_key=key, timeout_s=timeout_s)
+    entries = listing.get("models") if isinstance(listing, dict) else None
+    if not isinstance(entries, list):
+        raise RemoteError(f"{root.base_url}/api/tags did not list models as Ollama does.")
+    names = tuple(str(entry.get("name") or entry.get("model")) for entry in entries if isinstance(entry, dict))
+    return _choose(root, "ollama", "Ollama", names, key, timeout_s)
+
+
+def _choose(spec: RemoteSpec, protocol: str, kind: str, names: tuple[str, ...], key: str | None,
+            timeout_s: float) -> RemoteModel:
+    if not names:
+        raise RemoteError(f"the {kind} server at {spec.base_url} serves no model.")
+    notice = None
+    if spec.model is not None:
+        if spec.model not in names:
+            raise RemoteError(f"the {kind} server at {spec.base_url} does not serve a model named {spec.model!r}; "
+                              f"it serves: {', '.join(names)}.")
+        chosen = spec.model
+    else:
+        chosen = names[0]
+        if len(names) > 1:
+            notice = (f"the server serves {len(names)} models ({', '.join(names)}); using {chosen!r}. "
+                      "Pick another in the model picker, or add #model=NAME to the URL.")
+    return RemoteModel(spec.with_choice(protocol=protocol), protocol, kind, chosen, names, timeout_s, key, notice)
+
+
+def _answers(url: str, key: str | None, timeout_s: float) -> bool:
+    try:
+        return isinstance(get_json(url, api_key=key, timeout_s=min(timeout_s, 5.0)), dict)
+    except RemoteError:
+        return False

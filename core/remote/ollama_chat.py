@@ -1,0 +1,35 @@
+"""Ollama's native /api/chat: the request body, and reading each NDJSON line (or a whole response) into Pieces."""
+
+from __future__ import annotations
+
+from core.remote.errors import RemoteError
+from core.remote.pieces import Piece, json_object
+from core.remote.server_timings import from_ollama
+
+
+def request_body(model: str, messages: list[dict], *, stream: bool, max_tokens: int, temperature: float,
+                 top_p: float, seed: int | None) -> dict:
+    options: dict = {"num_predict": max_tokens, "temperature": temperature, "top_p": top_p}
+    if seed is not None:
+        options["seed"] = seed
+    return {"model": model, "messages": messages, "stream": stream, "options": options}
+
+
+def read_line(line: str) -> Piece:
+    document = json_object(line, "Ollama", "line")
+    if document.get("error"):
+        raise RemoteError(f"Ollama reported an error: {document['error']}")
+    message = document.get("message") or {}
+    piece = Piece(text=message.get("content") or "" if isinstance(message, dict) else "",
+                  reasoning=(message.get("thinking") or "") if isinstance(message, dict) else "")
+    if document.get("done"):
+        piece.done = True
+        piece.finish_reason = document.get("done_reason") or "stop"
+        piece.prompt_tokens = _count(document.get("prompt_eval_count"))
+        piece.completion_tokens = _count(document.get("eval_count"))
+        piece.timings = from_ollama(document)
+    return piece
+
+
+def _count(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

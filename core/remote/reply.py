@@ -1,0 +1,214 @@
+"""One reply from a server: requested on its own thread, every chunk stamped on arrival, yielded as timed events.
+
+It has a Generation's surface (start, iterate, stop, join, trace, on_progress), so the engine, the CLI and
+the lab run a remote reply exactly as a local one.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Callable, Iterator
+
+from core.generation.reply_surface import ReplySurface
+from core.remote import ollama_chat, openai_chat
+from core.remote.connect import RemoteModel
+from core.remote.errors import RemoteError, ReplyTooLarge, StreamCut
+from core.remote.http_stream import HttpStream
+from core.remote.pieces import Piece
+from core.remote.wire_formats import JsonLines, MalformedStream, ServerSentEvents
+from core.timing.events import FinishedEvent, PrefillProgress, ServerReport, StopReason, TokenEvent
+from core.timing.trace import GenerationTrace
+
+# Far beyond any chat reply, well below what a desktop should hold for one: past it the reply is cut and kept.
+MAX_REPLY_BYTES = 32 * 1024 * 1024
+# How often the stop watcher looks: a Stop closes the stream within this.
+STOP_POLL_S = 0.02
+_FINISH_REASONS = {"length": StopReason.MAX_TOKENS, "max_tokens": StopReason.MAX_TOKENS}
+
+
+class RemoteReply(ReplySurface):
+    def __init__(self, model: RemoteModel, system_prompt: str, messages: list[tuple[str, str]], settings, *,
+                 stop: threading.Event | None = None, streaming: bool = True, ignore_eos: bool = False,
+                 on_progress: Callable[[object], None] | None = None):
+        self.model = model
+        self.settings = settings
+        self.streaming = streaming
+        self.stop_event = stop if stop is not None else threading.Event()
+        self.on_progress = on_progress
+        self.trace: GenerationTrace | None = None
+        self.decode_loop = f"remote ({model.server_kind}, {model.protocol})"
+        self.decode_loop_note: str | None = None
+        self._chat = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + [
+            {"role": role, "content": content} for role, content in messages]
+        self._ignore_eos = ignore_eos
+        self._events: queue.SimpleQueue = queue.SimpleQueue()
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._stream: HttpStream | None = None
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.trace.prompt_tokens if self.trace is not None else 0
+
+    def start(self, request_start_ns: int | None = None) -> "RemoteReply":
+        start_ns = request_start_ns if request_start_ns is not None else time.perf_counter_ns()
+        self.trace = GenerationTrace(start_ns, prompt_tokens=0)
+        self._thread = threading.Thread(target=self._run, name="latencylab-remote-reply", daemon=True)
+        self._thread.start()
+        threading.Thread(target=self._watch_stop, name="latencylab-remote-stop", daemon=True).start()
+        return self
+
+    def __iter__(self) -> Iterator[TokenEvent | FinishedEvent]:
+        if self.trace is None:
+            raise RuntimeError("call start() before iterating a RemoteReply")
+        while True:
+            event = self._events.get()
+            self.trace.record(event)
+            if isinstance(event, (PrefillProgress, ServerReport)):
+                if self.on_progress is not None:
+                    self.on_progress(event)
+                continue
+            yield event
+            if isinstance(event, FinishedEvent):
+                return
+
+    # -- the reading thread ---------------------------------------------------------------------
+
+    def _watch_stop(self) -> None:
+        while not self._done.is_set():
+            if self.stop_event.wait(STOP_POLL_S):
+                stream = self._stream
+                if stream is not None:
+                    stream.abort()
+                return
+
+    def _run(self) -> None:
+        reading = _Reading()
+        error: str | None = None
+        reason = StopReason.EOS
+        try:
+            if not self.stop_event.is_set():
+                reason = self._request(reading)
+        except StreamCut as cut:
+            error = None if self.stop_event.is_set() else f"interrupted: {cut}"
+        except ReplyTooLarge as large:
+            error = f"interrupted: {large}"
+        except RemoteError as failure:
+            error = None if self.stop_event.is_set() else str(failure)
+        except MalformedStream as malformed:
+            error = f"interrupted: the server's stream is malformed ({malformed})."
+        except BaseException as failure:  # noqa: BLE001 - every failure must reach the consumer
+            error = f"{type(failure).__name__}: {failure}"
+        finally:
+            if self._stream is not None:
+                self._stream.close()
+        if self.stop_event.is_set() and error is None:
+            reason = StopReason.STOPPED
+        stream = self._stream
+        self._events.put(ServerReport(self.model.server_kind, reading.prompt_tokens, reading.completion_tokens,
+                                      stream.first_byte_ns if stream else None, reading.chunks, reading.timings))
+        self._events.put(FinishedEvent(StopReason.ERROR if error else reason, reading.tokens, time.perf_counter_ns(),
+                                       error=error))
+        self._done.set()
+
+    def _request(self, reading: "_Reading") -> StopReason:
+        model, settings = self.model, self.settings
+        common = dict(stream=self.streaming, max_tokens=settings.max_new_tokens, temperature=settings.temperature,
+                      top_p=settings.top_p, seed=settings.seed)
+        if model.protocol == "ollama":
+            url = model.base_url + "/api/chat"
+            payload = ollama_chat.request_body(model.model, self._chat, **common)
+        else:
+            url = model.base_url + "/chat/completions"
+            payload = openai_chat.request_body(model.model, self._chat, server_kind=model.server_kind,
+                                               ignore_eos=self._ignore_eos, **common)
+        self._stream = HttpStream(url, payload=payload, api_key=model.api_key, timeout_s=model.timeout_s)
+        if self.stop_event.is_set():
+            return StopReason.STOPPED
+        self._stream.open()
+        if not self.streaming:
+            arrival_ns, body = self._stream.read_all(MAX_REPLY_BYTES)
+            piece = (_ollama_whole(body) if model.protocol == "ollama" else openai_chat.read_response(body))
+            self._take(piece, arrival_ns, reading)
+            return reading.reason
+        if model.protocol == "ollama":
+            parser, read = JsonLines(), ollama_chat.read_line
+        else:
+            parser, read = ServerSentEvents(), openai_chat.read_event
+        received = 0
+        for arrival_ns, data in self._stream.chunks():
+            received += len(data)
+            if received > MAX_REPLY_BYTES:
+                self._stream.abort()
+                raise ReplyTooLarge(f"the reply passed {MAX_REPLY_BYTES // (1024 * 1024)} MiB and was cut there; "
+                                    "what came is kept.")
+            for message in parser.feed(data):
+                self._take(read(message), arrival_ns, reading)
+            if reading.done:
+                return reading.reason
+        for message in parser.finish():
+            self._take(read(message), time.perf_counter_ns(), reading)
+        if not reading.done and not self.stop_event.is_set():
+            raise StreamCut(f"{self._stream.where} ended the stream before the reply was done.")
+        return reading.reason
+
+    def _take(self, piece: Piece, arrival_ns: int, reading: "_Reading") -> None:
+        """Turn one message into events, all stamped with the arrival of the bytes that completed it."""
+        if piece.prefill_fraction is not None:
+            self._events.put(PrefillProgress(round(piece.prefill_fraction * 1000), 1000, arrival_ns))
+        if piece.has_content:
+            count = self._tokens_in(piece, reading)
+            chunk = reading.chunks
+            reading.chunks += 1
+            parts = [(part, is_reasoning) for part, is_reasoning in ((piece.reasoning, True), (piece.text, False))
+                     if part]
+            # A chunk of several tokens: its text rides on the first, the rest are spread at the same stamp.
+            extra = max(0, count - len(parts))
+            for position, (part, is_reasoning) in enumerate(parts):
+                texts = [part] + ([""] * extra if position == len(parts) - 1 else [])
+                for text in texts:
+                    self._events.put(TokenEvent(reading.tokens, -1, text, arrival_ns, chunk=chunk,
+                                                reasoning=is_reasoning))
+                    reading.tokens += 1
+        if piece.prompt_tokens is not None:
+            reading.prompt_tokens = piece.prompt_tokens
+        if piece.completion_tokens is not None:
+            reading.completion_tokens = piece.completion_tokens
+        if piece.timings:
+            reading.timings = {**(reading.timings or {}), **piece.timings}
+            if reading.completion_tokens is None and isinstance(piece.timings.get("generated_n"), int):
+                reading.completion_tokens = piece.timings["generated_n"]  # llama.cpp's count, where no usage came
+        if piece.finish_reason:
+            reading.reason = _FINISH_REASONS.get(piece.finish_reason, StopReason.EOS)
+        if piece.done:
+            reading.done = True
+
+    def _tokens_in(self, piece: Piece, reading: "_Reading") -> int:
+        """A chunk's tokens: the server's exact count where it gives one, a running usage's step, else one."""
+        if piece.tokens is not None:
+            return piece.tokens
+        if piece.completion_tokens is not None:
+            if not self.streaming:
+                return piece.completion_tokens  # the whole reply in one response
+            if reading.completion_tokens is not None or self.model.server_kind == "vLLM":
+                return max(1, piece.completion_tokens - (reading.completion_tokens or 0))  # a running count
+        return 1
+
+
+class _Reading:
+    """What one reply's stream has said so far."""
+
+    def __init__(self):
+        self.chunks = 0
+        self.tokens = 0
+        self.prompt_tokens: int | None = None
+        self.completion_tokens: int | None = None
+        self.timings: dict | None = None
+        self.reason = StopReason.EOS
+        self.done = False
+
+
+def _ollama_whole(body: bytes) -> Piece:
+    return ollama_chat.read_line(body.decode("utf-8", "replace").strip())

@@ -1,0 +1,156 @@
+"""A scripted HTTP server on 127.0.0.1 for behaviour a real local server cannot show on demand.
+
+Several tokens per chunk, 429s, malformed SSE, a stalled stream and Ollama's NDJSON are played from a
+script. It is named as such and never stands in for the real llama.cpp server (tests/remote/llama_server.py).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Script:
+    """What the next chat request gets. chunks are SSE data payloads (dicts or raw strings), or NDJSON lines."""
+
+    status: int = 200
+    error_body: dict | None = None
+    chunks: list = field(default_factory=list)
+    whole: dict | None = None        # the body for stream: false
+    cut_after: int | None = None     # close the connection mid-body after this many chunks
+    stall_after: int | None = None   # send this many chunks, then nothing until released
+    raw_prefix: bytes = b""          # bytes sent before the chunks (malformed streams)
+    models: tuple[str, ...] = ("scripted-model",)
+    owned_by: str = "scripted"
+    ollama: bool = False             # serve Ollama's native API instead of OpenAI's
+
+
+class ScriptedServer:
+    def __init__(self, script: Script | None = None):
+        self.script = script or Script()
+        self.requests: list[dict] = []   # {"path", "headers", "body"} per request received
+        self.release = threading.Event()  # lets a stalled stream end
+        self.client_gone = threading.Event()  # the client closed the connection mid-stream
+        server = self
+        handler = type("Handler", (_Handler,), {"scripted": server})
+        self._http = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._http.daemon_threads = True
+        self._thread = threading.Thread(target=self._http.serve_forever, name="scripted-server", daemon=True)
+
+    @property
+    def port(self) -> int:
+        return self._http.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def root(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> "ScriptedServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_) -> None:
+        self.release.set()
+        self._http.shutdown()
+        self._http.server_close()
+        self._thread.join(5)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    scripted: ScriptedServer
+
+    def log_message(self, *_):  # quiet: the test output is the place for assertions, not access logs
+        pass
+
+    def do_GET(self):  # noqa: N802 - http.server's naming
+        script = self.scripted.script
+        self._note(None)
+        if self.path == "/v1/models" and not script.ollama:
+            self._json(200, {"object": "list", "data": [{"id": name, "object": "model", "owned_by": script.owned_by}
+                                                       for name in script.models]})
+        elif self.path == "/api/tags" and script.ollama:
+            self._json(200, {"models": [{"name": name, "model": name} for name in script.models]})
+        else:
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self):  # noqa: N802
+        script = self.scripted.script
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        self._note(body)
+        expected = "/api/chat" if script.ollama else "/v1/chat/completions"
+        if self.path != expected:
+            self._json(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        if script.status != 200:
+            self._json(script.status, script.error_body or {"error": {"message": f"scripted {script.status}"}})
+            return
+        if not body.get("stream"):
+            self._json(200, script.whole or {})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson" if script.ollama else "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            if script.raw_prefix:
+                self._chunk(script.raw_prefix)
+            for number, payload in enumerate(script.chunks):
+                if script.cut_after is not None and number == script.cut_after:
+                    self.wfile.flush()
+                    self.connection.shutdown(2)  # mid-body, without the chunked terminator
+                    return
+                if script.stall_after is not None and number == script.stall_after:
+                    self.scripted.release.wait(60)
+                    return
+                self._chunk(self._frame(payload, script.ollama))
+            self._chunk(b"")
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.scripted.client_gone.set()
+
+    @staticmethod
+    def _frame(payload, ollama: bool) -> bytes:
+        text = payload if isinstance(payload, str) else json.dumps(payload)
+        return (text + "\n").encode() if ollama else f"data: {text}\n\n".encode()
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _json(self, status: int, document: dict) -> None:
+        data = json.dumps(document).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _note(self, body) -> None:
+        self.scripted.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+
+
+def openai_chunk(content: str | None = None, *, role: str | None = None, finish: str | None = None,
+                 reasoning: str | None = None, usage: dict | None = None, tokens: int | None = None) -> dict:
+    """One chat.completion.chunk as servers send it; tokens adds a logprobs entry per token."""
+    delta: dict = {}
+    if role:
+        delta["role"] = role
+    if content is not None:
+        delta["content"] = content
+    if reasoning is not None:
+        delta["reasoning_content"] = reasoning
+    choice: dict = {"index": 0, "delta": delta, "finish_reason": finish}
+    if tokens is not None:
+        choice["logprobs"] = {"content": [{"token": "t", "logprob": 0.0} for _ in range(tokens)]}
+    chunk: dict = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [choice]}
+    if usage is not None:
+        chunk["usage"] = usage
+    return chunk

@@ -56,6 +56,15 @@ def test_a_weight_packed_in_row_chunks_multiplies_like_the_weight_packed_whole(m
     assert (chunked(eye) - whole(eye)).abs().max() <= 2 ** -7 * weight.abs().max()
 
 
+@pytest.mark.parametrize("rows", [80, 16])  # not whole 64-row packing tiles: each plane is padded
+def test_a_multi_plane_layer_with_odd_rows_still_multiplies_by_the_files_weights(rows):
+    raw = random_blocks(rows, 256, "Q8_0", np.random.default_rng(4))
+    weight = gguf_dequantized(raw, "Q8_0")
+    layer = native_linear(decode(raw, "Q8_0"))
+    assert layer(torch.randn(2, 256)).shape == (2, rows)
+    assert (layer(torch.eye(256)).t() - weight).abs().max() <= 2 ** -7 * weight.abs().max()
+
+
 @pytest.fixture(scope="module")
 def mixed_file(tmp_path_factory):
     return write_tiny_llama(tmp_path_factory.mktemp("gguf") / "mixed.gguf", MIXED_TYPES)

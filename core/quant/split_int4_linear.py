@@ -15,6 +15,9 @@ from core.quant.int_groups import IntGroups
 # each, so a large embedding decoded whole would need several times the file's size. A multiple of
 # the packing's 64-row tiles, so chunks pack to the same bytes as the whole.
 CHUNK_ROWS = 4096
+# torch packs rows in tiles of 64 (AVX-512) or 32 (AVX2), a short last tile differently, so stacked
+# planes line up only when each plane's rows fill whole tiles: a plane is padded with zero rows to this.
+PACK_TILE_ROWS = 64
 
 
 class SplitInt4Linear(nn.Module):
@@ -25,10 +28,12 @@ class SplitInt4Linear(nn.Module):
     """
 
     def __init__(self, packed: torch.Tensor, scales_and_zeros: torch.Tensor, plane_count: int,
-                 bias: torch.Tensor | None = None):
+                 bias: torch.Tensor | None = None, out_features: int | None = None):
+        """out_features: the real rows, when each plane was padded to whole packing tiles."""
         super().__init__()
         self.plane_count = plane_count
-        self.out_features = packed.shape[0] // plane_count
+        self.plane_rows = packed.shape[0] // plane_count
+        self.out_features = out_features or self.plane_rows
         self.in_features = scales_and_zeros.shape[0] * GROUP_SIZE
         self.register_buffer("packed_weight", packed)
         self.register_buffer("scales_and_zeros", scales_and_zeros)
@@ -38,7 +43,7 @@ class SplitInt4Linear(nn.Module):
         leading = x.shape[:-1]
         flat = x.reshape(-1, self.in_features).to(KERNEL_DTYPE)
         out = torch.ops.aten._weight_int4pack_mm_for_cpu(flat, self.packed_weight, GROUP_SIZE, self.scales_and_zeros)
-        out = out.float().view(-1, self.plane_count, self.out_features).sum(1)
+        out = out.float().view(-1, self.plane_count, self.plane_rows).sum(1)[:, :self.out_features]
         out = out.to(x.dtype).reshape(*leading, self.out_features)
         return out if self.bias is None else out + self.bias
 
@@ -67,14 +72,26 @@ def native_linear_in_chunks(rows_of: Callable[[int, int], IntGroups], rows: int,
     packed: list[list[torch.Tensor]] = [[] for _ in range(plane_count)]
     scales: list[list[torch.Tensor]] = [[] for _ in range(plane_count)]
     for start in range(0, rows, CHUNK_ROWS):
-        for k, plane in enumerate(rows_of(start, min(start + CHUNK_ROWS, rows)).nibble_planes(plane_count)):
+        groups = rows_of(start, min(start + CHUNK_ROWS, rows))
+        if plane_count > 1 and start + CHUNK_ROWS >= rows:
+            groups = _padded(groups, -rows % PACK_TILE_ROWS)
+        for k, plane in enumerate(groups.nibble_planes(plane_count)):
             plane_packed, plane_scales = pack_groups(plane)
             packed[k].append(plane_packed)
             scales[k].append(plane_scales)
     whole = [(_cat(p), _cat(s, dim=1)) for p, s in zip(packed, scales)]
     if plane_count == 1:
         return Int4Linear(whole[0], bias)
-    return SplitInt4Linear(_cat([p for p, _ in whole]), _cat([s for _, s in whole], dim=1), plane_count, bias)
+    return SplitInt4Linear(_cat([p for p, _ in whole]), _cat([s for _, s in whole], dim=1), plane_count, bias, rows)
+
+
+def _padded(groups: IntGroups, extra: int) -> IntGroups:
+    """Zero rows after the real ones: a zero scale and minimum make them contribute nothing."""
+    if not extra:
+        return groups
+    return IntGroups(torch.cat([groups.n, torch.zeros(extra, groups.n.shape[1], dtype=groups.n.dtype)]),
+                     torch.cat([groups.scales, torch.zeros(extra, groups.scales.shape[1])]),
+                     torch.cat([groups.minimums, torch.zeros(extra, groups.minimums.shape[1])]))
 
 
 def _cat(parts: list[torch.Tensor], dim: int = 0) -> torch.Tensor:

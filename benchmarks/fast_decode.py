@@ -4,7 +4,9 @@ Target: a precision with decode tok/s >= 3x float32 and top-1 agreement >= 97% o
 Stretch: llama.cpp's ~100 tok/s on the same GGUF here.
 Each precision runs through transformers' model.generate and through the app's lean loop
 (core/decode), which must give the same greedy tokens.
-Run: .venv/bin/python benchmarks/fast_decode.py [--rounds 5] [--tokens 64]
+A second table runs each GGUF quant type (benchmarks/quant_table.py): native vs float32 vs llama.cpp.
+Run: .venv/bin/python benchmarks/fast_decode.py [--rounds 5] [--tokens 64] [--quant-types Q4_K_M,Q8_0|all|none]
+     [--no-dtype-table]
 """
 
 from __future__ import annotations
@@ -28,9 +30,35 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--dtypes", default=",".join(DTYPE_CHOICES))
+    parser.add_argument("--quant-types", default="all",
+                        help="GGUF file types for the per-type table, comma-separated, 'all' or 'none'")
+    parser.add_argument("--no-dtype-table", action="store_true", help="only the per-quant-type table")
+    parser.add_argument("--threads", type=int, default=2,
+                        help="threads for torch and llama.cpp in the per-quant-type table (1 on a busy machine)")
     _common.add_json_option(parser)
     args = parser.parse_args()
     report = _common.start_report(args, 'fast_decode')
+    print(kernel_paths())
+    if not args.no_dtype_table:
+        dtype_table(args, report)
+    if args.quant_types != "none":
+        import quant_table
+
+        file_types = quant_table.all_file_types() if args.quant_types == "all" else args.quant_types.split(",")
+        quant_table.run(report, args.rounds, args.tokens, file_types, args.threads)
+
+
+def kernel_paths() -> str:
+    """Which products each precision runs on this CPU (torch picks its int4 kernel by instruction set)."""
+    import torch
+
+    capability = torch.backends.cpu.get_cpu_capability()
+    return (f"torch {torch.__version__}, CPU capability {capability}: native and int4 run torch's "
+            f"_weight_int4pack_mm_for_cpu ({capability} build of it; 5-, 6- and 8-bit types as 2 or 4 stacked int4 "
+            f"planes), bf16 activations; float32 runs the BLAS sgemv.")
+
+
+def dtype_table(args, report) -> None:
     import torch
 
     dtypes = args.dtypes.split(",")

@@ -58,10 +58,12 @@ SERVER_TIMEOUT = NumberLimit("server timeout (s)", 1, 3600, 60)
 # inf/nan"); 0 itself means greedy.
 MIN_SAMPLING_TEMPERATURE = 1e-3
 
-# int8 and int4 are weight-only quantised layers on torch's CPU kernels (see core/quant); int4 of
-# a Q4_1 GGUF runs the file's own 4-bit weights.
-DTYPE = ChoiceLimit("dtype", ("float32", "bfloat16", "int8", "int4"), "float32")
-QUANTISED_DTYPES = ("int8", "int4")
+# "native" runs a GGUF in its own quantisation (core/model/gguf_native.py), shown as "native (Q4_K_M)";
+# anything else loads in float32 under it. int8 and int4 are weight-only quantised layers on torch's
+# CPU kernels (see core/quant); int4 of a Q4_1 GGUF runs the file's own 4-bit weights.
+NATIVE_DTYPE = "native"
+DTYPE = ChoiceLimit("dtype", (NATIVE_DTYPE, "float32", "bfloat16", "int8", "int4"), NATIVE_DTYPE)
+QUANTISED_DTYPES = ("int8", "int4", NATIVE_DTYPE)
 DEVICE = ChoiceLimit("device", ("cpu", "cuda"), "cpu")
 # "lean" is core/generation/decode's loop (Llama, Qwen, Mistral, Phi-3 and Gemma models; others fall back);
 # "generate" is transformers'.

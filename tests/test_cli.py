@@ -28,7 +28,7 @@ def test_ask_json_answers_paris_with_consistent_times(embedded_model):
     assert report["ttft_s"] == times[0] and report["e2e_s"] == times[-1]
     assert report["tpot_s"] == pytest.approx((report["e2e_s"] - report["ttft_s"]) / (len(times) - 1))
     assert len(report["itl_s"]) == len(times) - 1
-    assert report["stop_reason"] == "eos" and report["dtype"] == "float32" and report["device"] == "cpu"
+    assert report["stop_reason"] == "eos" and report["dtype"] == "native (Q4_1)" and report["device"] == "cpu"
 
 
 @pytest.mark.model
@@ -74,7 +74,7 @@ def test_first_launch_converts_the_gguf_with_progress_then_answers(tmp_path):
                             capture_output=True, text=True, timeout=600, env=env)
     assert result.returncode == 0, result.stderr
     assert "first launch" in result.stderr and result.stdout.strip()
-    assert any((tmp_path / "empty-cache" / "gguf").iterdir())
+    assert any((tmp_path / "empty-cache" / "gguf-native").iterdir())  # native, the default: tokenizer and config
 
 
 def test_ask_json_carries_the_prefill_progress(tiny_model_folder):

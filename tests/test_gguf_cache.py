@@ -35,7 +35,7 @@ def test_a_corrupted_cache_is_detected_and_rebuilt(embedded_model, tmp_path, mon
     abandoned = staging_folder(copy.parent, f"{dead_pid()}-killed")  # a window closed mid-conversion
 
     reports = []
-    reloaded = load_model(None, progress=lambda fraction, message: reports.append(message))
+    reloaded = load_model(None, dtype="float32", progress=lambda fraction, message: reports.append(message))
     assert any("first launch" in message for message in reports)  # the rebuild shows its progress
     assert verify_cache(copy, digest)
     assert not abandoned.exists()

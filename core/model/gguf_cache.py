@@ -1,4 +1,8 @@
-"""Convert a GGUF once into a verified safetensors + tokenizer folder, so later loads skip dequantizing."""
+"""Convert a GGUF once into a verified cache folder, so later loads skip the slow part.
+
+Two kinds: a float32 safetensors + tokenizer folder for the float dtypes (dequantising is slow), and a
+tokenizer + config folder for native precision, whose weights are packed straight from the file.
+"""
 
 from __future__ import annotations
 
@@ -42,8 +46,11 @@ def file_crc32(path: Path) -> int:
     return value
 
 
-def cache_folder_for(gguf_sha256: str) -> Path:
-    return cache_root() / "gguf" / f"{gguf_sha256[:24]}-v{CACHE_FORMAT}"
+FLOAT_KIND, NATIVE_KIND = "gguf", "gguf-native"
+
+
+def cache_folder_for(gguf_sha256: str, kind: str = FLOAT_KIND) -> Path:
+    return cache_root() / kind / f"{gguf_sha256[:24]}-v{CACHE_FORMAT}"
 
 
 def verify_cache(folder: Path, gguf_sha256: str) -> bool:
@@ -68,11 +75,11 @@ class CacheCheck:
     valid: bool
 
 
-def check_cache(gguf_path: Path, progress: ProgressCallback) -> CacheCheck:
+def check_cache(gguf_path: Path, progress: ProgressCallback, kind: str = FLOAT_KIND) -> CacheCheck:
     """Hash the GGUF and verify its cache folder. Safe on any thread: it imports nothing heavy."""
     progress(0.0, "checking the model file")
     gguf_sha256 = file_sha256(gguf_path)
-    folder = cache_folder_for(gguf_sha256)
+    folder = cache_folder_for(gguf_sha256, kind)
     remove_abandoned_staging(folder.parent)
     progress(0.05, "verifying the converted-model cache")
     valid = verify_cache(folder, gguf_sha256)
@@ -102,16 +109,27 @@ def _convert(gguf_path: Path, gguf_sha256: str, folder: Path, progress: Progress
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     progress(0.8, "first launch: writing the converted-model cache")
+
+    def save(staging: Path) -> None:
+        model.save_pretrained(staging, safe_serialization=True)
+        tokenizer.save_pretrained(staging)
+
+    write_verified_folder(folder, gguf_sha256, gguf_path.name, save)
+    progress(1.0, "converted-model cache written")
+
+
+def write_verified_folder(folder: Path, gguf_sha256: str, source_name: str, save) -> None:
+    """Let save(staging) write the files, record each one's size and checksum, then move the folder in place
+    in one step, so a reader sees either no folder or a complete one."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=folder.parent))
     try:
-        model.save_pretrained(staging, safe_serialization=True)
-        tokenizer.save_pretrained(staging)
+        save(staging)
         files = {
             path.name: {"size": path.stat().st_size, "crc32": file_crc32(path)}
             for path in sorted(staging.iterdir()) if path.is_file()
         }
-        manifest = {"format": CACHE_FORMAT, "gguf_sha256": gguf_sha256, "source": gguf_path.name, "files": files}
+        manifest = {"format": CACHE_FORMAT, "gguf_sha256": gguf_sha256, "source": source_name, "files": files}
         (staging / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
         if folder.exists():
             shutil.rmtree(folder)
@@ -119,7 +137,6 @@ def _convert(gguf_path: Path, gguf_sha256: str, folder: Path, progress: Progress
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
-    progress(1.0, "converted-model cache written")
 
 
 def remove_abandoned_staging(parent: Path) -> list[Path]:

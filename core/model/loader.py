@@ -14,7 +14,7 @@ from core.model.gguf_cache import check_cache, convert
 from core.model.preflight import check_before_loading
 from core.model.source import ModelSource, resolve_model_source
 from core.progress import ProgressCallback, no_progress, scaled
-from core.settings import QUANTISED_DTYPES, validate_device, validate_dtype
+from core.settings import DTYPE, NATIVE_DTYPE, QUANTISED_DTYPES, validate_device, validate_dtype
 
 log = logging.getLogger(__name__)
 
@@ -35,27 +35,32 @@ class LoadedModel:
     parameter_count: int
     weight_bytes: int
     eos_token_ids: frozenset[int] = field(default_factory=frozenset)
+    precision: str = ""  # what people see, e.g. "native (Q4_K_M)"; the dtype itself when empty
+    precision_note: str | None = None  # a fallback worth knowing, e.g. tensors without a native kernel
 
     @property
     def name(self) -> str:
         return self.source.display_name
 
     def describe(self) -> dict:
-        return {
+        facts = {
             "model": self.name,
-            "dtype": self.dtype,
+            "dtype": self.precision or self.dtype,
             "device": self.device,
             "parameters": self.parameter_count,
             "weight_bytes": self.weight_bytes,
             "context_window": self.context_window,
         }
+        if self.precision_note:
+            facts["precision_note"] = self.precision_note
+        return facts
 
 
 def load_model(
     spec: str | None = None,
     *,
     device: str = "cpu",
-    dtype: str = "float32",
+    dtype: str = DTYPE.default,
     progress: ProgressCallback = no_progress,
     trust_remote_code: bool = False,
     allow_pickle: bool = False,
@@ -85,7 +90,7 @@ def _load_model(spec: str | None, device: str, dtype: str, progress: ProgressCal
 
             if not torch.cuda.is_available():
                 raise ModelLoadError("tried to load on cuda, but this machine has no CUDA device; use --device cpu.")
-        if device == "cuda" and dtype in QUANTISED_DTYPES:
+        if device == "cuda" and (dtype in QUANTISED_DTYPES or dtype == NATIVE_DTYPE and source.kind == "gguf"):
             raise ModelLoadError(f"the {dtype} layers use torch's CPU kernels; use --device cpu or a float dtype.")
         if trust_remote_code:
             log.warning("trust_remote_code is on: the model folder may run its own Python code.")
@@ -106,6 +111,41 @@ def _load_model(spec: str | None, device: str, dtype: str, progress: ProgressCal
 
 def _load(source: ModelSource, device: str, dtype: str, progress: ProgressCallback,
           trust_remote_code: bool, allow_pickle: bool) -> LoadedModel:
+    if dtype != NATIVE_DTYPE:
+        return _load_converted(source, device, dtype, progress, trust_remote_code, allow_pickle)
+    if source.kind == "gguf":
+        from core.model.native_load import NotNative
+
+        try:
+            return _load_native(source, progress)
+        except NotNative as other:
+            note = (f"native layers cover Llama-architecture files; this {other.architecture} file was dequantised "
+                    f"to float32")
+    else:
+        note = None  # a folder's weights are float already
+    loaded = _load_converted(source, device, "float32", progress, trust_remote_code, allow_pickle)
+    loaded.dtype, loaded.precision, loaded.precision_note = NATIVE_DTYPE, "native (float32)", note
+    return loaded
+
+
+def _load_native(source: ModelSource, progress: ProgressCallback) -> LoadedModel:
+    from core.model.native_load import load_native
+    from core.model.weight_count import gguf_parameter_count
+    from core.quant.apply import parameter_count, weight_bytes
+
+    native = load_native(source.gguf_file, progress)
+    model, tokenizer = native.model, native.tokenizer
+    return LoadedModel(
+        model=model, tokenizer=tokenizer, source=source, dtype=NATIVE_DTYPE, device="cpu",
+        context_window=_context_window(model, tokenizer), parameter_count=gguf_parameter_count(source.gguf_file) or parameter_count(model),
+        weight_bytes=weight_bytes(model), eos_token_ids=_eos_ids(model, tokenizer),
+        precision=native.precision, precision_note=native.note,
+    )
+
+
+def _load_converted(source: ModelSource, device: str, dtype: str, progress: ProgressCallback,
+                    trust_remote_code: bool, allow_pickle: bool) -> LoadedModel:
+    """The float (and int8/int4) path: transformers loads float weights, from the converted-model cache for a GGUF."""
     location: str | Path = source.location
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="latencylab-cache-check") as pool:
         # Hashing and checksumming the cache release the GIL, so they overlap the slow imports.

@@ -8,10 +8,12 @@ from pathlib import Path
 from core.errors import ModelLoadError
 from core.model.source import ModelSource, resolve_model_source
 from core.model.weight_count import gguf_parameter_count, safetensors_parameter_count
+from core.settings import NATIVE_DTYPE
 
 SKIP_ENV = "LATENCYLAB_SKIP_MEMORY_CHECK"
 # Weights are materialised in this precision while loading. Quantised dtypes are packed from
-# float32 weights, and a GGUF is dequantised to float32 when it is first converted.
+# float32 weights, and a GGUF is dequantised to float32 when it is first converted, except in
+# native precision, which packs straight from the file's blocks.
 _LOAD_BYTES_PER_PARAMETER = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 
@@ -38,6 +40,10 @@ def estimated_load_bytes(source: ModelSource, dtype: str) -> int | None:
     """
     if source.kind == "gguf" and source.gguf_file is not None:
         count = gguf_parameter_count(source.gguf_file)
+        if dtype == NATIVE_DTYPE:
+            # Packed straight from the blocks: 4-bit types take about the file's bytes, 5- to 8-bit ones
+            # up to twice (two int4 planes; Q6_K four), plus one chunk of rows being decoded.
+            return 2 * source.gguf_file.stat().st_size
         return None if count is None else count * 4
     if source.kind == "folder":
         count = safetensors_parameter_count(Path(source.location))

@@ -28,6 +28,10 @@ class _Corrupt(Exception):
     """Internal: what is wrong with the header, turned into a ModelLoadError naming the file."""
 
 
+class _UnknownType(Exception):
+    """Internal: a tensor's quant type id is not one gguf knows."""
+
+
 def gguf_parameter_count(path: Path) -> int | None:
     """Walk the header by hand: gguf.GGUFReader decodes every tokenizer string and takes seconds.
 
@@ -40,7 +44,15 @@ def gguf_parameter_count(path: Path) -> int | None:
             if size < 24:
                 raise _Corrupt(f"it is only {size} bytes long, too short for a GGUF header")
             with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                return _walk_gguf(_Reader(data, size))
+                reader = _Reader(data, size)
+                total = _walk_gguf(reader)
+                if reader.data_needed > size:
+                    raise _Corrupt(f"it is truncated: its tensors need {reader.data_needed:,} bytes and the file "
+                                   f"holds {size:,}")
+                return total
+    except _UnknownType as problem:
+        raise ModelLoadError(f"the model file {path.name} uses a quant type this app does not know ({problem}); "
+                             f"it may need a newer version of Latency Lab.") from None
     except _Corrupt as problem:
         raise ModelLoadError(f"the model file {path.name} is not a readable GGUF file: {problem}.") from None
     except OSError as error:
@@ -105,6 +117,7 @@ class _Reader:
         self.data = data
         self.size = size
         self.offset = 0
+        self.data_needed = 0  # where the last tensor's data ends, once the header is walked
 
     def take(self, length: int) -> int:
         """Advance past length bytes; return where they start."""
@@ -147,15 +160,31 @@ def _walk_gguf(reader: _Reader) -> int | None:
         (value_type,) = reader.unpack("<I")
         _skip_value(reader, value_type, 0)
     total = 0
+    extents = []
     for _ in range(tensor_count):
         reader.skip_string()
         (n_dims,) = reader.unpack("<I")
         if not 1 <= n_dims <= _GGUF_MAX_DIMS:
             raise _Corrupt(f"a tensor claims {n_dims} dimensions at byte {reader.offset - 4:,}")
         dims = reader.unpack(f"<{n_dims}Q")
-        reader.unpack("<IQ")  # the quantisation type and the data offset
+        type_id, offset = reader.unpack("<IQ")  # the quantisation type and the data offset
         total += math.prod(dims)
+        extents.append((type_id, offset, math.prod(dims)))
+    # Tensor data starts after the header, padded to an alignment (32 unless the file says otherwise);
+    # counting no padding keeps the check safe whatever the alignment.
+    reader.data_needed = reader.offset + max((offset + _tensor_bytes(type_id, count) for type_id, offset, count
+                                              in extents), default=0)
     return total
+
+
+def _tensor_bytes(type_id: int, count: int) -> int:
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    try:
+        block_size, block_bytes = GGML_QUANT_SIZES[GGMLQuantizationType(type_id)]
+    except (ValueError, KeyError):
+        raise _UnknownType(f"type id {type_id}") from None
+    return count // block_size * block_bytes
 
 
 def _skip_value(reader: _Reader, value_type: int, depth: int) -> None:

@@ -94,7 +94,11 @@ def _replace(model: nn.Module, dotted_name: str, replacement: nn.Module) -> None
 
 def weight_bytes(model: nn.Module) -> int:
     """Bytes of every weight: float parameters plus the quantised layers' buffers, shared ones once."""
-    quantised = (Int4Linear, Int8Linear, Q8Head, Q8Embedding)
+    from core.quant.bf16_linear import BFloat16Linear
+    from core.quant.block_embedding import BlockEmbedding
+    from core.quant.split_int4_linear import SplitInt4Linear
+
+    quantised = (Int4Linear, Int8Linear, Q8Head, Q8Embedding, SplitInt4Linear, BlockEmbedding, BFloat16Linear)
     tensors = list(model.parameters())
     for module in model.modules():
         if isinstance(module, quantised):

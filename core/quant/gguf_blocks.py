@@ -1,4 +1,4 @@
-"""Read Q4_1 and Q8_0 tensors out of a GGUF file as quants and scales, without dequantising them."""
+"""Read a GGUF file's tensors as quants and scales (or raw blocks), without dequantising them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from core.quant.gguf_decode import decode
 from core.quant.groupwise import Q4Groups
+from core.quant.int_groups import IntGroups
 
 # Q4_1 block: fp16 scale d, fp16 minimum m, then 16 bytes holding 32 four-bit quants
 # (low nibbles are elements 0..15, high nibbles 16..31). Q8_0 block: fp16 scale, 32 int8 quants.
@@ -21,27 +23,84 @@ class GGUFWeights:
     def __init__(self, path: Path):
         import gguf
 
-        self._reader = gguf.GGUFReader(str(path))
-        self._tensors = {tensor.name: tensor for tensor in self._reader.tensors}
-        field = self._reader.fields.get("general.architecture")
-        self.architecture = bytes(field.parts[field.data[0]]).decode() if field is not None else "llama"
+        from core.quant.gguf_header import read_header
+
+        header = read_header(Path(path))
+        self._fields = header.fields
+        self._tensors = header.tensors
+        self._types = {name: gguf.GGMLQuantizationType(info.type_id) for name, info in self._tensors.items()}
+        self._file = np.memmap(path, dtype=np.uint8, mode="r")  # read-only: a tensor's bytes come from the page cache
+        self.architecture = self.field_text("general.architecture") or "llama"
         self.head_count = self._field_int(f"{self.architecture}.attention.head_count")
         self.head_count_kv = self._field_int(f"{self.architecture}.attention.head_count_kv")
 
     def _field_int(self, key: str) -> int | None:
-        field = self._reader.fields.get(key)
-        return int(field.parts[field.data[0]][0]) if field is not None else None
+        value = self._fields.get(key)
+        return int(value) if value is not None else None
+
+    def field_text(self, key: str) -> str | None:
+        value = self._fields.get(key)
+        return value if isinstance(value, str) else None
+
+    def file_type(self) -> str | None:
+        """The quantisation the file was made as (e.g. Q4_K_M), from general.file_type."""
+        import gguf
+
+        code = self._field_int("general.file_type")
+        try:
+            return gguf.LlamaFileType(code).name.removeprefix("MOSTLY_") if code is not None else None
+        except ValueError:
+            return None
+
+    def names(self) -> list[str]:
+        return list(self._tensors)
 
     def tensor_type(self, gguf_name: str) -> str | None:
-        tensor = self._tensors.get(gguf_name)
-        return tensor.tensor_type.name if tensor is not None else None
+        qtype = self._types.get(gguf_name)
+        return qtype.name if qtype is not None else None
+
+    def shape(self, gguf_name: str) -> tuple[int, ...]:
+        """Rows first, as torch orders a weight (GGUF lists the innermost dimension first)."""
+        return tuple(reversed(self._tensors[gguf_name].dims))
+
+    def raw(self, gguf_name: str) -> np.ndarray:
+        """The tensor's bytes as [rows, row_bytes] (quant types) or its values (float types); memory-mapped."""
+        import gguf
+
+        info, qtype = self._tensors[gguf_name], self._types[gguf_name]
+        block_size, block_bytes = gguf.GGML_QUANT_SIZES[qtype]
+        shape = self.shape(gguf_name)
+        row_bytes = shape[-1] // block_size * block_bytes
+        rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
+        data = self._file[info.offset:info.offset + rows * row_bytes]
+        if data.size != rows * row_bytes:
+            raise ValueError(f"tensor {gguf_name} runs past the end of the file")
+        floats = {"F32": np.float32, "F16": np.float16, "F64": np.float64}
+        if qtype.name in floats:
+            return data.view(floats[qtype.name]).reshape(shape)
+        return data.reshape(rows, row_bytes)
+
+    def int_groups(self, gguf_name: str) -> IntGroups:
+        """A quantised weight's whole numbers and group scales, rows in Hugging Face order."""
+        groups = decode(np.asarray(self.raw(gguf_name)), self.tensor_type(gguf_name))
+        order = self.llama_row_order(gguf_name, groups.n.shape[0])
+        return groups if order is None else groups.permute_rows(order)
+
+    def dequantized(self, gguf_name: str) -> "torch.Tensor":
+        """Any type gguf can read, as float32 rows in Hugging Face order (the fallback for types without a kernel)."""
+        import gguf
+
+        values = gguf.quants.dequantize(np.asarray(self.raw(gguf_name)), self._types[gguf_name])
+        # A copy: float tensors come back as views of the memory-mapped (read-only) file.
+        weight = torch.from_numpy(np.array(values, dtype=np.float32)).reshape(self.shape(gguf_name))
+        order = self.llama_row_order(gguf_name, weight.shape[0])
+        return weight if order is None else weight[order]
 
     def q4_1(self, gguf_name: str) -> Q4Groups:
-        tensor = self._tensors[gguf_name]
-        if tensor.tensor_type.name != "Q4_1":
-            raise ValueError(f"{gguf_name} is {tensor.tensor_type.name}, not Q4_1")
-        rows = int(tensor.shape[1])
-        blocks = np.asarray(tensor.data).reshape(rows, -1, Q4_1_BLOCK_BYTES)
+        if self.tensor_type(gguf_name) != "Q4_1":
+            raise ValueError(f"{gguf_name} is {self.tensor_type(gguf_name)}, not Q4_1")
+        rows = self.shape(gguf_name)[0]
+        blocks = np.asarray(self.raw(gguf_name)).reshape(rows, -1, Q4_1_BLOCK_BYTES)
         scales = blocks[..., 0:2].copy().view(np.float16)[..., 0].astype(np.float32)
         minimums = blocks[..., 2:4].copy().view(np.float16)[..., 0].astype(np.float32)
         packed = blocks[..., 4:]
@@ -54,21 +113,23 @@ class GGUFWeights:
         return self._undo_llama_permutation(gguf_name, groups)
 
     def _undo_llama_permutation(self, gguf_name: str, groups: Q4Groups) -> Q4Groups:
+        order = self.llama_row_order(gguf_name, groups.quants.shape[0])
+        return groups if order is None else groups.permute_rows(order)
+
+    def llama_row_order(self, gguf_name: str, rows: int) -> torch.Tensor | None:
         """llama.cpp interleaves q and k rows for its rotary layout; transformers undoes it, so must we.
 
         Only Llama-architecture files (Mistral's among them) are interleaved: Qwen, Phi-3 and Gemma are not.
         """
         if self.architecture != "llama":
-            return groups
+            return None
         if ".attn_q." in gguf_name:
             heads = self.head_count
         elif ".attn_k." in gguf_name:
             heads = self.head_count_kv or self.head_count
         else:
-            return groups
-        rows = groups.quants.shape[0]
-        order = torch.arange(rows).reshape(heads, rows // heads // 2, 2).transpose(1, 2).reshape(rows)
-        return groups.permute_rows(order)
+            return None
+        return torch.arange(rows).reshape(heads, rows // heads // 2, 2).transpose(1, 2).reshape(rows)
 
 
 HF_NAMES = {

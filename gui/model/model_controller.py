@@ -89,7 +89,8 @@ class ModelController(QObject):
         lean = decode_loop == "lean" and refusal is None
         line = (f"{facts['model']} · {facts['parameters'] / 1e6:.0f}M params · {facts['dtype']} · "
                 f"{facts['weight_bytes'] / 1e6:.0f} MB weights · {facts['device']} · "
-                + ("lean decode loop" if lean else "generate() loop"))
+                + ("lean decode loop" if lean else "generate() loop")
+                + (f" · {facts['precision_note']}" if facts.get("precision_note") else ""))
         return line, f"Falls back to generate(): {refusal}." if decode_loop == "lean" and refusal else ""
 
     def shutdown(self, wait_ms: int) -> bool:

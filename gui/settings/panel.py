@@ -41,8 +41,9 @@ class SettingsPanel(QWidget):
         self.load_button = QPushButton("Load")
         self.dtype_box = QComboBox()
         self.dtype_box.addItems(DTYPE_CHOICES)
-        self.dtype_box.setToolTip("Weight precision. Decode reads every weight once per token, so fewer bytes "
-                                  "per weight means more tokens per second.")
+        self.dtype_box.setToolTip("Weight precision. native runs a GGUF in its own quant types (Q4_K_M, Q8_0, ...). "
+                                  "Decode reads every weight once per token, so fewer bytes per weight means more "
+                                  "tokens per second.")
         self.system_prompt = QPlainTextEdit()
         self.system_prompt.setPlaceholderText("System prompt (optional)")
         self.system_prompt.setMaximumHeight(54)
@@ -96,6 +97,8 @@ class SettingsPanel(QWidget):
         form.addRow("", seed_row)
 
         self.apply(settings)
+        # activated fires on the user's pick only, never on apply()'s setCurrentText.
+        self.dtype_box.activated.connect(self._mark_dtype_chosen)
         self.browse_button.clicked.connect(self._browse)
         self.server_button.clicked.connect(self._choose_server)
         self.model_box.currentTextChanged.connect(self._on_model_text)
@@ -107,6 +110,7 @@ class SettingsPanel(QWidget):
             self.model_box.addItem(settings.model_spec)
         self.model_box.setCurrentText(settings.model_spec)
         self.dtype_box.setCurrentText(settings.dtype if settings.dtype in DTYPE_CHOICES else DTYPE.default)
+        self._dtype_chosen = settings.dtype_chosen
         self.system_prompt.setPlainText(settings.system_prompt)
         self.max_new_tokens.setValue(settings.max_new_tokens)
         self.temperature.setValue(settings.temperature)
@@ -137,8 +141,12 @@ class SettingsPanel(QWidget):
             model_spec=self.model_spec(), dtype=self.dtype(), system_prompt=self.system_prompt.toPlainText(),
             max_new_tokens=self.max_new_tokens.value(), temperature=self.temperature.value(),
             top_p=self.top_p.value(), seed=self.seed.value(), streaming=streaming,
-            decode_loop=self.decode_loop_box.currentText(),
+            decode_loop=self.decode_loop_box.currentText(), dtype_chosen=self._dtype_chosen,
         )
+
+    @Slot()
+    def _mark_dtype_chosen(self) -> None:
+        self._dtype_chosen = True
 
     def show_progress(self, fraction: float, message: str) -> None:
         self.load_progress.setVisible(fraction < 1.0)

@@ -13,6 +13,10 @@ from core.settings import DECODE_LOOP, DTYPE, MAX_NEW_TOKENS, SEED, TEMPERATURE,
 from core.chats.atomic_file import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE
 
 
+# The default before native precision existed (issue #16).
+OLD_DEFAULT_DTYPE = "float32"
+
+
 @dataclass
 class WindowSettings:
     """What the window restores at launch; the defaults are core's (core/settings.py)."""
@@ -26,6 +30,9 @@ class WindowSettings:
     seed: int | None = SEED.default  # None: a random seed, as in core
     streaming: bool = True
     decode_loop: str = DECODE_LOOP.default
+    # True once the user picked a dtype in the form. A dtype never picked follows the default, so a new
+    # default (native precision) reaches people whose saved settings only echo the old one.
+    dtype_chosen: bool = False
 
 
 def open_settings() -> QSettings:
@@ -43,6 +50,12 @@ def load_window_settings(store: QSettings | None = None) -> WindowSettings:
             values[field.name] = _seed(raw) if field.name == "seed" else _coerce(raw, type(default))
         except (TypeError, ValueError):
             values[field.name] = default  # a hand-edited or stale value must not stop the app
+    if not store.contains("dtype_chosen"):
+        # Saved by a version that did not record the choice: float32, the old default, is taken as never
+        # chosen; any other dtype could only have been picked.
+        values["dtype_chosen"] = values["dtype"] != OLD_DEFAULT_DTYPE
+    if not values["dtype_chosen"]:
+        values["dtype"] = defaults.dtype
     return WindowSettings(**values)
 
 

@@ -7,7 +7,7 @@ from gui.settings.store import WindowSettings, load_window_settings, save_window
 
 
 def test_generation_flags_given_at_launch_win_over_saved_settings(qtbot):
-    save_window_settings(WindowSettings(dtype="int4", temperature=0.2, max_new_tokens=99, seed=11,
+    save_window_settings(WindowSettings(dtype="int4", dtype_chosen=True, temperature=0.2, max_new_tokens=99, seed=11,
                                         decode_loop="lean"))
     args = build_parser().parse_args(["--temperature", "0.7", "--max-new-tokens", "50", "--seed", "3",
                                       "--decode-loop", "generate", "--device", "cpu", "--dtype", "float32"])
@@ -24,7 +24,7 @@ def test_generation_flags_given_at_launch_win_over_saved_settings(qtbot):
 
 
 def test_flags_left_out_keep_the_saved_settings(qtbot):
-    save_window_settings(WindowSettings(dtype="int4", temperature=0.2, seed=4_000_000_000))
+    save_window_settings(WindowSettings(dtype="int4", dtype_chosen=True, temperature=0.2, seed=4_000_000_000))
     window = MainWindow(overrides=window_overrides(given_flags(build_parser().parse_args([]))))
     qtbot.addWidget(window)
     try:

@@ -18,7 +18,7 @@ from cli.main import main
     (["--batch-sizes", "0"], "batch sizes must be a whole number from 1"),
     (["--batch-sizes", "4,4"], "must not repeat"),
     (["--sweeps", "prompt,speed"], "unknown sweep 'speed'"),
-    (["--dtypes", "float8"], "dtype must be one of: float32, bfloat16, int8, int4; got 'float8'"),
+    (["--dtypes", "float8"], "dtype must be one of: native, float32, bfloat16, int8, int4; got 'float8'"),
     (["--new-tokens", "1"], "new tokens must be a whole number from 2"),
     (["--new-tokens", "many"], "invalid int value"),
     (["--repeats", "0"], "repeats must be a whole number from 1"),

@@ -69,9 +69,9 @@ def test_claims_without_data_are_not_tested():
 
 
 def test_dtypes_default_to_the_loaders_choices_at_run_time(monkeypatch):
-    monkeypatch.setattr(core.settings, "DTYPE_CHOICES", ("float32", "bfloat16", "int3"))
-    assert LabConfig().resolved_dtypes() == ("float32", "bfloat16", "int3")
-    assert LabConfig().to_dict()["dtypes"] == ["float32", "bfloat16", "int3"]
+    monkeypatch.setattr(core.settings, "DTYPE_CHOICES", ("native", "float32", "bfloat16", "int3"))
+    assert LabConfig().resolved_dtypes() == ("native", "float32", "bfloat16", "int3")
+    assert LabConfig().to_dict()["dtypes"] == ["native", "float32", "bfloat16", "int3"]
 
 
 @pytest.mark.parametrize("changes, words", [
@@ -82,7 +82,7 @@ def test_dtypes_default_to_the_loaders_choices_at_run_time(monkeypatch):
     ({"repeats": 0}, "repeats"),
     ({"batch_sizes": (1, 0)}, "batch sizes"),
     ({"batch_sizes": (2, 2)}, "must not repeat"),
-    ({"dtypes": ("float8",)}, "dtype must be one of: float32, bfloat16, int8, int4; got 'float8'"),
+    ({"dtypes": ("float8",)}, "dtype must be one of: native, float32, bfloat16, int8, int4; got 'float8'"),
     ({"dtypes": ()}, "at least one dtype"),
 ])
 def test_bad_configs_are_refused_with_a_message(changes, words):

@@ -33,6 +33,17 @@ def test_a_model_larger_than_free_memory_is_refused_with_both_sizes(monkeypatch)
     assert "needs about 0.5 GB of memory and only 0.2 GB is free" in message and "SmolLM2" in message
 
 
+def test_native_precision_needs_about_twice_the_file_not_a_float32_copy(monkeypatch):
+    size = embedded_gguf_path().stat().st_size
+    monkeypatch.setattr(memory_check, "available_memory_bytes", lambda: 3 * size)
+    check_before_loading(None, "native")  # packed from the blocks: fits where float32 (5x the file) would not
+    with pytest.raises(ModelLoadError, match="needs about 0.5 GB"):
+        check_before_loading(None, "float32")
+    monkeypatch.setattr(memory_check, "available_memory_bytes", lambda: size)
+    with pytest.raises(ModelLoadError, match=r"as native, but it needs about 0\.2 GB of memory and only 0\.1 GB"):
+        check_before_loading(None, "native")
+
+
 def test_enough_memory_or_an_unknown_size_passes(monkeypatch, tmp_path):
     monkeypatch.setattr(memory_check, "available_memory_bytes", lambda: 10**12)
     check_before_loading(None, "float32")

@@ -126,10 +126,10 @@ def test_invalid_saved_settings_are_refused_with_a_message(qtbot):
         assert "max new tokens must be a whole number from 1" in text and "got -3" in text
         assert "temperature must be a number from 0 to 2; got 5.0" in text
         assert "top-p must be a number above 0 and at most 1; got 0.0" in text
-        assert "dtype must be one of: float32, bfloat16, int8, int4; got 'float7'" in text
+        assert "dtype must be one of: native, float32, bfloat16, int8, int4; got 'float7'" in text
         panel = win.settings_panel
         values = (panel.max_new_tokens.value(), panel.temperature.value(), panel.top_p.value(), panel.dtype())
-        assert values == (256, 0.0, 1.0, "float32")
+        assert values == (256, 0.0, 1.0, "native")  # the defaults, native precision among them
     finally:
         win.close()
 

@@ -1,0 +1,103 @@
+"""Native precision: each GGUF quant type runs on its own blocks, equal to gguf's dequantisation up to rounding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from core.model.loader import load_model
+from core.quant.gguf_decode import NATIVE_TYPES, decode
+from core.quant.split_int4_linear import native_linear
+from tiny_gguf import random_blocks, write_tiny_llama
+
+# Every type of a Q4_K_M or Q5_K_M file, and the legacy ones.
+MIXED_TYPES = {"attn_q": "Q4_K", "attn_k": "Q5_K", "attn_v": "Q5_0", "attn_output": "Q4_1",
+               "ffn_gate": "Q4_0", "ffn_up": "Q5_1", "ffn_down": "Q6_K", "token_embd": "Q8_0"}
+
+
+def gguf_dequantized(raw: np.ndarray, qtype: str) -> torch.Tensor:
+    import gguf
+
+    return torch.from_numpy(gguf.quants.dequantize(raw, gguf.GGMLQuantizationType[qtype]).astype(np.float32))
+
+
+@pytest.mark.parametrize("qtype", NATIVE_TYPES)
+def test_blocks_decode_to_exactly_what_gguf_dequantises(qtype):
+    raw = random_blocks(32, 512, qtype, np.random.default_rng(1))
+    torch.testing.assert_close(decode(raw, qtype).dequantize(), gguf_dequantized(raw, qtype), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("qtype", NATIVE_TYPES)
+def test_a_native_layer_multiplies_by_the_files_weights(qtype):
+    raw = random_blocks(64, 512, qtype, np.random.default_rng(2))
+    weight = gguf_dequantized(raw, qtype)
+    layer = native_linear(decode(raw, qtype))
+    # Identity rows are exact in bfloat16, so the layer's output is its weight (transposed) as it
+    # computes with it: only the group scales' rounding to bfloat16 (8 bits) and the output's remain.
+    columns = layer(torch.eye(512)).t()
+    assert (columns - weight).abs().max() <= 2 ** -7 * weight.abs().max()
+    x = torch.randn(3, 512)
+    expected = x @ weight.t()
+    assert (layer(x) - expected).abs().max() < 0.01 * expected.abs().max()
+
+
+def test_a_weight_packed_in_row_chunks_multiplies_like_the_weight_packed_whole(monkeypatch):
+    import core.quant.split_int4_linear as split
+
+    raw = random_blocks(320, 256, "Q6_K", np.random.default_rng(3))
+    weight = gguf_dequantized(raw, "Q6_K")
+    whole = native_linear(decode(raw, "Q6_K"), plane_count=4)
+    monkeypatch.setattr(split, "CHUNK_ROWS", 128)  # 3 chunks, the last one short
+    chunked = native_linear(decode(raw, "Q6_K"), plane_count=4)
+    assert chunked.packed_weight.shape == whole.packed_weight.shape
+    # Each chunk centres its own digits, so the bytes differ; the weight the kernel applies does not.
+    eye = torch.eye(256)
+    assert (chunked(eye) - whole(eye)).abs().max() <= 2 ** -7 * weight.abs().max()
+
+
+@pytest.mark.parametrize("rows", [80, 16])  # not whole 64-row packing tiles: each plane is padded
+def test_a_multi_plane_layer_with_odd_rows_still_multiplies_by_the_files_weights(rows):
+    raw = random_blocks(rows, 256, "Q8_0", np.random.default_rng(4))
+    weight = gguf_dequantized(raw, "Q8_0")
+    layer = native_linear(decode(raw, "Q8_0"))
+    assert layer(torch.randn(2, 256)).shape == (2, rows)
+    assert (layer(torch.eye(256)).t() - weight).abs().max() <= 2 ** -7 * weight.abs().max()
+
+
+@pytest.fixture(scope="module")
+def mixed_file(tmp_path_factory):
+    return write_tiny_llama(tmp_path_factory.mktemp("gguf") / "mixed.gguf", MIXED_TYPES)
+
+
+def test_a_mixed_quant_file_opens_natively_and_matches_its_float32_dequantisation(mixed_file):
+    native = load_model(str(mixed_file))
+    reference = load_model(str(mixed_file), dtype="float32")  # transformers' own dequantisation
+    assert native.dtype == "native" and native.describe()["dtype"].startswith("native")
+    # Packed from the blocks, near the file's own size (the tied head adds its packed copy).
+    assert native.weight_bytes < 2 * mixed_file.stat().st_size < reference.weight_bytes
+    ids = torch.tensor([native.tokenizer("The sea is wide and the sky is blue, said the old sailor.")["input_ids"]])
+    with torch.inference_mode():
+        got, expected = native.model(ids).logits, reference.model(ids).logits
+    assert (got - expected).abs().max() < 0.03 * expected.abs().max()
+    assert torch.equal(got.argmax(-1), expected.argmax(-1))
+
+
+def test_a_type_without_a_kernel_runs_in_bfloat16_and_says_so(tmp_path):
+    path = write_tiny_llama(tmp_path / "q2k.gguf", {"ffn_down": "Q2_K"})
+    loaded = load_model(str(path))
+    assert "Q2_K tensors run in bfloat16" in loaded.describe()["precision_note"]
+    with torch.inference_mode():
+        logits = loaded.model(torch.tensor([[1, 2, 3]])).logits
+    assert torch.isfinite(logits).all()
+
+
+def test_a_later_load_comes_from_the_verified_tokenizer_cache(mixed_file, monkeypatch, tmp_path):
+    monkeypatch.setenv("LATENCYLAB_CACHE_DIR", str(tmp_path / "cache"))
+    messages = []
+    load_model(str(mixed_file), progress=lambda fraction, message: messages.append(message))
+    assert any("first launch" in message for message in messages)
+    assert any("packing" in message for message in messages)  # progress while converting
+    again = []
+    load_model(str(mixed_file), progress=lambda fraction, message: again.append(message))
+    assert "cache verified" in again and not any("first launch" in message for message in again)

@@ -1,0 +1,108 @@
+"""The GGUF types people download, made from the embedded model by llama.cpp's quantiser, each run natively."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from core.model.loader import load_model
+from core.quant.agreement import agreement_text
+from core.quant.gguf_blocks import GGUFWeights
+from core.quant.gguf_decode import NATIVE_TYPES, PLANE_COUNT
+from core.quant.split_int4_linear import native_linear_in_chunks
+
+pytestmark = pytest.mark.model
+
+_spec = importlib.util.spec_from_file_location(
+    "quant_files", Path(__file__).resolve().parents[1] / "benchmarks" / "quant_files.py")
+quant_files = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(quant_files)
+
+ALL_FILE_TYPES = ("Q4_1", *quant_files.FILE_TYPES)  # Q4_1: the embedded file itself
+# Measured here, teacher-forced over the fixed 321-token text (README): native agrees with the file's
+# exact float32 dequantisation 96.6-98.8%, and with llama.cpp within 1.5 points of what that float32
+# reaches (94.7-97.8%). The issue's 97% against llama.cpp is out of reach even for exact float32 weights.
+MIN_AGREEMENT_WITH_FLOAT32 = 0.96
+MAX_SHORTFALL_AGAINST_FLOAT32 = 0.02
+
+
+def latencylab(*args, timeout=600):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+@pytest.fixture(scope="module")
+def files():
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python (the test extra) makes the files and the reference")
+    return {file_type: quant_files.quant_file(file_type) for file_type in ALL_FILE_TYPES}
+
+
+def test_every_quant_type_appears_in_the_files(files):
+    found = {GGUFWeights(path).tensor_type(name) for path in files.values() for name in GGUFWeights(path).names()}
+    assert set(quant_files.TENSOR_TYPES) <= found and set(quant_files.TENSOR_TYPES) <= set(NATIVE_TYPES)
+
+
+@pytest.mark.parametrize("qtype", quant_files.TENSOR_TYPES)
+def test_a_real_tensor_of_each_type_runs_as_gguf_dequantises_it(files, qtype):
+    import gguf
+
+    path, name = next((path, name) for path in files.values() for name in GGUFWeights(path).names()
+                      if name.startswith("blk.") and GGUFWeights(path).tensor_type(name) == qtype)
+    weights = GGUFWeights(path)
+    raw = np.asarray(weights.raw(name))
+    rows, columns = weights.shape(name)
+    from core.quant.gguf_decode import decode
+
+    layer = native_linear_in_chunks(lambda start, end: decode(raw[start:end], qtype), rows, PLANE_COUNT[qtype])
+    expected = torch.from_numpy(gguf.quants.dequantize(raw, gguf.GGMLQuantizationType[qtype]).astype(np.float32))
+    applied = layer(torch.eye(columns)).t()  # identity rows are exact in bfloat16
+    assert (applied - expected).abs().max() <= 2 ** -7 * expected.abs().max(), f"{name} ({qtype}) of {path.name}"
+
+
+@pytest.mark.parametrize("file_type", ALL_FILE_TYPES)
+def test_ask_answers_natively_from_each_file(files, file_type):
+    result = latencylab("ask", "What is the capital of France? Answer in one sentence.", "--model",
+                        str(files[file_type]), "--json", "--max-new-tokens", "24")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["dtype"] == f"native ({file_type})" and "precision_note" not in report
+    assert report["output_tokens"] > 0 and report["text"].strip()
+
+
+@pytest.mark.parametrize("file_type", ALL_FILE_TYPES)
+def test_greedy_agreement_with_llama_cpp_on_the_same_file(files, file_type):
+    """Teacher-forced top-1 over the fixed text against llama.cpp's logits on the same file.
+
+    llama.cpp is the formats' reference, but not exact itself: it rounds activations to 8 bits for its
+    quantised products. So the test reports three agreements and asserts that ours is about as close to
+    llama.cpp as the file's exact float32 dequantisation is, and that native agrees with that float32.
+    """
+    import llama_cpp
+
+    path = files[file_type]
+    native = load_model(str(path))
+    exact = load_model(str(path), dtype="float32")
+    ids = native.tokenizer(agreement_text())["input_ids"]
+    assert len(ids) > 300
+    with torch.inference_mode():
+        ours = native.model(torch.tensor([ids])).logits[0].argmax(-1).numpy()
+        dequantised = exact.model(torch.tensor([ids])).logits[0].argmax(-1).numpy()
+    # float32 keys and values in llama.cpp's cache (its default is float16), to keep its own rounding small.
+    reference = llama_cpp.Llama(str(path), n_ctx=1024, logits_all=True, verbose=False, type_k=0, type_v=0)
+    reference.eval(ids)
+    theirs = np.asarray(reference.scores[: len(ids)]).argmax(-1)
+    with_llama, float_with_llama = float((ours == theirs).mean()), float((dequantised == theirs).mean())
+    with_float = float((ours == dequantised).mean())
+    print(f"{file_type}: native~llama.cpp {with_llama:.1%}, float32~llama.cpp {float_with_llama:.1%}, "
+          f"native~float32 {with_float:.1%}")
+    assert with_llama >= float_with_llama - MAX_SHORTFALL_AGAINST_FLOAT32
+    assert with_float >= MIN_AGREEMENT_WITH_FLOAT32

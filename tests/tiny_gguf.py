@@ -1,0 +1,85 @@
+"""Write small GGUF files for tests: random quant blocks, and a tiny random Llama with the embedded tokenizer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+# Where each type keeps its fp16 scale(s) inside a block, so random blocks get sane, finite scales.
+SCALE_OFFSETS = {"Q4_0": (0,), "Q4_1": (0, 2), "Q5_0": (0,), "Q5_1": (0, 2), "Q8_0": (0,),
+                 "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,), "Q2_K": (80, 82), "Q3_K": (108,)}
+HIDDEN, HEADS, KV_HEADS, FFN, LAYERS = 256, 4, 2, 512, 2
+
+
+def random_blocks(rows: int, columns: int, qtype: str, rng: np.random.Generator, scale: float = 0.01) -> np.ndarray:
+    """Random bytes in qtype's block layout, [rows, row_bytes]: every bit pattern is a valid quant."""
+    import gguf
+
+    block_size, block_bytes = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[qtype]]
+    raw = rng.integers(0, 256, (rows, columns // block_size * block_bytes), dtype=np.uint8)
+    blocks = raw.reshape(rows, -1, block_bytes)
+    for offset in SCALE_OFFSETS[qtype]:
+        halves = rng.uniform(-scale, scale, blocks.shape[:2]).astype(np.float16)
+        blocks[..., offset:offset + 2] = halves[..., None].view(np.uint8)
+    return raw
+
+
+def _quantised(rows: int, columns: int, qtype: str, rng: np.random.Generator) -> np.ndarray:
+    """gguf's own quantiser where it has one (legacy types), random blocks otherwise (K types)."""
+    import gguf
+    from gguf.quants import quantize
+
+    try:
+        return quantize(rng.normal(0, 0.05, (rows, columns)).astype(np.float32), gguf.GGMLQuantizationType[qtype])
+    except NotImplementedError:
+        return random_blocks(rows, columns, qtype, rng)
+
+
+def write_tiny_llama(path: Path, types: dict[str, str] | None = None, *, architecture: str = "llama",
+                     tokenizer_model: str | None = None, seed: int = 0) -> Path:
+    """A 2-layer random Llama; types maps a tensor role (attn_q, ffn_down, token_embd, ...) to a quant type."""
+    import gguf
+
+    from core.model.source import embedded_gguf_path
+
+    types = {"token_embd": "Q8_0", **(types or {})}
+    rng = np.random.default_rng(seed)
+    source = gguf.GGUFReader(str(embedded_gguf_path()))
+    writer = gguf.GGUFWriter(str(path), architecture)
+    writer.add_block_count(LAYERS)
+    writer.add_context_length(256)
+    writer.add_embedding_length(HIDDEN)
+    writer.add_feed_forward_length(FFN)
+    writer.add_head_count(HEADS)
+    writer.add_head_count_kv(KV_HEADS)
+    writer.add_rope_dimension_count(HIDDEN // HEADS)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_rope_freq_base(10000.0)
+    for key, field in source.fields.items():
+        if key.startswith("tokenizer."):
+            value = field.contents()
+            if key == "tokenizer.ggml.model" and tokenizer_model is not None:
+                value = tokenizer_model
+            writer.add_key_value(key, value, field.types[0], field.types[-1] if len(field.types) > 1 else None)
+    vocab = len(source.fields["tokenizer.ggml.tokens"].data)
+    shapes = {"attn_q": (HIDDEN, HIDDEN), "attn_k": (HIDDEN * KV_HEADS // HEADS, HIDDEN),
+              "attn_v": (HIDDEN * KV_HEADS // HEADS, HIDDEN), "attn_output": (HIDDEN, HIDDEN),
+              "ffn_gate": (FFN, HIDDEN), "ffn_up": (FFN, HIDDEN), "ffn_down": (HIDDEN, FFN)}
+
+    def add(name: str, rows: int, columns: int, qtype: str) -> None:
+        data = _quantised(rows, columns, qtype, rng)
+        writer.add_tensor(name, data, raw_dtype=gguf.GGMLQuantizationType[qtype])
+
+    add("token_embd.weight", vocab, HIDDEN, types["token_embd"])
+    writer.add_tensor("output_norm.weight", rng.uniform(0.5, 1.5, HIDDEN).astype(np.float32))
+    for layer in range(LAYERS):
+        for role, (rows, columns) in shapes.items():
+            add(f"blk.{layer}.{role}.weight", rows, columns, types.get(role, "Q8_0"))
+        for norm in ("attn_norm", "ffn_norm"):
+            writer.add_tensor(f"blk.{layer}.{norm}.weight", rng.uniform(0.5, 1.5, HIDDEN).astype(np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

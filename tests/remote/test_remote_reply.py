@@ -220,3 +220,34 @@ def test_the_cli_says_a_bad_server_in_one_line_and_exits_1():
                                 capture_output=True, text=True, timeout=120)
     assert result.returncode == 1
     assert "check the API key" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_connection_errors_are_worded_for_the_user():
+    import socket
+    import ssl
+
+    from core.remote.errors import connection_error
+
+    where = "gpu.example.com:8000"
+    assert "could not find the host" in str(connection_error(where, socket.gaierror(-2, "Name or service not known"), 5))
+    assert "sent nothing for 5 s" in str(connection_error(where, TimeoutError(), 5))
+    assert "connection was refused" in str(connection_error(where, ConnectionRefusedError(), 5))
+    certificate = ssl.SSLCertVerificationError(1, "certificate verify failed")
+    certificate.verify_message = "self-signed certificate"
+    worded = str(connection_error(where, certificate, 5))
+    assert "TLS error" in worded and "self-signed certificate" in worded and "always verified" in worded
+
+
+def test_vllm_request_metrics_stand_in_for_server_timings_where_a_deployment_sends_them():
+    chunks = [openai_chunk("a"), openai_chunk(finish="stop"),
+              {"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 1},
+               "metrics": {"arrival_time": 100.0, "first_scheduled_time": 100.25, "first_token_time": 100.75}},
+              "[DONE]"]
+    with ScriptedServer(Script(chunks=chunks, owned_by="vllm")) as server:
+        model = connect(server.url)
+        assert model.server_kind == "vLLM"
+        trace = RemoteReply(model, "", [("user", "Hi")], SETTINGS).run_to_end()
+        stream_options = server.requests[-1]["body"]["stream_options"]
+    assert stream_options == {"include_usage": True, "continuous_usage_stats": True}
+    assert trace.server["timings"]["queue_ms"] == pytest.approx(250.0)
+    assert trace.server["timings"]["prompt_ms"] == pytest.approx(500.0)

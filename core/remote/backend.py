@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from core.generation.request import ReplyRequest, prepare_reply
-from core.model.loader import load_model
+from core.generation import request as local_request
+from core.generation.request import ReplyRequest
+from core.model import loader
 from core.progress import ProgressCallback, no_progress
 from core.remote.connect import connect
 from core.remote.reply import RemoteReply
@@ -32,8 +33,9 @@ def load_any(spec: str | None, *, device: str = "cpu", dtype: str = "float32", p
     if is_remote_spec(spec):
         return connect(spec, api_key=api_key, progress=progress,
                        timeout_s=server_timeout_s if server_timeout_s is not None else SERVER_TIMEOUT.default)
-    return load_model(spec, device=device, dtype=dtype, progress=progress, trust_remote_code=trust_remote_code,
-                      allow_pickle=allow_pickle)
+    # Looked up at call time, so a test's stand-in for the loader (tests/conftest.py: held_load) is the one used.
+    return loader.load_model(spec, device=device, dtype=dtype, progress=progress,
+                             trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
 
 
 def prepare_any(loaded, request: ReplyRequest, *, streaming: bool = True, ignore_eos: bool = False):
@@ -42,4 +44,4 @@ def prepare_any(loaded, request: ReplyRequest, *, streaming: bool = True, ignore
         reply = RemoteReply(loaded, request.system_prompt, [(m.role, m.content) for m in request.messages],
                             request.settings, stop=request.stop, streaming=streaming, ignore_eos=ignore_eos)
         return reply, RemotePrompt()
-    return prepare_reply(loaded, request)
+    return local_request.prepare_reply(loaded, request)  # at call time, as load_any

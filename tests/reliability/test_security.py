@@ -33,7 +33,7 @@ def test_the_flags_reach_the_loader_from_the_cli(monkeypatch, tmp_path, capsys):
         seen.append(kwargs)
         raise ModelLoadError("stop here")
 
-    monkeypatch.setattr(cli.ask, "load_model", fake_load)
+    monkeypatch.setattr(core.model.loader, "load_model", fake_load)
     assert main(["ask", "hi", "--model", "embedded"]) == 1
     assert main(["--trust-remote-code", "ask", "hi", "--allow-pickle"]) == 1
     assert [(k["trust_remote_code"], k["allow_pickle"]) for k in seen] == [(False, False), (True, True)]

@@ -5,7 +5,6 @@ import os
 
 import pytest
 
-import cli.ask
 import core.model.loader
 from core.errors import ModelLoadError
 from core.model.preflight import check_before_loading

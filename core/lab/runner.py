@@ -140,7 +140,9 @@ class LabRun:
     def _main_model(self) -> LoadedModel:
         if self.main_model is None:
             check_cancel(self.cancel)
-            self.progress.announce(f"loading {self.config.model or 'the embedded model'} ({self.config.dtype})")
+            model = self.config.model or "the embedded model"
+            self.progress.announce(f"connecting to {model}" if is_remote_spec(model)
+                                   else f"loading {model} ({self.config.dtype})")
             self.main_model = self._load(self.config.dtype)
             self.progress.advance("model loaded")
         self.results.model = self.main_model.describe()

@@ -9,9 +9,10 @@ from core.timing.prefill_eta import describe_prefill, prefill_eta_s
 
 
 class ProgressPrinter:
-    def __init__(self, stream: TextIO = sys.stderr):
-        self._stream = stream
-        self._interactive = stream.isatty()
+    def __init__(self, stream: TextIO | None = None):
+        # sys.stderr looked up now, not when the module was imported: it may have been replaced since.
+        self._stream = stream or sys.stderr
+        self._interactive = self._stream.isatty()
         self._last_message = None
 
     def __call__(self, fraction: float, message: str) -> None:
@@ -34,9 +35,10 @@ class PrefillLine:
     so piped output and --json stay clean.
     """
 
-    def __init__(self, stream: TextIO = sys.stderr):
-        self._stream = stream
-        self._interactive = stream.isatty()
+    def __init__(self, stream: TextIO | None = None):
+        # sys.stderr looked up now, not when the module was imported: it may have been replaced since.
+        self._stream = stream or sys.stderr
+        self._interactive = self._stream.isatty()
         self._started_ns: int | None = None
         self._drawn = False
 

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from core.quant.groupwise import GROUP_SIZE, PACK_ROWS
-from core.quant.int4_linear import KERNEL_DTYPE, Int4Linear, pack_groups
+from core.quant.int4_linear import Int4Linear, pack_groups, packed_product
 from core.quant.int_groups import IntGroups
 
 # Rows decoded and packed at a time: the int32 whole numbers and their planes take 4 bytes a weight
@@ -41,8 +41,7 @@ class SplitInt4Linear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         leading = x.shape[:-1]
-        flat = x.reshape(-1, self.in_features).to(KERNEL_DTYPE)
-        out = torch.ops.aten._weight_int4pack_mm_for_cpu(flat, self.packed_weight, GROUP_SIZE, self.scales_and_zeros)
+        out = packed_product(x, self.in_features, self.packed_weight, self.scales_and_zeros)
         out = out.float().view(-1, self.plane_count, self.plane_rows).sum(1)[:, :self.out_features]
         out = out.to(x.dtype).reshape(*leading, self.out_features)
         return out if self.bias is None else out + self.bias

@@ -21,7 +21,7 @@ TENSOR_TYPES = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K")
 
 
 def _cache_root() -> Path:
-    from core.model.cache_paths import cache_root
+    from core.cache_paths import cache_root
 
     return cache_root() / "quant-test-files"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.model.cache_paths import cache_root
+from core.cache_paths import cache_root
 from core.model.gguf_cache import (
     LEGACY_STAGING_MAX_AGE_S, MANIFEST_NAME, cache_folder_for, file_sha256, remove_abandoned_staging, verify_cache,
 )

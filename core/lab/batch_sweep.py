@@ -73,6 +73,30 @@ def decode_batch(loaded: LoadedModel, ids: Sequence[int], batch_size: int, new_t
     token. The median step is the headline: other processes sharing the CPU stretch a few steps, and
     the median shrugs those off where the mean does not.
     """
+    from core.model.kernel_causal_lm import is_kernel_model
+
+    eos = sorted(loaded.eos_token_ids)
+    start_ns = time.perf_counter_ns()
+    try:
+        if is_kernel_model(loaded.model):
+            # The native kernels decode the sequences together themselves: one weight read per step for all.
+            from core.generation.decode.kernel_batch import decode_together
+
+            stamps = decode_together(loaded.model, ids, batch_size, new_tokens, suppress=eos, cancel=cancel)
+        else:
+            stamps = _generate_batch(loaded, ids, batch_size, new_tokens, eos, cancel)
+    except (RuntimeError, MemoryError) as error:
+        raise MeasurementError(f"batch {batch_size} failed: {type(error).__name__}: {error}") from error
+    check_cancel(cancel)
+    if len(stamps) != new_tokens:
+        raise MeasurementError(f"batch {batch_size}: expected {new_tokens} decode steps, saw {len(stamps)}.")
+    gaps = [(later - earlier) / 1e9 for earlier, later in zip(stamps, stamps[1:])]
+    return BatchRun((stamps[0] - start_ns) / 1e9, statistics.median(gaps), sum(gaps) / len(gaps))
+
+
+def _generate_batch(loaded: LoadedModel, ids: Sequence[int], batch_size: int, new_tokens: int, eos: list[int],
+                    cancel: threading.Event | None) -> list[int]:
+    """transformers' generate() over the batch, stamped by a logits processor at every step."""
     import torch
     from transformers import LogitsProcessorList, StoppingCriteriaList
 
@@ -80,27 +104,17 @@ def decode_batch(loaded: LoadedModel, ids: Sequence[int], batch_size: int, new_t
 
     stamper = StepStamper()
     input_ids = torch.tensor([list(ids)] * batch_size, dtype=torch.long, device=loaded.model.device)
-    eos = sorted(loaded.eos_token_ids)
     pad = loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None else (eos[0] if eos else None)
-    start_ns = time.perf_counter_ns()
-    try:
-        with torch.inference_mode():
-            loaded.model.generate(
-                input_ids=input_ids,
-                attention_mask=torch.ones_like(input_ids),
-                max_new_tokens=new_tokens,
-                min_new_tokens=new_tokens,
-                do_sample=False,
-                logits_processor=LogitsProcessorList([stamper]),
-                stopping_criteria=StoppingCriteriaList([StopOnEvent(cancel or threading.Event())]),
-                pad_token_id=pad,
-                eos_token_id=eos or None,
-            )
-    except (RuntimeError, MemoryError) as error:
-        raise MeasurementError(f"batch {batch_size} failed: {type(error).__name__}: {error}") from error
-    check_cancel(cancel)
-    stamps = stamper.stamps_ns
-    if len(stamps) != new_tokens:
-        raise MeasurementError(f"batch {batch_size}: expected {new_tokens} decode steps, saw {len(stamps)}.")
-    gaps = [(later - earlier) / 1e9 for earlier, later in zip(stamps, stamps[1:])]
-    return BatchRun((stamps[0] - start_ns) / 1e9, statistics.median(gaps), sum(gaps) / len(gaps))
+    with torch.inference_mode():
+        loaded.model.generate(
+            input_ids=input_ids,
+            attention_mask=torch.ones_like(input_ids),
+            max_new_tokens=new_tokens,
+            min_new_tokens=new_tokens,
+            do_sample=False,
+            logits_processor=LogitsProcessorList([stamper]),
+            stopping_criteria=StoppingCriteriaList([StopOnEvent(cancel or threading.Event())]),
+            pad_token_id=pad,
+            eos_token_id=eos or None,
+        )
+    return stamper.stamps_ns

@@ -16,7 +16,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.model.cache_paths import cache_root
+from core.cache_paths import cache_root
 from core.progress import ProgressCallback, scaled
 
 MANIFEST_NAME = "latencylab-manifest.json"

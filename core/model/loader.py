@@ -119,8 +119,7 @@ def _load(source: ModelSource, device: str, dtype: str, progress: ProgressCallba
         try:
             return _load_native(source, progress)
         except NotNative as other:
-            note = (f"native layers cover Llama-architecture files; this {other.architecture} file was dequantised "
-                    f"to float32")
+            note = f"{other.reason}, so it was dequantised to float32"
     else:
         note = None  # a folder's weights are float already
     loaded = _load_converted(source, device, "float32", progress, trust_remote_code, allow_pickle)
@@ -133,12 +132,17 @@ def _load_native(source: ModelSource, progress: ProgressCallback) -> LoadedModel
     from core.model.weight_count import gguf_parameter_count
     from core.quant.apply import parameter_count, weight_bytes
 
+    from core.model.kernel_causal_lm import is_kernel_model
+
     native = load_native(source.gguf_file, progress)
     model, tokenizer = native.model, native.tokenizer
+    on_kernels = is_kernel_model(model)
     return LoadedModel(
         model=model, tokenizer=tokenizer, source=source, dtype=NATIVE_DTYPE, device="cpu",
-        context_window=_context_window(model, tokenizer), parameter_count=gguf_parameter_count(source.gguf_file) or parameter_count(model),
-        weight_bytes=weight_bytes(model), eos_token_ids=_eos_ids(model, tokenizer),
+        context_window=_context_window(model, tokenizer),
+        parameter_count=gguf_parameter_count(source.gguf_file) or (0 if on_kernels else parameter_count(model)),
+        weight_bytes=model.build.weight_bytes if on_kernels else weight_bytes(model),
+        eos_token_ids=_eos_ids(model, tokenizer),
         precision=native.precision, precision_note=native.note,
     )
 

@@ -21,11 +21,12 @@ class NativeModel:
 
 
 class NotNative(Exception):
-    """The file is readable, but its architecture has no native layers here: load it the float way."""
+    """The file is readable, but it has no native path here: load it the float way. reason says why."""
 
-    def __init__(self, architecture: str):
-        super().__init__(architecture)
+    def __init__(self, architecture: str, reason: str):
+        super().__init__(reason)
         self.architecture = architecture
+        self.reason = reason
 
 
 def open_gguf(path: Path):
@@ -55,8 +56,10 @@ def check_architecture(path: Path, architecture: str | None) -> None:
 
 
 def load_native(path: Path, progress: ProgressCallback) -> NativeModel:
-    """The model on the file's own quants; NotNative for an architecture other than Llama's."""
-    from core.model.gguf_native import NATIVE_ARCHITECTURES, build_native_model
+    """The model on the file's own quants: on the C kernels where they cover the file and can be built here,
+    else (Llama files) on torch's int4 kernel; NotNative when neither covers it."""
+    from core.model.gguf_kernels import kernel_refusal
+    from core.model.gguf_native import NATIVE_ARCHITECTURES
     from core.model.weight_count import gguf_parameter_count
 
     gguf_parameter_count(path)  # the header walk refuses a truncated file or an unknown type in one line
@@ -65,19 +68,63 @@ def load_native(path: Path, progress: ProgressCallback) -> NativeModel:
         checked = pool.submit(check_cache, path, scaled(progress, 0.0, 0.2), NATIVE_KIND)
         weights = open_gguf(path)
         check_architecture(path, weights.architecture)
-        if weights.architecture not in NATIVE_ARCHITECTURES:
-            raise NotNative(weights.architecture)
+        kernel_problem = kernel_refusal(weights)
+        library = None if kernel_problem else _kernel_library(scaled(progress, 0.2, 0.3))
+        if isinstance(library, str):
+            library, kernel_problem = None, library
+        if library is None and weights.architecture not in NATIVE_ARCHITECTURES:
+            raise NotNative(weights.architecture, kernel_problem)
         from transformers.utils import logging as hf_logging
 
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
         check = checked.result()
-    tokenizer, config = _tokenizer_and_config(path, check, scaled(progress, 0.2, 0.4))
-    build = build_native_model(weights, config, scaled(progress, 0.4, 0.95))
-    kind = build.file_type or _main_type(weights)
+    tokenizer, config = _tokenizer_and_config(path, check, scaled(progress, 0.3, 0.5))
+    kind = weights.file_type() or _main_type(weights)
+    if library is not None:
+        return _on_kernels(library, weights, config, tokenizer, kind, scaled(progress, 0.5, 0.95))
+    return _on_torch_int4(weights, config, tokenizer, kind, kernel_problem, scaled(progress, 0.5, 0.95))
+
+
+def _kernel_library(progress: ProgressCallback):
+    """The compiled kernels, or a one-line reason they cannot be had on this machine."""
+    from core.kernels.build import KernelsUnavailable
+    from core.kernels.library import kernels
+
+    try:
+        return kernels(progress=progress)
+    except KernelsUnavailable as error:
+        return str(error)
+
+
+def _on_kernels(library, weights, config, tokenizer, kind: str, progress: ProgressCallback) -> NativeModel:
+    from transformers import GenerationConfig
+
+    from core.model.gguf_kernels import build_kernel_model
+    from core.model.kernel_causal_lm import KernelCausalLM
+
+    try:
+        build = build_kernel_model(library, weights, progress)
+    except ValueError as error:  # a shape the kernels refuse, a tensor they cannot take
+        raise ModelLoadError(f"the GGUF file's tensors do not fit its own metadata: {_short(str(error))}.") from None
+    model = KernelCausalLM(build, config, GenerationConfig.from_model_config(config))
     fallbacks = build.fallbacks()
-    note = (", ".join(sorted(fallbacks)) + " tensors run in bfloat16 (no native kernel for them)") if fallbacks else None
-    return NativeModel(build.model.eval(), tokenizer, f"native ({kind})", note)
+    note = (", ".join(sorted(fallbacks)) + " tensors run in float16 (no native kernel for them)") if fallbacks else None
+    return NativeModel(model, tokenizer, f"native ({kind})", note)
+
+
+def _on_torch_int4(weights, config, tokenizer, kind: str, kernel_problem: str | None,
+                   progress: ProgressCallback) -> NativeModel:
+    from core.model.gguf_native import build_native_model
+
+    build = build_native_model(weights, config, progress)
+    notes = []
+    if kernel_problem:
+        notes.append(f"{kernel_problem}, so it runs on torch's int4 kernel")
+    fallbacks = build.fallbacks()
+    if fallbacks:
+        notes.append(", ".join(sorted(fallbacks)) + " tensors run in bfloat16 (no native kernel for them)")
+    return NativeModel(build.model.eval(), tokenizer, f"native ({kind})", "; ".join(notes) or None)
 
 
 def _main_type(weights) -> str:

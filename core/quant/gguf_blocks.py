@@ -38,6 +38,10 @@ class GGUFWeights:
         value = self._fields.get(key)
         return int(value) if value is not None else None
 
+    def fields(self) -> dict:
+        """The header's scalar and string metadata (arrays, such as the vocabulary, are left out)."""
+        return self._fields
+
     def field_text(self, key: str) -> str | None:
         value = self._fields.get(key)
         return value if isinstance(value, str) else None
@@ -86,14 +90,15 @@ class GGUFWeights:
         order = self.llama_row_order(gguf_name, groups.n.shape[0])
         return groups if order is None else groups.permute_rows(order)
 
-    def dequantized(self, gguf_name: str) -> "torch.Tensor":
-        """Any type gguf can read, as float32 rows in Hugging Face order (the fallback for types without a kernel)."""
+    def dequantized(self, gguf_name: str, file_order: bool = False) -> "torch.Tensor":
+        """Any type gguf can read, as float32 rows in Hugging Face order, or the file's own with file_order
+        (the fallback for types without a kernel)."""
         import gguf
 
         values = gguf.quants.dequantize(np.asarray(self.raw(gguf_name)), self._types[gguf_name])
         # A copy: float tensors come back as views of the memory-mapped (read-only) file.
         weight = torch.from_numpy(np.array(values, dtype=np.float32)).reshape(self.shape(gguf_name))
-        order = self.llama_row_order(gguf_name, weight.shape[0])
+        order = None if file_order else self.llama_row_order(gguf_name, weight.shape[0])
         return weight if order is None else weight[order]
 
     def q4_1(self, gguf_name: str) -> Q4Groups:

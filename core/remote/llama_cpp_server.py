@@ -25,7 +25,7 @@ READY_LINES = {PYTHON_SERVER: "Uvicorn running on", LLAMA_SERVER: "llama_server:
 
 def cached_llama_server(version: str) -> Path:
     """Where tools/build_llama_server.py puts llama-server for this llama-cpp-python version."""
-    from core.model.cache_paths import cache_root
+    from core.cache_paths import cache_root
 
     return cache_root() / "llama-server" / version / "llama-server"
 

@@ -8,30 +8,43 @@ from typing import Any
 
 from core.generation.decode.decoder import LeanDecoder
 from core.generation.decode.families import lean_pass_refusal
+from core.generation.decode.kernel_decoder import KernelDecoder
 from core.generation.decode.loop import generation_config_blocks_lean_loop
+from core.model.kernel_causal_lm import is_kernel_model
 from core.settings import GENERATE_LOOP, LEAN_LOOP
 
-# A decoder holds fused copies of the int4 weights; one per model, dropped with the model.
-_decoders: "weakref.WeakKeyDictionary[Any, LeanDecoder]" = weakref.WeakKeyDictionary()
+# A decoder holds fused copies of the int4 weights (or a kernel model's cache); one per model, dropped with it.
+_decoders: "weakref.WeakKeyDictionary[Any, LeanDecoder | KernelDecoder]" = weakref.WeakKeyDictionary()
 _decoders_lock = threading.Lock()
+
+# The native kernels are a model without transformers' layers: generate() cannot run it.
+KERNELS_HAVE_NO_GENERATE = "a GGUF on the native kernels has no transformers layers for generate(), so it runs on the lean loop"
 
 
 def lean_loop_refusal(model: Any) -> str | None:
     """Why this model must use generate(), or None when the lean loop covers it."""
+    if is_kernel_model(model):
+        return generation_config_blocks_lean_loop(model)
     return lean_pass_refusal(model) or generation_config_blocks_lean_loop(model)
 
 
 def loop_for(model: Any, requested: str) -> tuple[str, str | None]:
     """(the loop that will run, why it differs from the one requested or None)."""
+    if is_kernel_model(model):
+        # Extras only generate() applies (a repetition penalty, say) cannot be had here: say so and run lean.
+        refusal = generation_config_blocks_lean_loop(model)
+        if requested == GENERATE_LOOP:
+            return LEAN_LOOP, KERNELS_HAVE_NO_GENERATE
+        return LEAN_LOOP, (f"{refusal}; the native kernels ignore it" if refusal else None)
     if requested == GENERATE_LOOP:
         return GENERATE_LOOP, None
     refusal = lean_loop_refusal(model)
     return (GENERATE_LOOP, refusal) if refusal else (LEAN_LOOP, None)
 
 
-def lean_decoder(model: Any) -> LeanDecoder:
+def lean_decoder(model: Any) -> LeanDecoder | KernelDecoder:
     with _decoders_lock:
         decoder = _decoders.get(model)
         if decoder is None:
-            decoder = _decoders[model] = LeanDecoder(model)
+            decoder = _decoders[model] = KernelDecoder(model.kernel) if is_kernel_model(model) else LeanDecoder(model)
         return decoder

@@ -1,4 +1,4 @@
-"""Where Latency Lab keeps converted models: the user's cache directory, or LATENCYLAB_CACHE_DIR."""
+"""Where Latency Lab keeps what it builds (model caches, compiled kernels): the user cache, or LATENCYLAB_CACHE_DIR."""
 
 from __future__ import annotations
 

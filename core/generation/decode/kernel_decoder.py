@@ -1,0 +1,64 @@
+"""LeanDecoder's contract over the C kernels: a decode step is one call into C, a prompt one call per layer.
+
+The prompt's pass runs layer by layer (in chunks: KernelModel.pass_over) so that a stop is seen at the
+next layer and progress can be reported, as LeanDecoder does; a decode step runs every layer and the head
+in C without returning to Python.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+import numpy as np
+import torch
+
+from core.generation.stopping import PassInterrupted
+from core.kernels.kernel_model import KernelModel
+
+SHRINK_FACTOR = 4  # as LeanDecoder: a cache more than this many times the room needed is given back
+
+
+class KernelDecoder:
+    """forward(token_ids, start) returns the logits of the last position and extends the cache."""
+
+    def __init__(self, kernel: KernelModel):
+        self.kernel = kernel
+        self.layer_count = kernel.shape.layers
+
+    @property
+    def capacity(self) -> int:
+        return self.kernel.capacity
+
+    def start_sequence(self, positions: int) -> None:
+        if self.kernel.capacity > SHRINK_FACTOR * positions or self.kernel.sequences != 1:
+            self.kernel.reserve(1, positions, keep=False)
+        else:
+            self.kernel.reserve(1, positions)
+
+    def reserve(self, positions: int) -> None:
+        if positions > self.kernel.capacity:
+            self.kernel.reserve(1, max(positions, 2 * self.kernel.capacity))
+
+    def forward(self, token_ids: torch.Tensor, start: int, interrupt: threading.Event | None = None,
+                on_layer: Callable[[int, int], None] | None = None) -> torch.Tensor:
+        """token_ids: 1-D, at positions start, start+1, ...; returns [1, vocab] float32 logits of the last one.
+
+        interrupt and on_layer as LeanDecoder's: checked and called before each layer (of each chunk), and
+        on_layer once more at the end, with (layers done, layers in all chunks).
+        """
+        tokens = np.ascontiguousarray(token_ids.reshape(-1).numpy(), dtype=np.int32)
+        self.reserve(start + tokens.size)
+        threads = torch.get_num_threads()
+        if tokens.size == 1 and interrupt is None and on_layer is None:
+            hidden = self.kernel.embed(tokens)
+            self.kernel.layers(hidden, np.zeros(1), np.array([start]), 0, self.layer_count, threads)
+            return torch.from_numpy(self.kernel.logits(hidden, threads))
+
+        def before_layer(done: int, total: int) -> None:
+            if done < total and interrupt is not None and interrupt.is_set():
+                raise PassInterrupted()
+            if on_layer is not None:
+                on_layer(done, total)
+
+        return torch.from_numpy(self.kernel.pass_over(tokens, start, threads, before_layer=before_layer))

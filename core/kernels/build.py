@@ -1,0 +1,102 @@
+"""Compile the C kernels once per machine into the user cache, for this CPU's own instruction set.
+
+The library is built with -march=native, so an AVX2-only laptop and an AVX-512 server each get code for
+what they have; the cache key holds the CPU's flags, the compiler and the sources, so a changed CPU (a
+shared home folder), compiler or source builds anew. It links OpenMP's libgomp.so.1 by name: loaded after
+torch, it resolves to torch's own copy, so torch and the kernels share one thread pool (one_pool.py shows
+what a second pool costs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.cache_paths import cache_root
+
+SOURCE_DIR = Path(__file__).with_name("csrc")
+NATIVE_FLAGS = ("-O3", "-march=native", "-mtune=native")
+# For tests of the scalar reference path, and CPUs gcc cannot name: the compiler's plain baseline.
+PORTABLE_FLAGS = ("-O2",)
+COMMON_FLAGS = ("-fopenmp", "-shared", "-fPIC", "-std=c11", "-fno-math-errno")
+COMPILE_TIMEOUT_S = 300
+
+
+class KernelsUnavailable(Exception):
+    """The kernels cannot be built or loaded here; the message says why, in one line."""
+
+
+@dataclass(frozen=True)
+class BuiltLibrary:
+    path: Path
+    compiled_now: bool
+
+
+def compiler() -> str | None:
+    for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def cpu_flags() -> str:
+    """This CPU's model name and feature flags (Linux), or the platform's machine name elsewhere."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        import platform
+
+        return platform.machine()
+    model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), "")
+    flags = next((line.split(":", 1)[1].strip() for line in text.splitlines()
+                  if line.startswith(("flags", "Features"))), "")
+    return f"{model} | {flags}"
+
+
+def build_library(portable: bool = False, progress=None) -> BuiltLibrary:
+    """The compiled library's path, building it first if this machine has none for these sources."""
+    cc = compiler()
+    if cc is None:
+        raise KernelsUnavailable("no C compiler (cc, gcc or clang) was found to build the native GGUF kernels")
+    sources = sorted(SOURCE_DIR.glob("*.c"))
+    headers = sorted(SOURCE_DIR.glob("*.h"))
+    flags = (PORTABLE_FLAGS if portable else NATIVE_FLAGS) + COMMON_FLAGS
+    key = hashlib.sha256()
+    for part in (cc, _compiler_version(cc), " ".join(flags), cpu_flags()):
+        key.update(part.encode() + b"\0")
+    for path in sources + headers:
+        key.update(path.name.encode() + b"\0" + path.read_bytes())
+    folder = cache_root() / "kernels"
+    target = folder / f"liblatencylab-{'portable' if portable else 'native'}-{key.hexdigest()[:16]}.so"
+    if target.is_file():
+        return BuiltLibrary(target, False)
+    if progress is not None:
+        progress(0.0, "first launch: compiling the GGUF kernels for this CPU (once)")
+    folder.mkdir(parents=True, exist_ok=True)
+    handle, staging = tempfile.mkstemp(prefix=".building-", suffix=".so", dir=folder)
+    os.close(handle)
+    command = [cc, *flags, "-o", staging, *map(str, sources), "-lm"]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
+        if result.returncode != 0:
+            detail = (result.stderr.strip().splitlines() or ["no output"])[-1]
+            raise KernelsUnavailable(f"compiling the native GGUF kernels failed ({Path(cc).name}: {detail[:200]})")
+        os.replace(staging, target)  # atomic: another process sees the whole library or none
+    except subprocess.TimeoutExpired:
+        raise KernelsUnavailable(f"compiling the native GGUF kernels took over {COMPILE_TIMEOUT_S} s") from None
+    finally:
+        if os.path.exists(staging):
+            os.unlink(staging)
+    return BuiltLibrary(target, True)
+
+
+def _compiler_version(cc: str) -> str:
+    try:
+        return subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""

@@ -1,0 +1,538 @@
+/* A decoder-only transformer over a GGUF's own quant blocks: one parallel region per call, phases split by barriers.
+ *
+ * Rows of work are handed out from a shared counter, not split up front: when the window's painting takes a
+ * core from one thread for a moment, the other takes the rows that thread would have done.
+ */
+#include "model.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#ifndef CHUNKS_PER_THREAD
+#define CHUNKS_PER_THREAD 2  /* jobs per thread and matrix: one thread can take over part of a stalled one's */
+#endif
+#define MIN_CHUNK 16             /* weight rows per job at least */
+#ifndef DECODE_ROWS
+#define DECODE_ROWS 1    /* weight rows per kernel call for a single token: more were slower here (AVX2) */
+#endif
+#define TOKEN_TILE 32    /* activation rows per job: a tile stays in L1 while the chunk's rows pass over it */
+#define KINDS 4          /* activation formats: Q8_0, Q8_1, Q8_K, float */
+
+static _Thread_local char last_error[256];
+
+const char *ll_last_error(void) { return last_error; }
+
+static int fail(const char *message) {
+    snprintf(last_error, sizeof last_error, "%s", message);
+    return -1;
+}
+
+static int kind_of(int activation) {
+    switch (activation) {
+    case LL_Q8_0: return 0;
+    case LL_Q8_1: return 1;
+    case LL_Q8_K: return 2;
+    default: return 3;
+    }
+}
+
+static const int kind_type[KINDS] = {LL_Q8_0, LL_Q8_1, LL_Q8_K, LL_F32};
+
+struct ll_model {
+    ll_config c;
+    ll_weight token_embd, output;
+    const float *output_norm;
+    ll_layer *layer;
+    ll_half *keys, *values;  /* [sequence][layer][kv head][position][head_dim] */
+    int32_t sequences, capacity;
+    /* Scratch, grown on demand: sized for `rows` rows, `threads` threads and the cache's capacity. */
+    char *arena;
+    int arena_rows, arena_threads, arena_capacity;  /* what the arena's layout was made for */
+    float *normed, *projected, *attended, *sublayer, *ffn, *scores;
+    char *act[KINDS];
+    size_t act_stride[KINDS];
+    int max_in, projected_width;
+    int counters[8];
+};
+
+static size_t kv_index(const ll_model *m, int seq, int layer, int kv_head, int pos) {
+    return ((((size_t)seq * m->c.layers + layer) * m->c.kv_heads + kv_head) * m->capacity + pos) * m->c.head_dim;
+}
+
+ll_model *ll_model_new(const ll_config *config) {
+    if (config->layers <= 0 || config->width <= 0 || config->heads <= 0 || config->kv_heads <= 0 ||
+        config->head_dim <= 0 || config->heads % config->kv_heads || config->rope_dims > config->head_dim ||
+        config->rope_dims % 2) {
+        fail("inconsistent model configuration");
+        return NULL;
+    }
+    ll_model *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->c = *config;
+    m->layer = calloc((size_t)config->layers, sizeof *m->layer);
+    if (!m->layer) { free(m); return NULL; }
+    m->max_in = config->width;
+    if (config->heads * config->head_dim > m->max_in) m->max_in = config->heads * config->head_dim;
+    if (config->ffn > m->max_in) m->max_in = config->ffn;
+    m->projected_width = (config->heads + 2 * config->kv_heads) * config->head_dim;
+    return m;
+}
+
+void ll_model_free(ll_model *m) {
+    if (!m) return;
+    free(m->keys);
+    free(m->values);
+    free(m->arena);
+    free(m->layer);
+    free(m);
+}
+
+static int set_weight(ll_weight *w, const void *data, int type, int rows, int cols) {
+    w->dot = dot_tile_for(type);
+    if (!w->dot) return fail("no kernel for this tensor type");
+    if (cols % block_elements(type)) return fail("a row is not a whole number of blocks");
+    w->data = data;
+    w->type = type;
+    w->rows = rows;
+    w->cols = cols;
+    w->row_bytes = row_bytes(type, cols);
+    return 0;
+}
+
+int ll_set_tensor(ll_model *m, int32_t index, int32_t role, const void *data, int32_t type, int32_t rows,
+                  int32_t cols) {
+    if (role == ROLE_TOKEN_EMBD) return set_weight(&m->token_embd, data, type, rows, cols);
+    if (role == ROLE_OUTPUT) return set_weight(&m->output, data, type, rows, cols);
+    if (role == ROLE_OUTPUT_NORM) { m->output_norm = data; return 0; }
+    if (index < 0 || index >= m->c.layers) return fail("layer index out of range");
+    ll_layer *l = &m->layer[index];
+    switch (role) {
+    case ROLE_ATTN_NORM: l->attn_norm = data; return 0;
+    case ROLE_FFN_NORM: l->ffn_norm = data; return 0;
+    case ROLE_ATTN_POST_NORM: l->attn_post_norm = data; return 0;
+    case ROLE_FFN_POST_NORM: l->ffn_post_norm = data; return 0;
+    case ROLE_ATTN_Q_NORM: l->q_norm = data; return 0;
+    case ROLE_ATTN_K_NORM: l->k_norm = data; return 0;
+    case ROLE_ATTN_Q_BIAS: l->q_bias = data; return 0;
+    case ROLE_ATTN_K_BIAS: l->k_bias = data; return 0;
+    case ROLE_ATTN_V_BIAS: l->v_bias = data; return 0;
+    case ROLE_ROPE_INV_FREQ: l->inv_freq = data; return 0;
+    case ROLE_ATTN_Q: l->attention_in_count = 3; return set_weight(&l->attention_in[0], data, type, rows, cols);
+    case ROLE_ATTN_K: l->attention_in_count = 3; return set_weight(&l->attention_in[1], data, type, rows, cols);
+    case ROLE_ATTN_V: l->attention_in_count = 3; return set_weight(&l->attention_in[2], data, type, rows, cols);
+    case ROLE_ATTN_QKV: l->attention_in_count = 1; return set_weight(&l->attention_in[0], data, type, rows, cols);
+    case ROLE_ATTN_OUT: return set_weight(&l->attention_out, data, type, rows, cols);
+    case ROLE_FFN_GATE: l->ffn_in_count = 2; return set_weight(&l->ffn_in[0], data, type, rows, cols);
+    case ROLE_FFN_UP: l->ffn_in_count = 2; return set_weight(&l->ffn_in[1], data, type, rows, cols);
+    case ROLE_FFN_GATE_UP: l->ffn_in_count = 1; return set_weight(&l->ffn_in[0], data, type, rows, cols);
+    case ROLE_FFN_DOWN: return set_weight(&l->ffn_down, data, type, rows, cols);
+    default: return fail("unknown tensor role");
+    }
+}
+
+int ll_set_window(ll_model *m, int32_t index, int32_t window) {
+    if (index < 0 || index >= m->c.layers) return fail("layer index out of range");
+    m->layer[index].window = window;
+    return 0;
+}
+
+int ll_reserve(ll_model *m, int32_t sequences, int32_t positions, int32_t keep) {
+    if (sequences < 1 || positions < 1) return fail("a cache needs at least one sequence and one position");
+    if (keep && sequences == m->sequences && positions <= m->capacity) return 0;
+    const size_t per_position = (size_t)m->c.layers * m->c.kv_heads * m->c.head_dim;
+    ll_half *keys = calloc((size_t)sequences * positions * per_position, sizeof(ll_half));
+    ll_half *values = calloc((size_t)sequences * positions * per_position, sizeof(ll_half));
+    if (!keys || !values) {
+        free(keys);
+        free(values);
+        return fail("out of memory for the KV cache");
+    }
+    if (keep && sequences == m->sequences && m->keys) {
+        /* Growing one cache: keep what it holds, position by position in the new layout. */
+        const int old = m->capacity;
+        ll_model grown = *m;
+        grown.capacity = positions;
+        for (int s = 0; s < sequences; s++)
+            for (int l = 0; l < m->c.layers; l++)
+                for (int h = 0; h < m->c.kv_heads; h++) {
+                    memcpy(keys + kv_index(&grown, s, l, h, 0), m->keys + kv_index(m, s, l, h, 0),
+                           (size_t)old * m->c.head_dim * sizeof(ll_half));
+                    memcpy(values + kv_index(&grown, s, l, h, 0), m->values + kv_index(m, s, l, h, 0),
+                           (size_t)old * m->c.head_dim * sizeof(ll_half));
+                }
+    }
+    free(m->keys);
+    free(m->values);
+    m->keys = keys;
+    m->values = values;
+    m->sequences = sequences;
+    m->capacity = positions;
+    return 0;
+}
+
+static int ensure_scratch(ll_model *m, int rows, int threads) {
+    if (rows <= m->arena_rows && threads <= m->arena_threads && m->capacity <= m->arena_capacity) return 0;
+    if (rows < m->arena_rows) rows = m->arena_rows;
+    if (threads < m->arena_threads) threads = m->arena_threads;
+    const ll_config *c = &m->c;
+    size_t stride[KINDS];
+    for (int k = 0; k < KINDS; k++) {
+        /* Q8_K needs whole 256-blocks: a width that is not one has no k-quant weight reading it. */
+        const int n = kind_type[k] == LL_Q8_K ? (m->max_in + QK_K - 1) / QK_K * QK_K : m->max_in;
+        stride[k] = (row_bytes(kind_type[k], n) + 63) / 64 * 64;
+    }
+    const size_t floats = (size_t)rows * (c->width + m->projected_width + c->heads * c->head_dim + c->width +
+                                          2 * (size_t)c->ffn) + (size_t)threads * (m->capacity + 16);
+    size_t bytes = floats * sizeof(float) + 64 * 8;
+    for (int k = 0; k < KINDS; k++) bytes += rows * stride[k];
+    free(m->arena);
+    m->arena = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!m->arena) {
+        m->arena_rows = m->arena_threads = m->arena_capacity = 0;
+        return fail("out of memory for scratch buffers");
+    }
+    m->arena_rows = rows;
+    m->arena_threads = threads;
+    m->arena_capacity = m->capacity;
+    char *p = m->arena;
+#define TAKE(ptr, count) do { ptr = (void *)p; p += ((count) * sizeof(float) + 63) / 64 * 64; } while (0)
+    TAKE(m->normed, (size_t)rows * c->width);
+    TAKE(m->projected, (size_t)rows * m->projected_width);
+    TAKE(m->attended, (size_t)rows * c->heads * c->head_dim);
+    TAKE(m->sublayer, (size_t)rows * c->width);
+    TAKE(m->ffn, (size_t)rows * 2 * c->ffn);
+    TAKE(m->scores, (size_t)threads * (m->capacity + 16));
+#undef TAKE
+    for (int k = 0; k < KINDS; k++) {
+        m->act[k] = p;
+        m->act_stride[k] = stride[k];
+        p += rows * stride[k];
+    }
+    return 0;
+}
+
+/* ---- small per-row operations ---- */
+
+static void rms_norm(const float *x, const float *weight, float *out, int n, float eps) {
+    double sum = 0.0;  /* in double, as llama.cpp sums */
+    for (int i = 0; i < n; i++) sum += (double)x[i] * x[i];
+    const float scale = 1.0f / sqrtf((float)(sum / n) + eps);
+    for (int i = 0; i < n; i++) out[i] = x[i] * scale * weight[i];
+}
+
+static void rope(float *x, int heads, int head_dim, const float *cosines, const float *sines, int dims, int style) {
+    const int half = dims / 2;
+    for (int h = 0; h < heads; h++) {
+        float *v = x + (size_t)h * head_dim;
+        for (int i = 0; i < half; i++) {
+            const int a = style == ROPE_ADJACENT ? 2 * i : i, b = style == ROPE_ADJACENT ? 2 * i + 1 : i + half;
+            const float x0 = v[a], x1 = v[b];
+            v[a] = x0 * cosines[i] - x1 * sines[i];
+            v[b] = x0 * sines[i] + x1 * cosines[i];
+        }
+    }
+}
+
+static float gelu_tanh(float x) {
+    return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
+static float dot_half(const float *q, const ll_half *k, int n) {
+#if defined(__AVX2__) && defined(__FMA__)
+    if (n % 8 == 0) {
+        __m256 acc = _mm256_setzero_ps();
+        for (int i = 0; i < n; i += 8)
+            acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + i))), acc);
+        __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        s = _mm_add_ss(s, _mm_movehdup_ps(s));
+        return _mm_cvtss_f32(s);
+    }
+#endif
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) sum += q[i] * half_to_float(k[i]);
+    return sum;
+}
+
+static void add_scaled_half(float *out, const ll_half *v, float weight, int n) {
+#if defined(__AVX2__) && defined(__FMA__)
+    if (n % 8 == 0) {
+        const __m256 w = _mm256_set1_ps(weight);
+        for (int i = 0; i < n; i += 8)
+            _mm256_storeu_ps(out + i, _mm256_fmadd_ps(w, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + i))),
+                                                      _mm256_loadu_ps(out + i)));
+        return;
+    }
+#endif
+    for (int i = 0; i < n; i++) out[i] += weight * half_to_float(v[i]);
+}
+
+/* One query head of one row over its sequence's cached keys and values (softmax in float). */
+static void attend(const ll_model *m, int layer, int seq, int pos, int head, const float *query, float *out,
+                   float *scores) {
+    const ll_config *c = &m->c;
+    const int kv_head = head / (c->heads / c->kv_heads), window = m->layer[layer].window;
+    const int first = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
+    const ll_half *keys = m->keys + kv_index(m, seq, layer, kv_head, 0);
+    const ll_half *values = m->values + kv_index(m, seq, layer, kv_head, 0);
+    float max = -INFINITY;
+    for (int t = first; t <= pos; t++) {
+        float s = dot_half(query, keys + (size_t)t * c->head_dim, c->head_dim) * c->attention_scale;
+        if (c->attention_softcap > 0.0f) s = c->attention_softcap * tanhf(s / c->attention_softcap);
+        scores[t - first] = s;
+        if (s > max) max = s;
+    }
+    float total = 0.0f;
+    for (int t = first; t <= pos; t++) {
+        const float e = expf(scores[t - first] - max);
+        scores[t - first] = e;
+        total += e;
+    }
+    memset(out, 0, (size_t)c->head_dim * sizeof(float));
+    const float inverse = 1.0f / total;
+    for (int t = first; t <= pos; t++)
+        add_scaled_half(out, values + (size_t)t * c->head_dim, scores[t - first] * inverse, c->head_dim);
+}
+
+/* ---- the parallel pieces: every thread calls these; work is shared through m->counters ---- */
+
+/* Quantise rows [0, count) of x (width n) into every activation format `weights` read. */
+static void quantize_rows(ll_model *m, const ll_weight *weights, int weight_count, const float *x, int x_stride,
+                          int n, int count, int tid, int threads) {
+    int wanted[KINDS] = {0};
+    for (int w = 0; w < weight_count; w++) wanted[kind_of(activation_type(weights[w].type))] = 1;
+    for (int i = tid; i < count; i += threads)
+        for (int k = 0; k < KINDS; k++)
+            if (wanted[k]) quantize_activation(kind_type[k], x + (size_t)i * x_stride, m->act[k] + i * m->act_stride[k], n);
+}
+
+/* out[i][offset_w + r] (+)= W_w[r] . act_i for the weights side by side, rows [0, count); jobs from *counter. */
+static void project(ll_model *m, const ll_weight *weights, int weight_count, int count, float *out, int out_stride,
+                    int accumulate, int *counter, int threads) {
+    const int tiles = (count + TOKEN_TILE - 1) / TOKEN_TILE;
+    int chunks[3], chunk_rows[3], total = 0;
+    for (int w = 0; w < weight_count; w++) {
+        /* Long runs of rows per job: each thread then streams contiguous memory, which the prefetchers follow;
+         * short interleaved chunks left a second thread's bandwidth unused (a decode step took 1.4x as long). */
+        int rows = (weights[w].rows + threads * CHUNKS_PER_THREAD - 1) / (threads * CHUNKS_PER_THREAD);
+        rows = rows < MIN_CHUNK ? MIN_CHUNK : (rows + 3) / 4 * 4;
+        chunk_rows[w] = rows;
+        chunks[w] = (weights[w].rows + rows - 1) / rows;
+        total += chunks[w] * tiles;
+    }
+    for (;;) {
+        int job = __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED);
+        if (job >= total) break;
+        int w = 0, offset = 0;
+        while (job >= chunks[w] * tiles) {
+            job -= chunks[w] * tiles;
+            offset += weights[w].rows;
+            w++;
+        }
+        const ll_weight *weight = &weights[w];
+        const int kind = kind_of(activation_type(weight->type));
+        const int row0 = (job / tiles) * chunk_rows[w], tile0 = (job % tiles) * TOKEN_TILE;
+        const int row_end = row0 + chunk_rows[w] < weight->rows ? row0 + chunk_rows[w] : weight->rows;
+        const int tile_end = tile0 + TOKEN_TILE < count ? tile0 + TOKEN_TILE : count;
+        const size_t stride = m->act_stride[kind];
+        /* A single token (a decode step) runs 4 weight rows at a time; a prompt 2 rows by 4 tokens. */
+        const int tile_rows = count == 1 ? DECODE_ROWS : 2;
+        for (int r = row0; r < row_end; r += tile_rows) {
+            const int rows = row_end - r < tile_rows ? row_end - r : tile_rows;
+            const char *row = (const char *)weight->data + (size_t)r * weight->row_bytes;
+            for (int i = tile0; i < tile_end; i += DOT_ROWS) {
+                const int n = tile_end - i < DOT_ROWS ? tile_end - i : DOT_ROWS;
+                float results[4 * DOT_ROWS];
+                weight->dot(weight->cols, row, weight->row_bytes, m->act[kind] + i * stride, stride, rows, n, results);
+                for (int k = 0; k < rows; k++)
+                    for (int j = 0; j < n; j++) {
+                        float *target = out + (size_t)(i + j) * out_stride + offset + r + k;
+                        *target = accumulate ? *target + results[k * n + j] : results[k * n + j];
+                    }
+            }
+        }
+    }
+}
+
+static void add_bias(float *x, const float *bias, int n) {
+    if (bias) for (int i = 0; i < n; i++) x[i] += bias[i];
+}
+
+/* After attention's projections: biases, head norms, rotary embedding, then the row's keys and values cached. */
+static void prepare_row(ll_model *m, int layer, float *projected, int seq, int pos, float *cosines, float *sines) {
+    const ll_config *c = &m->c;
+    const ll_layer *l = &m->layer[layer];
+    const int q_size = c->heads * c->head_dim, kv_size = c->kv_heads * c->head_dim;
+    float *q = projected, *k = projected + q_size, *v = projected + q_size + kv_size;
+    add_bias(q, l->q_bias, q_size);
+    add_bias(k, l->k_bias, kv_size);
+    add_bias(v, l->v_bias, kv_size);
+    if (l->q_norm)
+        for (int h = 0; h < c->heads; h++) rms_norm(q + h * c->head_dim, l->q_norm, q + h * c->head_dim, c->head_dim, c->norm_eps);
+    if (l->k_norm)
+        for (int h = 0; h < c->kv_heads; h++) rms_norm(k + h * c->head_dim, l->k_norm, k + h * c->head_dim, c->head_dim, c->norm_eps);
+    for (int i = 0; i < c->rope_dims / 2; i++) {
+        const float angle = (float)pos * l->inv_freq[i];
+        cosines[i] = cosf(angle);
+        sines[i] = sinf(angle);
+    }
+    rope(q, c->heads, c->head_dim, cosines, sines, c->rope_dims, c->rope_style);
+    rope(k, c->kv_heads, c->head_dim, cosines, sines, c->rope_dims, c->rope_style);
+    for (int h = 0; h < c->kv_heads; h++) {
+        ll_half *key = m->keys + kv_index(m, seq, layer, h, pos), *value = m->values + kv_index(m, seq, layer, h, pos);
+        for (int d = 0; d < c->head_dim; d++) {
+            key[d] = float_to_half(k[h * c->head_dim + d]);
+            value[d] = float_to_half(v[h * c->head_dim + d]);
+        }
+    }
+}
+
+static void reset(int *counter, int tid) {
+    if (tid == 0) *counter = 0;
+}
+
+static void layer_pass(ll_model *m, int layer, float *hidden, int count, const int32_t *seq, const int32_t *pos,
+                       int tid, int threads) {
+    const ll_config *c = &m->c;
+    const ll_layer *l = &m->layer[layer];
+    const int q_size = c->heads * c->head_dim;
+    int *qkv_jobs = &m->counters[0], *row_jobs = &m->counters[1], *attention_jobs = &m->counters[2],
+        *out_jobs = &m->counters[3], *ffn_jobs = &m->counters[4], *down_jobs = &m->counters[5];
+    float rotary[2][256];
+
+    /* attention */
+    reset(qkv_jobs, tid);
+    for (int i = tid; i < count; i += threads)
+        rms_norm(hidden + (size_t)i * c->width, l->attn_norm, m->normed + (size_t)i * c->width, c->width, c->norm_eps);
+    quantize_rows(m, l->attention_in, l->attention_in_count, m->normed, c->width, c->width, count, tid, threads);
+#pragma omp barrier
+    project(m, l->attention_in, l->attention_in_count, count, m->projected, m->projected_width, 0, qkv_jobs, threads);
+    reset(attention_jobs, tid);
+#pragma omp barrier
+    for (int i = tid; i < count; i += threads)
+        prepare_row(m, layer, m->projected + (size_t)i * m->projected_width, seq[i], pos[i], rotary[0], rotary[1]);
+#pragma omp barrier
+    float *scores = m->scores + (size_t)tid * (m->capacity + 16);
+    for (;;) {
+        const int job = __atomic_fetch_add(attention_jobs, 1, __ATOMIC_RELAXED);
+        if (job >= count * c->heads) break;
+        const int i = job / c->heads, h = job % c->heads;
+        attend(m, layer, seq[i], pos[i], h, m->projected + (size_t)i * m->projected_width + h * c->head_dim,
+               m->attended + (size_t)i * q_size + h * c->head_dim, scores);
+    }
+    reset(out_jobs, tid);
+#pragma omp barrier
+    quantize_rows(m, &l->attention_out, 1, m->attended, q_size, q_size, count, tid, threads);
+#pragma omp barrier
+    /* Without a post-norm the projection adds straight into the residual stream. */
+    const int post_attention = l->attn_post_norm != NULL;
+    project(m, &l->attention_out, 1, count, post_attention ? m->sublayer : hidden, c->width, !post_attention, out_jobs, threads);
+    reset(ffn_jobs, tid);
+#pragma omp barrier
+
+    /* feed-forward */
+    for (int i = tid; i < count; i += threads) {
+        float *x = hidden + (size_t)i * c->width;
+        if (post_attention) {
+            float *s = m->sublayer + (size_t)i * c->width;
+            rms_norm(s, l->attn_post_norm, s, c->width, c->norm_eps);
+            for (int d = 0; d < c->width; d++) x[d] += s[d];
+        }
+        rms_norm(x, l->ffn_norm, m->normed + (size_t)i * c->width, c->width, c->norm_eps);
+    }
+    quantize_rows(m, l->ffn_in, l->ffn_in_count, m->normed, c->width, c->width, count, tid, threads);
+#pragma omp barrier
+    project(m, l->ffn_in, l->ffn_in_count, count, m->ffn, 2 * c->ffn, 0, ffn_jobs, threads);
+    reset(down_jobs, tid);
+#pragma omp barrier
+    for (int i = tid; i < count; i += threads) {
+        float *gate = m->ffn + (size_t)i * 2 * c->ffn, *up = gate + c->ffn;
+        for (int d = 0; d < c->ffn; d++) {
+            const float g = gate[d];
+            gate[d] = (c->activation == ACT_GELU_TANH ? gelu_tanh(g) : g / (1.0f + expf(-g))) * up[d];
+        }
+    }
+    quantize_rows(m, &l->ffn_down, 1, m->ffn, 2 * c->ffn, c->ffn, count, tid, threads);
+#pragma omp barrier
+    const int post_ffn = l->ffn_post_norm != NULL;
+    project(m, &l->ffn_down, 1, count, post_ffn ? m->sublayer : hidden, c->width, !post_ffn, down_jobs, threads);
+    (void)row_jobs;
+#pragma omp barrier
+    if (post_ffn) {
+        for (int i = tid; i < count; i += threads) {
+            float *x = hidden + (size_t)i * c->width, *s = m->sublayer + (size_t)i * c->width;
+            rms_norm(s, l->ffn_post_norm, s, c->width, c->norm_eps);
+            for (int d = 0; d < c->width; d++) x[d] += s[d];
+        }
+#pragma omp barrier
+    }
+}
+
+static int check_ready(const ll_model *m) {
+    if (!m->token_embd.data || !m->output.data || !m->output_norm) return fail("the model is missing its embedding, head or final norm");
+    for (int i = 0; i < m->c.layers; i++) {
+        const ll_layer *l = &m->layer[i];
+        if (!l->attn_norm || !l->ffn_norm || !l->attention_out.data || !l->ffn_down.data || !l->inv_freq ||
+            !l->attention_in_count || !l->ffn_in_count)
+            return fail("a layer is missing a tensor");
+        for (int w = 0; w < l->attention_in_count; w++) if (!l->attention_in[w].data) return fail("a layer is missing q, k or v");
+        for (int w = 0; w < l->ffn_in_count; w++) if (!l->ffn_in[w].data) return fail("a layer is missing its gate or up");
+    }
+    if (m->c.rope_dims / 2 > 256) return fail("rotary dimensions above 512 are not supported");
+    return 0;
+}
+
+int ll_embed(ll_model *m, const int32_t *tokens, int32_t count, float *hidden) {
+    for (int i = 0; i < count; i++) {
+        if (tokens[i] < 0 || tokens[i] >= m->token_embd.rows) return fail("token id outside the vocabulary");
+        float *row = hidden + (size_t)i * m->c.width;
+        dequantize_row(m->token_embd.type, (const char *)m->token_embd.data + (size_t)tokens[i] * m->token_embd.row_bytes,
+                       row, m->c.width);
+        if (m->c.embed_scale != 1.0f)
+            for (int d = 0; d < m->c.width; d++) row[d] *= m->c.embed_scale;
+    }
+    return 0;
+}
+
+int ll_layers(ll_model *m, float *hidden, int32_t count, const int32_t *seq, const int32_t *pos, int32_t first,
+              int32_t end, int32_t threads) {
+    if (check_ready(m)) return -1;
+    for (int i = 0; i < count; i++)
+        if (seq[i] < 0 || seq[i] >= m->sequences || pos[i] < 0 || pos[i] >= m->capacity)
+            return fail("a position or sequence is outside the reserved cache");
+    if (first < 0 || end > m->c.layers || first > end) return fail("layer range out of bounds");
+    if (threads < 1) threads = 1;
+    if (ensure_scratch(m, count, threads)) return -1;
+#pragma omp parallel num_threads(threads)
+    {
+        const int tid = omp_get_thread_num(), team = omp_get_num_threads();
+        for (int layer = first; layer < end; layer++) layer_pass(m, layer, hidden, count, seq, pos, tid, team);
+    }
+    return 0;
+}
+
+int ll_logits(ll_model *m, const float *hidden, int32_t count, float *logits, int32_t threads) {
+    if (check_ready(m)) return -1;
+    if (threads < 1) threads = 1;
+    if (ensure_scratch(m, count, threads)) return -1;
+    const ll_config *c = &m->c;
+#pragma omp parallel num_threads(threads)
+    {
+        const int tid = omp_get_thread_num(), team = omp_get_num_threads();
+        reset(&m->counters[6], tid);
+        for (int i = tid; i < count; i += team)
+            rms_norm(hidden + (size_t)i * c->width, m->output_norm, m->normed + (size_t)i * c->width, c->width, c->norm_eps);
+        quantize_rows(m, &m->output, 1, m->normed, c->width, c->width, count, tid, team);
+#pragma omp barrier
+        project(m, &m->output, 1, count, logits, c->vocab, 0, &m->counters[6], team);
+#pragma omp barrier
+        if (c->final_softcap > 0.0f)
+            for (int i = tid; i < count; i += team)
+                for (int v = 0; v < c->vocab; v++) {
+                    float *x = logits + (size_t)i * c->vocab + v;
+                    *x = c->final_softcap * tanhf(*x / c->final_softcap);
+                }
+    }
+    return 0;
+}

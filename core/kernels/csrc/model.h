@@ -1,0 +1,67 @@
+/* The decoder-only transformer that runs a GGUF's own quant blocks: its configuration, weights and KV cache. */
+#ifndef LL_MODEL_H
+#define LL_MODEL_H
+
+#include <stdint.h>
+
+#include "quants.h"
+
+/* Weight roles, set one by one from Python with ll_set_tensor (layer -1 for the model-wide ones). */
+enum {
+    ROLE_TOKEN_EMBD, ROLE_OUTPUT, ROLE_OUTPUT_NORM,
+    ROLE_ATTN_NORM, ROLE_ATTN_Q, ROLE_ATTN_K, ROLE_ATTN_V, ROLE_ATTN_QKV, ROLE_ATTN_OUT,
+    ROLE_ATTN_Q_NORM, ROLE_ATTN_K_NORM, ROLE_ATTN_Q_BIAS, ROLE_ATTN_K_BIAS, ROLE_ATTN_V_BIAS, ROLE_ATTN_POST_NORM,
+    ROLE_FFN_NORM, ROLE_FFN_GATE, ROLE_FFN_UP, ROLE_FFN_GATE_UP, ROLE_FFN_DOWN, ROLE_FFN_POST_NORM,
+    ROLE_ROPE_INV_FREQ, ROLE_COUNT
+};
+
+enum { ACT_SILU = 0, ACT_GELU_TANH = 1 };
+enum { ROPE_ADJACENT = 0, ROPE_HALVES = 1 };  /* llama.cpp's "normal" pairs (2i, 2i+1), and NeoX's (i, i + n/2) */
+
+/* Plain data, mirrored by a ctypes Structure in core/kernels/library.py. */
+typedef struct {
+    int32_t layers, width, heads, kv_heads, head_dim, ffn, vocab;
+    int32_t rope_dims, rope_style, activation;
+    float norm_eps, embed_scale, attention_scale, attention_softcap, final_softcap;
+} ll_config;
+
+typedef struct {
+    const void *data;
+    int32_t type, rows, cols;
+    size_t row_bytes;
+    dot_tile_fn dot;
+} ll_weight;
+
+typedef struct {
+    ll_weight attention_in[3];  /* q, k, v (or one fused qkv), their outputs side by side */
+    int attention_in_count;
+    ll_weight attention_out, ffn_in[2], ffn_down;  /* ffn_in: gate, up (or one fused gate_up) */
+    int ffn_in_count;
+    const float *attn_norm, *ffn_norm, *attn_post_norm, *ffn_post_norm, *q_norm, *k_norm;
+    const float *q_bias, *k_bias, *v_bias;
+    const float *inv_freq;  /* rope_dims / 2 rotary frequencies, scaling folded in */
+    int32_t window;         /* sliding-window length, 0 for full attention */
+} ll_layer;
+
+typedef struct ll_model ll_model;
+
+ll_model *ll_model_new(const ll_config *config);
+void ll_model_free(ll_model *model);
+/* A borrowed pointer: the data (a memory-mapped GGUF, or arrays Python keeps) must outlive the model. */
+int ll_set_tensor(ll_model *model, int32_t layer, int32_t role, const void *data, int32_t type, int32_t rows,
+                  int32_t cols);
+int ll_set_window(ll_model *model, int32_t layer, int32_t window);
+/* Room for `sequences` caches of `positions` each. With keep, a cache that is large enough stays, and one that
+ * grows keeps what it holds; without, the cache is made anew at exactly that size (a long reply's is given back). */
+int ll_reserve(ll_model *model, int32_t sequences, int32_t positions, int32_t keep);
+/* Rows of token embeddings (dequantised, times embed_scale) into hidden [count, width]. */
+int ll_embed(ll_model *model, const int32_t *tokens, int32_t count, float *hidden);
+/* Layers [first, end) over `count` rows of hidden, row i at position pos[i] of sequence seq[i]; each row's
+ * keys and values are written to its cache before any row attends, so a prompt's rows see each other causally. */
+int ll_layers(ll_model *model, float *hidden, int32_t count, const int32_t *seq, const int32_t *pos, int32_t first,
+              int32_t end, int32_t threads);
+/* Logits [count, vocab] for `count` rows of hidden after the last layer (final norm, head, soft-cap). */
+int ll_logits(ll_model *model, const float *hidden, int32_t count, float *logits, int32_t threads);
+const char *ll_last_error(void);
+
+#endif

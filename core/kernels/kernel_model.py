@@ -1,0 +1,144 @@
+"""A model in the C kernels: its shape, borrowed weight buffers, KV cache, and the passes as numpy calls."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from core.kernels.library import ACTIVATIONS, ROLE, ROPE_STYLES, Config, KernelLibrary
+
+# Tokens per chunk of a prompt's pass: keeps the scratch buffers small for long prompts, and a chunk's
+# activations in cache while the weights pass over them.
+PROMPT_CHUNK = 256
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What the C pass needs to know of a model besides its weights; read from a GGUF's metadata."""
+
+    layers: int
+    width: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn: int
+    vocab: int
+    norm_eps: float
+    rope_dims: int
+    rope_style: str = "adjacent"  # llama.cpp's "normal" pairs; "halves" is NeoX's
+    activation: str = "silu"
+    embed_scale: float = 1.0
+    attention_scale: float = 0.0  # 0: 1 / sqrt(head_dim)
+    attention_softcap: float = 0.0
+    final_softcap: float = 0.0
+    windows: tuple[int, ...] = field(default=())  # per layer, 0 for full attention
+
+    def config(self) -> Config:
+        return Config(
+            layers=self.layers, width=self.width, heads=self.heads, kv_heads=self.kv_heads, head_dim=self.head_dim,
+            ffn=self.ffn, vocab=self.vocab, rope_dims=self.rope_dims, rope_style=ROPE_STYLES[self.rope_style],
+            activation=ACTIVATIONS[self.activation], norm_eps=self.norm_eps, embed_scale=self.embed_scale,
+            attention_scale=self.attention_scale or self.head_dim ** -0.5, attention_softcap=self.attention_softcap,
+            final_softcap=self.final_softcap)
+
+
+class KernelModel:
+    """The C model. Weight buffers are borrowed: this object keeps every array it was given alive.
+
+    Calls are not reentrant (they share the model's scratch and KV cache); the compute thread makes them all.
+    """
+
+    def __init__(self, library: KernelLibrary, shape: ModelShape):
+        self.library = library
+        self.shape = shape
+        self._config = shape.config()
+        self._handle = library.ll_model_new(ctypes.byref(self._config))
+        if not self._handle:
+            raise ValueError(f"the kernels refused the model's shape: {library.ll_last_error().decode()}")
+        self._kept: list[object] = []
+        self._lock = threading.Lock()
+        self.sequences = 0
+        self.capacity = 0
+        for index, window in enumerate(shape.windows):
+            library.check(library.ll_set_window(self._handle, index, window), "setting a sliding window")
+
+    def set_tensor(self, layer: int, role: str, data: np.ndarray, type_id: int, rows: int, columns: int) -> None:
+        """data: the tensor's bytes or values, C-contiguous; memory-mapped file bytes are not copied."""
+        if not data.flags.c_contiguous:
+            raise ValueError(f"{role} of layer {layer} is not contiguous")
+        self._kept.append(data)
+        self.library.check(self.library.ll_set_tensor(self._handle, layer, ROLE[role], data.ctypes.data, type_id,
+                                                      rows, columns), f"setting {role} of layer {layer}")
+
+    def reserve(self, sequences: int, positions: int, keep: bool = True) -> None:
+        """KV cache room. With keep, a large enough cache stays and a growing one keeps what it holds; without,
+        the cache is made anew at exactly this size."""
+        if keep and sequences == self.sequences and positions <= self.capacity:
+            return
+        self.library.check(self.library.ll_reserve(self._handle, sequences, positions, int(keep)),
+                           "reserving the KV cache")
+        self.sequences, self.capacity = sequences, positions
+
+    def embed(self, tokens: np.ndarray) -> np.ndarray:
+        tokens = np.ascontiguousarray(tokens, dtype=np.int32)
+        hidden = np.empty((tokens.size, self.shape.width), dtype=np.float32)
+        self.library.check(self.library.ll_embed(self._handle, tokens.ctypes.data, tokens.size, hidden.ctypes.data),
+                           "embedding the tokens")
+        return hidden
+
+    def layers(self, hidden: np.ndarray, sequences: np.ndarray, positions: np.ndarray, first: int, end: int,
+               threads: int) -> None:
+        """Run layers [first, end) over hidden's rows in place."""
+        sequences = np.ascontiguousarray(sequences, dtype=np.int32)
+        positions = np.ascontiguousarray(positions, dtype=np.int32)
+        self.library.check(self.library.ll_layers(self._handle, hidden.ctypes.data, hidden.shape[0],
+                                                  sequences.ctypes.data, positions.ctypes.data, first, end, threads),
+                           "running the decoder layers")
+
+    def logits(self, hidden: np.ndarray, threads: int, out: np.ndarray | None = None) -> np.ndarray:
+        hidden = np.ascontiguousarray(hidden, dtype=np.float32)
+        if out is None:
+            out = np.empty((hidden.shape[0], self.shape.vocab), dtype=np.float32)
+        self.library.check(self.library.ll_logits(self._handle, hidden.ctypes.data, hidden.shape[0], out.ctypes.data,
+                                                  threads), "computing the logits")
+        return out
+
+    def pass_over(self, tokens: np.ndarray, start: int, threads: int, *, before_layer=None,
+                  every_position: bool = False) -> np.ndarray:
+        """Run tokens (at positions start, start+1, ...) through every layer in chunks of PROMPT_CHUNK, a layer
+        at a time; returns the logits of the last position, or of every position with every_position.
+
+        before_layer(done, total) is called before each layer of each chunk and once at the end, where done
+        counts layers over all chunks; it may raise to abandon the pass (the cache then holds part of it).
+        """
+        tokens = np.ascontiguousarray(tokens, dtype=np.int32).reshape(-1)
+        chunks = range(0, tokens.size, PROMPT_CHUNK)
+        total = len(chunks) * self.shape.layers
+        logits = []
+        for chunk_index, chunk_start in enumerate(chunks):
+            chunk = tokens[chunk_start:chunk_start + PROMPT_CHUNK]
+            hidden = self.embed(chunk)
+            positions = np.arange(start + chunk_start, start + chunk_start + chunk.size)
+            sequences = np.zeros(chunk.size)
+            for layer in range(self.shape.layers):
+                if before_layer is not None:
+                    before_layer(chunk_index * self.shape.layers + layer, total)
+                self.layers(hidden, sequences, positions, layer, layer + 1, threads)
+            if every_position:
+                logits.append(self.logits(hidden, threads))
+        if before_layer is not None:
+            before_layer(total, total)
+        return np.concatenate(logits) if every_position else self.logits(hidden[-1:], threads)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._handle:
+                self.library.ll_model_free(self._handle)
+                self._handle = None
+                self._kept.clear()
+
+    def __del__(self):
+        self.close()

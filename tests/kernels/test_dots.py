@@ -1,0 +1,130 @@
+"""The C kernels' dot products and dequantisation against gguf's own decoding of the same blocks."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+
+from tests.tiny_gguf import random_blocks
+
+WEIGHT_TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16", "F32"]
+BUILDS = [pytest.param(False, id="native"), pytest.param(True, id="portable")]
+COLUMNS = 512  # two k-quant super-blocks, sixteen legacy blocks
+# Exact up to float rounding, except where the activation format keeps d * sum(quants) as an fp16 (Q8_1,
+# as llama.cpp does): the minimum's term then carries that fp16's rounding, 2^-11 of it.
+TOLERANCE = {"Q4_1": 5e-4, "Q5_1": 5e-4}
+
+
+def _library(portable: bool):
+    from core.kernels.library import kernels
+
+    return kernels(portable=portable)
+
+
+def _weights(qtype: str, rows: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(the row bytes, their float values as gguf decodes them)."""
+    import gguf
+
+    kind = gguf.GGMLQuantizationType[qtype]
+    if qtype in ("F16", "F32"):
+        values = rng.normal(0, 0.05, (rows, COLUMNS)).astype(np.float16 if qtype == "F16" else np.float32)
+        return values.view(np.uint8).reshape(rows, -1), values.astype(np.float32)
+    if qtype == "BF16":
+        values = rng.normal(0, 0.05, (rows, COLUMNS)).astype(np.float32)
+        halves = (values.view(np.uint32) >> 16).astype(np.uint16)
+        return halves.view(np.uint8).reshape(rows, -1), (halves.astype(np.uint32) << 16).view(np.float32)
+    try:
+        raw = gguf.quants.quantize(rng.normal(0, 0.05, (rows, COLUMNS)).astype(np.float32), kind)
+    except NotImplementedError:
+        raw = random_blocks(rows, COLUMNS, qtype, rng)
+    return raw, gguf.quants.dequantize(raw, kind).astype(np.float32).reshape(rows, COLUMNS)
+
+
+def _activation(library, weight_type: str, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """x quantised into the format the weight type's kernel reads, and what those bytes stand for."""
+    from core.kernels.library import KERNEL_TYPES
+
+    act_type = library.activation_type(KERNEL_TYPES[weight_type])
+    size = library.row_bytes(act_type, x.size)
+    out = np.zeros(size, dtype=np.uint8)
+    library.quantize_activation(act_type, x.ctypes.data, out.ctypes.data, x.size)
+    if act_type == 0:
+        return out, out.view(np.float32)
+    if act_type == 15:  # Q8_K: float d, 256 quants, 16 int16 sums
+        blocks = out.reshape(-1, 292)
+        d = blocks[:, :4].copy().view(np.float32)
+        quants = blocks[:, 4:260].view(np.int8).astype(np.float32)
+        sums = blocks[:, 260:].copy().view(np.int16)
+        assert (sums == quants.reshape(-1, 16, 16).sum(-1)).all()
+        return out, (d * quants).reshape(-1)
+    block = 34 if act_type == 8 else 36
+    blocks = out.reshape(-1, block)
+    d = blocks[:, :2].copy().view(np.float16).astype(np.float32)
+    quants = blocks[:, block - 32:].view(np.int8).astype(np.float32)
+    if act_type == 9:  # Q8_1 also keeps d * sum(quants)
+        s = blocks[:, 2:4].copy().view(np.float16).astype(np.float32)[:, 0]
+        np.testing.assert_allclose(s, d[:, 0] * quants.sum(1), rtol=2e-3, atol=1e-6)
+    return out, (d * quants).reshape(-1)
+
+
+@pytest.mark.parametrize("portable", BUILDS)
+@pytest.mark.parametrize("qtype", WEIGHT_TYPES)
+def test_dot_products_match_the_dequantised_weights(qtype: str, portable: bool):
+    library = _library(portable)
+    from core.kernels.library import KERNEL_TYPES
+
+    rng = np.random.default_rng(7)
+    raw, weights = _weights(qtype, 4, rng)
+    rows = [rng.normal(0, 1, COLUMNS).astype(np.float32) for _ in range(4)]
+    quantised = [_activation(library, qtype, x) for x in rows]
+    stride = quantised[0][0].size
+    packed = np.concatenate([q for q, _ in quantised])
+    expected = np.array([[weights[r].astype(np.float64) @ meant for _, meant in quantised] for r in range(4)])
+    magnitude = np.array([[np.abs(weights[r]).astype(np.float64) @ np.abs(meant) for _, meant in quantised]
+                          for r in range(4)])
+    bound = TOLERANCE.get(qtype, 1e-5) * magnitude + 1e-6
+    # Every tile shape the matrix products use (4 x 1 for a decode step, up to 2 x 4 for a prompt), and others.
+    for weight_rows in (1, 2, 3, 4):
+        for count in (1, 2, 3, 4):
+            out = np.zeros(weight_rows * count, dtype=np.float32)
+            status = library.ll_dot_tile(KERNEL_TYPES[qtype], COLUMNS, raw.ctypes.data, raw.shape[1], packed.ctypes.data,
+                                         stride, weight_rows, count, out.ctypes.data)
+            assert status == 0
+            got = out.reshape(weight_rows, count)
+            assert np.all(np.abs(got - expected[:weight_rows, :count]) <= bound[:weight_rows, :count]), \
+                (weight_rows, count, got, expected)
+    reference = library.dot_reference(KERNEL_TYPES[qtype], COLUMNS, raw[0].ctypes.data, quantised[0][0].ctypes.data)
+    assert abs(reference - expected[0, 0]) <= bound[0, 0]
+
+
+@pytest.mark.parametrize("portable", BUILDS)
+@pytest.mark.parametrize("qtype", WEIGHT_TYPES)
+def test_rows_dequantise_as_gguf_decodes_them(qtype: str, portable: bool):
+    library = _library(portable)
+    from core.kernels.library import KERNEL_TYPES
+
+    raw, weights = _weights(qtype, 2, np.random.default_rng(3))
+    for r in range(2):
+        out = np.zeros(COLUMNS, dtype=np.float32)
+        assert library.dequantize_row(KERNEL_TYPES[qtype], raw[r].ctypes.data, out.ctypes.data, COLUMNS) == 0
+        np.testing.assert_allclose(out, weights[r], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("portable", BUILDS)
+def test_activations_are_quantised_to_within_half_a_step(portable: bool):
+    library = _library(portable)
+    x = np.random.default_rng(1).normal(0, 3, COLUMNS).astype(np.float32)
+    for weight_type in ("Q4_0", "Q4_1", "Q4_K"):
+        _, meant = _activation(library, weight_type, x)
+        block = 256 if weight_type == "Q4_K" else 32
+        steps = np.abs(x).reshape(-1, block).max(1) / 127
+        # Half a step, plus what rounding the step to fp16 (legacy formats) moves the largest quant by.
+        assert np.all(np.abs(meant - x).reshape(-1, block) <= steps[:, None] * (0.5 + 127 * 2.0 ** -11))
+
+
+def test_the_native_build_names_its_instruction_set():
+    library = _library(False)
+    assert library.isa in ("avx2", "avx2 kernels (avx512 machine)", "scalar")
+    assert ctypes.sizeof(ctypes.c_void_p) == 8

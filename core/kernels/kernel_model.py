@@ -73,6 +73,10 @@ class KernelModel:
         self.library.check(self.library.ll_set_tensor(self._handle, layer, ROLE[role], data.ctypes.data, type_id,
                                                       rows, columns), f"setting {role} of layer {layer}")
 
+    def set_rope(self, layer: int, base: float, freq_scale: float = 1.0) -> None:
+        """A layer's rotary base and linear scaling (1 / factor); per-dimension factors are a tensor role."""
+        self.library.check(self.library.ll_set_rope(self._handle, layer, base, freq_scale), f"setting layer {layer}'s rope")
+
     def reserve(self, sequences: int, positions: int, keep: bool = True) -> None:
         """KV cache room. With keep, a large enough cache stays and a growing one keeps what it holds; without,
         the cache is made anew at exactly this size."""

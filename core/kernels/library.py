@@ -14,7 +14,7 @@ from core.kernels.build import BuiltLibrary, KernelsUnavailable, build_library
 # Weight roles and styles, as model.h numbers them.
 ROLES = ("token_embd", "output", "output_norm", "attn_norm", "attn_q", "attn_k", "attn_v", "attn_qkv", "attn_output",
          "attn_q_norm", "attn_k_norm", "attn_q_bias", "attn_k_bias", "attn_v_bias", "attn_post_norm", "ffn_norm",
-         "ffn_gate", "ffn_up", "ffn_gate_up", "ffn_down", "ffn_post_norm", "rope_inv_freq")
+         "ffn_gate", "ffn_up", "ffn_gate_up", "ffn_down", "ffn_post_norm", "rope_freq_factors")
 ROLE = {name: index for index, name in enumerate(ROLES)}
 ACTIVATIONS = {"silu": 0, "gelu_tanh": 1}
 ROPE_STYLES = {"adjacent": 0, "halves": 1}
@@ -38,6 +38,7 @@ _SIGNATURES = {
     "ll_model_free": (None, [_P]),
     "ll_set_tensor": (_I, [_P, _I, _I, _P, _I, _I, _I]),
     "ll_set_window": (_I, [_P, _I, _I]),
+    "ll_set_rope": (_I, [_P, _I, _F, _F]),
     "ll_reserve": (_I, [_P, _I, _I, _I]),
     "ll_embed": (_I, [_P, _P, _I, _P]),
     "ll_layers": (_I, [_P, _P, _I, _P, _P, _I, _I, _I]),

@@ -113,7 +113,8 @@ def _window(weights: GGUFWeights, arch: str, index: int) -> int:
     return window if window and _is_sliding(arch, index) else 0
 
 
-def _inverse_frequencies(weights: GGUFWeights, shape: ModelShape, index: int) -> np.ndarray:
+def _rope(weights: GGUFWeights, shape: ModelShape, index: int) -> tuple[float, float]:
+    """(rotary base, linear scale) of layer `index`; Gemma 3's sliding layers have a base of their own."""
     arch = weights.architecture
     base = float(weights.fields().get(f"{arch}.rope.freq_base", 10000.0))
     scale = 1.0
@@ -121,11 +122,7 @@ def _inverse_frequencies(weights: GGUFWeights, shape: ModelShape, index: int) ->
         base = float(weights.fields().get(f"{arch}.rope.freq_base_swa", 10000.0))
     elif weights.field_text(f"{arch}.rope.scaling.type") == "linear":
         scale = 1.0 / float(weights.fields().get(f"{arch}.rope.scaling.factor", 1.0))
-    exponents = np.arange(0, shape.rope_dims, 2, dtype=np.float64) / shape.rope_dims
-    frequencies = scale * base ** -exponents
-    if "rope_freqs.weight" in weights.names():  # Llama 3.1+: per-dimension factors divide the frequency
-        frequencies = frequencies / np.asarray(weights.raw("rope_freqs.weight"), dtype=np.float64)
-    return np.ascontiguousarray(frequencies, dtype=np.float32)
+    return base, scale
 
 
 def build_kernel_model(library: KernelLibrary, weights: GGUFWeights, progress: ProgressCallback) -> KernelBuild:
@@ -170,7 +167,9 @@ def build_kernel_model(library: KernelLibrary, weights: GGUFWeights, progress: P
         else:
             matrix(index, "ffn_gate_up", prefix + "ffn_up.weight")
         matrix(index, "ffn_down", prefix + "ffn_down.weight")
-        kernel.set_tensor(index, "rope_inv_freq", _inverse_frequencies(weights, shape, index), KERNEL_TYPES["F32"], 1, 0)
+        kernel.set_rope(index, *_rope(weights, shape, index))
+        if "rope_freqs.weight" in names:  # Llama 3.1+: per-dimension factors divide each angle
+            vector(index, "rope_freq_factors", "rope_freqs.weight")
     progress(1.0, "weights mapped")
     return build
 

@@ -117,7 +117,7 @@ int ll_set_tensor(ll_model *m, int32_t index, int32_t role, const void *data, in
     case ROLE_ATTN_Q_BIAS: l->q_bias = data; return 0;
     case ROLE_ATTN_K_BIAS: l->k_bias = data; return 0;
     case ROLE_ATTN_V_BIAS: l->v_bias = data; return 0;
-    case ROLE_ROPE_INV_FREQ: l->inv_freq = data; return 0;
+    case ROLE_ROPE_FREQ_FACTORS: l->rope_freq_factors = data; return 0;
     case ROLE_ATTN_Q: l->attention_in_count = 3; return set_weight(&l->attention_in[0], data, type, rows, cols);
     case ROLE_ATTN_K: l->attention_in_count = 3; return set_weight(&l->attention_in[1], data, type, rows, cols);
     case ROLE_ATTN_V: l->attention_in_count = 3; return set_weight(&l->attention_in[2], data, type, rows, cols);
@@ -134,6 +134,14 @@ int ll_set_tensor(ll_model *m, int32_t index, int32_t role, const void *data, in
 int ll_set_window(ll_model *m, int32_t index, int32_t window) {
     if (index < 0 || index >= m->c.layers) return fail("layer index out of range");
     m->layer[index].window = window;
+    return 0;
+}
+
+int ll_set_rope(ll_model *m, int32_t index, float base, float freq_scale) {
+    if (index < 0 || index >= m->c.layers) return fail("layer index out of range");
+    if (!(base > 0.0f) || !(freq_scale > 0.0f)) return fail("a rotary base and scale must be positive");
+    m->layer[index].rope_base = base;
+    m->layer[index].rope_freq_scale = freq_scale;
     return 0;
 }
 
@@ -268,7 +276,13 @@ static void add_scaled_half(float *out, const ll_half *v, float weight, int n) {
     for (int i = 0; i < n; i++) out[i] += weight * half_to_float(v[i]);
 }
 
-/* One query head of one row over its sequence's cached keys and values (softmax in float). */
+/* One query head of one row over its sequence's cached keys and values.
+ *
+ * The arithmetic is llama.cpp's own with a float16 cache (its default): the query is rounded to float16
+ * for the products with the keys, the softmax is taken in float, and its weights are rounded to float16
+ * before they weigh the values. This model family turns such last-bit differences into a changed top-1
+ * token now and then, and llama.cpp is the reference these files are checked against.
+ */
 static void attend(const ll_model *m, int layer, int seq, int pos, int head, const float *query, float *out,
                    float *scores) {
     const ll_config *c = &m->c;
@@ -276,9 +290,11 @@ static void attend(const ll_model *m, int layer, int seq, int pos, int head, con
     const int first = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
     const ll_half *keys = m->keys + kv_index(m, seq, layer, kv_head, 0);
     const ll_half *values = m->values + kv_index(m, seq, layer, kv_head, 0);
+    float rounded_query[512];
+    for (int d = 0; d < c->head_dim; d++) rounded_query[d] = half_to_float(float_to_half(query[d]));
     float max = -INFINITY;
     for (int t = first; t <= pos; t++) {
-        float s = dot_half(query, keys + (size_t)t * c->head_dim, c->head_dim) * c->attention_scale;
+        float s = dot_half(rounded_query, keys + (size_t)t * c->head_dim, c->head_dim) * c->attention_scale;
         if (c->attention_softcap > 0.0f) s = c->attention_softcap * tanhf(s / c->attention_softcap);
         scores[t - first] = s;
         if (s > max) max = s;
@@ -291,8 +307,10 @@ static void attend(const ll_model *m, int layer, int seq, int pos, int head, con
     }
     memset(out, 0, (size_t)c->head_dim * sizeof(float));
     const float inverse = 1.0f / total;
-    for (int t = first; t <= pos; t++)
-        add_scaled_half(out, values + (size_t)t * c->head_dim, scores[t - first] * inverse, c->head_dim);
+    for (int t = first; t <= pos; t++) {
+        const float weight = half_to_float(float_to_half(scores[t - first] * inverse));
+        add_scaled_half(out, values + (size_t)t * c->head_dim, weight, c->head_dim);
+    }
 }
 
 /* ---- the parallel pieces: every thread calls these; work is shared through m->counters ---- */
@@ -372,10 +390,17 @@ static void prepare_row(ll_model *m, int layer, float *projected, int seq, int p
         for (int h = 0; h < c->heads; h++) rms_norm(q + h * c->head_dim, l->q_norm, q + h * c->head_dim, c->head_dim, c->norm_eps);
     if (l->k_norm)
         for (int h = 0; h < c->kv_heads; h++) rms_norm(k + h * c->head_dim, l->k_norm, k + h * c->head_dim, c->head_dim, c->norm_eps);
+    /* The angles exactly as llama.cpp's rope cache makes them (theta multiplied up in float, divided by the
+     * frequency factor, then scaled): this model family amplifies a last-bit difference here into a changed
+     * top-1 token now and then, and llama.cpp is the reference these files are checked against. */
+    const float theta_scale = powf(l->rope_base, -2.0f / c->rope_dims);
+    float theta = (float)pos;
     for (int i = 0; i < c->rope_dims / 2; i++) {
-        const float angle = (float)pos * l->inv_freq[i];
+        const float factor = l->rope_freq_factors ? l->rope_freq_factors[i] : 1.0f;
+        const float angle = l->rope_freq_scale * (theta / factor);
         cosines[i] = cosf(angle);
         sines[i] = sinf(angle);
+        theta *= theta_scale;
     }
     rope(q, c->heads, c->head_dim, cosines, sines, c->rope_dims, c->rope_style);
     rope(k, c->kv_heads, c->head_dim, cosines, sines, c->rope_dims, c->rope_style);
@@ -473,13 +498,13 @@ static int check_ready(const ll_model *m) {
     if (!m->token_embd.data || !m->output.data || !m->output_norm) return fail("the model is missing its embedding, head or final norm");
     for (int i = 0; i < m->c.layers; i++) {
         const ll_layer *l = &m->layer[i];
-        if (!l->attn_norm || !l->ffn_norm || !l->attention_out.data || !l->ffn_down.data || !l->inv_freq ||
+        if (!l->attn_norm || !l->ffn_norm || !l->attention_out.data || !l->ffn_down.data || !(l->rope_base > 0.0f) ||
             !l->attention_in_count || !l->ffn_in_count)
             return fail("a layer is missing a tensor");
         for (int w = 0; w < l->attention_in_count; w++) if (!l->attention_in[w].data) return fail("a layer is missing q, k or v");
         for (int w = 0; w < l->ffn_in_count; w++) if (!l->ffn_in[w].data) return fail("a layer is missing its gate or up");
     }
-    if (m->c.rope_dims / 2 > 256) return fail("rotary dimensions above 512 are not supported");
+    if (m->c.rope_dims / 2 > 256 || m->c.head_dim > 512) return fail("heads wider than 512 are not supported");
     return 0;
 }
 

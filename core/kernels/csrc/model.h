@@ -12,7 +12,7 @@ enum {
     ROLE_ATTN_NORM, ROLE_ATTN_Q, ROLE_ATTN_K, ROLE_ATTN_V, ROLE_ATTN_QKV, ROLE_ATTN_OUT,
     ROLE_ATTN_Q_NORM, ROLE_ATTN_K_NORM, ROLE_ATTN_Q_BIAS, ROLE_ATTN_K_BIAS, ROLE_ATTN_V_BIAS, ROLE_ATTN_POST_NORM,
     ROLE_FFN_NORM, ROLE_FFN_GATE, ROLE_FFN_UP, ROLE_FFN_GATE_UP, ROLE_FFN_DOWN, ROLE_FFN_POST_NORM,
-    ROLE_ROPE_INV_FREQ, ROLE_COUNT
+    ROLE_ROPE_FREQ_FACTORS, ROLE_COUNT
 };
 
 enum { ACT_SILU = 0, ACT_GELU_TANH = 1 };
@@ -39,8 +39,9 @@ typedef struct {
     int ffn_in_count;
     const float *attn_norm, *ffn_norm, *attn_post_norm, *ffn_post_norm, *q_norm, *k_norm;
     const float *q_bias, *k_bias, *v_bias;
-    const float *inv_freq;  /* rope_dims / 2 rotary frequencies, scaling folded in */
-    int32_t window;         /* sliding-window length, 0 for full attention */
+    float rope_base, rope_freq_scale;  /* rotary base, and linear scaling's 1 / factor */
+    const float *rope_freq_factors;    /* Llama 3's per-dimension factors dividing each angle, or NULL */
+    int32_t window;                    /* sliding-window length, 0 for full attention */
 } ll_layer;
 
 typedef struct ll_model ll_model;
@@ -51,6 +52,7 @@ void ll_model_free(ll_model *model);
 int ll_set_tensor(ll_model *model, int32_t layer, int32_t role, const void *data, int32_t type, int32_t rows,
                   int32_t cols);
 int ll_set_window(ll_model *model, int32_t layer, int32_t window);
+int ll_set_rope(ll_model *model, int32_t layer, float base, float freq_scale);
 /* Room for `sequences` caches of `positions` each. With keep, a cache that is large enough stays, and one that
  * grows keeps what it holds; without, the cache is made anew at exactly that size (a long reply's is given back). */
 int ll_reserve(ll_model *model, int32_t sequences, int32_t positions, int32_t keep);

@@ -55,7 +55,7 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
         if getattr(loaded, "notice", None):
             say(loaded.notice)
         if generation.decode_loop_note:
-            say(f"decoding with generate(): {generation.decode_loop_note}")
+            say(f"decoding on the {generation.decode_loop} loop: {generation.decode_loop_note}")
         return _stream_reply(args, settings, loaded, generation)
     except KeyboardInterrupt:
         return end_generation(generation, INTERRUPTED_STATUS, "stopped (Ctrl+C)")

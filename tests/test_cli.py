@@ -44,11 +44,21 @@ def test_ask_streams_text_and_no_stream_prints_the_same_reply(embedded_model):
 def test_decode_loop_option_picks_the_loop_and_both_give_the_same_greedy_reply(embedded_model):
     reports = {}
     for loop in ("lean", "generate"):
-        result = latencylab("ask", "Name three colours.", "--max-new-tokens", "16", "--json", "--decode-loop", loop)
+        result = latencylab("ask", "Name three colours.", "--max-new-tokens", "16", "--json", "--decode-loop", loop,
+                            "--dtype", "int4")
         assert result.returncode == 0, result.stderr
         reports[loop] = json.loads(result.stdout)
         assert reports[loop]["decode_loop"] == loop and reports[loop]["settings"]["decode_loop"] == loop
     assert reports["lean"]["token_ids"] == reports["generate"]["token_ids"]
+
+
+@pytest.mark.model
+def test_generate_on_a_native_gguf_says_it_runs_on_the_kernels_instead(embedded_model):
+    result = latencylab("ask", "Name three colours.", "--max-new-tokens", "4", "--json", "--decode-loop", "generate")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["decode_loop"] == "lean" and report["runtime"].startswith("Latency Lab's C kernels")
+    assert "pick float32, bfloat16, int8 or int4 for generate()" in result.stderr
 
 
 def test_bad_arguments_print_usage_and_exit_2():

@@ -1,8 +1,8 @@
 """Compile the C kernels once per machine into the user cache, for this CPU's own instruction set.
 
 The library is built with -march=native, so an AVX2-only laptop and an AVX-512 server each get code for
-what they have; the cache key holds the CPU's flags, the compiler and the sources, so a changed CPU (a
-shared home folder), compiler or source builds anew. It links OpenMP's libgomp.so.1 by name: loaded after
+what they have; the cache key holds the CPU's flags and the sources, so a changed CPU (a shared home
+folder) or source builds anew. It links OpenMP's libgomp.so.1 by name: loaded after
 torch, it resolves to torch's own copy, so torch and the kernels share one thread pool (one_pool.py shows
 what a second pool costs).
 """
@@ -60,14 +60,13 @@ def cpu_flags() -> str:
 
 def build_library(portable: bool = False, progress=None) -> BuiltLibrary:
     """The compiled library's path, building it first if this machine has none for these sources."""
-    cc = compiler()
-    if cc is None:
-        raise KernelsUnavailable("no C compiler (cc, gcc or clang) was found to build the native GGUF kernels")
     sources = sorted(SOURCE_DIR.glob("*.c"))
     headers = sorted(SOURCE_DIR.glob("*.h"))
     flags = (PORTABLE_FLAGS if portable else NATIVE_FLAGS) + COMMON_FLAGS
+    # Keyed by what decides the code (sources, flags, this CPU), not the compiler: a library built once
+    # still loads after the compiler is gone.
     key = hashlib.sha256()
-    for part in (cc, _compiler_version(cc), " ".join(flags), cpu_flags()):
+    for part in (" ".join(flags), cpu_flags()):
         key.update(part.encode() + b"\0")
     for path in sources + headers:
         key.update(path.name.encode() + b"\0" + path.read_bytes())
@@ -75,6 +74,9 @@ def build_library(portable: bool = False, progress=None) -> BuiltLibrary:
     target = folder / f"liblatencylab-{'portable' if portable else 'native'}-{key.hexdigest()[:16]}.so"
     if target.is_file():
         return BuiltLibrary(target, False)
+    cc = compiler()
+    if cc is None:
+        raise KernelsUnavailable("no C compiler (cc, gcc or clang) was found to build the native GGUF kernels")
     if progress is not None:
         progress(0.0, "first launch: compiling the GGUF kernels for this CPU (once)")
     folder.mkdir(parents=True, exist_ok=True)
@@ -93,10 +95,3 @@ def build_library(portable: bool = False, progress=None) -> BuiltLibrary:
         if os.path.exists(staging):
             os.unlink(staging)
     return BuiltLibrary(target, True)
-
-
-def _compiler_version(cc: str) -> str:
-    try:
-        return subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ""

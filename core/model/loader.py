@@ -37,6 +37,7 @@ class LoadedModel:
     eos_token_ids: frozenset[int] = field(default_factory=frozenset)
     precision: str = ""  # what people see, e.g. "native (Q4_K_M)"; the dtype itself when empty
     precision_note: str | None = None  # a fallback worth knowing, e.g. tensors without a native kernel
+    runtime: str = ""  # what runs the layers when it is not transformers, e.g. "Latency Lab's C kernels (avx2)"
 
     @property
     def name(self) -> str:
@@ -53,6 +54,8 @@ class LoadedModel:
         }
         if self.precision_note:
             facts["precision_note"] = self.precision_note
+        if self.runtime:
+            facts["runtime"] = self.runtime
         return facts
 
 
@@ -144,6 +147,7 @@ def _load_native(source: ModelSource, progress: ProgressCallback) -> LoadedModel
         weight_bytes=model.build.weight_bytes if on_kernels else weight_bytes(model),
         eos_token_ids=_eos_ids(model, tokenizer),
         precision=native.precision, precision_note=native.note,
+        runtime=f"Latency Lab's C kernels ({model.kernel.library.isa})" if on_kernels else "",
     )
 
 

@@ -87,10 +87,15 @@ class ModelController(QObject):
                     f"{facts['server_url']}", f"The server serves: {', '.join(served)}. Timings over the wire: a "
                     "chunk is not a token; tokens are counted from the server's usage.")
         lean = decode_loop == "lean" and refusal is None
+        runtime = facts.get("runtime")
         line = (f"{facts['model']} · {facts['parameters'] / 1e6:.0f}M params · {facts['dtype']} · "
                 f"{facts['weight_bytes'] / 1e6:.0f} MB weights · {facts['device']} · "
-                + ("lean decode loop" if lean else "generate() loop")
+                + (runtime or ("lean decode loop" if lean else "generate() loop"))
                 + (f" · {facts['precision_note']}" if facts.get("precision_note") else ""))
+        if runtime:
+            return line, (f"Every decode step runs in {runtime}, straight from the GGUF's own blocks. "
+                          + ("generate() needs transformers' layers: pick float32, bfloat16, int8 or int4 for it."
+                             if decode_loop != "lean" else ""))
         return line, f"Falls back to generate(): {refusal}." if decode_loop == "lean" and refusal else ""
 
     def shutdown(self, wait_ms: int) -> bool:

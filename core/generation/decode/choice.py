@@ -18,7 +18,8 @@ _decoders: "weakref.WeakKeyDictionary[Any, LeanDecoder | KernelDecoder]" = weakr
 _decoders_lock = threading.Lock()
 
 # The native kernels are a model without transformers' layers: generate() cannot run it.
-KERNELS_HAVE_NO_GENERATE = "a GGUF on the native kernels has no transformers layers for generate(), so it runs on the lean loop"
+KERNELS_HAVE_NO_GENERATE = ("a native GGUF runs on Latency Lab's C kernels, which have no transformers layers for "
+                            "generate(); pick float32, bfloat16, int8 or int4 for generate()")
 
 
 def lean_loop_refusal(model: Any) -> str | None:

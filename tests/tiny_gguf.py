@@ -83,3 +83,92 @@ def write_tiny_llama(path: Path, types: dict[str, str] | None = None, *, archite
     writer.write_tensors_to_file()
     writer.close()
     return path
+
+
+# What each family's GGUF holds besides a Llama layer, named as llama.cpp names it (src/llama-arch.cpp).
+FAMILY_EXTRAS = {
+    "llama": {},
+    "qwen2": {"biases": True},
+    "qwen3": {"head_norms": True},
+    "phi3": {"fused": True},
+    "gemma2": {"post_norms": True, "softcaps": (50.0, 30.0), "window": 8},
+    "gemma3": {"post_norms": True, "head_norms": True, "window": 8},
+}
+
+
+def write_tiny_family(path: Path, architecture: str, qtype: str = "Q8_0", *, layers: int = LAYERS,
+                      seed: int = 0) -> Path:
+    """A small random model of one family, as llama.cpp's converter lays it out, with the embedded tokenizer.
+
+    Gemma's sliding window is 8 positions, so a short prompt reaches past it; Gemma 3 has 6 layers by
+    default here so its pattern (5 sliding, then 1 full) shows.
+    """
+    import gguf
+
+    from core.model.source import embedded_gguf_path
+
+    extras = FAMILY_EXTRAS[architecture]
+    rng = np.random.default_rng(seed)
+    source = gguf.GGUFReader(str(embedded_gguf_path()))
+    writer = gguf.GGUFWriter(str(path), architecture)
+    head_dim = HIDDEN // HEADS
+    writer.add_block_count(layers)
+    writer.add_context_length(256)
+    writer.add_embedding_length(HIDDEN)
+    writer.add_feed_forward_length(FFN)
+    writer.add_head_count(HEADS)
+    writer.add_head_count_kv(KV_HEADS)
+    writer.add_key_length(head_dim)
+    writer.add_value_length(head_dim)
+    writer.add_rope_dimension_count(head_dim)
+    writer.add_layer_norm_rms_eps(1e-6)
+    writer.add_rope_freq_base(10000.0)
+    if "window" in extras:
+        writer.add_sliding_window(extras["window"])
+    if "softcaps" in extras:
+        writer.add_attn_logit_softcapping(extras["softcaps"][0])
+        writer.add_final_logit_softcapping(extras["softcaps"][1])
+    for key, field in source.fields.items():
+        if key.startswith("tokenizer."):
+            writer.add_key_value(key, field.contents(), field.types[0], field.types[-1] if len(field.types) > 1 else None)
+    vocab = len(source.fields["tokenizer.ggml.tokens"].data)
+    kv_width = head_dim * KV_HEADS
+
+    def matrix(name: str, rows: int, columns: int) -> None:
+        writer.add_tensor(name, _quantised(rows, columns, qtype, rng), raw_dtype=gguf.GGMLQuantizationType[qtype])
+
+    def vector(name: str, size: int, low: float = 0.5, high: float = 1.5) -> None:
+        writer.add_tensor(name, rng.uniform(low, high, size).astype(np.float32))
+
+    matrix("token_embd.weight", vocab, HIDDEN)
+    vector("output_norm.weight", HIDDEN)
+    for layer in range(layers):
+        prefix = f"blk.{layer}."
+        vector(prefix + "attn_norm.weight", HIDDEN)
+        vector(prefix + "ffn_norm.weight", HIDDEN)
+        if extras.get("fused"):
+            matrix(prefix + "attn_qkv.weight", HIDDEN + 2 * kv_width, HIDDEN)
+            matrix(prefix + "ffn_up.weight", 2 * FFN, HIDDEN)  # gate rows, then up rows
+        else:
+            matrix(prefix + "attn_q.weight", HIDDEN, HIDDEN)
+            matrix(prefix + "attn_k.weight", kv_width, HIDDEN)
+            matrix(prefix + "attn_v.weight", kv_width, HIDDEN)
+            matrix(prefix + "ffn_gate.weight", FFN, HIDDEN)
+            matrix(prefix + "ffn_up.weight", FFN, HIDDEN)
+        matrix(prefix + "attn_output.weight", HIDDEN, HIDDEN)
+        matrix(prefix + "ffn_down.weight", HIDDEN, FFN)
+        if extras.get("biases"):
+            vector(prefix + "attn_q.bias", HIDDEN, -0.5, 0.5)
+            vector(prefix + "attn_k.bias", kv_width, -0.5, 0.5)
+            vector(prefix + "attn_v.bias", kv_width, -0.5, 0.5)
+        if extras.get("head_norms"):
+            vector(prefix + "attn_q_norm.weight", head_dim)
+            vector(prefix + "attn_k_norm.weight", head_dim)
+        if extras.get("post_norms"):
+            vector(prefix + "post_attention_norm.weight", HIDDEN)
+            vector(prefix + "post_ffw_norm.weight", HIDDEN)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

@@ -34,13 +34,15 @@ class ModelShape:
     attention_scale: float = 0.0  # 0: 1 / sqrt(head_dim)
     attention_softcap: float = 0.0
     final_softcap: float = 0.0
+    scale_queries: bool = False  # scale (and round) the queries, not the scores, as llama.cpp's Gemma and Phi-3 do
     windows: tuple[int, ...] = field(default=())  # per layer, 0 for full attention
 
     def config(self) -> Config:
         return Config(
             layers=self.layers, width=self.width, heads=self.heads, kv_heads=self.kv_heads, head_dim=self.head_dim,
             ffn=self.ffn, vocab=self.vocab, rope_dims=self.rope_dims, rope_style=ROPE_STYLES[self.rope_style],
-            activation=ACTIVATIONS[self.activation], norm_eps=self.norm_eps, embed_scale=self.embed_scale,
+            activation=ACTIVATIONS[self.activation], scale_queries=int(self.scale_queries),
+            norm_eps=self.norm_eps, embed_scale=self.embed_scale,
             attention_scale=self.attention_scale or self.head_dim ** -0.5, attention_softcap=self.attention_softcap,
             final_softcap=self.final_softcap)
 

@@ -27,7 +27,7 @@ ACTIVATION_TYPES = {"Q8_0": 8, "Q8_1": 9, "Q8_K": 15, "F32": 0}
 class Config(ctypes.Structure):
     _fields_ = [(name, ctypes.c_int32) for name in
                 ("layers", "width", "heads", "kv_heads", "head_dim", "ffn", "vocab", "rope_dims", "rope_style",
-                 "activation")] + \
+                 "activation", "scale_queries")] + \
                [(name, ctypes.c_float) for name in
                 ("norm_eps", "embed_scale", "attention_scale", "attention_softcap", "final_softcap")]
 

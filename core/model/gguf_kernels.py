@@ -24,7 +24,9 @@ from core.quant.gguf_blocks import GGUFWeights
 ROPE_HALVES = {"qwen2", "qwen3", "phi3", "gemma2", "gemma3"}
 GEMMA = {"gemma2", "gemma3"}
 KERNEL_ARCHITECTURES = ("llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3")
-NORMS = ("attn_norm", "ffn_norm", "attn_post_norm", "ffn_post_norm", "attn_q_norm", "attn_k_norm")
+# GGUF tensor name -> the kernels' role.
+NORMS = {"attn_norm": "attn_norm", "ffn_norm": "ffn_norm", "post_attention_norm": "attn_post_norm",
+         "post_ffw_norm": "ffn_post_norm", "attn_q_norm": "attn_q_norm", "attn_k_norm": "attn_k_norm"}
 BIASES = ("attn_q", "attn_k", "attn_v")
 
 
@@ -75,8 +77,12 @@ def read_shape(weights: GGUFWeights) -> ModelShape:
     windows = tuple(_window(weights, arch, index) for index in range(layers))
     gemma = arch in GEMMA
     attention_scale = head_dim ** -0.5
-    if gemma and layers in (46, 62):  # Gemma 27B scales by the hidden size per head, as llama.cpp does
+    if (arch, layers) in (("gemma2", 46), ("gemma3", 62)):  # Gemma 27B scales by width per head, as llama.cpp does
         attention_scale = (width / heads) ** -0.5
+    # llama.cpp's defaults: Gemma 2 always soft-caps (50 and 30 unless the file says), Gemma 3 only its logits.
+    fields = weights.fields()
+    attention_softcap = float(fields.get(f"{arch}.attn_logit_softcapping", 50.0)) if arch == "gemma2" else 0.0
+    final_softcap = float(fields.get(f"{arch}.final_logit_softcapping", 30.0 if arch == "gemma2" else 0.0) or 0.0)
     return ModelShape(
         layers=layers, width=width, heads=heads, kv_heads=kv_heads, head_dim=head_dim, ffn=ffn, vocab=vocab,
         norm_eps=float(number("attention.layer_norm_rms_epsilon", 1e-6 if gemma else 1e-5)),
@@ -85,8 +91,9 @@ def read_shape(weights: GGUFWeights) -> ModelShape:
         activation="gelu_tanh" if gemma else "silu",
         embed_scale=math.sqrt(width) if gemma else 1.0,
         attention_scale=attention_scale,
-        attention_softcap=float(weights.fields().get(f"{arch}.attn_logit_softcapping", 0.0) or 0.0),
-        final_softcap=float(weights.fields().get(f"{arch}.final_logit_softcapping", 0.0) or 0.0),
+        attention_softcap=attention_softcap,
+        final_softcap=final_softcap if arch in GEMMA else 0.0,
+        scale_queries=arch in GEMMA or arch == "phi3",
         windows=windows,
     )
 
@@ -107,9 +114,11 @@ def _is_sliding(arch: str, index: int) -> bool:
 
 
 def _window(weights: GGUFWeights, arch: str, index: int) -> int:
-    window = int(weights.fields().get(f"{arch}.attention.sliding_window", 0) or 0)
-    if arch == "phi3":
-        return 0  # llama.cpp runs Phi-3 without its window (its files do not say which layers have one)
+    """The layer's sliding window where llama.cpp applies one: Gemma's (4096 unless the file says). It runs
+    Llama/Mistral, Qwen and Phi-3 files with full attention, whatever their metadata says."""
+    if arch not in GEMMA:
+        return 0
+    window = int(weights.fields().get(f"{arch}.attention.sliding_window", 4096 if arch == "gemma2" else 0) or 0)
     return window if window and _is_sliding(arch, index) else 0
 
 
@@ -149,9 +158,9 @@ def build_kernel_model(library: KernelLibrary, weights: GGUFWeights, progress: P
     vector(-1, "output_norm", "output_norm.weight")
     for index in range(shape.layers):
         prefix = f"blk.{index}."
-        for norm in NORMS:
-            if prefix + norm + ".weight" in names:
-                vector(index, norm, prefix + norm + ".weight")
+        for name, role in NORMS.items():
+            if prefix + name + ".weight" in names:
+                vector(index, role, prefix + name + ".weight")
         if prefix + "attn_qkv.weight" in names:
             matrix(index, "attn_qkv", prefix + "attn_qkv.weight")
         else:

@@ -7,7 +7,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from tests.tiny_gguf import random_blocks
+from tiny_gguf import random_blocks
 
 WEIGHT_TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16", "F32"]
 BUILDS = [pytest.param(False, id="native"), pytest.param(True, id="portable")]

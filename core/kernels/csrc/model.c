@@ -242,9 +242,18 @@ static void rope(float *x, int heads, int head_dim, const float *cosines, const 
     }
 }
 
+/* GELU (tanh form) as llama.cpp computes it: its input rounded to float16 and its result looked up in a
+ * float16 table (ggml_vec_geglu_f32), so the result is rounded to float16 too. */
 static float gelu_tanh(float x) {
-    return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    const float h = half_to_float(float_to_half(x));
+    return half_to_float(float_to_half(0.5f * h * (1.0f + tanhf(0.79788456080286535587989211986876f * h *
+                                                                  (1.0f + 0.044715f * h * h)))));
 }
+
+/* cap * tanh(x / cap), as llama.cpp's scale, tanh, scale. */
+static inline float soft_cap(float x, float cap) { return cap * tanhf(x * (1.0f / cap)); }
 
 static float dot_half(const float *q, const ll_half *k, int n) {
 #if defined(__AVX2__) && defined(__FMA__)
@@ -290,12 +299,17 @@ static void attend(const ll_model *m, int layer, int seq, int pos, int head, con
     const int first = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
     const ll_half *keys = m->keys + kv_index(m, seq, layer, kv_head, 0);
     const ll_half *values = m->values + kv_index(m, seq, layer, kv_head, 0);
+    /* Families whose llama.cpp graph scales the queries (Gemma, Phi-3) round the scaled query; the others
+     * scale the scores inside the softmax. */
+    const float query_scale = c->scale_queries ? c->attention_scale : 1.0f;
+    const float score_scale = c->scale_queries ? 1.0f : c->attention_scale;
     float rounded_query[512];
-    for (int d = 0; d < c->head_dim; d++) rounded_query[d] = half_to_float(float_to_half(query[d]));
+    for (int d = 0; d < c->head_dim; d++) rounded_query[d] = half_to_float(float_to_half(query[d] * query_scale));
     float max = -INFINITY;
     for (int t = first; t <= pos; t++) {
-        float s = dot_half(rounded_query, keys + (size_t)t * c->head_dim, c->head_dim) * c->attention_scale;
-        if (c->attention_softcap > 0.0f) s = c->attention_softcap * tanhf(s / c->attention_softcap);
+        float s = dot_half(rounded_query, keys + (size_t)t * c->head_dim, c->head_dim);
+        if (c->attention_softcap > 0.0f) s = soft_cap(s, c->attention_softcap);
+        s *= score_scale;
         scores[t - first] = s;
         if (s > max) max = s;
     }
@@ -556,7 +570,7 @@ int ll_logits(ll_model *m, const float *hidden, int32_t count, float *logits, in
             for (int i = tid; i < count; i += team)
                 for (int v = 0; v < c->vocab; v++) {
                     float *x = logits + (size_t)i * c->vocab + v;
-                    *x = c->final_softcap * tanhf(*x / c->final_softcap);
+                    *x = soft_cap(*x, c->final_softcap);
                 }
     }
     return 0;

@@ -21,7 +21,7 @@ enum { ROPE_ADJACENT = 0, ROPE_HALVES = 1 };  /* llama.cpp's "normal" pairs (2i,
 /* Plain data, mirrored by a ctypes Structure in core/kernels/library.py. */
 typedef struct {
     int32_t layers, width, heads, kv_heads, head_dim, ffn, vocab;
-    int32_t rope_dims, rope_style, activation;
+    int32_t rope_dims, rope_style, activation, scale_queries;
     float norm_eps, embed_scale, attention_scale, attention_softcap, final_softcap;
 } ll_config;
 

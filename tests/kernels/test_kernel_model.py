@@ -1,0 +1,148 @@
+"""The C decoder pass on small random GGUFs of every family, against llama.cpp on the same file, and its contract."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from core.generation.decode.kernel_batch import decode_together
+from core.generation.decode.kernel_decoder import KernelDecoder
+from core.generation.decode.loop import lean_decode
+from core.generation.stopping import PassInterrupted
+from core.model.kernel_causal_lm import is_kernel_model
+from core.model.loader import load_model
+from tiny_gguf import FAMILY_EXTRAS, write_tiny_family
+
+PROMPT = list(range(300, 320))  # 20 tokens: past Gemma's 8-position window in these files
+
+
+def llama_cpp_logits(path, ids) -> np.ndarray:
+    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python (the test extra) is the formats' reference")
+    reference = llama_cpp.Llama(str(path), n_ctx=256, logits_all=True, verbose=False, n_threads=2)
+    reference.eval(ids)
+    return np.asarray(reference.scores[:len(ids)])
+
+
+@pytest.fixture(scope="module")
+def family_files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("families")
+    return {(arch, qtype): write_tiny_family(folder / f"{arch}-{qtype}.gguf", arch, qtype,
+                                             layers=6 if arch == "gemma3" else 2)
+            for arch in FAMILY_EXTRAS for qtype in ("Q8_0", "Q4_K")}
+
+
+@pytest.fixture(scope="module")
+def tiny(family_files):
+    return load_model(str(family_files["llama", "Q8_0"]))
+
+
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_K"])
+@pytest.mark.parametrize("arch", list(FAMILY_EXTRAS))
+def test_each_family_runs_on_the_kernels_as_llama_cpp_runs_it(family_files, arch, qtype):
+    path = family_files[arch, qtype]
+    loaded = load_model(str(path))
+    assert is_kernel_model(loaded.model) and loaded.describe()["runtime"].startswith("Latency Lab's C kernels")
+    with torch.inference_mode():
+        ours = loaded.model(torch.tensor([PROMPT])).logits[0].numpy()
+    theirs = llama_cpp_logits(path, PROMPT)
+    # Same arithmetic as llama.cpp (8-bit activations, float16 cache, its rotary angles and GELU): equal to
+    # rounding on these small models. Its SiLU uses its own vectorised exp, so now and then an activation
+    # lands on the other side of an 8-bit rounding boundary: that moves one position's logits by up to ~1%.
+    error = np.abs(ours - theirs).max(-1) / np.abs(theirs).max()
+    assert np.median(error) < 1e-5 and np.sum(error > 1e-3) <= 1 and error.max() < 0.02, np.round(error, 5)
+    assert (ours.argmax(-1) == theirs.argmax(-1)).mean() >= 0.95
+
+
+def test_a_decode_step_gives_the_logits_the_prompt_pass_gives_at_that_position(tiny):
+    decoder = KernelDecoder(tiny.model.kernel)
+    decoder.start_sequence(len(PROMPT))
+    whole = decoder.forward(torch.tensor(PROMPT), 0, on_layer=lambda done, total: None)
+    decoder.start_sequence(len(PROMPT))
+    decoder.forward(torch.tensor(PROMPT[:-1]), 0, on_layer=lambda done, total: None)
+    stepped = decoder.forward(torch.tensor(PROMPT[-1:]), len(PROMPT) - 1)
+    # Each token row's arithmetic is the same whichever way the rows are grouped: equal, not just close.
+    assert torch.equal(whole, stepped)
+
+
+def test_a_prompt_in_chunks_gives_the_same_logits_as_in_one_pass(tiny, monkeypatch):
+    import core.kernels.kernel_model as kernel_model
+
+    kernel = tiny.model.kernel
+    kernel.reserve(1, len(PROMPT), keep=False)
+    whole = kernel.pass_over(np.array(PROMPT), 0, 2, every_position=True)
+    monkeypatch.setattr(kernel_model, "PROMPT_CHUNK", 7)
+    kernel.reserve(1, len(PROMPT), keep=False)
+    chunked = kernel.pass_over(np.array(PROMPT), 0, 2, every_position=True)
+    assert np.array_equal(whole, chunked)
+
+
+def test_a_cache_that_grows_mid_reply_keeps_what_it_held(tiny):
+    decoder = KernelDecoder(tiny.model.kernel)
+    roomy = lean_decode(_fresh(decoder, 256), torch.tensor([PROMPT]), 24)
+    cramped = lean_decode(_fresh(decoder, len(PROMPT) + 1), torch.tensor([PROMPT]), 24)
+    assert torch.equal(roomy, cramped)
+
+
+def _fresh(decoder: KernelDecoder, capacity: int) -> KernelDecoder:
+    decoder.kernel.reserve(1, capacity, keep=False)
+    decoder.start_sequence = lambda positions: None  # keep the capacity set above
+    return decoder
+
+
+def test_a_long_replys_cache_is_given_back_by_the_next_short_one(tiny):
+    decoder = KernelDecoder(tiny.model.kernel)
+    decoder.start_sequence(4096)
+    assert decoder.capacity == 4096
+    decoder.start_sequence(64)
+    assert decoder.capacity == 64
+
+
+def test_sequences_decoded_together_each_get_the_tokens_one_alone_gets(tiny):
+    alone = lean_decode(KernelDecoder(tiny.model.kernel), torch.tensor([PROMPT]), 12)[0, len(PROMPT):]
+    stamps = decode_together(tiny.model, PROMPT, 3, 12)
+    assert len(stamps) == 12 and stamps == sorted(stamps)
+    # The batch's own tokens: the last step's logits for each sequence come from the same weights and cache.
+    kernel = tiny.model.kernel
+    hidden = kernel.embed(np.array(alone[-1:].tolist() * 3))
+    kernel.layers(hidden, np.arange(3), np.full(3, len(PROMPT) + 11), 0, kernel.shape.layers, 2)
+    logits = kernel.logits(hidden, 2)
+    assert np.array_equal(logits[0], logits[1]) and np.array_equal(logits[1], logits[2])
+    decoder = KernelDecoder(kernel)
+    decoder.start_sequence(len(PROMPT) + 12)
+    single = decoder.forward(torch.tensor(PROMPT + alone.tolist()), 0, on_layer=lambda done, total: None)
+    assert np.allclose(logits[0], single[0].numpy(), rtol=0, atol=1e-5 * np.abs(logits[0]).max())
+
+
+def test_a_stop_during_the_prompt_lands_at_the_next_layer_and_progress_ends_at_the_whole(tiny, monkeypatch):
+    import core.kernels.kernel_model as kernel_model
+
+    monkeypatch.setattr(kernel_model, "PROMPT_CHUNK", 8)  # 20 tokens: 3 chunks of 2 layers
+    decoder = KernelDecoder(tiny.model.kernel)
+    decoder.start_sequence(len(PROMPT))
+    seen = []
+    decoder.forward(torch.tensor(PROMPT), 0, on_layer=lambda done, total: seen.append((done, total)))
+    assert seen == [(done, 6) for done in range(7)]
+    stop, reported = threading.Event(), []
+
+    def progress(done: int, total: int) -> None:
+        reported.append(done)
+        if done == 3:
+            stop.set()
+
+    decoder.start_sequence(len(PROMPT))
+    with pytest.raises(PassInterrupted):
+        decoder.forward(torch.tensor(PROMPT), 0, interrupt=stop, on_layer=progress)
+    assert reported == [0, 1, 2, 3]  # the layer after the stop never ran
+
+
+def test_bad_token_ids_and_positions_are_refused_with_a_reason(tiny):
+    kernel = tiny.model.kernel
+    with pytest.raises(RuntimeError, match="token id outside the vocabulary"):
+        kernel.embed(np.array([kernel.shape.vocab]))
+    kernel.reserve(1, 4, keep=False)
+    hidden = kernel.embed(np.array([1]))
+    with pytest.raises(RuntimeError, match="outside the reserved cache"):
+        kernel.layers(hidden, np.zeros(1), np.array([4]), 0, 1, 2)

@@ -49,13 +49,15 @@ def main() -> None:
 
 
 def kernel_paths() -> str:
-    """Which products each precision runs on this CPU (torch picks its int4 kernel by instruction set)."""
+    """Which products each precision runs on this CPU."""
     import torch
 
+    from core.kernels.library import kernels
+
     capability = torch.backends.cpu.get_cpu_capability()
-    return (f"torch {torch.__version__}, CPU capability {capability}: native and int4 run torch's "
-            f"_weight_int4pack_mm_for_cpu ({capability} build of it; 5-, 6- and 8-bit types as 2 or 4 stacked int4 "
-            f"planes), bf16 activations; float32 runs the BLAS sgemv.")
+    return (f"native: Latency Lab's C kernels, built here with -march=native ({kernels().isa} code), every "
+            f"GGUF type in its own blocks with llama.cpp's 8-bit activations; int4: torch {torch.__version__}'s "
+            f"_weight_int4pack_mm_for_cpu ({capability} build), bf16 activations; float32: the BLAS sgemv.")
 
 
 def dtype_table(args, report) -> None:

@@ -269,6 +269,9 @@ INLINE void bf16_tile(int n, const void *w, size_t w_stride, const void *a, size
                              float *out) {                                                                      \
         switch (R * 8 + C) {                                                                                    \
         case 4 * 8 + 1: NAME##_tile(n, w, w_stride, a, a_stride, 4, 1, out); break;                             \
+        case 4 * 8 + 2: NAME##_tile(n, w, w_stride, a, a_stride, 4, 2, out); break;                             \
+        case 4 * 8 + 4: NAME##_tile(n, w, w_stride, a, a_stride, 4, 4, out); break;                             \
+        case 3 * 8 + 4: NAME##_tile(n, w, w_stride, a, a_stride, 3, 4, out); break;                             \
         case 2 * 8 + 4: NAME##_tile(n, w, w_stride, a, a_stride, 2, 4, out); break;                             \
         case 2 * 8 + 3: NAME##_tile(n, w, w_stride, a, a_stride, 2, 3, out); break;                             \
         case 2 * 8 + 2: NAME##_tile(n, w, w_stride, a, a_stride, 2, 2, out); break;                             \

@@ -13,6 +13,9 @@
 #define CHUNKS_PER_THREAD 2  /* jobs per thread and matrix: one thread can take over part of a stalled one's */
 #endif
 #define MIN_CHUNK 16             /* weight rows per job at least */
+#ifndef PREFILL_ROWS
+#define PREFILL_ROWS 4    /* weight rows per kernel call in a prompt's pass, against 4 tokens (2 and 3 were slower) */
+#endif
 #ifndef DECODE_ROWS
 #define DECODE_ROWS 1    /* weight rows per kernel call for a single token: more were slower here (AVX2) */
 #endif
@@ -255,34 +258,59 @@ static float gelu_tanh(float x) {
 /* cap * tanh(x / cap), as llama.cpp's scale, tanh, scale. */
 static inline float soft_cap(float x, float cap) { return cap * tanhf(x * (1.0f / cap)); }
 
-static float dot_half(const float *q, const ll_half *k, int n) {
+/* scores[t] = q . keys[t] for t in [0, count): four keys at a time, each with its own accumulator, summed
+ * across lanes together. */
+static void dot_keys(const float *q, const ll_half *keys, int count, int n, float *scores) {
+    int t = 0;
 #if defined(__AVX2__) && defined(__FMA__)
     if (n % 8 == 0) {
-        __m256 acc = _mm256_setzero_ps();
-        for (int i = 0; i < n; i += 8)
-            acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + i))), acc);
-        __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        s = _mm_add_ss(s, _mm_movehdup_ps(s));
-        return _mm_cvtss_f32(s);
+        for (; t + 4 <= count; t += 4) {
+            const ll_half *k = keys + (size_t)t * n;
+            __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(),
+                   a3 = _mm256_setzero_ps();
+            for (int i = 0; i < n; i += 8) {
+                const __m256 qv = _mm256_loadu_ps(q + i);
+                a0 = _mm256_fmadd_ps(qv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + i))), a0);
+                a1 = _mm256_fmadd_ps(qv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + n + i))), a1);
+                a2 = _mm256_fmadd_ps(qv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + 2 * n + i))), a2);
+                a3 = _mm256_fmadd_ps(qv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + 3 * n + i))), a3);
+            }
+            const __m256 pairs = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+            _mm_storeu_ps(scores + t, _mm_add_ps(_mm256_castps256_ps128(pairs), _mm256_extractf128_ps(pairs, 1)));
+        }
     }
 #endif
-    float sum = 0.0f;
-    for (int i = 0; i < n; i++) sum += q[i] * half_to_float(k[i]);
-    return sum;
+    for (; t < count; t++) {
+        const ll_half *k = keys + (size_t)t * n;
+        float sum = 0.0f;
+        for (int i = 0; i < n; i++) sum += q[i] * half_to_float(k[i]);
+        scores[t] = sum;
+    }
 }
 
-static void add_scaled_half(float *out, const ll_half *v, float weight, int n) {
+/* out = sum_t weights[t] * values[t] over [0, count), four values at a time. */
+static void weigh_values(const float *weights, const ll_half *values, int count, int n, float *out) {
+    memset(out, 0, (size_t)n * sizeof(float));
+    int t = 0;
 #if defined(__AVX2__) && defined(__FMA__)
     if (n % 8 == 0) {
-        const __m256 w = _mm256_set1_ps(weight);
-        for (int i = 0; i < n; i += 8)
-            _mm256_storeu_ps(out + i, _mm256_fmadd_ps(w, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + i))),
-                                                      _mm256_loadu_ps(out + i)));
-        return;
+        for (; t + 4 <= count; t += 4) {
+            const ll_half *v = values + (size_t)t * n;
+            const __m256 w0 = _mm256_set1_ps(weights[t]), w1 = _mm256_set1_ps(weights[t + 1]),
+                         w2 = _mm256_set1_ps(weights[t + 2]), w3 = _mm256_set1_ps(weights[t + 3]);
+            for (int i = 0; i < n; i += 8) {
+                __m256 o = _mm256_loadu_ps(out + i);
+                o = _mm256_fmadd_ps(w0, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + i))), o);
+                o = _mm256_fmadd_ps(w1, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + n + i))), o);
+                o = _mm256_fmadd_ps(w2, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + 2 * n + i))), o);
+                o = _mm256_fmadd_ps(w3, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + 3 * n + i))), o);
+                _mm256_storeu_ps(out + i, o);
+            }
+        }
     }
 #endif
-    for (int i = 0; i < n; i++) out[i] += weight * half_to_float(v[i]);
+    for (; t < count; t++)
+        for (int i = 0; i < n; i++) out[i] += weights[t] * half_to_float(values[(size_t)t * n + i]);
 }
 
 /* One query head of one row over its sequence's cached keys and values.
@@ -305,26 +333,25 @@ static void attend(const ll_model *m, int layer, int seq, int pos, int head, con
     const float score_scale = c->scale_queries ? 1.0f : c->attention_scale;
     float rounded_query[512];
     for (int d = 0; d < c->head_dim; d++) rounded_query[d] = half_to_float(float_to_half(query[d] * query_scale));
+    const int count = pos - first + 1;
+    dot_keys(rounded_query, keys + (size_t)first * c->head_dim, count, c->head_dim, scores);
     float max = -INFINITY;
-    for (int t = first; t <= pos; t++) {
-        float s = dot_half(rounded_query, keys + (size_t)t * c->head_dim, c->head_dim);
+    for (int t = 0; t < count; t++) {
+        float s = scores[t];
         if (c->attention_softcap > 0.0f) s = soft_cap(s, c->attention_softcap);
         s *= score_scale;
-        scores[t - first] = s;
+        scores[t] = s;
         if (s > max) max = s;
     }
     float total = 0.0f;
-    for (int t = first; t <= pos; t++) {
-        const float e = expf(scores[t - first] - max);
-        scores[t - first] = e;
+    for (int t = 0; t < count; t++) {
+        const float e = expf(scores[t] - max);
+        scores[t] = e;
         total += e;
     }
-    memset(out, 0, (size_t)c->head_dim * sizeof(float));
     const float inverse = 1.0f / total;
-    for (int t = first; t <= pos; t++) {
-        const float weight = half_to_float(float_to_half(scores[t - first] * inverse));
-        add_scaled_half(out, values + (size_t)t * c->head_dim, weight, c->head_dim);
-    }
+    for (int t = 0; t < count; t++) scores[t] = half_to_float(float_to_half(scores[t] * inverse));
+    weigh_values(scores, values + (size_t)first * c->head_dim, count, c->head_dim, out);
 }
 
 /* ---- the parallel pieces: every thread calls these; work is shared through m->counters ---- */
@@ -369,7 +396,7 @@ static void project(ll_model *m, const ll_weight *weights, int weight_count, int
         const int tile_end = tile0 + TOKEN_TILE < count ? tile0 + TOKEN_TILE : count;
         const size_t stride = m->act_stride[kind];
         /* A single token (a decode step) runs 4 weight rows at a time; a prompt 2 rows by 4 tokens. */
-        const int tile_rows = count == 1 ? DECODE_ROWS : 2;
+        const int tile_rows = count == 1 ? DECODE_ROWS : PREFILL_ROWS;
         for (int r = row0; r < row_end; r += tile_rows) {
             const int rows = row_end - r < tile_rows ? row_end - r : tile_rows;
             const char *row = (const char *)weight->data + (size_t)r * weight->row_bytes;

@@ -58,20 +58,35 @@ def cpu_flags() -> str:
     return f"{model} | {flags}"
 
 
+def _flags(portable: bool) -> tuple[str, ...]:
+    return (PORTABLE_FLAGS if portable else NATIVE_FLAGS) + COMMON_FLAGS
+
+
+def library_path(portable: bool = False) -> Path:
+    """Where this machine's build of the current sources lives (or will).
+
+    Keyed by what decides the code (sources, flags, this CPU), not the compiler: a library built once
+    still loads after the compiler is gone.
+    """
+    key = hashlib.sha256()
+    for part in (" ".join(_flags(portable)), cpu_flags()):
+        key.update(part.encode() + b"\0")
+    for path in sorted(SOURCE_DIR.glob("*.c")) + sorted(SOURCE_DIR.glob("*.h")):
+        key.update(path.name.encode() + b"\0" + path.read_bytes())
+    return cache_root() / "kernels" / f"liblatencylab-{'portable' if portable else 'native'}-{key.hexdigest()[:16]}.so"
+
+
+def can_build() -> bool:
+    """Whether build_library will succeed without trying it: a build is here already, or a compiler is."""
+    return library_path().is_file() or compiler() is not None
+
+
 def build_library(portable: bool = False, progress=None) -> BuiltLibrary:
     """The compiled library's path, building it first if this machine has none for these sources."""
     sources = sorted(SOURCE_DIR.glob("*.c"))
-    headers = sorted(SOURCE_DIR.glob("*.h"))
-    flags = (PORTABLE_FLAGS if portable else NATIVE_FLAGS) + COMMON_FLAGS
-    # Keyed by what decides the code (sources, flags, this CPU), not the compiler: a library built once
-    # still loads after the compiler is gone.
-    key = hashlib.sha256()
-    for part in (" ".join(flags), cpu_flags()):
-        key.update(part.encode() + b"\0")
-    for path in sources + headers:
-        key.update(path.name.encode() + b"\0" + path.read_bytes())
-    folder = cache_root() / "kernels"
-    target = folder / f"liblatencylab-{'portable' if portable else 'native'}-{key.hexdigest()[:16]}.so"
+    flags = _flags(portable)
+    target = library_path(portable)
+    folder = target.parent
     if target.is_file():
         return BuiltLibrary(target, False)
     cc = compiler()

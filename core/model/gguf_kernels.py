@@ -59,6 +59,27 @@ def kernel_refusal(weights: GGUFWeights) -> str | None:
     return None
 
 
+def runs_on_kernels(path) -> bool:
+    """Whether a native load of this file will run on the kernels (a cheap look at its header, no load)."""
+    from core.kernels.build import can_build
+
+    try:
+        return kernel_refusal(GGUFWeights(path)) is None and can_build()
+    except (OSError, ValueError, KeyError, IndexError):
+        return False  # the loader will say what is wrong with the file
+
+
+def larger_than_memory_note(path) -> str | None:
+    """A warning when the file cannot stay in memory: its pages are then read from disk as tokens need them."""
+    from core.model.memory_check import available_memory_bytes
+
+    size, available = path.stat().st_size, available_memory_bytes()
+    if available is None or size <= available:
+        return None
+    return (f"the file ({size / 1e9:.1f} GB) is larger than the free memory ({available / 1e9:.1f} GB): its weights "
+            f"are read from disk as each token needs them, so expect seconds per token")
+
+
 def read_shape(weights: GGUFWeights) -> ModelShape:
     arch = weights.architecture
 

@@ -41,8 +41,14 @@ def estimated_load_bytes(source: ModelSource, dtype: str) -> int | None:
     if source.kind == "gguf" and source.gguf_file is not None:
         count = gguf_parameter_count(source.gguf_file)
         if dtype == NATIVE_DTYPE:
-            # Packed straight from the blocks: 4-bit types take about the file's bytes, 5- to 8-bit ones
-            # up to twice (two int4 planes; Q6_K four), plus one chunk of rows being decoded.
+            from core.model.gguf_kernels import runs_on_kernels
+
+            if runs_on_kernels(source.gguf_file):
+                # Memory-mapped: the file's pages come and go with the page cache, so a file larger than
+                # memory still runs, paged in from disk; the loader warns then instead (native_load.py).
+                return None
+            # torch's int4 kernel packs from the blocks: 4-bit types take about the file's bytes, 5- to 8-bit
+            # ones up to twice (two int4 planes; Q6_K four), plus one chunk of rows being decoded.
             return 2 * source.gguf_file.stat().st_size
         return None if count is None else count * 4
     if source.kind == "folder":

@@ -100,7 +100,7 @@ def _kernel_library(progress: ProgressCallback):
 def _on_kernels(library, weights, config, tokenizer, kind: str, progress: ProgressCallback) -> NativeModel:
     from transformers import GenerationConfig
 
-    from core.model.gguf_kernels import build_kernel_model
+    from core.model.gguf_kernels import build_kernel_model, larger_than_memory_note
     from core.model.kernel_causal_lm import KernelCausalLM
 
     try:
@@ -109,8 +109,10 @@ def _on_kernels(library, weights, config, tokenizer, kind: str, progress: Progre
         raise ModelLoadError(f"the GGUF file's tensors do not fit its own metadata: {_short(str(error))}.") from None
     model = KernelCausalLM(build, config, GenerationConfig.from_model_config(config))
     fallbacks = build.fallbacks()
-    note = (", ".join(sorted(fallbacks)) + " tensors run in float16 (no native kernel for them)") if fallbacks else None
-    return NativeModel(model, tokenizer, f"native ({kind})", note)
+    notes = [larger_than_memory_note(weights.path)]
+    if fallbacks:
+        notes.append(", ".join(sorted(fallbacks)) + " tensors run in float16 (no native kernel for them)")
+    return NativeModel(model, tokenizer, f"native ({kind})", "; ".join(note for note in notes if note) or None)
 
 
 def _on_torch_int4(weights, config, tokenizer, kind: str, kernel_problem: str | None,

@@ -29,6 +29,7 @@ class GGUFWeights:
         self._fields = header.fields
         self._tensors = header.tensors
         self._types = {name: gguf.GGMLQuantizationType(info.type_id) for name, info in self._tensors.items()}
+        self.path = Path(path)
         self._file = np.memmap(path, dtype=np.uint8, mode="r")  # read-only: a tensor's bytes come from the page cache
         self.architecture = self.field_text("general.architecture") or "llama"
         self.head_count = self._field_int(f"{self.architecture}.attention.head_count")

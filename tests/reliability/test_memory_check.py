@@ -33,15 +33,30 @@ def test_a_model_larger_than_free_memory_is_refused_with_both_sizes(monkeypatch)
     assert "needs about 0.5 GB of memory and only 0.2 GB is free" in message and "SmolLM2" in message
 
 
-def test_native_precision_needs_about_twice_the_file_not_a_float32_copy(monkeypatch):
+def test_without_the_kernels_native_precision_needs_about_twice_the_file_not_a_float32_copy(monkeypatch, tmp_path):
+    import core.kernels.build as build
+
+    monkeypatch.setenv("LATENCYLAB_CACHE_DIR", str(tmp_path))  # no kernels built here, and no compiler
+    monkeypatch.setattr(build, "compiler", lambda: None)
     size = embedded_gguf_path().stat().st_size
     monkeypatch.setattr(memory_check, "available_memory_bytes", lambda: 3 * size)
-    check_before_loading(None, "native")  # packed from the blocks: fits where float32 (5x the file) would not
+    check_before_loading(None, "native")  # torch's int4 packing: fits where float32 (5x the file) would not
     with pytest.raises(ModelLoadError, match="needs about 0.5 GB"):
         check_before_loading(None, "float32")
     monkeypatch.setattr(memory_check, "available_memory_bytes", lambda: size)
     with pytest.raises(ModelLoadError, match=r"as native, but it needs about 0\.2 GB of memory and only 0\.1 GB"):
         check_before_loading(None, "native")
+
+
+def test_on_the_kernels_a_file_larger_than_free_memory_loads_with_a_warning_about_its_speed(monkeypatch):
+    from core.model.loader import load_model
+
+    size = embedded_gguf_path().stat().st_size
+    monkeypatch.setattr(memory_check, "available_memory_bytes", lambda: size // 2)
+    check_before_loading(None, "native")  # memory-mapped: nothing to refuse
+    loaded = load_model(None)
+    note = loaded.describe()["precision_note"]
+    assert "larger than the free memory (0.0 GB)" in note and "read from disk as each token needs them" in note
 
 
 def test_enough_memory_or_an_unknown_size_passes(monkeypatch, tmp_path):

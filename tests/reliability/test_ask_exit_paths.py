@@ -80,8 +80,8 @@ CASES = {
     "stdout is /dev/full, --json": (lambda: in_bash(">/dev/full", "--json"), 1, "No space left on device"),
     "Ctrl+C during decode": (interrupt_after_first_token, 130, "stopped (Ctrl+C)"),
     "Ctrl+C during prefill": (lambda: interrupt_during(b"model ready", LONG_PROMPT), 130, "stopped (Ctrl+C)"),
-    # The native load (the default) packs the file's blocks layer by layer: interrupted in the middle of it.
-    "Ctrl+C during load": (lambda: interrupt_during(b"packing blk.", "hi"), 130, "stopped (Ctrl+C)"),
+    # The native load (the default) maps the file's tensors one by one: interrupted in the middle of it.
+    "Ctrl+C during load": (lambda: interrupt_during(b"mapping blk.", "hi"), 130, "stopped (Ctrl+C)"),
 }
 
 

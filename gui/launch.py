@@ -26,25 +26,36 @@ def window_overrides(given: dict) -> dict:
     return {names[key]: value for key, value in given.items() if key in names}
 
 
+def early_engine_factory():
+    """Start the engine process now, before the window's own imports and widgets (about a second here): it
+    imports torch and transformers meanwhile. The factory hands out that engine first, then new ones (a
+    restart after a crash)."""
+    from core.engine.process import EngineProcess
+
+    started = [EngineProcess()]
+    return lambda: started.pop() if started else EngineProcess()
+
+
 def launch_window(args: argparse.Namespace, settings: GenerationSettings) -> int:
     problem = display_problem()
     if problem:
         print(f"latencylab: cannot open the window: {problem}", file=sys.stderr)
         return 1
-    from PySide6.QtWidgets import QApplication
-
     from core.model.offline import use_offline_mode_for
     from gui.settings.store import load_window_settings
 
-    # Before the window imports transformers, which reads the offline switches once.
+    # Before the engine starts, which inherits the offline switches, and before anything imports transformers.
     use_offline_mode_for(args.model or load_window_settings().model_spec)
+    engine_factory = early_engine_factory()
+    from PySide6.QtWidgets import QApplication
+
     from gui.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Latency Lab")
     window = MainWindow(overrides=window_overrides(getattr(args, "given", {})),
                         trust_remote_code=getattr(args, "trust_remote_code", False),
-                        allow_pickle=getattr(args, "allow_pickle", False))
+                        allow_pickle=getattr(args, "allow_pickle", False), engine_factory=engine_factory)
     profile_path = getattr(args, "profile_ui", None) or os.environ.get("LATENCYLAB_PROFILE_UI")
     if profile_path:
         from gui.ui_probe import UiProbe

@@ -213,7 +213,7 @@ def _matrix_data(weights: GGUFWeights, name: str, build: KernelBuild) -> tuple[n
         data, type_id = weights.raw(name), KERNEL_TYPES[qtype]
     else:
         build.paths[qtype] = "float16"
-        data, type_id = weights.dequantized(name, file_order=True).numpy().astype(np.float16), KERNEL_TYPES["F16"]
+        data, type_id = weights.dequantized_values(name).astype(np.float16), KERNEL_TYPES["F16"]
     if name not in build.counted:
         build.counted.add(name)
         build.weight_bytes += data.nbytes
@@ -221,4 +221,4 @@ def _matrix_data(weights: GGUFWeights, name: str, build: KernelBuild) -> tuple[n
 
 
 def _float_vector(weights: GGUFWeights, name: str) -> np.ndarray:
-    return np.ascontiguousarray(weights.dequantized(name, file_order=True).numpy().reshape(-1), dtype=np.float32)
+    return np.ascontiguousarray(weights.dequantized_values(name).reshape(-1), dtype=np.float32)

@@ -131,15 +131,15 @@ def _load(source: ModelSource, device: str, dtype: str, progress: ProgressCallba
 
 
 def _load_native(source: ModelSource, progress: ProgressCallback) -> LoadedModel:
+    from core.model.kernel_causal_lm import is_kernel_model
     from core.model.native_load import load_native
     from core.model.weight_count import gguf_parameter_count
-    from core.quant.apply import parameter_count, weight_bytes
-
-    from core.model.kernel_causal_lm import is_kernel_model
 
     native = load_native(source.gguf_file, progress)
     model, tokenizer = native.model, native.tokenizer
     on_kernels = is_kernel_model(model)
+    if not on_kernels:
+        from core.quant.apply import parameter_count, weight_bytes
     return LoadedModel(
         model=model, tokenizer=tokenizer, source=source, dtype=NATIVE_DTYPE, device="cpu",
         context_window=_context_window(model, tokenizer),

@@ -67,8 +67,9 @@ def load_native(path: Path, progress: ProgressCallback) -> NativeModel:
         # Hashing releases the GIL, so it overlaps reading the header and the slow imports.
         checked = pool.submit(check_cache, path, scaled(progress, 0.0, 0.2), NATIVE_KIND)
         weights = open_gguf(path)
-        check_architecture(path, weights.architecture)
         kernel_problem = kernel_refusal(weights)
+        if kernel_problem:  # transformers' GGUF reader must cover it then (its import alone takes a second)
+            check_architecture(path, weights.architecture)
         library = None if kernel_problem else _kernel_library(scaled(progress, 0.2, 0.3))
         if isinstance(library, str):
             library, kernel_problem = None, library

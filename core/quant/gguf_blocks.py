@@ -1,15 +1,21 @@
-"""Read a GGUF file's tensors as quants and scales (or raw blocks), without dequantising them."""
+"""Read a GGUF file's tensors as quants and scales (or raw blocks), without dequantising them.
+
+torch is imported only by the methods that return torch tensors: the kernels' load reads blocks and
+metadata alone, and a launch should not wait for torch before it must.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
-from core.quant.gguf_decode import decode
-from core.quant.groupwise import Q4Groups
-from core.quant.int_groups import IntGroups
+if TYPE_CHECKING:
+    import torch
+
+    from core.quant.groupwise import Q4Groups
+    from core.quant.int_groups import IntGroups
 
 # Q4_1 block: fp16 scale d, fp16 minimum m, then 16 bytes holding 32 four-bit quants
 # (low nibbles are elements 0..15, high nibbles 16..31). Q8_0 block: fp16 scale, 32 int8 quants.
@@ -85,24 +91,35 @@ class GGUFWeights:
             return data.view(floats[qtype.name]).reshape(shape)
         return data.reshape(rows, row_bytes)
 
-    def int_groups(self, gguf_name: str) -> IntGroups:
+    def int_groups(self, gguf_name: str) -> "IntGroups":
         """A quantised weight's whole numbers and group scales, rows in Hugging Face order."""
+        from core.quant.gguf_decode import decode
+
         groups = decode(np.asarray(self.raw(gguf_name)), self.tensor_type(gguf_name))
         order = self.llama_row_order(gguf_name, groups.n.shape[0])
         return groups if order is None else groups.permute_rows(order)
 
-    def dequantized(self, gguf_name: str, file_order: bool = False) -> "torch.Tensor":
-        """Any type gguf can read, as float32 rows in Hugging Face order, or the file's own with file_order
-        (the fallback for types without a kernel)."""
+    def dequantized_values(self, gguf_name: str) -> np.ndarray:
+        """Any type gguf can read, as float32 values in the file's own row order (a copy, writable)."""
         import gguf
 
         values = gguf.quants.dequantize(np.asarray(self.raw(gguf_name)), self._types[gguf_name])
         # A copy: float tensors come back as views of the memory-mapped (read-only) file.
-        weight = torch.from_numpy(np.array(values, dtype=np.float32)).reshape(self.shape(gguf_name))
-        order = None if file_order else self.llama_row_order(gguf_name, weight.shape[0])
+        return np.array(values, dtype=np.float32).reshape(self.shape(gguf_name))
+
+    def dequantized(self, gguf_name: str) -> "torch.Tensor":
+        """Any type gguf can read, as float32 rows in Hugging Face order (the fallback for types without a kernel)."""
+        import torch
+
+        weight = torch.from_numpy(self.dequantized_values(gguf_name))
+        order = self.llama_row_order(gguf_name, weight.shape[0])
         return weight if order is None else weight[order]
 
-    def q4_1(self, gguf_name: str) -> Q4Groups:
+    def q4_1(self, gguf_name: str) -> "Q4Groups":
+        import torch
+
+        from core.quant.groupwise import Q4Groups
+
         if self.tensor_type(gguf_name) != "Q4_1":
             raise ValueError(f"{gguf_name} is {self.tensor_type(gguf_name)}, not Q4_1")
         rows = self.shape(gguf_name)[0]
@@ -118,11 +135,11 @@ class GGUFWeights:
         )
         return self._undo_llama_permutation(gguf_name, groups)
 
-    def _undo_llama_permutation(self, gguf_name: str, groups: Q4Groups) -> Q4Groups:
+    def _undo_llama_permutation(self, gguf_name: str, groups: "Q4Groups") -> "Q4Groups":
         order = self.llama_row_order(gguf_name, groups.quants.shape[0])
         return groups if order is None else groups.permute_rows(order)
 
-    def llama_row_order(self, gguf_name: str, rows: int) -> torch.Tensor | None:
+    def llama_row_order(self, gguf_name: str, rows: int) -> "torch.Tensor | None":
         """llama.cpp interleaves q and k rows for its rotary layout; transformers undoes it, so must we.
 
         Only Llama-architecture files (Mistral's among them) are interleaved: Qwen, Phi-3 and Gemma are not.
@@ -135,6 +152,8 @@ class GGUFWeights:
             heads = self.head_count_kv or self.head_count
         else:
             return None
+        import torch
+
         return torch.arange(rows).reshape(heads, rows // heads // 2, 2).transpose(1, 2).reshape(rows)
 
 

@@ -143,3 +143,18 @@ def test_the_window_process_never_imports_torch_and_its_death_ends_the_engine(tm
             app.kill()
         app.stdout.close()
         app.stderr.close()
+
+
+def test_the_launch_starts_the_engine_before_the_window_and_hands_that_one_over_first():
+    from gui.launch import early_engine_factory
+
+    factory = early_engine_factory()
+    children = {child.pid for child in psutil.Process().children()}
+    first = factory()
+    assert first.pid in children and first.alive  # started by early_engine_factory itself, not by the call
+    second = factory()  # a restart gets a new engine
+    try:
+        assert second.pid != first.pid and second.alive
+    finally:
+        assert first.close() and second.close()
+    assert not {first.pid, second.pid} & {child.pid for child in psutil.Process().children()}

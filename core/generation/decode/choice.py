@@ -6,7 +6,6 @@ import threading
 import weakref
 from typing import Any
 
-from core.generation.decode.decoder import LeanDecoder
 from core.generation.decode.families import lean_pass_refusal
 from core.generation.decode.kernel_decoder import KernelDecoder
 from core.generation.decode.loop import generation_config_blocks_lean_loop
@@ -14,7 +13,7 @@ from core.model.kernel_causal_lm import is_kernel_model
 from core.settings import GENERATE_LOOP, LEAN_LOOP
 
 # A decoder holds fused copies of the int4 weights (or a kernel model's cache); one per model, dropped with it.
-_decoders: "weakref.WeakKeyDictionary[Any, LeanDecoder | KernelDecoder]" = weakref.WeakKeyDictionary()
+_decoders: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
 _decoders_lock = threading.Lock()
 
 # The native kernels are a model without transformers' layers: generate() cannot run it.
@@ -43,9 +42,16 @@ def loop_for(model: Any, requested: str) -> tuple[str, str | None]:
     return (GENERATE_LOOP, refusal) if refusal else (LEAN_LOOP, None)
 
 
-def lean_decoder(model: Any) -> LeanDecoder | KernelDecoder:
+def lean_decoder(model: Any):
+    """The model's LeanDecoder, or its KernelDecoder on the C kernels (LeanDecoder's imports are not needed then)."""
     with _decoders_lock:
         decoder = _decoders.get(model)
         if decoder is None:
-            decoder = _decoders[model] = KernelDecoder(model.kernel) if is_kernel_model(model) else LeanDecoder(model)
+            if is_kernel_model(model):
+                decoder = KernelDecoder(model.kernel)
+            else:
+                from core.generation.decode.decoder import LeanDecoder
+
+                decoder = LeanDecoder(model)
+            _decoders[model] = decoder
         return decoder

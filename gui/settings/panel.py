@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Signal, Slot
+from pathlib import Path
+
 from PySide6.QtWidgets import (
-    QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QPlainTextEdit, QProgressBar,
-    QPushButton, QSpinBox, QWidget,
+    QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QHBoxLayout, QInputDialog, QLabel, QPlainTextEdit,
+    QProgressBar, QPushButton, QSpinBox, QWidget,
 )
 
 from core.errors import InvalidSettingsError
@@ -26,6 +28,10 @@ class SettingsPanel(QWidget):
         super().__init__(parent)
         self.model_box = QComboBox()
         self.model_box.setEditable(True)
+        # A file's full path must not widen the window past its screen (the meter was pushed off it): the box
+        # takes the room the row gives it and scrolls a long path inside.
+        self.model_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.model_box.setMinimumContentsLength(16)
         self.model_box.addItem(EMBEDDED_CHOICE)
         self.model_box.setToolTip("'embedded' is SmolLM2-135M-Instruct shipped with the app. Or type a Hugging Face "
                                   "id already on this machine, pick a local folder or .gguf file, or a server's URL "
@@ -37,7 +43,8 @@ class SettingsPanel(QWidget):
         # A server's key and timeout for this session: in memory only, never saved.
         self.server_key: str | None = None
         self.server_timeout_s: float | None = None
-        self.browse_button.setToolTip("Pick a local model folder (config.json + safetensors, or a .gguf)")
+        self.browse_button.setToolTip("Pick a local model folder (config.json + safetensors, or one or more .gguf "
+                                      "files: with several, you choose which)")
         self.load_button = QPushButton("Load")
         self.dtype_box = QComboBox()
         self.dtype_box.addItems(DTYPE_CHOICES)
@@ -189,7 +196,17 @@ class SettingsPanel(QWidget):
     def _browse(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Choose a model folder")
         if folder:
-            self.model_box.setCurrentText(folder)
+            self.model_box.setCurrentText(self._pick_gguf(Path(folder)))
+
+    def _pick_gguf(self, folder: Path) -> str:
+        """The folder itself, or, where it holds several GGUF files and no config.json (an LM Studio or
+        Ollama folder with a few quantisations of one model), the file the user picks among them."""
+        ggufs = sorted(path.name for path in folder.glob("*.gguf")) if not (folder / "config.json").is_file() else []
+        if len(ggufs) < 2:
+            return str(folder)
+        name, chosen = QInputDialog.getItem(self, "Choose a GGUF file", f"{folder.name} holds {len(ggufs)} GGUF files:",
+                                            ggufs, 0, False)
+        return str(folder / name) if chosen else str(folder)
 
     @Slot()
     def _request_load(self) -> None:

@@ -38,3 +38,19 @@ def test_the_chat_window_can_be_as_narrow_as_it_opens_on_a_1400_pixel_screen(win
     wanted = initial_window_size(XVFB_SCREEN)
     minimum = window.minimumSizeHint()
     assert minimum.width() <= wanted.width() and minimum.height() <= wanted.height()
+
+
+def test_a_long_model_path_given_at_launch_does_not_widen_the_window(qtbot, tiny_model):
+    from gui.main_window import MainWindow
+
+    long_path = "/a/very/long/folder/path/" * 12 + "model-Q4_K_M.gguf"
+    widths = {}
+    for name, overrides in (("default", {}), ("long path", {"model_spec": long_path})):
+        win = MainWindow(overrides=overrides)
+        qtbot.addWidget(win)
+        win.models.accept_model(tiny_model)
+        win.show()
+        widths[name] = win.minimumSizeHint().width()
+        win.close()
+    # The path at first show used to widen the model row, and the meter was pushed off a 1400-pixel screen.
+    assert widths["long path"] <= widths["default"]

@@ -23,6 +23,12 @@ def embedded_model() -> LoadedModel:
 
 
 @pytest.fixture(scope="session")
+def native_model() -> LoadedModel:
+    """The embedded model as a new user gets it: native precision, on Latency Lab's C kernels."""
+    return load_model(None)
+
+
+@pytest.fixture(scope="session")
 def int4_model() -> LoadedModel:
     """The embedded model on its own 4-bit weights (the fast precision)."""
     return load_model(None, dtype="int4")

@@ -203,3 +203,36 @@ def test_the_lab_decodes_on_the_loop_it_is_given(embedded_model, monkeypatch, lo
     results = run_lab(config, loaded=embedded_model)
     assert results.error is None and len(results.prompt) == 1
     assert used and set(used) == {loop} and results.config["decode_loop"] == loop
+
+
+def test_the_native_batch_sweep_decodes_each_batch_together_on_the_kernels(native_model, monkeypatch):
+    import core.generation.decode.kernel_batch as kernel_batch
+
+    batches, original = [], kernel_batch.decode_together
+
+    def recording(model, ids, batch_size, new_tokens, **options):
+        stamps = original(model, ids, batch_size, new_tokens, **options)
+        batches.append((batch_size, len(stamps)))
+        return stamps
+
+    monkeypatch.setattr(kernel_batch, "decode_together", recording)
+    config = LabConfig(sweeps=("batch",), batch_sizes=(1, 3), new_tokens=NEW_TOKENS, repeats=1)
+    results = run_lab(config, loaded=native_model)
+    assert batches == [(1, 4), (1, NEW_TOKENS), (3, NEW_TOKENS)]  # the warm-up, then one run of each batch
+    assert [row["batch_size"] for row in results.batch] == [1, 3]
+    for row in results.batch:
+        assert row["aggregate_tok_s"] == pytest.approx(row["batch_size"] / row["step_time_s"])
+
+
+def test_cancel_stops_a_native_batch_within_a_step(native_model, monkeypatch):
+    import core.generation.decode.kernel_batch as kernel_batch
+
+    steps, original = [], kernel_batch.decode_together
+    monkeypatch.setattr(kernel_batch, "decode_together",
+                        lambda *args, **options: steps.append(len(stamps := original(*args, **options))) or stamps)
+    cancel = threading.Event()
+    config = LabConfig(sweeps=("batch",), batch_sizes=(1, 2), new_tokens=60, repeats=1)
+    observer = LabObserver(progress=cancel_when(cancel, lambda message: message.startswith("batch sweep: batch 2")))
+    results = run_lab(config, loaded=native_model, observer=observer, cancel=cancel)
+    assert results.cancelled and [row["batch_size"] for row in results.batch] == [1]
+    assert steps[1] == 60 and steps[-1] <= 1

@@ -6,28 +6,26 @@
 /* Round half to even, as the SIMD conversions do. */
 static inline int nearest(float x) { return (int)lrintf(x); }
 
+/* 32 values as 8-bit whole numbers times one scale d, the largest magnitude at 127; returns d. */
+static float quantize_block_32(const float *x, int8_t *q) {
+    float amax = 0.0f;
+    for (int j = 0; j < QK; j++) amax = fmaxf(amax, fabsf(x[j]));
+    const float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
+    for (int j = 0; j < QK; j++) q[j] = (int8_t)nearest(x[j] * id);
+    return d;
+}
+
 void quantize_q8_0(const float *x, void *out, int n) {
     block_q8_0 *y = out;
-    for (int b = 0; b < n / QK; b++, x += QK) {
-        float amax = 0.0f;
-        for (int j = 0; j < QK; j++) amax = fmaxf(amax, fabsf(x[j]));
-        const float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
-        y[b].d = float_to_half(d);
-        for (int j = 0; j < QK; j++) y[b].qs[j] = (int8_t)nearest(x[j] * id);
-    }
+    for (int b = 0; b < n / QK; b++) y[b].d = float_to_half(quantize_block_32(x + QK * b, y[b].qs));
 }
 
 void quantize_q8_1(const float *x, void *out, int n) {
     block_q8_1 *y = out;
-    for (int b = 0; b < n / QK; b++, x += QK) {
-        float amax = 0.0f;
-        for (int j = 0; j < QK; j++) amax = fmaxf(amax, fabsf(x[j]));
-        const float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
+    for (int b = 0; b < n / QK; b++) {
+        const float d = quantize_block_32(x + QK * b, y[b].qs);
         int sum = 0;
-        for (int j = 0; j < QK; j++) {
-            y[b].qs[j] = (int8_t)nearest(x[j] * id);
-            sum += y[b].qs[j];
-        }
+        for (int j = 0; j < QK; j++) sum += y[b].qs[j];
         y[b].d = float_to_half(d);
         y[b].s = float_to_half(d * (float)sum);
     }
@@ -126,70 +124,61 @@ static inline int q6_quant(const block_q6_K *b, int e) {
     return (nibble | (((qh[l] >> (2 * quarter)) & 3) << 4)) - 32;
 }
 
+/* Super-block b of a Q4_K (or, with five, Q5_K) row, with its scale and the scale of its minimums. */
+static const uint8_t *k_block(int five, const void *row, int b, float *d, float *dmin) {
+    const uint8_t *block = (const uint8_t *)row + (size_t)b * (five ? sizeof(block_q5_K) : sizeof(block_q4_K));
+    ll_half dh, mh;
+    memcpy(&dh, block, 2);
+    memcpy(&mh, block + 2, 2);
+    *d = half_to_float(dh);
+    *dmin = half_to_float(mh);
+    return block;
+}
+
+/* Block b of a legacy-type row: its 32 whole numbers (Q4_0 and Q5_0 already offset to be signed), scale and
+ * minimum (0 for the types without one). One decoding for the dequantisation and the reference dots. */
+static void legacy_block(int type, const void *row, int b, int *q, float *d, float *m) {
+    const uint8_t *block = (const uint8_t *)row + (size_t)b * row_bytes(type, QK);
+    ll_half dh, mh = 0;
+    memcpy(&dh, block, 2);
+    *d = half_to_float(dh);
+    if (type == LL_Q8_0) {
+        for (int j = 0; j < QK; j++) q[j] = ((const int8_t *)block)[2 + j];
+        *m = 0.0f;
+        return;
+    }
+    const int minimum = type == LL_Q4_1 || type == LL_Q5_1, five = type == LL_Q5_0 || type == LL_Q5_1;
+    if (minimum) memcpy(&mh, block + 2, 2);
+    *m = minimum ? half_to_float(mh) : 0.0f;
+    uint32_t qh = 0;
+    if (five) memcpy(&qh, block + (minimum ? 4 : 2), 4);
+    const uint8_t *qs = block + (minimum ? 4 : 2) + (five ? 4 : 0);
+    const int offset = minimum ? 0 : (five ? 16 : 8);
+    for (int j = 0; j < QK / 2; j++) {
+        q[j] = ((qs[j] & 0xF) | (five ? ((qh >> j) & 1) << 4 : 0)) - offset;
+        q[j + 16] = ((qs[j] >> 4) | (five ? ((qh >> (j + 16)) & 1) << 4 : 0)) - offset;
+    }
+}
+
 int dequantize_row(int type, const void *row, float *y, int n) {
     switch (type) {
     case LL_F32: memcpy(y, row, (size_t)n * 4); return 0;
     case LL_F16: for (int i = 0; i < n; i++) y[i] = half_to_float(((const ll_half *)row)[i]); return 0;
     case LL_BF16: for (int i = 0; i < n; i++) y[i] = bf16_to_float(((const uint16_t *)row)[i]); return 0;
-    case LL_Q4_0: {
-        const block_q4_0 *x = row;
+    case LL_Q4_0: case LL_Q4_1: case LL_Q5_0: case LL_Q5_1: case LL_Q8_0:
         for (int b = 0; b < n / QK; b++) {
-            const float d = half_to_float(x[b].d);
-            for (int j = 0; j < QK / 2; j++) {
-                y[QK * b + j] = ((x[b].qs[j] & 0xF) - 8) * d;
-                y[QK * b + j + 16] = ((x[b].qs[j] >> 4) - 8) * d;
-            }
+            int q[QK];
+            float d, m;
+            legacy_block(type, row, b, q, &d, &m);
+            for (int j = 0; j < QK; j++) y[QK * b + j] = q[j] * d + m;
         }
         return 0;
-    }
-    case LL_Q4_1: {
-        const block_q4_1 *x = row;
-        for (int b = 0; b < n / QK; b++) {
-            const float d = half_to_float(x[b].d), m = half_to_float(x[b].m);
-            for (int j = 0; j < QK / 2; j++) {
-                y[QK * b + j] = (x[b].qs[j] & 0xF) * d + m;
-                y[QK * b + j + 16] = (x[b].qs[j] >> 4) * d + m;
-            }
-        }
-        return 0;
-    }
-    case LL_Q5_0: case LL_Q5_1: {
-        const int minimum = type == LL_Q5_1;
-        for (int b = 0; b < n / QK; b++) {
-            const uint8_t *block = (const uint8_t *)row + b * (minimum ? sizeof(block_q5_1) : sizeof(block_q5_0));
-            ll_half dh, mh = 0;
-            uint32_t qh;
-            memcpy(&dh, block, 2);
-            if (minimum) memcpy(&mh, block + 2, 2);
-            memcpy(&qh, block + (minimum ? 4 : 2), 4);
-            const uint8_t *qs = block + (minimum ? 8 : 6);
-            const float d = half_to_float(dh), m = minimum ? half_to_float(mh) : 0.0f;
-            for (int j = 0; j < QK / 2; j++) {
-                const int low = (qs[j] & 0xF) | (((qh >> j) & 1) << 4);
-                const int high = (qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
-                y[QK * b + j] = minimum ? low * d + m : (low - 16) * d;
-                y[QK * b + j + 16] = minimum ? high * d + m : (high - 16) * d;
-            }
-        }
-        return 0;
-    }
-    case LL_Q8_0: {
-        const block_q8_0 *x = row;
-        for (int b = 0; b < n / QK; b++) {
-            const float d = half_to_float(x[b].d);
-            for (int j = 0; j < QK; j++) y[QK * b + j] = x[b].qs[j] * d;
-        }
-        return 0;
-    }
     case LL_Q4_K: case LL_Q5_K: {
         const int five = type == LL_Q5_K;
         for (int b = 0; b < n / QK_K; b++) {
-            const uint8_t *block = (const uint8_t *)row + b * (five ? sizeof(block_q5_K) : sizeof(block_q4_K));
-            ll_half dh, mh;
-            memcpy(&dh, block, 2);
-            memcpy(&mh, block + 2, 2);
+            float d, dmin;
+            const uint8_t *block = k_block(five, row, b, &d, &dmin);
             const uint8_t *scales = block + 4, *qh = block + 16, *qs = block + (five ? 48 : 16);
-            const float d = half_to_float(dh), dmin = half_to_float(mh);
             for (int e = 0; e < QK_K; e++) {
                 uint8_t sc, mn;
                 k_scale_min(e / 32, scales, &sc, &mn);
@@ -227,66 +216,17 @@ float dot_reference(int type, int n, const void *w, const void *a) {
         }
         return sum;
     }
-    case LL_Q4_0: {
-        const block_q4_0 *x = w;
-        const block_q8_0 *y = a;
+    case LL_Q4_0: case LL_Q4_1: case LL_Q5_0: case LL_Q5_1: case LL_Q8_0: {
+        /* The types with a minimum read Q8_1 activations, which carry d * sum(quants) for its term. */
+        const int minimum = type == LL_Q4_1 || type == LL_Q5_1;
         for (int b = 0; b < n / QK; b++) {
-            int s = 0;
-            for (int j = 0; j < QK / 2; j++)
-                s += ((x[b].qs[j] & 0xF) - 8) * y[b].qs[j] + ((x[b].qs[j] >> 4) - 8) * y[b].qs[j + 16];
-            sum += s * half_to_float(x[b].d) * half_to_float(y[b].d);
-        }
-        return sum;
-    }
-    case LL_Q4_1: {
-        const block_q4_1 *x = w;
-        const block_q8_1 *y = a;
-        for (int b = 0; b < n / QK; b++) {
-            int s = 0;
-            for (int j = 0; j < QK / 2; j++) s += (x[b].qs[j] & 0xF) * y[b].qs[j] + (x[b].qs[j] >> 4) * y[b].qs[j + 16];
-            sum += s * half_to_float(x[b].d) * half_to_float(y[b].d) + half_to_float(x[b].m) * half_to_float(y[b].s);
-        }
-        return sum;
-    }
-    case LL_Q5_0: {
-        const block_q5_0 *x = w;
-        const block_q8_0 *y = a;
-        for (int b = 0; b < n / QK; b++) {
-            uint32_t qh;
-            memcpy(&qh, x[b].qh, 4);
-            int s = 0;
-            for (int j = 0; j < QK / 2; j++) {
-                const int low = ((x[b].qs[j] & 0xF) | (((qh >> j) & 1) << 4)) - 16;
-                const int high = ((x[b].qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4)) - 16;
-                s += low * y[b].qs[j] + high * y[b].qs[j + 16];
-            }
-            sum += s * half_to_float(x[b].d) * half_to_float(y[b].d);
-        }
-        return sum;
-    }
-    case LL_Q5_1: {
-        const block_q5_1 *x = w;
-        const block_q8_1 *y = a;
-        for (int b = 0; b < n / QK; b++) {
-            uint32_t qh;
-            memcpy(&qh, x[b].qh, 4);
-            int s = 0;
-            for (int j = 0; j < QK / 2; j++) {
-                const int low = (x[b].qs[j] & 0xF) | (((qh >> j) & 1) << 4);
-                const int high = (x[b].qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
-                s += low * y[b].qs[j] + high * y[b].qs[j + 16];
-            }
-            sum += s * half_to_float(x[b].d) * half_to_float(y[b].d) + half_to_float(x[b].m) * half_to_float(y[b].s);
-        }
-        return sum;
-    }
-    case LL_Q8_0: {
-        const block_q8_0 *x = w;
-        const block_q8_0 *y = a;
-        for (int b = 0; b < n / QK; b++) {
-            int s = 0;
-            for (int j = 0; j < QK; j++) s += x[b].qs[j] * y[b].qs[j];
-            sum += s * half_to_float(x[b].d) * half_to_float(y[b].d);
+            int q[QK], s = 0;
+            float d, m;
+            legacy_block(type, w, b, q, &d, &m);
+            const int8_t *yq = minimum ? ((const block_q8_1 *)a)[b].qs : ((const block_q8_0 *)a)[b].qs;
+            const float dy = half_to_float(minimum ? ((const block_q8_1 *)a)[b].d : ((const block_q8_0 *)a)[b].d);
+            for (int j = 0; j < QK; j++) s += q[j] * yq[j];
+            sum += s * d * dy + (minimum ? m * half_to_float(((const block_q8_1 *)a)[b].s) : 0.0f);
         }
         return sum;
     }
@@ -294,10 +234,8 @@ float dot_reference(int type, int n, const void *w, const void *a) {
         const int five = type == LL_Q5_K;
         const block_q8_K *y = a;
         for (int b = 0; b < n / QK_K; b++) {
-            const uint8_t *block = (const uint8_t *)w + b * (five ? sizeof(block_q5_K) : sizeof(block_q4_K));
-            ll_half dh, mh;
-            memcpy(&dh, block, 2);
-            memcpy(&mh, block + 2, 2);
+            float d, dmin;
+            const uint8_t *block = k_block(five, w, b, &d, &dmin);
             const uint8_t *scales = block + 4, *qh = block + 16, *qs = block + (five ? 48 : 16);
             int scaled = 0, minimums = 0;
             for (int j = 0; j < QK_K / 32; j++) {
@@ -311,7 +249,7 @@ float dot_reference(int type, int n, const void *w, const void *a) {
                 scaled += sc * s;
                 minimums += mn * (y[b].bsums[2 * j] + y[b].bsums[2 * j + 1]);
             }
-            sum += y[b].d * (half_to_float(dh) * scaled - half_to_float(mh) * minimums);
+            sum += y[b].d * (d * scaled - dmin * minimums);
         }
         return sum;
     }

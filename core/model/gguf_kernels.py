@@ -61,10 +61,10 @@ def kernel_refusal(weights: GGUFWeights) -> str | None:
 
 def runs_on_kernels(path) -> bool:
     """Whether a native load of this file will run on the kernels (a cheap look at its header, no load)."""
-    from core.kernels.build import can_build
+    from core.kernels.build import can_build, fast_here
 
     try:
-        return kernel_refusal(GGUFWeights(path)) is None and can_build()
+        return fast_here() and kernel_refusal(GGUFWeights(path)) is None and can_build()
     except (OSError, ValueError, KeyError, IndexError):
         return False  # the loader will say what is wrong with the file
 

@@ -88,10 +88,12 @@ def load_native(path: Path, progress: ProgressCallback) -> NativeModel:
 
 
 def _kernel_library(progress: ProgressCallback):
-    """The compiled kernels, or a one-line reason they cannot be had on this machine."""
-    from core.kernels.build import KernelsUnavailable
+    """The compiled kernels, or a one-line reason they cannot be had (or would be slow) on this machine."""
+    from core.kernels.build import KernelsUnavailable, fast_here
     from core.kernels.library import kernels
 
+    if not fast_here():
+        return "the native GGUF kernels have SIMD code for AVX2 CPUs only, and this CPU has no AVX2"
     try:
         return kernels(progress=progress)
     except KernelsUnavailable as error:

@@ -165,6 +165,8 @@ def build_kernel_model(library: KernelLibrary, weights: GGUFWeights, progress: P
 
     def matrix(layer: int, role: str, name: str) -> None:
         nonlocal done
+        if name not in names:
+            raise ModelLoadError(f"the GGUF file has no tensor {name!r}, which a {weights.architecture} model needs.")
         done += 1
         if done % 16 == 0:
             progress(done / total, f"mapping {name}")
@@ -172,6 +174,8 @@ def build_kernel_model(library: KernelLibrary, weights: GGUFWeights, progress: P
         kernel.set_tensor(layer, role, data, type_id, rows, columns)
 
     def vector(layer: int, role: str, name: str) -> None:
+        if name not in names:
+            raise ModelLoadError(f"the GGUF file has no tensor {name!r}, which a {weights.architecture} model needs.")
         kernel.set_tensor(layer, role, _float_vector(weights, name), KERNEL_TYPES["F32"], 1, 0)
 
     matrix(-1, "token_embd", "token_embd.weight")

@@ -108,7 +108,7 @@ def _on_kernels(library, weights, config, tokenizer, kind: str, progress: Progre
 
     try:
         build = build_kernel_model(library, weights, progress)
-    except ValueError as error:  # a shape the kernels refuse, a tensor they cannot take
+    except (ValueError, RuntimeError) as error:  # a shape the kernels refuse, a tensor they cannot take
         raise ModelLoadError(f"the GGUF file's tensors do not fit its own metadata: {_short(str(error))}.") from None
     model = KernelCausalLM(build, config, GenerationConfig.from_model_config(config))
     fallbacks = build.fallbacks()

@@ -146,3 +146,25 @@ def test_bad_token_ids_and_positions_are_refused_with_a_reason(tiny):
     hidden = kernel.embed(np.array([1]))
     with pytest.raises(RuntimeError, match="outside the reserved cache"):
         kernel.layers(hidden, np.zeros(1), np.array([4]), 0, 1, 2)
+
+
+def test_a_file_missing_a_layer_tensor_is_refused_in_one_line(tmp_path):
+    import gguf
+
+    from core.errors import ModelLoadError
+
+    complete = write_tiny_family(tmp_path / "complete.gguf", "qwen2")
+    reader = gguf.GGUFReader(str(complete))
+    writer = gguf.GGUFWriter(str(tmp_path / "broken.gguf"), "qwen2")
+    for key, field in reader.fields.items():
+        if not key.startswith("GGUF.") and key != "general.architecture":
+            writer.add_key_value(key, field.contents(), field.types[0], field.types[-1] if len(field.types) > 1 else None)
+    for tensor in reader.tensors:
+        if tensor.name != "blk.1.ffn_down.weight":
+            writer.add_tensor(tensor.name, np.asarray(tensor.data), raw_dtype=tensor.tensor_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(ModelLoadError, match="has no tensor 'blk.1.ffn_down.weight', which a qwen2 model needs"):
+        load_model(str(tmp_path / "broken.gguf"))

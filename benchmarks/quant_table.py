@@ -98,6 +98,7 @@ def run(report, rounds: int, tokens: int, file_types: list[str], threads: int) -
         report.figure(f"{file_type}_native_over_float32", speedup, f">= {TARGET_SPEEDUP:g}", met)
         report.figure(f"{file_type}_native_over_llama_cpp", versus_llama, ">= 1 (stretch)", versus_llama >= 1)
     print(f"native >= {TARGET_SPEEDUP:g}x float32 for every type: {'MET' if met_all else 'NOT MET'}")
+    agreement_table(report, models, file_types, paths)
     del models
     print("\nLoad of each file in a fresh process (imports excluded; ours: a later load, with the verified "
           "tokenizer cache already made)\n")
@@ -118,6 +119,35 @@ def run(report, rounds: int, tokens: int, file_types: list[str], threads: int) -
         report.figure(f"{file_type}_llama_cpp_load_s", theirs["load_s"])
         report.figure(f"{file_type}_llama_cpp_peak_rss_mb", theirs["peak_rss_bytes"] / 1e6)
     print("(imports): the process's RSS before the load began, mostly torch and transformers for ours")
+
+
+def agreement_table(report, models, file_types, paths) -> None:
+    """Teacher-forced top-1 over the fixed text: native against llama.cpp's batched pass and against the file's
+    exact float32 dequantisation, with float32 against llama.cpp for scale (tests/test_quant_files.py asserts
+    the llama.cpp side)."""
+    import llama_cpp
+    import numpy as np
+    import torch
+
+    from core.quant.agreement import agreement_text
+
+    print("\nTop-1 agreement over the fixed text (teacher-forced), the same files\n")
+    print(f"{'file':<8}{'tokens':>8}{'native~llama.cpp':>18}{'native~float32':>16}{'float32~llama.cpp':>19}")
+    for file_type in file_types:
+        native, exact = models[file_type, "native"], models[file_type, "float32"]
+        ids = native.tokenizer(agreement_text())["input_ids"]
+        with torch.inference_mode():
+            ours = native.model(torch.tensor([ids])).logits[0].argmax(-1).numpy()
+            dequantised = exact.model(torch.tensor([ids])).logits[0].argmax(-1).numpy()
+        reference = llama_cpp.Llama(str(paths[file_type]), n_ctx=1024, logits_all=True, verbose=False, n_threads=2)
+        reference.eval(ids)
+        theirs = np.asarray(reference.scores[:len(ids)]).argmax(-1)
+        rates = {"native_llama_cpp": (ours == theirs).mean(), "native_float32": (ours == dequantised).mean(),
+                 "float32_llama_cpp": (dequantised == theirs).mean()}
+        print(f"{file_type:<8}{len(ids):>8}{rates['native_llama_cpp']:>18.1%}{rates['native_float32']:>16.1%}"
+              f"{rates['float32_llama_cpp']:>19.1%}")
+        for name, rate in rates.items():
+            report.figure(f"{file_type}_agreement_{name}", float(rate))
 
 
 def all_file_types() -> list[str]:

@@ -82,7 +82,7 @@ def test_ask_answers_natively_from_each_file(files, file_type):
 
 
 @pytest.mark.parametrize("file_type", ALL_FILE_TYPES)
-def test_greedy_agreement_with_llama_cpp_on_the_same_file(files, file_type, tmp_path, monkeypatch):
+def test_greedy_agreement_with_llama_cpp_on_the_same_file(files, file_type):
     """Teacher-forced top-1 over the fixed text against llama.cpp's logits on the same file.
 
     This small model turns last-bit differences into changed top-1 tokens: llama.cpp's own variants (its
@@ -90,7 +90,7 @@ def test_greedy_agreement_with_llama_cpp_on_the_same_file(files, file_type, tmp_
     92-97% of the time, and a change of summation order in our attention moved ours by up to 1.5 points.
     So the test asks that ours agree with llama.cpp's batched pass about as well as llama.cpp's own
     variants do, and at least 97% at the positions where all of them agree, whose top-1 is not decided by
-    rounding. Agreement with the file's exact float32 dequantisation is printed too.
+    rounding. Agreement with the file's exact float32 dequantisation is reported by fast_decode.py's quant table.
     """
     import llama_cpp
 
@@ -106,17 +106,11 @@ def test_greedy_agreement_with_llama_cpp_on_the_same_file(files, file_type, tmp_
         reference.eval(ids)
         variants[name] = np.asarray(reference.scores[: len(ids)]).argmax(-1)
     theirs = variants.pop("batched")
-    # The float32 copy is only a yardstick here: its ~540 MB conversion goes to a temporary cache, not the user's.
-    monkeypatch.setenv("LATENCYLAB_CACHE_DIR", str(tmp_path))
-    exact = load_model(str(path), dtype="float32")
-    with torch.inference_mode():
-        dequantised = exact.model(torch.tensor([ids])).logits[0].argmax(-1).numpy()
     with_llama = float((ours == theirs).mean())
     llama_with_itself = min(float((other == theirs).mean()) for other in variants.values())
     settled = np.logical_and.reduce([other == theirs for other in variants.values()])
     where_settled = float((ours == theirs)[settled].mean())
     print(f"{file_type}: native~llama.cpp {with_llama:.1%} (its own variants~batched: at least {llama_with_itself:.1%}); "
-          f"{where_settled:.1%} at the {settled.sum()} positions all of them settle; native~float32 "
-          f"{float((ours == dequantised).mean()):.1%}, float32~llama.cpp {float((dequantised == theirs).mean()):.1%}")
+          f"{where_settled:.1%} at the {settled.sum()} positions all of them settle")
     assert with_llama >= llama_with_itself - MAX_SHORTFALL_AGAINST_LLAMA_CPP
     assert where_settled >= MIN_AGREEMENT_WHERE_SETTLED

@@ -463,7 +463,7 @@ static void layer_pass(ll_model *m, int layer, float *hidden, int count, const i
     const ll_config *c = &m->c;
     const ll_layer *l = &m->layer[layer];
     const int q_size = c->heads * c->head_dim;
-    int *qkv_jobs = &m->counters[0], *row_jobs = &m->counters[1], *attention_jobs = &m->counters[2],
+    int *qkv_jobs = &m->counters[0], *attention_jobs = &m->counters[2],
         *out_jobs = &m->counters[3], *ffn_jobs = &m->counters[4], *down_jobs = &m->counters[5];
     float rotary[2][256];
 
@@ -523,7 +523,6 @@ static void layer_pass(ll_model *m, int layer, float *hidden, int count, const i
 #pragma omp barrier
     const int post_ffn = l->ffn_post_norm != NULL;
     project(m, &l->ffn_down, 1, count, post_ffn ? m->sublayer : hidden, c->width, !post_ffn, down_jobs, threads);
-    (void)row_jobs;
 #pragma omp barrier
     if (post_ffn) {
         for (int i = tid; i < count; i += threads) {

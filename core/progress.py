@@ -17,3 +17,14 @@ def scaled(progress: ProgressCallback, start: float, end: float) -> ProgressCall
     def report(fraction: float, message: str) -> None:
         progress(start + (end - start) * min(max(fraction, 0.0), 1.0), message)
     return report
+
+
+def never_backwards(progress: ProgressCallback) -> ProgressCallback:
+    """Report no fraction below one already reported: steps that overlap (a hash on a helper thread
+    beside the kernels' compile) would otherwise move a progress bar back and forth."""
+    highest = [0.0]
+
+    def report(fraction: float, message: str) -> None:
+        highest[0] = max(highest[0], fraction)
+        progress(highest[0], message)
+    return report

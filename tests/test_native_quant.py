@@ -144,10 +144,23 @@ def test_without_a_compiler_a_type_without_a_kernel_runs_in_bfloat16(tmp_path, w
 
 def test_a_later_load_comes_from_the_verified_tokenizer_cache(mixed_file, monkeypatch, tmp_path):
     monkeypatch.setenv("LATENCYLAB_CACHE_DIR", str(tmp_path / "cache"))
-    messages = []
-    load_model(str(mixed_file), progress=lambda fraction, message: messages.append(message))
+    reports = []
+    load_model(str(mixed_file), progress=lambda fraction, message: reports.append((fraction, message)))
+    fractions, messages = [fraction for fraction, _ in reports], [message for _, message in reports]
+    # The hash on its helper thread overlaps the kernels' compile: the bar still only moves forward.
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
     assert any("first launch" in message for message in messages)
     assert any("mapping" in message for message in messages)  # progress while the tensors are mapped
     again = []
     load_model(str(mixed_file), progress=lambda fraction, message: again.append(message))
     assert "cache verified" in again and not any("first launch" in message for message in again)
+
+
+def test_overlapping_load_steps_never_move_the_progress_back():
+    from core.progress import never_backwards
+
+    shown = []
+    report = never_backwards(lambda fraction, message: shown.append((fraction, message)))
+    for fraction, message in [(0.0, "checking"), (0.2, "compiling"), (0.01, "verifying"), (0.5, "mapping")]:
+        report(fraction, message)
+    assert shown == [(0.0, "checking"), (0.2, "compiling"), (0.2, "verifying"), (0.5, "mapping")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyqtgraph as pg
 
 from core.timing.metrics import DEFINITIONS
+from gui.plotting.empty_note import EmptyPlotNote
 from gui.plotting.growable_buffer import GrowableBuffer
 from gui.plotting.plot_style import style_plot
 
@@ -20,6 +21,8 @@ class HistoryPlot(pg.PlotWidget):
                                    symbolBrush="#e8710a", name="TTFT")
         self.tpot_item = self.plot([], [], pen=pg.mkPen("#188038", width=2), symbol="o", symbolSize=7,
                                    symbolBrush="#188038", name="TPOT")
+        # Points come only when a reply ends: until then, a note instead of 0-1 axes with nothing on them.
+        self.empty_note = EmptyPlotNote(self, "Each reply adds its TTFT and TPOT here, against its prompt's length.")
         self._prompt_tokens = GrowableBuffer(32)
         self._ttft_ms = GrowableBuffer(32)
         self._tpot_prompt_tokens = GrowableBuffer(32)
@@ -45,6 +48,7 @@ class HistoryPlot(pg.PlotWidget):
         if not self._dirty:
             return
         self._dirty = False
+        self.empty_note.show_when(not len(self._prompt_tokens) and not len(self._tpot_prompt_tokens))
         self.ttft_item.setData(self._prompt_tokens.view(), self._ttft_ms.view())
         self.tpot_item.setData(self._tpot_prompt_tokens.view(), self._tpot_ms.view())
         # Both axes start at 0: a lone first reply otherwise sat in a range like 43.6-44.4 tokens,

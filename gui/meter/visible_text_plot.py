@@ -37,6 +37,9 @@ class VisibleTextPlot(pg.PlotWidget):
         # The clock moves every frame; doubling steps keep the axes from re-laying out each time.
         self._x_range = SteppedRange(self.setXRange, floor=1.0)
         self._y_range = SteppedRange(self.setYRange, floor=64)
+        # The empty plot's axes as a reply will start them (0-1 s, 0-64 characters), not pyqtgraph's
+        # unscaled default around 0, which read "(x0.001)" on both axes.
+        self.reset()
 
     def reset(self) -> None:
         """Keep the finished reply's curve, faded, for comparison; start a new one."""

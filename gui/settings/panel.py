@@ -195,18 +195,24 @@ class SettingsPanel(QWidget):
     @Slot()
     def _browse(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Choose a model folder")
-        if folder:
-            self.model_box.setCurrentText(self._pick_gguf(Path(folder)))
+        if not folder:
+            return
+        spec, chosen = self._pick_gguf(Path(folder))
+        self.model_box.setCurrentText(spec)
+        # Choosing a model is the request to run it, as with Server… (and LM Studio's picker).
+        if chosen:
+            self._request_load()
 
-    def _pick_gguf(self, folder: Path) -> str:
+    def _pick_gguf(self, folder: Path) -> tuple[str, bool]:
         """The folder itself, or, where it holds several GGUF files and no config.json (an LM Studio or
-        Ollama folder with a few quantisations of one model), the file the user picks among them."""
+        Ollama folder with a few quantisations of one model), the file the user picks among them; and
+        whether a model was chosen (False when the user cancelled the pick among the files)."""
         ggufs = sorted(path.name for path in folder.glob("*.gguf")) if not (folder / "config.json").is_file() else []
         if len(ggufs) < 2:
-            return str(folder)
+            return str(folder), True
         name, chosen = QInputDialog.getItem(self, "Choose a GGUF file", f"{folder.name} holds {len(ggufs)} GGUF files:",
                                             ggufs, 0, False)
-        return str(folder / name) if chosen else str(folder)
+        return (str(folder / name), True) if chosen else (str(folder), False)
 
     @Slot()
     def _request_load(self) -> None:

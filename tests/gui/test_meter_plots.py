@@ -88,3 +88,29 @@ def test_the_history_plot_reads_from_zero_even_with_one_reply(qtbot):
     (x_low, x_high), (y_low, y_high) = plot.getViewBox().viewRange()
     assert x_low <= 0 < 900 < x_high and y_low <= 0 < 950 < y_high
     assert list(plot.ttft_item.getData()[0]) == [44, 900]
+
+
+def test_before_any_reply_the_history_plot_says_what_will_appear(qtbot):
+    from gui.meter.history_plot import HistoryPlot
+
+    plot = HistoryPlot()
+    qtbot.addWidget(plot)
+    plot.refresh()
+    assert plot.empty_note.shown and not plot.getPlotItem().getAxis("left").isVisible()
+    plot.add_reply(44, 0.153, 0.0133)
+    plot.refresh()
+    assert not plot.empty_note.shown and plot.getPlotItem().getAxis("left").isVisible()
+    plot.clear_history()
+    plot.refresh()
+    assert plot.empty_note.shown
+
+
+def test_the_visible_text_plot_starts_on_a_reply_s_own_axes(qtbot):
+    from gui.meter.visible_text_plot import VisibleTextPlot
+
+    plot = VisibleTextPlot()
+    qtbot.addWidget(plot)
+    plot.resize(500, 250)
+    plot.show()
+    (x_low, x_high), (y_low, y_high) = plot.getViewBox().viewRange()
+    assert x_low <= 0 and 1 <= x_high < 2 and y_low <= 0 and 64 <= y_high < 128

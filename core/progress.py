@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Callable
 
 # Called with a fraction in [0, 1] and a short phrase saying what is happening now.
@@ -23,8 +24,10 @@ def never_backwards(progress: ProgressCallback) -> ProgressCallback:
     """Report no fraction below one already reported: steps that overlap (a hash on a helper thread
     beside the kernels' compile) would otherwise move a progress bar back and forth."""
     highest = [0.0]
+    lock = threading.Lock()  # the two threads report at once
 
     def report(fraction: float, message: str) -> None:
-        highest[0] = max(highest[0], fraction)
-        progress(highest[0], message)
+        with lock:
+            highest[0] = max(highest[0], fraction)
+            progress(highest[0], message)
     return report

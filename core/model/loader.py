@@ -13,7 +13,7 @@ from core.errors import InvalidSettingsError, ModelLoadError
 from core.model.gguf_cache import check_cache, convert
 from core.model.preflight import check_before_loading
 from core.model.source import ModelSource, resolve_model_source
-from core.progress import ProgressCallback, no_progress, scaled
+from core.progress import ProgressCallback, never_backwards, no_progress, scaled
 from core.settings import DTYPE, NATIVE_DTYPE, QUANTISED_DTYPES, validate_device, validate_dtype
 
 log = logging.getLogger(__name__)
@@ -85,6 +85,9 @@ def _load_model(spec: str | None, device: str, dtype: str, progress: ProgressCal
     except InvalidSettingsError as error:
         raise ModelLoadError(str(error)) from None
     source = resolve_model_source(spec)
+    # Every path hashes the file on a helper thread beside the main steps, and a GGUF the native path
+    # cannot run starts again on float32: one bar for the whole load, that only moves forward.
+    progress = never_backwards(progress)
     progress(0.0, f"loading {source.display_name}")
     try:
         check_before_loading(spec, dtype, allow_pickle)

@@ -9,7 +9,7 @@ from typing import Any
 
 from core.errors import ModelLoadError
 from core.model.gguf_cache import NATIVE_KIND, check_cache, write_verified_folder
-from core.progress import ProgressCallback, never_backwards, scaled
+from core.progress import ProgressCallback, scaled
 
 
 @dataclass
@@ -63,7 +63,6 @@ def load_native(path: Path, progress: ProgressCallback) -> NativeModel:
     from core.model.weight_count import gguf_parameter_count
 
     gguf_parameter_count(path)  # the header walk refuses a truncated file or an unknown type in one line
-    progress = never_backwards(progress)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="latencylab-cache-check") as pool:
         # Hashing releases the GIL, so it overlaps reading the header and the slow imports.
         checked = pool.submit(check_cache, path, scaled(progress, 0.0, 0.2), NATIVE_KIND)

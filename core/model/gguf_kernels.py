@@ -163,10 +163,13 @@ def build_kernel_model(library: KernelLibrary, weights: GGUFWeights, progress: P
     total = len(names)
     done = 0
 
-    def matrix(layer: int, role: str, name: str) -> None:
-        nonlocal done
+    def require(name: str) -> None:
         if name not in names:
             raise ModelLoadError(f"the GGUF file has no tensor {name!r}, which a {weights.architecture} model needs.")
+
+    def matrix(layer: int, role: str, name: str) -> None:
+        nonlocal done
+        require(name)
         done += 1
         if done % 16 == 0:
             progress(done / total, f"mapping {name}")
@@ -174,8 +177,7 @@ def build_kernel_model(library: KernelLibrary, weights: GGUFWeights, progress: P
         kernel.set_tensor(layer, role, data, type_id, rows, columns)
 
     def vector(layer: int, role: str, name: str) -> None:
-        if name not in names:
-            raise ModelLoadError(f"the GGUF file has no tensor {name!r}, which a {weights.architecture} model needs.")
+        require(name)
         kernel.set_tensor(layer, role, _float_vector(weights, name), KERNEL_TYPES["F32"], 1, 0)
 
     matrix(-1, "token_embd", "token_embd.weight")

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from core.timing.metrics import compute_metrics, inter_token_latencies, percentile
@@ -51,6 +51,7 @@ def test_percentile_matches_numpy_linear_interpolation():
 
 
 @given(st.integers(0, 10**12), st.lists(st.integers(1, 10**9), min_size=0, max_size=60), st.integers(0, 10**6))
+@example(0, [15592607, 1], 0)  # float seconds cancelled here: TPOT came out 1.0000000012 ns
 def test_metrics_are_consistent_for_any_increasing_trace(start, gaps, prompt_tokens):
     stamps, now = [], start
     for gap in gaps:

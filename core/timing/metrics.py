@@ -64,9 +64,13 @@ def summarize(request_start_ns: int, first_token_ns: int | None, last_token_ns: 
     """
     if output_tokens == 0 or first_token_ns is None or last_token_ns is None:
         return LatencySummary(0, prompt_tokens, None, None, None, None, None)
-    ttft = (first_token_ns - request_start_ns) / NS_PER_S
-    e2e = (last_token_ns - request_start_ns) / NS_PER_S
-    tpot = (e2e - ttft) / (output_tokens - 1) if output_tokens > 1 else None
+    # Differences in integer nanoseconds, divided once at the end: subtracting float seconds cancels
+    # (E2E - TTFT of 15.59 ms + 1 ns came out as 1.0000000012 ns).
+    ttft_ns = first_token_ns - request_start_ns
+    e2e_ns = last_token_ns - request_start_ns
+    ttft = ttft_ns / NS_PER_S
+    e2e = e2e_ns / NS_PER_S
+    tpot = (e2e_ns - ttft_ns) / (output_tokens - 1) / NS_PER_S if output_tokens > 1 else None
     return LatencySummary(
         output_tokens=output_tokens,
         prompt_tokens=prompt_tokens,

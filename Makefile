@@ -24,12 +24,13 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e .
 	touch $(STAMP)
 
-# The tests' extras on top: pytest and friends, llama-cpp-python's server (compiled once, then taken
-# from pip's wheel cache), and llama.cpp's own llama-server (compiled once from the same llama.cpp into
-# the user's cache: tools/build_llama_server.py). `make run` needs none of them.
+# The tests' extras on top, then llama.cpp built for this CPU (tools/llama_cpp_builds.py): llama-cpp-python's
+# wheel with its server, and llama.cpp's own llama-server, each compiled once per CPU and build flags into the
+# user's cache (several minutes each the first time) and checked with a 321-token prompt. `make run` needs
+# none of them.
 $(TEST_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet -e '.[test]'
-	$(PY) tools/build_llama_server.py
+	$(PY) tools/llama_cpp_builds.py
 	@$(MAKE) --no-print-directory xvfb
 	touch $(TEST_STAMP)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -18,13 +17,9 @@ from core.quant.agreement import agreement_text
 from core.quant.gguf_blocks import GGUFWeights
 from core.quant.gguf_decode import NATIVE_TYPES, PLANE_COUNT
 from core.quant.split_int4_linear import native_linear_in_chunks
+from tools import quant_files
 
 pytestmark = pytest.mark.model
-
-_spec = importlib.util.spec_from_file_location(
-    "quant_files", Path(__file__).resolve().parents[1] / "benchmarks" / "quant_files.py")
-quant_files = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(quant_files)
 
 ALL_FILE_TYPES = ("Q4_1", *quant_files.FILE_TYPES)  # Q4_1: the embedded file itself
 # Teacher-forced over the fixed 321-token text (README has the figures of every file): ours against

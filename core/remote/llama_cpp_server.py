@@ -1,7 +1,7 @@
 """Start llama.cpp's OpenAI-compatible server on a local GGUF, on a free loopback port.
 
-Two servers qualify: llama.cpp's own `llama-server` (built once by tools/build_llama_server.py into the
-user's cache; it sends `timings`, prompt progress and /slots), and llama-cpp-python's Python server
+Two servers qualify: llama.cpp's own `llama-server` (built once per CPU by tools/llama_cpp_builds.py into
+the user's cache; it sends `timings`, prompt progress and /slots), and llama-cpp-python's Python server
 (`python -m llama_cpp.server`, from the test extras; usage only). The tests and benchmarks measure a
 real server with it; a user can run the same to set the app's own engine beside llama.cpp on one file:
 `python -m core.remote.llama_cpp_server FILE.gguf`.
@@ -23,26 +23,17 @@ PYTHON_SERVER = "llama-cpp-python"
 READY_LINES = {PYTHON_SERVER: "Uvicorn running on", LLAMA_SERVER: "llama_server: listening on"}
 
 
-def cached_llama_server(version: str) -> Path:
-    """Where tools/build_llama_server.py puts llama-server for this llama-cpp-python version."""
-    from core.cache_paths import cache_root
-
-    return cache_root() / "llama-server" / version / "llama-server"
-
-
 def llama_server_binary() -> Path | None:
-    """llama-server, where one is at hand: $LATENCYLAB_LLAMA_SERVER, the cached build, or on PATH."""
-    import importlib.metadata
+    """llama-server, where one is at hand: $LATENCYLAB_LLAMA_SERVER, the build for this CPU, or on PATH."""
     import shutil
+
+    from core.remote.llama_cpp_builds import cached_llama_server
 
     given = os.environ.get("LATENCYLAB_LLAMA_SERVER")
     if given:
         return Path(given)
-    try:
-        cached = cached_llama_server(importlib.metadata.version("llama-cpp-python"))
-    except importlib.metadata.PackageNotFoundError:
-        cached = None
-    if cached is not None and cached.is_file():
+    cached = cached_llama_server()
+    if cached.is_file():
         return cached
     found = shutil.which("llama-server")
     return Path(found) if found else None
@@ -58,16 +49,18 @@ class LlamaCppServer:
     """The server process; its stderr is kept line by line (llama.cpp's own per-request timings land there)."""
 
     def __init__(self, gguf: Path, *, threads: int | None = None, alias: str = "embedded", context: int = 4096,
-                 kind: str | None = None):
-        """kind: LLAMA_SERVER or PYTHON_SERVER; by default llama-server where one is at hand."""
+                 kind: str | None = None, binary: Path | None = None):
+        """kind: LLAMA_SERVER or PYTHON_SERVER; by default llama-server where one is at hand.
+        binary: this llama-server instead of the one found (a build being checked)."""
         self.gguf = Path(gguf)
         self.alias = alias
         self.port = free_loopback_port()
         self.lines: list[str] = []
         self._lines: queue.SimpleQueue = queue.SimpleQueue()
-        binary = llama_server_binary() if kind in (None, LLAMA_SERVER) else None
+        if binary is None and kind in (None, LLAMA_SERVER):
+            binary = llama_server_binary()
         if kind == LLAMA_SERVER and binary is None:
-            raise RuntimeError("llama-server is not built: run tools/build_llama_server.py")
+            raise RuntimeError("llama-server is not built for this CPU: run tools/llama_cpp_builds.py")
         self.kind = LLAMA_SERVER if binary is not None else PYTHON_SERVER
         threads = str(threads or os.cpu_count() or 1)
         if binary is not None:

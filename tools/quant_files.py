@@ -2,7 +2,7 @@
 
 Test data and benchmark input, made here since nothing may be downloaded. Each file is cached in the
 user's cache folder under the source's hash and the type, so the suite makes it once per machine.
-Run `python benchmarks/quant_files.py` to (re)make them all; it needs llama-cpp-python (the test extra).
+Run `python tools/quant_files.py` to (re)make them all; it needs llama-cpp-python (tools/llama_cpp_builds.py).
 """
 
 from __future__ import annotations

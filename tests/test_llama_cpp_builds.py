@@ -1,0 +1,91 @@
+"""llama.cpp's builds are kept per version, CPU flags and build flags: a changed key builds anew, a failed check keeps nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.remote.llama_cpp_builds import NO_AMX, SERVER, WHEEL, build_folder, cpu_flags, recipe
+from tools.llama_cpp_builds import RECIPE_FILE, BuildFailed, ensure_build
+
+AVX2 = ("avx2", "f16c", "fma", "sse4_2")
+AMX_XEON = ("amx_bf16", "amx_int8", "amx_tile", "avx2", "avx512_bf16", "avx512_vnni", "avx512f", "f16c", "fma")
+
+
+@pytest.fixture
+def builds(tmp_path, monkeypatch):
+    """A builder that writes a marker and counts its calls, over an empty cache of our own."""
+    monkeypatch.setenv("LATENCYLAB_CACHE_DIR", str(tmp_path / "cache"))
+    made = []
+
+    def make_for(build):
+        def make(staging):
+            made.append(build.key)
+            (staging / "artifact").write_text(build.key)
+        return make
+
+    def ensure(build, check=lambda staging: None):
+        return ensure_build(build, make_for(build), check, say=lambda line: None)
+
+    ensure.made = made
+    return ensure
+
+
+def test_a_second_run_with_the_same_key_reuses_the_build(builds):
+    first = builds(recipe(WHEEL, flags=AVX2))
+    again = builds(recipe(WHEEL, flags=AVX2))
+    assert first == again and len(builds.made) == 1
+    assert json.loads((first / RECIPE_FILE).read_text())["cpu_flags"] == " ".join(AVX2)
+
+
+@pytest.mark.parametrize("kind", [WHEEL, SERVER])
+def test_other_cpu_flags_build_anew(builds, kind):
+    avx2 = builds(recipe(kind, flags=AVX2))
+    xeon = builds(recipe(kind, flags=AMX_XEON))
+    assert avx2 != xeon and len(builds.made) == 2
+    assert (avx2 / "artifact").read_text() != (xeon / "artifact").read_text()
+
+
+def test_other_build_flags_build_anew(builds):
+    plain = recipe(WHEEL, flags=AMX_XEON)
+    changed = type(plain)(plain.kind, plain.version, plain.cpu_flags, plain.cmake_args + " -DGGML_LTO=ON",
+                          plain.compiler_flags)
+    other_compiler_flags = type(plain)(plain.kind, plain.version, plain.cpu_flags, plain.cmake_args, "-O2")
+    folders = {builds(plain), builds(changed), builds(other_compiler_flags)}
+    assert len(folders) == 3 and len(builds.made) == 3
+
+
+def test_the_wheel_and_the_server_and_each_version_are_kept_apart(builds):
+    folders = {builds(recipe(WHEEL, flags=AVX2)), builds(recipe(SERVER, flags=AVX2)),
+               builds(recipe(WHEEL, flags=AVX2, version="0.3.37"))}
+    assert len(folders) == 3
+
+
+def test_amx_is_left_out_wherever_the_cpu_has_it():
+    assert recipe(WHEEL, flags=AMX_XEON).compiler_flags == NO_AMX
+    assert recipe(SERVER, flags=AMX_XEON).compiler_flags == NO_AMX
+    assert recipe(WHEEL, flags=AVX2).compiler_flags == ""  # an AVX2 compiler may not know the AMX switches
+
+
+def test_a_build_that_fails_its_check_leaves_nothing_behind(builds):
+    build = recipe(SERVER, flags=AMX_XEON)
+
+    def check(staging):
+        raise BuildFailed("llama-server failed its check, a prompt of 321 tokens: killed by SIGILL")
+
+    with pytest.raises(BuildFailed, match="SIGILL"):
+        builds(build, check)
+    assert not build_folder(build).exists()
+    assert list(build_folder(build).parent.iterdir()) == []
+    builds(build)  # the next run builds again
+    assert len(builds.made) == 2
+
+
+def test_cpu_flags_are_read_from_the_kernels_list(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: sse2 avx2 amx_tile fma\n\nprocessor\t: 1\nflags\t\t: sse2 avx2 amx_tile fma\n")
+    assert cpu_flags(cpuinfo) == ("amx_tile", "avx2", "fma", "sse2")
+    arm = tmp_path / "arm"
+    arm.write_text("processor\t: 0\nFeatures\t: fp asimd sve\n")
+    assert cpu_flags(arm) == ("asimd", "fp", "sve")

@@ -1,0 +1,226 @@
+"""Build llama.cpp for this CPU (llama-cpp-python's wheel and llama-server), check each build, and install the wheel.
+
+The tests measure against llama.cpp: the wheel's quantiser makes the test files, its logits are the
+reference, and its Python server and llama.cpp's own llama-server are the real servers. Both builds come
+from the llama.cpp inside llama-cpp-python's sdist, compiled with -march=native and AMX left out (see
+core/remote/llama_cpp_builds.py), into Latency Lab's own cache, keyed by the version, this CPU's flags and
+the build flags: a machine with other flags, or a change of flags, builds anew. pip's wheel cache, keyed by
+version alone, is never written or read for it (--no-cache-dir, and the wheel is installed by path).
+
+Right after a build, a prompt of 321 tokens goes through it (the wheel in a subprocess, llama-server over
+HTTP on 127.0.0.1). A build that fails stops the install with one line saying which and why.
+
+Run: .venv/bin/python tools/llama_cpp_builds.py   (several minutes per build the first time; then instant)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import urllib.request
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere in the checkout
+
+from core.remote.llama_cpp_builds import SERVER, WHEEL, BuildRecipe, build_folder, recipe  # noqa: E402
+
+RECIPE_FILE = "recipe.json"  # written last: a folder without it is not a finished build
+VENV_MARK = ".latencylab-llama-cpp"  # in the venv: which build of the wheel is installed there
+
+
+class BuildFailed(Exception):
+    """One line: which build failed and why."""
+
+
+def ensure_build(build: BuildRecipe, make: Callable[[Path], None], check: Callable[[Path], None],
+                 say: Callable[[str], None] = print) -> Path:
+    """The folder of this recipe's build: made by make(staging), checked by check(staging), then put in place
+    whole; a folder already there (same version, CPU flags and build flags) is used as it is."""
+    folder = build_folder(build)
+    if (folder / RECIPE_FILE).is_file():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        say(f"building llama.cpp's {build.kind} {build.version} for this CPU (key {build.key}; several minutes, once)")
+        make(staging)
+        check(staging)
+        (staging / RECIPE_FILE).write_text(json.dumps(build.describe(), indent=2) + "\n")
+        if folder.exists():
+            shutil.rmtree(folder)  # an unfinished folder from an interrupted run
+        staging.rename(folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+def _run(command: list, what: str, **kwargs) -> None:
+    result = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    if result.returncode != 0:
+        last = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise BuildFailed(f"{what} failed (exit {result.returncode}): {last[0]}")
+
+
+def _environment(build: BuildRecipe) -> dict:
+    env = {**os.environ, "CMAKE_ARGS": build.cmake_args}
+    if build.compiler_flags:
+        env["CFLAGS"] = env["CXXFLAGS"] = build.compiler_flags
+    return env
+
+
+def download_sdist(version: str, into: Path) -> Path:
+    _run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+          "--no-cache-dir", f"llama-cpp-python=={version}", "-d", str(into)], "downloading llama-cpp-python's sdist")
+    return next(into.glob("llama_cpp_python-*.tar.gz"))
+
+
+def make_wheel(build: BuildRecipe, sdist: Path) -> Callable[[Path], None]:
+    def make(staging: Path) -> None:
+        _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-cache-dir", "-w", str(staging),
+              str(sdist)], "building llama-cpp-python's wheel", env=_environment(build))
+    return make
+
+
+def make_server(build: BuildRecipe, sdist: Path) -> Callable[[Path], None]:
+    def make(staging: Path) -> None:
+        with tempfile.TemporaryDirectory(prefix="latencylab-llama-server-") as work:
+            work_path = Path(work)
+            with tarfile.open(sdist) as archive:
+                archive.extractall(work_path, filter="data")
+            source = next(work_path.glob("llama_cpp_python-*/vendor/llama.cpp"))
+            build_dir = work_path / "build"
+            env = _environment(build)
+            env.pop("CMAKE_ARGS")
+            _run(["cmake", "-S", str(source), "-B", str(build_dir), *build.cmake_args.split()],
+                 "configuring llama-server", env=env)
+            _run(["cmake", "--build", str(build_dir), "--target", "llama-server", "-j", str(os.cpu_count() or 1)],
+                 "building llama-server", env=env)
+            shutil.copy2(build_dir / "bin" / "llama-server", staging / "llama-server")
+    return make
+
+
+def _wheel_in(folder: Path) -> Path:
+    return next(folder.glob("llama_cpp_python-*.whl"))
+
+
+def _death(returncode: int) -> str:
+    if returncode < 0:
+        name = signal.Signals(-returncode).name
+        return f"killed by {name}" + (" (illegal instruction: the build uses an instruction this CPU "
+                                      "refuses)" if name == "SIGILL" else "")
+    return f"exit {returncode}"
+
+
+SMOKE_WHEEL = """
+import sys
+import llama_cpp
+from core.quant.agreement import agreement_text
+model = llama_cpp.Llama(sys.argv[1], n_ctx=1024, n_threads=2, verbose=False)
+ids = model.tokenize(agreement_text().encode())
+model.eval(ids)
+print(len(ids))
+"""
+
+
+def smoke_wheel(python: str, gguf: Path) -> None:
+    """A 321-token prompt through the installed wheel, in a process of its own (a SIGILL must not end this one)."""
+    result = subprocess.run([python, "-c", SMOKE_WHEEL, str(gguf)], capture_output=True, text=True, timeout=600,
+                            cwd=Path(__file__).resolve().parents[1])
+    if result.returncode != 0:
+        detail = _death(result.returncode)
+        if result.returncode > 0:
+            detail += ": " + ((result.stderr.strip().splitlines() or ["no output"])[-1])
+        raise BuildFailed(f"llama-cpp-python's wheel failed its check, a prompt of 321 tokens: {detail}")
+    if int(result.stdout.split()[-1]) < 300:
+        raise BuildFailed(f"llama-cpp-python's wheel check read only {result.stdout.split()[-1]} prompt tokens")
+
+
+def smoke_server(binary: Path, gguf: Path) -> None:
+    """A 321-token prompt through llama-server on a free 127.0.0.1 port."""
+    from core.quant.agreement import agreement_text
+    from core.remote.llama_cpp_server import LlamaCppServer
+
+    server = LlamaCppServer(gguf, binary=binary, threads=2, context=1024)
+    try:
+        try:
+            server.wait_ready(120)
+        except RuntimeError as error:
+            raise BuildFailed(f"llama-server failed its check: it did not start ({error})") from None
+        body = json.dumps({"prompt": agreement_text(), "n_predict": 2, "cache_prompt": False}).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{server.port}/completion", data=body,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=300) as response:
+                reply = json.load(response)
+        except OSError as error:
+            code = server.process.poll()
+            detail = _death(code) if code is not None else str(error)
+            raise BuildFailed(f"llama-server failed its check, a prompt of 321 tokens: {detail}") from None
+        prompt_tokens = reply.get("timings", {}).get("prompt_n", 0)
+        if prompt_tokens < 300:
+            raise BuildFailed(f"llama-server's check read only {prompt_tokens} prompt tokens")
+    finally:
+        server.stop()
+
+
+def install_wheel(folder: Path, build: BuildRecipe, gguf: Path) -> None:
+    """Install this build of the wheel (with its server extra) into the running venv, then check it there."""
+    mark = Path(sys.prefix) / VENV_MARK
+    if mark.is_file() and mark.read_text().strip() == build.key:
+        return
+    wheel = _wheel_in(folder)
+    _run([sys.executable, "-m", "pip", "install", "--quiet", "--no-cache-dir", f"{wheel}[server]"],
+         "installing llama-cpp-python's server extra")
+    # By path and forced: whatever llama-cpp-python was there (pip's cache, another CPU's build) is replaced.
+    _run([sys.executable, "-m", "pip", "install", "--quiet", "--no-cache-dir", "--no-deps", "--force-reinstall",
+          str(wheel)], "installing llama-cpp-python's wheel")
+    smoke_wheel(sys.executable, gguf)
+    mark.write_text(build.key + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=(WHEEL, SERVER), help="one of the two builds")
+    args = parser.parse_args(argv)
+    from core.model.source import embedded_gguf_path
+
+    gguf = embedded_gguf_path()
+    kinds = [args.only] if args.only else [WHEEL, SERVER]
+    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    try:
+        with tempfile.TemporaryDirectory(prefix="latencylab-llama-sdist-") as downloads:
+            sdist: list[Path] = []
+
+            def source() -> Path:
+                if not sdist:
+                    sdist.append(download_sdist(recipe(WHEEL).version, Path(downloads)))
+                return sdist[0]
+
+            for kind in kinds:
+                build = recipe(kind)
+                if kind == WHEEL:
+                    def check(staging: Path, build=build) -> None:
+                        install_wheel(staging, build, gguf)
+                    folder = ensure_build(build, lambda staging, build=build: make_wheel(build, source())(staging),
+                                          check, say)
+                    install_wheel(folder, build, gguf)
+                else:
+                    folder = ensure_build(build, lambda staging, build=build: make_server(build, source())(staging),
+                                          lambda staging: smoke_server(staging / "llama-server", gguf), say)
+                print(folder)
+    except BuildFailed as failure:
+        print(f"tools/llama_cpp_builds.py: {failure}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -10,7 +10,8 @@ import _common  # noqa: F401
 from PySide6.QtCore import QEventLoop, QTimer
 from PySide6.QtWidgets import QApplication
 
-from core.engine.messages import ReplyFinished, StartReply
+from core.engine.messages import StartReply
+from core.timing.events import FinishedEvent, TokenEvent
 from core.timing.metrics import compute_metrics
 
 # Replies the benchmark sends to the engine itself, past any id the window's own replies reach.
@@ -55,19 +56,21 @@ class WindowDriver:
         client = self.window.models.client
 
         def on_token(delivered) -> None:
-            if delivered.event.reply_id == reply_id:
-                stamps.append(delivered.event.timestamp_ns)
+            message = delivered.event
+            if message.reply_id == reply_id and isinstance(message.event, TokenEvent):
+                stamps.append(message.event.timestamp_ns)
 
-        client.token_arrived.connect(on_token)
+        client.reply_event_arrived.connect(on_token)
         try:
             start_ns = time.perf_counter_ns()
             settings = self.window.settings_panel.generation_settings().to_dict()
             settings.update(max_new_tokens=max_new_tokens, decode_loop=loop)
-            finished = self._wait(client.reply_finished, lambda: client.send(StartReply(
+            finished = self._wait(client.reply_event_arrived, lambda: client.send(StartReply(
                 reply_id, "", (("user", text),), settings, start_ns, ignore_eos=True)), timeout_s,
-                accept=lambda event: isinstance(event, ReplyFinished) and event.reply_id == reply_id)
+                accept=lambda delivered: delivered.event.reply_id == reply_id
+                and isinstance(delivered.event.event, FinishedEvent)).event.event
         finally:
-            client.token_arrived.disconnect(on_token)
+            client.reply_event_arrived.disconnect(on_token)
         assert finished.output_tokens == len(stamps) == max_new_tokens, (finished, len(stamps))
         return compute_metrics(start_ns, stamps, 0).tpot_s
 

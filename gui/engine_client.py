@@ -12,21 +12,17 @@ from core.engine import messages as m
 
 
 class EngineClient(QObject):
-    model_progressed = Signal(float, str)
-    model_loaded = Signal(object)     # messages.ModelLoaded
-    model_failed = Signal(str)
-    reply_started = Signal(object)    # messages.ReplyStarted
-    reply_compute_started = Signal(object)  # messages.ReplyComputeStarted
-    reply_progressed = Signal(object)  # messages.ReplyProgress: the prompt's pass, layer by layer
-    server_reported = Signal(object)  # messages.ReplyServerReport: a remote server's own account of the reply
-    token_arrived = Signal(object)    # messages.Delivered holding a ReplyToken, with its arrival stamp
-    reply_finished = Signal(object)   # messages.ReplyFinished
-    reply_refused = Signal(object)    # messages.ReplyRefused
-    lab_progressed = Signal(object)   # messages.LabProgress
-    lab_row_measured = Signal(object)  # messages.LabRow
-    lab_finished = Signal(object)     # messages.LabFinished
-    lab_failed = Signal(object)       # messages.LabFailed
-    engine_stopped = Signal(object)   # messages.EngineStopped
+    """One signal per kind of message; every message is handed on in one place, _on_readable."""
+
+    model_progressed = Signal(object)    # messages.ModelProgress
+    model_loaded = Signal(object)        # messages.ModelLoaded
+    model_failed = Signal(object)        # messages.ModelFailed
+    reply_event_arrived = Signal(object)  # messages.Delivered holding a ReplyEvent, with its arrival stamp
+    lab_progressed = Signal(object)      # messages.LabProgress
+    lab_row_measured = Signal(object)    # messages.LabRow
+    lab_finished = Signal(object)        # messages.LabFinished
+    lab_failed = Signal(object)          # messages.LabFailed
+    engine_stopped = Signal(object)      # messages.EngineStopped
 
     def __init__(self, engine, parent=None):
         super().__init__(parent)
@@ -61,22 +57,15 @@ class EngineClient(QObject):
 
     @Slot()
     def _on_readable(self, *_) -> None:
-        signals = {m.ModelLoaded: self.model_loaded, m.ReplyStarted: self.reply_started,
-                   m.ReplyComputeStarted: self.reply_compute_started, m.ReplyProgress: self.reply_progressed,
-                   m.ReplyServerReport: self.server_reported,
-                   m.ReplyFinished: self.reply_finished, m.ReplyRefused: self.reply_refused,
-                   m.LabProgress: self.lab_progressed, m.LabRow: self.lab_row_measured,
-                   m.LabFinished: self.lab_finished, m.LabFailed: self.lab_failed}
+        signals = {m.ModelProgress: self.model_progressed, m.ModelLoaded: self.model_loaded,
+                   m.ModelFailed: self.model_failed, m.LabProgress: self.lab_progressed,
+                   m.LabRow: self.lab_row_measured, m.LabFinished: self.lab_finished, m.LabFailed: self.lab_failed,
+                   m.EngineStopped: self.engine_stopped}
         for delivered in self.engine.take_events():
             event = delivered.event
-            if isinstance(event, m.ReplyToken):
-                self.token_arrived.emit(delivered)
-            elif isinstance(event, m.ModelProgress):
-                self.model_progressed.emit(event.fraction, event.message)
-            elif isinstance(event, m.ModelFailed):
-                self.model_failed.emit(event.message)
-            elif isinstance(event, m.EngineStopped):
+            if isinstance(event, m.ReplyEvent):
+                self.reply_event_arrived.emit(delivered)  # with its arrival stamp: the delivery delay
+                continue
+            if isinstance(event, m.EngineStopped):
                 self._notifier.setEnabled(False)
-                self.engine_stopped.emit(event)
-            else:
-                signals[type(event)].emit(event)
+            signals[type(event)].emit(event)

@@ -14,10 +14,10 @@ from typing import Callable
 from core.compute_thread import ComputeThread
 from core.engine.messages import (
     CancelLab, LabFailed, LabFinished, LabProgress, LabRow, LoadModel, ModelFailed, ModelLoaded, ModelProgress,
-    ReplyComputeStarted, ReplyFinished, ReplyProgress, ReplyRefused, ReplyServerReport, ReplyStarted, ReplyToken, RunLab,
-    Shutdown, StartReply, StopReply,
+    ReplyEvent, RunLab, Shutdown, StartReply, StopReply,
 )
 from core.errors import LatencyLabError
+from core.timing.events import FinishedEvent, PromptReady, ReplyRefused
 
 Emit = Callable[[object], None]
 
@@ -122,8 +122,12 @@ class EngineCore:
         from core.settings import GenerationSettings
 
         reply_id, loaded = request.reply_id, self.loaded
+
+        def emit(event) -> None:
+            self._emit(ReplyEvent(reply_id, event))
+
         if loaded is None:
-            self._emit(ReplyRefused(reply_id, "no model is loaded."))
+            emit(ReplyRefused("no model is loaded."))
             return
         try:
             processors = list(self.extra_logits_processors)
@@ -136,24 +140,18 @@ class EngineCore:
                                  tuple(processors))
             generation, prompt = prepare_any(loaded, reply, streaming=request.streaming, ignore_eos=request.ignore_eos)
         except LatencyLabError as error:
-            self._emit(ReplyRefused(reply_id, str(error)))
+            emit(ReplyRefused(str(error)))
             return
         except Exception as error:  # noqa: BLE001 - a tokenizer failure must reach the window
-            self._emit(ReplyRefused(reply_id, f"could not build the prompt: {type(error).__name__}: {error}"))
+            emit(ReplyRefused(f"could not build the prompt: {type(error).__name__}: {error}"))
             return
-        prompt_ready_ns = time.perf_counter_ns()
-        self._emit(ReplyStarted(reply_id, prompt.prompt_tokens, prompt.notice, generation.decode_loop,
-                                prompt_ready_ns))
-        generation.on_progress = lambda event: self._emit(_progress_message(reply_id, event))
+        emit(PromptReady(prompt.prompt_tokens, prompt.notice, generation.decode_loop, time.perf_counter_ns()))
+        generation.on_progress = emit
         generation.start(request.request_start_ns)
         for event in generation:
-            if hasattr(event, "token_id"):
-                self._emit(ReplyToken(reply_id, event.index, event.token_id, event.text, event.timestamp_ns,
-                                      event.chunk, event.reasoning))
-            else:
-                generation.join()
-                self._emit(ReplyFinished(reply_id, event.stop_reason.value, event.output_tokens, event.timestamp_ns,
-                                         event.tail_text, event.error))
+            if isinstance(event, FinishedEvent):
+                generation.join()  # the finish reaches the window only once the compute thread is free
+            emit(event)
 
     def _lab(self, request: RunLab, cancel: threading.Event) -> None:
         lab_id = request.lab_id
@@ -187,12 +185,3 @@ class EngineCore:
                 self._cancels.pop(lab_id, None)
         self._emit(LabFinished(lab_id, results.to_dict()))
 
-
-def _progress_message(reply_id: int, event) -> object:
-    """A Generation's progress event (core.timing.events) as the engine's message for the window."""
-    if hasattr(event, "server_kind"):
-        return ReplyServerReport(reply_id, event.server_kind, event.prompt_tokens, event.output_tokens,
-                                 event.first_byte_ns, event.chunks, event.timings)
-    if hasattr(event, "layers_done"):
-        return ReplyProgress(reply_id, event.layers_done, event.layers_total, event.timestamp_ns)
-    return ReplyComputeStarted(reply_id, event.timestamp_ns)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from core.timing.events import ReplyEventKind
+
 # -- requests: the window (or a CLI) to the engine ----------------------------------------------
 
 
@@ -84,81 +86,14 @@ class ModelFailed:
 
 
 @dataclass(frozen=True)
-class ReplyStarted:
-    """The prompt was built and tokenised; prompt_ready_ns stamps that moment (perf_counter_ns)."""
+class ReplyEvent:
+    """One event of one reply, as core.timing.events defines it: the same vocabulary on both sides of the pipe.
+
+    As vLLM's EngineCoreOutput carries a request id over its process boundary, this carries the reply's id.
+    """
 
     reply_id: int
-    prompt_tokens: int
-    notice: str | None
-    decode_loop: str
-    prompt_ready_ns: int | None = None
-
-
-@dataclass(frozen=True)
-class ReplyComputeStarted:
-    """The reply's job began on the engine's compute thread, after any wait behind other work there."""
-
-    reply_id: int
-    timestamp_ns: int
-
-
-@dataclass(frozen=True)
-class ReplyProgress:
-    """The prompt's pass reached a decoder layer: layers_done of layers_total; 100% when the pass ends."""
-
-    reply_id: int
-    layers_done: int
-    layers_total: int
-    timestamp_ns: int
-
-    @property
-    def fraction(self) -> float:
-        return self.layers_done / self.layers_total if self.layers_total else 1.0
-
-
-@dataclass(frozen=True)
-class ReplyToken:
-    """One token, stamped with perf_counter_ns() inside the engine's streamer put() (over a network: on
-    the chunk's arrival, before parsing; chunk says which chunk brought it)."""
-
-    reply_id: int
-    index: int
-    token_id: int
-    text: str
-    timestamp_ns: int
-    chunk: int | None = None
-    reasoning: bool = False
-
-
-@dataclass(frozen=True)
-class ReplyServerReport:
-    """A remote server's own account of the reply (core.timing.events.ServerReport), sent before the finish."""
-
-    reply_id: int
-    server_kind: str
-    prompt_tokens: int | None
-    output_tokens: int | None
-    first_byte_ns: int | None
-    chunks: int
-    timings: dict | None
-
-
-@dataclass(frozen=True)
-class ReplyFinished:
-    reply_id: int
-    stop_reason: str
-    output_tokens: int
-    timestamp_ns: int
-    tail_text: str = ""
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class ReplyRefused:
-    """The reply could not start (the prompt does not fit, no model is loaded); nothing was generated."""
-
-    reply_id: int
-    message: str
+    event: ReplyEventKind
 
 
 @dataclass(frozen=True)

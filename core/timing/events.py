@@ -1,4 +1,5 @@
-"""The events a generation yields: one per token, then exactly one finish."""
+"""The events of one reply, in the engine and in the window alike: the prompt ready, compute started, prefill
+progress, each token, a server's report, and exactly one finish (or a refusal before anything began)."""
 
 from __future__ import annotations
 
@@ -72,3 +73,29 @@ class ServerReport:
     first_byte_ns: int | None
     chunks: int
     timings: dict | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PromptReady:
+    """The prompt was built, checked and tokenised in the engine; the reply is about to be computed.
+
+    notice: a note for the user (older turns left out to fit the context), or None; decode_loop: the loop
+    that will run it.
+    """
+
+    prompt_tokens: int
+    notice: str | None
+    decode_loop: str
+    timestamp_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyRefused:
+    """The reply could not start (the prompt does not fit, no model is loaded); nothing was generated."""
+
+    message: str
+
+
+# Every event a reply can produce, for type checks and dispatch.
+ReplyEventKind = (PromptReady | ComputeStarted | PrefillProgress | TokenEvent | ServerReport | FinishedEvent
+                  | ReplyRefused)

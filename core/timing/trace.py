@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.timing.events import ComputeStarted, FinishedEvent, PrefillProgress, ServerReport, TokenEvent
+from core.timing.events import (
+    ComputeStarted, FinishedEvent, PrefillProgress, PromptReady, ReplyEventKind, ServerReport, TokenEvent,
+)
 from core.timing.metrics import LatencyMetrics, LatencySummary, compute_metrics, summarize
 
 
@@ -42,9 +44,12 @@ class GenerationTrace:
     server_output_tokens: int | None = None
     first_byte_ns: int | None = None
 
-    def record(self, event: TokenEvent | FinishedEvent | PrefillProgress | ComputeStarted | ServerReport,
-               arrival_ns: int | None = None) -> None:
-        if isinstance(event, ServerReport):
+    def record(self, event: ReplyEventKind, arrival_ns: int | None = None) -> None:
+        """Keep what the event says; arrival_ns is when a token reached the window (None elsewhere)."""
+        if isinstance(event, PromptReady):
+            self.prompt_tokens = event.prompt_tokens
+            self.prompt_ready_ns = event.timestamp_ns
+        elif isinstance(event, ServerReport):
             self._record_server(event)
         elif isinstance(event, PrefillProgress):
             self.prefill_progress.append((event.timestamp_ns, event.fraction))
@@ -60,7 +65,7 @@ class GenerationTrace:
                 self.chunk_of.append(event.chunk)
             if event.reasoning:
                 self.reasoning_indices.append(len(self.timestamps_ns) - 1)
-        else:
+        elif isinstance(event, FinishedEvent):
             self.finished_ns = event.timestamp_ns
             self.stop_reason = event.stop_reason.value
             self.error = event.error

@@ -25,7 +25,7 @@ SEGMENT_DEFINITIONS = {
     "paint": "Paint of token 0: from its arrival in the window to the transcript's next paint after its text was "
              "inserted (streaming only; applied once per ~30 Hz frame).",
     "stop_to_last_token": "Stop to last token: from the Stop press to the last token stamped after it.",
-    "cancel": "Cancel latency: from the Stop press to the engine's finish stamp (ReplyFinished): the engine is "
+    "cancel": "Cancel latency: from the Stop press to the engine's finish stamp (its FinishedEvent): the engine is "
               "idle again.",
 }
 # The segments before the first token, in order; they tile [request start, first token].

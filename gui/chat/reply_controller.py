@@ -14,12 +14,9 @@ from typing import Callable
 from PySide6.QtCore import QObject, Signal, Slot
 
 from core.chats.record import ReplyRecord
-from core.engine.messages import (
-    Delivered, ReplyComputeStarted, ReplyFinished, ReplyProgress, ReplyRefused, ReplyServerReport, ReplyStarted,
-    StartReply, StopReply,
-)
+from core.engine.messages import Delivered, ReplyEvent, StartReply, StopReply
 from core.errors import InvalidSettingsError
-from core.timing.events import FinishedEvent, PrefillProgress, ServerReport, StopReason, TokenEvent
+from core.timing.events import FinishedEvent, PrefillProgress, PromptReady, ReplyRefused, StopReason, TokenEvent
 from core.timing.trace import GenerationTrace
 
 IDLE, QUEUED, GENERATING, STOPPING = "idle", "queued", "generating", "stopping"
@@ -32,7 +29,7 @@ class ReplyController(QObject):
     state_changed = Signal(str)
     message_accepted = Signal(str, int)  # the user's text and its index: it left the box and joined the chat
     reply_started = Signal(object)       # ReplyRecord, whose trace fills as tokens arrive
-    prefill_progressed = Signal(object)  # messages.ReplyProgress, already in the record's trace
+    prefill_progressed = Signal(object)  # PrefillProgress, already in the record's trace
     token_received = Signal(object)      # Delivered(TokenEvent), already in the record's trace
     reply_finished = Signal(object)      # ReplyRecord, with the chat updated
     reply_refused = Signal(str, bool)    # why; whether the user's message is still in the box
@@ -53,13 +50,7 @@ class ReplyController(QObject):
         self._pending_text: str | None = None  # sent to the engine, not yet accepted into the chat
         self._closing = False
         client = models.client
-        client.reply_started.connect(self._on_started)
-        client.reply_compute_started.connect(self._on_compute_started)
-        client.reply_progressed.connect(self._on_progress)
-        client.server_reported.connect(self._on_server_report)
-        client.token_arrived.connect(self._on_token)
-        client.reply_finished.connect(self._on_finished)
-        client.reply_refused.connect(self._on_refused)
+        client.reply_event_arrived.connect(self._on_reply_event)
         models.model_loaded.connect(self._on_model_loaded)
         models.load_failed.connect(self._on_load_failed)
         models.engine_stopped.connect(self._on_engine_stopped)
@@ -156,8 +147,8 @@ class ReplyController(QObject):
                                             request_start_ns, ignore_eos=self.ignore_eos, streaming=streaming))
         return True
 
-    def _current(self, event) -> bool:
-        return not self._closing and self.busy and event.reply_id == self._reply_id
+    def _current(self, reply_id: int) -> bool:
+        return not self._closing and self.busy and reply_id == self._reply_id
 
     @Slot(object)
     def _on_model_loaded(self, _loaded) -> None:
@@ -174,57 +165,39 @@ class ReplyController(QObject):
             self._set_state(IDLE)
 
     @Slot(object)
-    def _on_started(self, info: ReplyStarted) -> None:
-        """The prompt fits: only now does the message move from the box into the chat."""
-        if not self._current(info):
+    def _on_reply_event(self, delivered: Delivered) -> None:
+        """Every event of the current reply, in one place: the trace records it, and some move the reply on."""
+        message: ReplyEvent = delivered.event
+        if not self._current(message.reply_id):
             return
+        event = message.event
+        if isinstance(event, ReplyRefused):
+            self._refuse(event.message)
+            return
+        if isinstance(event, FinishedEvent):
+            if event.error and event.error.startswith("interrupted"):
+                self.record.context["interrupted"] = True  # a stream cut mid-reply: kept, marked as such
+            self._finish(event)
+            return
+        self.record.trace.record(event, arrival_ns=delivered.arrival_ns)
+        if isinstance(event, PromptReady):
+            self._accept(event)
+        elif isinstance(event, PrefillProgress):
+            self.prefill_progressed.emit(event)
+        elif isinstance(event, TokenEvent):
+            self.token_received.emit(Delivered(event, delivered.arrival_ns))
+
+    def _accept(self, ready: PromptReady) -> None:
+        """The prompt fits: only now does the message move from the box into the chat."""
         if self._pending_text is not None:
             session = self._chat.session
             session.add_user(self._pending_text)
             self.message_accepted.emit(self._pending_text, len(session.messages) - 1)
             self._pending_text = None
-        self.record.trace.prompt_tokens = info.prompt_tokens
-        self.record.trace.prompt_ready_ns = info.prompt_ready_ns
-        self.record.context.update(decode_loop=info.decode_loop, notice=info.notice)
-        if info.notice:
-            self.status_posted.emit(info.notice)
+        self.record.context.update(decode_loop=ready.decode_loop, notice=ready.notice)
+        if ready.notice:
+            self.status_posted.emit(ready.notice)
         self.reply_started.emit(self.record)
-
-    @Slot(object)
-    def _on_compute_started(self, started: ReplyComputeStarted) -> None:
-        if self._current(started):
-            self.record.trace.compute_started_ns = started.timestamp_ns
-
-    @Slot(object)
-    def _on_progress(self, progress: ReplyProgress) -> None:
-        if not self._current(progress):
-            return
-        self.record.trace.record(PrefillProgress(progress.layers_done, progress.layers_total, progress.timestamp_ns))
-        self.prefill_progressed.emit(progress)
-
-    @Slot(object)
-    def _on_token(self, delivered: Delivered) -> None:
-        token = delivered.event
-        if not self._current(token):
-            return
-        event = TokenEvent(token.index, token.token_id, token.text, token.timestamp_ns, token.chunk, token.reasoning)
-        self.record.trace.record(event, arrival_ns=delivered.arrival_ns)
-        self.token_received.emit(Delivered(event, delivered.arrival_ns))
-
-    @Slot(object)
-    def _on_server_report(self, report: ReplyServerReport) -> None:
-        if self._current(report):
-            self.record.trace.record(ServerReport(report.server_kind, report.prompt_tokens, report.output_tokens,
-                                                  report.first_byte_ns, report.chunks, report.timings))
-
-    @Slot(object)
-    def _on_finished(self, finished: ReplyFinished) -> None:
-        if not self._current(finished):
-            return
-        if finished.error and finished.error.startswith("interrupted"):
-            self.record.context["interrupted"] = True  # a stream cut mid-reply: kept, marked as such
-        self._finish(FinishedEvent(StopReason(finished.stop_reason), finished.output_tokens, finished.timestamp_ns,
-                                   finished.tail_text, finished.error))
 
     @Slot(str)
     def _on_engine_stopped(self, description: str) -> None:
@@ -258,12 +231,6 @@ class ReplyController(QObject):
         self._chat.records.append(record)
         self._set_state(IDLE)
         self.reply_finished.emit(record)
-
-    @Slot(object)
-    def _on_refused(self, refused: ReplyRefused) -> None:
-        """The engine refused the request before generating: a new message is still in the box."""
-        if self._current(refused):
-            self._refuse(refused.message)
 
     def _refuse(self, message: str) -> None:
         kept = self._pending_text is not None

@@ -6,7 +6,7 @@ from typing import Callable
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from core.engine.messages import EngineStopped, LoadModel, ModelLoaded
+from core.engine.messages import EngineStopped, LoadModel, ModelFailed, ModelLoaded, ModelProgress
 from core.model.source import EMBEDDED_SPEC
 from gui.engine_client import EngineClient
 
@@ -107,10 +107,10 @@ class ModelController(QObject):
         self.stopped_reason = None
         self.client.attach(self._engine_factory())
 
-    @Slot(float, str)
-    def _on_progress(self, fraction: float, message: str) -> None:
+    @Slot(object)
+    def _on_progress(self, progress: ModelProgress) -> None:
         if not self._closing:
-            self.load_progressed.emit(fraction, message)
+            self.load_progressed.emit(progress.fraction, progress.message)
 
     @Slot(object)
     def _on_loaded(self, loaded: ModelLoaded) -> None:
@@ -120,12 +120,12 @@ class ModelController(QObject):
         self.loaded = loaded
         self.model_loaded.emit(loaded)
 
-    @Slot(str)
-    def _on_failed(self, message: str) -> None:
+    @Slot(object)
+    def _on_failed(self, failed: ModelFailed) -> None:
         if self._closing:
             return
         self.loading = False
-        self.load_failed.emit(message)
+        self.load_failed.emit(failed.message)
 
     @Slot(object)
     def _on_engine_stopped(self, stopped: EngineStopped) -> None:

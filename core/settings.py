@@ -85,6 +85,9 @@ class GenerationSettings:
     top_p: float = float(TOP_P.default)
     seed: int | None = SEED.default
     decode_loop: str = DECODE_LOOP.default
+    # Reuse the chat's keys and values from the last turn, prefilling only what is new (off: the whole
+    # prompt every turn, to feel the difference).
+    prompt_cache: bool = True
 
     def __post_init__(self) -> None:
         validate_generation_settings(self)
@@ -108,6 +111,8 @@ def validate_generation_settings(settings: GenerationSettings) -> None:
     if settings.seed is not None:
         SEED.check(settings.seed)
     DECODE_LOOP.check(settings.decode_loop)
+    if not isinstance(settings.prompt_cache, bool):
+        raise InvalidSettingsError(f"prompt cache must be on or off (true or false); got {settings.prompt_cache!r}.")
 
 
 def validate_decode_loop(loop: str) -> str:

@@ -18,11 +18,22 @@ class Message:
 
 
 @dataclass(frozen=True)
+class PromptPieces:
+    """What a prompt was made from: the system prompt, the messages it holds as (role, content), and how many
+    of the chat's oldest messages were left out before them. The prompt cache words its breaks from these."""
+
+    system_prompt: str
+    messages: tuple[tuple[str, str], ...]
+    dropped: int = 0
+
+
+@dataclass(frozen=True)
 class PromptBuild:
     """The token ids to send, and how many of the oldest messages had to be left out to fit."""
 
     input_ids: list[int]
     dropped_messages: int
+    pieces: PromptPieces | None = None
 
     @property
     def prompt_tokens(self) -> int:
@@ -101,7 +112,9 @@ class ChatSession:
             # The counts are exact, since the prompt is the same pieces tokenised the same way; verify anyway.
             ids = render_prompt_ids(tokenizer, self.template_messages(skip))
             if fits(len(ids), max_new_tokens, context_window):
-                return PromptBuild(ids, skip)
+                pieces = PromptPieces(self.system_prompt, tuple((m.role, m.content) for m in self.messages[skip:]),
+                                      skip)
+                return PromptBuild(ids, skip, pieces)
         check_fits(len(ids), max_new_tokens, context_window)
         raise AssertionError("unreachable: check_fits raised")
 

@@ -137,7 +137,7 @@ class EngineCore:
                 processors.append(SuppressTokensLogitsProcessor(sorted(loaded.eos_token_ids)))
             reply = ReplyRequest(request.system_prompt, tuple(Message(role, text) for role, text in request.messages),
                                  GenerationSettings(**request.settings), request.request_start_ns, stop,
-                                 tuple(processors))
+                                 tuple(processors), request.chat_id)
             generation, prompt = prepare_any(loaded, reply, streaming=request.streaming, ignore_eos=request.ignore_eos)
         except LatencyLabError as error:
             emit(ReplyRefused(str(error)))

@@ -32,6 +32,7 @@ class StartReply:
     request_start_ns: int
     ignore_eos: bool = False  # decode exactly max_new_tokens (benchmarks compare equal lengths)
     streaming: bool = True  # a remote reply asks the server for stream: false when off
+    chat_id: str | None = None  # the chat this reply continues: whose prompt cache it uses
 
 
 @dataclass(frozen=True)

@@ -5,13 +5,19 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from core.compute_thread import ComputeThread, compute_thread
 from core.generation.reply_surface import ReplySurface
 from core.model.loader import LoadedModel
 from core.settings import LEAN_LOOP, GenerationSettings
-from core.timing.events import ComputeStarted, FinishedEvent, PrefillProgress, StopReason, TokenEvent
+
+if TYPE_CHECKING:
+    from core.generation.decode.prompt_cache import CacheRequest, CacheUse
+
+GENERATE_KEEPS_NO_CACHE = ("generate() keeps no prompt cache between turns: the whole prompt was prefilled "
+                           "(the lean loop keeps one)")
+from core.timing.events import ComputeStarted, FinishedEvent, PrefillProgress, PromptCacheReport, StopReason, TokenEvent
 from core.timing.trace import GenerationTrace
 
 # Longer than the worst prefill we expect on a CPU (a full 8k-token context of a small model
@@ -26,9 +32,12 @@ class Generation(ReplySurface):
     stop()) ends the reply at the next decoder layer during prefill and after the current token during
     decode. A stop set before start() generates nothing.
 
-    on_progress, when given, is called on the iterating thread with each ComputeStarted and
-    PrefillProgress event (the job began on the compute thread; the prompt's pass reached a layer).
-    The trace records them too; iteration yields only tokens and the finish.
+    on_progress, when given, is called on the iterating thread with each ComputeStarted, PromptCacheReport and
+    PrefillProgress event (the job began on the compute thread; how much of the prompt was cached; the
+    prompt's pass reached a layer). The trace records them too; iteration yields only tokens and the finish.
+
+    cache: the chat this reply continues and what its prompt was made from (core.chats.session.PromptPieces),
+    for the decoder's prompt cache; None or cache.enabled False prefills the whole prompt.
     """
 
     def __init__(
@@ -41,7 +50,8 @@ class Generation(ReplySurface):
         timeout_s: float = DEFAULT_TOKEN_TIMEOUT_S,
         logits_processors: Sequence[object] = (),
         thread: ComputeThread | None = None,
-        on_progress: Callable[[ComputeStarted | PrefillProgress], None] | None = None,
+        on_progress: Callable[[ComputeStarted | PrefillProgress | PromptCacheReport], None] | None = None,
+        cache: "CacheRequest | None" = None,
     ):
         from core.generation.decode.choice import loop_for
         from core.generation.streamer import TimedTokenStreamer
@@ -54,6 +64,7 @@ class Generation(ReplySurface):
         self.trace: GenerationTrace | None = None
         self._logits_processors = list(logits_processors)
         self.on_progress = on_progress
+        self.cache = cache
         self._streamer = TimedTokenStreamer(loaded.tokenizer, timeout_s=timeout_s)
         # By default the process's compute thread, where the model was loaded: one OpenMP pool.
         self._thread = thread if thread is not None else compute_thread()
@@ -94,7 +105,7 @@ class Generation(ReplySurface):
             if isinstance(event, FinishedEvent):
                 self._finished = True
             self.trace.record(event)
-            if isinstance(event, (PrefillProgress, ComputeStarted)):
+            if isinstance(event, (PrefillProgress, ComputeStarted, PromptCacheReport)):
                 if self.on_progress is not None:
                     self.on_progress(event)
                 continue
@@ -152,8 +163,10 @@ class Generation(ReplySurface):
                 lean_decode(lean_decoder(loaded.model), input_ids, settings.max_new_tokens, eos_token_ids=eos,
                             streamer=self._streamer, logits_processor=processors,
                             temperature=None if settings.greedy else settings.temperature, top_p=settings.top_p,
-                            stop_event=self.stop_event, prefill_progress=progress)
+                            stop_event=self.stop_event, prefill_progress=progress, cache=self.cache,
+                            cache_used=lambda use: streamer.put_event(cache_report(use, self.cache)))
                 return
+            streamer.put_event(PromptCacheReport(len(self.input_ids), 0, GENERATE_KEEPS_NO_CACHE))
             sampling: dict = {"do_sample": False}
             if not settings.greedy:
                 sampling = {"do_sample": True, "temperature": settings.temperature, "top_p": settings.top_p,
@@ -179,3 +192,27 @@ class Generation(ReplySurface):
         if self.stop_event.is_set():
             return StopReason.STOPPED
         return StopReason.MAX_TOKENS
+
+
+def cache_report(use: "CacheUse", cache: "CacheRequest | None") -> PromptCacheReport:
+    """The decoder's account of a prompt's cache use, worded for the user."""
+    from core.chats.cache_break import break_reason
+    from core.generation.decode import prompt_cache as pc
+
+    cached = use.reused
+    if use.status == pc.OFF:
+        return PromptCacheReport(use.prompt_tokens, 0, "prompt cache off: the whole prompt was prefilled")
+    if use.status == pc.EMPTY:
+        return PromptCacheReport(use.prompt_tokens, 0, "nothing cached yet: the first reply since the model loaded")
+    if use.status == pc.EVICTED:
+        reason = "this chat's cache was evicted to stay within the prompt cache's memory bound"
+    elif use.status == pc.OTHER_CHAT:
+        reason = "this chat had nothing cached; the cache held another chat"
+    elif cached < min(use.held, use.prompt_tokens - 1):
+        return PromptCacheReport(use.prompt_tokens, cached, break_reason(use.label, cache.label if cache else None,
+                                                                         cached), break_at=cached)
+    else:
+        return PromptCacheReport(use.prompt_tokens, cached, "the chat's history was reused from the cache")
+    if cached:
+        reason += f" (the {cached:,} tokens they begin with were reused)"
+    return PromptCacheReport(use.prompt_tokens, cached, reason)

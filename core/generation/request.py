@@ -25,6 +25,7 @@ class ReplyRequest:
     request_start_ns: int | None = None
     stop: threading.Event = field(default_factory=threading.Event, compare=False)
     logits_processors: tuple = ()
+    chat_id: str | None = None  # whose prompt cache this reply continues; None: the one anonymous chat
 
 
 def prepare_reply(loaded: LoadedModel, request: ReplyRequest,
@@ -36,6 +37,9 @@ def prepare_reply(loaded: LoadedModel, request: ReplyRequest,
     check_reply_budget(request.settings.max_new_tokens, loaded.context_window)
     session = ChatSession(request.system_prompt, [Message(m.role, m.content) for m in request.messages])
     prompt = session.build_prompt(loaded.tokenizer, loaded.context_window, request.settings.max_new_tokens)
+    from core.generation.decode.prompt_cache import CacheRequest
+
+    cache = CacheRequest(request.chat_id, prompt.pieces, request.settings.prompt_cache)
     generation = Generation(loaded, prompt.input_ids, request.settings, stop=request.stop, timeout_s=timeout_s,
-                            logits_processors=request.logits_processors)
+                            logits_processors=request.logits_processors, cache=cache)
     return generation, prompt

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import threading
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -64,6 +65,10 @@ class KernelModel:
         self._lock = threading.Lock()
         self.sequences = 0
         self.capacity = 0
+        self.completed = 0  # positions the last pass_over took through every layer (all, or up to a stop)
+        # Set by the decoder that keeps a chat's prompt cache here: called before other work (the lab's batch,
+        # teacher-forced logits) overwrites the KV cache, so the chat's keys are set aside first.
+        self.before_other_use: Callable[[], None] | None = None
         for index, window in enumerate(shape.windows):
             library.check(library.ll_set_window(self._handle, index, window), "setting a sliding window")
 
@@ -87,6 +92,32 @@ class KernelModel:
         self.library.check(self.library.ll_reserve(self._handle, sequences, positions, int(keep)),
                            "reserving the KV cache")
         self.sequences, self.capacity = sequences, positions
+
+    @property
+    def position_bytes(self) -> int:
+        """Bytes of keys and values one position takes in the cache (float16, every layer and KV head)."""
+        return 2 * 2 * self.shape.layers * self.shape.kv_heads * self.shape.head_dim
+
+    def copy_cache_out(self, positions: int) -> tuple[np.ndarray, np.ndarray]:
+        """Sequence 0's keys and values at positions [0, positions), packed [layer, kv head, position, dim]."""
+        shape = (self.shape.layers, self.shape.kv_heads, positions, self.shape.head_dim)
+        keys, values = np.empty(shape, dtype=np.float16), np.empty(shape, dtype=np.float16)
+        self.library.check(self.library.ll_kv_copy(self._handle, positions, keys.ctypes.data, values.ctypes.data,
+                                                   keys.size, 0), "copying the KV cache out")
+        return keys, values
+
+    def copy_cache_in(self, keys: np.ndarray, values: np.ndarray) -> None:
+        """Put what copy_cache_out gave back at positions [0, n) of sequence 0 (the cache must hold n)."""
+        keys, values = np.ascontiguousarray(keys, np.float16), np.ascontiguousarray(values, np.float16)
+        if keys.shape != values.shape:
+            raise ValueError("keys and values of a saved cache differ in shape")
+        self.library.check(self.library.ll_kv_copy(self._handle, keys.shape[2], keys.ctypes.data, values.ctypes.data,
+                                                   keys.size, 1), "copying a saved KV cache in")
+
+    def claim_cache(self) -> None:
+        """Other work is about to overwrite the KV cache: let its keeper set aside what it holds."""
+        if self.before_other_use is not None:
+            self.before_other_use()
 
     def embed(self, tokens: np.ndarray) -> np.ndarray:
         tokens = np.ascontiguousarray(tokens, dtype=np.int32)
@@ -124,6 +155,7 @@ class KernelModel:
         chunks = range(0, tokens.size, PROMPT_CHUNK)
         total = len(chunks) * self.shape.layers
         logits = []
+        self.completed = start
         for chunk_index, chunk_start in enumerate(chunks):
             chunk = tokens[chunk_start:chunk_start + PROMPT_CHUNK]
             hidden = self.embed(chunk)
@@ -133,6 +165,7 @@ class KernelModel:
                 if before_layer is not None:
                     before_layer(chunk_index * self.shape.layers + layer, total)
                 self.layers(hidden, sequences, positions, layer, layer + 1, threads)
+            self.completed = start + chunk_start + chunk.size
             if every_position:
                 logits.append(self.logits(hidden, threads))
         if before_layer is not None:

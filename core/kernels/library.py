@@ -40,6 +40,7 @@ _SIGNATURES = {
     "ll_set_window": (_I, [_P, _I, _I]),
     "ll_set_rope": (_I, [_P, _I, _F, _F]),
     "ll_reserve": (_I, [_P, _I, _I, _I]),
+    "ll_kv_copy": (_I, [_P, _I, _P, _P, ctypes.c_size_t, _I]),
     "ll_embed": (_I, [_P, _P, _I, _P]),
     "ll_layers": (_I, [_P, _P, _I, _P, _P, _I, _I, _I]),
     "ll_logits": (_I, [_P, _P, _I, _P, _I]),

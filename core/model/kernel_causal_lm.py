@@ -30,7 +30,8 @@ class KernelCausalLM:
     def __call__(self, input_ids: Any) -> Any:
         """Teacher-forced logits of every position of one sequence, as model(ids).logits: [1, n, vocab].
 
-        It uses the model's KV cache: run it on the thread that generates, between replies.
+        It uses the model's KV cache (a chat's prompt cache is set aside first): run it on the thread that
+        generates, between replies.
         """
         from types import SimpleNamespace
 
@@ -38,6 +39,7 @@ class KernelCausalLM:
         import torch
 
         ids = np.asarray(input_ids, dtype=np.int32).reshape(-1)
+        self.kernel.claim_cache()
         self.kernel.reserve(1, ids.size, keep=False)
         logits = self.kernel.pass_over(ids, 0, torch.get_num_threads(), every_position=True)
         return SimpleNamespace(logits=torch.from_numpy(logits)[None])

@@ -96,6 +96,26 @@ class ReplyRefused:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class PromptCacheReport:
+    """How much of the prompt came from the prompt cache, and in one line why the rest did not.
+
+    cached_tokens: None where a server reported nothing (never inferred); break_at: the prompt token where
+    reuse of a cached history stopped, or None; source: who counted (Latency Lab's own cache, or the field a
+    server reported it in).
+    """
+
+    prompt_tokens: int
+    cached_tokens: int | None
+    reason: str
+    break_at: int | None = None
+    source: str = "local"
+
+    @property
+    def prefilled_tokens(self) -> int | None:
+        return None if self.cached_tokens is None else self.prompt_tokens - self.cached_tokens
+
+
 # Every event a reply can produce, for type checks and dispatch.
-ReplyEventKind = (PromptReady | ComputeStarted | PrefillProgress | TokenEvent | ServerReport | FinishedEvent
-                  | ReplyRefused)
+ReplyEventKind = (PromptReady | ComputeStarted | PrefillProgress | PromptCacheReport | TokenEvent | ServerReport
+                  | FinishedEvent | ReplyRefused)

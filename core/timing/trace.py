@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.timing.events import (
-    ComputeStarted, FinishedEvent, PrefillProgress, PromptReady, ReplyEventKind, ServerReport, TokenEvent,
+    ComputeStarted, FinishedEvent, PrefillProgress, PromptCacheReport, PromptReady, ReplyEventKind, ServerReport,
+    TokenEvent,
 )
 from core.timing.metrics import LatencyMetrics, LatencySummary, compute_metrics, summarize
 
@@ -43,6 +44,12 @@ class GenerationTrace:
     server: dict | None = None
     server_output_tokens: int | None = None
     first_byte_ns: int | None = None
+    # The prompt cache: how many prompt tokens came from it (None: not known, as from a server that says
+    # nothing), why no more did, the token where reuse stopped, and who counted.
+    cached_tokens: int | None = None
+    cache_reason: str | None = None
+    cache_break_at: int | None = None
+    cache_source: str | None = None
 
     def record(self, event: ReplyEventKind, arrival_ns: int | None = None) -> None:
         """Keep what the event says; arrival_ns is when a token reached the window (None elsewhere)."""
@@ -51,6 +58,9 @@ class GenerationTrace:
             self.prompt_ready_ns = event.timestamp_ns
         elif isinstance(event, ServerReport):
             self._record_server(event)
+        elif isinstance(event, PromptCacheReport):
+            self.cached_tokens, self.cache_reason = event.cached_tokens, event.reason
+            self.cache_break_at, self.cache_source = event.break_at, event.source
         elif isinstance(event, PrefillProgress):
             self.prefill_progress.append((event.timestamp_ns, event.fraction))
         elif isinstance(event, ComputeStarted):
@@ -80,6 +90,11 @@ class GenerationTrace:
         self.first_byte_ns = report.first_byte_ns
         if report.prompt_tokens is not None:
             self.prompt_tokens = report.prompt_tokens
+
+    @property
+    def prefilled_tokens(self) -> int | None:
+        """Prompt tokens actually computed: the prompt less what the cache gave; None where that is unknown."""
+        return None if self.cached_tokens is None else max(self.prompt_tokens - self.cached_tokens, 0)
 
     @property
     def output_tokens(self) -> int:

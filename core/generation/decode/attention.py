@@ -27,8 +27,9 @@ def attend(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, *, sta
         attended = _eager_softcapped(query, keys, values, mask, scale, softcap)
     else:
         # transformers drops the mask (for SDPA's is_causal) unless a window is in play: once the keys
-        # reach the window's length it keeps one, even where it hides nothing.
-        masked = window is not None and end >= window
+        # reach the window's length it keeps one, even where it hides nothing. Several queries after cached
+        # positions (a prompt continuing the prompt cache's part) need one too: is_causal aligns them to key 0.
+        masked = (window is not None and end >= window) or (count > 1 and start > 0)
         attended = _sdpa(query, keys, values, _mask(start, count, first, end, window) if masked else None, scale)
     return attended.transpose(0, 1).reshape(count, -1)
 

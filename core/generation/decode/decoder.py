@@ -16,6 +16,7 @@ import torch
 from core.generation.decode.attention import attend
 from core.generation.decode.families import family_spec, layer_window, lean_pass_refusal
 from core.generation.decode.layer import LayerParts
+from core.generation.decode.prompt_cache import PromptCache
 from core.generation.stopping import PassInterrupted
 
 # A new sequence reallocates the cache when it holds more than this many times the room it needs.
@@ -59,17 +60,32 @@ class LeanDecoder:
         self.capacity = 0
         self._keys = self._values = None
         self._rotations: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+        self.completed = 0  # positions whole in every layer after the last pass, even an abandoned one
+        self.prompt_cache = PromptCache(self)
 
-    def start_sequence(self, positions: int) -> None:
-        """Room for a new sequence of about this many positions; what the cache holds is not needed.
+    def start_sequence(self, positions: int, keep: int = 0) -> None:
+        """Room for a sequence of about this many positions, whose first `keep` the cache already holds.
 
-        A cache far larger than that, left by a long reply, is given back here instead of being
-        held for as long as the model is loaded.
+        With nothing to keep, a cache far larger than that, left by a long reply, is given back here
+        instead of being held for as long as the model is loaded.
         """
-        if self.capacity > SHRINK_FACTOR * positions:
+        if not keep and self.capacity > SHRINK_FACTOR * positions:
             self._allocate(positions, keep=False)
         else:
-            self.reserve(positions)
+            self.reserve(max(positions, keep))
+
+    # -- the prompt cache's store (core/generation/decode/prompt_cache.py) --------------------------
+
+    def position_bytes(self) -> int:
+        return 2 * len(self.layers) * self.kv_heads * self.head_dim * torch.finfo(self.dtype).bits // 8
+
+    def copy_cache_out(self, positions: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return (self._keys[:, :, :, :positions].clone(), self._values[:, :, :, :positions].clone())
+
+    def copy_cache_in(self, saved: tuple[torch.Tensor, torch.Tensor], positions: int) -> None:
+        self.reserve(positions)
+        self._keys[:, :, :, :positions] = saved[0]
+        self._values[:, :, :, :positions] = saved[1]
 
     def reserve(self, positions: int) -> None:
         """Make room for this many positions, keeping what the cache holds.
@@ -104,7 +120,8 @@ class LeanDecoder:
     def forward(self, token_ids: torch.Tensor, start: int,
                 interrupt: threading.Event | None = None,
                 on_layer: Callable[[int, int], None] | None = None) -> torch.Tensor:
-        """token_ids: 1-D, at positions start, start+1, ...; a prompt starts at 0. Returns [1, vocab].
+        """token_ids: 1-D, at positions start, start+1, ...; a prompt starts at 0, or where the prompt cache's
+        part of it ends. Returns [1, vocab].
 
         When interrupt is set between two layers, raises PassInterrupted, as generate()'s pre-hooks do:
         the pass is abandoned (the cache then holds a partial pass, which the next sequence overwrites).
@@ -116,8 +133,7 @@ class LeanDecoder:
         count = token_ids.shape[0]
         end = start + count
         self.reserve(end)
-        if count > 1 and start != 0:
-            raise ValueError("several tokens at once are only supported for a prompt at position 0")
+        self.completed = start
         hidden = self._embed(token_ids.view(1, count)).view(count, -1).to(self.dtype)
         rotations = {kind: (cos[start:end], signed_sin[start:end])
                      for kind, (cos, signed_sin) in self._rotations.items()}
@@ -148,6 +164,7 @@ class LeanDecoder:
             hidden = hidden + mlp_out
         if on_layer is not None:
             on_layer(len(self.layers), len(self.layers))
+        self.completed = end
         logits = self._head(self._final_norm(hidden[-1:]))
         if self.final_softcap is not None:
             logits = torch.tanh(logits / self.final_softcap) * self.final_softcap

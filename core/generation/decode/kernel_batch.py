@@ -21,6 +21,7 @@ def decode_together(model: KernelCausalLM, ids: Sequence[int], batch_size: int, 
     chosen (the lab forbids EOS so every run decodes the same count). A set cancel ends it early.
     """
     kernel = model.kernel
+    kernel.claim_cache()  # the batch overwrites the cache a chat may be using
     threads = torch.get_num_threads()
     prompt = np.asarray(ids, dtype=np.int32)
     length = prompt.size

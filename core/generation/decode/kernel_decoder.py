@@ -8,11 +8,13 @@ in C without returning to Python.
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Callable
 
 import numpy as np
 import torch
 
+from core.generation.decode.prompt_cache import PromptCache
 from core.generation.stopping import PassInterrupted
 from core.kernels.kernel_model import KernelModel
 
@@ -25,16 +27,38 @@ class KernelDecoder:
     def __init__(self, kernel: KernelModel):
         self.kernel = kernel
         self.layer_count = kernel.shape.layers
+        self.completed = 0  # positions whole in every layer after the last pass, even an abandoned one
+        self.prompt_cache = PromptCache(self)
+        # A weak reference: the kernel model must not keep its decoder (and the saved caches) alive.
+        set_aside = weakref.WeakMethod(self.prompt_cache.set_aside)
+        kernel.before_other_use = lambda: (set_aside() or (lambda: None))()
 
     @property
     def capacity(self) -> int:
         return self.kernel.capacity
 
-    def start_sequence(self, positions: int) -> None:
-        if self.kernel.capacity > SHRINK_FACTOR * positions or self.kernel.sequences != 1:
+    def start_sequence(self, positions: int, keep: int = 0) -> None:
+        """Room for a sequence of about this many positions, whose first `keep` the cache already holds."""
+        if keep:
+            self.kernel.reserve(1, max(positions, keep))
+        elif self.kernel.capacity > SHRINK_FACTOR * positions or self.kernel.sequences != 1:
             self.kernel.reserve(1, positions, keep=False)
         else:
             self.kernel.reserve(1, positions)
+
+    # -- the prompt cache's store (core/generation/decode/prompt_cache.py) --------------------------
+
+    def position_bytes(self) -> int:
+        return self.kernel.position_bytes
+
+    def copy_cache_out(self, positions: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.kernel.copy_cache_out(positions)
+
+    def copy_cache_in(self, saved: tuple[np.ndarray, np.ndarray], positions: int) -> None:
+        if self.kernel.sequences != 1:
+            self.kernel.reserve(1, positions, keep=False)
+        self.reserve(positions)
+        self.kernel.copy_cache_in(*saved)
 
     def reserve(self, positions: int) -> None:
         if positions > self.kernel.capacity:
@@ -50,9 +74,11 @@ class KernelDecoder:
         tokens = np.ascontiguousarray(token_ids.reshape(-1).numpy(), dtype=np.int32)
         self.reserve(start + tokens.size)
         threads = torch.get_num_threads()
+        self.completed = start
         if tokens.size == 1 and interrupt is None and on_layer is None:
             hidden = self.kernel.embed(tokens)
             self.kernel.layers(hidden, np.zeros(1), np.array([start]), 0, self.layer_count, threads)
+            self.completed = start + 1
             return torch.from_numpy(self.kernel.logits(hidden, threads))
 
         def before_layer(done: int, total: int) -> None:
@@ -61,4 +87,7 @@ class KernelDecoder:
             if on_layer is not None:
                 on_layer(done, total)
 
-        return torch.from_numpy(self.kernel.pass_over(tokens, start, threads, before_layer=before_layer))
+        try:
+            return torch.from_numpy(self.kernel.pass_over(tokens, start, threads, before_layer=before_layer))
+        finally:
+            self.completed = self.kernel.completed

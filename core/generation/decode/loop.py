@@ -9,6 +9,7 @@ import torch
 from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
 
 from core.generation.decode.decoder import LeanDecoder
+from core.generation.decode.prompt_cache import CacheRequest, CacheUse
 
 # generate() applies what a model's generation_config asks for; the lean loop knows only these
 # neutral values, so a model that sets any other runs through generate() instead.
@@ -56,6 +57,8 @@ def lean_decode(
     top_p: float = 1.0,
     stop_event: threading.Event | None = None,
     prefill_progress: Callable[[int, int], None] | None = None,
+    cache: CacheRequest | None = None,
+    cache_used: Callable[[CacheUse], None] | None = None,
 ) -> torch.Tensor:
     """Like model.generate for one sequence; temperature None means greedy. Returns prompt plus reply ids.
 
@@ -64,6 +67,11 @@ def lean_decode(
     the reply ends after the current token, as generate()'s stopping criteria would end it.
     prefill_progress(layers_done, layers_total) is called before each layer of the prompt's pass and
     after its last one; decode steps do not report.
+
+    cache: how this reply may use the decoder's prompt cache; None (the lab, benchmarks) uses none and sets
+    the chat's cache aside first. Only the prompt's tokens after the cached part are prefilled, and
+    cache_used(use) says how many came from the cache before the pass starts. A stop or failure mid-pass
+    leaves the cache holding what every layer finished.
     """
     if input_ids.dim() != 2 or input_ids.shape[0] != 1:
         raise ValueError("the lean loop decodes one sequence (input_ids of shape [1, n])")
@@ -78,8 +86,18 @@ def lean_decode(
     eos = torch.tensor(sorted(set(eos_token_ids)), dtype=torch.long)
     if streamer is not None:
         streamer.put(input_ids)
-    decoder.start_sequence(prompt_length + min(max_new_tokens, INITIAL_REPLY_ROOM))
-    logits = decoder.forward(input_ids[0], 0, interrupt=stop_event, on_layer=prefill_progress)
+    prompt = input_ids[0].tolist()
+    cache = cache or CacheRequest(enabled=False)
+    prompt_cache = decoder.prompt_cache
+    use = prompt_cache.begin(cache.chat, prompt, cache.label, cache.enabled)
+    if cache_used is not None:
+        cache_used(use)
+    decoder.start_sequence(prompt_length + min(max_new_tokens, INITIAL_REPLY_ROOM), keep=use.reused)
+    try:
+        logits = decoder.forward(input_ids[0, use.reused:], use.reused, interrupt=stop_event,
+                                 on_layer=prefill_progress)
+    finally:
+        prompt_cache.extend(prompt[use.reused:decoder.completed])
     length = prompt_length
     for _ in range(max_new_tokens):
         so_far = sequence[:, :length]
@@ -97,6 +115,7 @@ def lean_decode(
         if length == sequence.shape[1]:
             break
         logits = decoder.forward(next_token, length - 1)
+        prompt_cache.extend(next_token.tolist())
     if streamer is not None:
         streamer.end()
     return sequence[:, :length]

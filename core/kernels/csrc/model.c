@@ -182,6 +182,27 @@ int ll_reserve(ll_model *m, int32_t sequences, int32_t positions, int32_t keep) 
     return 0;
 }
 
+int ll_kv_copy(ll_model *m, int32_t positions, ll_half *keys, ll_half *values, size_t halves, int32_t into_cache) {
+    if (positions < 0 || positions > m->capacity || m->sequences < 1)
+        return fail("the positions to copy are outside the reserved cache");
+    const size_t row = (size_t)positions * m->c.head_dim;
+    if (halves != (size_t)m->c.layers * m->c.kv_heads * row) return fail("a KV copy's buffer has the wrong size");
+    /* Sequence 0, layer by layer and head by head: the buffer is packed at `positions`, the cache strided at its capacity. */
+    for (int l = 0; l < m->c.layers; l++)
+        for (int h = 0; h < m->c.kv_heads; h++) {
+            const size_t packed = ((size_t)l * m->c.kv_heads + h) * row;
+            ll_half *cached_keys = m->keys + kv_index(m, 0, l, h, 0), *cached_values = m->values + kv_index(m, 0, l, h, 0);
+            if (into_cache) {
+                memcpy(cached_keys, keys + packed, row * sizeof(ll_half));
+                memcpy(cached_values, values + packed, row * sizeof(ll_half));
+            } else {
+                memcpy(keys + packed, cached_keys, row * sizeof(ll_half));
+                memcpy(values + packed, cached_values, row * sizeof(ll_half));
+            }
+        }
+    return 0;
+}
+
 static int ensure_scratch(ll_model *m, int rows, int threads) {
     if (rows <= m->arena_rows && threads <= m->arena_threads && m->capacity <= m->arena_capacity) return 0;
     if (rows < m->arena_rows) rows = m->arena_rows;

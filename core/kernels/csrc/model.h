@@ -56,6 +56,9 @@ int ll_set_rope(ll_model *model, int32_t layer, float base, float freq_scale);
 /* Room for `sequences` caches of `positions` each. With keep, a cache that is large enough stays, and one that
  * grows keeps what it holds; without, the cache is made anew at exactly that size (a long reply's is given back). */
 int ll_reserve(ll_model *model, int32_t sequences, int32_t positions, int32_t keep);
+/* Positions [0, positions) of sequence 0's keys and values, copied out of the cache (into_cache 0) or back into
+ * it (1); keys and values each hold `halves` = layers * kv_heads * positions * head_dim halves, packed in that order. */
+int ll_kv_copy(ll_model *model, int32_t positions, ll_half *keys, ll_half *values, size_t halves, int32_t into_cache);
 /* Rows of token embeddings (dequantised, times embed_scale) into hidden [count, width]. */
 int ll_embed(ll_model *model, const int32_t *tokens, int32_t count, float *hidden);
 /* Layers [first, end) over `count` rows of hidden, row i at position pos[i] of sequence seq[i]; each row's

@@ -28,6 +28,11 @@ def read_line(line: str) -> Piece:
         piece.prompt_tokens = _count(document.get("prompt_eval_count"))
         piece.completion_tokens = _count(document.get("eval_count"))
         piece.timings = from_ollama(document)
+        # Ollama since 0.30 counts cached tokens in prompt_eval_count and names them apart; an older one
+        # sends no such field, and its prompt_eval_count alone cannot tell cached from new: not reported.
+        if _count(document.get("prompt_eval_cached_count")) is not None:
+            piece.cached_tokens = document["prompt_eval_cached_count"]
+            piece.cache_source = "Ollama prompt_eval_cached_count"
     return piece
 
 

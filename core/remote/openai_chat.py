@@ -73,9 +73,15 @@ def _read_common(document: dict, piece: Piece) -> None:
     if isinstance(usage, dict):
         piece.prompt_tokens = _count(usage.get("prompt_tokens"))
         piece.completion_tokens = _count(usage.get("completion_tokens"))
+        details = usage.get("prompt_tokens_details")
+        if isinstance(details, dict) and _count(details.get("cached_tokens")) is not None:
+            piece.cached_tokens = details["cached_tokens"]  # vLLM, OpenAI, Ollama's /v1
+            piece.cache_source = "usage.prompt_tokens_details.cached_tokens"
     timings = document.get("timings")
     if isinstance(timings, dict):
         piece.timings = from_llama_cpp(timings)
+        if _count(timings.get("cache_n")) is not None:  # llama.cpp: tokens reused from the slot's cache
+            piece.cached_tokens, piece.cache_source = timings["cache_n"], "llama.cpp timings.cache_n"
     metrics = document.get("metrics")
     if isinstance(metrics, dict):
         piece.timings = from_vllm(metrics)

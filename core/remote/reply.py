@@ -18,7 +18,7 @@ from core.remote.errors import RemoteError, ReplyTooLarge, StreamCut
 from core.remote.http_stream import HttpStream
 from core.remote.pieces import Piece
 from core.remote.wire_formats import JsonLines, MalformedStream, ServerSentEvents
-from core.timing.events import FinishedEvent, PrefillProgress, ServerReport, StopReason, TokenEvent
+from core.timing.events import FinishedEvent, PrefillProgress, PromptCacheReport, ServerReport, StopReason, TokenEvent
 from core.timing.trace import GenerationTrace
 
 # Far beyond any chat reply, well below what a desktop should hold for one: past it the reply is cut and kept.
@@ -66,7 +66,7 @@ class RemoteReply(ReplySurface):
         while True:
             event = self._events.get()
             self.trace.record(event)
-            if isinstance(event, (PrefillProgress, ServerReport)):
+            if isinstance(event, (PrefillProgress, ServerReport, PromptCacheReport)):
                 if self.on_progress is not None:
                     self.on_progress(event)
                 continue
@@ -109,6 +109,7 @@ class RemoteReply(ReplySurface):
         stream = self._stream
         self._events.put(ServerReport(self.model.server_kind, reading.prompt_tokens, reading.completion_tokens,
                                       stream.first_byte_ns if stream else None, reading.chunks, reading.timings))
+        self._events.put(_cache_report(self.model.server_kind, reading))
         self._events.put(FinishedEvent(StopReason.ERROR if error else reason, reading.tokens, time.perf_counter_ns(),
                                        error=error))
         self._done.set()
@@ -176,6 +177,8 @@ class RemoteReply(ReplySurface):
             reading.prompt_tokens = piece.prompt_tokens
         if piece.completion_tokens is not None:
             reading.completion_tokens = piece.completion_tokens
+        if piece.cached_tokens is not None:
+            reading.cached_tokens, reading.cache_source = piece.cached_tokens, piece.cache_source
         if piece.timings:
             reading.timings = {**(reading.timings or {}), **piece.timings}
             if reading.completion_tokens is None and isinstance(piece.timings.get("generated_n"), int):
@@ -206,8 +209,25 @@ class _Reading:
         self.prompt_tokens: int | None = None
         self.completion_tokens: int | None = None
         self.timings: dict | None = None
+        self.cached_tokens: int | None = None
+        self.cache_source: str | None = None
         self.reason = StopReason.EOS
         self.done = False
+
+
+def _cache_report(server_kind: str, reading: _Reading) -> PromptCacheReport:
+    """What the server said of its prompt cache; where it said nothing, that is what the report says."""
+    prompt = reading.prompt_tokens or 0
+    if reading.cached_tokens is None:
+        return PromptCacheReport(prompt, None, f"not reported: {server_kind} sent no count of cached prompt tokens",
+                                 source="not reported")
+    cached = reading.cached_tokens
+    if prompt and cached > prompt:  # a count beyond the prompt is the server's claim, not a fact: kept apart
+        return PromptCacheReport(prompt, None, f"not reported: {server_kind} claimed {cached:,} cached tokens of a "
+                                               f"{prompt:,}-token prompt", source=reading.cache_source)
+    reason = (f"{server_kind} reused {cached:,} cached prompt tokens" if cached
+              else f"{server_kind} reports no prompt tokens from its cache")
+    return PromptCacheReport(prompt, cached, reason, source=reading.cache_source)
 
 
 def _ollama_whole(body: bytes) -> Piece:

@@ -14,7 +14,7 @@ from core.generation.request import ReplyRequest
 from core.remote.backend import load_any, prepare_any
 from core.settings import GenerationSettings
 from core.timing.events import TokenEvent
-from core.timing.export import server_document
+from core.timing.export import cache_document, server_document
 from core.timing.trace import GenerationTrace
 from cli.exit_paths import (
     INTERRUPTED_STATUS, OUTPUT_FAILED_STATUS, OutputLost, end_generation, say, silence_stdout, stdout_problem, write_out,
@@ -56,7 +56,7 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
             say(loaded.notice)
         if generation.decode_loop_note:
             say(f"decoding on the {generation.decode_loop} loop: {generation.decode_loop_note}")
-        return _stream_reply(args, settings, loaded, generation)
+        return stream_reply(args, settings, loaded, generation)[0]
     except KeyboardInterrupt:
         return end_generation(generation, INTERRUPTED_STATUS, "stopped (Ctrl+C)")
     except OutputLost as lost:
@@ -64,7 +64,9 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
         return end_generation(generation, lost.status, lost.message and f"error: {lost.message}")
 
 
-def _stream_reply(args: argparse.Namespace, settings: GenerationSettings, loaded, generation: Generation) -> int:
+def stream_reply(args: argparse.Namespace, settings: GenerationSettings, loaded, generation: Generation,
+                 extra: dict | None = None) -> tuple[int, GenerationTrace]:
+    """Print one reply as it streams (or whole, or as one JSON object with `extra` in it); (exit status, trace)."""
     prefill_line = PrefillLine(sys.stderr)
     generation.on_progress = prefill_line
     generation.start()
@@ -77,7 +79,7 @@ def _stream_reply(args: argparse.Namespace, settings: GenerationSettings, loaded
     generation.join()
     trace = generation.trace
     if args.json:
-        report = ask_report(loaded.describe(), trace, settings)
+        report = {**(extra or {}), **ask_report(loaded.describe(), trace, settings)}
         report["decode_loop"] = generation.decode_loop
         write_out(json.dumps(report, ensure_ascii=False) + "\n")
     elif stream_to_stdout:
@@ -86,8 +88,8 @@ def _stream_reply(args: argparse.Namespace, settings: GenerationSettings, loaded
         write_out(trace.text + "\n")
     if trace.error:
         say(f"generation failed: {trace.error}")
-        return 1
-    return 0
+        return 1, trace
+    return 0, trace
 
 
 def ask_report(model_facts: dict, trace: GenerationTrace, settings: GenerationSettings) -> dict:
@@ -114,6 +116,7 @@ def ask_report(model_facts: dict, trace: GenerationTrace, settings: GenerationSe
         "text": trace.text,
         "stop_reason": trace.stop_reason,
         "error": trace.error,
+        **cache_document(trace),
         **server_document(trace),
     }
 

@@ -1,4 +1,4 @@
-"""Parse the command line and dispatch: `ask`, `bench`, or the chat window when no subcommand is given."""
+"""Parse the command line and dispatch: `ask`, `chat`, `bench`, or the chat window when no subcommand is given."""
 
 from __future__ import annotations
 
@@ -52,6 +52,10 @@ def add_common_options(parser: argparse.ArgumentParser, suppress_defaults: bool 
                         help="lean: our own decode loop for Llama, Qwen, Mistral, Phi-3 and Gemma models "
                              "(others fall back); "
                              f"generate: transformers' model.generate (default: {DECODE_LOOP.default})")
+    parser.add_argument("--no-prompt-cache", dest="prompt_cache", action="store_const", const=False,
+                        default=default(None),
+                        help="prefill the whole chat at every turn instead of reusing the cached history "
+                             "(default: the prompt cache is on)")
     add_risky_options(parser, default)
 
 
@@ -59,7 +63,7 @@ def _range(limit) -> str:
     return f"{limit.low:,g} to {limit.high:,g}" if not limit.whole else f"{int(limit.low):,} to {int(limit.high):,}"
 
 
-SETTING_FLAGS = ("max_new_tokens", "temperature", "top_p", "seed", "decode_loop")
+SETTING_FLAGS = ("max_new_tokens", "temperature", "top_p", "seed", "decode_loop", "prompt_cache")
 LOAD_FLAGS = {"dtype": DTYPE.default, "device": DEVICE.default}
 
 
@@ -81,8 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     from cli.ask import add_ask_parser
     from cli.bench import add_bench_parser
+    from cli.chat import add_chat_parser
 
     add_ask_parser(subparsers, add_common_options)
+    add_chat_parser(subparsers, add_common_options)
     add_bench_parser(subparsers, add_common_options)
     return parser
 

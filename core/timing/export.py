@@ -17,6 +17,14 @@ CSV_COLUMNS = ("turn", "index", "token_id", "text", "t_s", "interval_s", "delive
 PREFILL_PROGRESS_DEFINITION = ("prefill_progress: the prompt's forward pass, reported before each decoder layer "
                                "and after the last: t_s since request start, fraction of the layers done "
                                "(1.0 exactly when the pass ends; short of it when a stop abandoned the pass).")
+PROMPT_CACHE_DEFINITIONS = {
+    "cached_tokens": "Prompt tokens whose keys and values came from the prompt cache (the chat's earlier turns), not "
+                     "computed for this reply; null where a server did not report it (never inferred).",
+    "prefilled_tokens": "Prompt tokens computed by this reply's prefill: prompt_tokens - cached_tokens. TTFT follows "
+                        "these, not the whole prompt.",
+    "prompt_cache": "Why no more of the prompt was cached (reason), the token where reuse of the cached history "
+                    "stopped (break_at), and who counted (source: local, or the server's field).",
+}
 INTERVAL_DEFINITION = ("interval_s: time since the previous token; for index 0 it is the time since "
                        "request start, i.e. the TTFT. t_s: seconds since request start.")
 
@@ -57,8 +65,18 @@ def trace_document(trace: GenerationTrace, turn: int = 0, context: dict | None =
                              for stamp, fraction in trace.prefill_progress],
         "waterfall": waterfall_document(trace),
         "tokens": token_rows(trace, turn),
+        **cache_document(trace),
         **server_document(trace),
     }
+
+
+def cache_document(trace: GenerationTrace) -> dict:
+    """How much of the prompt the prompt cache gave, and why no more; empty where the reply said nothing of it."""
+    if trace.cache_reason is None and trace.cached_tokens is None:
+        return {}
+    return {"cached_tokens": trace.cached_tokens, "prefilled_tokens": trace.prefilled_tokens,
+            "prompt_cache": {"reason": trace.cache_reason, "break_at": trace.cache_break_at,
+                             "source": trace.cache_source}}
 
 
 def server_document(trace: GenerationTrace) -> dict:
@@ -81,7 +99,7 @@ def traces_to_json(traces: Sequence[GenerationTrace], context: dict | None = Non
     ]
     payload = {
         "format": "latencylab-trace/1",
-        "definitions": {**DEFINITIONS, **SERVER_DEFINITIONS, "interval_s": INTERVAL_DEFINITION,
+        "definitions": {**DEFINITIONS, **SERVER_DEFINITIONS, **PROMPT_CACHE_DEFINITIONS, "interval_s": INTERVAL_DEFINITION,
                         "prefill_progress": PREFILL_PROGRESS_DEFINITION, **waterfall_definitions()},
         **(context or {}),
         "replies": documents,

@@ -1,0 +1,109 @@
+"""`latencylab chat`: a chat in the terminal, one message per line on stdin, each reply streamed as it comes.
+
+As `ollama run` and `llama-cli` do, for people who live in a terminal and for scripts. The chat keeps its
+history, so the prompt cache prefills only each new turn; `--json` prints one object per turn (the fields of
+`ask --json`, plus the turn and how much of the prompt was cached).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+
+from core.chats.session import Message
+from core.errors import LatencyLabError
+from core.generation.request import ReplyRequest
+from core.remote.backend import load_any, prepare_any
+from core.settings import GenerationSettings
+from cli.ask import stream_reply
+from cli.exit_paths import (
+    INTERRUPTED_STATUS, OUTPUT_FAILED_STATUS, OutputLost, end_generation, say, silence_stdout, stdout_problem, write_out,
+)
+from cli.progress_printer import ProgressPrinter
+from cli.prompt_arg import text_argument
+
+CHAT_ID = "terminal"  # the one chat of this process, for the prompt cache
+PROMPT = ">>> "  # shown on stderr before each message when stdin is a terminal
+
+
+def add_chat_parser(subparsers: argparse._SubParsersAction, add_common_options) -> None:
+    parser = subparsers.add_parser("chat", help="chat in the terminal: one message per line on stdin")
+    add_common_options(parser, suppress_defaults=True)
+    parser.add_argument("--system", default="", type=text_argument, help="system prompt")
+    parser.add_argument("--no-stream", action="store_true", help="print each reply only once it is complete")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object per turn: the reply, its latencies and its prompt cache")
+    parser.set_defaults(handler=run_chat)
+
+
+def input_lines(stream=None):
+    """stdin's lines as text; bytes that are not UTF-8 become U+FFFD with a warning, as in `ask`'s argument."""
+    stream = stream if stream is not None else sys.stdin
+    raw = getattr(stream, "buffer", None)
+    if raw is None:
+        yield from stream
+        return
+    for line in io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline=None):
+        yield text_argument(line)
+
+
+def run_chat(args: argparse.Namespace, settings: GenerationSettings) -> int:
+    """Every way out stops the running reply and waits for the compute thread first, as `ask` does."""
+    problem = stdout_problem()
+    if problem:
+        say(f"error: {problem}")
+        return OUTPUT_FAILED_STATUS
+    generation = None
+    status = 0
+    try:
+        try:
+            loaded = load_any(args.model, device=args.device, dtype=args.dtype, progress=ProgressPrinter(),
+                              trust_remote_code=args.trust_remote_code, allow_pickle=args.allow_pickle,
+                              server_timeout_s=getattr(args, "server_timeout", None))
+        except LatencyLabError as error:
+            say(f"error: {error}")
+            return 1
+        if getattr(loaded, "notice", None):
+            say(loaded.notice)
+        messages: list[Message] = []
+        interactive = sys.stdin is not None and sys.stdin.isatty()
+        turn = 0
+        for line in _lines(interactive):
+            text = line.rstrip("\n")
+            if not text.strip():
+                continue
+            request = ReplyRequest(args.system, (*messages, Message("user", text)), settings, chat_id=CHAT_ID)
+            try:
+                generation, prompt = prepare_any(loaded, request, streaming=not args.no_stream)
+            except LatencyLabError as error:
+                say(f"error: {error} (this message was not sent; the chat goes on)")
+                status = 1
+                continue
+            if prompt.notice:
+                say(prompt.notice)
+            turn += 1
+            reply_status, trace = stream_reply(args, settings, loaded, generation, {"turn": turn})
+            generation = None
+            status = status or reply_status
+            messages += [Message("user", text), Message("assistant", trace.text)]
+        return status
+    except KeyboardInterrupt:
+        return end_generation(generation, INTERRUPTED_STATUS, "stopped (Ctrl+C)")
+    except OutputLost as lost:
+        silence_stdout()
+        return end_generation(generation, lost.status, lost.message and f"error: {lost.message}")
+
+
+def _lines(interactive: bool):
+    lines = input_lines()
+    while True:
+        if interactive:
+            print(PROMPT, end="", file=sys.stderr, flush=True)
+        try:
+            line = next(lines)
+        except StopIteration:
+            return
+        yield line
+        if interactive:
+            write_out("")  # a closed stdout shows here, before the next message is read

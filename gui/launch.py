@@ -22,7 +22,8 @@ def display_problem() -> str | None:
 def window_overrides(given: dict) -> dict:
     """The command line's flags as window settings: they win over the saved ones for this launch."""
     names = {"model": "model_spec", "dtype": "dtype", "max_new_tokens": "max_new_tokens",
-             "temperature": "temperature", "top_p": "top_p", "seed": "seed", "decode_loop": "decode_loop"}
+             "temperature": "temperature", "top_p": "top_p", "seed": "seed", "decode_loop": "decode_loop",
+             "prompt_cache": "prompt_cache"}
     return {names[key]: value for key, value in given.items() if key in names}
 
 

@@ -7,6 +7,8 @@ This file lays them out and wires their signals.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal, Slot
@@ -83,6 +85,7 @@ class MainWindow(QMainWindow):
         self.settings_panel, self.transcript, self.indicator = panel.settings_panel, panel.transcript, panel.indicator
         self.prefill_bar = panel.prefill_bar
         self.input_box, self.streaming_toggle = panel.input_box, panel.streaming_toggle
+        self.cache_toggle = panel.cache_toggle
         self.send_button, self.stop_button = panel.send_button, panel.stop_button
         self.regenerate_button, self.new_chat_button = panel.regenerate_button, panel.new_chat_button
         self.meter = MeterPanel()
@@ -106,7 +109,8 @@ class MainWindow(QMainWindow):
         self.stop_button.clicked.connect(self.stop_generation)
         self.regenerate_button.clicked.connect(self.regenerate)
         self.new_chat_button.clicked.connect(self.new_chat)
-        self.streaming_toggle.toggled.connect(self._on_streaming_toggled)
+        self.streaming_toggle.toggled.connect(self._on_toggled)
+        self.cache_toggle.toggled.connect(self._on_toggled)
         self.transcript.copy_requested.connect(self.copy_reply)
         self.settings_panel.load_requested.connect(self._on_load_requested)
         self.settings_panel.decode_loop_box.currentTextChanged.connect(self._show_model_facts)
@@ -232,8 +236,8 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(message, 6000)
 
     def _reply_settings(self) -> tuple:
-        return (self.settings_panel.generation_settings(), self.settings_panel.system_prompt.toPlainText(),
-                self.streaming_toggle.isChecked())
+        settings = replace(self.settings_panel.generation_settings(), prompt_cache=self.cache_toggle.isChecked())
+        return settings, self.settings_panel.system_prompt.toPlainText(), self.streaming_toggle.isChecked()
 
     # -- the model ------------------------------------------------------------------------------
 
@@ -295,8 +299,11 @@ class MainWindow(QMainWindow):
     # -- settings, export and shutdown ----------------------------------------------------------
 
     @Slot(bool)
-    def _on_streaming_toggled(self, checked: bool) -> None:
-        save_window_settings(self.settings_panel.collect(checked))
+    def _on_toggled(self, _checked: bool) -> None:
+        save_window_settings(self._window_settings())
+
+    def _window_settings(self):
+        return self.settings_panel.collect(self.streaming_toggle.isChecked(), self.cache_toggle.isChecked())
 
 
     def shutdown(self) -> None:
@@ -312,7 +319,7 @@ class MainWindow(QMainWindow):
             self._closing = True
             for replay in self.findChildren(ReplayDialog):
                 replay.close()
-            save_window_settings(self.settings_panel.collect(self.streaming_toggle.isChecked()))
+            save_window_settings(self._window_settings())
             unsent = self.replies.unsent_text()
             if unsent is not None:  # sent (or queued behind the load), but not yet in the chat: keep it
                 self.session.add_user(unsent)

@@ -40,6 +40,7 @@ def build_menus(window) -> None:
                                      ("Regenerate", "Ctrl+R", window.regenerate),
                                      ("New chat", "Ctrl+N", window.new_chat),
                                      ("Toggle streaming", "Ctrl+T", window.streaming_toggle.toggle),
+                                     ("Toggle the prompt cache", "Ctrl+K", window.cache_toggle.toggle),
                                      ("Restart engine", "Ctrl+Shift+R", window.restart_engine)):
         action = QAction(label, window)
         action.setShortcut(QKeySequence(shortcut))

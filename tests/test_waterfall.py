@@ -20,10 +20,10 @@ def stamped_trace(**stamps):
 
 
 def test_the_segments_before_the_first_token_add_up_to_the_ttft():
-    trace = stamped_trace(prompt_ready_ns=110 * MS, compute_started_ns=130 * MS)
+    trace = stamped_trace(prompt_ready_ns=110 * MS, compute_started_ns=130 * MS, cache_ready_ns=131 * MS)
     found = {segment.name: segment for segment in segments(trace)}
-    assert [name for name in found][:3] == list(BEFORE_FIRST_TOKEN)
-    assert [round(found[name].duration_s, 6) for name in BEFORE_FIRST_TOKEN] == [0.01, 0.02, 0.27]
+    assert [name for name in found][:4] == list(BEFORE_FIRST_TOKEN)
+    assert [round(found[name].duration_s, 6) for name in BEFORE_FIRST_TOKEN] == [0.01, 0.02, 0.001, 0.269]
     assert sum(found[name].duration_s for name in BEFORE_FIRST_TOKEN) == pytest.approx(trace.metrics().ttft_s)
     assert round(found["delivery"].duration_s, 6) == 0.002 and round(found["paint"].duration_s, 6) == 0.018
     assert "stop_to_last_token" not in found and "cancel" not in found  # no Stop was pressed

@@ -163,6 +163,11 @@ def trace_to_dict(trace: GenerationTrace) -> dict:
         "server": trace.server,
         "server_output_tokens": trace.server_output_tokens,
         "first_byte_ns": trace.first_byte_ns,
+        "cached_tokens": trace.cached_tokens,
+        "cache_reason": trace.cache_reason,
+        "cache_break_at": trace.cache_break_at,
+        "cache_source": trace.cache_source,
+        "cache_ready_ns": trace.cache_ready_ns,
     }
 
 
@@ -216,6 +221,11 @@ def trace_from_dict(data: Any, where: str) -> GenerationTrace:
         server=server,
         server_output_tokens=_optional_int(doc.get("server_output_tokens"), f"{where}.server_output_tokens"),
         first_byte_ns=_optional_int(doc.get("first_byte_ns"), f"{where}.first_byte_ns"),
+        cached_tokens=_optional_int(doc.get("cached_tokens"), f"{where}.cached_tokens"),
+        cache_reason=_optional_text(doc.get("cache_reason"), f"{where}.cache_reason"),
+        cache_break_at=_optional_int(doc.get("cache_break_at"), f"{where}.cache_break_at"),
+        cache_source=_optional_text(doc.get("cache_source"), f"{where}.cache_source"),
+        cache_ready_ns=_optional_int(doc.get("cache_ready_ns"), f"{where}.cache_ready_ns"),
     )
 
 
@@ -280,6 +290,10 @@ def _int(value: Any, where: str) -> int:
 def _optional_int(value: Any, where: str) -> int | None:
     """Stamps added after the first format: absent in older files."""
     return None if value is None else _int(value, where)
+
+
+def _optional_text(value: Any, where: str) -> str | None:
+    return None if value is None else _require(value, str, where)
 
 
 def _progress(value: Any, where: str) -> list[tuple[int, float]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import queue
+from dataclasses import replace
 import threading
 import time
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
@@ -195,7 +196,11 @@ class Generation(ReplySurface):
 
 
 def cache_report(use: "CacheUse", cache: "CacheRequest | None") -> PromptCacheReport:
-    """The decoder's account of a prompt's cache use, worded for the user."""
+    """The decoder's account of a prompt's cache use, worded for the user, stamped as the prefill of the rest begins."""
+    return replace(_worded(use, cache), timestamp_ns=time.perf_counter_ns())
+
+
+def _worded(use: "CacheUse", cache: "CacheRequest | None") -> PromptCacheReport:
     from core.chats.cache_break import break_reason
     from core.generation.decode import prompt_cache as pc
 

@@ -110,6 +110,7 @@ class PromptCacheReport:
     reason: str
     break_at: int | None = None
     source: str = "local"
+    timestamp_ns: int | None = None  # locally: when the cached part was in place and prefill of the rest began
 
     @property
     def prefilled_tokens(self) -> int | None:

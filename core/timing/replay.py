@@ -21,6 +21,16 @@ class ReplayReply:
 
     texts: tuple[str, ...]
     times_s: tuple[float, ...]
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None  # from the prompt cache; None where the export does not say
+
+    @property
+    def prompt_line(self) -> str:
+        """The prompt as the meter showed it when recorded: "465 tokens, 440 cached"."""
+        if not self.prompt_tokens:
+            return "prompt: not recorded"
+        cached = "" if self.cached_tokens is None else f", {self.cached_tokens:,} cached"
+        return f"prompt: {self.prompt_tokens:,} tokens{cached}"
 
     @property
     def ttft_s(self) -> float:
@@ -74,4 +84,6 @@ def _reply(item, index: int) -> ReplayReply | None:
             raise ReplayFileError(f"{where}.tokens[{row_index}].t_s goes back in time")
         texts.append(row["text"])
         times.append(float(t_s))
-    return ReplayReply(tuple(texts), tuple(times)) if texts else None
+    counts = [item.get(key) if isinstance(item.get(key), int) and not isinstance(item.get(key), bool)
+              and item.get(key) >= 0 else None for key in ("prompt_tokens", "cached_tokens")]
+    return ReplayReply(tuple(texts), tuple(times), *counts) if texts else None

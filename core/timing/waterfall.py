@@ -13,8 +13,12 @@ SEGMENT_DEFINITIONS = {
                "the chat template and tokenised the prompt (includes handing the request to the engine).",
     "queue": "Wait for the compute thread: from the prompt ready to the reply's job starting on the engine's "
              "compute thread (non-zero when a load or another reply was still running there).",
-    "prefill": "Prefill: from the job's start to the first token's put() stamp (the prompt's forward pass, then "
-               "sampling token 0). The segments up to here add up to the TTFT.",
+    "cache": "Prompt cache: from the job's start to the cached part of the prompt being in place (the chat's "
+             "earlier turns, reused rather than computed: a lookup, plus a copy back in when the chat had been set "
+             "aside). About 0 ms for any number of cached tokens.",
+    "prefill": "Prefill: from the job's start (or the cached part in place) to the first token's put() stamp (the "
+               "forward pass over the prompt tokens not cached, then sampling token 0). The segments up to here add "
+               "up to the TTFT.",
     "send": "Over a network: from the click or Enter (request start) to the engine starting the server's "
             "request (handing the request to the engine, building the chat's JSON).",
     "server_first_byte": "Over a network: from the request leaving to the response's status line and headers (the "
@@ -29,7 +33,7 @@ SEGMENT_DEFINITIONS = {
               "idle again.",
 }
 # The segments before the first token, in order; they tile [request start, first token].
-BEFORE_FIRST_TOKEN = ("prepare", "queue", "prefill")
+BEFORE_FIRST_TOKEN = ("prepare", "queue", "cache", "prefill")
 # Over a network the first byte splits the wait: the server's queue and network, then its prefill.
 REMOTE_BEFORE_FIRST_TOKEN = ("send", "server_first_byte", "server_first_chunk")
 DECODE_DEFINITIONS = {
@@ -76,7 +80,7 @@ def segments(trace: GenerationTrace) -> list[Segment]:
         names = []
         remote = trace.first_byte_ns is not None
         stamped = (("send" if remote else "prepare", trace.prompt_ready_ns), ("queue", trace.compute_started_ns),
-                   ("server_first_byte", trace.first_byte_ns))
+                   ("cache", trace.cache_ready_ns), ("server_first_byte", trace.first_byte_ns))
         for name, stamp in stamped:
             if stamp is not None:
                 names.append(name)

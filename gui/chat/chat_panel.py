@@ -34,11 +34,20 @@ class ChatPanel(QWidget):
         self.streaming_toggle.setStyleSheet("QCheckBox { font-weight: 700; }")
         self.streaming_toggle.setToolTip("On: text appears token by token, after TTFT. Off: the whole reply "
                                          "appears at once, after E2E. Tokens are timed either way.")
+        self.cache_toggle = QCheckBox("Prompt cache (Ctrl+K)")
+        self.cache_toggle.setObjectName("prompt_cache_toggle")
+        self.cache_toggle.setChecked(settings.prompt_cache)
+        self.cache_toggle.setStyleSheet("QCheckBox { font-weight: 700; }")
+        self.cache_toggle.setToolTip(
+            "On: each reply reuses the chat's keys and values from the turns before, so only the new tokens are "
+            "prefilled and TTFT follows them, not the history. Off: the whole chat is prefilled at every turn, "
+            "and TTFT grows with it.")
         buttons = QHBoxLayout()
         for button in (self.send_button, self.stop_button, self.regenerate_button, self.new_chat_button):
             buttons.addWidget(button)
         buttons.addStretch(1)
         buttons.addWidget(self.streaming_toggle)
+        buttons.addWidget(self.cache_toggle)
         layout = QVBoxLayout(self)
         for widget, stretch in ((self.settings_panel, 0), (self.transcript, 1), (self.prefill_bar, 0), (self.indicator, 0),
                                 (self.input_box, 0)):

@@ -144,7 +144,8 @@ class ReplyController(QObject):
                                   {"streaming": streaming, "settings": settings.to_dict()})
         self._set_state(GENERATING)
         self._models.client.send(StartReply(self._reply_id, system_prompt, messages, settings.to_dict(),
-                                            request_start_ns, ignore_eos=self.ignore_eos, streaming=streaming))
+                                            request_start_ns, ignore_eos=self.ignore_eos, streaming=streaming,
+                                            chat_id=self._chat.current_chat_id))
         return True
 
     def _current(self, reply_id: int) -> bool:

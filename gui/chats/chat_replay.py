@@ -56,8 +56,7 @@ def replay_traces(record: ChatRecord, meter: MeterPanel) -> None:
     if not record.replies:
         return
     for reply in record.replies[:-1]:
-        metrics = reply.trace.metrics()
-        meter.history_plot.add_reply(reply.trace.prompt_tokens, metrics.ttft_s, metrics.tpot_s)
+        meter.add_history(reply.trace)
     last = record.replies[-1]
     trace = last.trace
     streaming = bool(last.context.get("streaming", True))

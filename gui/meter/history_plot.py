@@ -1,8 +1,9 @@
-"""TTFT and TPOT of every reply in this chat: TTFT rises with the history, TPOT stays flat."""
+"""TTFT and TPOT of every reply in this chat, against its prompt and against the tokens it really prefilled."""
 
 from __future__ import annotations
 
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 
 from core.timing.metrics import DEFINITIONS
 from gui.plotting.empty_note import EmptyPlotNote
@@ -13,12 +14,18 @@ from gui.plotting.plot_style import style_plot
 class HistoryPlot(pg.PlotWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
-        style_plot(self, title="This chat, reply by reply", bottom="prompt tokens of the reply", left="ms",
-                   tooltip="Each point is one reply. The prompt grows with the chat history, so prefill takes longer "
-                   "and TTFT rises; decode reads the same weights per token, so TPOT stays flat.\n"
+        style_plot(self, title="This chat, reply by reply", bottom="tokens: the whole prompt, or only those prefilled",
+                   left="ms",
+                   tooltip="Each reply adds a point per series. The prompt grows with the chat history. Without the "
+                   "prompt cache the whole prompt is prefilled each turn, so TTFT rises with it; with the cache only "
+                   "the new tokens are prefilled, and TTFT follows those (hollow squares), staying nearly flat. "
+                   "Decode reads the same weights per token, so TPOT stays flat.\n"
                    f"TTFT: {DEFINITIONS['ttft_s']}\nTPOT: {DEFINITIONS['tpot_s']}")
         self.ttft_item = self.plot([], [], pen=pg.mkPen("#e8710a", width=2), symbol="s", symbolSize=7,
                                    symbolBrush="#e8710a", name="TTFT")
+        self.prefilled_item = self.plot([], [], pen=pg.mkPen("#e8710a", width=1, style=Qt.PenStyle.DashLine),
+                                        symbol="s", symbolSize=8, symbolBrush=None, symbolPen="#e8710a",
+                                        name="TTFT vs tokens prefilled")
         self.tpot_item = self.plot([], [], pen=pg.mkPen("#188038", width=2), symbol="o", symbolSize=7,
                                    symbolBrush="#188038", name="TPOT")
         # Points come only when a reply ends: until then, a note instead of 0-1 axes with nothing on them.
@@ -27,19 +34,27 @@ class HistoryPlot(pg.PlotWidget):
         self._ttft_ms = GrowableBuffer(32)
         self._tpot_prompt_tokens = GrowableBuffer(32)
         self._tpot_ms = GrowableBuffer(32)
+        self._prefilled_tokens = GrowableBuffer(32)
+        self._prefilled_ttft_ms = GrowableBuffer(32)
         self._dirty = True
 
-    def add_reply(self, prompt_tokens: int, ttft_s: float | None, tpot_s: float | None) -> None:
+    def add_reply(self, prompt_tokens: int, ttft_s: float | None, tpot_s: float | None,
+                  prefilled_tokens: int | None = None) -> None:
+        """prefilled_tokens: the prompt less what the prompt cache gave; None where unknown (no point then)."""
         if ttft_s is not None:
             self._prompt_tokens.append(prompt_tokens)
             self._ttft_ms.append(ttft_s * 1000)
+            if prefilled_tokens is not None:
+                self._prefilled_tokens.append(prefilled_tokens)
+                self._prefilled_ttft_ms.append(ttft_s * 1000)
         if tpot_s is not None:
             self._tpot_prompt_tokens.append(prompt_tokens)
             self._tpot_ms.append(tpot_s * 1000)
         self._dirty = True
 
     def clear_history(self) -> None:
-        for buffer in (self._prompt_tokens, self._ttft_ms, self._tpot_prompt_tokens, self._tpot_ms):
+        for buffer in (self._prompt_tokens, self._ttft_ms, self._tpot_prompt_tokens, self._tpot_ms,
+                       self._prefilled_tokens, self._prefilled_ttft_ms):
             buffer.clear()
         self._dirty = True
 
@@ -51,6 +66,7 @@ class HistoryPlot(pg.PlotWidget):
         self.empty_note.show_when(not len(self._prompt_tokens) and not len(self._tpot_prompt_tokens))
         self.ttft_item.setData(self._prompt_tokens.view(), self._ttft_ms.view())
         self.tpot_item.setData(self._tpot_prompt_tokens.view(), self._tpot_ms.view())
+        self.prefilled_item.setData(self._prefilled_tokens.view(), self._prefilled_ttft_ms.view())
         # Both axes start at 0: a lone first reply otherwise sat in a range like 43.6-44.4 tokens,
         # and growth is read against zero, not against the smallest value so far.
         self.setXRange(0, max(self._largest(self._prompt_tokens, self._tpot_prompt_tokens), 1.0), padding=0.05)

@@ -10,6 +10,7 @@ from core.timing.metrics import LatencySummary
 from core.timing.running_median import RunningMedian
 from core.timing.export import delivery_summary
 from core.timing.trace import GenerationTrace
+from gui.meter.cache_map import CacheMap
 from gui.meter.history_plot import HistoryPlot
 from gui.meter.interval_plot import IntervalPlot
 from gui.meter.server_view import ServerView
@@ -31,12 +32,14 @@ class MeterPanel(QWidget):
         self.interval_plot = IntervalPlot()
         self.visible_plot = VisibleTextPlot()
         self.history_plot = HistoryPlot()
+        self.cache_map = CacheMap()
         self.waterfall = WaterfallPlot()
         self.server_view = ServerView()
         plots = QSplitter(Qt.Orientation.Vertical)
         for plot in (self.interval_plot, self.visible_plot, self.history_plot):
             plot.setMinimumHeight(140)
             plots.addWidget(plot)
+        plots.addWidget(self.cache_map)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.cards)
@@ -80,19 +83,23 @@ class MeterPanel(QWidget):
     def show_visible_text(self, shown_ns: int, visible_chars: int) -> None:
         self.visible_plot.show_characters(self._seconds(shown_ns), visible_chars)
 
-    def tick(self, now_ns: int, summary: LatencySummary | None, streaming: bool) -> None:
+    def tick(self, now_ns: int, summary: LatencySummary | None, streaming: bool,
+             trace: GenerationTrace | None = None) -> None:
         self.visible_plot.advance_clock(self._seconds(now_ns))
         cards_due = self._cards_shown_ns is None or now_ns - self._cards_shown_ns >= CARD_INTERVAL_NS
         if summary is not None and cards_due:
             self.cards.show_summary(summary, streaming)
             self._cards_shown_ns = now_ns
+        if trace is not None and cards_due:
+            self.cards.show_prompt(trace.prompt_tokens, trace.cached_tokens, trace.cache_reason)
         self.refresh()
 
     def finish_reply(self, trace: GenerationTrace, streaming: bool) -> None:
         metrics = trace.metrics()
         self.cards.show_summary(metrics, streaming)
         self.cards.show_delivery(delivery_summary(trace))
-        self.history_plot.add_reply(trace.prompt_tokens, metrics.ttft_s, metrics.tpot_s)
+        self.cards.show_prompt(trace.prompt_tokens, trace.cached_tokens, trace.cache_reason)
+        self.add_history(trace)
         self.waterfall.show_trace(trace)
         self.server_view.show_trace(trace)
         self.refresh()
@@ -101,8 +108,15 @@ class MeterPanel(QWidget):
         self.interval_plot.settle()
         self.visible_plot.settle()
 
+    def add_history(self, trace: GenerationTrace) -> None:
+        """A finished reply on the chat's plots: TTFT and TPOT against its prompt, and its prompt-cache row."""
+        metrics = trace.metrics()
+        self.history_plot.add_reply(trace.prompt_tokens, metrics.ttft_s, metrics.tpot_s, trace.prefilled_tokens)
+        self.cache_map.add_reply(trace)
+
     def reset_chat(self) -> None:
         self.history_plot.clear_history()
+        self.cache_map.clear()
         self.waterfall.clear()
         self.server_view.clear()
         self.visible_plot.forget_previous()

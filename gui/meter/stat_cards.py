@@ -8,6 +8,7 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QFont, QPainter
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QVBoxLayout, QWidget
 
+from core.timing.export import PROMPT_CACHE_DEFINITIONS
 from core.timing.metrics import DEFINITIONS, LatencySummary
 
 
@@ -19,7 +20,10 @@ class CardSpec:
     tooltip: str
 
 
+PROMPT_TOOLTIP = ("The prompt's tokens, and how many of them the prompt cache gave (the chat's earlier turns, "
+                  "not computed again). " + PROMPT_CACHE_DEFINITIONS["prefilled_tokens"])
 CARDS = (
+    CardSpec("prompt", "prompt", "prompt", PROMPT_TOOLTIP),
     CardSpec("ttft", "TTFT", "ms", DEFINITIONS["ttft_s"] + " Counted from the moment you pressed Send."),
     CardSpec("tpot", "TPOT", "ms", DEFINITIONS["tpot_s"]),
     CardSpec("tok_s", "tok/s", "tok/s", DEFINITIONS["decode_tok_s"] + " The decode speed."),
@@ -44,13 +48,16 @@ class StatCard(QFrame):
         layout.setContentsMargins(6, 4, 6, 4)
         self._title = QLabel(spec.title)
         self._title.setStyleSheet("color: #555; font-size: 10px;")
-        self._value = CardValue()
+        self._value = CardValue("00,000 tokens, 00,000 cached" if spec.unit == "prompt" else "0000.0 tok/s")
         layout.addWidget(self._title)
         layout.addWidget(self._value)
 
     def set_value(self, value: float | None) -> None:
         self.value = value
         self._value.setText(format_value(value, self.spec.unit))
+
+    def set_text(self, text: str) -> None:
+        self._value.setText(text)
 
     def text(self) -> str:
         return self._value.text()
@@ -63,7 +70,7 @@ class CardValue(QWidget):
     second, that repainted the whole chat tab each time, taking the CPU from decode.
     """
 
-    def __init__(self, parent=None):
+    def __init__(self, widest: str, parent=None):
         super().__init__(parent)
         self._text = "–"
         font = QFont(self.font())
@@ -71,7 +78,7 @@ class CardValue(QWidget):
         font.setWeight(QFont.Weight.DemiBold)
         self.setFont(font)
         metrics = self.fontMetrics()
-        self._size = QSize(metrics.horizontalAdvance("0000.0 tok/s"), metrics.height() + 2)
+        self._size = QSize(metrics.horizontalAdvance(widest), metrics.height() + 2)
 
     def sizeHint(self) -> QSize:
         return self._size
@@ -111,8 +118,10 @@ class StatCards(QWidget):
         layout = QGridLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         self.cards = {spec.key: StatCard(spec) for spec in CARDS}
-        for position, card in enumerate(self.cards.values()):
-            layout.addWidget(card, position // 4, position % 4)
+        # The prompt card takes two cells of the first row; the others fill five columns after it.
+        layout.addWidget(self.cards["prompt"], 0, 0, 1, 2)
+        for position, card in enumerate(list(self.cards.values())[1:], start=2):
+            layout.addWidget(card, position // 5, position % 5)
 
     def show_summary(self, summary: LatencySummary, streaming: bool) -> None:
         """Show the core's numbers unchanged; only the waited card depends on the mode."""
@@ -136,6 +145,19 @@ class StatCards(QWidget):
                         f"\nThis reply: p50 {delivery['p50_s'] * 1000:.2f} ms, p95 {delivery['p95_s'] * 1000:.2f} ms, "
                         f"max {delivery['max_s'] * 1000:.2f} ms."))
 
+    def show_prompt(self, prompt_tokens: int, cached_tokens: int | None, reason: str | None) -> None:
+        """ "465 tokens, 440 cached"; where a server did not say, "not reported"; the reason in the tooltip."""
+        card = self.cards["prompt"]
+        if not prompt_tokens:
+            card.set_text("–")
+        elif reason is None:
+            card.set_text(f"{prompt_tokens:,} tokens")
+        else:
+            cached = "cached: not reported" if cached_tokens is None else f"{cached_tokens:,} cached"
+            card.set_text(f"{prompt_tokens:,} tokens, {cached}")
+        card.setToolTip(card.spec.tooltip + (f"\nThis reply: {reason}." if reason else ""))
+
     def clear(self) -> None:
         for card in self.cards.values():
             card.set_value(None)
+        self.cards["prompt"].setToolTip(PROMPT_TOOLTIP)

@@ -9,10 +9,10 @@ from PySide6.QtWidgets import QToolTip, QWidget
 from core.timing.trace import GenerationTrace
 from core.timing.waterfall import DECODE_DEFINITIONS, Segment, decode_figures, segments
 
-COLORS = {"prepare": "#9aa0a6", "queue": "#c5221f", "prefill": "#e8710a", "delivery": "#1a73e8",
+COLORS = {"prepare": "#9aa0a6", "queue": "#c5221f", "cache": "#188038", "prefill": "#e8710a", "delivery": "#1a73e8",
           "paint": "#0b6b2b", "stop_to_last_token": "#8430ce", "cancel": "#b31412",
           "server_first_byte": "#5f6368", "server_first_chunk": "#e8710a", "send": "#9aa0a6"}
-LABELS = {"prepare": "template + tokenise", "queue": "wait for compute", "prefill": "prefill",
+LABELS = {"prepare": "template + tokenise", "queue": "wait for compute", "cache": "prompt cache", "prefill": "prefill",
           "delivery": "token 0 delivered", "paint": "token 0 painted", "stop_to_last_token": "Stop → last token",
           "cancel": "Stop → engine idle", "server_first_byte": "request → headers",
           "server_first_chunk": "headers → 1st chunk", "send": "request → engine"}
@@ -35,6 +35,7 @@ class WaterfallPlot(QWidget):
         self.setObjectName("waterfall_plot")
         self.segments: list[Segment] = []
         self.figures: dict = {}
+        self.token_notes: dict[str, str] = {}  # beside the cache and prefill rows: how many tokens each covered
         self.setMinimumHeight(self.top + 3 * self.row_height + 4)
         self.setToolTip("Where the last reply's time went, on one monotonic clock (perf_counter_ns). "
                         "Hover a bar for its definition.")
@@ -42,12 +43,16 @@ class WaterfallPlot(QWidget):
     def show_trace(self, trace: GenerationTrace) -> None:
         self.segments = segments(trace)
         self.figures = decode_figures(trace)
+        self.token_notes = {}
+        if trace.cached_tokens is not None:
+            self.token_notes = {"cache": f"{trace.cached_tokens:,} tokens cached",
+                                "prefill": f"{trace.prefilled_tokens:,} tokens prefilled"}
         self.setMinimumHeight(self.top + max(3, len(self.segments)) * self.row_height + 4)
         self.updateGeometry()
         self.update()
 
     def clear(self) -> None:
-        self.segments, self.figures = [], {}
+        self.segments, self.figures, self.token_notes = [], {}, {}
         self.update()
 
     def summary_text(self) -> str:
@@ -63,7 +68,8 @@ class WaterfallPlot(QWidget):
         return self.segments[row] if y >= self.top and 0 <= row < len(self.segments) else None
 
     def tooltip_for(self, segment: Segment) -> str:
-        return (f"{LABELS[segment.name]}: {milliseconds(segment.duration_s)} "
+        note = f", {self.token_notes[segment.name]}" if segment.name in self.token_notes else ""
+        return (f"{LABELS[segment.name]}: {milliseconds(segment.duration_s)}{note} "
                 f"({segment.start_s * 1000:.1f} → {segment.end_s * 1000:.1f} ms after request start)\n"
                 f"{segment.definition}")
 
@@ -87,7 +93,9 @@ class WaterfallPlot(QWidget):
         if not self.segments:
             return
         end_s = max(segment.end_s for segment in self.segments) or 1e-9
-        scale = max(1.0, self.width() - self.label_width - 70) / end_s
+        # Room right of the longest bar for its figure (and token count): drawn past the widget, it was cut off.
+        widest = "0000.0 ms" + (" · 00,000 tokens prefilled" if self.token_notes else "")
+        scale = max(1.0, self.width() - self.label_width - self.fontMetrics().horizontalAdvance(widest) - 8) / end_s
         for row, segment in enumerate(self.segments):
             y = self.top + row * self.row_height
             painter.setPen(QColor("#3c4043"))
@@ -96,5 +104,6 @@ class WaterfallPlot(QWidget):
             x = self.label_width + segment.start_s * scale
             width = max(1.0, segment.duration_s * scale)  # a 0.1 ms segment still shows where it is
             painter.fillRect(QRectF(x, y + 2, width, self.row_height - 3), QColor(COLORS[segment.name]))
-            painter.drawText(QRectF(x + width + 3, y, 80, self.row_height), Qt.AlignmentFlag.AlignVCenter,
-                             milliseconds(segment.duration_s))
+            note = self.token_notes.get(segment.name)
+            painter.drawText(QRectF(x + width + 3, y, 260, self.row_height), Qt.AlignmentFlag.AlignVCenter,
+                             milliseconds(segment.duration_s) + (f" · {note}" if note else ""))

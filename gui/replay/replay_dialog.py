@@ -35,6 +35,9 @@ class ReplayDialog(QDialog):
         self.tpot_slider = self._slider(1, 1_000, "TPOT for this replay (ms): later gaps are scaled so that "
                                         "(E2E − TTFT) / (N − 1) equals it, keeping the reply's own rhythm.")
         self.ttft_label, self.tpot_label = QLabel(), QLabel()
+        self.prompt_label = QLabel()
+        self.prompt_label.setToolTip("The recorded reply's prompt, and how much of it came from the prompt cache: "
+                                     "its TTFT followed the prefilled rest.")
         self.play_button, self.stop_button = QPushButton("Play"), QPushButton("Stop")
         self.streaming_toggle = QCheckBox("Streaming")
         self.streaming_toggle.setChecked(True)
@@ -50,6 +53,7 @@ class ReplayDialog(QDialog):
         self.status = QLabel("")
         form = QFormLayout()
         form.addRow("Reply", self.reply_box)
+        form.addRow("Prompt", self.prompt_label)
         for label, slider, value in (("TTFT", self.ttft_slider, self.ttft_label),
                                      ("TPOT", self.tpot_slider, self.tpot_label)):
             row = QHBoxLayout()
@@ -100,6 +104,7 @@ class ReplayDialog(QDialog):
         """The sliders start at the recorded reply's own TTFT and TPOT: Play then replays it at real speed."""
         self.stop()
         reply = self.reply
+        self.prompt_label.setText(reply.prompt_line)
         self.ttft_slider.setValue(round(reply.ttft_s * 1000))
         self.tpot_slider.setEnabled(reply.tpot_s is not None)
         self.tpot_slider.setValue(round((reply.tpot_s or 0.001) * 1000))

@@ -143,8 +143,8 @@ class SettingsPanel(QWidget):
             decode_loop=self.decode_loop_box.currentText(),
         )
 
-    def collect(self, streaming: bool) -> WindowSettings:
-        return WindowSettings(
+    def collect(self, streaming: bool, prompt_cache: bool = True) -> WindowSettings:
+        return WindowSettings(prompt_cache=prompt_cache,
             model_spec=self.model_spec(), dtype=self.dtype(), system_prompt=self.system_prompt.toPlainText(),
             max_new_tokens=self.max_new_tokens.value(), temperature=self.temperature.value(),
             top_p=self.top_p.value(), seed=self.seed.value(), streaming=streaming,

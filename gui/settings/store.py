@@ -29,6 +29,7 @@ class WindowSettings:
     top_p: float = float(TOP_P.default)
     seed: int | None = SEED.default  # None: a random seed, as in core
     streaming: bool = True
+    prompt_cache: bool = True  # GenerationSettings.prompt_cache: reuse the chat's cached history
     decode_loop: str = DECODE_LOOP.default
     # True once the user picked a dtype in the form. A dtype never picked follows the default, so a new
     # default (native precision) reaches people whose saved settings only echo the old one.

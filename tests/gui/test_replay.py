@@ -2,7 +2,7 @@
 
 import pytest
 
-from core.timing.events import FinishedEvent, StopReason, TokenEvent
+from core.timing.events import FinishedEvent, PromptCacheReport, StopReason, TokenEvent
 from core.timing.export import traces_to_json
 from core.timing.replay import ReplayFileError, read_replay
 from core.timing.trace import GenerationTrace
@@ -13,6 +13,7 @@ MS = 1_000_000
 
 def exported_trace() -> bytes:
     trace = GenerationTrace(request_start_ns=0, prompt_tokens=5)
+    trace.record(PromptCacheReport(5, 3, "the chat's history was reused from the cache"))
     for index, (text, at) in enumerate((("Hel", 200), ("lo", 220), (" there", 260), ("!", 280))):
         trace.record(TokenEvent(index, index, text, at * MS))
     trace.record(FinishedEvent(StopReason.EOS, 4, 281 * MS))
@@ -56,6 +57,7 @@ def test_the_window_replays_a_trace_marked_as_replay_and_refuses_a_bad_one(qtbot
     assert "Cannot replay bad.json: the file is not JSON text" in bare_window.statusBar().currentMessage()
     replay = bare_window.open_replay(good)
     assert replay.windowTitle().startswith("REPLAY") and replay.ttft_slider.value() == 200
+    assert replay.prompt_label.text() == "prompt: 5 tokens, 3 cached"  # the cached count travels with the trace
     replay.ttft_slider.setValue(20)
     replay.tpot_slider.setValue(5)
     replay.play()

@@ -24,15 +24,15 @@ def test_a_real_reply_s_waterfall_adds_up_to_its_ttft_and_is_exported(qtbot, win
     qtbot.waitUntil(lambda: "paint" in [segment.name for segment in waterfall.segments], timeout=REPLY_TIMEOUT_MS)
     names = [segment.name for segment in waterfall.segments]
     assert names == [*BEFORE_FIRST_TOKEN, "delivery", "paint"]
-    before = waterfall.segments[:3]
+    before = waterfall.segments[:4]  # template + tokenise, wait for compute, prompt cache, prefill
     assert sum(segment.duration_s for segment in before) == pytest.approx(trace.metrics().ttft_s, abs=1e-9)
     assert all(segment.duration_s >= 0 for segment in waterfall.segments)
     assert "TTFT" in waterfall.tooltip_for(before[-1]) and "ms" in waterfall.summary_text()
     window.export_traces_json(tmp_path / "t.json")
     document = json.loads((tmp_path / "t.json").read_text(encoding="utf-8"))
     exported = document["replies"][0]["waterfall"]
-    assert [segment["name"] for segment in exported["segments"]][:3] == list(BEFORE_FIRST_TOKEN)
-    assert exported["segments"][2]["end_s"] == pytest.approx(trace.metrics().ttft_s)
+    assert [segment["name"] for segment in exported["segments"]][:4] == list(BEFORE_FIRST_TOKEN)
+    assert exported["segments"][3]["end_s"] == pytest.approx(trace.metrics().ttft_s)
     assert "compute thread" in document["definitions"]["waterfall.queue"]
 
 

@@ -8,7 +8,8 @@ import threading
 
 from core.errors import InvalidSettingsError
 from core.lab.config import (
-    DEFAULT_BATCH_SIZES, DEFAULT_NEW_TOKENS, DEFAULT_PROMPT_WORDS, DEFAULT_REPEATS, SWEEPS, LabConfig,
+    DEFAULT_BATCH_SIZES, DEFAULT_HISTORY_TURNS, DEFAULT_NEW_TOKENS, DEFAULT_PROMPT_WORDS, DEFAULT_REPEATS, SWEEPS,
+    LabConfig,
     default_dtypes, parse_int_list, parse_name_list,
 )
 from core.settings import GenerationSettings
@@ -29,7 +30,8 @@ def _list_type(parse, what: str):
 
 def add_bench_parser(subparsers: argparse._SubParsersAction, add_common_options) -> None:
     parser = subparsers.add_parser(
-        "bench", help="test the chapter's latency claims on this machine (prompt, precision, batch, bandwidth)",
+        "bench", help="test the chapter's latency claims on this machine (prompt, precision, batch, bandwidth, "
+                      "history)",
         description="Measure how prompt length, weight precision and batch size change TTFT and decode speed, "
                     "measure memory bandwidth, and judge the chapter's four claims. --model, --dtype and "
                     "--device choose the model for the prompt and batch sweeps.")
@@ -48,6 +50,9 @@ def add_bench_parser(subparsers: argparse._SubParsersAction, add_common_options)
                              f"now {','.join(default_dtypes())})")
     parser.add_argument("--batch-sizes", type=_list_type(parse_int_list, "batch sizes"),
                         default=DEFAULT_BATCH_SIZES, help="default: 1,2,4,8,16,32")
+    parser.add_argument("--history-turns", type=int, default=DEFAULT_HISTORY_TURNS,
+                        help="turns of the history sweep's chat, each timed with the prompt cache on and off "
+                             "(default: %(default)s)")
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
     parser.add_argument("--csv", metavar="FILE", help="write the results as CSV, one row per measurement")
     parser.set_defaults(handler=run_bench, bench_parser=parser)
@@ -58,7 +63,8 @@ def config_from_args(args: argparse.Namespace, settings: GenerationSettings) -> 
     return LabConfig(
         sweeps=tuple(args.sweeps), prompt_words=tuple(args.prompt_words), new_tokens=args.new_tokens,
         repeats=args.repeats, dtypes=tuple(args.dtypes) if args.dtypes else None,
-        batch_sizes=tuple(args.batch_sizes), model=args.model, dtype=args.dtype, device=args.device,
+        batch_sizes=tuple(args.batch_sizes), history_turns=args.history_turns, model=args.model, dtype=args.dtype,
+        device=args.device,
         decode_loop=settings.decode_loop,
     )
 

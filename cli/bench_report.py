@@ -63,6 +63,14 @@ BATCH_COLUMNS: Sequence[Column] = (
     ("aggregate tok/s", number("aggregate_tok_s")),
     ("error", lambda row: row.get("error") or ""),
 )
+HISTORY_COLUMNS: Sequence[Column] = (
+    ("turn", number("turn", digits=0)),
+    ("prompt tokens", number("prompt_tokens", digits=0)),
+    ("cached", number("cached_tokens", digits=0)),
+    ("prefilled", number("prefilled_tokens", digits=0)),
+    ("TTFT ms, cache on", number("ttft_on_s", 1000)),
+    ("TTFT ms, cache off", number("ttft_off_s", 1000)),
+)
 BANDWIDTH_COLUMNS: Sequence[Column] = (
     ("dtype", text("dtype")),
     ("weight MB", number("weight_bytes", 1e-6)),
@@ -100,6 +108,9 @@ def format_summary(results: LabResults) -> str:
     if results.bandwidth:
         sections.append("Bandwidth ceiling (bandwidth / weight bytes)\n"
                         + format_table(BANDWIDTH_COLUMNS, results.bandwidth))
+    if results.history:
+        sections.append(f"History sweep: a chat, prompt cache on and off ({config.get('new_tokens')} new tokens a "
+                        f"turn, {repeats})\n" + format_table(HISTORY_COLUMNS, results.history))
     for note in results.notes:
         sections.append(f"Not run: {note}")
     if results.cancelled:

@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 DISPLAY_NUMBER=${DISPLAY_NUMBER:-:93}
 QUESTION=${QUESTION:-"Explain in a few sentences why streaming makes a chatbot feel faster."}
+# QUESTIONS: several messages, one per line, sent one after another (a chat of several turns); each after the
+# last reply had WAIT_BETWEEN seconds. KEYS_BEFORE_LAST: xdotool keys pressed before the last message (ctrl+k).
 WAIT_AFTER_ENTER=${WAIT_AFTER_ENTER:-3}
 OUTPUT=${OUTPUT:-resources/screenshot.png}
 Xvfb "$DISPLAY_NUMBER" -screen 0 1400x950x24 -nolisten tcp >/dev/null 2>&1 &
@@ -34,8 +36,18 @@ done
 sleep "${WAIT_FOR_LOAD:-12}"
 # Xvfb runs no window manager, so focus the window directly (windowactivate needs one).
 xdotool windowfocus --sync "$WINDOW"
-xdotool type --delay 15 "$QUESTION"
-xdotool key Return
+if [ -n "${QUESTIONS:-}" ]; then
+  mapfile -t MESSAGES <<<"$QUESTIONS"
+  for index in "${!MESSAGES[@]}"; do
+    if [ "$index" -eq $((${#MESSAGES[@]} - 1)) ] && [ -n "${KEYS_BEFORE_LAST:-}" ]; then xdotool key $KEYS_BEFORE_LAST; fi
+    xdotool type --delay 15 "${MESSAGES[$index]}"
+    xdotool key Return
+    [ "$index" -eq $((${#MESSAGES[@]} - 1)) ] || sleep "${WAIT_BETWEEN:-6}"
+  done
+else
+  xdotool type --delay 15 "$QUESTION"
+  xdotool key Return
+fi
 sleep "$WAIT_AFTER_ENTER"
 # The window alone: the window opens smaller than the screen, which is otherwise black around it.
 import -window "$WINDOW" "$OUTPUT"

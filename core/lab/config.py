@@ -8,11 +8,12 @@ import core.settings
 from core.errors import InvalidSettingsError
 from core.settings import NumberLimit
 
-SWEEPS = ("prompt", "precision", "batch", "bandwidth")
+SWEEPS = ("prompt", "precision", "batch", "bandwidth", "history")
 DEFAULT_PROMPT_WORDS = (10, 100, 500, 1500)
 DEFAULT_NEW_TOKENS = 50
 DEFAULT_REPEATS = 3
 DEFAULT_BATCH_SIZES = (1, 2, 4, 8, 16, 32)
+DEFAULT_HISTORY_TURNS = 8
 
 # TPOT needs at least two tokens, and a reply is bounded as everywhere else (core/settings.py); the other
 # upper bounds refuse typos (1e6) that would run for hours.
@@ -20,6 +21,7 @@ NEW_TOKENS = NumberLimit("new tokens", 2, core.settings.MAX_NEW_TOKENS.high, DEF
 REPEATS = NumberLimit("repeats", 1, 100, DEFAULT_REPEATS, whole=True)
 PROMPT_WORDS = NumberLimit("prompt words", 1, 100_000, None, whole=True)
 BATCH_SIZE = NumberLimit("batch sizes", 1, 1024, None, whole=True)
+HISTORY_TURNS = NumberLimit("history turns", 2, 64, DEFAULT_HISTORY_TURNS, whole=True)
 MIN_NEW_TOKENS, MAX_NEW_TOKENS = int(NEW_TOKENS.low), int(NEW_TOKENS.high)
 MAX_REPEATS = int(REPEATS.high)
 
@@ -39,6 +41,7 @@ class LabConfig:
     repeats: int = DEFAULT_REPEATS
     dtypes: tuple[str, ...] | None = None
     batch_sizes: tuple[int, ...] = DEFAULT_BATCH_SIZES
+    history_turns: int = DEFAULT_HISTORY_TURNS  # the history sweep's chat: this many turns, cache on and off
     model: str | None = None
     dtype: str = core.settings.DTYPE.default
     device: str = core.settings.DEVICE.default
@@ -70,6 +73,7 @@ def validate_config(config: LabConfig) -> None:
     NEW_TOKENS.check(config.new_tokens)
     REPEATS.check(config.repeats)
     _check_list(BATCH_SIZE, config.batch_sizes)
+    HISTORY_TURNS.check(config.history_turns)
     dtypes = config.resolved_dtypes()
     if not dtypes:
         raise InvalidSettingsError("give at least one dtype.")

@@ -12,6 +12,7 @@ from transformers import LogitsProcessor, MinNewTokensLengthLogitsProcessor
 
 from core.chats.context_fit import check_fits
 from core.lab.cancellation import MeasurementError, check_cancel
+from core.generation.decode.prompt_cache import CacheRequest
 from core.generation.reply import Generation
 from core.compute_thread import ComputeThread, compute_thread
 from core.model.loader import LoadedModel
@@ -72,11 +73,12 @@ def exact_length_processors(loaded: LoadedModel, prompt_tokens: int, new_tokens:
 
 
 def timed_generation(loaded: LoadedModel, input_ids: Sequence[int], new_tokens: int,
-                     context: SweepContext) -> GenerationTrace:
+                     context: SweepContext, cache: CacheRequest | None = None) -> GenerationTrace:
     """Greedy-decode exactly new_tokens tokens with the app's own timed Generation.
 
     The lab's cancel event is the reply's stop event: a cancel lands at the next layer of a prefill, or
-    after the current token.
+    after the current token. cache: the prompt cache's chat for this run; None (every sweep but the history
+    sweep) prefills the whole prompt, after setting aside whatever chat the cache held.
     """
     ids = list(input_ids)
     check_fits(len(ids), new_tokens, loaded.context_window)
@@ -84,7 +86,7 @@ def timed_generation(loaded: LoadedModel, input_ids: Sequence[int], new_tokens: 
     generation = Generation(loaded, ids, GenerationSettings(max_new_tokens=new_tokens,
                                                             decode_loop=context.decode_loop),
                             stop=cancel, logits_processors=exact_length_processors(loaded, len(ids), new_tokens),
-                            thread=context.compute)
+                            thread=context.compute, cache=cache)
     trace = generation.run_to_end()
     check_cancel(cancel)
     if trace.error:

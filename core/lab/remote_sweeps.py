@@ -21,6 +21,8 @@ NOT_APPLICABLE = {
                  "Compare precisions by pointing the lab at servers that run each one.",
     "bandwidth": "the bandwidth ceiling does not apply to a remote engine: it would measure this machine, not the "
                  "server's.",
+    "history": "the history sweep runs on a local model only: a server's prompt cache cannot be switched off from "
+               "here. Over a chat, the meter's prompt-cache map shows what the server reports it reused.",
 }
 
 

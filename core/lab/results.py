@@ -46,6 +46,13 @@ LAB_DEFINITIONS = {
     "ceiling_tok_s": "bandwidth_bytes_s / weight_bytes: the decode rate if every token read every weight once "
                      "at full bandwidth and did nothing else.",
     "fraction_of_ceiling": "decode_tok_s / ceiling_tok_s.",
+    "history": "History sweep: a chat of history_turns turns (about 30 new tokens each: the last reply and a new "
+               "question), each reply exactly new_tokens long; every prompt timed with the prompt cache on (only the "
+               "tokens after the cached history prefilled) and again with it off (the whole chat prefilled), medians "
+               "over the repeats.",
+    "ttft_on_s": "History sweep: TTFT of the turn with the prompt cache on.",
+    "ttft_off_s": "History sweep: TTFT of the same prompt with the prompt cache off.",
+    "cached_tokens": "History sweep: prompt tokens the prompt cache gave at this turn (cache on).",
     "cpu_share": "machine.cpu_share: the process's CPU time during the run / (wall time x torch threads). Well "
                  "below 1 means other programs competed for the CPU and the timings are disturbed.",
 }
@@ -65,6 +72,7 @@ class LabResults:
     precision: list[dict] = field(default_factory=list)
     batch: list[dict] = field(default_factory=list)
     bandwidth: list[dict] = field(default_factory=list)
+    history: list[dict] = field(default_factory=list)
     verdicts: list[dict] = field(default_factory=list)
     cancelled: bool = False
     error: str | None = None

@@ -12,6 +12,7 @@ from core.errors import LatencyLabError
 from core.lab.bandwidth import BandwidthMeasurement, ceiling_row, measure_read_bandwidth
 from core.lab.batch_sweep import sweep_batch_sizes
 from core.lab.config import LabConfig
+from core.lab.history_sweep import sweep_history
 from core.lab.machine import describe_machine, load_average
 from core.lab.cancellation import LabCancelled, check_cancel
 from core.lab.measure import MeasurementProgress, SweepContext
@@ -115,13 +116,18 @@ class LabRun:
                                                        self.bandwidth.bytes_per_s))
         elif "bandwidth" in sweeps:
             self._add_main_model_ceiling()
+        if "history" in sweeps:
+            for row in sweep_history(self._main_model(), config.history_turns, config.new_tokens, config.repeats,
+                                     self.context):
+                self._add("history", row)
 
     def _run_remote_sweeps(self) -> None:
         """Against a server: the prompt sweep, and the batch sweep as N simultaneous streams."""
         from core.lab.remote_sweeps import NOT_APPLICABLE, sweep_concurrency, sweep_remote_prompt_lengths
 
         config = self.config
-        self.results.notes = [NOT_APPLICABLE[name] for name in ("precision", "bandwidth") if name in config.sweeps]
+        self.results.notes = [NOT_APPLICABLE[name] for name in ("precision", "bandwidth", "history")
+                              if name in config.sweeps]
         for note in self.results.notes:
             self.observer.progress(self.progress.fraction(), note)
         if "prompt" in config.sweeps:
@@ -177,7 +183,8 @@ class LabRun:
         if is_remote_spec(config.model):
             return ((self.main_model is None) + ("prompt" in sweeps) * (1 + len(config.prompt_words) * config.repeats)
                     + ("batch" in sweeps) * (1 + len(config.batch_sizes) * config.repeats))
-        needs_main = "prompt" in sweeps or "batch" in sweeps or ("bandwidth" in sweeps and "precision" not in sweeps)
+        needs_main = ("prompt" in sweeps or "batch" in sweeps or "history" in sweeps
+                      or ("bandwidth" in sweeps and "precision" not in sweeps))
         if needs_main and self.main_model is None:
             total += 1
         if "bandwidth" in sweeps:
@@ -188,6 +195,8 @@ class LabRun:
             total += 1 + len(config.prompt_words) * config.repeats
         if "batch" in sweeps:
             total += 1 + len(config.batch_sizes) * config.repeats
+        if "history" in sweeps:
+            total += 1 + 2 * config.history_turns * config.repeats
         if "precision" in sweeps:
             total += len(self.dtypes) * measurements_per_dtype(config.repeats)
             if REFERENCE_DTYPE not in self.dtypes:

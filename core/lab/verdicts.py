@@ -10,6 +10,7 @@ CLAIM_PRECISION = ("Decode speed ≈ memory bandwidth / model bytes, so smaller 
                    "almost in proportion")
 CLAIM_BATCH = "Batching is nearly free"
 CLAIM_TOTAL = "Total time ≈ TTFT + TPOT × N"
+CLAIM_HISTORY = "With the prompt cache, TTFT follows the new tokens, not the history"
 
 # The thresholds turn the chapter's words into tests; they are stated in every verdict so a reader can disagree.
 # "Slow the first token": TTFT at least doubles from the shortest to the longest prompt.
@@ -22,10 +23,15 @@ MIN_PROPORTION = 0.75
 MAX_BATCH_STEP_GROWTH = 1.5
 # "Total time ≈ ...": within 5 %, the issue's acceptance bound.
 MAX_RESIDUAL_PCT = 5.0
+# "Follows the new tokens, not the history": over a chat whose prompt at least doubles, TTFT with the cache grows
+# at most 1.5×, and less than half as much as without it.
+MIN_HISTORY_GROWTH = 2.0
+MAX_CACHED_TTFT_GROWTH = 1.5
 
 
 def judge(results: LabResults) -> list[dict]:
-    return [judge_prompt(results), judge_precision(results), judge_batch(results), judge_total(results)]
+    return [judge_prompt(results), judge_precision(results), judge_batch(results), judge_total(results),
+            judge_history(results)]
 
 
 def verdict_sentence(verdict: dict) -> str:
@@ -122,6 +128,34 @@ def judge_total(results: LabResults) -> dict:
                 f"{worst['prompt_tokens']:,} tokens)")
     holds = abs(worst_steady["steady_residual_pct"]) <= MAX_RESIDUAL_PCT
     return _verdict("total", CLAIM_TOTAL, holds, evidence, criterion)
+
+
+def judge_history(results: LabResults) -> dict:
+    criterion = (f"over a chat whose prompt grows at least {MIN_HISTORY_GROWTH:g}×, TTFT with the prompt cache grows at "
+                 f"most {MAX_CACHED_TTFT_GROWTH:g}× from the first turn to the last, and less than half as much as "
+                 f"without it")
+    if is_remote_spec(results.config.get("model")):
+        from core.lab.remote_sweeps import NOT_APPLICABLE
+
+        return _verdict("history", CLAIM_HISTORY, None, NOT_APPLICABLE["history"].rstrip("."), criterion)
+    rows = sorted((r for r in results.history if r.get("ttft_on_s") and r.get("ttft_off_s")), key=lambda r: r["turn"])
+    if len(rows) < 2:
+        return _verdict("history", CLAIM_HISTORY, None, "needs the history sweep with at least two turns", criterion)
+    first, last = rows[0], rows[-1]
+    growth = last["prompt_tokens"] / first["prompt_tokens"]
+    cached = last["ttft_on_s"] / first["ttft_on_s"]
+    whole = last["ttft_off_s"] / first["ttft_off_s"]
+    new = [r["prefilled_tokens"] for r in rows[1:]]
+    evidence = (f"over {last['turn']} turns the prompt grew from {first['prompt_tokens']:,} to "
+                f"{last['prompt_tokens']:,} tokens ({ratio(growth)}); with the prompt cache TTFT went from "
+                f"{ms(first['ttft_on_s'])} to {ms(last['ttft_on_s'])} ({ratio(cached)}), prefilling "
+                f"{min(new):,}-{max(new):,} new tokens a turn after the first; without it, from "
+                f"{ms(first['ttft_off_s'])} to {ms(last['ttft_off_s'])} ({ratio(whole)}), the whole chat each turn")
+    if growth < MIN_HISTORY_GROWTH:
+        return _verdict("history", CLAIM_HISTORY, None, evidence + "; the prompt did not grow enough to tell",
+                        criterion)
+    holds = cached <= MAX_CACHED_TTFT_GROWTH and (cached - 1) < 0.5 * (whole - 1)
+    return _verdict("history", CLAIM_HISTORY, holds, evidence, criterion)
 
 
 def ratio(value: float) -> str:

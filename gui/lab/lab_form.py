@@ -7,13 +7,13 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QFormLayout, QHBoxLayout, QL
 import core.settings
 from core.errors import InvalidSettingsError
 from core.lab.config import (
-    DEFAULT_BATCH_SIZES, DEFAULT_NEW_TOKENS, DEFAULT_PROMPT_WORDS, DEFAULT_REPEATS, MAX_NEW_TOKENS, MAX_REPEATS,
+    DEFAULT_BATCH_SIZES, DEFAULT_NEW_TOKENS, HISTORY_TURNS, DEFAULT_PROMPT_WORDS, DEFAULT_REPEATS, MAX_NEW_TOKENS, MAX_REPEATS,
     MIN_NEW_TOKENS, SWEEPS, LabConfig, parse_int_list,
 )
 
 EMBEDDED_CHOICE = "embedded"
 SWEEP_TITLES = {"prompt": "prompt length", "precision": "precision", "batch": "batch size",
-                "bandwidth": "bandwidth ceiling"}
+                "bandwidth": "bandwidth ceiling", "history": "chat history"}
 
 
 def joined(values) -> str:
@@ -56,6 +56,11 @@ class LabForm(QWidget):
         for box in self.dtype_boxes.values():
             box.setChecked(True)
         self.batch_sizes_edit = QLineEdit(joined(DEFAULT_BATCH_SIZES))
+        self.sweep_boxes["history"].setToolTip("A chat of several turns, each timed with the prompt cache on and off.")
+        self.history_turns_spin = QSpinBox()
+        self.history_turns_spin.setRange(int(HISTORY_TURNS.low), int(HISTORY_TURNS.high))
+        self.history_turns_spin.setValue(int(HISTORY_TURNS.default))
+        self.history_turns_spin.setToolTip("Turns of the chat history sweep's chat.")
 
         model_row = QHBoxLayout()
         model_row.addWidget(self.model_box, stretch=1)
@@ -80,7 +85,11 @@ class LabForm(QWidget):
         form.addRow("Sweeps", sweeps_row)
         form.addRow("Prompt words", numbers_row)
         form.addRow("Precisions", precision_row)
-        form.addRow("Batch sizes", self.batch_sizes_edit)
+        batch_row = QHBoxLayout()
+        batch_row.addWidget(self.batch_sizes_edit, stretch=1)
+        batch_row.addWidget(QLabel("history turns"))
+        batch_row.addWidget(self.history_turns_spin)
+        form.addRow("Batch sizes", batch_row)
 
     def config(self) -> LabConfig:
         """Raises InvalidSettingsError with a message for the user when a field is wrong."""
@@ -98,6 +107,7 @@ class LabForm(QWidget):
             repeats=self.repeats_spin.value(),
             dtypes=dtypes or None,
             batch_sizes=parse_int_list(self.batch_sizes_edit.text(), "batch sizes"),
+            history_turns=self.history_turns_spin.value(),
             model=None if spec == EMBEDDED_CHOICE else spec,
             dtype=self.dtype_box.currentText(),
             decode_loop=self.decode_loop_box.currentText(),

@@ -17,6 +17,7 @@ from core.errors import LatencyLabError
 from core.lab.machine import contention_warning, machine_summary
 from core.lab.results import LabResults, load_results_json, save_results_csv, save_results_json
 from gui.lab.batch_plot import BatchPlot
+from gui.lab.history_plot import HistorySweepPlot
 from gui.lab.lab_form import LabForm
 from gui.lab.precision_plot import PrecisionPlot
 from gui.lab.prompt_plot import PromptLengthPlot
@@ -80,8 +81,9 @@ class LabTab(QWidget):
         self.prompt_plot = PromptLengthPlot()
         self.batch_plot = BatchPlot()
         self.precision_plot = PrecisionPlot()
+        self.history_plot = HistorySweepPlot()
         plots = QSplitter(Qt.Orientation.Vertical)
-        for plot in (self.prompt_plot, self.batch_plot, self.precision_plot):
+        for plot in (self.prompt_plot, self.batch_plot, self.precision_plot, self.history_plot):
             plot.setMinimumHeight(150)
             plots.addWidget(plot)
         self.verdicts = VerdictPanel()
@@ -156,7 +158,7 @@ class LabTab(QWidget):
         """Draw a whole result at once: a finished run's, or one loaded from a file."""
         self.results = results
         self._clear_plots()
-        for sweep in ("prompt", "batch", "precision", "bandwidth"):
+        for sweep in ("prompt", "batch", "precision", "bandwidth", "history"):
             for row in results.rows(sweep):
                 self._add_row(sweep, row)
         self._refresh_plots()
@@ -252,16 +254,18 @@ class LabTab(QWidget):
             self.batch_plot.add_row(row)
         elif sweep == "precision":
             self.precision_plot.add_precision_row(row)
+        elif sweep == "history":
+            self.history_plot.add_row(row)
         elif sweep == "bandwidth":
             self.precision_plot.add_bandwidth_row(row)
 
     def _clear_plots(self) -> None:
-        for plot in (self.prompt_plot, self.batch_plot, self.precision_plot):
+        for plot in (self.prompt_plot, self.batch_plot, self.precision_plot, self.history_plot):
             plot.reset()
         self._refresh_plots()
 
     def _refresh_plots(self) -> None:
-        for plot in (self.prompt_plot, self.batch_plot, self.precision_plot):
+        for plot in (self.prompt_plot, self.batch_plot, self.precision_plot, self.history_plot):
             plot.refresh()
 
     def _results_or_raise(self) -> LabResults:

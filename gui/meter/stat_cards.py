@@ -118,10 +118,11 @@ class StatCards(QWidget):
         layout = QGridLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         self.cards = {spec.key: StatCard(spec) for spec in CARDS}
-        # The prompt card takes two cells of the first row; the others fill five columns after it.
+        # Four columns fit beside the chat on a 1400-pixel screen (five were cut off at the right); the prompt
+        # card takes two cells of the first row, next to the TTFT it explains.
         layout.addWidget(self.cards["prompt"], 0, 0, 1, 2)
         for position, card in enumerate(list(self.cards.values())[1:], start=2):
-            layout.addWidget(card, position // 5, position % 5)
+            layout.addWidget(card, position // 4, position % 4)
 
     def show_summary(self, summary: LatencySummary, streaming: bool) -> None:
         """Show the core's numbers unchanged; only the waited card depends on the mode."""

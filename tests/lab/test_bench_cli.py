@@ -45,7 +45,7 @@ def test_short_bench_writes_json_csv_and_a_summary(tmp_path, embedded_model):
     json_path, csv_path = tmp_path / "lab.json", tmp_path / "lab.csv"
     result = subprocess.run(
         [sys.executable, "-m", "cli.main", "bench", "--prompt-words", "5,300", "--new-tokens", "4",
-         "--repeats", "1", "--dtypes", "float32,bfloat16", "--batch-sizes", "1,2",
+         "--repeats", "1", "--dtypes", "float32,bfloat16", "--batch-sizes", "1,2", "--history-turns", "2",
          "--json", str(json_path), "--csv", str(csv_path)],
         capture_output=True, text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert result.returncode == 0, result.stderr
@@ -54,14 +54,15 @@ def test_short_bench_writes_json_csv_and_a_summary(tmp_path, embedded_model):
     assert [row["dtype"] for row in document["precision"]] == ["float32", "bfloat16"]
     assert [row["batch_size"] for row in document["batch"]] == [1, 2]
     assert [row["dtype"] for row in document["bandwidth"]] == ["float32", "bfloat16"]
-    assert len(document["verdicts"]) == 4
+    assert [row["turn"] for row in document["history"]] == [1, 2]
+    assert len(document["verdicts"]) == 5
     table = list(csv.DictReader(io.StringIO("".join(
         line for line in csv_path.read_text().splitlines(True) if not line.startswith("#")))))
-    assert len(table) == 2 + 2 + 2 + 2 + 4
+    assert len(table) == 2 + 2 + 2 + 2 + 2 + 5
 
     out = result.stdout
     for heading in ("Machine:", "memory read bandwidth", "Prompt-length sweep", "Precision sweep", "Batch sweep",
-                    "Bandwidth ceiling", "Verdicts"):
+                    "Bandwidth ceiling", "History sweep", "Verdicts"):
         assert heading in out
     for verdict in document["verdicts"]:
         assert verdict["sentence"] in out

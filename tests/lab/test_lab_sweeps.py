@@ -29,24 +29,25 @@ def lab_run(embedded_model):
     """One short run of every sweep, with what the observer saw while it ran."""
     rows_seen, progress_seen = [], []
     config = LabConfig(prompt_words=(SHORT, LONG), new_tokens=NEW_TOKENS, repeats=REPEATS,
-                       dtypes=("float32", "bfloat16"), batch_sizes=(1, 2))
+                       dtypes=("float32", "bfloat16"), batch_sizes=(1, 2), history_turns=3)
     observer = LabObserver(progress=lambda fraction, message: progress_seen.append(fraction),
                            row_measured=lambda sweep, row: rows_seen.append((sweep, row)))
     results = run_lab(config, loaded=embedded_model, observer=observer)
     return results, json.loads(results_to_json(results)), rows_seen, progress_seen
 
 
-def test_json_has_one_list_per_sweep_and_four_verdicts(lab_run):
+def test_json_has_one_list_per_sweep_and_five_verdicts(lab_run):
     results, document, rows_seen, progress_seen = lab_run
     assert document["format"] == "latencylab-lab/1"
     assert not document["cancelled"] and document["error"] is None
-    for sweep in ("prompt", "precision", "batch", "bandwidth"):
+    sweeps = ("prompt", "precision", "batch", "bandwidth", "history")
+    for sweep in sweeps:
         assert isinstance(document[sweep], list) and document[sweep], sweep
     assert [sweep for sweep, _ in rows_seen].count("prompt") == 2
-    assert len(rows_seen) == sum(len(document[sweep]) for sweep in ("prompt", "precision", "batch", "bandwidth"))
+    assert len(rows_seen) == sum(len(document[sweep]) for sweep in sweeps)
     assert progress_seen == sorted(progress_seen) and progress_seen[-1] == 1.0
     verdicts = document["verdicts"]
-    assert [v["key"] for v in verdicts] == ["prompt", "precision", "batch", "total"]
+    assert [v["key"] for v in verdicts] == ["prompt", "precision", "batch", "total", "history"]
     for verdict in verdicts:
         assert {"claim", "holds", "evidence"} <= set(verdict)
         assert isinstance(verdict["holds"], bool)  # every sweep ran, so every claim was tested
@@ -121,9 +122,9 @@ def test_json_loads_back_and_csv_holds_every_row(lab_run):
     table = list(csv.DictReader(io.StringIO("".join(line for line in text.splitlines(True)
                                                     if not line.startswith("#")))))
     sweeps = [row["sweep"] for row in table]
-    for sweep in ("prompt", "precision", "batch", "bandwidth"):
+    for sweep in ("prompt", "precision", "batch", "bandwidth", "history"):
         assert sweeps.count(sweep) == len(document[sweep])
-    assert sweeps.count("verdict") == 4
+    assert sweeps.count("verdict") == 5
     assert float(table[0]["ttft_s"]) == document["prompt"][0]["ttft_s"]
 
 
@@ -236,3 +237,15 @@ def test_cancel_stops_a_native_batch_within_a_step(native_model, monkeypatch):
     results = run_lab(config, loaded=native_model, observer=observer, cancel=cancel)
     assert results.cancelled and [row["batch_size"] for row in results.batch] == [1]
     assert steps[1] == 60 and steps[-1] <= 1
+
+
+def test_history_rows_reuse_the_chat_with_the_cache_and_not_without(lab_run):
+    _, document, _, _ = lab_run
+    rows = document["history"]
+    assert [row["turn"] for row in rows] == [1, 2, 3]
+    assert rows[0]["prompt_tokens"] < rows[1]["prompt_tokens"] < rows[2]["prompt_tokens"]
+    for before, row in zip(rows, rows[1:]):
+        assert row["cached_tokens"] >= before["prompt_tokens"]  # the previous turn, up to its reply's last token
+        assert row["prefilled_tokens"] == row["prompt_tokens"] - row["cached_tokens"] < 40
+        assert len(row["ttft_on_runs_s"]) == len(row["ttft_off_runs_s"]) == REPEATS
+    assert all(row["ttft_on_s"] > 0 and row["ttft_off_s"] > 0 for row in rows)

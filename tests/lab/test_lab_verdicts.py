@@ -64,7 +64,7 @@ def test_claim_four_is_judged_on_the_steady_residual():
 
 def test_claims_without_data_are_not_tested():
     verdicts = judge(results())
-    assert [v["holds"] for v in verdicts] == [None] * 4
+    assert [v["holds"] for v in verdicts] == [None] * 5
     assert all(v["sentence"].endswith("Not tested.") and v["evidence"].startswith("needs") for v in verdicts)
 
 
@@ -138,3 +138,30 @@ def test_a_busy_machine_is_called_out():
     warning = contention_warning({"cpu_share": 0.56, "torch_threads": 2, "load_average_start": 0.5,
                                   "load_average_end": 3.4})
     assert warning.startswith("Warning: this run got only 56% of 2 cores' time") and "3.4 at the end" in warning
+
+
+def history_rows(on_ms, off_ms, prompts=(49, 109, 229, 465)):
+    return [{"turn": turn, "prompt_tokens": tokens, "cached_tokens": 0 if turn == 1 else prompts[turn - 2] - 5,
+             "prefilled_tokens": tokens if turn == 1 else tokens - prompts[turn - 2] + 5,
+             "ttft_on_s": on / 1000, "ttft_off_s": off / 1000}
+            for turn, (tokens, on, off) in enumerate(zip(prompts, on_ms, off_ms), start=1)]
+
+
+def test_the_history_claim_holds_when_ttft_follows_the_new_tokens():
+    verdict = judge(results(history=history_rows((203, 150, 170, 220), (203, 436, 977, 1957))))[4]
+    assert verdict["key"] == "history" and verdict["holds"] is True
+    assert verdict["sentence"].startswith("With the prompt cache, TTFT follows the new tokens, not the history: over "
+                                          "4 turns the prompt grew from 49 to 465 tokens (9.5×); with the prompt cache "
+                                          "TTFT went from 203 ms to 220 ms (1.1×)")
+    assert "without it, from 203 ms to 1,957 ms (9.6×)" in verdict["sentence"]
+
+
+def test_the_history_claim_fails_when_ttft_grows_with_the_history_anyway():
+    verdict = judge(results(history=history_rows((203, 436, 977, 1957), (203, 436, 977, 1957))))[4]
+    assert verdict["holds"] is False and verdict["sentence"].endswith("Does not hold.")
+
+
+def test_the_history_claim_is_not_tested_without_growth_or_rows():
+    assert judge(results())[4]["holds"] is None
+    flat = judge(results(history=history_rows((100, 100), (100, 110), prompts=(100, 120))))[4]
+    assert flat["holds"] is None and "did not grow enough" in flat["evidence"]

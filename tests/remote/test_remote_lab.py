@@ -15,7 +15,8 @@ def _reply_chunks(tokens: int) -> list:
 
 def test_prompt_and_concurrency_sweeps_run_against_a_server_and_precision_says_it_does_not_apply():
     with ScriptedServer(Script(chunks=_reply_chunks(6))) as server:
-        config = LabConfig(sweeps=("prompt", "batch", "precision", "bandwidth"), prompt_words=(5, 20), new_tokens=6,
+        config = LabConfig(sweeps=("prompt", "batch", "precision", "bandwidth", "history"), prompt_words=(5, 20),
+                           new_tokens=6,
                            repeats=1, batch_sizes=(1, 3), model=server.url)
         results = run_lab(config)
         bodies = [request["body"] for request in server.requests if request["body"]]
@@ -27,6 +28,8 @@ def test_prompt_and_concurrency_sweeps_run_against_a_server_and_precision_says_i
     assert results.precision == [] and results.bandwidth == []
     assert any("precision sweep does not apply" in note for note in results.notes)
     assert any("bandwidth ceiling does not apply" in note for note in results.notes)
+    assert any("history sweep runs on a local model only" in note for note in results.notes)
+    assert results.history == []
     precision = next(v for v in results.verdicts if v["key"] == "precision")
     assert precision["holds"] is None and "does not apply" in precision["evidence"]
     # warm-ups + 2 prompt lengths + (1 + 3) concurrent streams, each a chat request with a fixed length asked

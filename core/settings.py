@@ -54,6 +54,12 @@ SEED = NumberLimit("seed", 0, 2**32 - 1, None, whole=True)  # None: a fresh rand
 # How long a server may send nothing (while connecting or mid-reply) before the reply is given up.
 SERVER_TIMEOUT = NumberLimit("server timeout (s)", 1, 3600, 60)
 
+# The prompt cache keeps the chats it has set aside (another chat opened, a lab run) up to this many bytes of
+# keys and values, least recently used out first; the live cache of the chat being answered comes on top.
+# 512 MiB: about 23,000 positions of the embedded SmolLM2-135M (23,040 bytes each in float16), or 4,000 of an 8B
+# Llama (131,072 bytes each).
+PROMPT_CACHE_SAVED_BYTES = 512 * 1024 * 1024
+
 # Below this, logits / temperature overflow to inf and sampling fails ("probability tensor contains
 # inf/nan"); 0 itself means greedy.
 MIN_SAMPLING_TEMPERATURE = 1e-3

@@ -197,7 +197,7 @@ class Generation(ReplySurface):
 
 def cache_report(use: "CacheUse", cache: "CacheRequest | None") -> PromptCacheReport:
     """The decoder's account of a prompt's cache use, worded for the user, stamped as the prefill of the rest begins."""
-    return replace(_worded(use, cache), timestamp_ns=time.perf_counter_ns())
+    return replace(_worded(use, cache), timestamp_ns=time.perf_counter_ns(), memory_bytes=use.memory_bytes)
 
 
 def _worded(use: "CacheUse", cache: "CacheRequest | None") -> PromptCacheReport:

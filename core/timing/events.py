@@ -111,6 +111,7 @@ class PromptCacheReport:
     break_at: int | None = None
     source: str = "local"
     timestamp_ns: int | None = None  # locally: when the cached part was in place and prefill of the rest began
+    memory_bytes: int | None = None  # locally: the prompt cache's memory (live KV allocation and saved chats)
 
     @property
     def prefilled_tokens(self) -> int | None:

@@ -23,7 +23,9 @@ PROMPT_CACHE_DEFINITIONS = {
     "prefilled_tokens": "Prompt tokens computed by this reply's prefill: prompt_tokens - cached_tokens. TTFT follows "
                         "these, not the whole prompt.",
     "prompt_cache": "Why no more of the prompt was cached (reason), the token where reuse of the cached history "
-                    "stopped (break_at), and who counted (source: local, or the server's field).",
+                    "stopped (break_at), who counted (source: local, or the server's field), and the prompt cache's "
+                    "memory as the prompt began (memory_bytes: the KV cache as allocated plus the chats set aside; "
+                    "local only).",
 }
 INTERVAL_DEFINITION = ("interval_s: time since the previous token; for index 0 it is the time since "
                        "request start, i.e. the TTFT. t_s: seconds since request start.")
@@ -76,7 +78,7 @@ def cache_document(trace: GenerationTrace) -> dict:
         return {}
     return {"cached_tokens": trace.cached_tokens, "prefilled_tokens": trace.prefilled_tokens,
             "prompt_cache": {"reason": trace.cache_reason, "break_at": trace.cache_break_at,
-                             "source": trace.cache_source}}
+                             "source": trace.cache_source, "memory_bytes": trace.cache_memory_bytes}}
 
 
 def server_document(trace: GenerationTrace) -> dict:

@@ -51,6 +51,7 @@ class GenerationTrace:
     cache_break_at: int | None = None
     cache_source: str | None = None
     cache_ready_ns: int | None = None  # the cached part in place, the prefill of the rest about to start
+    cache_memory_bytes: int | None = None  # the prompt cache's memory as the prompt began (local only)
 
     def record(self, event: ReplyEventKind, arrival_ns: int | None = None) -> None:
         """Keep what the event says; arrival_ns is when a token reached the window (None elsewhere)."""
@@ -62,7 +63,7 @@ class GenerationTrace:
         elif isinstance(event, PromptCacheReport):
             self.cached_tokens, self.cache_reason = event.cached_tokens, event.reason
             self.cache_break_at, self.cache_source = event.break_at, event.source
-            self.cache_ready_ns = event.timestamp_ns
+            self.cache_ready_ns, self.cache_memory_bytes = event.timestamp_ns, event.memory_bytes
         elif isinstance(event, PrefillProgress):
             self.prefill_progress.append((event.timestamp_ns, event.fraction))
         elif isinstance(event, ComputeStarted):

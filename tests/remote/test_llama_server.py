@@ -1,5 +1,5 @@
 """Against real llama.cpp servers on 127.0.0.1 with the embedded GGUF: llama.cpp's own llama-server
-(built once by tools/build_llama_server.py, as `make test` does) and llama-cpp-python's Python server."""
+(built once per CPU by tools/llama_cpp_builds.py, as `make test` does) and llama-cpp-python's Python server."""
 
 from __future__ import annotations
 
@@ -146,3 +146,21 @@ def test_the_lab_sweeps_prompts_and_concurrency_on_the_server(llama_server):
     assert all(row["ttft_s"] > 0 and row["tpot_s"] > 0 and row["new_tokens"] == 6 for row in results.prompt)
     assert [row["concurrency"] for row in results.batch] == [1, 2]
     assert all(row["aggregate_tok_s"] > 0 for row in results.batch)
+
+
+def test_a_chat_through_the_server_shows_what_its_prompt_cache_reused(llama_server):
+    """llama-server reports timings.cache_n; llama-cpp-python's server reports no count: "not reported"."""
+    model = connect(llama_server.url)
+    messages = list(PROMPT)
+    traces = []
+    for follow_up in ("And one more sentence, please.", "Thank you. Name the ocean you wrote about."):
+        trace = RemoteReply(model, "", messages, GenerationSettings(max_new_tokens=12)).run_to_end()
+        traces.append(trace)
+        messages += [("assistant", trace.text), ("user", follow_up)]
+    second = traces[1]
+    if llama_server.kind == LLAMA_SERVER:
+        assert second.cache_source == "llama.cpp timings.cache_n"
+        assert traces[0].prompt_tokens <= second.cached_tokens < second.prompt_tokens
+        assert second.prefilled_tokens == second.server["timings"]["prompt_n"]
+    else:
+        assert second.cached_tokens is None and second.cache_reason.startswith("not reported")

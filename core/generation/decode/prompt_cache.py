@@ -17,9 +17,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Protocol
 
-# The default bound on the saved caches (not the live one): 512 MiB, about 23,000 positions of the embedded
-# SmolLM2-135M (23 KB each in float16), or 4,000 of an 8B Llama.
-DEFAULT_BUDGET_BYTES = 512 * 1024 * 1024
+from core.settings import PROMPT_CACHE_SAVED_BYTES
+
+DEFAULT_BUDGET_BYTES = PROMPT_CACHE_SAVED_BYTES
 ANONYMOUS = ""  # the chat of callers that name none (`ask`, one `latencylab chat`)
 
 
@@ -65,6 +65,7 @@ class CacheUse:
     held: int
     label: object
     status: str  # HIT, EMPTY, OTHER_CHAT, EVICTED, OFF
+    memory_bytes: int = 0  # the prompt cache's memory as this prompt begins (live allocation and saved chats)
 
     @property
     def prefilled(self) -> int:
@@ -107,7 +108,7 @@ class PromptCache:
         if not enabled:
             self.set_aside()
             self.live = CachedState([], label)
-            return CacheUse(len(tokens), 0, 0, None, OFF)
+            return CacheUse(len(tokens), 0, 0, None, OFF, self.memory_bytes)
         if self.live_chat != chat:
             other = self.live if self.live_chat is not None else CachedState([])
             self.set_aside()
@@ -128,7 +129,7 @@ class PromptCache:
         reused = min(common_prefix(self.live.tokens, tokens), max(len(tokens) - 1, 0))
         self.live = CachedState(self.live.tokens[:reused], label)
         self.live_chat = chat
-        return CacheUse(len(tokens), reused, held, previous, status)
+        return CacheUse(len(tokens), reused, held, previous, status, self.memory_bytes)
 
     def extend(self, tokens: list[int]) -> None:
         """These tokens' keys and values are now in the live cache, after the ones it held."""
@@ -170,3 +171,8 @@ class PromptCache:
     @property
     def live_bytes(self) -> int:
         return len(self.live.tokens) * self.store.position_bytes()
+
+    @property
+    def memory_bytes(self) -> int:
+        """What the cache holds in memory: the live KV cache as allocated (its capacity), plus the saved ones."""
+        return getattr(self.store, "capacity", 0) * self.store.position_bytes() + self.saved_bytes

@@ -1,15 +1,18 @@
 # Two entry points for a fresh machine: `make run` (the app) and `make test` (the tests).
-# Each creates .venv and installs what it needs on first use.
+# Each creates .venv and installs what it needs on first use. `make check` is the developer's fast tier.
 
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+CHECK_STAMP := $(VENV)/.installed-check
 TEST_STAMP := $(VENV)/.installed-test
+# The fast tier: no real model, no llama.cpp, no child process; `make check` runs it in under 3 minutes.
+FAST_TIER := not model and not llama_cpp and not engine_process and not subprocess and not timing
 
 XVFB_PACKAGES := xvfb libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 xauth
 
-.PHONY: run test install xvfb
+.PHONY: run test check install xvfb
 
 install: $(TEST_STAMP)
 
@@ -24,12 +27,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e .
 	touch $(STAMP)
 
-# The tests' extras on top, then llama.cpp built for this CPU (tools/llama_cpp_builds.py): llama-cpp-python's
-# wheel with its server, and llama.cpp's own llama-server, each compiled once per CPU and build flags into the
-# user's cache (several minutes each the first time) and checked with a 321-token prompt. `make run` needs
-# none of them.
-$(TEST_STAMP): $(STAMP)
+# The tests' extras (pytest and friends) on top; enough for `make check`.
+$(CHECK_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(CHECK_STAMP)
+
+# Then llama.cpp built for this CPU (tools/llama_cpp_builds.py): llama-cpp-python's wheel with its server, and
+# llama.cpp's own llama-server, each compiled once per CPU and build flags into the user's cache (4-5 minutes each
+# the first time) and checked with a 321-token prompt. `make run` needs none of them.
+$(TEST_STAMP): $(CHECK_STAMP)
 	$(PY) tools/llama_cpp_builds.py
 	@$(MAKE) --no-print-directory xvfb
 	touch $(TEST_STAMP)
@@ -49,10 +55,12 @@ xvfb:
 run: $(STAMP)
 	$(VENV)/bin/latencylab $(ARGS)
 
-# The whole suite offscreen, then the plot tests again on a real X server when Xvfb is installed.
+# The whole suite offscreen, then the plot tests again on a real X server when Xvfb is installed; the 25 slowest
+# tests are listed at the end. The llama.cpp builds are checked against this CPU first (instant when they match).
 # pytest's exit status 5 (no test selected, e.g. PYTEST_ARGS named a file without plot tests) is not a failure.
 test: $(TEST_STAMP)
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) tools/llama_cpp_builds.py >/dev/null
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest --durations=25 $(PYTEST_ARGS)
 	@if command -v xvfb-run >/dev/null 2>&1; then \
 		echo "Plot tests on a real X server (xvfb-run, QT_QPA_PLATFORM=xcb):"; \
 		QT_QPA_PLATFORM=xcb xvfb-run -a -s "-screen 0 1400x950x24" $(PY) -m pytest -m plots $(PYTEST_ARGS); \
@@ -60,3 +68,9 @@ test: $(TEST_STAMP)
 	else \
 		echo "Skipping the plot tests on a real X server: xvfb-run is not installed (make xvfb, as root)."; \
 	fi
+
+# The developer's edit-test loop: the layers' contracts, then the fast tier of the suite. A test in it that reaches
+# the real model, llama.cpp or a child process without the fixture that marks it fails (tests/conftest.py).
+check: $(CHECK_STAMP)
+	$(VENV)/bin/lint-imports --config pyproject.toml --no-cache
+	LATENCYLAB_FAST_TIER=1 QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -m "$(FAST_TIER)" $(PYTEST_ARGS)

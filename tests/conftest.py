@@ -1,11 +1,19 @@
-"""Shared fixtures: the real embedded model (loaded once) and a tiny random-weight model for fast tests."""
+"""Shared fixtures: the real embedded model (loaded once) and a tiny random-weight model for fast tests.
+
+Each test's tier follows from the fixtures it uses (as napari's suite does), so a new test cannot forget its
+marker; `make check` (LATENCYLAB_FAST_TIER=1) then fails any test that reaches the real model, llama.cpp or a
+child process without them.
+"""
 
 from __future__ import annotations
 
 import gc
 import itertools
 import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # The machines have no internet at run time; make any accidental hub access fail fast.
@@ -14,6 +22,24 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import pytest  # noqa: E402
 
 from core.model.loader import LoadedModel, load_model  # noqa: E402
+
+# Fixture -> the markers every test using it (directly or through another fixture) gets.
+FIXTURE_MARKERS = {
+    "embedded_model": ("model",), "native_model": ("model",), "int4_model": ("model",), "window": ("model",),
+    "real_model": ("model",),
+    "llama_cpp": ("llama_cpp",), "llama_server": ("llama_cpp", "model"),
+    "run_cli": ("subprocess",),
+}
+FAST_TIER = os.environ.get("LATENCYLAB_FAST_TIER") == "1"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for fixture in item.fixturenames:
+            for marker in FIXTURE_MARKERS.get(fixture, ()):
+                item.add_marker(marker)
+        if item.get_closest_marker("engine_process") is not None:
+            item.add_marker("subprocess")  # the window's engine runs in a child process
 
 
 @pytest.fixture(scope="session")
@@ -32,6 +58,67 @@ def native_model() -> LoadedModel:
 def int4_model() -> LoadedModel:
     """The embedded model on its own 4-bit weights (the fast precision)."""
     return load_model(None, dtype="int4")
+
+
+@pytest.fixture(scope="session")
+def real_model():
+    """Marks a test that loads the real model itself (a subprocess running it, a fresh load): the path of its GGUF."""
+    from core.model.source import embedded_gguf_path
+
+    return embedded_gguf_path()
+
+
+@pytest.fixture(scope="session")
+def llama_cpp():
+    """llama-cpp-python, built for this CPU by tools/llama_cpp_builds.py: the formats' and speeds' reference."""
+    return pytest.importorskip("llama_cpp", reason="llama-cpp-python is built by tools/llama_cpp_builds.py "
+                                                   "(make test runs it)")
+
+
+@pytest.fixture
+def run_cli():
+    """Run the latencylab command in a child process, as a user would from a shell: (args, ...) -> CompletedProcess."""
+    def run(*args, env=None, timeout=300, **kwargs):
+        environment = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
+        return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
+                              timeout=timeout, env=environment, **kwargs)
+    return run
+
+
+@pytest.fixture(autouse=True)
+def fast_tier_guard(request, monkeypatch):
+    """In `make check`, a test that reaches the real model, llama.cpp or a child process of ours without the
+    fixture (or marker) that puts it in its tier fails, saying which fixture to use."""
+    if not FAST_TIER:
+        return
+    marked = {marker.name for marker in request.node.iter_markers()}
+    import core.model.loader
+    from core.cache_paths import cache_root
+    from core.model.source import embedded_gguf_path
+
+    real_files = (str(embedded_gguf_path()), str(cache_root()))
+    load = core.model.loader._load
+
+    def guarded_load(source, *args, **kwargs):
+        if "model" not in marked and str(source.location).startswith(real_files):
+            pytest.fail("this test loads the real model: use the embedded_model, native_model or real_model fixture, "
+                        "which puts it in the `model` tier", pytrace=False)
+        return load(source, *args, **kwargs)
+
+    monkeypatch.setattr(core.model.loader, "_load", guarded_load)
+    popen_init = subprocess.Popen.__init__
+
+    def guarded_popen(self, args, *rest, **kwargs):
+        program = Path(str(args[0] if isinstance(args, (list, tuple)) else str(args).split()[0])).name
+        ours = program in (Path(sys.executable).name, "latencylab", "llama-server", "lint-imports", "bash")
+        if ours and "subprocess" not in marked:
+            pytest.fail(f"this test starts {program} in a child process: use the run_cli fixture or mark it "
+                        "`subprocess`", pytrace=False)
+        return popen_init(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", guarded_popen)
+    if "llama_cpp" not in marked:
+        monkeypatch.setitem(sys.modules, "llama_cpp", None)  # `import llama_cpp` now fails at once
 
 
 @pytest.fixture(scope="session")

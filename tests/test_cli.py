@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.subprocess  # each test runs latencylab (or Python) in a child process
+
 
 def latencylab(*args, timeout=300):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}

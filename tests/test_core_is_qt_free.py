@@ -4,6 +4,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.subprocess  # import-linter and a clean interpreter; `make check` runs lint-imports itself
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -15,8 +15,8 @@ SAMPLES = [
 
 
 @pytest.mark.parametrize("text", SAMPLES)
-def test_deltas_reassemble_the_decoded_text(embedded_model, text):
-    tokenizer = embedded_model.tokenizer
+def test_deltas_reassemble_the_decoded_text(embedded_tokenizer, text):
+    tokenizer = embedded_tokenizer
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]
     detokenizer = IncrementalDetokenizer(tokenizer)
     deltas = [detokenizer.push(token_id) for token_id in ids]
@@ -24,7 +24,7 @@ def test_deltas_reassemble_the_decoded_text(embedded_model, text):
     assert all("\ufffd" not in delta for delta in deltas)
 
 
-def test_special_tokens_add_no_text(embedded_model):
-    tokenizer = embedded_model.tokenizer
+def test_special_tokens_add_no_text(embedded_tokenizer):
+    tokenizer = embedded_tokenizer
     detokenizer = IncrementalDetokenizer(tokenizer)
     assert detokenizer.push(tokenizer.eos_token_id) == ""

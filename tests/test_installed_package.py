@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.subprocess  # each test runs latencylab (or Python) in a child process
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

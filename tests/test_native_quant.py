@@ -81,14 +81,13 @@ def without_a_compiler(monkeypatch, tmp_path):
     monkeypatch.setattr(library, "_loaded", {})
 
 
-def llama_cpp_logits(path, ids) -> torch.Tensor:
-    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python (the test extra) is the formats' reference")
+def llama_cpp_logits(llama_cpp, path, ids) -> torch.Tensor:
     reference = llama_cpp.Llama(str(path), n_ctx=256, logits_all=True, verbose=False, n_threads=2)
     reference.eval(ids)
     return torch.from_numpy(np.asarray(reference.scores[:len(ids)]))
 
 
-def test_a_mixed_quant_file_runs_on_the_kernels_as_llama_cpp_runs_it(mixed_file):
+def test_a_mixed_quant_file_runs_on_the_kernels_as_llama_cpp_runs_it(mixed_file, llama_cpp):
     native = load_model(str(mixed_file))
     reference = load_model(str(mixed_file), dtype="float32")  # transformers' own dequantisation
     assert native.dtype == "native" and native.describe()["dtype"].startswith("native")
@@ -98,7 +97,7 @@ def test_a_mixed_quant_file_runs_on_the_kernels_as_llama_cpp_runs_it(mixed_file)
     ids = native.tokenizer("The sea is wide and the sky is blue, said the old sailor.")["input_ids"]
     with torch.inference_mode():
         got, exact = native.model(torch.tensor([ids])).logits[0], reference.model(torch.tensor([ids])).logits[0]
-    theirs = llama_cpp_logits(mixed_file, ids)
+    theirs = llama_cpp_logits(llama_cpp, mixed_file, ids)
     # llama.cpp's own arithmetic (8-bit activations, a float16 cache): on two layers the same to rounding.
     assert (got - theirs).abs().max() < 1e-3 * theirs.abs().max()
     # Against exact float32 weights and activations, the 8-bit activations cost a few percent, as llama.cpp's do.
@@ -121,7 +120,7 @@ def test_without_a_compiler_a_mixed_file_runs_on_torchs_int4_kernel_and_says_so(
     assert torch.equal(got.argmax(-1), expected.argmax(-1))
 
 
-def test_a_type_without_a_kernel_runs_in_float16_and_says_so(tmp_path):
+def test_a_type_without_a_kernel_runs_in_float16_and_says_so(tmp_path, llama_cpp):
     path = write_tiny_llama(tmp_path / "q2k.gguf", {"ffn_down": "Q2_K"})
     loaded = load_model(str(path))
     assert "Q2_K tensors run in float16" in loaded.describe()["precision_note"]
@@ -129,7 +128,7 @@ def test_a_type_without_a_kernel_runs_in_float16_and_says_so(tmp_path):
     with torch.inference_mode():
         logits = loaded.model(torch.tensor([ids])).logits[0]
     assert torch.isfinite(logits).all()
-    theirs = llama_cpp_logits(path, ids)  # llama.cpp multiplies Q2_K itself: float16 weights are near, not equal
+    theirs = llama_cpp_logits(llama_cpp, path, ids)  # llama.cpp multiplies Q2_K itself: float16 weights are near, not equal
     assert (logits - theirs).abs().max() < 0.05 * theirs.abs().max()
 
 

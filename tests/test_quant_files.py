@@ -19,7 +19,7 @@ from core.quant.gguf_decode import NATIVE_TYPES, PLANE_COUNT
 from core.quant.split_int4_linear import native_linear_in_chunks
 from tools import quant_files
 
-pytestmark = pytest.mark.model
+pytestmark = [pytest.mark.model, pytest.mark.subprocess]
 
 ALL_FILE_TYPES = ("Q4_1", *quant_files.FILE_TYPES)  # Q4_1: the embedded file itself
 # Teacher-forced over the fixed 321-token text (README has the figures of every file): ours against
@@ -39,8 +39,8 @@ def latencylab(*args, timeout=600):
 
 
 @pytest.fixture(scope="module")
-def files():
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python (the test extra) makes the files and the reference")
+def files(llama_cpp):
+    """llama.cpp's quantiser makes the files (once per machine, then cached)."""
     return {file_type: quant_files.quant_file(file_type) for file_type in ALL_FILE_TYPES}
 
 
@@ -77,7 +77,7 @@ def test_ask_answers_natively_from_each_file(files, file_type):
 
 
 @pytest.mark.parametrize("file_type", ALL_FILE_TYPES)
-def test_greedy_agreement_with_llama_cpp_on_the_same_file(files, file_type):
+def test_greedy_agreement_with_llama_cpp_on_the_same_file(files, file_type, llama_cpp):
     """Teacher-forced top-1 over the fixed text against llama.cpp's logits on the same file.
 
     This small model turns last-bit differences into changed top-1 tokens: llama.cpp's own variants (its
@@ -87,8 +87,6 @@ def test_greedy_agreement_with_llama_cpp_on_the_same_file(files, file_type):
     variants do, and at least 97% at the positions where all of them agree, whose top-1 is not decided by
     rounding. Agreement with the file's exact float32 dequantisation is reported by fast_decode.py's quant table.
     """
-    import llama_cpp
-
     path = files[file_type]
     native = load_model(str(path))
     ids = native.tokenizer(agreement_text())["input_ids"]

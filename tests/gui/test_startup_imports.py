@@ -1,8 +1,11 @@
 """The window shows before the model loads: building it must not import torch or transformers."""
 
+import pytest
 import subprocess
 import sys
 from pathlib import Path
+
+pytestmark = pytest.mark.subprocess  # each test runs latencylab (or Python) in a child process
 
 ROOT = Path(__file__).resolve().parents[2]
 

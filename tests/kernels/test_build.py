@@ -38,7 +38,8 @@ def test_a_library_built_once_loads_without_a_compiler(empty_cache, monkeypatch)
     assert library.kernels(portable=True).isa == "scalar"
 
 
-def test_a_failed_compile_is_one_line_and_native_loads_fall_back_to_torchs_int4(empty_cache, monkeypatch, tmp_path):
+def test_a_failed_compile_is_one_line_and_native_loads_fall_back_to_torchs_int4(empty_cache, monkeypatch, tmp_path,
+                                                                             real_model):
     failing = tmp_path / "cc"
     failing.write_text("#!/bin/sh\necho 'cc: error: no such compiler here' >&2\nexit 1\n")
     failing.chmod(0o755)
@@ -54,7 +55,7 @@ def test_a_failed_compile_is_one_line_and_native_loads_fall_back_to_torchs_int4(
     assert "compiling the native GGUF kernels failed" in loaded.describe()["precision_note"]
 
 
-def test_a_cpu_without_avx2_runs_native_ggufs_on_torchs_int4_kernel_not_the_slow_plain_c(monkeypatch):
+def test_a_cpu_without_avx2_runs_native_ggufs_on_torchs_int4_kernel_not_the_slow_plain_c(monkeypatch, real_model):
     # The plain C build decodes about 11x slower than the AVX2 one here, and slower than torch's own kernels.
     monkeypatch.setattr(build, "fast_here", lambda: False)
     from core.model.loader import load_model

@@ -19,8 +19,7 @@ from tiny_gguf import FAMILY_EXTRAS, write_tiny_family
 PROMPT = list(range(300, 320))  # 20 tokens: past Gemma's 8-position window in these files
 
 
-def llama_cpp_logits(path, ids) -> np.ndarray:
-    llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python (the test extra) is the formats' reference")
+def llama_cpp_logits(llama_cpp, path, ids) -> np.ndarray:
     reference = llama_cpp.Llama(str(path), n_ctx=256, logits_all=True, verbose=False, n_threads=2)
     reference.eval(ids)
     return np.asarray(reference.scores[:len(ids)])
@@ -41,13 +40,13 @@ def tiny(family_files):
 
 @pytest.mark.parametrize("qtype", ["Q8_0", "Q4_K"])
 @pytest.mark.parametrize("arch", list(FAMILY_EXTRAS))
-def test_each_family_runs_on_the_kernels_as_llama_cpp_runs_it(family_files, arch, qtype):
+def test_each_family_runs_on_the_kernels_as_llama_cpp_runs_it(family_files, arch, qtype, llama_cpp):
     path = family_files[arch, qtype]
     loaded = load_model(str(path))
     assert is_kernel_model(loaded.model) and loaded.describe()["runtime"].startswith("Latency Lab's C kernels")
     with torch.inference_mode():
         ours = loaded.model(torch.tensor([PROMPT])).logits[0].numpy()
-    theirs = llama_cpp_logits(path, PROMPT)
+    theirs = llama_cpp_logits(llama_cpp, path, PROMPT)
     # Same arithmetic as llama.cpp (8-bit activations, float16 cache, its rotary angles and GELU): equal to
     # rounding on these small models. Its SiLU uses its own vectorised exp, so now and then an activation
     # lands on the other side of an 8-bit rounding boundary: that moves one position's logits by up to ~1%.
@@ -88,7 +87,7 @@ def test_a_cache_that_grows_mid_reply_keeps_what_it_held(tiny):
 
 def _fresh(decoder: KernelDecoder, capacity: int) -> KernelDecoder:
     decoder.kernel.reserve(1, capacity, keep=False)
-    decoder.start_sequence = lambda positions: None  # keep the capacity set above
+    decoder.start_sequence = lambda positions, keep=0: None  # keep the capacity set above
     return decoder
 
 

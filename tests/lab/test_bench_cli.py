@@ -11,6 +11,8 @@ import pytest
 
 from cli.main import main
 
+pytestmark = pytest.mark.subprocess  # each test runs latencylab (or Python) in a child process
+
 
 @pytest.mark.parametrize("args, words", [
     (["--prompt-words", "abc"], "'abc' is not a whole number"),

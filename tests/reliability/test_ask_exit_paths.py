@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.subprocess  # each test runs latencylab (or Python) in a child process
+
 ROOT = Path(__file__).resolve().parents[2]
 STORY = "Write a long story about a dragon"
 LONG_PROMPT = "Read this carefully. " + "The river runs past the old mill and the bridge. " * 400  # ~4k tokens

@@ -8,7 +8,6 @@ import pytest
 
 from core.errors import ModelLoadError
 from core.model.loader import load_model
-from run_cli import latencylab
 from tiny_gguf import write_tiny_llama
 
 
@@ -59,8 +58,8 @@ def test_a_bad_file_is_refused_in_one_line_naming_why(bad_files, name):
 
 
 @pytest.mark.parametrize("name", ["truncated", "unknown_quant_type", "unsupported_architecture"])
-def test_the_cli_answers_a_bad_file_in_one_line_without_a_traceback(bad_files, name):
-    result = latencylab("ask", "Hi", "--model", str(bad_files[name]), "--json")
+def test_the_cli_answers_a_bad_file_in_one_line_without_a_traceback(bad_files, name, run_cli):
+    result = run_cli("ask", "Hi", "--model", str(bad_files[name]), "--json")
     assert result.returncode != 0
     assert "Traceback" not in result.stderr and BAD_FILES[name][1] in result.stderr
 

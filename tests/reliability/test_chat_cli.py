@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.model
+pytestmark = [pytest.mark.model, pytest.mark.subprocess]
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from run_cli import latencylab
+
 
 
 @pytest.mark.parametrize("args, message", [
@@ -19,23 +19,23 @@ from run_cli import latencylab
     (["--dtype", "float7"], "argument --dtype: invalid choice: 'float7'"),
     (["--max-new-tokens", "many"], "argument --max-new-tokens: invalid int value: 'many'"),
 ])
-def test_bad_settings_are_refused_with_the_reason(args, message):
-    result = latencylab("ask", "hi", *args)
+def test_bad_settings_are_refused_with_the_reason(args, message, run_cli):
+    result = run_cli("ask", "hi", *args)
     assert result.returncode == 2
     assert "usage: latencylab" in result.stderr and message in result.stderr
     assert "Traceback" not in result.stderr
 
 
 @pytest.mark.model
-def test_a_reply_budget_larger_than_the_context_is_refused_after_loading(embedded_model):
-    result = latencylab("ask", "hi", "--max-new-tokens", "9000")
+def test_a_reply_budget_larger_than_the_context_is_refused_after_loading(embedded_model, run_cli):
+    result = run_cli("ask", "hi", "--max-new-tokens", "9000")
     assert result.returncode == 1
     assert "max new tokens is 9,000, but the model's context window holds only 8,192" in result.stderr
 
 
 @pytest.mark.parametrize("prompt", ["", " ", "\n\t  \n"])
-def test_an_empty_prompt_is_refused_like_a_bad_argument(prompt):
-    result = latencylab("ask", prompt, "--max-new-tokens", "2")
+def test_an_empty_prompt_is_refused_like_a_bad_argument(prompt, run_cli):
+    result = run_cli("ask", prompt, "--max-new-tokens", "2")
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "usage: latencylab" in result.stderr
     assert "argument prompt: the prompt is empty; give the question to ask" in result.stderr

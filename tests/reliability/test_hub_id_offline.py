@@ -8,6 +8,8 @@ from core.errors import ModelLoadError
 from core.model.source import resolve_model_source
 from no_network import latencylab_offline
 
+pytestmark = pytest.mark.subprocess  # each test runs latencylab (or Python) in a child process
+
 ROOT = Path(__file__).resolve().parents[2]
 NOT_FOUND = "was not found locally: a hub id must already be in the Hugging Face cache, since Latency Lab does not download"
 

@@ -48,7 +48,7 @@ def test_without_the_kernels_native_precision_needs_about_twice_the_file_not_a_f
         check_before_loading(None, "native")
 
 
-def test_on_the_kernels_a_file_larger_than_free_memory_loads_with_a_warning_about_its_speed(monkeypatch):
+def test_on_the_kernels_a_file_larger_than_free_memory_loads_with_a_warning_about_its_speed(monkeypatch, real_model):
     from core.model.loader import load_model
 
     size = embedded_gguf_path().stat().st_size

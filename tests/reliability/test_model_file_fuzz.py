@@ -13,7 +13,6 @@ from core.errors import ModelLoadError
 from core.model.preflight import check_before_loading
 from core.model.source import embedded_gguf_path
 from core.model.weight_count import gguf_parameter_count, safetensors_parameter_count
-from run_cli import latencylab
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -150,7 +149,7 @@ def test_the_real_tiny_safetensors_cut_or_flipped(tmp_path_factory, tiny_model_f
 
 
 @pytest.mark.parametrize("make", ["truncated gguf", "3-byte safetensors", "2^62-byte header"])
-def test_the_cli_answers_a_corrupt_model_file_in_one_line(tmp_path, make):
+def test_the_cli_answers_a_corrupt_model_file_in_one_line(tmp_path, make, run_cli):
     if make == "truncated gguf":
         target = tmp_path / "t.gguf"
         with open(embedded_gguf_path(), "rb") as handle:
@@ -165,7 +164,7 @@ def test_the_cli_answers_a_corrupt_model_file_in_one_line(tmp_path, make):
         name = "model.safetensors"
     with pytest.raises(ModelLoadError, match=name):
         check_before_loading(str(target), "float32")
-    result = latencylab("ask", "hi", "--model", str(target), "--max-new-tokens", "2")
+    result = run_cli("ask", "hi", "--model", str(target), "--max-new-tokens", "2")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     said = [line for line in result.stderr.splitlines() if line.startswith("latencylab:")]
     assert len(said) == 1 and said[0].startswith("latencylab: error: the model file " + name), result.stderr

@@ -11,6 +11,8 @@ import pytest
 
 from core.chats.store import ChatStore
 
+pytestmark = pytest.mark.subprocess  # each test runs latencylab (or Python) in a child process
+
 DRIVER = Path(__file__).with_name("app_driver.py")
 REPO = Path(__file__).resolve().parents[2]
 

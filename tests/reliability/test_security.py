@@ -11,13 +11,12 @@ from core.model.preflight import check_before_loading
 from core.model.loader import load_model
 from core.model.offline import OFFLINE_VARIABLES, use_offline_mode_for
 from no_network import latencylab_offline
-from run_cli import latencylab
 
 
-def test_risky_flags_are_off_unless_named_and_warn_when_named(tmp_path):
-    plain = latencylab("ask", "hi", "--model", str(tmp_path / "missing"))
+def test_risky_flags_are_off_unless_named_and_warn_when_named(tmp_path, run_cli):
+    plain = run_cli("ask", "hi", "--model", str(tmp_path / "missing"))
     assert plain.returncode == 1 and "warning" not in plain.stderr
-    risky = latencylab("ask", "hi", "--model", str(tmp_path / "missing"), "--trust-remote-code", "--allow-pickle")
+    risky = run_cli("ask", "hi", "--model", str(tmp_path / "missing"), "--trust-remote-code", "--allow-pickle")
     assert risky.returncode == 1
     assert "warning: --trust-remote-code lets a model folder run its own Python code" in risky.stderr
     assert "warning: --allow-pickle lets the loader read pickle checkpoints" in risky.stderr
@@ -85,10 +84,10 @@ def test_pickle_checkpoints_are_refused_unless_allowed(pickle_model_folder):
     assert load_model(str(pickle_model_folder), allow_pickle=True).parameter_count > 0
 
 
-def test_the_cli_refuses_a_pickle_and_loads_it_when_allowed(pickle_model_folder):
-    refused = latencylab("ask", "hi", "--model", str(pickle_model_folder), "--max-new-tokens", "2")
+def test_the_cli_refuses_a_pickle_and_loads_it_when_allowed(pickle_model_folder, run_cli):
+    refused = run_cli("ask", "hi", "--model", str(pickle_model_folder), "--max-new-tokens", "2")
     assert refused.returncode == 1 and "holds only pickle checkpoints" in refused.stderr
-    allowed = latencylab("ask", "hi", "--model", str(pickle_model_folder), "--max-new-tokens", "2",
+    allowed = run_cli("ask", "hi", "--model", str(pickle_model_folder), "--max-new-tokens", "2",
                          "--allow-pickle", "--json")
     assert allowed.returncode == 0, allowed.stderr
     assert json.loads(allowed.stdout)["output_tokens"] >= 1 and "warning: --allow-pickle" in allowed.stderr
@@ -146,12 +145,12 @@ def test_exported_chats_name_a_folder_model_without_its_path(qtbot, window, tiny
     assert json.loads((tmp_path / "chat.json").read_text(encoding="utf-8"))["model"] == tiny_model_folder.name
 
 
-def test_bench_refuses_a_pickle_and_measures_it_when_allowed(pickle_model_folder):
+def test_bench_refuses_a_pickle_and_measures_it_when_allowed(pickle_model_folder, run_cli):
     options = ("bench", "--model", str(pickle_model_folder), "--sweeps", "prompt", "--prompt-words", "5",
                "--new-tokens", "2", "--repeats", "1")
-    refused = latencylab(*options)
+    refused = run_cli(*options)
     assert refused.returncode == 1 and "holds only pickle checkpoints" in refused.stderr
-    allowed = latencylab(*options, "--allow-pickle")
+    allowed = run_cli(*options, "--allow-pickle")
     assert allowed.returncode == 0, allowed.stderr
     assert "warning: --allow-pickle" in allowed.stderr and "prompt" in allowed.stdout
 

@@ -12,6 +12,8 @@ import pytest
 from core.chats.session import Message
 from core.chats.store import ChatStore
 
+pytestmark = pytest.mark.subprocess  # each test runs latencylab (or Python) in a child process
+
 DRIVER = Path(__file__).with_name("two_windows_driver.py")
 
 

@@ -19,7 +19,7 @@ from core.remote.llama_cpp_server import LLAMA_SERVER, PYTHON_SERVER, LlamaCppSe
 from core.remote.reply import RemoteReply
 from core.settings import GenerationSettings
 
-pytestmark = [pytest.mark.model, pytest.mark.llama_server]
+pytestmark = [pytest.mark.model, pytest.mark.llama_cpp, pytest.mark.subprocess]
 PROMPT = [("user", "Write two sentences about the sea.")]
 KINDS = {LLAMA_SERVER: "llama.cpp", PYTHON_SERVER: "llama-cpp-python"}  # launcher kind: how connect() names it
 # What each server logs when a client goes mid-reply and it drops the request.

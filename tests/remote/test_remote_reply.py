@@ -211,13 +211,9 @@ def test_plain_http_to_another_host_warns_and_keys_in_urls_are_refused():
         RemoteSpec.parse("http://user:sk-1@gpu.example.com/v1")
 
 
-def test_the_cli_says_a_bad_server_in_one_line_and_exits_1():
-    import subprocess
-    import sys
-
+def test_the_cli_says_a_bad_server_in_one_line_and_exits_1(run_cli):
     with ScriptedServer(Script(status=401)) as server:
-        result = subprocess.run([sys.executable, "-m", "cli.main", "ask", "Hi", "--model", server.url],
-                                capture_output=True, text=True, timeout=120)
+        result = run_cli("ask", "Hi", "--model", server.url, timeout=120)
     assert result.returncode == 1
     assert "check the API key" in result.stderr and "Traceback" not in result.stderr
 

@@ -32,17 +32,18 @@ class Config(ctypes.Structure):
                 ("norm_eps", "embed_scale", "attention_scale", "attention_softcap", "final_softcap")]
 
 
-_P, _I, _F = ctypes.c_void_p, ctypes.c_int32, ctypes.c_float
+_P, _I, _F, _S = ctypes.c_void_p, ctypes.c_int32, ctypes.c_float, ctypes.c_size_t
+# Every buffer goes with its size (_S), which the C side checks against the model's configuration.
 _SIGNATURES = {
     "ll_model_new": (_P, [ctypes.POINTER(Config)]),
     "ll_model_free": (None, [_P]),
-    "ll_set_tensor": (_I, [_P, _I, _I, _P, _I, _I, _I]),
+    "ll_set_tensor": (_I, [_P, _I, _I, _P, _S, _I, _I, _I]),
     "ll_set_window": (_I, [_P, _I, _I]),
     "ll_set_rope": (_I, [_P, _I, _F, _F]),
     "ll_reserve": (_I, [_P, _I, _I, _I]),
-    "ll_embed": (_I, [_P, _P, _I, _P]),
-    "ll_layers": (_I, [_P, _P, _I, _P, _P, _I, _I, _I]),
-    "ll_logits": (_I, [_P, _P, _I, _P, _I]),
+    "ll_embed": (_I, [_P, _P, _I, _P, _S]),
+    "ll_layers": (_I, [_P, _P, _S, _I, _P, _P, _I, _I, _I]),
+    "ll_logits": (_I, [_P, _P, _S, _I, _P, _S, _I]),
     "ll_last_error": (ctypes.c_char_p, []),
     "kernel_isa": (ctypes.c_char_p, []),
     "activation_type": (_I, [_I]),
@@ -60,6 +61,7 @@ class KernelLibrary:
     def __init__(self, built: BuiltLibrary):
         self.path = built.path
         self.compiled_now = built.compiled_now
+        self.note = built.note  # e.g. compiled into a temporary folder, the cache being unwritable
         import torch  # noqa: F401 - first, so the library's libgomp.so.1 is torch's copy: one OpenMP pool
 
         try:

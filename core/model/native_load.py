@@ -58,7 +58,7 @@ def check_architecture(path: Path, architecture: str | None) -> None:
 def load_native(path: Path, progress: ProgressCallback) -> NativeModel:
     """The model on the file's own quants: on the C kernels where they cover the file and can be built here,
     else (Llama files) on torch's int4 kernel; NotNative when neither covers it."""
-    from core.model.gguf_kernels import kernel_refusal
+    from core.model.gguf_kernels import checked_shape, kernel_refusal
     from core.model.gguf_native import NATIVE_ARCHITECTURES
     from core.model.weight_count import gguf_parameter_count
 
@@ -70,6 +70,8 @@ def load_native(path: Path, progress: ProgressCallback) -> NativeModel:
         kernel_problem = kernel_refusal(weights)
         if kernel_problem:  # transformers' GGUF reader must cover it then (its import alone takes a second)
             check_architecture(path, weights.architecture)
+        else:  # a shape fault is named as one, before the tokenizer's build reads the file
+            checked_shape(weights)
         library = None if kernel_problem else _kernel_library(scaled(progress, 0.2, 0.3))
         if isinstance(library, str):
             library, kernel_problem = None, library
@@ -112,7 +114,7 @@ def _on_kernels(library, weights, config, tokenizer, kind: str, progress: Progre
         raise ModelLoadError(f"the GGUF file's tensors do not fit its own metadata: {_short(str(error))}.") from None
     model = KernelCausalLM(build, config, GenerationConfig.from_model_config(config))
     fallbacks = build.fallbacks()
-    notes = [larger_than_memory_note(weights.path)]
+    notes = [library.note, larger_than_memory_note(weights.path)]
     if fallbacks:
         notes.append(", ".join(sorted(fallbacks)) + " tensors run in float16 (no native kernel for them)")
     return NativeModel(model, tokenizer, f"native ({kind})", "; ".join(note for note in notes if note) or None)

@@ -81,8 +81,18 @@ def _parse(data) -> GGUFHeader:
         type_id, relative = struct.unpack_from("<IQ", data, offset + 4 + 8 * n_dims)
         offset += 4 + 8 * n_dims + 12
         infos.append((name, type_id, dims, relative))
-    alignment = int(fields.get("general.alignment", DEFAULT_ALIGNMENT)) or DEFAULT_ALIGNMENT
+    alignment = fields.get("general.alignment", DEFAULT_ALIGNMENT)
+    # As llama.cpp: the alignment must be a power of two, and every tensor's offset a multiple of it.
+    if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
+        raise ValueError(f"its general.alignment ({alignment}) is not a power of two")
     start = (offset + alignment - 1) // alignment * alignment
+    if infos and start > len(data):
+        raise ValueError(f"its general.alignment ({alignment}) puts the tensor data at byte {start:,}, past the end "
+                         f"of the file ({len(data):,} bytes)")
+    for name, _, _, relative in infos:
+        if relative % alignment:
+            raise ValueError(f"its tensor {name[:80]} starts at offset {relative:,}, not a multiple of the file's "
+                             f"alignment ({alignment})")
     tensors = {name: TensorInfo(name, type_id, tuple(int(d) for d in dims), start + relative)
                for name, type_id, dims, relative in infos}
     return GGUFHeader(fields, tensors)

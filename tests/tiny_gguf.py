@@ -72,7 +72,7 @@ def write_tiny_llama(path: Path, types: dict[str, str] | None = None, *, archite
         kind = gguf.GGUFValueType.FLOAT32 if isinstance(value, float) else gguf.GGUFValueType.UINT32
         if isinstance(value, int) and not 0 <= value < 2**32:
             kind = gguf.GGUFValueType.INT64 if value < 0 else gguf.GGUFValueType.UINT64
-        writer.add_key_value(f"{architecture}.{key}", value, kind)
+        writer.add_key_value(key if key.startswith("general.") else f"{architecture}.{key}", value, kind)
     for key, (value, kind, item_kind) in _tokenizer_fields().items():
         if key == "tokenizer.ggml.model" and tokenizer_model is not None:
             value = tokenizer_model
@@ -128,11 +128,12 @@ FAMILY_EXTRAS = {
 
 
 def write_tiny_family(path: Path, architecture: str, qtype: str = "Q8_0", *, layers: int = LAYERS,
-                      seed: int = 0) -> Path:
+                      seed: int = 0, vocab: int | None = None) -> Path:
     """A small random model of one family, as llama.cpp's converter lays it out, with the embedded tokenizer.
 
     Gemma's sliding window is 8 positions, so a short prompt reaches past it; Gemma 3 has 6 layers by
-    default here so its pattern (5 sliding, then 1 full) shows.
+    default here so its pattern (5 sliding, then 1 full) shows. With vocab, a vocabulary of that many
+    placeholder tokens instead of the embedded one: a file of a few hundred KB for the kernels alone (fuzz tests).
     """
     import gguf
 
@@ -156,9 +157,12 @@ def write_tiny_family(path: Path, architecture: str, qtype: str = "Q8_0", *, lay
     if "softcaps" in extras:
         writer.add_attn_logit_softcapping(extras["softcaps"][0])
         writer.add_final_logit_softcapping(extras["softcaps"][1])
-    for key, (value, kind, item_kind) in _tokenizer_fields().items():
-        writer.add_key_value(key, value, kind, item_kind)
-    vocab = len(_tokenizer_fields()["tokenizer.ggml.tokens"][0])
+    if vocab is None:
+        for key, (value, kind, item_kind) in _tokenizer_fields().items():
+            writer.add_key_value(key, value, kind, item_kind)
+        vocab = len(_tokenizer_fields()["tokenizer.ggml.tokens"][0])
+    else:
+        writer.add_token_list([f"t{index}" for index in range(vocab)])  # the vocabulary's size, as llama.cpp reads it
     kv_width = head_dim * KV_HEADS
 
     def matrix(name: str, rows: int, columns: int) -> None:

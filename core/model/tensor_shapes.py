@@ -72,12 +72,12 @@ def layer_count_in_file(weights, block_count: int) -> None:
 
 def check_sizes(arch: str, sizes: dict[str, int]) -> None:
     """The metadata's own numbers: positive, consistent, and within what the kernels index."""
-    names = {"width": "embedding_length", "heads": "attention.head_count", "kv_heads": "attention.head_count_kv",
-             "head_dim": "attention.key_length", "ffn": "feed_forward_length", "vocab": "token_embd rows",
-             "rope_dims": "rope.dimension_count"}
+    names = {"width": f"{arch}.embedding_length", "heads": f"{arch}.attention.head_count",
+             "kv_heads": f"{arch}.attention.head_count_kv", "head_dim": f"head size ({arch}.attention.key_length)",
+             "ffn": f"{arch}.feed_forward_length", "vocab": "vocabulary size", "rope_dims": f"{arch}.rope.dimension_count"}
     for key, value in sizes.items():
         if key in names and not (0 < value <= INT32_LIMIT or key == "rope_dims" and value == 0):
-            raise ModelLoadError(f"the GGUF file's {arch}.{names[key]} is {value}, which no model can have.")
+            raise ModelLoadError(f"the GGUF file's {names[key]} is {value}, which no model can have.")
     if sizes["heads"] % sizes["kv_heads"]:
         raise ModelLoadError(f"the GGUF file's {arch}.attention.head_count ({sizes['heads']}) is not a multiple of its "
                              f"attention.head_count_kv ({sizes['kv_heads']}).")

@@ -34,6 +34,7 @@ class GGUFWeights:
 
         header = read_header(Path(path))
         self._fields = header.fields
+        self._array_lengths = header.array_lengths
         self._tensors = header.tensors
         self._types = {name: gguf.GGMLQuantizationType(info.type_id) for name, info in self._tensors.items()}
         self.path = Path(path)
@@ -64,6 +65,10 @@ class GGUFWeights:
     def fields(self) -> dict:
         """The header's scalar and string metadata (arrays, such as the vocabulary, are left out)."""
         return self._fields
+
+    def array_length(self, key: str) -> int | None:
+        """How many items a metadata array holds (the arrays themselves are not read), or None."""
+        return self._array_lengths.get(key)
 
     def field_text(self, key: str) -> str | None:
         value = self._fields.get(key)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import mmap
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # Metadata value types: fixed sizes and struct formats; 8 is a string, 9 an array.
@@ -29,6 +29,7 @@ class TensorInfo:
 class GGUFHeader:
     fields: dict  # scalars and strings; arrays are left out
     tensors: dict[str, TensorInfo]
+    array_lengths: dict[str, int] = field(default_factory=dict)  # each array's item count (e.g. the vocabulary's)
 
 
 def read_header(path: Path) -> GGUFHeader:
@@ -64,6 +65,7 @@ def _parse(data) -> GGUFHeader:
         return at
 
     fields: dict = {}
+    array_lengths: dict[str, int] = {}
     for _ in range(kv_count):
         key, offset = string(offset)
         (value_type,) = struct.unpack_from("<I", data, offset)
@@ -72,6 +74,8 @@ def _parse(data) -> GGUFHeader:
             (fields[key],) = struct.unpack_from(_FORMATS[value_type], data, offset)
         elif value_type == _STRING:
             fields[key], _ = string(offset)
+        elif value_type == _ARRAY:
+            (array_lengths[key],) = struct.unpack_from("<Q", data, offset + 4)
         offset = skip(value_type, offset)
     infos = []
     for _ in range(tensor_count):
@@ -95,4 +99,4 @@ def _parse(data) -> GGUFHeader:
                              f"alignment ({alignment})")
     tensors = {name: TensorInfo(name, type_id, tuple(int(d) for d in dims), start + relative)
                for name, type_id, dims, relative in infos}
-    return GGUFHeader(fields, tensors)
+    return GGUFHeader(fields, tensors, array_lengths)

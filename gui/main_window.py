@@ -274,7 +274,8 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def restart_engine(self) -> None:
-        if self.models.restart():
+        """Works in every state: a running, stuck or stopped engine is replaced by a new one with the same model."""
+        if self.models.restart(force=True):
             self.settings_panel.show_progress(0.0, "restarting the engine…")
             self._update_controls()
 

@@ -51,12 +51,14 @@ def _tokenizer_fields() -> dict:
 
 def write_tiny_llama(path: Path, types: dict[str, str] | None = None, *, architecture: str = "llama",
                      tokenizer_model: str | None = None, seed: int = 0, metadata: dict | None = None,
-                     shapes: dict[str, tuple[int, ...]] | None = None, last: tuple[str, ...] = ()) -> Path:
+                     shapes: dict[str, tuple[int, ...]] | None = None, last: tuple[str, ...] = (),
+                     chat_template: str | None = None) -> Path:
     """A 2-layer random Llama; types maps a tensor role (attn_q, ffn_down, token_embd, ...) to a quant type.
 
     For crafted files: metadata overrides header fields by their key without the architecture (e.g.
     {"embedding_length": 128}); shapes gives a tensor (by its GGUF name) another shape, rows first, any number
-    of dimensions; last names tensors written after all the others, at the end of the file.
+    of dimensions; last names tensors written after all the others, at the end of the file; chat_template
+    replaces the embedded tokenizer's template.
     """
     import gguf
 
@@ -76,6 +78,8 @@ def write_tiny_llama(path: Path, types: dict[str, str] | None = None, *, archite
     for key, (value, kind, item_kind) in _tokenizer_fields().items():
         if key == "tokenizer.ggml.model" and tokenizer_model is not None:
             value = tokenizer_model
+        if key == "tokenizer.chat_template" and chat_template is not None:
+            value = chat_template
         writer.add_key_value(key, value, kind, item_kind)
     vocab = len(_tokenizer_fields()["tokenizer.ggml.tokens"][0])
     tensor_shapes = {"attn_q": (HIDDEN, HIDDEN), "attn_k": (HIDDEN * KV_HEADS // HEADS, HIDDEN),

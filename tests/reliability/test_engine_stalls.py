@@ -14,6 +14,7 @@ import pytest
 from PySide6.QtGui import QGuiApplication, QKeySequence
 
 import gui.engine_client as engine_client
+from child_processes import children
 from gui.chat.reply_controller import GENERATING, IDLE, STOPPING
 from tiny_gguf import write_tiny_llama
 
@@ -39,7 +40,7 @@ def engine_window(qtbot, tiny_gguf, monkeypatch):
         window.start_loading(tiny_gguf, "native")
     yield window
     window.close()
-    assert psutil.Process().children() == []  # closing leaves no engine behind, stopped or not
+    assert children() == []  # closing leaves no engine behind, stopped or not
 
 
 def engine_pid(window) -> int:

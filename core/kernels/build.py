@@ -43,6 +43,7 @@ class BuiltLibrary:
     path: Path
     compiled_now: bool
     note: str | None = None  # said to the user: e.g. built in a temporary folder, the cache being unwritable
+    temporary: bool = False  # in a folder of its own, removed once the library is loaded
 
 
 def compiler() -> str | None:
@@ -147,11 +148,11 @@ def build_library(portable: bool = False, progress=None) -> BuiltLibrary:
     except OSError as error:
         folder = Path(tempfile.mkdtemp(prefix="latencylab-kernels-"))
         atexit.register(shutil.rmtree, folder, ignore_errors=True)
-        temporary = folder / target.name
-        _compile(cc, portable, temporary)
+        scratch = folder / target.name
+        _compile(cc, portable, scratch)
         reason = error.strerror or type(error).__name__
-        return BuiltLibrary(temporary, True, f"the kernels' cache ({target.parent}) cannot be written ({reason}), so "
-                                             "they were compiled into a temporary folder for this run")
+        return BuiltLibrary(scratch, True, f"the kernels' cache ({target.parent}) cannot be written ({reason}), so "
+                                             "they were compiled into a temporary folder for this run", temporary=True)
 
 
 def _compile(cc: str, portable: bool, target: Path) -> None:

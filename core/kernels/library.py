@@ -7,6 +7,7 @@ threads that carry tokens away.
 from __future__ import annotations
 
 import ctypes
+import shutil
 import threading
 
 from core.kernels.build import BuiltLibrary, KernelsUnavailable, build_library
@@ -68,6 +69,9 @@ class KernelLibrary:
             self._lib = ctypes.CDLL(str(built.path))
         except OSError as error:
             raise KernelsUnavailable(f"the compiled GGUF kernels could not be loaded: {error}") from None
+        finally:
+            if built.temporary:  # loaded (or not): the file is not needed again, and the engine ends with os._exit
+                shutil.rmtree(built.path.parent, ignore_errors=True)
         for name, (result, arguments) in _SIGNATURES.items():
             function = getattr(self._lib, name)
             function.restype, function.argtypes = result, arguments

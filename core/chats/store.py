@@ -11,7 +11,7 @@ from pathlib import Path
 
 import platformdirs
 
-from core.chats.atomic_file import atomic_write_bytes, ensure_private_dir, is_temp_file
+from core.atomic_file import atomic_write_bytes, ensure_private_dir, is_temp_file
 from core.chats.chat_schema import MAX_CHAT_FILE_BYTES
 from core.chats.disk_version import DiskVersion, digest
 from core.chats.safe_read import read_regular_file, read_regular_file_and_status

@@ -14,7 +14,7 @@ from typing import Callable, Iterator
 from core.generation.reply_surface import ReplySurface
 from core.remote import ollama_chat, openai_chat
 from core.remote.connect import RemoteModel
-from core.remote.errors import RemoteError, ReplyTooLarge, StreamCut
+from core.remote.errors import RemoteError, ReplyTooLarge, StreamCut, redact
 from core.remote.http_stream import HttpStream
 from core.remote.pieces import Piece
 from core.remote.wire_formats import JsonLines, MalformedStream, ServerSentEvents
@@ -113,6 +113,8 @@ class RemoteReply(ReplySurface):
                 self._stream.close()
         if self.stop_event.is_set() and error is None:
             reason = StopReason.STOPPED
+        if error is not None:  # shown, and saved with the chat: never with the key a server echoed
+            error = redact(error, self.model.api_key)
         stream = self._stream
         counted, timings = reading.completion_tokens, reading.timings
         if counted is not None and not self._believable(counted, reading):

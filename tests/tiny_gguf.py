@@ -93,8 +93,8 @@ def write_tiny_llama(path: Path, types: dict[str, str] | None = None, *, archite
         kind = gguf.GGMLQuantizationType[qtype]
         block_size, block_bytes = gguf.GGML_QUANT_SIZES[kind]
         outer = int(np.prod(shape[:-1]))
-        data = _quantised(outer, shape[-1], qtype, rng) if outer else np.zeros((0, shape[-1] // block_size * block_bytes),
-                                                                                 dtype=np.uint8)
+        empty = np.zeros((0, shape[-1] // block_size * block_bytes), dtype=np.uint8)
+        data = _quantised(outer, shape[-1], qtype, rng) if outer else empty
         raw_shape = (*shape[:-1], shape[-1] // block_size * block_bytes)
         held.append((name, data, {"raw_shape": raw_shape, "raw_dtype": kind}))
 

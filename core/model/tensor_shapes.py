@@ -74,7 +74,8 @@ def check_sizes(arch: str, sizes: dict[str, int]) -> None:
     """The metadata's own numbers: positive, consistent, and within what the kernels index."""
     names = {"width": f"{arch}.embedding_length", "heads": f"{arch}.attention.head_count",
              "kv_heads": f"{arch}.attention.head_count_kv", "head_dim": f"head size ({arch}.attention.key_length)",
-             "ffn": f"{arch}.feed_forward_length", "vocab": "vocabulary size", "rope_dims": f"{arch}.rope.dimension_count"}
+             "ffn": f"{arch}.feed_forward_length", "vocab": "vocabulary size",
+             "rope_dims": f"{arch}.rope.dimension_count"}
     for key, value in sizes.items():
         if key in names and not (0 < value <= INT32_LIMIT or key == "rope_dims" and value == 0):
             raise ModelLoadError(f"the GGUF file's {names[key]} is {value}, which no model can have.")

@@ -216,7 +216,8 @@ class RemoteReply(ReplySurface):
 
     def _believable(self, count: int, reading: "_Reading") -> bool:
         """Whether a reply's usage count fits what was asked for and what arrived (see COUNT_PER_BYTE)."""
-        return count <= min(self.settings.max_new_tokens + COUNT_SLACK, COUNT_PER_BYTE * reading.text_bytes + COUNT_SLACK)
+        asked_for = self.settings.max_new_tokens + COUNT_SLACK
+        return count <= min(asked_for, COUNT_PER_BYTE * reading.text_bytes + COUNT_SLACK)
 
 
 class _Reading:

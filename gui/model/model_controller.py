@@ -111,7 +111,9 @@ class ModelController(QObject):
 
     def _start_engine(self) -> None:
         self.stopped_reason = None
+        stopped = self.client.engine
         self.client.attach(self._engine_factory())
+        stopped.close(0.1)  # gone already (ended or dead): this closes its socket and reaps it
 
     @Slot(float, str)
     def _on_progress(self, fraction: float, message: str) -> None:

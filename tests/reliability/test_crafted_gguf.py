@@ -1,4 +1,5 @@
-"""Crafted GGUFs (one field or one tensor's shape edited) are refused in one line naming the fault, before C sees them."""
+"""Crafted GGUFs (one field or one tensor's shape edited) are refused in one line naming the fault, before C sees
+them."""
 
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ CASES = {
     "general.alignment 2^30": ({"metadata": {"general.alignment": 2**30}},
                                "general.alignment (1073741824) puts the tensor data at byte"),
     "general.alignment 48": ({"metadata": {"general.alignment": 48}}, "general.alignment (48) is not a power of two"),
-    "rope.freq_base 0": ({"metadata": {"rope.freq_base": 0.0}}, "llama.rope.freq_base is '0.0', not a finite number > 0"),
+    "rope.freq_base 0": ({"metadata": {"rope.freq_base": 0.0}},
+                         "llama.rope.freq_base is '0.0', not a finite number > 0"),
 }
 
 

@@ -28,7 +28,8 @@ def valid_document(chat_id: str = "20250101-000000-aaaaaaaa") -> dict:
                             prefill_progress=[(1_500, 0.5), (2_000, 1.0)], prompt_ready_ns=1_200,
                             compute_started_ns=1_300, finished_ns=3_000, painted_ns=[2_200], chunk_of=[0, 1],
                             server={"kind": "llama.cpp", "chunks": 2, "timings": {"prompt_ms": 1.5},
-                                    "prompt_tokens": 5, "output_tokens": 2, "tokens_counted_from": "the server's usage"},
+                                    "prompt_tokens": 5, "output_tokens": 2,
+                                    "tokens_counted_from": "the server's usage"},
                             server_output_tokens=2, first_byte_ns=1_900)
     record.replies = [ReplyRecord(trace, {"streaming": True, "settings": dict(SETTINGS), "decode_loop": "lean",
                                           "notice": "Older turns were left out.", "interrupted": False,

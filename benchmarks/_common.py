@@ -15,6 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from core.atomic_file import atomic_write_text
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Benchmarks drive the real window, which saves every chat: keep those out of the user's own list.
@@ -123,7 +125,7 @@ class Report:
     def write(self) -> None:
         document = {"benchmark": self.name, "argv": sys.argv[1:], "cpu_flags": cpu_flags(),
                     "cpu": cpu_description(), "figures": self.figures, "printed": self.lines}
-        Path(self.path).write_text(json.dumps(document, indent=1), encoding="utf-8")
+        atomic_write_text(Path(self.path), json.dumps(document, indent=1))
 
 
 def add_json_option(parser) -> None:

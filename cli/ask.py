@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-
 import sys
 
 from core.chats.session import Message
@@ -14,7 +12,7 @@ from core.generation.request import ReplyRequest
 from core.remote.backend import load_any, prepare_any
 from core.settings import GenerationSettings
 from core.timing.events import TokenEvent
-from core.timing.export import cache_document, server_document
+from core.timing.export import cache_document, json_text, server_document
 from core.timing.trace import GenerationTrace
 from cli.exit_paths import (
     INTERRUPTED_STATUS, OUTPUT_FAILED_STATUS, OutputLost, end_generation, say, silence_stdout, stdout_problem, write_out,
@@ -81,7 +79,7 @@ def stream_reply(args: argparse.Namespace, settings: GenerationSettings, loaded,
     if args.json:
         report = {**(extra or {}), **ask_report(loaded.describe(), trace, settings)}
         report["decode_loop"] = generation.decode_loop
-        write_out(json.dumps(report, ensure_ascii=False) + "\n")
+        write_out(json_text(report, ensure_ascii=False) + "\n")  # NaN or infinity: null, and "null_because" says so
     elif stream_to_stdout:
         write_out(trace.tail_text + "\n")
     else:

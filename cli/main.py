@@ -93,7 +93,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def utf8_output() -> None:
+    """stdout and stderr in UTF-8 whatever the locale: with LANG=C a reply in any other script failed with "'ascii'
+    codec can't encode". A character the stream cannot take is replaced, never an error."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(encoding="utf-8", errors="replace")
+        except (AttributeError, ValueError, OSError):  # not a text stream (a test's capture), or already closed
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    utf8_output()
     try:
         return _main(argv)
     except KeyboardInterrupt:

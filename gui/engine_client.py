@@ -1,14 +1,23 @@
 """The window's end of the engine: requests out, and events read as they arrive, without blocking the event loop.
 
 A QSocketNotifier watches the engine's pipe (or, in-process, its wake-up socket); each event is
-stamped on arrival and handed on as a signal on the GUI thread.
+stamped on arrival and handed on as a signal on the GUI thread. Requests are queued and written as the
+socket takes them (a second notifier, on while some wait), so a stopped engine cannot freeze the window.
+While a reply is running a watchdog listens for the engine: silent past REPLY_SILENCE_S (STOP_SILENCE_S
+once Stop was asked) it is ended, and that reaches the window as one EngineStopped, as a death does.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, QSocketNotifier, Signal, Slot
+from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal, Slot
 
 from core.engine import messages as m
+from core.timing.events import FinishedEvent, ReplyRefused
+
+# The engine's sender speaks at least every 0.5 s (core/engine/process.py), so silence this long means stuck.
+REPLY_SILENCE_S = 15.0
+STOP_SILENCE_S = 5.0
+WATCH_INTERVAL_MS = 500
 
 
 class EngineClient(QObject):
@@ -28,32 +37,83 @@ class EngineClient(QObject):
         super().__init__(parent)
         self.engine = None
         self._notifier: QSocketNotifier | None = None
+        self._write_notifier: QSocketNotifier | None = None
+        self._running: set[int] = set()   # replies asked for and not yet finished or refused
+        self._stopping: set[int] = set()  # of those, the ones asked to stop
+        self._watchdog = QTimer(self)
+        self._watchdog.setInterval(WATCH_INTERVAL_MS)
+        self._watchdog.timeout.connect(self._watch)
         self.attach(engine)
 
     def attach(self, engine) -> None:
         """Talk to this engine from now on (a new one after the old one stopped)."""
-        if self._notifier is not None:
-            self._notifier.setEnabled(False)
-            self._notifier.deleteLater()
+        for notifier in (self._notifier, self._write_notifier):
+            if notifier is not None:
+                notifier.setEnabled(False)
+                notifier.deleteLater()
         self.engine = engine
+        self._running.clear()
+        self._stopping.clear()
+        self._watchdog.stop()
         self._notifier = QSocketNotifier(engine.fileno(), QSocketNotifier.Type.Read, self)
         self._notifier.activated.connect(self._on_readable)
+        self._write_notifier = QSocketNotifier(engine.fileno(), QSocketNotifier.Type.Write, self)
+        self._write_notifier.setEnabled(False)
+        self._write_notifier.activated.connect(self._on_writable)
 
     @property
     def alive(self) -> bool:
         return self.engine is not None and self.engine.alive
 
     def send(self, request: object) -> None:
+        """Queue the request for the engine; returns at once, whatever state the engine is in."""
+        if isinstance(request, m.StartReply):
+            self._running.add(request.reply_id)
+        elif isinstance(request, m.StopReply) and request.reply_id in self._running:
+            self._stopping.add(request.reply_id)
         self.engine.send(request)
+        self._write_notifier.setEnabled(self.engine.wants_to_write)
+        if self._running and not self._watchdog.isActive():
+            self._watchdog.start()
+        if self.engine.stop_unreported:  # the write found it dead: say so now, not at the next read
+            QTimer.singleShot(0, self, self._on_readable)
+
+    def end_engine(self, description: str) -> None:
+        """End the engine now, whatever it is doing (Restart engine, a stuck engine), and report it as stopped."""
+        if self.engine.alive:
+            self.engine.end(description)
+        self._on_readable()
 
     def drain(self) -> None:
         """Hand on every event waiting now (tests call it to apply an adopted model at once)."""
         self._on_readable()
 
     def close(self, timeout_s: float) -> bool:
-        if self._notifier is not None:
-            self._notifier.setEnabled(False)
+        self._watchdog.stop()
+        for notifier in (self._notifier, self._write_notifier):
+            if notifier is not None:
+                notifier.setEnabled(False)
         return self.engine.close(timeout_s)
+
+    @Slot()
+    def _on_writable(self, *_) -> None:
+        self.engine.flush()
+        self._write_notifier.setEnabled(self.engine.wants_to_write)
+        if self.engine.stop_unreported:
+            self._on_readable()
+
+    @Slot()
+    def _watch(self) -> None:
+        """A reply is running: read what has come, then end an engine that has said nothing for too long."""
+        self._on_readable()
+        if not self._running:
+            self._watchdog.stop()
+            return
+        limit = STOP_SILENCE_S if self._stopping else REPLY_SILENCE_S
+        silent = self.engine.silent_for_s()
+        if self.engine.alive and silent > limit:
+            waiting = "after Stop" if self._stopping else "with a reply running"
+            self.end_engine(f"the engine stopped answering (silent for {silent:.0f} s {waiting}), so it was ended")
 
     @Slot()
     def _on_readable(self, *_) -> None:
@@ -64,8 +124,15 @@ class EngineClient(QObject):
         for delivered in self.engine.take_events():
             event = delivered.event
             if isinstance(event, m.ReplyEvent):
+                if isinstance(event.event, (FinishedEvent, ReplyRefused)):
+                    self._running.discard(event.reply_id)
+                    self._stopping.discard(event.reply_id)
                 self.reply_event_arrived.emit(delivered)  # with its arrival stamp: the delivery delay
                 continue
             if isinstance(event, m.EngineStopped):
                 self._notifier.setEnabled(False)
+                self._write_notifier.setEnabled(False)
+                self._running.clear()
+                self._stopping.clear()
+                self._watchdog.stop()
             signals[type(event)].emit(event)

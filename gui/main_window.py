@@ -7,8 +7,8 @@ This file lays them out and wires their signals.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
-
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal, Slot
@@ -25,6 +25,7 @@ from gui.chats.saved_chats import SavedChats
 from gui.gui_thread_gc import GuiThreadCollector
 from gui.lab.lab_tab import LabTab
 from gui.menus import build_menus
+from gui.png_file import save_png
 from gui.meter.meter_panel import MeterPanel
 from gui.replay.replay_dialog import ReplayDialog, open_replay
 from gui.model.model_controller import ModelController
@@ -186,7 +187,7 @@ class MainWindow(QMainWindow):
         return open_replay(self, path)
 
     def export_plots_png(self, path: str | Path) -> bool:
-        return self.meter.grab().save(str(path), "PNG")
+        return save_png(self.meter.grab(), path)
 
     def notify(self, message: str, is_error: bool = False, in_chat_list: bool = False) -> None:
         """Shown in the chat, where it stays, and in the status bar; file problems also under the list."""
@@ -278,7 +279,8 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def restart_engine(self) -> None:
-        if self.models.restart():
+        """Works in every state: a running, stuck or stopped engine is replaced by a new one with the same model."""
+        if self.models.restart(force=True):
             self.settings_panel.show_progress(0.0, "restarting the engine…")
             self._update_controls()
 
@@ -300,7 +302,9 @@ class MainWindow(QMainWindow):
 
     @Slot(bool)
     def _on_toggled(self, _checked: bool) -> None:
-        save_window_settings(self._window_settings())
+        problem = save_window_settings(self._window_settings())
+        if problem:
+            self._show_status(problem[0].upper() + problem[1:] + ".")
 
     def _window_settings(self):
         return self.settings_panel.collect(self.streaming_toggle.isChecked(), self.cache_toggle.isChecked())
@@ -319,7 +323,9 @@ class MainWindow(QMainWindow):
             self._closing = True
             for replay in self.findChildren(ReplayDialog):
                 replay.close()
-            save_window_settings(self._window_settings())
+            problem = save_window_settings(self._window_settings())
+            if problem:  # the window is going: the terminal is the one place left to say so
+                print(f"latencylab: {problem}.", file=sys.stderr)
             unsent = self.replies.unsent_text()
             if unsent is not None:  # sent (or queued behind the load), but not yet in the chat: keep it
                 self.session.add_user(unsent)

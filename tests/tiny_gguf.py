@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -36,48 +37,82 @@ def _quantised(rows: int, columns: int, qtype: str, rng: np.random.Generator) ->
         return random_blocks(rows, columns, qtype, rng)
 
 
-def write_tiny_llama(path: Path, types: dict[str, str] | None = None, *, architecture: str = "llama",
-                     tokenizer_model: str | None = None, seed: int = 0) -> Path:
-    """A 2-layer random Llama; types maps a tensor role (attn_q, ffn_down, token_embd, ...) to a quant type."""
+@functools.cache
+def _tokenizer_fields() -> dict:
+    """The embedded model's tokenizer fields as (value, type, item type), read once per process (seconds each)."""
     import gguf
 
     from core.model.source import embedded_gguf_path
 
-    types = {"token_embd": "Q8_0", **(types or {})}
-    rng = np.random.default_rng(seed)
     source = gguf.GGUFReader(str(embedded_gguf_path()))
+    return {key: (field.contents(), field.types[0], field.types[-1] if len(field.types) > 1 else None)
+            for key, field in source.fields.items() if key.startswith("tokenizer.")}
+
+
+def write_tiny_llama(path: Path, types: dict[str, str] | None = None, *, architecture: str = "llama",
+                     tokenizer_model: str | None = None, seed: int = 0, metadata: dict | None = None,
+                     shapes: dict[str, tuple[int, ...]] | None = None, last: tuple[str, ...] = (),
+                     chat_template: str | None = None) -> Path:
+    """A 2-layer random Llama; types maps a tensor role (attn_q, ffn_down, token_embd, ...) to a quant type.
+
+    For crafted files: metadata overrides header fields by their key without the architecture (e.g.
+    {"embedding_length": 128}); shapes gives a tensor (by its GGUF name) another shape, rows first, any number
+    of dimensions; last names tensors written after all the others, at the end of the file; chat_template
+    replaces the embedded tokenizer's template.
+    """
+    import gguf
+
+    types = {"token_embd": "Q8_0", **(types or {})}
+    shapes = shapes or {}
+    rng = np.random.default_rng(seed)
     writer = gguf.GGUFWriter(str(path), architecture)
-    writer.add_block_count(LAYERS)
-    writer.add_context_length(256)
-    writer.add_embedding_length(HIDDEN)
-    writer.add_feed_forward_length(FFN)
-    writer.add_head_count(HEADS)
-    writer.add_head_count_kv(KV_HEADS)
-    writer.add_rope_dimension_count(HIDDEN // HEADS)
-    writer.add_layer_norm_rms_eps(1e-5)
-    writer.add_rope_freq_base(10000.0)
-    for key, field in source.fields.items():
-        if key.startswith("tokenizer."):
-            value = field.contents()
-            if key == "tokenizer.ggml.model" and tokenizer_model is not None:
-                value = tokenizer_model
-            writer.add_key_value(key, value, field.types[0], field.types[-1] if len(field.types) > 1 else None)
-    vocab = len(source.fields["tokenizer.ggml.tokens"].data)
-    shapes = {"attn_q": (HIDDEN, HIDDEN), "attn_k": (HIDDEN * KV_HEADS // HEADS, HIDDEN),
+    fields = {"block_count": LAYERS, "context_length": 256, "embedding_length": HIDDEN, "feed_forward_length": FFN,
+              "attention.head_count": HEADS, "attention.head_count_kv": KV_HEADS,
+              "rope.dimension_count": HIDDEN // HEADS, "attention.layer_norm_rms_epsilon": 1e-5,
+              "rope.freq_base": 10000.0, **(metadata or {})}
+    for key, value in fields.items():
+        kind = gguf.GGUFValueType.FLOAT32 if isinstance(value, float) else gguf.GGUFValueType.UINT32
+        if isinstance(value, int) and not 0 <= value < 2**32:
+            kind = gguf.GGUFValueType.INT64 if value < 0 else gguf.GGUFValueType.UINT64
+        writer.add_key_value(key if key.startswith("general.") else f"{architecture}.{key}", value, kind)
+    for key, (value, kind, item_kind) in _tokenizer_fields().items():
+        if key == "tokenizer.ggml.model" and tokenizer_model is not None:
+            value = tokenizer_model
+        if key == "tokenizer.chat_template" and chat_template is not None:
+            value = chat_template
+        writer.add_key_value(key, value, kind, item_kind)
+    vocab = len(_tokenizer_fields()["tokenizer.ggml.tokens"][0])
+    tensor_shapes = {"attn_q": (HIDDEN, HIDDEN), "attn_k": (HIDDEN * KV_HEADS // HEADS, HIDDEN),
               "attn_v": (HIDDEN * KV_HEADS // HEADS, HIDDEN), "attn_output": (HIDDEN, HIDDEN),
               "ffn_gate": (FFN, HIDDEN), "ffn_up": (FFN, HIDDEN), "ffn_down": (HIDDEN, FFN)}
 
+    held: list[tuple[str, np.ndarray, dict]] = []
+
     def add(name: str, rows: int, columns: int, qtype: str) -> None:
-        data = _quantised(rows, columns, qtype, rng)
-        writer.add_tensor(name, data, raw_dtype=gguf.GGMLQuantizationType[qtype])
+        shape = shapes.get(name, (rows, columns))
+        kind = gguf.GGMLQuantizationType[qtype]
+        block_size, block_bytes = gguf.GGML_QUANT_SIZES[kind]
+        outer = int(np.prod(shape[:-1]))
+        empty = np.zeros((0, shape[-1] // block_size * block_bytes), dtype=np.uint8)
+        data = _quantised(outer, shape[-1], qtype, rng) if outer else empty
+        raw_shape = (*shape[:-1], shape[-1] // block_size * block_bytes)
+        held.append((name, data, {"raw_shape": raw_shape, "raw_dtype": kind}))
+
+    def add_vector(name: str, size: int) -> None:
+        size = shapes.get(name, (size,))
+        held.append((name, rng.uniform(0.5, 1.5, size).astype(np.float32), {}))
 
     add("token_embd.weight", vocab, HIDDEN, types["token_embd"])
-    writer.add_tensor("output_norm.weight", rng.uniform(0.5, 1.5, HIDDEN).astype(np.float32))
+    if "output" in types or "output.weight" in shapes:
+        add("output.weight", vocab, HIDDEN, types.get("output", "Q8_0"))
+    add_vector("output_norm.weight", HIDDEN)
     for layer in range(LAYERS):
-        for role, (rows, columns) in shapes.items():
+        for role, (rows, columns) in tensor_shapes.items():
             add(f"blk.{layer}.{role}.weight", rows, columns, types.get(role, "Q8_0"))
         for norm in ("attn_norm", "ffn_norm"):
-            writer.add_tensor(f"blk.{layer}.{norm}.weight", rng.uniform(0.5, 1.5, HIDDEN).astype(np.float32))
+            add_vector(f"blk.{layer}.{norm}.weight", HIDDEN)
+    for name, data, options in sorted(held, key=lambda item: item[0] in last):
+        writer.add_tensor(name, data, **options)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -97,19 +132,17 @@ FAMILY_EXTRAS = {
 
 
 def write_tiny_family(path: Path, architecture: str, qtype: str = "Q8_0", *, layers: int = LAYERS,
-                      seed: int = 0) -> Path:
+                      seed: int = 0, vocab: int | None = None) -> Path:
     """A small random model of one family, as llama.cpp's converter lays it out, with the embedded tokenizer.
 
     Gemma's sliding window is 8 positions, so a short prompt reaches past it; Gemma 3 has 6 layers by
-    default here so its pattern (5 sliding, then 1 full) shows.
+    default here so its pattern (5 sliding, then 1 full) shows. With vocab, a vocabulary of that many
+    placeholder tokens instead of the embedded one: a file of a few hundred KB for the kernels alone (fuzz tests).
     """
     import gguf
 
-    from core.model.source import embedded_gguf_path
-
     extras = FAMILY_EXTRAS[architecture]
     rng = np.random.default_rng(seed)
-    source = gguf.GGUFReader(str(embedded_gguf_path()))
     writer = gguf.GGUFWriter(str(path), architecture)
     head_dim = HIDDEN // HEADS
     writer.add_block_count(layers)
@@ -128,10 +161,12 @@ def write_tiny_family(path: Path, architecture: str, qtype: str = "Q8_0", *, lay
     if "softcaps" in extras:
         writer.add_attn_logit_softcapping(extras["softcaps"][0])
         writer.add_final_logit_softcapping(extras["softcaps"][1])
-    for key, field in source.fields.items():
-        if key.startswith("tokenizer."):
-            writer.add_key_value(key, field.contents(), field.types[0], field.types[-1] if len(field.types) > 1 else None)
-    vocab = len(source.fields["tokenizer.ggml.tokens"].data)
+    if vocab is None:
+        for key, (value, kind, item_kind) in _tokenizer_fields().items():
+            writer.add_key_value(key, value, kind, item_kind)
+        vocab = len(_tokenizer_fields()["tokenizer.ggml.tokens"][0])
+    else:
+        writer.add_token_list([f"t{index}" for index in range(vocab)])  # the vocabulary's size, as llama.cpp reads it
     kv_width = head_dim * KV_HEADS
 
     def matrix(name: str, rows: int, columns: int) -> None:

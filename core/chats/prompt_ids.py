@@ -7,6 +7,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from core.chats.template_render import render_chat_template
+
 # Private-use characters stand in for each message while the template is rendered, so the template's
 # text and the messages' contents can be tokenised apart: "<|im_start|>" typed by a user stays text.
 _MARK_OPEN, _MARK_CLOSE = "\ue000", "\ue001"
@@ -32,7 +34,8 @@ class TemplatePieces:
 
 def render_text(tokenizer: Any, messages: Sequence[dict]) -> str:
     if getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+        # In a worker with a time and memory budget: the template is code from the model file.
+        return render_chat_template(tokenizer, list(messages))
     # Base models ship no template; a plain transcript is the conventional stand-in.
     return "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:"
 

@@ -10,8 +10,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from core.chats.chat_schema import (  # noqa: F401 - ChatFileError is imported from here across the app
+    CHAT_SETTINGS, MAX_MESSAGES, MAX_REPLIES, MAX_TOKENS_PER_REPLY, REPLY_CONTEXT, TRACE_SERVER, ChatFileError,
+    check_fields, check_size, check_timings, finite_float, no_constant, whole,
+)
 from core.chats.session import Message
-from core.errors import LatencyLabError
 from core.timing.events import StopReason
 from core.timing.trace import GenerationTrace
 
@@ -22,10 +25,6 @@ TITLE_SCAN = 400  # characters of the first line looked at for a title; control 
 _NON_BLANK = re.compile(r"\S")
 MESSAGE_ROLES = ("user", "assistant")
 STOP_REASONS = tuple(reason.value for reason in StopReason)
-
-
-class ChatFileError(LatencyLabError):
-    """A chat file or an imported document is not a chat this version can read."""
 
 
 @dataclass
@@ -94,7 +93,8 @@ class ChatRecord:
 
     @classmethod
     def from_document(cls, document: Any) -> "ChatRecord":
-        """Validate every field; raise ChatFileError naming the first one that is wrong."""
+        """Validate every field (with the tables of core/chats/chat_schema.py); raise ChatFileError naming the first
+        one that is wrong."""
         doc = _require(document, dict, "the document")
         if doc.get("format") != CHAT_FORMAT:
             raise ChatFileError(f"not a Latency Lab chat (format is {doc.get('format')!r}, expected {CHAT_FORMAT!r})")
@@ -104,15 +104,17 @@ class ChatRecord:
         model = doc.get("model")
         if model is not None:
             _require(model, str, "model")
-        messages = [_message(item, index) for index, item in enumerate(_require(doc.get("messages"), list, "messages"))]
-        replies = [_reply(item, index) for index, item in enumerate(_require(doc.get("replies", []), list, "replies"))]
+        messages = _bounded(_require(doc.get("messages"), list, "messages"), MAX_MESSAGES, "messages")
+        replies = _bounded(_require(doc.get("replies", []), list, "replies"), MAX_REPLIES, "replies")
+        messages = [_message(item, index) for index, item in enumerate(messages)]
+        replies = [_reply(item, index) for index, item in enumerate(replies)]
         return cls(
             chat_id=chat_id,
             title=_require(doc.get("title"), str, "title"),
             created_at=_require(doc.get("created_at"), str, "created_at"),
             updated_at=_require(doc.get("updated_at"), str, "updated_at"),
             system_prompt=_require(doc.get("system_prompt", ""), str, "system_prompt"),
-            settings=_require(doc.get("settings", {}), dict, "settings"),
+            settings=check_fields(_require(doc.get("settings", {}), dict, "settings"), CHAT_SETTINGS, "settings"),
             model=model,
             messages=messages,
             replies=replies,
@@ -131,11 +133,14 @@ def encode_document(document: dict, indent: int | None = None) -> bytes:
 
 def decode_document(data: bytes) -> ChatRecord:
     try:
-        document = json.loads(data.decode("utf-8"))
+        check_size(data)  # before parsing: what a chat may hold is bounded (chat_schema.py)
+        document = json.loads(data.decode("utf-8"), parse_float=finite_float, parse_constant=no_constant)
     except UnicodeDecodeError as error:
         raise ChatFileError(f"the file is not UTF-8 text ({error.reason} at byte {error.start})") from None
     except json.JSONDecodeError as error:
         raise ChatFileError(f"the file is not complete JSON ({error.msg}, line {error.lineno})") from None
+    except ValueError as error:  # a number no field may hold
+        raise ChatFileError(str(error)) from None
     except RecursionError:
         raise ChatFileError("the file nests JSON too deeply to be a chat") from None
     return ChatRecord.from_document(document)
@@ -173,7 +178,8 @@ def trace_to_dict(trace: GenerationTrace) -> dict:
 
 def trace_from_dict(data: Any, where: str) -> GenerationTrace:
     doc = _require(data, dict, where)
-    token_ids = _int_list(doc.get("token_ids"), f"{where}.token_ids")
+    token_ids = _bounded(_int_list(doc.get("token_ids"), f"{where}.token_ids"), MAX_TOKENS_PER_REPLY,
+                         f"{where}.token_ids")
     token_texts = _require(doc.get("token_texts"), list, f"{where}.token_texts")
     if not all(isinstance(text, str) for text in token_texts):
         raise ChatFileError(f"{where}.token_texts must hold only text")
@@ -193,7 +199,8 @@ def trace_from_dict(data: Any, where: str) -> GenerationTrace:
         raise ChatFileError(f"{where}.reasoning_indices points past the tokens")
     server = doc.get("server")
     if server is not None:
-        _require(server, dict, f"{where}.server")
+        check_fields(_require(server, dict, f"{where}.server"), TRACE_SERVER, f"{where}.server")
+        check_timings(server.get("timings"), f"{where}.server.timings")
     stop_reason = doc.get("stop_reason")
     if stop_reason is not None and stop_reason not in STOP_REASONS:
         raise ChatFileError(f"{where}.stop_reason {stop_reason!r} is unknown")
@@ -271,8 +278,11 @@ def _message(item: Any, index: int) -> Message:
 
 def _reply(item: Any, index: int) -> ReplyRecord:
     doc = _require(item, dict, f"replies[{index}]")
-    return ReplyRecord(trace=trace_from_dict(doc.get("trace"), f"replies[{index}].trace"),
-                       context=_require(doc.get("context", {}), dict, f"replies[{index}].context"))
+    context = check_fields(_require(doc.get("context", {}), dict, f"replies[{index}].context"), REPLY_CONTEXT,
+                           f"replies[{index}].context")
+    if "settings" in context:
+        check_fields(context["settings"], CHAT_SETTINGS, f"replies[{index}].context.settings")
+    return ReplyRecord(trace=trace_from_dict(doc.get("trace"), f"replies[{index}].trace"), context=context)
 
 
 def _require(value: Any, kind: type, where: str) -> Any:
@@ -284,7 +294,15 @@ def _require(value: Any, kind: type, where: str) -> Any:
 
 
 def _int(value: Any, where: str) -> int:
-    return _require(value, int, where)
+    if not whole(_require(value, int, where)):
+        raise ChatFileError(f"{where} is past 64 bits")
+    return value
+
+
+def _bounded(items: list, limit: int, where: str) -> list:
+    if len(items) > limit:
+        raise ChatFileError(f"{where} holds {len(items):,} entries; a chat may hold up to {limit:,}")
+    return items
 
 
 def _optional_int(value: Any, where: str) -> int | None:
@@ -300,7 +318,7 @@ def _progress(value: Any, where: str) -> list[tuple[int, float]]:
     """[[stamp_ns, fraction], ...], fractions between 0 and 1 and never falling."""
     points = []
     for index, item in enumerate(_require(value, list, where)):
-        if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], int) or isinstance(item[0], bool)
+        if (not isinstance(item, list) or len(item) != 2 or not whole(item[0])
                 or not isinstance(item[1], (int, float)) or isinstance(item[1], bool)
                 or not 0.0 <= item[1] <= 1.0):
             raise ChatFileError(f"{where}[{index}] must be [stamp_ns, fraction between 0 and 1]")
@@ -314,4 +332,6 @@ def _int_list(value: Any, where: str) -> list[int]:
     items = _require(value, list, where)
     if not all(isinstance(item, int) and not isinstance(item, bool) for item in items):
         raise ChatFileError(f"{where} must hold only whole numbers")
+    if items and not (whole(min(items)) and whole(max(items))):
+        raise ChatFileError(f"{where} holds a number past 64 bits")
     return list(items)

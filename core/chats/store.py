@@ -11,7 +11,8 @@ from pathlib import Path
 
 import platformdirs
 
-from core.chats.atomic_file import atomic_write_bytes, ensure_private_dir, is_temp_file
+from core.atomic_file import atomic_write_bytes, ensure_private_dir, is_temp_file
+from core.chats.chat_schema import MAX_CHAT_FILE_BYTES
 from core.chats.disk_version import DiskVersion, digest
 from core.chats.safe_read import read_regular_file, read_regular_file_and_status
 from core.chats.record import (
@@ -22,8 +23,6 @@ DATA_DIR_ENV = "LATENCYLAB_DATA_DIR"
 CORRUPT_FOLDER = "corrupt"
 # A temporary file this old belongs to no write in progress: a crash or a kill left it behind.
 STALE_TEMP_AGE_S = 60.0
-# Larger than any chat this app writes; refusing it keeps a stray huge file from stalling the launch.
-MAX_CHAT_FILE_BYTES = 256 * 2**20
 
 
 def data_root() -> Path:

@@ -11,7 +11,7 @@ import socket
 import time
 
 from core.engine.core import EngineCore
-from core.engine.messages import Delivered
+from core.engine.messages import Delivered, EngineStopped
 
 
 class InProcessEngine:
@@ -22,6 +22,7 @@ class InProcessEngine:
             end.setblocking(False)
         self.core = EngineCore(self._emit)
         self.closed = False
+        self._ended = False
 
     @property
     def logits_processors(self) -> tuple:
@@ -32,8 +33,18 @@ class InProcessEngine:
         """A seam for fault-injection tests: processors applied to every reply (only in-process)."""
         self.core.extra_logits_processors = tuple(processors)
 
+    # Requests are handled at once (handle() never blocks): nothing waits to be written, and it cannot go silent.
+    wants_to_write = False
+    stop_unreported = False
+
     def send(self, request: object) -> None:
         self.core.handle(request)
+
+    def flush(self) -> None:
+        pass
+
+    def silent_for_s(self) -> float:
+        return 0.0
 
     def adopt(self, loaded) -> None:
         self.core.adopt(loaded)
@@ -66,9 +77,15 @@ class InProcessEngine:
         self._wake_writer.close()
         return ended
 
+    def end(self, description: str) -> None:
+        """Stop every job and report the engine as stopped (Restart engine on an in-process engine)."""
+        self.core.stop_everything()
+        self._ended = True
+        self._emit(EngineStopped(description))
+
     @property
     def alive(self) -> bool:
-        return not self.closed
+        return not self.closed and not self._ended
 
     def _emit(self, event: object) -> None:
         self._events.put(event)

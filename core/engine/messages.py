@@ -125,10 +125,16 @@ class LabFailed:
 
 @dataclass(frozen=True)
 class EngineStopped:
-    """Made on the window's side when the engine process is gone: how it ended, in words."""
+    """Made on the window's side when the engine process is gone (or was ended for not answering): how, in words."""
 
     description: str
     expected: bool = False
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """The engine process is alive and answering: sent when it has had nothing else to send for a moment. The
+    window's end takes it in (a silent engine is a stuck one) and hands it on to no one."""
 
 
 @dataclass

@@ -3,32 +3,69 @@
 The window spawns a fresh interpreter (`python -m core.engine.process`, never a fork after Qt exists,
 and without re-running the window's own main module as multiprocessing's spawn would) and talks to
 it over a private socket pair, never a TCP port. Inside, EngineCore runs as in-process; a sender
-thread writes events, so decode never waits on the pipe. The engine exits when the window is gone:
-at EOF on the socket, or through the parent-death signal.
+thread writes events, so decode never waits on the pipe, and a heartbeat when it has had nothing to
+send for a moment. The engine exits when the window is gone: at EOF on the socket, or through the
+parent-death signal.
+
+The window's end never blocks on the engine: its socket is non-blocking, requests wait in a queue that
+is written as the socket takes them (the window drains it when the socket is writable), and events are
+read as they arrive and unpickled only once whole. So a stopped (SIGSTOP) or wedged engine cannot freeze
+the window, and every way the engine ends reaches the window as one EngineStopped.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import pickle
 import queue
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
 import time
 from multiprocessing.connection import Connection
 
-from core.engine.messages import Delivered, EngineStopped, Shutdown
+from core.engine.messages import Delivered, EngineStopped, Heartbeat, Shutdown
 
 PR_SET_PDEATHSIG = 1
 # Past this the engine is killed: closing the window must end the whole app within 2 s.
 SHUTDOWN_WAIT_S = 0.8
+# The engine's sender says it is alive after this long with nothing else to send.
+HEARTBEAT_S = 0.5
+_READ_CHUNK = 1 << 16
+
+
+def frame(request: object) -> bytes:
+    """A request as multiprocessing's Connection frames it (the engine reads with Connection.recv)."""
+    payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+    if len(payload) > 0x7FFFFFFF:
+        return struct.pack("!i", -1) + struct.pack("!Q", len(payload)) + payload
+    return struct.pack("!i", len(payload)) + payload
+
+
+def unframe(buffer: bytearray) -> list[object]:
+    """The whole messages at the front of buffer, removed from it; a message still arriving stays."""
+    messages = []
+    while len(buffer) >= 4:
+        (size,) = struct.unpack_from("!i", buffer)
+        start = 4
+        if size == -1:
+            if len(buffer) < 12:
+                break
+            (size,) = struct.unpack_from("!Q", buffer, 4)
+            start = 12
+        if len(buffer) < start + size:
+            break
+        messages.append(pickle.loads(bytes(buffer[start:start + size])))
+        del buffer[:start + size]
+    return messages
 
 
 class EngineProcess:
-    """The window's side: send() requests, watch fileno(), take_events() when it is readable."""
+    """The window's side: send() requests, watch fileno() to read and (while wants_to_write) to write."""
 
     def __init__(self):
         ours, theirs = socket.socketpair()
@@ -36,9 +73,14 @@ class EngineProcess:
             [sys.executable, "-m", "core.engine.process", str(theirs.fileno()), str(os.getpid())],
             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, close_fds=True)
         theirs.close()
-        self._connection = Connection(ours.detach())
+        ours.setblocking(False)
+        self._socket = ours
+        self._outgoing = bytearray()  # framed requests the socket has not taken yet
+        self._incoming = bytearray()  # bytes of events not yet whole
         self.closed = False
         self.stopped: EngineStopped | None = None
+        self._stop_reported = False
+        self.last_heard_ns = time.perf_counter_ns()
 
     @property
     def pid(self) -> int:
@@ -48,29 +90,82 @@ class EngineProcess:
     def alive(self) -> bool:
         return self.stopped is None and self._process.poll() is None
 
+    @property
+    def wants_to_write(self) -> bool:
+        """Requests are waiting for the socket to take them (the engine is slow to read, or stopped)."""
+        return bool(self._outgoing) and self.stopped is None
+
+    @property
+    def stop_unreported(self) -> bool:
+        """The engine has ended and take_events() has not handed that on yet."""
+        return self.stopped is not None and not self._stop_reported
+
     def send(self, request: object) -> None:
+        """Queue the request and write what the socket takes now; never blocks. A dead engine is noted, and
+        take_events() reports it."""
         if self.stopped is not None:
             return
-        try:
-            self._connection.send(request)
-        except (BrokenPipeError, ConnectionResetError, OSError):
-            self._mark_stopped()
+        self._outgoing += frame(request)
+        self.flush()
+
+    def flush(self) -> None:
+        """Write queued requests until the socket would block (the window calls this when it is writable)."""
+        while self._outgoing and self.stopped is None:
+            try:
+                written = self._socket.send(self._outgoing)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:  # EPIPE, ECONNRESET: the engine is gone
+                self._mark_stopped()
+                return
+            del self._outgoing[:written]
 
     def fileno(self) -> int:
-        return self._connection.fileno()
+        return self._socket.fileno()
+
+    def silent_for_s(self) -> float:
+        """Seconds since anything (an event or a heartbeat) last arrived from the engine."""
+        return (time.perf_counter_ns() - self.last_heard_ns) / 1e9
 
     def take_events(self) -> list[Delivered]:
-        """Every event waiting now, stamped on arrival; an EngineStopped last if the engine has gone."""
+        """Every whole event waiting now, stamped on arrival; never blocks. An EngineStopped comes last, once,
+        when the engine has gone (seen here, on a write, or ended by end())."""
         taken = []
-        if self.stopped is not None:
-            return taken
-        try:
-            while self._connection.poll(0):
-                event = self._connection.recv()
-                taken.append(Delivered(event, time.perf_counter_ns()))
-        except (EOFError, OSError):
-            taken.append(Delivered(self._mark_stopped(), time.perf_counter_ns()))
+        if self.stopped is None:
+            ended = False
+            try:
+                while chunk := self._socket.recv(_READ_CHUNK):
+                    self._incoming += chunk
+                ended = True  # EOF: the engine closed its end
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError:
+                ended = True
+            now = time.perf_counter_ns()
+            try:
+                events = unframe(self._incoming)
+            except Exception:  # noqa: BLE001 - a garbled stream: the engine is not to be trusted further
+                events, ended = [], True
+            if events:
+                self.last_heard_ns = now
+            taken = [Delivered(event, now) for event in events if not isinstance(event, Heartbeat)]
+            if ended:
+                self._mark_stopped()
+        if self.stop_unreported:
+            self._stop_reported = True
+            taken.append(Delivered(self.stopped, time.perf_counter_ns()))
         return taken
+
+    def end(self, description: str) -> EngineStopped:
+        """Kill the engine now (it may be stopped or stuck) and take `description` as how it ended."""
+        if self.stopped is None:
+            self._process.kill()
+            try:
+                self._process.wait(2.0)
+            except subprocess.TimeoutExpired:
+                pass
+            self.stopped = EngineStopped(description, expected=self.closed)
+        return self.stopped
 
     def close(self, timeout_s: float = SHUTDOWN_WAIT_S) -> bool:
         """Ask the engine to stop and exit; kill it if it has not within timeout_s. Leaves no child behind."""
@@ -83,7 +178,7 @@ class EngineProcess:
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait(2.0)
-        self._connection.close()
+        self._socket.close()
         return self._process.poll() is not None
 
     def _mark_stopped(self) -> EngineStopped:
@@ -113,10 +208,16 @@ def engine_main(connection, parent_pid: int) -> None:
     _die_with_parent(parent_pid)
     # Ctrl+C in the terminal reaches the whole process group: the window decides, and the engine follows it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    outgoing: queue.SimpleQueue = queue.SimpleQueue()
+    outgoing: queue.Queue = queue.Queue()
 
     def send_events() -> None:
-        while (event := outgoing.get()) is not None:
+        while True:
+            try:
+                event = outgoing.get(timeout=HEARTBEAT_S)
+            except queue.Empty:
+                event = Heartbeat()  # nothing to say for a while: say that it is alive, so silence means stuck
+            if event is None:
+                return
             try:
                 connection.send(event)
             except (BrokenPipeError, ConnectionResetError, OSError):

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from core.chats.session import ChatSession, Message, PromptBuild
 from core.chats.context_fit import check_reply_budget
+from core.chats.template_render import stop_renders_on
 from core.generation.reply import DEFAULT_TOKEN_TIMEOUT_S, Generation
 from core.model.loader import LoadedModel
 from core.settings import GenerationSettings
@@ -36,7 +37,8 @@ def prepare_reply(loaded: LoadedModel, request: ReplyRequest,
     """
     check_reply_budget(request.settings.max_new_tokens, loaded.context_window)
     session = ChatSession(request.system_prompt, [Message(m.role, m.content) for m in request.messages])
-    prompt = session.build_prompt(loaded.tokenizer, loaded.context_window, request.settings.max_new_tokens)
+    with stop_renders_on(request.stop):  # a Stop during a slow template ends the render at once
+        prompt = session.build_prompt(loaded.tokenizer, loaded.context_window, request.settings.max_new_tokens)
     from core.generation.decode.prompt_cache import CacheRequest
 
     cache = CacheRequest(request.chat_id, prompt.pieces, request.settings.prompt_cache)

@@ -9,6 +9,7 @@ what a second pool costs).
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import shutil
@@ -24,7 +25,13 @@ NATIVE_FLAGS = ("-O3", "-march=native", "-mtune=native")
 # For tests of the scalar reference path, and CPUs gcc cannot name: the compiler's plain baseline.
 PORTABLE_FLAGS = ("-O2",)
 COMMON_FLAGS = ("-fopenmp", "-shared", "-fPIC", "-std=c11", "-fno-math-errno")
+# A test build: LATENCYLAB_KERNELS_SANITIZE=address compiles with AddressSanitizer (the process must preload
+# libasan; tests/kernels/asan.py runs the kernel tests so).
+SANITIZE_ENV = "LATENCYLAB_KERNELS_SANITIZE"
+# -O1 comes last, so it wins: with AddressSanitizer, -O3 took several times as long to compile.
+SANITIZER_FLAGS = {"address": ("-O1", "-fsanitize=address", "-fno-omit-frame-pointer", "-g")}
 COMPILE_TIMEOUT_S = 300
+CHECKSUM_SUFFIX = ".sha256"
 
 
 class KernelsUnavailable(Exception):
@@ -35,6 +42,8 @@ class KernelsUnavailable(Exception):
 class BuiltLibrary:
     path: Path
     compiled_now: bool
+    note: str | None = None  # said to the user: e.g. built in a temporary folder, the cache being unwritable
+    temporary: bool = False  # in a folder of its own, removed once the library is loaded
 
 
 def compiler() -> str | None:
@@ -58,8 +67,18 @@ def cpu_flags() -> str:
     return f"{model} | {flags}"
 
 
+def sanitizer() -> str | None:
+    """The sanitizer a test run asked for (SANITIZE_ENV), or None for the ordinary build."""
+    wanted = os.environ.get(SANITIZE_ENV) or None
+    if wanted is not None and wanted not in SANITIZER_FLAGS:
+        raise KernelsUnavailable(f"{SANITIZE_ENV}={wanted}: the kernels know the sanitizers "
+                                 f"{', '.join(SANITIZER_FLAGS)}")
+    return wanted
+
+
 def _flags(portable: bool) -> tuple[str, ...]:
-    return (PORTABLE_FLAGS if portable else NATIVE_FLAGS) + COMMON_FLAGS
+    extra = SANITIZER_FLAGS.get(sanitizer(), ())
+    return (PORTABLE_FLAGS if portable else NATIVE_FLAGS) + COMMON_FLAGS + extra
 
 
 def library_path(portable: bool = False) -> Path:
@@ -73,12 +92,32 @@ def library_path(portable: bool = False) -> Path:
         key.update(part.encode() + b"\0")
     for path in sorted(SOURCE_DIR.glob("*.c")) + sorted(SOURCE_DIR.glob("*.h")):
         key.update(path.name.encode() + b"\0" + path.read_bytes())
-    return cache_root() / "kernels" / f"liblatencylab-{'portable' if portable else 'native'}-{key.hexdigest()[:16]}.so"
+    variant = ("portable" if portable else "native") + (f"-{sanitizer()}" if sanitizer() else "")
+    return cache_root() / "kernels" / f"liblatencylab-{variant}-{key.hexdigest()[:16]}.so"
+
+
+def checksum_path(library: Path) -> Path:
+    """The SHA-256 written beside a library when it is built: a library is loaded only if it still matches."""
+    return library.with_name(library.name + CHECKSUM_SUFFIX)
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def verified(library: Path) -> bool:
+    """Whether the library is whole: a truncated one mapped into the process gives SIGBUS (on every launch, as
+    it stays cached), and an empty or garbled one fails to load. Both fail this check and are built anew."""
+    try:
+        return checksum_path(library).read_text().strip() == _sha256(library)
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def can_build() -> bool:
     """Whether build_library will succeed without trying it: a build is here already, or a compiler is."""
-    return library_path().is_file() or compiler() is not None
+    return verified(library_path()) or compiler() is not None
 
 
 def fast_here() -> bool:
@@ -89,31 +128,56 @@ def fast_here() -> bool:
 
 
 def build_library(portable: bool = False, progress=None) -> BuiltLibrary:
-    """The compiled library's path, building it first if this machine has none for these sources."""
-    sources = sorted(SOURCE_DIR.glob("*.c"))
-    flags = _flags(portable)
+    """The compiled library's path, building it first if this machine has no whole one for these sources.
+
+    Where the cache cannot be written (read-only, or a file where its folder should be), the library is built into
+    a temporary folder for this run, and the returned note says so.
+    """
     target = library_path(portable)
-    folder = target.parent
-    if target.is_file():
+    if verified(target):
         return BuiltLibrary(target, False)
     cc = compiler()
     if cc is None:
         raise KernelsUnavailable("no C compiler (cc, gcc or clang) was found to build the native GGUF kernels")
     if progress is not None:
         progress(0.0, "first launch: compiling the GGUF kernels for this CPU (once)")
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _compile(cc, portable, target)
+        return BuiltLibrary(target, True)
+    except OSError as error:
+        folder = Path(tempfile.mkdtemp(prefix="latencylab-kernels-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        scratch = folder / target.name
+        _compile(cc, portable, scratch)
+        reason = error.strerror or type(error).__name__
+        return BuiltLibrary(scratch, True, f"the kernels' cache ({target.parent}) cannot be written ({reason}), so "
+                                             "they were compiled into a temporary folder for this run", temporary=True)
+
+
+def _compile(cc: str, portable: bool, target: Path) -> None:
+    """Compile into a staging file beside target, write its checksum, then rename it into place (atomic: another
+    process sees the whole library or none). OSError when the folder cannot be written."""
+    folder = target.parent
     handle, staging = tempfile.mkstemp(prefix=".building-", suffix=".so", dir=folder)
     os.close(handle)
-    command = [cc, *flags, "-o", staging, *map(str, sources), "-lm"]
+    command = [cc, *_flags(portable), "-o", staging, *map(str, sorted(SOURCE_DIR.glob("*.c"))), "-lm"]
     try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
+        except OSError as error:  # the compiler itself could not be run: not the folder's fault
+            raise KernelsUnavailable(f"the C compiler {cc} could not be run: {error.strerror or error}") from None
         if result.returncode != 0:
             detail = (result.stderr.strip().splitlines() or ["no output"])[-1]
             raise KernelsUnavailable(f"compiling the native GGUF kernels failed ({Path(cc).name}: {detail[:200]})")
-        os.replace(staging, target)  # atomic: another process sees the whole library or none
+        checksum = checksum_path(target)
+        staged_checksum = checksum.with_name(Path(staging).name + CHECKSUM_SUFFIX)
+        staged_checksum.write_text(_sha256(Path(staging)) + "\n")
+        os.replace(staged_checksum, checksum)
+        os.replace(staging, target)
     except subprocess.TimeoutExpired:
         raise KernelsUnavailable(f"compiling the native GGUF kernels took over {COMPILE_TIMEOUT_S} s") from None
     finally:
-        if os.path.exists(staging):
-            os.unlink(staging)
-    return BuiltLibrary(target, True)
+        for leftover in (staging, staging + CHECKSUM_SUFFIX):
+            if os.path.exists(leftover):
+                os.unlink(leftover)

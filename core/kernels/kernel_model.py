@@ -55,14 +55,16 @@ class KernelModel:
     """
 
     def __init__(self, library: KernelLibrary, shape: ModelShape):
+        # Set first: close() (and __del__) must work on a model whose shape the kernels refused.
+        self._handle = None
+        self._kept: list[object] = []
+        self._lock = threading.Lock()
         self.library = library
         self.shape = shape
         self._config = shape.config()
         self._handle = library.ll_model_new(ctypes.byref(self._config))
         if not self._handle:
             raise ValueError(f"the kernels refused the model's shape: {library.ll_last_error().decode()}")
-        self._kept: list[object] = []
-        self._lock = threading.Lock()
         self.sequences = 0
         self.capacity = 0
         self.completed = 0  # positions the last pass_over took through every layer (all, or up to a stop)
@@ -77,8 +79,8 @@ class KernelModel:
         if not data.flags.c_contiguous:
             raise ValueError(f"{role} of layer {layer} is not contiguous")
         self._kept.append(data)
-        self.library.check(self.library.ll_set_tensor(self._handle, layer, ROLE[role], data.ctypes.data, type_id,
-                                                      rows, columns), f"setting {role} of layer {layer}")
+        self.library.check(self.library.ll_set_tensor(self._handle, layer, ROLE[role], data.ctypes.data, data.nbytes,
+                                                      type_id, rows, columns), f"setting {role} of layer {layer}")
 
     def set_rope(self, layer: int, base: float, freq_scale: float = 1.0) -> None:
         """A layer's rotary base and linear scaling (1 / factor); per-dimension factors are a tensor role."""
@@ -122,16 +124,21 @@ class KernelModel:
     def embed(self, tokens: np.ndarray) -> np.ndarray:
         tokens = np.ascontiguousarray(tokens, dtype=np.int32)
         hidden = np.empty((tokens.size, self.shape.width), dtype=np.float32)
-        self.library.check(self.library.ll_embed(self._handle, tokens.ctypes.data, tokens.size, hidden.ctypes.data),
-                           "embedding the tokens")
+        self.library.check(self.library.ll_embed(self._handle, tokens.ctypes.data, tokens.size, hidden.ctypes.data,
+                                                 hidden.size), "embedding the tokens")
         return hidden
 
     def layers(self, hidden: np.ndarray, sequences: np.ndarray, positions: np.ndarray, first: int, end: int,
                threads: int) -> None:
         """Run layers [first, end) over hidden's rows in place."""
-        sequences = np.ascontiguousarray(sequences, dtype=np.int32)
-        positions = np.ascontiguousarray(positions, dtype=np.int32)
-        self.library.check(self.library.ll_layers(self._handle, hidden.ctypes.data, hidden.shape[0],
+        sequences = np.ascontiguousarray(sequences, dtype=np.int32).reshape(-1)
+        positions = np.ascontiguousarray(positions, dtype=np.int32).reshape(-1)
+        if hidden.dtype != np.float32 or not hidden.flags.c_contiguous or hidden.ndim != 2:
+            raise ValueError("hidden must be a C-contiguous float32 [rows, width] array (it is updated in place)")
+        if not sequences.size == positions.size == hidden.shape[0]:
+            raise ValueError(f"{hidden.shape[0]} rows need as many sequences and positions "
+                             f"({sequences.size} and {positions.size} given)")
+        self.library.check(self.library.ll_layers(self._handle, hidden.ctypes.data, hidden.size, hidden.shape[0],
                                                   sequences.ctypes.data, positions.ctypes.data, first, end, threads),
                            "running the decoder layers")
 
@@ -139,8 +146,10 @@ class KernelModel:
         hidden = np.ascontiguousarray(hidden, dtype=np.float32)
         if out is None:
             out = np.empty((hidden.shape[0], self.shape.vocab), dtype=np.float32)
-        self.library.check(self.library.ll_logits(self._handle, hidden.ctypes.data, hidden.shape[0], out.ctypes.data,
-                                                  threads), "computing the logits")
+        if out.dtype != np.float32 or not out.flags.c_contiguous:
+            raise ValueError("out must be a C-contiguous float32 array")
+        self.library.check(self.library.ll_logits(self._handle, hidden.ctypes.data, hidden.size, hidden.shape[0],
+                                                  out.ctypes.data, out.size, threads), "computing the logits")
         return out
 
     def pass_over(self, tokens: np.ndarray, start: int, threads: int, *, before_layer=None,

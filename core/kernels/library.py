@@ -7,6 +7,7 @@ threads that carry tokens away.
 from __future__ import annotations
 
 import ctypes
+import shutil
 import threading
 
 from core.kernels.build import BuiltLibrary, KernelsUnavailable, build_library
@@ -32,18 +33,19 @@ class Config(ctypes.Structure):
                 ("norm_eps", "embed_scale", "attention_scale", "attention_softcap", "final_softcap")]
 
 
-_P, _I, _F = ctypes.c_void_p, ctypes.c_int32, ctypes.c_float
+_P, _I, _F, _S = ctypes.c_void_p, ctypes.c_int32, ctypes.c_float, ctypes.c_size_t
+# Every buffer goes with its size (_S), which the C side checks against the model's configuration.
 _SIGNATURES = {
     "ll_model_new": (_P, [ctypes.POINTER(Config)]),
     "ll_model_free": (None, [_P]),
-    "ll_set_tensor": (_I, [_P, _I, _I, _P, _I, _I, _I]),
+    "ll_set_tensor": (_I, [_P, _I, _I, _P, _S, _I, _I, _I]),
     "ll_set_window": (_I, [_P, _I, _I]),
     "ll_set_rope": (_I, [_P, _I, _F, _F]),
     "ll_reserve": (_I, [_P, _I, _I, _I]),
-    "ll_kv_copy": (_I, [_P, _I, _P, _P, ctypes.c_size_t, _I]),
-    "ll_embed": (_I, [_P, _P, _I, _P]),
-    "ll_layers": (_I, [_P, _P, _I, _P, _P, _I, _I, _I]),
-    "ll_logits": (_I, [_P, _P, _I, _P, _I]),
+    "ll_kv_copy": (_I, [_P, _I, _P, _P, _S, _I]),
+    "ll_embed": (_I, [_P, _P, _I, _P, _S]),
+    "ll_layers": (_I, [_P, _P, _S, _I, _P, _P, _I, _I, _I]),
+    "ll_logits": (_I, [_P, _P, _S, _I, _P, _S, _I]),
     "ll_last_error": (ctypes.c_char_p, []),
     "kernel_isa": (ctypes.c_char_p, []),
     "activation_type": (_I, [_I]),
@@ -61,12 +63,16 @@ class KernelLibrary:
     def __init__(self, built: BuiltLibrary):
         self.path = built.path
         self.compiled_now = built.compiled_now
+        self.note = built.note  # e.g. compiled into a temporary folder, the cache being unwritable
         import torch  # noqa: F401 - first, so the library's libgomp.so.1 is torch's copy: one OpenMP pool
 
         try:
             self._lib = ctypes.CDLL(str(built.path))
         except OSError as error:
             raise KernelsUnavailable(f"the compiled GGUF kernels could not be loaded: {error}") from None
+        finally:
+            if built.temporary:  # loaded (or not): the file is not needed again, and the engine ends with os._exit
+                shutil.rmtree(built.path.parent, ignore_errors=True)
         for name, (result, arguments) in _SIGNATURES.items():
             function = getattr(self._lib, name)
             function.restype, function.argtypes = result, arguments

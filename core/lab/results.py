@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.atomic_file import atomic_write_text
 from core.errors import LatencyLabError
 from core.lab.config import SWEEPS
 from core.timing.metrics import DEFINITIONS
@@ -159,11 +160,11 @@ def results_to_csv(results: LabResults) -> str:
 
 
 def save_results_json(results: LabResults, path: str | Path) -> None:
-    Path(path).write_text(results_to_json(results), encoding="utf-8")
+    atomic_write_text(Path(path), results_to_json(results))
 
 
 def save_results_csv(results: LabResults, path: str | Path) -> None:
-    Path(path).write_text(results_to_csv(results), encoding="utf-8", newline="")
+    atomic_write_text(Path(path), results_to_csv(results))
 
 
 def load_results_json(path: str | Path) -> LabResults:

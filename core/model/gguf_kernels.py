@@ -17,6 +17,7 @@ import numpy as np
 from core.errors import ModelLoadError
 from core.kernels.kernel_model import KernelModel, ModelShape
 from core.kernels.library import KERNEL_TYPES, KernelLibrary
+from core.model.tensor_shapes import INT32_LIMIT, LAYER_TABLES, check_sizes, expected_tensors, layer_count_in_file
 from core.progress import ProgressCallback
 from core.quant.gguf_blocks import GGUFWeights
 
@@ -81,33 +82,58 @@ def larger_than_memory_note(path) -> str | None:
 
 
 def read_shape(weights: GGUFWeights) -> ModelShape:
+    """The model's shape from its metadata: every number checked (core/model/tensor_shapes.py) before it sizes
+    anything, so a hostile header is refused in one line naming the field."""
     arch = weights.architecture
+    fields = weights.fields()
 
-    def number(key: str, default=None):
-        value = weights.fields().get(f"{arch}.{key}", default)
+    def count(key: str, default=None) -> int:
+        value = fields.get(f"{arch}.{key}", default)
         if value is None:
             raise ModelLoadError(f"the GGUF file has no {arch}.{key}, which a {arch} model needs.")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ModelLoadError(f"the GGUF file's {arch}.{key} is {str(value)[:40]!r}, not a whole number.")
         return value
 
-    layers, width = int(number("block_count")), int(number("embedding_length"))
-    heads = int(number("attention.head_count"))
-    kv_heads = int(number("attention.head_count_kv", heads))
-    head_dim = int(number("attention.key_length", width // heads))
-    vocab = weights.shape("token_embd.weight")[0]
-    ffn = _ffn_rows(weights)
+    def real(key: str, default: float) -> float:
+        value = fields.get(f"{arch}.{key}", default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ModelLoadError(f"the GGUF file's {arch}.{key} is {str(value)[:40]!r}, not a finite number >= 0.")
+        return float(value)
+
+    layers, width = count("block_count"), count("embedding_length")
+    layer_count_in_file(weights, layers)  # before anything is sized by it
+    heads = count("attention.head_count")
+    if heads <= 0 or width <= 0:
+        name, value = ("attention.head_count", heads) if heads <= 0 else ("embedding_length", width)
+        raise ModelLoadError(f"the GGUF file's {arch}.{name} is {value}, which no model can have.")
+    kv_heads = count("attention.head_count_kv", heads)
+    if f"{arch}.attention.key_length" not in fields and width % heads:
+        raise ModelLoadError(f"the GGUF file's {arch}.embedding_length ({width}) is not a whole number of its "
+                             f"{heads} heads (attention.head_count), and it gives no attention.key_length.")
+    head_dim = count("attention.key_length", width // heads)
+    if "token_embd.weight" not in weights.names():
+        raise ModelLoadError(f"the GGUF file has no tensor 'token_embd.weight', which a {arch} model needs.")
+    # As llama.cpp: the vocabulary is the tokenizer's, and the embedding must have a row for each of its tokens.
+    vocab = weights.array_length("tokenizer.ggml.tokens") or weights.shape("token_embd.weight")[0]
+    ffn = _ffn_rows(weights, arch)
+    rope_dims = count("rope.dimension_count", head_dim)
+    check_sizes(arch, {"width": width, "heads": heads, "kv_heads": kv_heads, "head_dim": head_dim, "ffn": ffn,
+                       "vocab": vocab, "rope_dims": rope_dims})
     windows = tuple(_window(weights, arch, index) for index in range(layers))
     gemma = arch in GEMMA
     attention_scale = head_dim ** -0.5
     if (arch, layers) in (("gemma2", 46), ("gemma3", 62)):  # Gemma 27B scales by width per head, as llama.cpp does
         attention_scale = (width / heads) ** -0.5
     # llama.cpp's defaults: Gemma 2 always soft-caps (50 and 30 unless the file says), Gemma 3 only its logits.
-    fields = weights.fields()
-    attention_softcap = float(fields.get(f"{arch}.attn_logit_softcapping", 50.0)) if arch == "gemma2" else 0.0
-    final_softcap = float(fields.get(f"{arch}.final_logit_softcapping", 30.0 if arch == "gemma2" else 0.0) or 0.0)
+    attention_softcap = real("attn_logit_softcapping", 50.0) if arch == "gemma2" else 0.0
+    final_softcap = real("final_logit_softcapping", 30.0 if arch == "gemma2" else 0.0)
+    for layer in range(layers):
+        _rope(weights, windows[layer])  # its numbers checked now, before the kernels are made
     return ModelShape(
         layers=layers, width=width, heads=heads, kv_heads=kv_heads, head_dim=head_dim, ffn=ffn, vocab=vocab,
-        norm_eps=float(number("attention.layer_norm_rms_epsilon", 1e-6 if gemma else 1e-5)),
-        rope_dims=int(number("rope.dimension_count", head_dim)),
+        norm_eps=real("attention.layer_norm_rms_epsilon", 1e-6 if gemma else 1e-5),
+        rope_dims=rope_dims,
         rope_style="halves" if arch in ROPE_HALVES else "adjacent",
         activation="gelu_tanh" if gemma else "silu",
         embed_scale=math.sqrt(width) if gemma else 1.0,
@@ -119,10 +145,19 @@ def read_shape(weights: GGUFWeights) -> ModelShape:
     )
 
 
-def _ffn_rows(weights: GGUFWeights) -> int:
-    if "blk.0.ffn_gate.weight" in weights.names():
+def _ffn_rows(weights: GGUFWeights, arch: str) -> int:
+    """The FFN size as llama.cpp reads it (feed_forward_length), or from layer 0 where the metadata holds a
+    per-layer array (left out by the header reader); the tensor table then holds every layer to it."""
+    declared = weights.fields().get(f"{arch}.feed_forward_length")
+    if isinstance(declared, int) and not isinstance(declared, bool):
+        return declared
+    names = weights.names()
+    if "blk.0.ffn_gate.weight" in names:
         return weights.shape("blk.0.ffn_gate.weight")[0]
-    return weights.shape("blk.0.ffn_up.weight")[0] // 2  # Phi-3: gate and up in one tensor
+    if "blk.0.ffn_up.weight" in names:
+        return weights.shape("blk.0.ffn_up.weight")[0] // 2  # Phi-3: gate and up in one tensor
+    raise ModelLoadError(f"the GGUF file has no feed_forward_length and no tensor 'blk.0.ffn_up.weight', which a "
+                         f"{arch} model needs.")
 
 
 def _is_sliding(arch: str, index: int) -> bool:
@@ -139,92 +174,114 @@ def _window(weights: GGUFWeights, arch: str, index: int) -> int:
     Llama/Mistral, Qwen and Phi-3 files with full attention, whatever their metadata says."""
     if arch not in GEMMA:
         return 0
-    window = int(weights.fields().get(f"{arch}.attention.sliding_window", 4096 if arch == "gemma2" else 0) or 0)
+    window = weights.fields().get(f"{arch}.attention.sliding_window", 4096 if arch == "gemma2" else 0) or 0
+    if isinstance(window, bool) or not isinstance(window, int) or not 0 <= window <= INT32_LIMIT:
+        raise ModelLoadError(f"the GGUF file's {arch}.attention.sliding_window is {str(window)[:40]!r}, not a "
+                             f"whole number of positions.")
     return window if window and _is_sliding(arch, index) else 0
 
 
-def _rope(weights: GGUFWeights, shape: ModelShape, index: int) -> tuple[float, float]:
-    """(rotary base, linear scale) of layer `index`; Gemma 3's sliding layers have a base of their own."""
+def _rope(weights: GGUFWeights, window: int) -> tuple[float, float]:
+    """(rotary base, linear scale) of a layer with this sliding window; Gemma 3's sliding layers have a base of their
+    own."""
     arch = weights.architecture
-    base = float(weights.fields().get(f"{arch}.rope.freq_base", 10000.0))
-    scale = 1.0
-    if arch == "gemma3" and shape.windows[index]:
-        base = float(weights.fields().get(f"{arch}.rope.freq_base_swa", 10000.0))
+    fields = weights.fields()
+    key, scale = f"{arch}.rope.freq_base", 1.0
+    if arch == "gemma3" and window:
+        key = f"{arch}.rope.freq_base_swa"
     elif weights.field_text(f"{arch}.rope.scaling.type") == "linear":
-        scale = 1.0 / float(weights.fields().get(f"{arch}.rope.scaling.factor", 1.0))
-    return base, scale
+        factor = fields.get(f"{arch}.rope.scaling.factor", 1.0)
+        if not _positive(factor):
+            raise ModelLoadError(f"the GGUF file's {arch}.rope.scaling.factor is {str(factor)[:40]!r}, not a finite "
+                                 f"number > 0.")
+        scale = 1.0 / float(factor)
+    base = fields.get(key, 10000.0)
+    if not _positive(base):
+        raise ModelLoadError(f"the GGUF file's {key} is {str(base)[:40]!r}, not a finite number > 0.")
+    return float(base), scale
+
+
+def _positive(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
+def checked_shape(weights: GGUFWeights) -> tuple[ModelShape, dict[str, tuple[int, ...]]]:
+    """The model's shape from its metadata, and every tensor the kernels will take, checked against it
+    (core/model/tensor_shapes.py); ModelLoadError in one line otherwise. Nothing is allocated by size yet."""
+    shape = read_shape(weights)
+    return shape, expected_tensors(weights, shape)
 
 
 def build_kernel_model(library: KernelLibrary, weights: GGUFWeights, progress: ProgressCallback) -> KernelBuild:
-    shape = read_shape(weights)
+    shape, checked = checked_shape(weights)
     kernel = KernelModel(library, shape)
     build = KernelBuild(kernel, shape, weights.file_type(), 0)
-    names = set(weights.names())
-    total = len(names)
+    table = LAYER_TABLES[weights.architecture]
+    total = len(checked)
     done = 0
-
-    def require(name: str) -> None:
-        if name not in names:
-            raise ModelLoadError(f"the GGUF file has no tensor {name!r}, which a {weights.architecture} model needs.")
 
     def matrix(layer: int, role: str, name: str) -> None:
         nonlocal done
-        require(name)
         done += 1
         if done % 16 == 0:
             progress(done / total, f"mapping {name}")
-        data, type_id, rows, columns = _matrix_data(weights, name, build)
+        rows, columns = checked[name]  # only a checked tensor reaches the kernels
+        data, type_id = _matrix_data(weights, name, rows, build)
         kernel.set_tensor(layer, role, data, type_id, rows, columns)
 
     def vector(layer: int, role: str, name: str) -> None:
-        require(name)
-        kernel.set_tensor(layer, role, _float_vector(weights, name), KERNEL_TYPES["F32"], 1, 0)
+        (length,) = checked[name]
+        kernel.set_tensor(layer, role, _float_vector(weights, name, length), KERNEL_TYPES["F32"], 1, length)
 
     matrix(-1, "token_embd", "token_embd.weight")
-    matrix(-1, "output", "output.weight" if "output.weight" in names else "token_embd.weight")
+    matrix(-1, "output", "output.weight" if "output.weight" in checked else "token_embd.weight")
     vector(-1, "output_norm", "output_norm.weight")
     for index in range(shape.layers):
         prefix = f"blk.{index}."
         for name, role in NORMS.items():
-            if prefix + name + ".weight" in names:
+            if prefix + name + ".weight" in checked:
                 vector(index, role, prefix + name + ".weight")
-        if prefix + "attn_qkv.weight" in names:
+        if "attn_qkv.weight" in table:
             matrix(index, "attn_qkv", prefix + "attn_qkv.weight")
         else:
             for role in ("attn_q", "attn_k", "attn_v"):
                 matrix(index, role, prefix + role + ".weight")
         for role in BIASES:
-            if prefix + role + ".bias" in names:
+            if prefix + role + ".bias" in checked:
                 vector(index, role + "_bias", prefix + role + ".bias")
         matrix(index, "attn_output", prefix + "attn_output.weight")
-        if prefix + "ffn_gate.weight" in names:
+        if "ffn_gate.weight" in table:
             matrix(index, "ffn_gate", prefix + "ffn_gate.weight")
             matrix(index, "ffn_up", prefix + "ffn_up.weight")
         else:
             matrix(index, "ffn_gate_up", prefix + "ffn_up.weight")
         matrix(index, "ffn_down", prefix + "ffn_down.weight")
-        kernel.set_rope(index, *_rope(weights, shape, index))
-        if "rope_freqs.weight" in names:  # Llama 3.1+: per-dimension factors divide each angle
+        kernel.set_rope(index, *_rope(weights, shape.windows[index]))
+        if "rope_freqs.weight" in checked:  # Llama 3.1+: per-dimension factors divide each angle
             vector(index, "rope_freq_factors", "rope_freqs.weight")
     progress(1.0, "weights mapped")
     return build
 
 
-def _matrix_data(weights: GGUFWeights, name: str, build: KernelBuild) -> tuple[np.ndarray, int, int, int]:
-    """(bytes or values, kernel type id, rows, columns) of a weight matrix, in the file's own layout."""
+def _matrix_data(weights: GGUFWeights, name: str, rows: int, build: KernelBuild) -> tuple[np.ndarray, int]:
+    """(bytes or values, kernel type id) of a checked weight matrix, in the file's own layout."""
     qtype = weights.tensor_type(name)
-    rows, columns = weights.shape(name)[0], weights.shape(name)[-1]
     if qtype in KERNEL_TYPES:
         build.paths.setdefault(qtype, "float32" if qtype in ("F32", "F16", "BF16") else "native")
         data, type_id = weights.raw(name), KERNEL_TYPES[qtype]
     else:
         build.paths[qtype] = "float16"
         data, type_id = weights.dequantized_values(name).astype(np.float16), KERNEL_TYPES["F16"]
+    if data.shape[0] != rows:  # the view holds what the file holds: the kernels read `rows` rows of it
+        raise ModelLoadError(f"the GGUF file's tensor {name} holds {data.shape[0]} rows where {rows} were checked.")
     if name not in build.counted:
         build.counted.add(name)
         build.weight_bytes += data.nbytes
-    return data, type_id, rows, columns
+    return data, type_id
 
 
-def _float_vector(weights: GGUFWeights, name: str) -> np.ndarray:
-    return np.ascontiguousarray(weights.dequantized_values(name).reshape(-1), dtype=np.float32)
+def _float_vector(weights: GGUFWeights, name: str, length: int) -> np.ndarray:
+    values = np.ascontiguousarray(weights.dequantized_values(name).reshape(-1), dtype=np.float32)
+    if values.size != length:
+        raise ModelLoadError(f"the GGUF file's tensor {name} holds {values.size} values where {length} were checked.")
+    return values

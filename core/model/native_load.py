@@ -58,7 +58,7 @@ def check_architecture(path: Path, architecture: str | None) -> None:
 def load_native(path: Path, progress: ProgressCallback) -> NativeModel:
     """The model on the file's own quants: on the C kernels where they cover the file and can be built here,
     else (Llama files) on torch's int4 kernel; NotNative when neither covers it."""
-    from core.model.gguf_kernels import kernel_refusal
+    from core.model.gguf_kernels import checked_shape, kernel_refusal
     from core.model.gguf_native import NATIVE_ARCHITECTURES
     from core.model.weight_count import gguf_parameter_count
 
@@ -70,6 +70,8 @@ def load_native(path: Path, progress: ProgressCallback) -> NativeModel:
         kernel_problem = kernel_refusal(weights)
         if kernel_problem:  # transformers' GGUF reader must cover it then (its import alone takes a second)
             check_architecture(path, weights.architecture)
+        else:  # a shape fault is named as one, before the tokenizer's build reads the file
+            checked_shape(weights)
         library = None if kernel_problem else _kernel_library(scaled(progress, 0.2, 0.3))
         if isinstance(library, str):
             library, kernel_problem = None, library
@@ -80,11 +82,11 @@ def load_native(path: Path, progress: ProgressCallback) -> NativeModel:
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
         check = checked.result()
-    tokenizer, config = _tokenizer_and_config(path, check, scaled(progress, 0.3, 0.5))
+    tokenizer, config, cache_note = _tokenizer_and_config(path, check, scaled(progress, 0.3, 0.5))
     kind = weights.file_type() or _main_type(weights)
     if library is not None:
-        return _on_kernels(library, weights, config, tokenizer, kind, scaled(progress, 0.5, 0.95))
-    return _on_torch_int4(weights, config, tokenizer, kind, kernel_problem, scaled(progress, 0.5, 0.95))
+        return _on_kernels(library, weights, config, tokenizer, kind, scaled(progress, 0.5, 0.95), cache_note)
+    return _on_torch_int4(weights, config, tokenizer, kind, kernel_problem, scaled(progress, 0.5, 0.95), cache_note)
 
 
 def _kernel_library(progress: ProgressCallback):
@@ -100,7 +102,8 @@ def _kernel_library(progress: ProgressCallback):
         return str(error)
 
 
-def _on_kernels(library, weights, config, tokenizer, kind: str, progress: ProgressCallback) -> NativeModel:
+def _on_kernels(library, weights, config, tokenizer, kind: str, progress: ProgressCallback,
+                cache_note: str | None = None) -> NativeModel:
     from transformers import GenerationConfig
 
     from core.model.gguf_kernels import build_kernel_model, larger_than_memory_note
@@ -112,18 +115,18 @@ def _on_kernels(library, weights, config, tokenizer, kind: str, progress: Progre
         raise ModelLoadError(f"the GGUF file's tensors do not fit its own metadata: {_short(str(error))}.") from None
     model = KernelCausalLM(build, config, GenerationConfig.from_model_config(config))
     fallbacks = build.fallbacks()
-    notes = [larger_than_memory_note(weights.path)]
+    notes = [library.note, cache_note, larger_than_memory_note(weights.path)]
     if fallbacks:
         notes.append(", ".join(sorted(fallbacks)) + " tensors run in float16 (no native kernel for them)")
     return NativeModel(model, tokenizer, f"native ({kind})", "; ".join(note for note in notes if note) or None)
 
 
 def _on_torch_int4(weights, config, tokenizer, kind: str, kernel_problem: str | None,
-                   progress: ProgressCallback) -> NativeModel:
+                   progress: ProgressCallback, cache_note: str | None = None) -> NativeModel:
     from core.model.gguf_native import build_native_model
 
     build = build_native_model(weights, config, progress)
-    notes = []
+    notes = [cache_note] if cache_note else []
     if kernel_problem:
         notes.append(f"{kernel_problem}, so it runs on torch's int4 kernel")
     fallbacks = build.fallbacks()
@@ -157,10 +160,16 @@ def _tokenizer_and_config(path: Path, check, progress: ProgressCallback):
             config.save_pretrained(staging)
 
         progress(0.8, "first launch: writing the tokenizer cache")
-        write_verified_folder(check.folder, check.gguf_sha256, path.name, save)
+        try:
+            write_verified_folder(check.folder, check.gguf_sha256, path.name, save)
+        except OSError as error:  # a read-only cache, or a file where its folder should be: use it unsaved
+            progress(1.0, "the tokenizer cache cannot be written; using the tokenizer built now")
+            return tokenizer, config, (f"the model cache ({check.folder.parent}) cannot be written "
+                                       f"({error.strerror or type(error).__name__}), so the tokenizer is built anew at "
+                                       f"each launch")
     progress(1.0, "loading the tokenizer")
     return (AutoTokenizer.from_pretrained(check.folder, local_files_only=True),
-            AutoConfig.from_pretrained(check.folder, local_files_only=True))
+            AutoConfig.from_pretrained(check.folder, local_files_only=True), None)
 
 
 def _short(text: str) -> str:

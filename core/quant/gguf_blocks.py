@@ -6,6 +6,7 @@ metadata alone, and a launch should not wait for torch before it must.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,13 +34,29 @@ class GGUFWeights:
 
         header = read_header(Path(path))
         self._fields = header.fields
+        self._array_lengths = header.array_lengths
         self._tensors = header.tensors
         self._types = {name: gguf.GGMLQuantizationType(info.type_id) for name, info in self._tensors.items()}
         self.path = Path(path)
         self._file = np.memmap(path, dtype=np.uint8, mode="r")  # read-only: a tensor's bytes come from the page cache
+        self._check_extents(gguf.GGML_QUANT_SIZES)
         self.architecture = self.field_text("general.architecture") or "llama"
         self.head_count = self._field_int(f"{self.architecture}.attention.head_count")
         self.head_count_kv = self._field_int(f"{self.architecture}.attention.head_count_kv")
+
+    def _check_extents(self, quant_sizes) -> None:
+        """Every tensor's bytes lie inside the file, and its rows are whole blocks: ValueError naming the first that
+        does not (a file cut short by even one byte, or a header that claims more than the file holds)."""
+        size = self._file.size
+        for name, info in self._tensors.items():
+            block_size, block_bytes = quant_sizes[self._types[name]]
+            if info.dims and info.dims[0] % block_size:
+                raise ValueError(f"its tensor {name[:80]} has rows of {info.dims[0]} values, not whole blocks of "
+                                 f"{block_size}")
+            end = info.offset + math.prod(info.dims) // block_size * block_bytes
+            if end > size:
+                raise ValueError(f"its tensor {name[:80]} ends at byte {end:,}, past the end of the file ({size:,} "
+                                 f"bytes): the file is cut short or its header is wrong")
 
     def _field_int(self, key: str) -> int | None:
         value = self._fields.get(key)
@@ -48,6 +65,10 @@ class GGUFWeights:
     def fields(self) -> dict:
         """The header's scalar and string metadata (arrays, such as the vocabulary, are left out)."""
         return self._fields
+
+    def array_length(self, key: str) -> int | None:
+        """How many items a metadata array holds (the arrays themselves are not read), or None."""
+        return self._array_lengths.get(key)
 
     def field_text(self, key: str) -> str | None:
         value = self._fields.get(key)

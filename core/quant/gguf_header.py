@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import mmap
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # Metadata value types: fixed sizes and struct formats; 8 is a string, 9 an array.
@@ -29,6 +29,7 @@ class TensorInfo:
 class GGUFHeader:
     fields: dict  # scalars and strings; arrays are left out
     tensors: dict[str, TensorInfo]
+    array_lengths: dict[str, int] = field(default_factory=dict)  # each array's item count (e.g. the vocabulary's)
 
 
 def read_header(path: Path) -> GGUFHeader:
@@ -64,6 +65,7 @@ def _parse(data) -> GGUFHeader:
         return at
 
     fields: dict = {}
+    array_lengths: dict[str, int] = {}
     for _ in range(kv_count):
         key, offset = string(offset)
         (value_type,) = struct.unpack_from("<I", data, offset)
@@ -72,6 +74,8 @@ def _parse(data) -> GGUFHeader:
             (fields[key],) = struct.unpack_from(_FORMATS[value_type], data, offset)
         elif value_type == _STRING:
             fields[key], _ = string(offset)
+        elif value_type == _ARRAY:
+            (array_lengths[key],) = struct.unpack_from("<Q", data, offset + 4)
         offset = skip(value_type, offset)
     infos = []
     for _ in range(tensor_count):
@@ -81,8 +85,18 @@ def _parse(data) -> GGUFHeader:
         type_id, relative = struct.unpack_from("<IQ", data, offset + 4 + 8 * n_dims)
         offset += 4 + 8 * n_dims + 12
         infos.append((name, type_id, dims, relative))
-    alignment = int(fields.get("general.alignment", DEFAULT_ALIGNMENT)) or DEFAULT_ALIGNMENT
+    alignment = fields.get("general.alignment", DEFAULT_ALIGNMENT)
+    # As llama.cpp: the alignment must be a power of two, and every tensor's offset a multiple of it.
+    if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
+        raise ValueError(f"its general.alignment ({alignment}) is not a power of two")
     start = (offset + alignment - 1) // alignment * alignment
+    if infos and start > len(data):
+        raise ValueError(f"its general.alignment ({alignment}) puts the tensor data at byte {start:,}, past the end "
+                         f"of the file ({len(data):,} bytes)")
+    for name, _, _, relative in infos:
+        if relative % alignment:
+            raise ValueError(f"its tensor {name[:80]} starts at offset {relative:,}, not a multiple of the file's "
+                             f"alignment ({alignment})")
     tensors = {name: TensorInfo(name, type_id, tuple(int(d) for d in dims), start + relative)
                for name, type_id, dims, relative in infos}
-    return GGUFHeader(fields, tensors)
+    return GGUFHeader(fields, tensors, array_lengths)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.chats.template_render import template_worker
 from core.generation import request as local_request
 from core.generation.request import ReplyRequest
 from core.model import loader
@@ -33,6 +34,7 @@ def load_any(spec: str | None, *, device: str = "cpu", dtype: str = "float32", p
     if is_remote_spec(spec):
         return connect(spec, api_key=api_key, progress=progress,
                        timeout_s=server_timeout_s if server_timeout_s is not None else SERVER_TIMEOUT.default)
+    template_worker().prestart()  # its start overlaps the load: the first reply's template renders at once
     # Looked up at call time, so a test's stand-in for the loader (tests/conftest.py: held_load) is the one used.
     return loader.load_model(spec, device=device, dtype=dtype, progress=progress,
                              trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from core.errors import ModelLoadError
 from core.progress import ProgressCallback, no_progress
-from core.remote.errors import RemoteError
+from core.remote.errors import RemoteError, redact
 from core.remote.http_stream import get_json
 from core.remote.spec import RemoteSpec, is_remote_spec
 
@@ -84,7 +84,7 @@ def connect(text: str, *, api_key: str | None = None, timeout_s: float = 60.0,
         else:
             model = _detect(spec, key, timeout_s)
     except RemoteError as error:
-        raise ModelLoadError(str(error)) from None
+        raise ModelLoadError(redact(str(error), key)) from None
     progress(1.0, f"connected to {model.server_kind} at {spec.base_url}")
     return model
 

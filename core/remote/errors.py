@@ -72,3 +72,26 @@ def server_detail(body: bytes, limit: int = 300) -> str:
             text = str(error)
     text = " ".join(text.split())
     return text[:limit] + ("…" if len(text) > limit else "")
+
+
+HIDDEN_KEY = "[API key hidden]"
+
+
+def redact(text: str, key: str | None) -> str:
+    """text with the API key taken out, wherever a server echoed it (an error body that repeats the request's
+    headers), also when a shortened message cut the key off at its end. Shown or saved text goes through here."""
+    if not key or len(key) < 4:
+        return text
+    text = text.replace(key, HIDDEN_KEY)
+    for length in range(len(key) - 1, 5, -1):  # a key cut off where the message was shortened
+        if text.endswith(key[:length]) or text.endswith(key[:length] + "…"):
+            return text[:text.rindex(key[:length])] + HIDDEN_KEY + ("…" if text.endswith("…") else "")
+    return text
+
+
+def redirect_error(where: str, status: int, location: str | None) -> RemoteError:
+    """A 3xx: Latency Lab follows no redirect, so the request (and its API key) never went where it points."""
+    target = f" to {location[:200]}" if location else ""
+    return RemoteError(f"{where} redirected the request{target} (HTTP {status}). Latency Lab does not follow "
+                       f"redirects, so nothing was sent there, the API key included; if you trust that address, use it "
+                       f"as the server URL.")

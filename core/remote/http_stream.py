@@ -11,7 +11,9 @@ import time
 import urllib.parse
 from typing import Iterator
 
-from core.remote.errors import RemoteError, StreamCut, connection_error, http_status_error, server_detail
+from core.remote.errors import (
+    RemoteError, StreamCut, connection_error, http_status_error, redact, redirect_error, server_detail,
+)
 
 READ_SIZE = 64 * 1024
 ERROR_BODY_LIMIT = 64 * 1024
@@ -73,13 +75,17 @@ class HttpStream:
         self._response = response
         self.status = response.status
         self.headers = {key.lower(): value for key, value in response.getheaders()}
+        if 300 <= response.status < 400:
+            self.close()
+            raise redirect_error(self.where, response.status, response.getheader("Location"))
         if response.status >= 400:
             try:
                 body = response.read(ERROR_BODY_LIMIT)
             except (OSError, http.client.HTTPException):
                 body = b""
             self.close()
-            raise http_status_error(self.where, response.status, response.reason, server_detail(body))
+            raise http_status_error(self.where, response.status, response.reason,
+                                    redact(server_detail(body), self._api_key))
         return self
 
     def chunks(self) -> Iterator[tuple[int, bytes]]:
@@ -152,4 +158,4 @@ def get_json(url: str, *, api_key: str | None, timeout_s: float, limit: int = 4 
         return json.loads(body)
     except ValueError:
         raise RemoteError(f"{stream.where} answered {url} with something that is not JSON: "
-                          f"{body[:120].decode('utf-8', 'replace')!r}") from None
+                          f"{redact(body[:120].decode('utf-8', 'replace'), api_key)!r}") from None

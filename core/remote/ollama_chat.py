@@ -37,4 +37,5 @@ def read_line(line: str) -> Piece:
 
 
 def _count(value) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    """A count the server sent, or None: not a whole number, negative, or past what a float holds exactly."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**53 else None

@@ -14,7 +14,7 @@ from typing import Callable, Iterator
 from core.generation.reply_surface import ReplySurface
 from core.remote import ollama_chat, openai_chat
 from core.remote.connect import RemoteModel
-from core.remote.errors import RemoteError, ReplyTooLarge, StreamCut
+from core.remote.errors import RemoteError, ReplyTooLarge, StreamCut, redact
 from core.remote.http_stream import HttpStream
 from core.remote.pieces import Piece
 from core.remote.wire_formats import JsonLines, MalformedStream, ServerSentEvents
@@ -25,6 +25,13 @@ from core.timing.trace import GenerationTrace
 MAX_REPLY_BYTES = 32 * 1024 * 1024
 # How often the stop watcher looks: a Stop closes the stream within this.
 STOP_POLL_S = 0.02
+# A server's token counts are claims, checked against what arrived before they become events or the count: a chunk
+# carries at most one token per byte of its text (plus a few empty special tokens), and a reply's usage at most the
+# tokens asked for (max new tokens) and COUNT_PER_BYTE per byte of text (room for reasoning a server keeps to
+# itself). A count past that is kept as the server's claim, and the tokens are counted from the chunks.
+TOKENS_PER_CHUNK_SLACK = 8
+COUNT_SLACK = 16
+COUNT_PER_BYTE = 16
 _FINISH_REASONS = {"length": StopReason.MAX_TOKENS, "max_tokens": StopReason.MAX_TOKENS}
 
 
@@ -106,9 +113,14 @@ class RemoteReply(ReplySurface):
                 self._stream.close()
         if self.stop_event.is_set() and error is None:
             reason = StopReason.STOPPED
+        if error is not None:  # shown, and saved with the chat: never with the key a server echoed
+            error = redact(error, self.model.api_key)
         stream = self._stream
-        self._events.put(ServerReport(self.model.server_kind, reading.prompt_tokens, reading.completion_tokens,
-                                      stream.first_byte_ns if stream else None, reading.chunks, reading.timings))
+        counted, timings = reading.completion_tokens, reading.timings
+        if counted is not None and not self._believable(counted, reading):
+            counted, timings = None, {**(timings or {}), "claimed_output_tokens": reading.completion_tokens}
+        self._events.put(ServerReport(self.model.server_kind, reading.prompt_tokens, counted,
+                                      stream.first_byte_ns if stream else None, reading.chunks, timings))
         self._events.put(_cache_report(self.model.server_kind, reading))
         self._events.put(FinishedEvent(StopReason.ERROR if error else reason, reading.tokens, time.perf_counter_ns(),
                                        error=error))
@@ -160,6 +172,8 @@ class RemoteReply(ReplySurface):
         if piece.prefill_fraction is not None:
             self._events.put(PrefillProgress(round(piece.prefill_fraction * 1000), 1000, arrival_ns))
         if piece.has_content:
+            reading.text_bytes += len(piece.text.encode("utf-8", "replace")) + len(piece.reasoning.encode("utf-8",
+                                                                                                       "replace"))
             count = self._tokens_in(piece, reading)
             chunk = reading.chunks
             reading.chunks += 1
@@ -189,15 +203,24 @@ class RemoteReply(ReplySurface):
             reading.done = True
 
     def _tokens_in(self, piece: Piece, reading: "_Reading") -> int:
-        """A chunk's tokens: the server's exact count where it gives one, a running usage's step, else one."""
+        """A chunk's tokens: the server's exact count where it gives one, a running usage's step, else one; a count
+        the chunk's bytes cannot hold is the server's claim, not tokens (one is counted)."""
+        claimed = 1
         if piece.tokens is not None:
-            return piece.tokens
-        if piece.completion_tokens is not None:
+            claimed = piece.tokens
+        elif piece.completion_tokens is not None:
             if not self.streaming:
-                return piece.completion_tokens  # the whole reply in one response
-            if reading.completion_tokens is not None or self.model.server_kind == "vLLM":
-                return max(1, piece.completion_tokens - (reading.completion_tokens or 0))  # a running count
-        return 1
+                claimed = piece.completion_tokens  # the whole reply in one response
+            elif reading.completion_tokens is not None or self.model.server_kind == "vLLM":
+                claimed = max(1, piece.completion_tokens - (reading.completion_tokens or 0))  # a running count
+        size = len(piece.text.encode("utf-8", "replace")) + len(piece.reasoning.encode("utf-8", "replace"))
+        room = self.settings.max_new_tokens + COUNT_SLACK - reading.tokens
+        return claimed if claimed <= min(size + TOKENS_PER_CHUNK_SLACK, room) else 1
+
+    def _believable(self, count: int, reading: "_Reading") -> bool:
+        """Whether a reply's usage count fits what was asked for and what arrived (see COUNT_PER_BYTE)."""
+        asked_for = self.settings.max_new_tokens + COUNT_SLACK
+        return count <= min(asked_for, COUNT_PER_BYTE * reading.text_bytes + COUNT_SLACK)
 
 
 class _Reading:
@@ -208,6 +231,7 @@ class _Reading:
         self.tokens = 0
         self.prompt_tokens: int | None = None
         self.completion_tokens: int | None = None
+        self.text_bytes = 0  # of the text and reasoning that arrived: what the server's counts are checked against
         self.timings: dict | None = None
         self.cached_tokens: int | None = None
         self.cache_source: str | None = None

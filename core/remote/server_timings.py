@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 
 def from_llama_cpp(timings: dict) -> dict:
     """llama.cpp's server (llama-server) sends `timings` with the last chunk."""
@@ -48,7 +50,10 @@ def from_vllm(metrics: dict) -> dict:
 
 
 def _number(value) -> float | int | None:
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    """A number the server sent, or None: NaN, infinity and 400-digit counts are not timings."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value if abs(value) <= 2**53 and math.isfinite(value) else None
 
 
 def _ms(nanoseconds) -> float | None:

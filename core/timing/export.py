@@ -5,9 +5,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from pathlib import Path
 from typing import Sequence
 
+from core.atomic_file import atomic_write_text
 from core.timing.metrics import DEFINITIONS, percentile
 from core.timing.server_compare import DEFINITIONS as SERVER_DEFINITIONS, compare
 from core.timing.trace import GenerationTrace
@@ -93,6 +95,30 @@ def server_document(trace: GenerationTrace) -> dict:
     }
 
 
+NOT_FINITE = "not a finite number (NaN or infinity, which JSON cannot hold), so it is null"
+
+
+def json_text(document: dict, **options) -> str:
+    """JSON any parser reads: Python writes NaN and Infinity bare, which is not JSON. Each such number becomes
+    null, and the document's "null_because" names it and says why."""
+    nulled: list[str] = []
+    clean = _finite(document, "", nulled)
+    if nulled:
+        clean["null_because"] = {path: NOT_FINITE for path in nulled}
+    return json.dumps(clean, allow_nan=False, **options)
+
+
+def _finite(value, path: str, nulled: list[str]):
+    if isinstance(value, float) and not math.isfinite(value):
+        nulled.append(path or "(the document)")
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item, f"{path}.{key}" if path else str(key), nulled) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item, f"{path}[{index}]", nulled) for index, item in enumerate(value)]
+    return value
+
+
 def traces_to_json(traces: Sequence[GenerationTrace], context: dict | None = None,
                    per_trace_context: Sequence[dict] | None = None) -> str:
     documents = [
@@ -106,7 +132,7 @@ def traces_to_json(traces: Sequence[GenerationTrace], context: dict | None = Non
         **(context or {}),
         "replies": documents,
     }
-    return json.dumps(payload, ensure_ascii=False, indent=1)
+    return json_text(payload, ensure_ascii=False, indent=1)
 
 
 def traces_to_csv(traces: Sequence[GenerationTrace]) -> str:
@@ -121,7 +147,8 @@ def traces_to_csv(traces: Sequence[GenerationTrace]) -> str:
 
 
 def write_text_file(path: str | Path, text: str) -> None:
-    Path(path).write_text(text, encoding="utf-8", newline="")
+    """Atomic: a full disk or a crash leaves the file that was there, never a part of the new one."""
+    atomic_write_text(Path(path), text)
 
 
 def delivery_summary(trace: GenerationTrace) -> dict | None:

@@ -85,10 +85,14 @@ class GenerationTrace:
             self.tail_text = event.tail_text
 
     def _record_server(self, report: ServerReport) -> None:
+        claimed = (report.timings or {}).get("claimed_output_tokens")
+        counted_from = ("the server's usage" if report.output_tokens is not None
+                        else f"chunks, one token each: the server claimed {claimed:,} tokens, more than were asked "
+                             f"for or than the text that arrived can hold" if isinstance(claimed, int)
+                        else "chunks, one token each: the server sent no usage")
         self.server = {"kind": report.server_kind, "chunks": report.chunks, "timings": report.timings,
                        "prompt_tokens": report.prompt_tokens, "output_tokens": report.output_tokens,
-                       "tokens_counted_from": "the server's usage" if report.output_tokens is not None
-                       else "chunks, one token each: the server sent no usage"}
+                       "tokens_counted_from": counted_from}
         self.server_output_tokens = report.output_tokens
         self.first_byte_ns = report.first_byte_ns
         if report.prompt_tokens is not None:

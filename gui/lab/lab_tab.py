@@ -25,6 +25,7 @@ from gui.lab.verdict_panel import VerdictPanel
 from core.engine.messages import CancelLab, LabFailed, LabFinished, LabProgress, LabRow, RunLab
 from gui.engine_client import EngineClient
 from gui.export_dialog import export_with_dialog
+from gui.png_file import save_png
 
 PROGRESS_STEPS = 1000
 
@@ -177,7 +178,7 @@ class LabTab(QWidget):
         save_results_csv(self._results_or_raise(), path)
 
     def export_png(self, path: str | Path) -> bool:
-        return self.results_area.grab().save(str(path), "PNG")
+        return save_png(self.results_area.grab(), path)
 
     def load_json(self, path: str | Path) -> None:
         """Raises LatencyLabError (with a message for the user) when the file is not a lab result."""

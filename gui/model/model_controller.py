@@ -62,13 +62,19 @@ class ModelController(QObject):
         self.client.send(request)
         return True
 
-    def restart(self) -> bool:
-        """A new engine with the last model, when the engine has stopped; False when there is nothing to do."""
-        if self.stopped_reason is None or self._last_load is None or self.loading:
+    def restart(self, force: bool = False) -> bool:
+        """A new engine with the last model, when the engine has stopped; False when there is nothing to do.
+
+        With force (Chat → Restart engine) in any state: an engine still running, stuck, busy or idle, is ended
+        first, which reaches the window as EngineStopped (a running reply is kept, marked interrupted)."""
+        if force:
+            self.client.end_engine("the engine was restarted (Chat → Restart engine)")
+        if self.stopped_reason is None or self.loading or (self._last_load is None and not force):
             return False
         self._start_engine()
-        self.loading = True
-        self.client.send(self._last_load)
+        if self._last_load is not None:
+            self.loading = True
+            self.client.send(self._last_load)
         return True
 
     def accept_model(self, loaded) -> None:
@@ -105,7 +111,9 @@ class ModelController(QObject):
 
     def _start_engine(self) -> None:
         self.stopped_reason = None
+        stopped = self.client.engine
         self.client.attach(self._engine_factory())
+        stopped.close(0.1)  # gone already (ended or dead): this closes its socket and reaps it
 
     @Slot(object)
     def _on_progress(self, progress: ModelProgress) -> None:

@@ -10,7 +10,7 @@ from PySide6.QtCore import QSettings
 
 from core.model.source import EMBEDDED_SPEC
 from core.settings import DECODE_LOOP, DTYPE, MAX_NEW_TOKENS, SEED, TEMPERATURE, TOP_P
-from core.chats.atomic_file import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE
+from core.atomic_file import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE
 
 
 # The default before native precision existed (issue #16).
@@ -60,16 +60,24 @@ def load_window_settings(store: QSettings | None = None) -> WindowSettings:
     return WindowSettings(**values)
 
 
-def save_window_settings(settings: WindowSettings, store: QSettings | None = None) -> None:
+def save_window_settings(settings: WindowSettings, store: QSettings | None = None) -> str | None:
+    """Write the settings; None when saved, else why not in one line (a read-only config folder, a file in its
+    place): the caller says so, and nothing else is lost."""
     store = store or open_settings()
     folder = Path(store.fileName()).parent
-    if not folder.exists():
-        folder.mkdir(parents=True, mode=PRIVATE_DIR_MODE)  # created by us, so private, like the chats folder
+    try:
+        if not folder.exists():
+            folder.mkdir(parents=True, mode=PRIVATE_DIR_MODE)  # created by us, so private, like the chats folder
+    except OSError as error:
+        return f"the window's settings could not be saved in {folder} ({error.strerror or type(error).__name__})"
     for field in fields(WindowSettings):
         value = getattr(settings, field.name)
         store.setValue(field.name, "" if value is None else value)
     store.sync()
+    if store.status() != QSettings.Status.NoError:
+        return f"the window's settings could not be saved in {store.fileName()} (it cannot be written)"
     make_private(Path(store.fileName()))
+    return None
 
 
 def make_private(path: Path) -> None:

@@ -10,6 +10,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from child_processes import children
+
 from core.chats.session import Message
 from core.generation.request import ReplyRequest, prepare_reply
 from core.settings import GenerationSettings
@@ -33,7 +35,7 @@ def engine_window(qtbot):
     engine_pid = window.models.engine.pid
     window.close()
     assert not psutil.pid_exists(engine_pid) or psutil.Process(engine_pid).status() == psutil.STATUS_ZOMBIE
-    assert psutil.Process().children() == []  # closing leaves no child process
+    assert children() == []  # closing leaves no child process
 
 
 def ask(qtbot, window, text, max_new_tokens=12):

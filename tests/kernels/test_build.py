@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import random
 import shutil
+import subprocess
+import sys
 
 import pytest
 
 import core.kernels.build as build
 import core.kernels.library as library
-from core.kernels.build import KernelsUnavailable, build_library, library_path
+from core.kernels.build import KernelsUnavailable, build_library, checksum_path, library_path, verified
 
 
 @pytest.fixture
@@ -63,3 +68,77 @@ def test_a_cpu_without_avx2_runs_native_ggufs_on_torchs_int4_kernel_not_the_slow
     loaded = load_model(None)
     assert "runtime" not in loaded.describe()
     assert "this CPU has no AVX2, so it runs on torch's int4 kernel" in loaded.describe()["precision_note"]
+
+
+# How a cached library was found damaged: cut short (SIGBUS on every launch, for good), or not a library at all
+# (a fall back to torch's int4 path, never rebuilt).
+DAMAGE = {"cut to 50%": lambda data: data[:len(data) // 2], "cut to 10%": lambda data: data[:len(data) // 10],
+          "cut to 4 KB": lambda data: data[:4096], "empty": lambda data: b"",
+          "random bytes": lambda data: bytes(random.Random(0).randrange(256) for _ in range(len(data)))}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_a_damaged_cached_library_is_rebuilt_before_it_is_loaded(empty_cache, damage):
+    built = build_library(portable=True)
+    assert verified(built.path) and checksum_path(built.path).is_file()
+    built.path.write_bytes(DAMAGE[damage](built.path.read_bytes()))
+    assert not verified(built.path)
+    # A launch, in a process of its own: loading a truncated library there used to end it with SIGBUS.
+    launch = subprocess.run([sys.executable, "-c", "from core.kernels.library import kernels\n"
+                             "library = kernels(portable=True)\nprint(library.isa, library.compiled_now)"],
+                            capture_output=True, text=True, timeout=600, env=os.environ.copy())
+    assert launch.returncode == 0 and launch.stdout.split() == ["scalar", "True"], launch.stderr[-2000:]
+    assert verified(built.path)
+
+
+def _read_only(monkeypatch):
+    """Writing in the cache fails as on a read-only file system (the tests run as root, whom permissions do not
+    stop); the temporary folder elsewhere is writable."""
+    cache, real = build.cache_root(), build.tempfile.mkstemp
+
+    def refuse(*args, **kwargs):
+        if str(kwargs.get("dir", "")).startswith(str(cache)):
+            raise OSError(errno.EROFS, "Read-only file system")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(build.tempfile, "mkstemp", refuse)
+
+
+UNWRITABLE = {
+    "a read-only cache": (_read_only, "Read-only file system"),
+    "a file where the cache should be": (lambda monkeypatch: None, "Not a directory"),
+    "a file where the kernels' folder should be": (lambda monkeypatch: None, "File exists"),
+}
+
+
+@pytest.mark.parametrize("case", list(UNWRITABLE))
+def test_an_unwritable_cache_builds_into_a_temporary_folder_for_this_run_and_says_so(empty_cache, monkeypatch, case):
+    cache = empty_cache / "cache"
+    if case == "a file where the cache should be":
+        cache.write_text("not a folder")
+    elif case == "a file where the kernels' folder should be":
+        cache.mkdir()
+        (cache / "kernels").write_text("not a folder")
+    prepare, reason = UNWRITABLE[case]
+    prepare(monkeypatch)
+    library_object = library.kernels(portable=True)
+    assert library_object.isa == "scalar"
+    assert f"cannot be written ({reason}), so they were compiled into a temporary folder for this run" in \
+        library_object.note
+    assert not library_object.path.exists()  # the temporary copy is gone once loaded
+
+
+@pytest.mark.model
+def test_the_default_model_runs_on_the_kernels_with_a_cache_path_that_is_a_file(monkeypatch, tmp_path):
+    """Was: the default model was unusable, with an [Errno 20] line."""
+    cache = tmp_path / "cache-file"
+    cache.write_text("not a folder")
+    monkeypatch.setenv("LATENCYLAB_CACHE_DIR", str(cache))
+    monkeypatch.setattr(library, "_loaded", {})
+    from core.model.loader import load_model
+
+    loaded = load_model(None)
+    facts = loaded.describe()
+    assert facts["runtime"].startswith("Latency Lab's C kernels")
+    assert "compiled into a temporary folder for this run" in facts["precision_note"]
+    assert "so the tokenizer is built anew at each launch" in facts["precision_note"]

@@ -26,6 +26,7 @@ class Script:
     models: tuple[str, ...] = ("scripted-model",)
     owned_by: str = "scripted"
     ollama: bool = False             # serve Ollama's native API instead of OpenAI's
+    redirect_to: str | None = None   # answer every request with a 302 to this URL
 
 
 class ScriptedServer:
@@ -73,6 +74,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802 - http.server's naming
         script = self.scripted.script
         self._note(None)
+        if script.redirect_to:
+            self._redirect(script.redirect_to)
+            return
         if self.path == "/v1/models" and not script.ollama:
             self._json(200, {"object": "list", "data": [{"id": name, "object": "model", "owned_by": script.owned_by}
                                                        for name in script.models]})
@@ -86,6 +90,9 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         self._note(body)
+        if script.redirect_to:
+            self._redirect(script.redirect_to)
+            return
         expected = "/api/chat" if script.ollama else "/v1/chat/completions"
         if self.path != expected:
             self._json(404, {"error": {"message": f"no route {self.path}"}})
@@ -132,6 +139,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _redirect(self, location: str) -> None:
+        self.send_response(302)
+        self.send_header("Location", location + self.path)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def _note(self, body) -> None:
         self.scripted.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})

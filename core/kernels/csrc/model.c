@@ -63,11 +63,20 @@ static size_t kv_index(const ll_model *m, int seq, int layer, int kv_head, int p
     return ((((size_t)seq * m->c.layers + layer) * m->c.kv_heads + kv_head) * m->capacity + pos) * m->c.head_dim;
 }
 
+/* Sizes a configuration implies, in 64 bits: none may pass INT32_MAX, which the passes index with. */
+static int fits(int64_t value) { return value > 0 && value <= INT32_MAX; }
+
 ll_model *ll_model_new(const ll_config *config) {
-    if (config->layers <= 0 || config->width <= 0 || config->heads <= 0 || config->kv_heads <= 0 ||
-        config->head_dim <= 0 || config->heads % config->kv_heads || config->rope_dims > config->head_dim ||
-        config->rope_dims % 2) {
+    const ll_config *c = config;
+    if (c->layers <= 0 || c->width <= 0 || c->heads <= 0 || c->kv_heads <= 0 || c->head_dim <= 0 || c->ffn <= 0 ||
+        c->vocab <= 0 || c->heads % c->kv_heads || c->rope_dims < 0 || c->rope_dims > c->head_dim || c->rope_dims % 2) {
         fail("inconsistent model configuration");
+        return NULL;
+    }
+    if (c->layers > LL_MAX_LAYERS || c->head_dim > LL_MAX_HEAD_DIM ||
+        !fits((int64_t)(c->heads + 2 * (int64_t)c->kv_heads) * c->head_dim) || !fits(2 * (int64_t)c->ffn) ||
+        !fits((int64_t)c->layers * c->kv_heads * c->head_dim)) {
+        fail("the model's configuration is larger than the kernels support");
         return NULL;
     }
     ll_model *m = calloc(1, sizeof *m);
@@ -91,22 +100,58 @@ void ll_model_free(ll_model *m) {
     free(m);
 }
 
-static int set_weight(ll_weight *w, const void *data, int type, int rows, int cols) {
+/* The [rows, cols] a matrix role must have, or the length a vector role must have (rows 0): from the
+ * configuration alone, so a tensor that disagrees with it never reaches a pass. */
+static int expected_shape(const ll_model *m, int role, int *rows, int *cols) {
+    const ll_config *c = &m->c;
+    const int q = c->heads * c->head_dim, kv = c->kv_heads * c->head_dim;
+    *rows = 0;
+    switch (role) {
+    case ROLE_TOKEN_EMBD: case ROLE_OUTPUT: *rows = c->vocab; *cols = c->width; return 0;
+    case ROLE_ATTN_Q: *rows = q; *cols = c->width; return 0;
+    case ROLE_ATTN_K: case ROLE_ATTN_V: *rows = kv; *cols = c->width; return 0;
+    case ROLE_ATTN_QKV: *rows = q + 2 * kv; *cols = c->width; return 0;
+    case ROLE_ATTN_OUT: *rows = c->width; *cols = q; return 0;
+    case ROLE_FFN_GATE: case ROLE_FFN_UP: *rows = c->ffn; *cols = c->width; return 0;
+    case ROLE_FFN_GATE_UP: *rows = 2 * c->ffn; *cols = c->width; return 0;
+    case ROLE_FFN_DOWN: *rows = c->width; *cols = c->ffn; return 0;
+    case ROLE_OUTPUT_NORM: case ROLE_ATTN_NORM: case ROLE_FFN_NORM: case ROLE_ATTN_POST_NORM: case ROLE_FFN_POST_NORM:
+        *cols = c->width; return 0;
+    case ROLE_ATTN_Q_NORM: case ROLE_ATTN_K_NORM: *cols = c->head_dim; return 0;
+    case ROLE_ATTN_Q_BIAS: *cols = q; return 0;
+    case ROLE_ATTN_K_BIAS: case ROLE_ATTN_V_BIAS: *cols = kv; return 0;
+    case ROLE_ROPE_FREQ_FACTORS: *cols = c->rope_dims / 2; return 0;
+    default: return fail("unknown tensor role");
+    }
+}
+
+static int set_weight(ll_weight *w, const void *data, size_t bytes, int type, int rows, int cols) {
     w->dot = dot_tile_for(type);
     if (!w->dot) return fail("no kernel for this tensor type");
     if (cols % block_elements(type)) return fail("a row is not a whole number of blocks");
+    const size_t stride = row_bytes(type, cols);
+    if (bytes != (size_t)rows * stride) return fail("a tensor's buffer is not the size its shape and type imply");
     w->data = data;
     w->type = type;
     w->rows = rows;
     w->cols = cols;
-    w->row_bytes = row_bytes(type, cols);
+    w->row_bytes = stride;
     return 0;
 }
 
-int ll_set_tensor(ll_model *m, int32_t index, int32_t role, const void *data, int32_t type, int32_t rows,
-                  int32_t cols) {
-    if (role == ROLE_TOKEN_EMBD) return set_weight(&m->token_embd, data, type, rows, cols);
-    if (role == ROLE_OUTPUT) return set_weight(&m->output, data, type, rows, cols);
+int ll_set_tensor(ll_model *m, int32_t index, int32_t role, const void *data, size_t bytes, int32_t type,
+                  int32_t rows, int32_t cols) {
+    int want_rows, want_cols;
+    if (!data) return fail("a tensor without data");
+    if (expected_shape(m, role, &want_rows, &want_cols)) return -1;
+    if (want_rows == 0) {  /* a vector of float32 values */
+        if (type != LL_F32 || rows != 1 || cols != want_cols || bytes != (size_t)want_cols * sizeof(float))
+            return fail("a vector's length or type does not fit the model's configuration");
+    } else if (rows != want_rows || cols != want_cols) {
+        return fail("a matrix's shape does not fit the model's configuration");
+    }
+    if (role == ROLE_TOKEN_EMBD) return set_weight(&m->token_embd, data, bytes, type, rows, cols);
+    if (role == ROLE_OUTPUT) return set_weight(&m->output, data, bytes, type, rows, cols);
     if (role == ROLE_OUTPUT_NORM) { m->output_norm = data; return 0; }
     if (index < 0 || index >= m->c.layers) return fail("layer index out of range");
     ll_layer *l = &m->layer[index];
@@ -121,15 +166,15 @@ int ll_set_tensor(ll_model *m, int32_t index, int32_t role, const void *data, in
     case ROLE_ATTN_K_BIAS: l->k_bias = data; return 0;
     case ROLE_ATTN_V_BIAS: l->v_bias = data; return 0;
     case ROLE_ROPE_FREQ_FACTORS: l->rope_freq_factors = data; return 0;
-    case ROLE_ATTN_Q: l->attention_in_count = 3; return set_weight(&l->attention_in[0], data, type, rows, cols);
-    case ROLE_ATTN_K: l->attention_in_count = 3; return set_weight(&l->attention_in[1], data, type, rows, cols);
-    case ROLE_ATTN_V: l->attention_in_count = 3; return set_weight(&l->attention_in[2], data, type, rows, cols);
-    case ROLE_ATTN_QKV: l->attention_in_count = 1; return set_weight(&l->attention_in[0], data, type, rows, cols);
-    case ROLE_ATTN_OUT: return set_weight(&l->attention_out, data, type, rows, cols);
-    case ROLE_FFN_GATE: l->ffn_in_count = 2; return set_weight(&l->ffn_in[0], data, type, rows, cols);
-    case ROLE_FFN_UP: l->ffn_in_count = 2; return set_weight(&l->ffn_in[1], data, type, rows, cols);
-    case ROLE_FFN_GATE_UP: l->ffn_in_count = 1; return set_weight(&l->ffn_in[0], data, type, rows, cols);
-    case ROLE_FFN_DOWN: return set_weight(&l->ffn_down, data, type, rows, cols);
+    case ROLE_ATTN_Q: l->attention_in_count = 3; return set_weight(&l->attention_in[0], data, bytes, type, rows, cols);
+    case ROLE_ATTN_K: l->attention_in_count = 3; return set_weight(&l->attention_in[1], data, bytes, type, rows, cols);
+    case ROLE_ATTN_V: l->attention_in_count = 3; return set_weight(&l->attention_in[2], data, bytes, type, rows, cols);
+    case ROLE_ATTN_QKV: l->attention_in_count = 1; return set_weight(&l->attention_in[0], data, bytes, type, rows, cols);
+    case ROLE_ATTN_OUT: return set_weight(&l->attention_out, data, bytes, type, rows, cols);
+    case ROLE_FFN_GATE: l->ffn_in_count = 2; return set_weight(&l->ffn_in[0], data, bytes, type, rows, cols);
+    case ROLE_FFN_UP: l->ffn_in_count = 2; return set_weight(&l->ffn_in[1], data, bytes, type, rows, cols);
+    case ROLE_FFN_GATE_UP: l->ffn_in_count = 1; return set_weight(&l->ffn_in[0], data, bytes, type, rows, cols);
+    case ROLE_FFN_DOWN: return set_weight(&l->ffn_down, data, bytes, type, rows, cols);
     default: return fail("unknown tensor role");
     }
 }
@@ -150,6 +195,7 @@ int ll_set_rope(ll_model *m, int32_t index, float base, float freq_scale) {
 
 int ll_reserve(ll_model *m, int32_t sequences, int32_t positions, int32_t keep) {
     if (sequences < 1 || positions < 1) return fail("a cache needs at least one sequence and one position");
+    if ((int64_t)sequences * positions > INT32_MAX) return fail("the KV cache asked for is larger than the kernels support");
     if (keep && sequences == m->sequences && positions <= m->capacity) return 0;
     const size_t per_position = (size_t)m->c.layers * m->c.kv_heads * m->c.head_dim;
     ll_half *keys = calloc((size_t)sequences * positions * per_position, sizeof(ll_half));
@@ -569,7 +615,14 @@ static int check_ready(const ll_model *m) {
     return 0;
 }
 
-int ll_embed(ll_model *m, const int32_t *tokens, int32_t count, float *hidden) {
+/* A caller's buffer of `floats` holds `count` rows of `width`. */
+static int holds(size_t floats, int32_t count, int32_t width) {
+    return count >= 0 && floats >= (size_t)count * (size_t)width;
+}
+
+int ll_embed(ll_model *m, const int32_t *tokens, int32_t count, float *hidden, size_t hidden_floats) {
+    if (!m->token_embd.data) return fail("the model is missing its embedding");
+    if (!holds(hidden_floats, count, m->c.width)) return fail("the hidden buffer is smaller than count rows of width");
     for (int i = 0; i < count; i++) {
         if (tokens[i] < 0 || tokens[i] >= m->token_embd.rows) return fail("token id outside the vocabulary");
         float *row = hidden + (size_t)i * m->c.width;
@@ -581,9 +634,10 @@ int ll_embed(ll_model *m, const int32_t *tokens, int32_t count, float *hidden) {
     return 0;
 }
 
-int ll_layers(ll_model *m, float *hidden, int32_t count, const int32_t *seq, const int32_t *pos, int32_t first,
-              int32_t end, int32_t threads) {
+int ll_layers(ll_model *m, float *hidden, size_t hidden_floats, int32_t count, const int32_t *seq,
+              const int32_t *pos, int32_t first, int32_t end, int32_t threads) {
     if (check_ready(m)) return -1;
+    if (!holds(hidden_floats, count, m->c.width)) return fail("the hidden buffer is smaller than count rows of width");
     for (int i = 0; i < count; i++)
         if (seq[i] < 0 || seq[i] >= m->sequences || pos[i] < 0 || pos[i] >= m->capacity)
             return fail("a position or sequence is outside the reserved cache");
@@ -598,8 +652,11 @@ int ll_layers(ll_model *m, float *hidden, int32_t count, const int32_t *seq, con
     return 0;
 }
 
-int ll_logits(ll_model *m, const float *hidden, int32_t count, float *logits, int32_t threads) {
+int ll_logits(ll_model *m, const float *hidden, size_t hidden_floats, int32_t count, float *logits,
+              size_t logits_floats, int32_t threads) {
     if (check_ready(m)) return -1;
+    if (!holds(hidden_floats, count, m->c.width)) return fail("the hidden buffer is smaller than count rows of width");
+    if (!holds(logits_floats, count, m->c.vocab)) return fail("the logits buffer is smaller than count rows of vocab");
     if (threads < 1) threads = 1;
     if (ensure_scratch(m, count, threads)) return -1;
     const ll_config *c = &m->c;

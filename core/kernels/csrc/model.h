@@ -46,11 +46,18 @@ typedef struct {
 
 typedef struct ll_model ll_model;
 
+/* Every buffer comes with its size, and every size is checked against the configuration before it is used: a
+ * GGUF is untrusted input, and Python's checks (core/model/tensor_shapes.py) are not the only line. */
+#define LL_MAX_LAYERS 4096
+#define LL_MAX_HEAD_DIM 512
+
 ll_model *ll_model_new(const ll_config *config);
 void ll_model_free(ll_model *model);
-/* A borrowed pointer: the data (a memory-mapped GGUF, or arrays Python keeps) must outlive the model. */
-int ll_set_tensor(ll_model *model, int32_t layer, int32_t role, const void *data, int32_t type, int32_t rows,
-                  int32_t cols);
+/* A borrowed pointer: the data (a memory-mapped GGUF, or arrays Python keeps) must outlive the model. bytes is
+ * the buffer's size; rows and cols must be what the role's place in the configuration implies (a vector: rows 1,
+ * cols its length, float32). */
+int ll_set_tensor(ll_model *model, int32_t layer, int32_t role, const void *data, size_t bytes, int32_t type,
+                  int32_t rows, int32_t cols);
 int ll_set_window(ll_model *model, int32_t layer, int32_t window);
 int ll_set_rope(ll_model *model, int32_t layer, float base, float freq_scale);
 /* Room for `sequences` caches of `positions` each. With keep, a cache that is large enough stays, and one that
@@ -59,14 +66,16 @@ int ll_reserve(ll_model *model, int32_t sequences, int32_t positions, int32_t ke
 /* Positions [0, positions) of sequence 0's keys and values, copied out of the cache (into_cache 0) or back into
  * it (1); keys and values each hold `halves` = layers * kv_heads * positions * head_dim halves, packed in that order. */
 int ll_kv_copy(ll_model *model, int32_t positions, ll_half *keys, ll_half *values, size_t halves, int32_t into_cache);
-/* Rows of token embeddings (dequantised, times embed_scale) into hidden [count, width]. */
-int ll_embed(ll_model *model, const int32_t *tokens, int32_t count, float *hidden);
+/* Rows of token embeddings (dequantised, times embed_scale) into hidden [count, width]; hidden_floats is its size. */
+int ll_embed(ll_model *model, const int32_t *tokens, int32_t count, float *hidden, size_t hidden_floats);
 /* Layers [first, end) over `count` rows of hidden, row i at position pos[i] of sequence seq[i]; each row's
- * keys and values are written to its cache before any row attends, so a prompt's rows see each other causally. */
-int ll_layers(ll_model *model, float *hidden, int32_t count, const int32_t *seq, const int32_t *pos, int32_t first,
-              int32_t end, int32_t threads);
+ * keys and values are written to its cache before any row attends, so a prompt's rows see each other causally.
+ * seq and pos hold count entries each; hidden_floats is hidden's size. */
+int ll_layers(ll_model *model, float *hidden, size_t hidden_floats, int32_t count, const int32_t *seq,
+              const int32_t *pos, int32_t first, int32_t end, int32_t threads);
 /* Logits [count, vocab] for `count` rows of hidden after the last layer (final norm, head, soft-cap). */
-int ll_logits(ll_model *model, const float *hidden, int32_t count, float *logits, int32_t threads);
+int ll_logits(ll_model *model, const float *hidden, size_t hidden_floats, int32_t count, float *logits,
+              size_t logits_floats, int32_t threads);
 const char *ll_last_error(void);
 
 #endif

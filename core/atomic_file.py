@@ -1,4 +1,8 @@
-"""Write a file so that a crash at any moment leaves either the old file or the new one, never half of one."""
+"""Write a file so that a crash or a full disk at any moment leaves either the old file or the new one, never half.
+
+Every file the app writes goes through here: saved chats and their exports, trace and lab exports, plot images,
+the benchmarks' JSON.
+"""
 
 from __future__ import annotations
 
@@ -37,6 +41,11 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int = PRIVATE_FILE_MODE) -
             pass
         raise
     _fsync_folder(path.parent)
+
+
+def atomic_write_text(path: Path, text: str, mode: int = PRIVATE_FILE_MODE) -> None:
+    """UTF-8 text, newlines as given (a CSV's own line ends stay)."""
+    atomic_write_bytes(path, text.encode("utf-8"), mode)
 
 
 def is_temp_file(path: Path) -> bool:

@@ -1,0 +1,115 @@
+"""A chat template is code from the model file: it renders within a time and size budget, Stop ends it, and every
+way it fails is one line."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from core.chats import template_render
+from core.chats.template_render import (ChatTemplateError, TemplateInterrupted, stop_renders_on, template_worker,
+                                        render_chat_template)
+from run_cli import latencylab
+from tiny_gguf import write_tiny_llama
+
+MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
+# template: what the one-line refusal says. The issue's cases first (a hang, 4.3 GB and a MemoryError traceback,
+# a Rust panic from a ~1 GB render, 60-1,433-line tracebacks), then others of their classes.
+HOSTILE = {
+    "{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}":
+        "did not finish within 2 s, so it was stopped",
+    "{{ 'x' * 4000000000 }}": "needed more memory than its budget",
+    "{% for i in range(1000) %}{{ 'x' * 1000000 }}{% endfor %}": "output passed 1,000,000 characters",
+    "{{ raise_exception('only user and assistant roles are supported') }}":
+        "refused this chat: only user and assistant roles are supported",
+    "{% for m in messages %}{{ m.content }": "has a syntax error (line 1): unexpected '}'",
+    "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}": "recursed too deeply",
+    "{{ messages.__class__.__mro__ }}": "sandbox forbids",
+    "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}":
+        "needed more memory than its budget",
+    "{{ 'x'.ljust(10 ** 10) }}": "needed more memory than its budget",
+    "{{ 'x' * 2000000 }}": "output passed 1,000,000 characters",
+    "{% for i in range(99999999999) %}{% endfor %}": "the chat template",
+    "{{ (messages | first).nope.deeper }}": "the chat template",
+    "{{ 1 / 0 }}": "the chat template failed: ZeroDivisionError",
+    "{% while true %}{% endwhile %}": "has a syntax error",
+}
+
+
+@pytest.mark.parametrize("template", list(HOSTILE), ids=[t[:40] for t in HOSTILE])
+def test_a_hostile_template_is_refused_in_one_line(template):
+    with pytest.raises(ChatTemplateError) as refused:
+        template_worker().render(template, MESSAGES, {})
+    assert HOSTILE[template] in str(refused.value) and "\n" not in str(refused.value)
+    assert template_worker().render("{{ messages[1].content }}!", MESSAGES, {}) == "Hi!"  # and the next one works
+
+
+def test_stop_ends_a_render_at_once_and_the_next_render_works():
+    stop = threading.Event()
+    stop.set()  # pressed while the render runs: the wait sees it at its first look, long before the 2 s budget
+    with stop_renders_on(stop), pytest.raises(TemplateInterrupted):
+        template_worker().render("{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}",
+                                 MESSAGES, {})
+    assert template_worker().render("{{ messages | length }}", MESSAGES, {}) == "2"
+
+
+def test_the_worker_renders_what_transformers_renders(embedded_tokenizer):
+    """Our environment is transformers' own, rebuilt: the embedded template, and one using its other features."""
+    chats = [MESSAGES, MESSAGES + [{"role": "assistant", "content": "Hello."}, {"role": "user", "content": "More"}],
+             [{"role": "user", "content": "<|im_start|>ünïcödé 👋"}]]
+    for chat in chats:
+        assert render_chat_template(embedded_tokenizer, chat) == embedded_tokenizer.apply_chat_template(
+            chat, tokenize=False, add_generation_prompt=True)
+    features = ("{% set ns = namespace(n=0) %}{% for m in messages %}{% generation %}{{ m.role | tojson }}"
+                "{% endgeneration %}{% set ns.n = ns.n + 1 %}{% if loop.last %}{% break %}{% endif %}{% endfor %}"
+                "{{ ns.n }}{{ dict(a=1) | tojson }}{{ bos_token }}{{ strftime_now('%Y') | length }}")
+    ours = template_worker().render(features, MESSAGES, dict(embedded_tokenizer.special_tokens_map))
+    original = embedded_tokenizer.chat_template
+    try:
+        embedded_tokenizer.chat_template = features
+        theirs = embedded_tokenizer.apply_chat_template(MESSAGES, tokenize=False, add_generation_prompt=True)
+    finally:
+        embedded_tokenizer.chat_template = original
+    assert ours == theirs
+
+
+def test_a_render_that_takes_longer_than_the_budget_is_stopped_even_without_a_stop(monkeypatch):
+    monkeypatch.setattr(template_render, "TEMPLATE_TIME_S", 0.2)
+    with pytest.raises(ChatTemplateError, match="did not finish within 0.2 s"):
+        template_worker().render("{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}",
+                                 MESSAGES, {})
+
+
+@pytest.fixture(scope="module")
+def hanging_template_gguf(tmp_path_factory):
+    return write_tiny_llama(tmp_path_factory.mktemp("template") / "hang.gguf", chat_template=next(iter(HOSTILE)))
+
+
+def test_ask_with_a_hanging_template_ends_in_one_line(hanging_template_gguf):
+    """Was: `ask` hung after "model ready"."""
+    result = latencylab("ask", "hi", "--model", str(hanging_template_gguf), "--max-new-tokens", "4")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    said = [line for line in result.stderr.splitlines() if line.startswith("latencylab:")]
+    assert said == ["latencylab: error: the chat template did not finish within 2 s, so it was stopped."], \
+        result.stderr
+
+
+def test_stop_in_the_window_ends_a_reply_stuck_in_its_template(qtbot, hanging_template_gguf):
+    """Was: the window's reply hung beyond Stop. The message goes back to the box; nothing was generated."""
+    from core.model.loader import load_model
+    from gui.main_window import MainWindow
+
+    window = MainWindow()
+    qtbot.addWidget(window)
+    window.models.accept_model(load_model(str(hanging_template_gguf)))
+    window.show()
+    window.settings_panel.max_new_tokens.setValue(4)
+    window.input_box.setPlainText("Hello?")
+    with qtbot.waitSignal(window.replies.reply_refused, timeout=60_000) as refused:
+        window.send_message()
+        window.stop_generation()
+    message, kept = refused.args
+    assert "stopped while the chat template was being rendered" in message and kept
+    assert window.input_box.message_text() == "Hello?" and window.send_button.isEnabled()
+    window.close()

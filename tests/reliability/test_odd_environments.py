@@ -1,0 +1,70 @@
+"""Odd environments: a config folder that cannot be written, a C locale, a metric that is not a number."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+from core.timing.export import NOT_FINITE, json_text
+from run_cli import latencylab
+from tests.remote.scripted_server import Script, ScriptedServer, openai_chunk
+
+REPLY = "héllo wörld 👋 שלום"
+
+
+def test_a_config_folder_that_cannot_be_written_is_one_line_when_the_window_closes(qtbot, tmp_path, capfd):
+    """Was: an OSError traceback from closeEvent. (The tests run as root, whom a read-only mode does not stop, so
+    the settings' folder is a file instead: the same refusal from the operating system.)"""
+    from gui.main_window import MainWindow
+
+    (tmp_path / "config").write_text("not a folder")  # where conftest points QSettings
+    window = MainWindow()
+    qtbot.addWidget(window)
+    window.streaming_toggle.toggle()  # saves the settings: the status bar says it could not
+    assert "settings could not be saved" in window.statusBar().currentMessage()
+    window.close()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err
+    said = [line for line in err.splitlines() if line.startswith("latencylab:")]
+    assert len(said) == 1 and "the window's settings could not be saved in" in said[0]
+
+
+def test_json_text_nulls_what_json_cannot_hold_and_says_why():
+    text = json_text({"tpot_s": math.nan, "itl_s": [0.1, math.inf], "ok": 1.5, "server": {"x": -math.inf}})
+    document = json.loads(text, parse_constant=lambda name: pytest.fail(f"bare {name} in the JSON"))
+    assert document["tpot_s"] is None and document["itl_s"] == [0.1, None] and document["ok"] == 1.5
+    assert document["null_because"] == {"tpot_s": NOT_FINITE, "itl_s[1]": NOT_FINITE, "server.x": NOT_FINITE}
+
+
+def _server_with_nan_timings() -> Script:
+    timings = '{"prompt_ms": NaN, "predicted_ms": Infinity, "predicted_n": 2, "predicted_per_token_ms": -Infinity}'
+    last = ('{"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 3, '
+            f'"completion_tokens": 2}}, "timings": {timings}}}')
+    return Script(owned_by="llamacpp", chunks=[openai_chunk(REPLY), last, "[DONE]"])
+
+
+def test_ask_json_is_valid_json_when_a_server_sends_nan():
+    """Was: bare NaN and Infinity in `ask --json`, which no strict parser reads."""
+    with ScriptedServer(_server_with_nan_timings()) as server:
+        result = latencylab("ask", "Hi", "--model", server.url, "--json", "--max-new-tokens", "8")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout, parse_constant=lambda name: pytest.fail(f"bare {name} in ask --json"))
+    assert report["text"] == REPLY
+
+
+@pytest.mark.parametrize("json_flag", [False, True])
+def test_a_utf8_reply_prints_in_the_c_locale(json_flag):
+    """Was: "'ascii' codec can't encode" with LANG=C and PYTHONUTF8=0."""
+    with ScriptedServer(Script(chunks=[openai_chunk(REPLY), openai_chunk(finish="stop"), "[DONE]"])) as server:
+        args = ["ask", "Hi", "--model", server.url, "--max-new-tokens", "8"] + (["--json"] if json_flag else [])
+        env = {"LANG": "C", "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""}
+        result = subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, timeout=300,
+                                env={**os.environ, **env})
+    assert result.returncode == 0, result.stderr.decode("utf-8", "replace")
+    out = result.stdout.decode("utf-8")
+    assert (json.loads(out)["text"] if json_flag else out.strip()) == REPLY

@@ -72,5 +72,6 @@ test: $(TEST_STAMP)
 # The developer's edit-test loop: the layers' contracts, then the fast tier of the suite. A test in it that reaches
 # the real model, llama.cpp or a child process without the fixture that marks it fails (tests/conftest.py).
 check: $(CHECK_STAMP)
-	$(VENV)/bin/lint-imports --config pyproject.toml --no-cache
+	@out=$$($(VENV)/bin/lint-imports --config pyproject.toml --no-cache 2>&1) || { echo "$$out"; exit 1; }; \
+		echo "$$out" | tail -n 1
 	LATENCYLAB_FAST_TIER=1 QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -m "$(FAST_TIER)" $(PYTEST_ARGS)

@@ -16,7 +16,7 @@ import pytest
 
 from core.kernels.build import SANITIZE_ENV, compiler
 
-pytestmark = pytest.mark.asan
+pytestmark = [pytest.mark.asan, pytest.mark.subprocess]
 ROOT = Path(__file__).resolve().parents[2]
 ASAN_EXIT = 99
 # Every kernel test but the build's own (compiling is not what the sanitizer checks), and the crafted files.

@@ -77,6 +77,7 @@ DAMAGE = {"cut to 50%": lambda data: data[:len(data) // 2], "cut to 10%": lambda
           "random bytes": lambda data: bytes(random.Random(0).randrange(256) for _ in range(len(data)))}
 
 
+@pytest.mark.subprocess  # each damaged library is loaded in a fresh process, as a launch would
 @pytest.mark.parametrize("damage", list(DAMAGE))
 def test_a_damaged_cached_library_is_rebuilt_before_it_is_loaded(empty_cache, damage):
     built = build_library(portable=True)

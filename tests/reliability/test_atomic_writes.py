@@ -80,6 +80,7 @@ def write_on_a_full_disk(name: str, target: Path) -> subprocess.CompletedProcess
                           cwd=Path(__file__).resolve().parents[2])
 
 
+@pytest.mark.subprocess  # the full disk is a child process's file-size limit
 @pytest.mark.parametrize("name", list(WRITERS))
 def test_a_full_disk_leaves_the_previous_file_whole(tmp_path, name):
     target = tmp_path / "export.out"
@@ -90,6 +91,7 @@ def test_a_full_disk_leaves_the_previous_file_whole(tmp_path, name):
     assert sorted(path.name for path in tmp_path.iterdir() if not path.is_dir()) == ["export.out"]  # no part left
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("name", list(WRITERS))
 def test_with_room_on_the_disk_the_new_file_replaces_the_old(tmp_path, name):
     target = tmp_path / "export.out"

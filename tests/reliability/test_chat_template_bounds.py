@@ -10,7 +10,6 @@ import pytest
 from core.chats import template_render
 from core.chats.template_render import (ChatTemplateError, TemplateInterrupted, stop_renders_on, template_worker,
                                         render_chat_template)
-from run_cli import latencylab
 from tiny_gguf import write_tiny_llama
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
@@ -86,9 +85,9 @@ def hanging_template_gguf(tmp_path_factory):
     return write_tiny_llama(tmp_path_factory.mktemp("template") / "hang.gguf", chat_template=next(iter(HOSTILE)))
 
 
-def test_ask_with_a_hanging_template_ends_in_one_line(hanging_template_gguf):
+def test_ask_with_a_hanging_template_ends_in_one_line(hanging_template_gguf, run_cli):
     """Was: `ask` hung after "model ready"."""
-    result = latencylab("ask", "hi", "--model", str(hanging_template_gguf), "--max-new-tokens", "4")
+    result = run_cli("ask", "hi", "--model", str(hanging_template_gguf), "--max-new-tokens", "4")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     said = [line for line in result.stderr.splitlines() if line.startswith("latencylab:")]
     assert said == ["latencylab: error: the chat template did not finish within 2 s, so it was stopped."], \

@@ -7,7 +7,6 @@ import pytest
 
 from core.errors import ModelLoadError
 from core.model.loader import load_model
-from run_cli import latencylab
 from tiny_gguf import write_tiny_llama
 
 # name: (write_tiny_llama's options, what the one-line refusal must say). The first seven are the memory
@@ -86,9 +85,9 @@ def test_a_gguf_cut_by_one_byte_is_called_cut_not_a_tokenizer_fault(tmp_path):
 @pytest.mark.parametrize("name", ["output 65,536 rows against a 49,152-row embedding", "block_count 10^8",
                                   "block_count 0", "head_count_kv 3 with 4 heads",
                                   "token_embd dims [256, 0, 49152] at the end of the file"])
-def test_the_cli_refuses_a_crafted_file_in_one_line_with_no_traceback(crafted, name):
+def test_the_cli_refuses_a_crafted_file_in_one_line_with_no_traceback(crafted, name, run_cli):
     # The runs: an abort, a SIGSEGV, or a refusal followed by a traceback from KernelModel.__del__.
-    result = latencylab("ask", "hi", "--model", str(crafted[name]), "--json", "--max-new-tokens", "4")
+    result = run_cli("ask", "hi", "--model", str(crafted[name]), "--json", "--max-new-tokens", "4")
     assert result.returncode == 1, result.stderr
     assert "Traceback" not in result.stderr and "Exception ignored" not in result.stderr
     said = [line for line in result.stderr.splitlines() if line.startswith("latencylab:")]

@@ -11,7 +11,6 @@ import sys
 import pytest
 
 from core.timing.export import NOT_FINITE, json_text
-from run_cli import latencylab
 from tests.remote.scripted_server import Script, ScriptedServer, openai_chunk
 
 REPLY = "héllo wörld 👋 שלום"
@@ -48,15 +47,16 @@ def _server_with_nan_timings() -> Script:
     return Script(owned_by="llamacpp", chunks=[openai_chunk(REPLY), last, "[DONE]"])
 
 
-def test_ask_json_is_valid_json_when_a_server_sends_nan():
+def test_ask_json_is_valid_json_when_a_server_sends_nan(run_cli):
     """Was: bare NaN and Infinity in `ask --json`, which no strict parser reads."""
     with ScriptedServer(_server_with_nan_timings()) as server:
-        result = latencylab("ask", "Hi", "--model", server.url, "--json", "--max-new-tokens", "8")
+        result = run_cli("ask", "Hi", "--model", server.url, "--json", "--max-new-tokens", "8")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout, parse_constant=lambda name: pytest.fail(f"bare {name} in ask --json"))
     assert report["text"] == REPLY
 
 
+@pytest.mark.subprocess  # latencylab under LANG=C, as a user's shell would start it
 @pytest.mark.parametrize("json_flag", [False, True])
 def test_a_utf8_reply_prints_in_the_c_locale(json_flag):
     """Was: "'ascii' codec can't encode" with LANG=C and PYTHONUTF8=0."""

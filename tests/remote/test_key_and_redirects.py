@@ -9,7 +9,6 @@ from core.remote.connect import connect
 from core.remote.errors import HIDDEN_KEY, redact
 from core.remote.reply import RemoteReply
 from core.settings import GenerationSettings
-from tests.reliability.run_cli import latencylab
 from tests.remote.scripted_server import Script, ScriptedServer, openai_chunk
 
 KEY = "sk-live-0123456789abcdefSECRET"
@@ -31,9 +30,9 @@ def test_an_error_body_that_echoes_the_key_never_shows_it(echo, status):
     assert HIDDEN_KEY in trace.error
 
 
-def test_the_cli_prints_no_key_on_stderr():
+def test_the_cli_prints_no_key_on_stderr(run_cli):
     with ScriptedServer(Script(status=500, error_body=ECHOES["the request's headers"])) as server:
-        result = latencylab("ask", "Hi", "--model", server.url, "--max-new-tokens", "4",
+        result = run_cli("ask", "Hi", "--model", server.url, "--max-new-tokens", "4",
                             env={"LATENCYLAB_API_KEY": KEY})
     assert result.returncode == 1 and "Bearer" in result.stderr, result.stderr
     assert "SECRET" not in result.stderr + result.stdout and HIDDEN_KEY in result.stderr

@@ -11,7 +11,6 @@ from core.remote.connect import connect
 from core.remote.reply import RemoteReply
 from core.settings import GenerationSettings
 from core.timing.export import traces_to_json
-from tests.reliability.run_cli import latencylab
 from tests.remote.scripted_server import Script, ScriptedServer, openai_chunk
 
 SETTINGS = GenerationSettings(max_new_tokens=50)
@@ -61,9 +60,9 @@ def test_a_believable_count_is_still_the_count():
 
 
 @pytest.mark.parametrize("claim", [20_000_000, 10**400])
-def test_ask_json_over_a_claiming_server_is_valid_json_at_once(claim):
+def test_ask_json_over_a_claiming_server_is_valid_json_at_once(claim, run_cli):
     with ScriptedServer(script("whole reply (streaming off)", claim)) as server:
-        result = latencylab("ask", "Hi", "--model", server.url, "--json", "--no-stream", "--max-new-tokens", "50")
+        result = run_cli("ask", "Hi", "--model", server.url, "--json", "--no-stream", "--max-new-tokens", "50")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["text"] == "Hello there" and report["output_tokens"] <= 66 and len(report["token_times_s"]) <= 20

@@ -22,11 +22,13 @@ from tools import quant_files
 pytestmark = [pytest.mark.model, pytest.mark.subprocess]
 
 ALL_FILE_TYPES = ("Q4_1", *quant_files.FILE_TYPES)  # Q4_1: the embedded file itself
-# Teacher-forced over the fixed 321-token text (README has the figures of every file): ours against
-# llama.cpp's batched pass, against what llama.cpp's own variants reach, and at the positions where they
-# all agree (the issue's 97%).
-MAX_SHORTFALL_AGAINST_LLAMA_CPP = 0.02
+# Teacher-forced over the fixed 321-token text (README has the figures of every file), against llama.cpp's batched
+# pass. Where all of llama.cpp's own variants agree with it, ours must too (the issue's 97%); and wherever ours picks
+# another token, that token must be a near tie in llama.cpp's own logits: no further below its top-1 than the widest
+# gap at which llama.cpp's own variants part from their batched pass on this CPU, with half of that again to spare.
+# Both judge against llama.cpp on the CPU at hand, so they hold wherever its kernels (AVX2, AVX-512) round otherwise.
 MIN_AGREEMENT_WHERE_SETTLED = 0.97
+NEAR_TIE_MARGIN = 1.5
 # llama.cpp's default batched pass is the reference; these are its own variations of the same computation.
 LLAMA_CPP_VARIANTS = {"batched": {}, "token by token": {"n_batch": 1, "n_ubatch": 1},
                       "float32 KV cache": {"type_k": 0, "type_v": 0}, "flash attention": {"flash_attn": True}}
@@ -82,10 +84,10 @@ def test_greedy_agreement_with_llama_cpp_on_the_same_file(files, file_type, llam
 
     This small model turns last-bit differences into changed top-1 tokens: llama.cpp's own variants (its
     token-by-token pass, a float32 KV cache, flash attention) agree with its default batched pass only
-    92-97% of the time, and a change of summation order in our attention moved ours by up to 1.5 points.
-    So the test asks that ours agree with llama.cpp's batched pass about as well as llama.cpp's own
-    variants do, and at least 97% at the positions where all of them agree, whose top-1 is not decided by
-    rounding. Agreement with the file's exact float32 dequantisation is reported by fast_decode.py's quant table.
+    92-98% of the time, and by how much depends on the CPU (its AVX-512 paths round otherwise than its AVX2
+    ones). So the test asks that ours agree at least 97% at the positions where all of them agree, whose top-1
+    is not decided by rounding, and that every other difference be a near tie, as llama.cpp's own are.
+    Agreement with the file's exact float32 dequantisation is reported by fast_decode.py's quant table.
     """
     path = files[file_type]
     native = load_model(str(path))
@@ -93,17 +95,25 @@ def test_greedy_agreement_with_llama_cpp_on_the_same_file(files, file_type, llam
     assert len(ids) > 300
     with torch.inference_mode():
         ours = native.model(torch.tensor([ids])).logits[0].argmax(-1).numpy()
-    variants = {}
+    variants, scores = {}, None
     for name, options in LLAMA_CPP_VARIANTS.items():
         reference = llama_cpp.Llama(str(path), n_ctx=1024, logits_all=True, verbose=False, n_threads=2, **options)
         reference.eval(ids)
-        variants[name] = np.asarray(reference.scores[: len(ids)]).argmax(-1)
+        logits = np.asarray(reference.scores[: len(ids)])
+        variants[name] = logits.argmax(-1)
+        scores = logits if name == "batched" else scores
     theirs = variants.pop("batched")
+
+    def widest_gap(choice) -> float:
+        """How far below llama.cpp's batched top-1 (in its own logits) the widest differing choice lies."""
+        parted = np.nonzero(choice != theirs)[0]
+        return float(max((scores[at, theirs[at]] - scores[at, choice[at]] for at in parted), default=0.0))
+
     with_llama = float((ours == theirs).mean())
-    llama_with_itself = min(float((other == theirs).mean()) for other in variants.values())
     settled = np.logical_and.reduce([other == theirs for other in variants.values()])
     where_settled = float((ours == theirs)[settled].mean())
-    print(f"{file_type}: native~llama.cpp {with_llama:.1%} (its own variants~batched: at least {llama_with_itself:.1%}); "
-          f"{where_settled:.1%} at the {settled.sum()} positions all of them settle")
-    assert with_llama >= llama_with_itself - MAX_SHORTFALL_AGAINST_LLAMA_CPP
+    ours_gap, their_gap = widest_gap(ours), max(widest_gap(other) for other in variants.values())
+    print(f"{file_type}: native~llama.cpp {with_llama:.1%}; {where_settled:.1%} at the {settled.sum()} positions all of "
+          f"its variants settle; widest near tie {ours_gap:.3f} logits (llama.cpp's own variants: {their_gap:.3f})")
     assert where_settled >= MIN_AGREEMENT_WHERE_SETTLED
+    assert ours_gap <= NEAR_TIE_MARGIN * their_gap

@@ -12,7 +12,7 @@ from core.generation.request import ReplyRequest
 from core.remote.backend import load_any, prepare_any
 from core.settings import GenerationSettings
 from core.timing.events import TokenEvent
-from core.timing.export import cache_document, json_text, server_document
+from core.timing.export import cache_document, cpu_document, json_text, server_document
 from core.timing.trace import GenerationTrace
 from cli.exit_paths import (
     INTERRUPTED_STATUS, OUTPUT_FAILED_STATUS, OutputLost, end_generation, say, silence_stdout, stdout_problem, write_out,
@@ -115,6 +115,7 @@ def ask_report(model_facts: dict, trace: GenerationTrace, settings: GenerationSe
         "stop_reason": trace.stop_reason,
         "error": trace.error,
         **cache_document(trace),
+        **cpu_document(trace),
         **server_document(trace),
     }
 

@@ -173,6 +173,10 @@ def trace_to_dict(trace: GenerationTrace) -> dict:
         "cache_break_at": trace.cache_break_at,
         "cache_source": trace.cache_source,
         "cache_ready_ns": trace.cache_ready_ns,
+        "engine_cpu_s": trace.engine_cpu_s,
+        "engine_wall_s": trace.engine_wall_s,
+        "engine_threads": trace.engine_threads,
+        "window_cpu_s": trace.window_cpu_s,
     }
 
 
@@ -233,6 +237,10 @@ def trace_from_dict(data: Any, where: str) -> GenerationTrace:
         cache_break_at=_optional_int(doc.get("cache_break_at"), f"{where}.cache_break_at"),
         cache_source=_optional_text(doc.get("cache_source"), f"{where}.cache_source"),
         cache_ready_ns=_optional_int(doc.get("cache_ready_ns"), f"{where}.cache_ready_ns"),
+        engine_cpu_s=_optional_seconds(doc.get("engine_cpu_s"), f"{where}.engine_cpu_s"),
+        engine_wall_s=_optional_seconds(doc.get("engine_wall_s"), f"{where}.engine_wall_s"),
+        engine_threads=_optional_int(doc.get("engine_threads"), f"{where}.engine_threads"),
+        window_cpu_s=_optional_seconds(doc.get("window_cpu_s"), f"{where}.window_cpu_s"),
     )
 
 
@@ -308,6 +316,15 @@ def _bounded(items: list, limit: int, where: str) -> list:
 def _optional_int(value: Any, where: str) -> int | None:
     """Stamps added after the first format: absent in older files."""
     return None if value is None else _int(value, where)
+
+
+def _optional_seconds(value: Any, where: str) -> float | None:
+    """A duration added after the first format: absent in older files, else a finite number from 0 to a day."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 86_400:
+        raise ChatFileError(f"{where} must be seconds from 0 to 86400, not {value!r}")
+    return float(value)
 
 
 def _optional_text(value: Any, where: str) -> str | None:

@@ -17,7 +17,8 @@ from core.engine.messages import (
     ReplyEvent, RunLab, Shutdown, StartReply, StopReply,
 )
 from core.errors import LatencyLabError
-from core.timing.events import FinishedEvent, PromptReady, ReplyRefused
+from core.chats.template_render import TemplateInterrupted
+from core.timing.events import FinishedEvent, PromptReady, ReplyRefused, StopReason
 
 Emit = Callable[[object], None]
 
@@ -139,6 +140,12 @@ class EngineCore:
                                  GenerationSettings(**request.settings), request.request_start_ns, stop,
                                  tuple(processors), request.chat_id)
             generation, prompt = prepare_any(loaded, reply, streaming=request.streaming, ignore_eos=request.ignore_eos)
+        except TemplateInterrupted:
+            # Stop came while the prompt was built: as at any other phase, the reply ends stopped with no token and
+            # the message stays in the chat (a refusal would hand it back to the message box).
+            emit(PromptReady(0, None, "none: stopped before the prompt was built", time.perf_counter_ns()))
+            emit(FinishedEvent(StopReason.STOPPED, 0, time.perf_counter_ns()))
+            return
         except LatencyLabError as error:
             emit(ReplyRefused(str(error)))
             return

@@ -18,7 +18,10 @@ if TYPE_CHECKING:
 
 GENERATE_KEEPS_NO_CACHE = ("generate() keeps no prompt cache between turns: the whole prompt was prefilled "
                            "(the lean loop keeps one)")
-from core.timing.events import ComputeStarted, FinishedEvent, PrefillProgress, PromptCacheReport, StopReason, TokenEvent
+from core.timing.cpu_share import process_cpu_s
+from core.timing.events import (
+    ComputeStarted, CpuUsage, FinishedEvent, PrefillProgress, PromptCacheReport, StopReason, TokenEvent,
+)
 from core.timing.trace import GenerationTrace
 
 # Longer than the worst prefill we expect on a CPU (a full 8k-token context of a small model
@@ -106,7 +109,7 @@ class Generation(ReplySurface):
             if isinstance(event, FinishedEvent):
                 self._finished = True
             self.trace.record(event)
-            if isinstance(event, (PrefillProgress, ComputeStarted, PromptCacheReport)):
+            if isinstance(event, (PrefillProgress, ComputeStarted, PromptCacheReport, CpuUsage)):
                 if self.on_progress is not None:
                     self.on_progress(event)
                 continue
@@ -115,7 +118,8 @@ class Generation(ReplySurface):
     def _run(self) -> None:
         from core.generation.stopping import PassInterrupted  # imports torch: not at module level (cold start)
 
-        self._streamer.put_event(ComputeStarted(time.perf_counter_ns()))
+        started_ns, started_cpu_s = time.perf_counter_ns(), process_cpu_s()
+        self._streamer.put_event(ComputeStarted(started_ns))
         finished_reason = StopReason.ERROR
         error: str | None = None
         try:
@@ -127,6 +131,8 @@ class Generation(ReplySurface):
         except BaseException as exc:  # noqa: BLE001 - every failure must reach the consumer
             error = f"{type(exc).__name__}: {exc}"
         finally:
+            self._streamer.put_event(CpuUsage(process_cpu_s() - started_cpu_s,
+                                              (time.perf_counter_ns() - started_ns) / 1e9, _compute_threads()))
             self._streamer.finish(FinishedEvent(
                 finished_reason if error is None else StopReason.ERROR,
                 self._streamer.tokens_seen,
@@ -221,3 +227,10 @@ def _worded(use: "CacheUse", cache: "CacheRequest | None") -> PromptCacheReport:
     if cached:
         reason += f" (the {cached:,} tokens they begin with were reused)"
     return PromptCacheReport(use.prompt_tokens, cached, reason)
+
+
+def _compute_threads() -> int:
+    """The threads a reply computes with: torch's (the kernels use as many)."""
+    import torch
+
+    return torch.get_num_threads()

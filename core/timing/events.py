@@ -76,6 +76,15 @@ class ServerReport:
 
 
 @dataclass(frozen=True, slots=True)
+class CpuUsage:
+    """The engine's CPU time over the reply's compute (every thread of its process) against wall time x threads."""
+
+    cpu_s: float
+    wall_s: float
+    threads: int
+
+
+@dataclass(frozen=True, slots=True)
 class PromptReady:
     """The prompt was built, checked and tokenised in the engine; the reply is about to be computed.
 
@@ -120,4 +129,4 @@ class PromptCacheReport:
 
 # Every event a reply can produce, for type checks and dispatch.
 ReplyEventKind = (PromptReady | ComputeStarted | PrefillProgress | PromptCacheReport | TokenEvent | ServerReport
-                  | FinishedEvent | ReplyRefused)
+                  | CpuUsage | FinishedEvent | ReplyRefused)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Sequence
 
 from core.atomic_file import atomic_write_text
+from core.timing.cpu_share import DEFINITION as CPU_SHARE_DEFINITION
 from core.timing.metrics import DEFINITIONS, percentile
 from core.timing.server_compare import DEFINITIONS as SERVER_DEFINITIONS, compare
 from core.timing.trace import GenerationTrace
@@ -19,6 +20,12 @@ CSV_COLUMNS = ("turn", "index", "token_id", "text", "t_s", "interval_s", "delive
 PREFILL_PROGRESS_DEFINITION = ("prefill_progress: the prompt's forward pass, reported before each decoder layer "
                                "and after the last: t_s since request start, fraction of the layers done "
                                "(1.0 exactly when the pass ends; short of it when a stop abandoned the pass).")
+CPU_DEFINITIONS = {
+    "cpu.cpu_share": CPU_SHARE_DEFINITION,
+    "cpu.contention": "Set when cpu_share is below 0.75: other programs took the CPU, so TPOT is not the model's.",
+    "cpu.window_cpu_share": "The window process's CPU time during the reply over its wall time, in cores (0.2 = a "
+                            "fifth of one core): what the meter itself costs, taken from decode on a small machine.",
+}
 PROMPT_CACHE_DEFINITIONS = {
     "cached_tokens": "Prompt tokens whose keys and values came from the prompt cache (the chat's earlier turns), not "
                      "computed for this reply; null where a server did not report it (never inferred).",
@@ -70,8 +77,22 @@ def trace_document(trace: GenerationTrace, turn: int = 0, context: dict | None =
         "waterfall": waterfall_document(trace),
         "tokens": token_rows(trace, turn),
         **cache_document(trace),
+        **cpu_document(trace),
         **server_document(trace),
     }
+
+
+def cpu_document(trace: GenerationTrace) -> dict:
+    """What the engine's threads really got of the CPU during the reply, the window's own share, and a note when
+    other programs took enough to slow it (core/timing/cpu_share.py); empty where nothing was measured."""
+    from core.timing.cpu_share import contention_note
+
+    if trace.engine_cpu_s is None and trace.window_cpu_s is None:
+        return {}
+    share = trace.cpu_share
+    return {"cpu": {"engine_cpu_s": trace.engine_cpu_s, "engine_wall_s": trace.engine_wall_s,
+                    "threads": trace.engine_threads, "cpu_share": share, "contention": contention_note(share),
+                    "window_cpu_share": trace.window_cpu_share}}
 
 
 def cache_document(trace: GenerationTrace) -> dict:
@@ -127,7 +148,8 @@ def traces_to_json(traces: Sequence[GenerationTrace], context: dict | None = Non
     ]
     payload = {
         "format": "latencylab-trace/1",
-        "definitions": {**DEFINITIONS, **SERVER_DEFINITIONS, **PROMPT_CACHE_DEFINITIONS, "interval_s": INTERVAL_DEFINITION,
+        "definitions": {**DEFINITIONS, **SERVER_DEFINITIONS, **PROMPT_CACHE_DEFINITIONS, **CPU_DEFINITIONS,
+                        "interval_s": INTERVAL_DEFINITION,
                         "prefill_progress": PREFILL_PROGRESS_DEFINITION, **waterfall_definitions()},
         **(context or {}),
         "replies": documents,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.timing.events import (
-    ComputeStarted, FinishedEvent, PrefillProgress, PromptCacheReport, PromptReady, ReplyEventKind, ServerReport,
+    ComputeStarted, CpuUsage, FinishedEvent, PrefillProgress, PromptCacheReport, PromptReady, ReplyEventKind, ServerReport,
     TokenEvent,
 )
 from core.timing.metrics import LatencyMetrics, LatencySummary, compute_metrics, summarize
@@ -52,6 +52,12 @@ class GenerationTrace:
     cache_source: str | None = None
     cache_ready_ns: int | None = None  # the cached part in place, the prefill of the rest about to start
     cache_memory_bytes: int | None = None  # the prompt cache's memory as the prompt began (local only)
+    # The engine's CPU time over the reply's compute, its wall time and threads (core/timing/cpu_share.py); and,
+    # where a window showed the reply, the window process's own CPU time over the same reply.
+    engine_cpu_s: float | None = None
+    engine_wall_s: float | None = None
+    engine_threads: int | None = None
+    window_cpu_s: float | None = None
 
     def record(self, event: ReplyEventKind, arrival_ns: int | None = None) -> None:
         """Keep what the event says; arrival_ns is when a token reached the window (None elsewhere)."""
@@ -60,6 +66,8 @@ class GenerationTrace:
             self.prompt_ready_ns = event.timestamp_ns
         elif isinstance(event, ServerReport):
             self._record_server(event)
+        elif isinstance(event, CpuUsage):
+            self.engine_cpu_s, self.engine_wall_s, self.engine_threads = event.cpu_s, event.wall_s, event.threads
         elif isinstance(event, PromptCacheReport):
             self.cached_tokens, self.cache_reason = event.cached_tokens, event.reason
             self.cache_break_at, self.cache_source = event.break_at, event.source
@@ -97,6 +105,24 @@ class GenerationTrace:
         self.first_byte_ns = report.first_byte_ns
         if report.prompt_tokens is not None:
             self.prompt_tokens = report.prompt_tokens
+
+    @property
+    def cpu_share(self) -> float | None:
+        """The engine's CPU time over wall x threads during the reply; None where not measured (a server)."""
+        from core.timing.cpu_share import share
+
+        if self.engine_cpu_s is None:
+            return None
+        return share(self.engine_cpu_s, self.engine_wall_s or 0.0, self.engine_threads or 0)
+
+    @property
+    def window_cpu_share(self) -> float | None:
+        """The window process's CPU time over the reply's wall time, in cores (0.2 = a fifth of one core)."""
+        stamps = self.timestamps_ns
+        if self.window_cpu_s is None or not stamps:
+            return None
+        wall_s = (stamps[-1] - self.request_start_ns) / 1e9
+        return self.window_cpu_s / wall_s if wall_s > 0 else None
 
     @property
     def prefilled_tokens(self) -> int | None:

@@ -39,6 +39,7 @@ class LiveReply(QObject):
         self._awaiting_paint = 0
         self._paint_trace = None
         self._finished_trace = None
+        self._cpu_at_start_s: float | None = None
         transcript.viewport().installEventFilter(self)
         self.frame_timer = QTimer(self)
         self.frame_timer.setInterval(FRAME_INTERVAL_MS)
@@ -52,6 +53,9 @@ class LiveReply(QObject):
         self._visible_chars = 0
         self._pending.clear()
         self._awaiting_paint, self._paint_trace, self._finished_trace = 0, record.trace, None
+        # The GUI thread's own CPU over the reply (the observer effect): it does the window's work, with the engine
+        # in its own process or, in tests, on threads of this one.
+        self._cpu_at_start_s = time.thread_time()
         self._transcript.begin_assistant_turn()
         self._meter.begin_reply(record.trace.request_start_ns)
         self._update_indicator(time.perf_counter_ns())
@@ -88,6 +92,8 @@ class LiveReply(QObject):
         """Replace the live text with the rendered reply and show the final numbers."""
         self._apply_pending()
         trace = record.trace
+        if self._cpu_at_start_s is not None:
+            trace.window_cpu_s = time.thread_time() - self._cpu_at_start_s
         self._transcript.finish_assistant_turn(trace.text, record.context.get("message_index"),
                                                reply_note(trace, record.context.get("notice")))
         self._meter.show_visible_text(time.perf_counter_ns(), len(trace.text))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from core.chats.record import ChatRecord
+from core.timing.cpu_share import contention_note
 from core.timing.events import TokenEvent
 from core.timing.trace import GenerationTrace
 from gui.meter.meter_panel import MeterPanel
@@ -17,8 +18,9 @@ def reply_note(trace: GenerationTrace, notice: str | None) -> str | None:
     """The lines shown under a reply: a context notice, how it stopped, and any error."""
     reasoning = trace.reasoning_text.strip()
     # A reasoning model's thinking counts toward TTFT but is not the answer: shown apart, under it.
-    notes = [note for note in (notice, reasoning and f"[reasoning] {reasoning}", STOP_NOTES.get(trace.stop_reason))
-             if note]
+    contended = contention_note(trace.cpu_share)
+    notes = [note for note in (notice, reasoning and f"[reasoning] {reasoning}", STOP_NOTES.get(trace.stop_reason),
+                               contended and f"[{contended}]") if note]
     if trace.error:
         notes.append(f"Generation failed: {trace.error}. Your message is kept; press Regenerate or send again.")
     return "\n".join(notes) or None

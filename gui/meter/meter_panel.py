@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 from PySide6.QtCore import Qt
 
+from core.timing.cpu_share import contention_note
 from core.timing.events import TokenEvent
 from core.timing.metrics import LatencySummary
 from core.timing.running_median import RunningMedian
@@ -99,6 +100,7 @@ class MeterPanel(QWidget):
         self.cards.show_summary(metrics, streaming)
         self.cards.show_delivery(delivery_summary(trace))
         self.cards.show_prompt(trace.prompt_tokens, trace.cached_tokens, trace.cache_reason)
+        self.cards.show_cpu(trace.window_cpu_share, trace.cpu_share, contention_note(trace.cpu_share))
         self.add_history(trace)
         self.waterfall.show_trace(trace)
         self.server_view.show_trace(trace)

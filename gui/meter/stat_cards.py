@@ -8,6 +8,7 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QFont, QPainter
 from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QVBoxLayout, QWidget
 
+from core.timing.cpu_share import DEFINITION as CPU_SHARE_DEFINITION
 from core.timing.export import PROMPT_CACHE_DEFINITIONS
 from core.timing.metrics import DEFINITIONS, LatencySummary
 
@@ -33,6 +34,12 @@ CARDS = (
     CardSpec("waited", "waited before seeing text", "s",
              "How long you stared at nothing: TTFT when streaming, E2E when not."),
     CardSpec("delivery", "engine → window (p50)", "ms", DEFINITIONS["delivery_s"]),
+    CardSpec("window_cpu", "window's own CPU", "cores",
+             "The observer effect: the window's GUI thread's CPU time while the reply streamed, over its wall time, "
+             "in cores (0.20 = a fifth of one core). Drawing the meter takes that much CPU, and on a small machine it is taken from "
+             "decode: compare TPOT with a bare `latencylab ask`."),
+    CardSpec("cpu_share", "engine's share of its cores", "%",
+             CPU_SHARE_DEFINITION + " Below 75% the reply is marked: other programs slowed it, not the model."),
 )
 
 
@@ -109,6 +116,10 @@ def format_value(value: float | None, unit: str) -> str:
         return f"{value:.2f} s"
     if unit == "tok/s":
         return f"{value:.1f}"
+    if unit == "%":
+        return f"{value * 100:.0f}%"
+    if unit == "cores":
+        return f"{value:.2f}"
     return f"{int(value)}"
 
 
@@ -145,6 +156,13 @@ class StatCards(QWidget):
         card.setToolTip(card.spec.tooltip + ("" if not delivery else
                         f"\nThis reply: p50 {delivery['p50_s'] * 1000:.2f} ms, p95 {delivery['p95_s'] * 1000:.2f} ms, "
                         f"max {delivery['max_s'] * 1000:.2f} ms."))
+
+    def show_cpu(self, window_share: float | None, engine_share: float | None, note: str | None) -> None:
+        """A finished reply's observer cost and whether other programs took the engine's cores."""
+        self.cards["window_cpu"].set_value(window_share)
+        card = self.cards["cpu_share"]
+        card.set_value(engine_share)
+        card.setToolTip(card.spec.tooltip + (f"\nThis reply: {note}." if note else ""))
 
     def show_prompt(self, prompt_tokens: int, cached_tokens: int | None, reason: str | None) -> None:
         """ "465 tokens, 440 cached"; where a server did not say, "not reported"; the reason in the tooltip."""

@@ -70,17 +70,6 @@ def runs_on_kernels(path) -> bool:
         return False  # the loader will say what is wrong with the file
 
 
-def larger_than_memory_note(path) -> str | None:
-    """A warning when the file cannot stay in memory: its pages are then read from disk as tokens need them."""
-    from core.model.memory_check import available_memory_bytes
-
-    size, available = path.stat().st_size, available_memory_bytes()
-    if available is None or size <= available:
-        return None
-    return (f"the file ({size / 1e9:.1f} GB) is larger than the free memory ({available / 1e9:.1f} GB): its weights "
-            f"are read from disk as each token needs them, so expect seconds per token")
-
-
 def read_shape(weights: GGUFWeights) -> ModelShape:
     """The model's shape from its metadata: every number checked (core/model/tensor_shapes.py) before it sizes
     anything, so a hostile header is refused in one line naming the field."""

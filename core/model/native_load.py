@@ -106,7 +106,8 @@ def _on_kernels(library, weights, config, tokenizer, kind: str, progress: Progre
                 cache_note: str | None = None) -> NativeModel:
     from transformers import GenerationConfig
 
-    from core.model.gguf_kernels import build_kernel_model, larger_than_memory_note
+    from core.model.gguf_kernels import build_kernel_model
+    from core.model.memory_check import larger_than_memory_note
     from core.model.kernel_causal_lm import KernelCausalLM
 
     try:

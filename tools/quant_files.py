@@ -64,6 +64,52 @@ def quant_file(file_type: str, source: Path | None = None) -> Path:
     return target
 
 
+# llama.cpp's own variations of the same computation: the reference (its default batched pass) and three others.
+LLAMA_CPP_VARIANTS = {"batched": {}, "token by token": {"n_batch": 1, "n_ubatch": 1},
+                      "float32 KV cache": {"type_k": 0, "type_v": 0}, "flash attention": {"flash_attn": True}}
+TOP = 16  # logits kept per position of the batched pass: a token further down is no near tie
+
+
+def llama_cpp_reference(path: Path, ids: list[int]) -> dict:
+    """llama.cpp's teacher-forced answers over ids on this file: each variant's top-1 per position, and the batched
+    pass's TOP best logits (ids and values) per position.
+
+    Computed once per file, text, CPU and llama.cpp build (core/remote/llama_cpp_builds.py keys the build by the
+    CPU's flags and the build flags), then kept beside the file: four llama.cpp passes per file were most of the
+    quant-file tests' time.
+    """
+    import numpy as np
+
+    from core.remote.llama_cpp_builds import WHEEL, recipe
+
+    text_key = hashlib.sha256(np.asarray(ids, dtype=np.int64).tobytes()).hexdigest()[:12]
+    target = path.with_name(f"{path.stem}.llama-cpp-{recipe(WHEEL).key}-{text_key}.npz")
+    if target.is_file():
+        with np.load(target) as saved:
+            return {key: saved[key] for key in saved.files}
+    import llama_cpp
+
+    found = {}
+    for name, options in LLAMA_CPP_VARIANTS.items():
+        reference = llama_cpp.Llama(str(path), n_ctx=1024, logits_all=True, verbose=False, n_threads=2, **options)
+        reference.eval(ids)
+        logits = np.asarray(reference.scores[: len(ids)])
+        del reference
+        found[f"top1 {name}"] = logits.argmax(-1)
+        if name == "batched":
+            best = np.argsort(-logits, axis=-1)[:, :TOP]
+            found["top ids"], found["top logits"] = best, np.take_along_axis(logits, best, axis=-1)
+    handle, staging = tempfile.mkstemp(prefix=".making-", suffix=".npz", dir=target.parent)
+    os.close(handle)
+    try:
+        np.savez(staging, **found)
+        os.replace(staging, target)
+    finally:
+        if os.path.exists(staging):
+            os.remove(staging)
+    return found
+
+
 def main() -> None:
     for file_type in FILE_TYPES:
         path = quant_file(file_type)

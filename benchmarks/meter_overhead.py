@@ -5,7 +5,7 @@ length, interleaved. The bare side is a reply the benchmark sends to the same en
 attached to it: nobody shows its tokens. Both TPOTs come from the engine's own put() stamps.
 --breakdown adds app rounds with parts of the window switched off (no live text, no live plots,
 neither), interleaved with the others, to show where any cost goes.
-Run: .venv/bin/python benchmarks/meter_overhead.py [--dtype int4] [--loop lean] [--rounds 5] [--tokens 64] [--breakdown]
+Run: .venv/bin/python benchmarks/meter_overhead.py [--dtype native] [--loop lean] [--rounds 5] [--tokens 64] [--breakdown]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ PROMPT = "Tell me a long story about a lighthouse keeper."
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dtype", default="int4")
+    parser.add_argument("--dtype", default="native")  # the default precision, as a new user gets it
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--loop", default="lean", choices=("lean", "generate"))

@@ -147,7 +147,7 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def send_message(self) -> None:
-        """The message stays in the box until the relay has measured it: a refused one is never lost."""
+        """The message stays in the box until the engine has built its prompt: a refused one is never lost."""
         self.replies.send(self.input_box.message_text())
 
     @Slot()

@@ -1,1 +1,1 @@
-"""Generating one reply: the reply object, streamer, detokenizer, stopping, context fit and the decode loops."""
+"""Generating one reply: the request and the reply object, streamer, detokenizer, stopping, and the decode loops."""

@@ -1,1 +1,1 @@
-"""Weight-only quantised linear layers for fast CPU decode: int4 (from the GGUF's own Q4_1 blocks) and int8."""
+"""GGUF blocks and their decoding, and torch's weight-only quantised layers: int4 and int8, bfloat16, Q8 heads."""

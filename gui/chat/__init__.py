@@ -1,1 +1,1 @@
-"""The chat itself: transcript, message box, large pastes and the worker that relays a reply to the window."""
+"""The chat itself: the reply state machine, the live reply applied once per frame, transcript, message box, pastes."""

@@ -1,1 +1,1 @@
-"""The live latency meter: stat cards and three plots refreshed by one timer."""
+"""The live latency meter: stat cards, the waterfall, the plots refreshed by one timer, and the prompt-cache map."""

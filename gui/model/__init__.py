@@ -1,1 +1,1 @@
-"""Loading a model from the window: the loader worker."""
+"""The model in the window: the controller that starts the engine, loads and restarts it, and the server dialog."""

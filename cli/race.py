@@ -129,23 +129,28 @@ def _run(config: RaceConfig, args: argparse.Namespace) -> tuple[RaceResult, bool
                 say(notice)
         return models[side.load_key]
 
-    cancel = threading.Event()
+    cancel, ended = threading.Event(), threading.Event()
     outcome: dict = {}
     observer = RaceObserver(progress=lambda message: say(message))
-    worker = threading.Thread(target=lambda: outcome.update(result=run_race(config, load, cancel=cancel,
-                                                                           observer=observer)),
-                              name="latencylab-race", daemon=True)
-    worker.start()
-    interrupted = False
-    while worker.is_alive():
+
+    def race() -> None:
         try:
-            worker.join(0.2)
+            outcome["result"] = run_race(config, load, cancel=cancel, observer=observer)
+        finally:
+            ended.set()
+
+    # Waited for through an Event: a Ctrl+C inside Thread.join() can leave the thread reported as ended while it
+    # still runs (CPython's join is not safe against KeyboardInterrupt before 3.13).
+    threading.Thread(target=race, name="latencylab-race", daemon=True).start()
+    interrupted = False
+    while not ended.is_set():
+        try:
+            ended.wait(0.2)
         except KeyboardInterrupt:
             interrupted = True
             cancel.set()
             say("stopping the race (Ctrl+C); what ran is kept")
-            worker.join(JOIN_TIMEOUT_S)  # a reply stops at its next layer or token; a load cannot be cut short
-            if worker.is_alive():
+            if not ended.wait(JOIN_TIMEOUT_S):  # a reply stops at its next layer or token; a load cannot be cut short
                 say("stopped (Ctrl+C) while loading a model, which cannot be interrupted")
                 hard_exit(INTERRUPTED_STATUS)
     if "result" not in outcome:

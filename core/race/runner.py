@@ -89,9 +89,11 @@ class SideRun:
         reason = self.trace.stop_reason
         if reason in ("eos", "max_tokens"):
             return "finished"
+        count = self.trace.output_tokens
+        tokens = f"{count} token{'' if count == 1 else 's'}"
         if reason == "stopped":
-            return f"stopped after {self.trace.output_tokens} tokens"
-        return f"failed after {self.trace.output_tokens} tokens: {self.trace.error or self.error}"
+            return f"stopped after {tokens}"
+        return f"failed after {tokens}: {self.trace.error or self.error}"
 
 
 @dataclass

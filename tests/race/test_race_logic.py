@@ -227,7 +227,7 @@ def test_playback_keeps_each_traces_own_token_times():
 def test_a_stopped_race_keeps_what_ran_and_says_so_in_its_file():
     result = hand_made_result(stopped=True)
     assert result.verdict() is None
-    assert result.status_line.startswith("stopped during B: what ran is kept (A finished; B stopped after 1 tokens)")
+    assert result.status_line.startswith("stopped during B: what ran is kept (A finished; B stopped after 1 token)")
     document = json.loads(race_json(result))
     assert document["stopped"] is True and document["verdict"] is None
     assert document["a"]["output_tokens"] == 3 and document["b"]["stop_reason"] == "stopped"

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from core.errors import InvalidSettingsError, LatencyLabError
 from core.race.document import race_json
-from core.race.runner import RaceConfig, RaceObserver, RaceResult, run_race
+from core.race.config import RaceConfig
+from core.race.runner import RaceObserver, RaceResult, run_race
 from core.race.sides import KEYS, RaceSide, parse_side
 from core.race.verdict import span
 from core.settings import TPOT_BUDGET, TTFT_BUDGET, GenerationSettings, LatencyBudget

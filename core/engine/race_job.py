@@ -58,7 +58,8 @@ def is_same_model(loaded, side: RaceSide) -> bool:
 def run_race_job(request: RunRace, cancel: threading.Event, emit: Callable[[object], None], chat_model,
                  models: RaceModels) -> None:
     from core.race.document import race_json
-    from core.race.runner import RaceConfig, RaceObserver, run_race
+    from core.race.config import RaceConfig
+    from core.race.runner import RaceObserver, run_race
     from core.remote.backend import load_any
 
     race_id = request.race_id

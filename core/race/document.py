@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from core.chats.chat_schema import ChatFileError, finite_float, no_constant
 from core.chats.record import trace_from_dict, trace_to_dict
 from core.errors import LatencyLabError
-from core.race.runner import MODE_WORDS, RaceConfig, RaceResult
+from core.race.config import MODE_WORDS, RaceConfig
 from core.race.sides import side_summary
 from core.race.verdict import Verdict, make_verdict, side_facts
 from core.timing.budget import DEFINITION as BUDGET_DEFINITION, budget_document, judge
@@ -17,6 +18,9 @@ from core.timing.export import json_text, reply_report
 from core.timing.metrics import DEFINITIONS
 from core.timing.trace import GenerationTrace
 from core.timing.waterfall import definitions as waterfall_definitions, waterfall_document
+
+if TYPE_CHECKING:
+    from core.race.runner import RaceResult
 
 RACE_FORMAT = "latencylab-race/1"
 MAX_RACE_BYTES = 64 * 1024 * 1024
@@ -67,7 +71,7 @@ class RaceRecord:
         return self.a, self.b
 
 
-def race_document(result: RaceResult) -> dict:
+def race_document(result: "RaceResult") -> dict:
     config = result.config
     verdict = result.verdict()
     label_a, label_b = result.labels
@@ -90,13 +94,8 @@ def race_document(result: RaceResult) -> dict:
     }
 
 
-def race_json(result: RaceResult) -> str:
+def race_json(result: "RaceResult") -> str:
     return json_text(race_document(result), ensure_ascii=False, indent=1)
-
-
-def record_of(result: RaceResult) -> RaceRecord:
-    """The record a finished race plays back from: the same one its file gives when opened again."""
-    return read_race(race_json(result).encode("utf-8"))
 
 
 def _side_report(run, label: str, config: RaceConfig) -> dict:

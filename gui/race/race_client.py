@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, Signal, Slot
 
 from core.engine import messages as m
-from core.race.runner import RaceConfig
+from core.race.config import RaceConfig
 
 
 class RaceClient(QObject):

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 
 from core.errors import LatencyLabError
 from core.race.document import RaceFileError, RaceRecord, read_race
-from core.race.runner import EACH_ALONE, LIVE, MODE_WORDS, RaceConfig
+from core.race.config import EACH_ALONE, LIVE, MODE_WORDS, RaceConfig
 from core.race.sides import RaceSide, labels, side_summary
 from core.timing.budget import judge
 from core.timing.events import FinishedEvent, PrefillProgress, TokenEvent

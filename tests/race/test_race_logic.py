@@ -10,7 +10,8 @@ import pytest
 from core.errors import InvalidSettingsError
 from core.race.document import RaceFileError, race_json, read_race
 from core.race.playback import Track
-from core.race.runner import RaceConfig, RaceResult, SideRun
+from core.race.config import RaceConfig
+from core.race.runner import RaceResult, SideRun
 from core.race.sides import RaceSide, check_race, labels, parse_side
 from core.race.verdict import make_verdict, side_facts
 from core.settings import READER_TPOT_S, READING_CHARS_PER_S, LatencyBudget

@@ -149,3 +149,30 @@ def test_a_real_reply_in_the_chat_is_marked_and_counted(qtbot, window):
         qtbot.keyClick(window.input_box, Qt.Key.Key_Return)
     assert "[within budget: text after" in window.transcript.toPlainText()
     assert window.meter.budget_line.tally == "1 of 1 reply within budget"
+
+
+@pytest.mark.model
+@pytest.mark.engine_process
+def test_a_race_runs_in_the_engine_process_as_the_app_runs_it(qtbot):
+    """Requests and the race's events cross the process boundary as plain data; closing mid-race leaves nothing."""
+    window = MainWindow()
+    qtbot.addWidget(window)
+    window.show()
+    with qtbot.waitSignal(window.model_changed, timeout=RACE_TIMEOUT_MS):
+        window.start_loading("embedded", "native")
+    race = window.open_race()
+    race.prompt_box.setText("Name three colours of the rainbow.")
+    for form, streaming in ((race.form_a, True), (race.form_b, False)):
+        form.dtype_box.setCurrentText("native")
+        form.max_new_tokens.setValue(4)
+        form.streaming.setChecked(streaming)
+    with qtbot.waitSignal(race.race_shown, timeout=RACE_TIMEOUT_MS) as shown:
+        race.run()
+    record = shown.args[0]
+    assert record.verdict is not None and record.a.trace.text == record.b.trace.text
+    assert race.pane_b.step_times_s() == [record.b.trace.metrics().e2e_s]
+    race.form_b.max_new_tokens.setValue(200)
+    with qtbot.waitSignal(race.races.started, timeout=RACE_TIMEOUT_MS):
+        race.run()
+    window.close()  # mid-race: the race window stops its clock, the engine ends
+    assert not race.frame_timer.isActive() and not window.models.engine.alive

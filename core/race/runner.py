@@ -207,6 +207,10 @@ def _consume(name: str, reply, run: SideRun, observer: RaceObserver) -> None:
         run.trace = reply.trace
         if reply.trace is not None and reply.trace.error:
             run.error = reply.trace.error
+        if reply.trace is not None and reply.trace.cached_tokens and reply.trace.cache_source != "local":
+            # A server keeps its own prompt cache between requests, which the race cannot empty: say what it reused.
+            run.notes.append(f"the server reused {reply.trace.cached_tokens:,} of the prompt's "
+                             f"{reply.trace.prompt_tokens:,} tokens from its own prompt cache (an earlier request)")
 
 
 def _clear_cache(loaded) -> None:

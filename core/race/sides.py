@@ -163,12 +163,18 @@ def differences(a: RaceSide, b: RaceSide) -> list[str]:
 
 def labels(a: RaceSide, b: RaceSide) -> tuple[str, str]:
     """Each side named by what sets it apart: ('streaming', 'not streaming'); 'same settings' when nothing does."""
-    keys = differences(a, b)[:2]
+    keys = differences(a, b)
     if not keys:
         return "same settings", "same settings"
     words_a, words_b = a.setting_words(), b.setting_words()
-    return (", ".join(words_a.get(key, "server") for key in keys),
-            ", ".join(words_b.get(key, "server") for key in keys))
+    if "model" in keys and a.remote != b.remote:
+        # A local model against a server: its precision is part of what is local, a server has none to compare.
+        keys = [key for key in keys if key not in ("dtype", "device", "decode_loop")]
+        for words, side in ((words_a, a), (words_b, b)):
+            if not side.remote:
+                words["model"] = f"local {words['model']} ({words['dtype']})"
+    keys = keys[:2]
+    return ", ".join(words_a[key] for key in keys), ", ".join(words_b[key] for key in keys)
 
 
 def _with_server_choice(side: RaceSide, values: dict) -> RaceSide:

@@ -27,12 +27,19 @@ class RacePane(QWidget):
         self.header.setObjectName(f"race_header_{name}")
         self.header.setTextFormat(Qt.TextFormat.RichText)
         self.header.setWordWrap(True)
+        # Two lines whatever the summary's length, so both panes' plots start at the same height.
+        self.header.setFixedHeight(2 * self.header.fontMetrics().lineSpacing() + 6)
+        self.header.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.state_label = QLabel("")
         self.state_label.setObjectName(f"race_state_{name}")
         self.state_label.setWordWrap(True)
         self.budget_label = QLabel("")
         self.budget_label.setTextFormat(Qt.TextFormat.RichText)
         self.budget_label.setWordWrap(True)
+        self.notes_label = QLabel("")
+        self.notes_label.setWordWrap(True)
+        self.notes_label.setStyleSheet("color: #555; font-style: italic;")
+        self.notes_label.setVisible(False)
         self.transcript = QPlainTextEdit()
         self.transcript.setReadOnly(True)
         self.transcript.setMinimumHeight(60)
@@ -50,6 +57,7 @@ class RacePane(QWidget):
         layout.addWidget(self.header)
         layout.addWidget(self.state_label)
         layout.addWidget(self.budget_label)
+        layout.addWidget(self.notes_label)
         layout.addWidget(self.transcript, stretch=1)
         layout.addWidget(self.interval_plot, stretch=3)
         layout.addWidget(self.visible_plot, stretch=3)
@@ -75,6 +83,7 @@ class RacePane(QWidget):
                             f"<b>({label})</b> <span style='color:#555'>{summary}</span>")
         self.state_label.setText("waiting for Send")
         self.budget_label.setText("")
+        self.show_notes(())
         self.transcript.clear()
         self.interval_plot.reset()
         self.visible_plot.reset()
@@ -134,6 +143,19 @@ class RacePane(QWidget):
 
     def show_state(self, text: str) -> None:
         self.state_label.setText(text)
+
+    def show_notes(self, notes) -> None:
+        """What the run said beside its numbers: a warmed cache, a server's own cache, a loop that fell back."""
+        self.notes_label.setText("\n".join(notes))
+        self.notes_label.setVisible(bool(notes))
+
+    def fit_height(self, characters: float) -> None:
+        """The same character scale as the other pane, once both are drawn whole."""
+        self.visible_plot.setYRange(0, max(characters, 1.0), padding=0.05)
+
+    @property
+    def characters(self) -> int:
+        return self._chars
 
     def show_budget(self, mark) -> None:
         self.budget_label.setText(mark_html(mark))

@@ -169,6 +169,7 @@ class RaceWindow(QDialog):
         self.history_check.setText(f"after this chat's {turns} messages" if turns else "after this chat's history "
                                    "(none yet)")
         self.history_check.setChecked(False)
+        self.prompt_box.setFocus()
 
     def config(self) -> RaceConfig:
         """The race the form describes; InvalidSettingsError in one line."""
@@ -388,6 +389,11 @@ class RaceWindow(QDialog):
             pane.show_state(f"{side.state}: TTFT {_ms(metrics.ttft_s)}, TPOT {_ms(metrics.tpot_s)}, "
                             f"E2E {_ms(metrics.e2e_s)}, {side.trace.output_tokens} tokens")
             pane.show_budget(judge(side.trace, side.streaming, budget))
+            pane.show_notes(side.notes)
+        # One character scale for both staircases, so the taller one is the longer reply, not a different axis.
+        tallest = max(self.pane_a.characters, self.pane_b.characters)
+        for pane in (self.pane_a, self.pane_b):
+            pane.fit_height(tallest)
         self.verdict.show_record(record, budget)
         self._update_controls()
 

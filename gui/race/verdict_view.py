@@ -42,8 +42,6 @@ class VerdictView(QWidget):
         layout.setContentsMargins(4, 2, 4, 2)
         layout.addWidget(self.words, stretch=3)
         layout.addWidget(self.table, stretch=2)
-        # Room for the sentence and the table's nine rows: word-wrapped labels do not claim their height themselves.
-        self.setMinimumHeight(150)
         self.sentence = ""
         self.show_note("Set A and B, then Run. The verdict appears here once both have run.")
 
@@ -54,6 +52,7 @@ class VerdictView(QWidget):
         self.sentence = ""
         self.words.setText(f"<span style='color:#555; font-size:14px'>{html.escape(text)}</span>")
         self.table.setText("")
+        self.setMinimumHeight(0)
 
     def show_record(self, record: RaceRecord, budget) -> None:
         """The verdict when there is one, else why not; the table of whatever ran, judged against budget."""
@@ -70,6 +69,8 @@ class VerdictView(QWidget):
                 f"Mode: {html.escape(record.mode)}.</p>")
         self.words.setText(head + foot)
         self.table.setText(self._table(record, facts))
+        # Room for the table's nine rows: word-wrapped labels do not claim their height themselves.
+        self.setMinimumHeight(self.table.sizeHint().height() + 8)
 
     @staticmethod
     def _table(record: RaceRecord, facts: list[SideFacts | None]) -> str:

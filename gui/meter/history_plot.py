@@ -29,7 +29,7 @@ class HistoryPlot(pg.PlotWidget):
                                         name="TTFT vs tokens prefilled")
         self.tpot_item = self.plot([], [], pen=pg.mkPen("#188038", width=2), symbol="o", symbolSize=7,
                                    symbolBrush="#188038", name="TPOT")
-        self.over_item = self.plot([], [], pen=None, symbol="o", symbolSize=15, symbolBrush=None,
+        self.over_item = self.plot([], [], pen=None, symbol="o", symbolSize=15, symbolBrush=pg.mkBrush(0, 0, 0, 0),
                                    symbolPen=pg.mkPen("#b00020", width=2), name="over budget")
         # The budget's limits, outside the autorange: a 1 s TTFT budget must not squash replies of 50 ms.
         self.ttft_budget_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#e8710a", width=1, style=Qt.PenStyle.DotLine),
@@ -86,12 +86,15 @@ class HistoryPlot(pg.PlotWidget):
         self.tpot_item.setData(self._tpot_prompt_tokens.view(), self._tpot_ms.view())
         self.prefilled_item.setData(self._prefilled_tokens.view(), self._prefilled_ttft_ms.view())
         self.over_item.setData(self._over_prompt_tokens.view(), self._over_ttft_ms.view())
-        for line in (self.ttft_budget_line, self.tpot_budget_line):
-            line.setVisible(self._budget_shown and bool(len(self._prompt_tokens) or len(self._tpot_ms)))
         # Both axes start at 0: a lone first reply otherwise sat in a range like 43.6-44.4 tokens,
         # and growth is read against zero, not against the smallest value so far.
         self.setXRange(0, max(self._largest(self._prompt_tokens, self._tpot_prompt_tokens), 1.0), padding=0.05)
-        self.setYRange(0, max(self._largest(self._ttft_ms, self._tpot_ms), 1.0), padding=0.05)
+        top = max(self._largest(self._ttft_ms, self._tpot_ms), 1.0)
+        self.setYRange(0, top, padding=0.05)
+        # A limit above every reply stays out of view (its label would sit at the edge, as if it were there).
+        for line in (self.ttft_budget_line, self.tpot_budget_line):
+            line.setVisible(self._budget_shown and bool(len(self._prompt_tokens) or len(self._tpot_ms))
+                            and line.value() <= top * 1.05)
 
     def show_budget(self, ttft_s: float, tpot_s: float) -> None:
         """The budget's limits as dotted lines (seen when the replies come near them)."""

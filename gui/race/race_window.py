@@ -212,6 +212,7 @@ class RaceWindow(QDialog):
                                ("." if config.live else " and been played back."))
         if self.races.run(config, key, *self._trust):
             self._set_state("live" if config.live else "measuring")
+            self.stop_button.setFocus()  # the focused prompt is disabled now; Enter or Space then stops
             self._say("Starting…")
 
     @Slot()
@@ -416,6 +417,8 @@ class RaceWindow(QDialog):
 
     def _update_controls(self) -> None:
         running = self.running
+        if not running and self.stop_button.hasFocus():
+            self.run_button.setFocus()  # not left to Qt, which hands it to the next field (the budget's)
         self.run_button.setEnabled(not running)
         self.stop_button.setEnabled(running or self.frame_timer.isActive())
         self.play_button.setEnabled(not running and self.record is not None and self.record.verdict is not None)

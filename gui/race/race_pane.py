@@ -7,6 +7,7 @@ from bisect import bisect_right
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QPlainTextEdit, QSizePolicy, QVBoxLayout, QWidget
 
+from core.race.playback import Track
 from core.timing.running_median import RunningMedian
 from gui.meter.budget_line import mark_html
 from gui.meter.interval_plot import IntervalPlot
@@ -100,6 +101,12 @@ class RacePane(QWidget):
             self._reasoning.add(len(self._texts))
         self._texts.append(text)
         self._times.append(at_s)
+
+    def load(self, track: Track) -> None:
+        """A whole recorded reply, for playback: the clock then reveals it at its own token times."""
+        for index, (text, at_s) in enumerate(zip(track.texts, track.times_s)):
+            self.feed(text, at_s, index in track.reasoning)
+        self.complete(track.tail_text)
 
     def complete(self, tail_text: str = "") -> None:
         """No more tokens will come: a reply that did not stream can now appear, at its last token's time."""

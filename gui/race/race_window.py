@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 
 from core.errors import LatencyLabError
 from core.race.document import RaceFileError, RaceRecord, read_race
+from core.race.playback import Track
 from core.race.config import EACH_ALONE, LIVE, MODE_WORDS, RaceConfig
 from core.race.sides import RaceSide, labels, side_summary
 from core.timing.budget import judge
@@ -362,10 +363,7 @@ class RaceWindow(QDialog):
             if side.trace is None:
                 pane.show_state(side.state or "not run")
                 continue
-            reasoning = set(side.trace.reasoning_indices)
-            for index, (text, at_s) in enumerate(zip(side.trace.token_texts, side.trace.token_times_s())):
-                pane.feed(text, at_s, index in reasoning)
-            pane.complete(side.trace.tail_text)
+            pane.load(Track.of(side.trace, side.streaming))
             pane.show_state("playing back")
 
     def _show_whole(self, record: RaceRecord, clock_word: str) -> None:

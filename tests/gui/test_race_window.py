@@ -176,3 +176,14 @@ def test_a_race_runs_in_the_engine_process_as_the_app_runs_it(qtbot):
         race.run()
     window.close()  # mid-race: the race window stops its clock, the engine ends
     assert not race.frame_timer.isActive() and not window.models.engine.alive
+
+
+def test_the_budget_persists_and_a_bad_saved_one_falls_back_to_the_defaults(bare_window):
+    from gui.settings.budget_store import BudgetKeeper, load_budget, open_settings
+
+    bare_window.budget_keeper.set_budget(LatencyBudget(0.5, 0.05))
+    assert load_budget() == LatencyBudget(0.5, 0.05) and BudgetKeeper().budget == LatencyBudget(0.5, 0.05)
+    store = open_settings()
+    store.setValue("budget_ttft_s", "-3")
+    store.sync()
+    assert load_budget() == LatencyBudget()

@@ -11,7 +11,7 @@ from core.chats.chat_schema import ChatFileError, finite_float, no_constant
 from core.chats.record import trace_from_dict, trace_to_dict
 from core.errors import LatencyLabError
 from core.race.config import MODE_WORDS, RaceConfig
-from core.race.sides import side_summary
+from core.race.sides import labels, side_summary
 from core.race.verdict import Verdict, make_verdict, side_facts
 from core.timing.budget import DEFINITION as BUDGET_DEFINITION, budget_document, judge
 from core.timing.export import json_text, reply_report
@@ -125,12 +125,13 @@ def read_race(data: bytes) -> RaceRecord:
         config = RaceConfig.from_dict(_dict(document.get("config"), "config"))
     except LatencyLabError as error:
         raise RaceFileError(f"config: {error}") from None
-    sides = tuple(_recorded(document.get(key), key, getattr(config, key)) for key in ("a", "b"))
+    names = dict(zip(("a", "b"), labels(config.a, config.b)))  # from the settings, whatever the file says
+    sides = tuple(_recorded(document.get(key), key, getattr(config, key), names[key]) for key in ("a", "b"))
     verdict = None
     if all(side.trace is not None and side.trace.stop_reason in ("eos", "max_tokens") for side in sides):
         verdict = make_verdict(*(side_facts(side.name, side.label, side.trace, side.streaming, config.budget)
                                  for side in sides))
-    return RaceRecord(config.prompt, config.mode, bool(document.get("stopped")), str(document.get("status", "")),
+    return RaceRecord(config.prompt, config.mode, document.get("stopped") is True, _text(document, "status"),
                       sides[0], sides[1], config, verdict)
 
 
@@ -138,7 +139,7 @@ def is_race(document: object) -> bool:
     return isinstance(document, dict) and document.get("format") == RACE_FORMAT
 
 
-def _recorded(report: object, key: str, side) -> RecordedSide:
+def _recorded(report: object, key: str, side, label: str) -> RecordedSide:
     report = _dict(report, key)
     trace = None
     if report.get("trace") is not None:
@@ -146,10 +147,15 @@ def _recorded(report: object, key: str, side) -> RecordedSide:
             trace = trace_from_dict(report["trace"], f"{key}.trace")
         except ChatFileError as error:
             raise RaceFileError(str(error)) from None
-    notes = report.get("notes") or []
-    return RecordedSide(side.name, str(report.get("label", "")), side_summary(side), side.streaming,
-                        str(report.get("state", "")), trace, tuple(str(note) for note in notes if isinstance(note, str)),
-                        report.get("model") if isinstance(report.get("model"), str) else None)
+    notes = report.get("notes") if isinstance(report.get("notes"), list) else []
+    return RecordedSide(side.name, label, side_summary(side), side.streaming, _text(report, "state"),
+                        trace, tuple(note for note in notes if isinstance(note, str)), _text(report, "model") or None)
+
+
+def _text(report: dict, key: str) -> str:
+    """A field shown as text: what is not text is not shown."""
+    value = report.get(key)
+    return value if isinstance(value, str) else ""
 
 
 def _dict(value: object, where: str) -> dict:

@@ -251,3 +251,31 @@ def test_a_race_file_with_a_damaged_trace_is_refused_naming_the_field():
     document["b"]["trace"]["timestamps_ns"] = "soon"
     with pytest.raises(RaceFileError, match="b.trace.timestamps_ns"):
         read_race(json.dumps(document).encode("utf-8"))
+
+
+def _paths(value, path=()):
+    yield path
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value[:3]):
+            yield from _paths(item, (*path, index))
+
+
+def test_every_field_of_a_race_file_of_the_wrong_type_is_refused_or_read_never_a_crash():
+    document = json.loads(race_json(hand_made_result()))
+    skipped = {("definitions",)}
+    for path in _paths(document):
+        if path[:1] in skipped or not path:
+            continue
+        for wrong in (None, 1.5, -1, "x", [], {}, True, [1.5], {"a": 1}):
+            changed = json.loads(json.dumps(document))
+            parent = changed
+            for key in path[:-1]:
+                parent = parent[key]
+            parent[path[-1]] = wrong
+            try:
+                read_race(json.dumps(changed).encode("utf-8"))
+            except RaceFileError:
+                pass

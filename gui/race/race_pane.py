@@ -37,10 +37,11 @@ class RacePane(QWidget):
         self.budget_label = QLabel("")
         self.budget_label.setTextFormat(Qt.TextFormat.RichText)
         self.budget_label.setWordWrap(True)
+        # One line in both panes, notes or not, so their plots stay level; the whole of long notes in its tooltip.
         self.notes_label = QLabel("")
-        self.notes_label.setWordWrap(True)
         self.notes_label.setStyleSheet("color: #555; font-style: italic;")
-        self.notes_label.setVisible(False)
+        self.notes_label.setFixedHeight(self.notes_label.fontMetrics().lineSpacing() + 2)
+        self.notes_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.transcript = QPlainTextEdit()
         self.transcript.setReadOnly(True)
         self.transcript.setMinimumHeight(60)
@@ -153,8 +154,8 @@ class RacePane(QWidget):
 
     def show_notes(self, notes) -> None:
         """What the run said beside its numbers: a warmed cache, a server's own cache, a loop that fell back."""
-        self.notes_label.setText("\n".join(notes))
-        self.notes_label.setVisible(bool(notes))
+        self.notes_label.setText("; ".join(notes))
+        self.notes_label.setToolTip("\n".join(notes))
 
     def fit_height(self, characters: float) -> None:
         """The same character scale as the other pane, once both are drawn whole."""

@@ -187,3 +187,23 @@ def test_the_budget_persists_and_a_bad_saved_one_falls_back_to_the_defaults(bare
     store.setValue("budget_ttft_s", "-3")
     store.sync()
     assert load_budget() == LatencyBudget()
+
+
+def test_a_race_after_the_chats_history_reuses_it_with_the_prompt_cache_on(qtbot, window):
+    window.input_box.setFocus()
+    qtbot.keyClicks(window.input_box, "Tell me one fact about the sea.")
+    with qtbot.waitSignal(window.reply_finished, timeout=RACE_TIMEOUT_MS):
+        qtbot.keyClick(window.input_box, Qt.Key.Key_Return)
+    race = window.open_race()
+    assert race.history_check.isEnabled() and race.history_check.text() == "after this chat's 2 messages"
+    race.history_check.setChecked(True)
+    set_up_race(race, "And one about mountains?", {"max_new_tokens": 4}, {"max_new_tokens": 4})
+    race.form_a.prompt_cache.setChecked(True)
+    race.form_b.prompt_cache.setChecked(False)
+    with qtbot.waitSignal(race.race_shown, timeout=RACE_TIMEOUT_MS) as shown:
+        race.run()
+    record = shown.args[0]
+    assert record.config.history == tuple((m.role, m.content) for m in window.session.messages)
+    a, b = record.a.trace, record.b.trace
+    assert a.prompt_tokens == b.prompt_tokens and a.cached_tokens > 0 and b.cached_tokens == 0
+    assert "held the shared history" in race.pane_a.notes_label.text()

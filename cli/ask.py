@@ -12,7 +12,7 @@ from core.generation.request import ReplyRequest
 from core.remote.backend import load_any, prepare_any
 from core.settings import GenerationSettings
 from core.timing.events import TokenEvent
-from core.timing.export import cache_document, cpu_document, json_text, server_document
+from core.timing.export import json_text, reply_report
 from core.timing.trace import GenerationTrace
 from cli.exit_paths import (
     INTERRUPTED_STATUS, OUTPUT_FAILED_STATUS, OutputLost, end_generation, say, silence_stdout, stdout_problem, write_out,
@@ -77,7 +77,7 @@ def stream_reply(args: argparse.Namespace, settings: GenerationSettings, loaded,
     generation.join()
     trace = generation.trace
     if args.json:
-        report = {**(extra or {}), **ask_report(loaded.describe(), trace, settings)}
+        report = {**(extra or {}), **reply_report(loaded.describe(), trace, settings)}
         report["decode_loop"] = generation.decode_loop
         write_out(json_text(report, ensure_ascii=False) + "\n")  # NaN or infinity: null, and "null_because" says so
     elif stream_to_stdout:
@@ -88,34 +88,4 @@ def stream_reply(args: argparse.Namespace, settings: GenerationSettings, loaded,
         say(f"generation failed: {trace.error}")
         return 1, trace
     return 0, trace
-
-
-def ask_report(model_facts: dict, trace: GenerationTrace, settings: GenerationSettings) -> dict:
-    metrics = trace.metrics()
-    return {
-        **model_facts,
-        "settings": settings.to_dict(),
-        "prompt_tokens": trace.prompt_tokens,
-        "output_tokens": trace.output_tokens,
-        "ttft_s": metrics.ttft_s,
-        "tpot_s": metrics.tpot_s,
-        "e2e_s": metrics.e2e_s,
-        "itl_s": list(metrics.itl_s),
-        "itl_p50_s": metrics.itl_p50_s,
-        "itl_p90_s": metrics.itl_p90_s,
-        "itl_p99_s": metrics.itl_p99_s,
-        "prefill_tok_s": metrics.prefill_tok_s,
-        "decode_tok_s": metrics.decode_tok_s,
-        "token_times_s": trace.token_times_s(),
-        # The prompt's pass, layer by layer: seconds since request start, fraction of the layers done.
-        "prefill_progress": [{"t_s": (stamp - trace.request_start_ns) / 1e9, "fraction": fraction}
-                             for stamp, fraction in trace.prefill_progress],
-        "token_ids": trace.token_ids,
-        "text": trace.text,
-        "stop_reason": trace.stop_reason,
-        "error": trace.error,
-        **cache_document(trace),
-        **cpu_document(trace),
-        **server_document(trace),
-    }
 

@@ -76,6 +76,33 @@ DEVICE = ChoiceLimit("device", ("cpu", "cuda"), "cpu")
 LEAN_LOOP, GENERATE_LOOP = "lean", "generate"
 DECODE_LOOP = ChoiceLimit("decode loop", (LEAN_LOOP, GENERATE_LOOP), LEAN_LOOP)
 
+# Latency budgets (SLOs) for an interactive chat, as load testers set them (vLLM's --goodput, AIPerf, GuideLLM) but
+# for a person reading: text should appear within a second, and then come at least as fast as it is read. A reader
+# at 250 words a minute, at about six characters a word (five letters and a space) and 0.75 words a token (the
+# usual rule for English text), needs a token every 60 / (250 / 0.75) s = 180 ms.
+READING_WPM = 250
+READING_CHARS_PER_S = READING_WPM * 6 / 60
+WORDS_PER_TOKEN = 0.75
+READER_TPOT_S = 60 / (READING_WPM / WORDS_PER_TOKEN)
+TTFT_BUDGET = NumberLimit("TTFT budget (s)", 0.0, 3600, 1.0, low_open=True)
+TPOT_BUDGET = NumberLimit("TPOT budget (s)", 0.0, 60, round(READER_TPOT_S, 6), low_open=True)
+
+
+@dataclass(frozen=True)
+class LatencyBudget:
+    """How long a reply may make its reader wait: before text appears (ttft_s) and per token after that (tpot_s)."""
+
+    ttft_s: float = float(TTFT_BUDGET.default)
+    tpot_s: float = float(TPOT_BUDGET.default)
+
+    def __post_init__(self) -> None:
+        TTFT_BUDGET.check(self.ttft_s)
+        TPOT_BUDGET.check(self.tpot_s)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
 MAX_NEW_TOKENS_LIMIT = int(MAX_NEW_TOKENS.high)
 DTYPE_CHOICES = DTYPE.choices
 DEVICE_CHOICES = DEVICE.choices

@@ -31,6 +31,7 @@ class EngineClient(QObject):
     lab_row_measured = Signal(object)    # messages.LabRow
     lab_finished = Signal(object)        # messages.LabFinished
     lab_failed = Signal(object)          # messages.LabFailed
+    race_arrived = Signal(object)        # messages.RaceProgress, RaceStarted, RaceReplyEvent, RaceFinished, RaceFailed
     engine_stopped = Signal(object)      # messages.EngineStopped
 
     def __init__(self, engine, parent=None):
@@ -120,7 +121,9 @@ class EngineClient(QObject):
         signals = {m.ModelProgress: self.model_progressed, m.ModelLoaded: self.model_loaded,
                    m.ModelFailed: self.model_failed, m.LabProgress: self.lab_progressed,
                    m.LabRow: self.lab_row_measured, m.LabFinished: self.lab_finished, m.LabFailed: self.lab_failed,
-                   m.EngineStopped: self.engine_stopped}
+                   m.EngineStopped: self.engine_stopped, m.RaceProgress: self.race_arrived,
+                   m.RaceStarted: self.race_arrived, m.RaceReplyEvent: self.race_arrived,
+                   m.RaceFinished: self.race_arrived, m.RaceFailed: self.race_arrived}
         for delivered in self.engine.take_events():
             event = delivered.event
             if isinstance(event, m.ReplyEvent):

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QTabWidget
 
 from core.chats.record import ReplyRecord
 from core.chats.store import ChatStore
+from core.timing.budget import budget_document
 from core.timing.export import traces_to_csv, traces_to_json, write_text_file
 from gui.chat.chat_panel import ChatPanel
 from gui.chat.live_reply import LiveReply
@@ -26,11 +27,13 @@ from gui.gui_thread_gc import GuiThreadCollector
 from gui.lab.lab_tab import LabTab
 from gui.menus import build_menus
 from gui.png_file import save_png
+from gui.meter.budget_line import BudgetDialog
 from gui.meter.meter_panel import MeterPanel
 from gui.replay.replay_dialog import ReplayDialog, open_replay
 from gui.model.model_controller import ModelController
 from gui.model.server_choices import plain_http_warning, served_model_specs
 from gui.settings.check import check_window_settings
+from gui.settings.budget_store import BudgetKeeper
 from gui.settings.store import load_window_settings, save_window_settings
 from gui.window_size import fit_to_screen
 
@@ -63,6 +66,9 @@ class MainWindow(QMainWindow):
         self.replies = ReplyController(self.saved_chats, self.models, self._reply_settings, self)
         self.live = LiveReply(self.replies, self.transcript, self.meter, self.indicator, self.prefill_bar, self)
         self.frame_timer = self.live.frame_timer
+        self.budget_keeper = BudgetKeeper(self)  # the chat's and the race's latency budget (SLOs)
+        self.meter.set_budget(self.budget_keeper.budget)
+        self.race_window = None  # gui.race.race_window.RaceWindow, made when first opened
         build_menus(self)
         self._wire()
         self.saved_chats.restore()
@@ -127,6 +133,8 @@ class MainWindow(QMainWindow):
         self.models.model_loaded.connect(self._on_model_loaded)
         self.models.load_failed.connect(self._on_model_failed)
         self.models.engine_stopped.connect(self._on_engine_stopped)
+        self.budget_keeper.changed.connect(self.meter.set_budget)
+        self.meter.budget_line.change_requested.connect(self.edit_budget)
 
     # -- public actions -------------------------------------------------------------------------
 
@@ -176,8 +184,11 @@ class MainWindow(QMainWindow):
 
     def export_traces_json(self, path: str | Path) -> None:
         records = self.saved_chats.records
+        budget, marks = budget_document([r.trace for r in records], [bool(r.context.get("streaming", True))
+                                                                       for r in records], self.budget_keeper.budget)
         write_text_file(path, traces_to_json([r.trace for r in records], context={
-            "model": self.loaded.facts if self.loaded else None}, per_trace_context=[r.context for r in records]))
+            "model": self.loaded.facts if self.loaded else None, "budget": budget},
+            per_trace_context=[{**r.context, "budget": mark} for r, mark in zip(records, marks)]))
 
     def export_traces_csv(self, path: str | Path) -> None:
         write_text_file(path, traces_to_csv([record.trace for record in self.saved_chats.records]))
@@ -185,6 +196,19 @@ class MainWindow(QMainWindow):
     def open_replay(self, path: str | Path):
         """Replay an exported JSON trace in its own REPLAY window (None, with a notice, for a bad file)."""
         return open_replay(self, path)
+
+    @Slot()
+    def open_race(self):
+        """The race window, set up from this chat (Chat → Race…)."""
+        from gui.race.launch import open_race
+
+        return open_race(self)
+
+    @Slot()
+    def edit_budget(self) -> None:
+        dialog = BudgetDialog(self.budget_keeper.budget, self)
+        if dialog.exec():
+            self.budget_keeper.set_budget(dialog.form.budget())
 
     def export_plots_png(self, path: str | Path) -> bool:
         return save_png(self.meter.grab(), path)
@@ -323,6 +347,8 @@ class MainWindow(QMainWindow):
             self._closing = True
             for replay in self.findChildren(ReplayDialog):
                 replay.close()
+            if self.race_window is not None:
+                self.race_window.close()  # stops its clock and the race in the engine
             problem = save_window_settings(self._window_settings())
             if problem:  # the window is going: the terminal is the one place left to say so
                 print(f"latencylab: {problem}.", file=sys.stderr)

@@ -41,7 +41,9 @@ def build_menus(window) -> None:
                                      ("New chat", "Ctrl+N", window.new_chat),
                                      ("Toggle streaming", "Ctrl+T", window.streaming_toggle.toggle),
                                      ("Toggle the prompt cache", "Ctrl+K", window.cache_toggle.toggle),
-                                     ("Restart engine", "Ctrl+Shift+R", window.restart_engine)):
+                                     ("Restart engine", "Ctrl+Shift+R", window.restart_engine),
+                                     ("Race two settings…", "Ctrl+D", window.open_race),
+                                     ("Latency budget…", "Ctrl+Shift+B", window.edit_budget)):
         action = QAction(label, window)
         action.setShortcut(QKeySequence(shortcut))
         action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)

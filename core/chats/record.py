@@ -193,7 +193,8 @@ def trace_from_dict(data: Any, where: str) -> GenerationTrace:
     arrivals = _int_list(doc.get("arrivals_ns", []), f"{where}.arrivals_ns")
     if arrivals and len(arrivals) != len(stamps):
         raise ChatFileError(f"{where}: arrivals_ns and timestamps_ns differ in length")
-    if len(doc.get("painted_ns") or []) > len(stamps):
+    painted = _int_list(doc.get("painted_ns", []), f"{where}.painted_ns")  # its type checked before its length
+    if len(painted) > len(stamps):
         raise ChatFileError(f"{where}: painted_ns has more stamps than there are tokens")
     chunk_of = _int_list(doc.get("chunk_of", []), f"{where}.chunk_of")
     if chunk_of and len(chunk_of) != len(stamps):
@@ -225,7 +226,7 @@ def trace_from_dict(data: Any, where: str) -> GenerationTrace:
         prompt_ready_ns=_optional_int(doc.get("prompt_ready_ns"), f"{where}.prompt_ready_ns"),
         compute_started_ns=_optional_int(doc.get("compute_started_ns"), f"{where}.compute_started_ns"),
         finished_ns=_optional_int(doc.get("finished_ns"), f"{where}.finished_ns"),
-        painted_ns=_int_list(doc.get("painted_ns", []), f"{where}.painted_ns"),
+        painted_ns=painted,
         stop_requested_ns=_optional_int(doc.get("stop_requested_ns"), f"{where}.stop_requested_ns"),
         chunk_of=chunk_of,
         reasoning_indices=reasoning,

@@ -14,7 +14,7 @@ from typing import Callable
 from core.compute_thread import ComputeThread
 from core.engine.messages import (
     CancelLab, LabFailed, LabFinished, LabProgress, LabRow, LoadModel, ModelFailed, ModelLoaded, ModelProgress,
-    ReplyEvent, RunLab, Shutdown, StartReply, StopReply,
+    ReplyEvent, RunLab, RunRace, Shutdown, StartReply, StopRace, StopReply,
 )
 from core.errors import LatencyLabError
 from core.chats.template_render import TemplateInterrupted
@@ -34,6 +34,8 @@ class EngineCore:
         self._cancels: dict[int, threading.Event] = {}
         self._lab_model = None
         self._lab_model_key: tuple | None = None
+        self._race_stops: dict[int, threading.Event] = {}
+        self._race_models = None  # core.engine.race_job.RaceModels, made at the first race
         self._lock = threading.Lock()
 
     def handle(self, request: object) -> None:
@@ -59,6 +61,17 @@ class EngineCore:
             with self._lock:
                 self._cancels[request.lab_id] = cancel
             self._lab_jobs.submit(lambda: self._lab(request, cancel))
+        elif isinstance(request, RunRace):
+            # On the lab's job thread: a race and a lab run never overlap, so each measures the machine alone.
+            stop = threading.Event()
+            with self._lock:
+                self._race_stops[request.race_id] = stop
+            self._lab_jobs.submit(lambda: self._race(request, stop))
+        elif isinstance(request, StopRace):
+            with self._lock:
+                stop = self._race_stops.get(request.race_id)
+            if stop is not None:
+                stop.set()
         elif isinstance(request, Shutdown):
             self.stop_everything()
         else:
@@ -71,7 +84,7 @@ class EngineCore:
 
     def stop_everything(self) -> None:
         with self._lock:
-            for event in (*self._stops.values(), *self._cancels.values()):
+            for event in (*self._stops.values(), *self._cancels.values(), *self._race_stops.values()):
                 event.set()
 
     def close(self, timeout_s: float) -> bool:
@@ -159,6 +172,17 @@ class EngineCore:
             if isinstance(event, FinishedEvent):
                 generation.join()  # the finish reaches the window only once the compute thread is free
             emit(event)
+
+    def _race(self, request: RunRace, stop: threading.Event) -> None:
+        from core.engine.race_job import RaceModels, run_race_job
+
+        try:
+            if self._race_models is None:
+                self._race_models = RaceModels()
+            run_race_job(request, stop, self._emit, self.loaded, self._race_models)
+        finally:
+            with self._lock:
+                self._race_stops.pop(request.race_id, None)
 
     def _lab(self, request: RunLab, cancel: threading.Event) -> None:
         lab_id = request.lab_id

@@ -56,6 +56,22 @@ class CancelLab:
 
 
 @dataclass(frozen=True)
+class RunRace:
+    """A race (core/race): one prompt, two configurations; config is RaceConfig.to_dict()."""
+
+    race_id: int
+    config: dict
+    trust_remote_code: bool = False
+    allow_pickle: bool = False
+    api_key: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class StopRace:
+    race_id: int
+
+
+@dataclass(frozen=True)
 class Shutdown:
     """Stop everything and end the engine."""
 
@@ -120,6 +136,44 @@ class LabFinished:
 @dataclass(frozen=True)
 class LabFailed:
     lab_id: int
+    message: str
+
+
+@dataclass(frozen=True)
+class RaceProgress:
+    race_id: int
+    message: str
+
+
+@dataclass(frozen=True)
+class RaceStarted:
+    """A side's reply (or both, "AB", in a live race) started: its request start, the zero of its clock."""
+
+    race_id: int
+    sides: str
+    request_start_ns: int
+
+
+@dataclass(frozen=True)
+class RaceReplyEvent:
+    """One event of one side's reply, as ReplyEvent carries a chat reply's."""
+
+    race_id: int
+    side: str
+    event: ReplyEventKind
+
+
+@dataclass(frozen=True)
+class RaceFinished:
+    """The race, finished or stopped: its file's JSON text (core/race/document.py), what the window plays back."""
+
+    race_id: int
+    document: str
+
+
+@dataclass(frozen=True)
+class RaceFailed:
+    race_id: int
     message: str
 
 

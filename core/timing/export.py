@@ -95,6 +95,37 @@ def cpu_document(trace: GenerationTrace) -> dict:
                     "window_cpu_share": trace.window_cpu_share}}
 
 
+def reply_report(model_facts: dict, trace: GenerationTrace, settings) -> dict:
+    """One reply as `ask --json` prints it (and each side of `race --json`): the model, settings, metrics, tokens."""
+    metrics = trace.metrics()
+    return {
+        **model_facts,
+        "settings": settings.to_dict(),
+        "prompt_tokens": trace.prompt_tokens,
+        "output_tokens": trace.output_tokens,
+        "ttft_s": metrics.ttft_s,
+        "tpot_s": metrics.tpot_s,
+        "e2e_s": metrics.e2e_s,
+        "itl_s": list(metrics.itl_s),
+        "itl_p50_s": metrics.itl_p50_s,
+        "itl_p90_s": metrics.itl_p90_s,
+        "itl_p99_s": metrics.itl_p99_s,
+        "prefill_tok_s": metrics.prefill_tok_s,
+        "decode_tok_s": metrics.decode_tok_s,
+        "token_times_s": trace.token_times_s(),
+        # The prompt's pass, layer by layer: seconds since request start, fraction of the layers done.
+        "prefill_progress": [{"t_s": (stamp - trace.request_start_ns) / 1e9, "fraction": fraction}
+                             for stamp, fraction in trace.prefill_progress],
+        "token_ids": trace.token_ids,
+        "text": trace.text,
+        "stop_reason": trace.stop_reason,
+        "error": trace.error,
+        **cache_document(trace),
+        **cpu_document(trace),
+        **server_document(trace),
+    }
+
+
 def cache_document(trace: GenerationTrace) -> dict:
     """How much of the prompt the prompt cache gave, and why no more; empty where the reply said nothing of it."""
     if trace.cache_reason is None and trace.cached_tokens is None:

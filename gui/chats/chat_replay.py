@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from core.chats.record import ChatRecord
+from core.chats.record import ChatRecord, ReplyRecord
+from core.timing.budget import BudgetMark
 from core.timing.cpu_share import contention_note
 from core.timing.events import TokenEvent
 from core.timing.trace import GenerationTrace
@@ -14,13 +15,15 @@ INTERRUPTED_NOTICE = ("The reply to your last message was interrupted: the app c
                       "Press Regenerate to answer it.")
 
 
-def reply_note(trace: GenerationTrace, notice: str | None) -> str | None:
-    """The lines shown under a reply: a context notice, how it stopped, and any error."""
+def reply_note(trace: GenerationTrace, notice: str | None, mark: BudgetMark | None = None) -> str | None:
+    """The lines shown under a reply: a context notice, how it stopped, any error, and its mark against the budget."""
     reasoning = trace.reasoning_text.strip()
     # A reasoning model's thinking counts toward TTFT but is not the answer: shown apart, under it.
     contended = contention_note(trace.cpu_share)
     notes = [note for note in (notice, reasoning and f"[reasoning] {reasoning}", STOP_NOTES.get(trace.stop_reason),
                                contended and f"[{contended}]") if note]
+    if mark is not None and mark.within is not None:
+        notes.append(f"[{mark.line}]")
     if trace.error:
         notes.append(f"Generation failed: {trace.error}. Your message is kept; press Regenerate or send again.")
     return "\n".join(notes) or None
@@ -31,7 +34,7 @@ def replay_chat(record: ChatRecord, transcript: TranscriptView, meter: MeterPane
     notes: dict[int, str | None] = {}
     failures: dict[int, list[str]] = {}
     for reply in record.replies:
-        note = reply_note(reply.trace, reply.context.get("notice"))
+        note = reply_note(reply.trace, reply.context.get("notice"), meter.budget_mark(reply.trace, streaming_of(reply)))
         index = reply.context.get("message_index")
         if isinstance(index, int) and not isinstance(index, bool):
             notes[index] = note  # after Regenerate the newest reply at this place wins
@@ -58,10 +61,10 @@ def replay_traces(record: ChatRecord, meter: MeterPanel) -> None:
     if not record.replies:
         return
     for reply in record.replies[:-1]:
-        meter.add_history(reply.trace)
+        meter.add_history(reply.trace, streaming_of(reply))
     last = record.replies[-1]
     trace = last.trace
-    streaming = bool(last.context.get("streaming", True))
+    streaming = streaming_of(last)
     meter.begin_reply(trace.request_start_ns)
     visible = 0
     for index, (token_id, text, stamp) in enumerate(zip(trace.token_ids, trace.token_texts, trace.timestamps_ns)):
@@ -74,3 +77,8 @@ def replay_traces(record: ChatRecord, meter: MeterPanel) -> None:
     if trace.timestamps_ns:
         meter.show_visible_text(trace.timestamps_ns[-1], len(trace.text))
     meter.finish_reply(trace, streaming)
+
+
+def streaming_of(reply: ReplyRecord) -> bool:
+    """Whether the reply was shown as it streamed (saved chats from before the switch existed: yes)."""
+    return bool(reply.context.get("streaming", True))

@@ -1,4 +1,5 @@
-"""TTFT and TPOT of every reply in this chat, against its prompt and against the tokens it really prefilled."""
+"""TTFT and TPOT of every reply in this chat, against its prompt and against the tokens it really prefilled; replies
+over the latency budget ringed in red, the budget's two limits as dashed lines."""
 
 from __future__ import annotations
 
@@ -28,6 +29,16 @@ class HistoryPlot(pg.PlotWidget):
                                         name="TTFT vs tokens prefilled")
         self.tpot_item = self.plot([], [], pen=pg.mkPen("#188038", width=2), symbol="o", symbolSize=7,
                                    symbolBrush="#188038", name="TPOT")
+        self.over_item = self.plot([], [], pen=None, symbol="o", symbolSize=15, symbolBrush=pg.mkBrush(0, 0, 0, 0),
+                                   symbolPen=pg.mkPen("#b00020", width=2), name="over budget")
+        # The budget's limits, outside the autorange: a 1 s TTFT budget must not squash replies of 50 ms.
+        self.ttft_budget_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#e8710a", width=1, style=Qt.PenStyle.DotLine),
+                                                label="TTFT budget", labelOpts={"position": 0.1, "color": "#e8710a"})
+        self.tpot_budget_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#188038", width=1, style=Qt.PenStyle.DotLine),
+                                                label="TPOT budget", labelOpts={"position": 0.9, "color": "#188038"})
+        for line in (self.ttft_budget_line, self.tpot_budget_line):
+            self.addItem(line, ignoreBounds=True)
+            line.setVisible(False)
         # Points come only when a reply ends: until then, a note instead of 0-1 axes with nothing on them.
         self.empty_note = EmptyPlotNote(self, "Each reply adds its TTFT and TPOT here, against its prompt's length.")
         self._prompt_tokens = GrowableBuffer(32)
@@ -36,14 +47,21 @@ class HistoryPlot(pg.PlotWidget):
         self._tpot_ms = GrowableBuffer(32)
         self._prefilled_tokens = GrowableBuffer(32)
         self._prefilled_ttft_ms = GrowableBuffer(32)
+        self._over_prompt_tokens = GrowableBuffer(32)
+        self._over_ttft_ms = GrowableBuffer(32)
+        self._budget_shown = False
         self._dirty = True
 
     def add_reply(self, prompt_tokens: int, ttft_s: float | None, tpot_s: float | None,
-                  prefilled_tokens: int | None = None) -> None:
-        """prefilled_tokens: the prompt less what the prompt cache gave; None where unknown (no point then)."""
+                  prefilled_tokens: int | None = None, over_budget: bool | None = None) -> None:
+        """prefilled_tokens: the prompt less what the prompt cache gave; None where unknown (no point then).
+        over_budget: True rings the reply's TTFT point in red."""
         if ttft_s is not None:
             self._prompt_tokens.append(prompt_tokens)
             self._ttft_ms.append(ttft_s * 1000)
+            if over_budget:
+                self._over_prompt_tokens.append(prompt_tokens)
+                self._over_ttft_ms.append(ttft_s * 1000)
             if prefilled_tokens is not None:
                 self._prefilled_tokens.append(prefilled_tokens)
                 self._prefilled_ttft_ms.append(ttft_s * 1000)
@@ -54,7 +72,7 @@ class HistoryPlot(pg.PlotWidget):
 
     def clear_history(self) -> None:
         for buffer in (self._prompt_tokens, self._ttft_ms, self._tpot_prompt_tokens, self._tpot_ms,
-                       self._prefilled_tokens, self._prefilled_ttft_ms):
+                       self._prefilled_tokens, self._prefilled_ttft_ms, self._over_prompt_tokens, self._over_ttft_ms):
             buffer.clear()
         self._dirty = True
 
@@ -67,10 +85,28 @@ class HistoryPlot(pg.PlotWidget):
         self.ttft_item.setData(self._prompt_tokens.view(), self._ttft_ms.view())
         self.tpot_item.setData(self._tpot_prompt_tokens.view(), self._tpot_ms.view())
         self.prefilled_item.setData(self._prefilled_tokens.view(), self._prefilled_ttft_ms.view())
+        self.over_item.setData(self._over_prompt_tokens.view(), self._over_ttft_ms.view())
         # Both axes start at 0: a lone first reply otherwise sat in a range like 43.6-44.4 tokens,
         # and growth is read against zero, not against the smallest value so far.
         self.setXRange(0, max(self._largest(self._prompt_tokens, self._tpot_prompt_tokens), 1.0), padding=0.05)
-        self.setYRange(0, max(self._largest(self._ttft_ms, self._tpot_ms), 1.0), padding=0.05)
+        top = max(self._largest(self._ttft_ms, self._tpot_ms), 1.0)
+        self.setYRange(0, top, padding=0.05)
+        # A limit above every reply stays out of view (its label would sit at the edge, as if it were there).
+        for line in (self.ttft_budget_line, self.tpot_budget_line):
+            line.setVisible(self._budget_shown and bool(len(self._prompt_tokens) or len(self._tpot_ms))
+                            and line.value() <= top * 1.05)
+
+    def show_budget(self, ttft_s: float, tpot_s: float) -> None:
+        """The budget's limits as dotted lines (seen when the replies come near them)."""
+        self.ttft_budget_line.setValue(ttft_s * 1000)
+        self.tpot_budget_line.setValue(tpot_s * 1000)
+        self._budget_shown = True
+        self._dirty = True
+
+    @property
+    def over_budget_points(self) -> int:
+        return len(self._over_ttft_ms)
+
 
     @staticmethod
     def _largest(*buffers: GrowableBuffer) -> float:

@@ -1,16 +1,19 @@
-"""The meter: stat cards above the interval, 'what the user saw' and per-reply history plots."""
+"""The meter: stat cards above the interval, 'what the user saw' and per-reply history plots; the chat's budget line."""
 
 from __future__ import annotations
 
 from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 from PySide6.QtCore import Qt
 
+from core.settings import LatencyBudget
+from core.timing.budget import BudgetMark, judge, tally_line
 from core.timing.cpu_share import contention_note
 from core.timing.events import TokenEvent
 from core.timing.metrics import LatencySummary
 from core.timing.running_median import RunningMedian
 from core.timing.export import delivery_summary
 from core.timing.trace import GenerationTrace
+from gui.meter.budget_line import BudgetLine
 from gui.meter.cache_map import CacheMap
 from gui.meter.history_plot import HistoryPlot
 from gui.meter.interval_plot import IntervalPlot
@@ -36,6 +39,9 @@ class MeterPanel(QWidget):
         self.cache_map = CacheMap()
         self.waterfall = WaterfallPlot()
         self.server_view = ServerView()
+        self.budget = LatencyBudget()
+        self.budget_line = BudgetLine()
+        self._judged: list[tuple[GenerationTrace, bool]] = []  # this chat's replies, for the budget's tally
         plots = QSplitter(Qt.Orientation.Vertical)
         for plot in (self.interval_plot, self.visible_plot, self.history_plot):
             plot.setMinimumHeight(140)
@@ -44,6 +50,7 @@ class MeterPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.cards)
+        layout.addWidget(self.budget_line)
         layout.addWidget(self.server_view)
         layout.addWidget(self.waterfall)
         layout.addWidget(plots, stretch=1)
@@ -52,6 +59,7 @@ class MeterPanel(QWidget):
         self._previous_chunk: int | None = None
         self._request_start_ns = 0
         self._cards_shown_ns: int | None = None
+        self.set_budget(self.budget)
 
     def begin_reply(self, request_start_ns: int) -> None:
         self._request_start_ns = request_start_ns
@@ -101,7 +109,7 @@ class MeterPanel(QWidget):
         self.cards.show_delivery(delivery_summary(trace))
         self.cards.show_prompt(trace.prompt_tokens, trace.cached_tokens, trace.cache_reason)
         self.cards.show_cpu(trace.window_cpu_share, trace.cpu_share, contention_note(trace.cpu_share))
-        self.add_history(trace)
+        self.add_history(trace, streaming)
         self.waterfall.show_trace(trace)
         self.server_view.show_trace(trace)
         self.refresh()
@@ -110,13 +118,40 @@ class MeterPanel(QWidget):
         self.interval_plot.settle()
         self.visible_plot.settle()
 
-    def add_history(self, trace: GenerationTrace) -> None:
-        """A finished reply on the chat's plots: TTFT and TPOT against its prompt, and its prompt-cache row."""
-        metrics = trace.metrics()
-        self.history_plot.add_reply(trace.prompt_tokens, metrics.ttft_s, metrics.tpot_s, trace.prefilled_tokens)
+    def add_history(self, trace: GenerationTrace, streaming: bool = True) -> None:
+        """A finished reply on the chat's plots: TTFT and TPOT against its prompt, its prompt-cache row, and its
+        mark against the budget."""
+        self._judged.append((trace, streaming))
+        self._plot_history(trace, streaming)
         self.cache_map.add_reply(trace)
+        self._show_tally()
+
+    def budget_mark(self, trace: GenerationTrace, streaming: bool) -> BudgetMark:
+        return judge(trace, streaming, self.budget)
+
+    def set_budget(self, budget: LatencyBudget) -> None:
+        """Judge this chat's replies again against a new budget."""
+        self.budget = budget
+        self.history_plot.clear_history()
+        self.history_plot.show_budget(budget.ttft_s, budget.tpot_s)
+        for trace, streaming in self._judged:
+            self._plot_history(trace, streaming)
+        self._show_tally()
+        self.history_plot.refresh()
+
+    def _plot_history(self, trace: GenerationTrace, streaming: bool) -> None:
+        metrics = trace.metrics()
+        within = self.budget_mark(trace, streaming).within
+        self.history_plot.add_reply(trace.prompt_tokens, metrics.ttft_s, metrics.tpot_s, trace.prefilled_tokens,
+                                    over_budget=within is False)
+
+    def _show_tally(self) -> None:
+        marks = [self.budget_mark(trace, streaming) for trace, streaming in self._judged]
+        self.budget_line.show_tally(self.budget, tally_line(marks), marks[-1] if marks else None)
 
     def reset_chat(self) -> None:
+        self._judged.clear()
+        self._show_tally()
         self.history_plot.clear_history()
         self.cache_map.clear()
         self.waterfall.clear()

@@ -102,6 +102,10 @@ class VisibleTextPlot(pg.PlotWidget):
         self.refresh()
         self.current_item.settle()
 
+    def points(self) -> tuple[np.ndarray, np.ndarray]:
+        """The staircase so far: seconds since Send, and characters on screen."""
+        return self._x.view().copy(), self._y.view().copy()
+
     def _append(self, seconds: float, chars: float) -> None:
         self._x.append(seconds)
         self._y.append(chars)

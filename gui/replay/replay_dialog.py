@@ -207,6 +207,22 @@ def _show_replay(window, data: bytes, name: str) -> "ReplayDialog | None":
 
     from core.timing.replay import ReplayFileError, read_replay
 
+    if _is_race(data):  # a race file (core/race/document.py) plays back in the race window, both sides together
+        from core.race.document import RaceFileError, read_race
+        from gui.race.launch import race_window
+
+        try:
+            read_race(data)
+        except RaceFileError as error:
+            window.notify(f"Cannot replay {name}: {error}", is_error=True)
+            return None
+        race = race_window(window)
+        if not race.show_race(data, name):
+            window.notify(f"Cannot replay {name} now: {race.status.text()}", is_error=True)
+            return None
+        race.show()
+        race.raise_()
+        return race
     try:
         replies = read_replay(data)
     except ReplayFileError as error:
@@ -216,3 +232,14 @@ def _show_replay(window, data: bytes, name: str) -> "ReplayDialog | None":
     dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     dialog.show()
     return dialog
+
+
+def _is_race(data: bytes) -> bool:
+    import json
+
+    from core.race.document import is_race
+
+    try:
+        return is_race(json.loads(data.decode("utf-8")))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return False

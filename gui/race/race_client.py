@@ -1,0 +1,65 @@
+"""The race window's end of the engine: RunRace and StopRace out, this race's messages back as signals."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Signal, Slot
+
+from core.engine import messages as m
+from core.race.config import RaceConfig
+
+
+class RaceClient(QObject):
+    progressed = Signal(str)
+    started = Signal(str, object)     # "A", "B" or "AB" (live), and its request start (perf_counter_ns, past 32 bits)
+    event_arrived = Signal(str, object)  # side, a core.timing.events event
+    finished = Signal(str)            # the race file's JSON text (core/race/document.py)
+    failed = Signal(str)
+
+    def __init__(self, client, parent=None):
+        super().__init__(parent)
+        self.client = client  # gui.engine_client.EngineClient: the window's, shared with the chat
+        self._race_id = 0
+        self.running = False
+        client.race_arrived.connect(self._on_arrived)
+        client.engine_stopped.connect(self._on_engine_stopped)
+
+    def run(self, config: RaceConfig, api_key: str | None = None, trust_remote_code: bool = False,
+            allow_pickle: bool = False) -> bool:
+        """False, with failed emitted, when the engine cannot take it now."""
+        if self.running:
+            return False
+        if not self.client.alive:
+            self.failed.emit("the engine has stopped: Chat → Restart engine starts a new one")
+            return False
+        self._race_id += 1
+        self.running = True
+        self.client.send(m.RunRace(self._race_id, config.to_dict(), trust_remote_code, allow_pickle, api_key))
+        return True
+
+    @Slot()
+    def stop(self) -> None:
+        if self.running:
+            self.client.send(m.StopRace(self._race_id))
+
+    @Slot(object)
+    def _on_arrived(self, message) -> None:
+        if message.race_id != self._race_id or not self.running:
+            return
+        if isinstance(message, m.RaceProgress):
+            self.progressed.emit(message.message)
+        elif isinstance(message, m.RaceStarted):
+            self.started.emit(message.sides, message.request_start_ns)
+        elif isinstance(message, m.RaceReplyEvent):
+            self.event_arrived.emit(message.side, message.event)
+        elif isinstance(message, m.RaceFinished):
+            self.running = False
+            self.finished.emit(message.document)
+        elif isinstance(message, m.RaceFailed):
+            self.running = False
+            self.failed.emit(message.message)
+
+    @Slot(object)
+    def _on_engine_stopped(self, stopped) -> None:
+        if self.running:
+            self.running = False
+            self.failed.emit(f"the engine stopped during the race ({stopped.description})")

@@ -51,6 +51,14 @@ _SIGNATURES = {
     "dequantize_row": (_I, [_I, _P, _P, _I]),
     "dot_reference": (_F, [_I, _I, _P, _P]),
     "ll_dot_tile": (_I, [_I, _I, _P, ctypes.c_size_t, _P, ctypes.c_size_t, _I, _I, _P]),
+    # A prompt's pass with its products in torch's GEMM (csrc/prefill.h).
+    "ll_stage_attention_norm": (_I, [_P, _I, _P, _I, _P, _I]),
+    "ll_stage_final_norm": (_I, [_P, _P, _I, _P, _I]),
+    "ll_stage_prepare": (_I, [_P, _I, _P, _I, _P, _P, _I]),
+    "ll_stage_residual": (_I, [_P, _I, _I, _P, _P, _I, _P, _I]),
+    "ll_stage_activate": (_I, [_P, _P, _I, _P, _I]),
+    "ll_unpack_rows": (_I, [_I, _P, _I, _I, _P, _I, _I]),
+    "ll_cache": (_P, [_P, _I]),
 }
 
 

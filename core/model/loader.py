@@ -150,8 +150,17 @@ def _load_native(source: ModelSource, progress: ProgressCallback) -> LoadedModel
         weight_bytes=model.build.weight_bytes if on_kernels else weight_bytes(model),
         eos_token_ids=_eos_ids(model, tokenizer),
         precision=native.precision, precision_note=native.note,
-        runtime=f"Latency Lab's C kernels ({model.kernel.library.isa})" if on_kernels else "",
+        runtime=_kernel_runtime(model) if on_kernels else "",
     )
+
+
+def _kernel_runtime(model) -> str:
+    from core.kernels.kernel_model import GEMM_MIN_TOKENS
+
+    kernel = model.kernel
+    gemm = (f"; prompts of {GEMM_MIN_TOKENS}+ tokens on torch's {kernel.prefill_precision} GEMM"
+            if kernel.prefill_precision else "")
+    return f"Latency Lab's C kernels ({kernel.library.isa}){gemm}"
 
 
 def _load_converted(source: ModelSource, device: str, dtype: str, progress: ProgressCallback,

@@ -23,6 +23,9 @@ SOURCE_DIR = Path(__file__).with_name("csrc")
 NATIVE_FLAGS = ("-O3", "-march=native", "-mtune=native")
 # For tests of the scalar reference path, and CPUs gcc cannot name: the compiler's plain baseline.
 PORTABLE_FLAGS = ("-O2",)
+# For tests, on an AVX-512 machine, of the AVX2 code that AVX2-only CPUs run.
+AVX2_FLAGS = ("-O3", "-march=haswell", "-mtune=native")
+VARIANT_FLAGS = {"native": NATIVE_FLAGS, "portable": PORTABLE_FLAGS, "avx2": AVX2_FLAGS}
 COMMON_FLAGS = ("-fopenmp", "-shared", "-fPIC", "-std=c11", "-fno-math-errno")
 COMPILE_TIMEOUT_S = 300
 
@@ -58,11 +61,20 @@ def cpu_flags() -> str:
     return f"{model} | {flags}"
 
 
-def _flags(portable: bool) -> tuple[str, ...]:
-    return (PORTABLE_FLAGS if portable else NATIVE_FLAGS) + COMMON_FLAGS
+def variant_name(portable: bool | str) -> str:
+    """portable: False (this CPU's native build), True (the scalar one), or a variant name ("avx2")."""
+    if isinstance(portable, str):
+        if portable not in VARIANT_FLAGS:
+            raise ValueError(f"unknown kernel build {portable!r}")
+        return portable
+    return "portable" if portable else "native"
 
 
-def library_path(portable: bool = False) -> Path:
+def _flags(portable: bool | str) -> tuple[str, ...]:
+    return VARIANT_FLAGS[variant_name(portable)] + COMMON_FLAGS
+
+
+def library_path(portable: bool | str = False) -> Path:
     """Where this machine's build of the current sources lives (or will).
 
     Keyed by what decides the code (sources, flags, this CPU), not the compiler: a library built once
@@ -73,7 +85,7 @@ def library_path(portable: bool = False) -> Path:
         key.update(part.encode() + b"\0")
     for path in sorted(SOURCE_DIR.glob("*.c")) + sorted(SOURCE_DIR.glob("*.h")):
         key.update(path.name.encode() + b"\0" + path.read_bytes())
-    return cache_root() / "kernels" / f"liblatencylab-{'portable' if portable else 'native'}-{key.hexdigest()[:16]}.so"
+    return cache_root() / "kernels" / f"liblatencylab-{variant_name(portable)}-{key.hexdigest()[:16]}.so"
 
 
 def can_build() -> bool:
@@ -88,7 +100,7 @@ def fast_here() -> bool:
     return {"avx2", "fma", "f16c"} <= flags
 
 
-def build_library(portable: bool = False, progress=None) -> BuiltLibrary:
+def build_library(portable: bool | str = False, progress=None) -> BuiltLibrary:
     """The compiled library's path, building it first if this machine has none for these sources."""
     sources = sorted(SOURCE_DIR.glob("*.c"))
     flags = _flags(portable)

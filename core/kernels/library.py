@@ -87,11 +87,11 @@ class KernelLibrary:
             raise RuntimeError(f"{doing}: {self._lib.ll_last_error().decode(errors='replace')}")
 
 
-_loaded: dict[bool, KernelLibrary] = {}
+_loaded: dict[bool | str, KernelLibrary] = {}
 _lock = threading.Lock()
 
 
-def kernels(portable: bool = False, progress=None) -> KernelLibrary:
+def kernels(portable: bool | str = False, progress=None) -> KernelLibrary:
     """The kernel library, compiled on first use (once per machine) and loaded once per process."""
     with _lock:
         library = _loaded.get(portable)

@@ -290,7 +290,10 @@ TILE_ENTRY(q4_0) TILE_ENTRY(q4_1) TILE_ENTRY(q5_0) TILE_ENTRY(q5_1) TILE_ENTRY(q
 TILE_ENTRY(q4_K) TILE_ENTRY(q5_K) TILE_ENTRY(q6_K) TILE_ENTRY(f32) TILE_ENTRY(f16) TILE_ENTRY(bf16)
 
 const char *kernel_isa(void) {
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__) && \
+    defined(__AVX512VNNI__)
+    return "avx512 vnni";
+#elif defined(__AVX512F__)
     return "avx2 kernels (avx512 machine)";
 #else
     return "avx2";
@@ -315,7 +318,11 @@ const char *kernel_isa(void) { return "scalar"; }
 
 #endif
 
+dot_tile_fn dot_tile_avx512(int type);  /* dots_avx512.c: NULL where not built for AVX-512 VNNI */
+
 dot_tile_fn dot_tile_for(int type) {
+    const dot_tile_fn wide = dot_tile_avx512(type);
+    if (wide) return wide;
     switch (type) {
     case LL_Q4_0: return q4_0_tiles;
     case LL_Q4_1: return q4_1_tiles;

@@ -25,7 +25,10 @@ MAX_RESIDUAL_PCT = 5.0
 
 
 def judge(results: LabResults) -> list[dict]:
-    return [judge_prompt(results), judge_precision(results), judge_batch(results), judge_total(results)]
+    from core.lab.roofline_verdict import judge_roofline
+
+    return [judge_prompt(results), judge_precision(results), judge_batch(results), judge_total(results),
+            judge_roofline(results)]
 
 
 def verdict_sentence(verdict: dict) -> str:
@@ -104,6 +107,11 @@ def judge_batch(results: LabResults) -> dict:
                      if row["step_time_s"] <= MAX_BATCH_STEP_GROWTH * single["step_time_s"])
     if free_up_to not in (1, largest["batch_size"]):
         evidence += f"; it stayed nearly free up to batch {free_up_to}"
+    from core.lab.roofline_verdict import batch_explanation
+
+    why = batch_explanation(results, single, largest)
+    if why:
+        evidence += f". Why: {why}"
     return _verdict("batch", CLAIM_BATCH, step_growth <= MAX_BATCH_STEP_GROWTH, evidence, criterion)
 
 

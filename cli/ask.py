@@ -16,6 +16,7 @@ from core.settings import GenerationSettings
 from core.timing.events import TokenEvent
 from core.timing.export import server_document
 from core.timing.trace import GenerationTrace
+from core.timing.waterfall import waterfall_document
 from cli.exit_paths import (
     INTERRUPTED_STATUS, OUTPUT_FAILED_STATUS, OutputLost, end_generation, say, silence_stdout, stdout_problem, write_out,
 )
@@ -114,6 +115,20 @@ def ask_report(model_facts: dict, trace: GenerationTrace, settings: GenerationSe
         "text": trace.text,
         "stop_reason": trace.stop_reason,
         "error": trace.error,
+        # Where the time went before the first token, as the window's waterfall shows it.
+        "waterfall": waterfall_document(trace),
+        # The reply's two phases against this machine's ceilings (prefill FLOP/s, decode bytes/s).
+        "roofline": _roofline(model_facts, trace),
         **server_document(trace),
     }
+
+
+def _roofline(model_facts: dict, trace: GenerationTrace) -> dict | None:
+    """None for a server's reply (its shape and machine are not ours to count)."""
+    if not model_facts.get("arithmetic"):
+        return None
+    from core.roofline.ceilings import cached_ceilings
+    from core.roofline.placement import reply_placement
+
+    return reply_placement(trace, model_facts["arithmetic"], cached_ceilings())
 

@@ -48,6 +48,9 @@ def judge_roofline(results) -> dict:
                  " — short of what the arithmetic allows" if longest["prefill_intensity"] > ridge else
                  " — left of the ridge, so memory, not arithmetic, bounds it")
     evidence += "; " + decode_explanation(shape, ceilings, shortest["decode_bytes_per_s"], shortest.get("tpot_s"))
+    if ceilings.loaded:
+        evidence += (f" (the ceilings were measured while other programs used {ceilings.others_share:.0%} of the "
+                     f"cores: they are below what this machine can do, and so are these shares' denominators)")
     decode_share = shortest["decode_bytes_per_s"] / memory.value
     holds = prefill_bound and decode_share >= MEMORY_BOUND_SHARE
     return _verdict("roofline", CLAIM_ROOFLINE, holds, evidence, criterion)

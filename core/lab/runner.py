@@ -146,12 +146,19 @@ class LabRun:
         ceilings = self.context.run(lambda: cached_ceilings() or measure_ceilings(cancel=self.cancel, progress=say))
         check_cancel(self.cancel)
         self.results.ceilings = ceilings.to_dict()
+        self._announce_ceilings()
         for note in ceilings.notes:
             say(note)
         dram = ceilings.get("dram")
         self.bandwidth = BandwidthMeasurement(
             bytes_per_s=dram.value, median_bytes_per_s=dram.median, buffer_bytes=int(dram.amount), passes=dram.passes,
             last_level_cache_bytes=ceilings.last_level_cache_bytes, threads=ceilings.threads, method=dram.method)
+
+    def _announce_ceilings(self) -> None:
+        """The ceilings, and the model's shape once loaded, to the observer: the roofline's roof before its points."""
+        if self.results.ceilings:
+            self.observer.row_measured("ceilings", {"ceilings": self.results.ceilings,
+                                                    "arithmetic": getattr(self.main_model, "arithmetic", None)})
 
     def _add(self, sweep: str, row: dict) -> None:
         from core.lab.roofline_rows import batch_row_fields, precision_row_fields, prompt_row_fields
@@ -174,6 +181,7 @@ class LabRun:
                                    else f"loading {model} ({self.config.dtype})")
             self.main_model = self._load(self.config.dtype)
             self.progress.advance("model loaded")
+            self._announce_ceilings()
         self.results.model = self.main_model.describe()
         return self.main_model
 

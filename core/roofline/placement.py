@@ -103,3 +103,16 @@ def decode_sentence(placement: dict | None) -> str | None:
     where = (" The weights fit in the last-level cache, so decode reads the cache, not DRAM."
              if decode["weights_fit_in_last_level_cache"] else "")
     return text + ", " + " and ".join(parts) + "." + where
+
+
+def reply_placement(trace, arithmetic: dict | None, ceilings: Ceilings | dict | None) -> dict | None:
+    """place_reply for a finished reply's trace: its prompt's pass timed by the waterfall's prefill segment
+    (from the compute thread taking the job to token 0), or by the TTFT where that was not stamped."""
+    from core.timing.waterfall import segments
+
+    if not arithmetic or not trace.output_tokens:
+        return None
+    metrics = trace.metrics()
+    prefill = next((segment.duration_s for segment in segments(trace) if segment.name == "prefill"), None)
+    return place_reply(arithmetic, ceilings, trace.prompt_tokens, trace.output_tokens, prefill or metrics.ttft_s,
+                       metrics.tpot_s)

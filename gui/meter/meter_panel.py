@@ -8,6 +8,7 @@ from PySide6.QtCore import Qt
 from core.timing.events import TokenEvent
 from core.timing.metrics import LatencySummary
 from core.timing.running_median import RunningMedian
+from core.roofline.placement import reply_placement
 from core.timing.export import delivery_summary
 from core.timing.trace import GenerationTrace
 from gui.meter.history_plot import HistoryPlot
@@ -48,6 +49,8 @@ class MeterPanel(QWidget):
         self._previous_chunk: int | None = None
         self._request_start_ns = 0
         self._cards_shown_ns: int | None = None
+        self._arithmetic: dict | None = None  # the model's shape, for the roofline's counts
+        self._ceilings: dict | None = None    # this machine's ceilings, when measured
 
     def begin_reply(self, request_start_ns: int) -> None:
         self._request_start_ns = request_start_ns
@@ -88,10 +91,21 @@ class MeterPanel(QWidget):
             self._cards_shown_ns = now_ns
         self.refresh()
 
+    def set_model_facts(self, facts: dict) -> None:
+        """A loaded model's facts: its shape and (when measured) the machine's ceilings, for the cards' tooltips."""
+        self._arithmetic = facts.get("arithmetic")
+        self._ceilings = facts.get("ceilings")
+
+    def set_ceilings(self, ceilings: dict | None) -> None:
+        """Ceilings the Lab has just measured."""
+        if ceilings:
+            self._ceilings = ceilings
+
     def finish_reply(self, trace: GenerationTrace, streaming: bool) -> None:
         metrics = trace.metrics()
         self.cards.show_summary(metrics, streaming)
         self.cards.show_delivery(delivery_summary(trace))
+        self.cards.show_placement(reply_placement(trace, self._arithmetic, self._ceilings))
         self.history_plot.add_reply(trace.prompt_tokens, metrics.ttft_s, metrics.tpot_s)
         self.waterfall.show_trace(trace)
         self.server_view.show_trace(trace)

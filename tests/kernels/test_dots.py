@@ -149,3 +149,29 @@ def test_the_native_build_names_its_instruction_set():
     assert library.isa == expected
     assert _library("avx2").isa == "avx2" if "avx2" in flags else True
     assert ctypes.sizeof(ctypes.c_void_p) == 8
+
+
+@pytest.mark.parametrize("qtype", [t for t in WEIGHT_TYPES if not t.startswith(("F", "BF"))])
+def test_the_avx512_kernels_give_the_avx2_kernels_results_to_the_last_bit(qtype: str):
+    """Both sum their floats 8 lanes wide in the same order, as llama.cpp's x86 dots do: a model on an AVX-512
+    machine gets the logits an AVX2 machine gets."""
+    if not _has_avx2():
+        pytest.skip("no AVX2 here")
+    from core.kernels.library import KERNEL_TYPES
+
+    native, avx2 = _library(False), _library("avx2")
+    columns = COLUMNS if qtype.endswith("_K") else COLUMNS + 32
+    rng = np.random.default_rng(11)
+    raw, _ = _weights(qtype, 4, rng, columns)
+    quantised = [_activation(native, qtype, rng.normal(0, 1, columns).astype(np.float32))[0] for _ in range(4)]
+    packed = np.concatenate(quantised)
+    for weight_rows in (1, 2, 4):
+        for count in (1, 2, 3, 4):
+            results = []
+            for library in (native, avx2):
+                out = np.zeros(weight_rows * count, dtype=np.float32)
+                assert library.ll_dot_tile(KERNEL_TYPES[qtype], columns, raw.ctypes.data, raw.shape[1],
+                                           packed.ctypes.data, quantised[0].size, weight_rows, count,
+                                           out.ctypes.data) == 0
+                results.append(out)
+            assert np.array_equal(results[0], results[1]), (weight_rows, count, results)

@@ -155,3 +155,18 @@ def test_the_faster_precision_is_chosen_and_cached(monkeypatch, tmp_path):
     assert gemm_choice(2).precision == "float32"
     monkeypatch.setattr(module, "measure_choice", lambda threads: pytest.fail("measured again despite the cache"))
     assert gemm_choice(2).precision == "float32"
+
+
+def test_the_vectorised_silu_is_float_precise_across_its_range(family_models):
+    kernel = family_models["llama"].model.kernel
+    ffn = kernel.shape.ffn
+    rng = np.random.default_rng(5)
+    gate = np.concatenate([np.linspace(-100, 100, ffn // 2), rng.normal(0, 4, ffn - ffn // 2)]).astype(np.float32)
+    up = rng.normal(0, 1, ffn).astype(np.float32)
+    gate_up = np.concatenate([gate, up])[None].copy()
+    out = np.empty((1, ffn), dtype=np.float32)
+    kernel.library.check(kernel.library.ll_stage_activate(kernel.handle, gate_up.ctypes.data, 1, out.ctypes.data, 2),
+                         "activating")
+    g = gate.astype(np.float64)
+    exact = g / (1 + np.exp(-g)) * up
+    assert np.all(np.abs(out[0] - exact) <= 4e-7 * np.abs(exact) + 1e-30), np.abs(out[0] - exact).max()

@@ -2,9 +2,12 @@
  *
  * Twice the AVX2 kernels' width: two legacy blocks, or a k-quant's 64 elements, per instruction, with VNNI's
  * vpdpbusd (unsigned bytes times signed bytes, summed in fours) in place of maddubs + madd, and vpdpwssd for
- * the k-quants' scaled 16-bit sums. The integer results equal the AVX2 kernels' (no sum here can saturate),
- * so both give the reference's numbers to float rounding. Built where -march=native has these extensions
- * (Ice Lake and later Xeons, Zen 4); elsewhere dot_tile_avx512 returns NULL and the AVX2 kernels run.
+ * the k-quants' scaled 16-bit sums. The integer sums equal the AVX2 kernels' lane for lane (none can saturate),
+ * and the floats are accumulated 8 lanes wide in the AVX2 kernels' order, block after block: so the results are
+ * the AVX2 kernels' to the last bit, and llama.cpp's, whose x86 dots sum in that order. (Summing 16 lanes
+ * wide moved last bits, which this model family turns into changed tokens now and then.) Built where
+ * -march=native has these extensions (Ice Lake and later Xeons, Zen 4); elsewhere dot_tile_avx512 returns
+ * NULL and the AVX2 kernels run.
  */
 #include "quants.h"
 
@@ -39,9 +42,17 @@ INLINE __mmask64 fifth_bits(const uint8_t *qh0, const uint8_t *qh1) {
     return (__mmask64)low | ((__mmask64)high << 32);
 }
 
-/* s0 in lanes 0..7 (block 0), s1 in 8..15 (block 1). */
-INLINE __m512 two_scales(float s0, float s1) {
-    return _mm512_insertf32x8(_mm512_set1_ps(s0), _mm256_set1_ps(s1), 1);
+/* The AVX2 kernels' horizontal sum of 8 lanes, in their order. */
+INLINE float hsum_8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* The two 8-lane halves of 16 int32 lanes, added (exact): what the AVX2 kernels' one 8-lane sum holds. */
+INLINE __m256i fold_halves(__m512i v) {
+    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
 }
 
 /* Legacy 32-element types, two blocks at a time: q holds the weights as unsigned bytes (offset by OFFSET for
@@ -50,10 +61,10 @@ INLINE __m512 two_scales(float s0, float s1) {
 #define LEGACY_512(NAME, WBLOCK, ABLOCK, UNPACK2, UNPACK1, OFFSET, MINIMUM)                                     \
     INLINE void NAME##_tile(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, const int R,  \
                             const int C, float *out) {                                                         \
-        __m512 acc[4][DOT_ROWS];                                                                               \
+        __m256 acc[4][DOT_ROWS];                                                                               \
         float minimums[4][DOT_ROWS];                                                                           \
         for (int i = 0; i < R; i++)                                                                            \
-            for (int j = 0; j < C; j++) { acc[i][j] = _mm512_setzero_ps(); minimums[i][j] = 0.0f; }            \
+            for (int j = 0; j < C; j++) { acc[i][j] = _mm256_setzero_ps(); minimums[i][j] = 0.0f; }            \
         const int blocks = n / QK;                                                                             \
         int b = 0;                                                                                             \
         for (; b + 2 <= blocks; b += 2) {                                                                      \
@@ -77,9 +88,15 @@ INLINE __m512 two_scales(float s0, float s1) {
                 for (int i = 0; i < R; i++) {                                                                  \
                     const __m512i p = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q[i], v),   \
                                                        offset);                                                \
-                    acc[i][j] = _mm512_fmadd_ps(two_scales(dw[i][0] * dy0, dw[i][1] * dy1),                   \
-                                                _mm512_cvtepi32_ps(p), acc[i][j]);                             \
-                    if (MINIMUM) minimums[i][j] += mw[i][0] * SUM_OF(&y[0]) + mw[i][1] * SUM_OF(&y[1]);        \
+                    const __m512 f = _mm512_cvtepi32_ps(p);                                                    \
+                    acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dw[i][0] * dy0), _mm512_castps512_ps256(f),     \
+                                                acc[i][j]);                                                    \
+                    acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dw[i][1] * dy1), _mm512_extractf32x8_ps(f, 1),  \
+                                                acc[i][j]);                                                    \
+                    if (MINIMUM) {                                                                             \
+                        minimums[i][j] += mw[i][0] * SUM_OF(&y[0]);                                            \
+                        minimums[i][j] += mw[i][1] * SUM_OF(&y[1]);                                            \
+                    }                                                                                          \
                 }                                                                                              \
             }                                                                                                  \
         }                                                                                                      \
@@ -102,14 +119,13 @@ INLINE __m512 two_scales(float s0, float s1) {
                 for (int i = 0; i < R; i++) {                                                                  \
                     const __m256i p = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), q[i], v),   \
                                                        offset);                                                \
-                    acc[i][j] = _mm512_fmadd_ps(_mm512_set1_ps(dw[i] * dy),                                    \
-                                                _mm512_zextps256_ps512(_mm256_cvtepi32_ps(p)), acc[i][j]);     \
+                    acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dw[i] * dy), _mm256_cvtepi32_ps(p), acc[i][j]); \
                     if (MINIMUM) minimums[i][j] += mw[i] * SUM_OF(y);                                          \
                 }                                                                                              \
             }                                                                                                  \
         }                                                                                                      \
         for (int i = 0; i < R; i++)                                                                            \
-            for (int j = 0; j < C; j++) out[i * C + j] = _mm512_reduce_add_ps(acc[i][j]) + minimums[i][j];     \
+            for (int j = 0; j < C; j++) out[i * C + j] = hsum_8(acc[i][j]) + minimums[i][j];                   \
     }
 
 /* The half-width tail's unpacking: one block's 32 quants as unsigned bytes. */
@@ -153,10 +169,10 @@ INLINE __m512i shifted_halves(const __m256i bytes, int low, int high) {
  * 6-bit scales; maddubs pairs them with the activations and vpdpwssd weighs each sub-block by its scale. */
 INLINE void k4_tile(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, const int R, const int C,
                     float *out, const int five) {
-    __m512 acc[4][DOT_ROWS];
+    __m256 acc[4][DOT_ROWS];
     float minimums[4][DOT_ROWS];
     for (int i = 0; i < R; i++)
-        for (int j = 0; j < C; j++) { acc[i][j] = _mm512_setzero_ps(); minimums[i][j] = 0.0f; }
+        for (int j = 0; j < C; j++) { acc[i][j] = _mm256_setzero_ps(); minimums[i][j] = 0.0f; }
     const __m512i low4 = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
     const size_t block_bytes = five ? sizeof(block_q5_K) : sizeof(block_q4_K);
     for (int b = 0; b < n / QK_K; b++) {
@@ -205,13 +221,14 @@ INLINE void k4_tile(int n, const void *w, size_t w_stride, const void *a, size_t
                 const __m128i weighted = _mm_madd_epi16(mins16, pairs);
                 const __m128i folded = _mm_add_epi32(weighted, _mm_shuffle_epi32(weighted, _MM_SHUFFLE(1, 0, 3, 2)));
                 const int m = _mm_cvtsi128_si32(_mm_add_epi32(folded, _mm_shuffle_epi32(folded, 1)));
-                acc[i][j] = _mm512_fmadd_ps(_mm512_set1_ps(d * y->d), _mm512_cvtepi32_ps(sums[i][j]), acc[i][j]);
+                acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(d * y->d), _mm256_cvtepi32_ps(fold_halves(sums[i][j])),
+                                            acc[i][j]);
                 minimums[i][j] -= dmin * y->d * (float)m;
             }
         }
     }
     for (int i = 0; i < R; i++)
-        for (int j = 0; j < C; j++) out[i * C + j] = _mm512_reduce_add_ps(acc[i][j]) + minimums[i][j];
+        for (int j = 0; j < C; j++) out[i * C + j] = hsum_8(acc[i][j]) + minimums[i][j];
 }
 
 INLINE void q4_K_tile(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, const int R, const int C,
@@ -237,9 +254,9 @@ INLINE __m512i group_scales(const int8_t *s) {
  * 16 with its own int8 scale. The stored values are value + 32: that offset comes off once per super-block. */
 INLINE void q6_K_tile(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, const int R, const int C,
                       float *out) {
-    __m512 acc[4][DOT_ROWS];
+    __m256 acc[4][DOT_ROWS];
     for (int i = 0; i < R; i++)
-        for (int j = 0; j < C; j++) acc[i][j] = _mm512_setzero_ps();
+        for (int j = 0; j < C; j++) acc[i][j] = _mm256_setzero_ps();
     const __m512i low4 = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(3);
     for (int b = 0; b < n / QK_K; b++) {
         __m512i sums[4][DOT_ROWS];
@@ -277,13 +294,14 @@ INLINE void q6_K_tile(int n, const void *w, size_t w_stride, const void *a, size
                                                      _mm256_extracti128_si256(products, 1));
                 const __m128i twice = _mm_add_epi32(folded, _mm_shuffle_epi32(folded, _MM_SHUFFLE(1, 0, 3, 2)));
                 const int offset = _mm_cvtsi128_si32(_mm_add_epi32(twice, _mm_shuffle_epi32(twice, 1)));
-                const __m512i total = _mm512_sub_epi32(sums[i][j], _mm512_zextsi128_si512(_mm_cvtsi32_si128(32 * offset)));
-                acc[i][j] = _mm512_fmadd_ps(_mm512_set1_ps(d * y->d), _mm512_cvtepi32_ps(total), acc[i][j]);
+                const __m256i total = _mm256_sub_epi32(fold_halves(sums[i][j]),
+                                                       _mm256_setr_epi32(32 * offset, 0, 0, 0, 0, 0, 0, 0));
+                acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(d * y->d), _mm256_cvtepi32_ps(total), acc[i][j]);
             }
         }
     }
     for (int i = 0; i < R; i++)
-        for (int j = 0; j < C; j++) out[i * C + j] = _mm512_reduce_add_ps(acc[i][j]);
+        for (int j = 0; j < C; j++) out[i * C + j] = hsum_8(acc[i][j]);
 }
 
 #define TILE_ENTRY(NAME)                                                                                        \

@@ -43,8 +43,9 @@ static inline size_t kv_index(const ll_model *m, int seq, int layer, int kv_head
 void ll_rms_norm(const float *x, const float *weight, float *out, int n, float eps);
 /* After attention's projections: biases, head norms, rotary embedding, then the row's keys and values cached. */
 void ll_prepare_row(ll_model *m, int layer, float *projected, int seq, int pos, float *cosines, float *sines);
-/* out[d] = act(gate[d]) * up[d] over one row of the feed-forward (out may be gate). */
-void ll_activate_row(const ll_model *m, const float *gate, const float *up, float *out);
+/* out[d] = act(gate[d]) * up[d] over one row of the feed-forward (out may be gate); vectorised: SiLU's exp in
+ * SIMD lanes (float-precise, but its last bits are not libm's). */
+void ll_activate_row(const ll_model *m, const float *gate, const float *up, float *out, int vectorised);
 int ll_check_ready(const ll_model *m);
 
 #endif

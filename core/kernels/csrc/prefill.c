@@ -80,7 +80,7 @@ int ll_stage_activate(ll_model *m, const float *gate_up, int32_t count, float *o
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int i = 0; i < count; i++) {
         const float *gate = gate_up + (size_t)i * 2 * ffn;
-        ll_activate_row(m, gate, gate + ffn, out + (size_t)i * ffn);
+        ll_activate_row(m, gate, gate + ffn, out + (size_t)i * ffn, 1);
     }
     return 0;
 }

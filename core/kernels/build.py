@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,11 +117,19 @@ def build_library(portable: bool | str = False, progress=None) -> BuiltLibrary:
     folder.mkdir(parents=True, exist_ok=True)
     handle, staging = tempfile.mkstemp(prefix=".building-", suffix=".so", dir=folder)
     os.close(handle)
-    command = [cc, *flags, "-o", staging, *map(str, sources), "-lm"]
+    objects = tempfile.mkdtemp(prefix=".objects-", dir=folder)
+    compile_flags = [flag for flag in flags if flag != "-shared"]
+    # Each source on its own core: the two dot-product files take most of the time, and take it together.
+    outputs = [os.path.join(objects, source.stem + ".o") for source in sources]
+    commands = [[cc, *compile_flags, "-c", "-o", output, str(source)] for output, source in zip(outputs, sources)]
+    commands.append([cc, *flags, "-o", staging, *outputs, "-lm"])
     try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
-        if result.returncode != 0:
-            detail = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        with ThreadPoolExecutor(max_workers=max(1, min(len(sources), os.cpu_count() or 1))) as pool:
+            results = list(pool.map(_run, commands[:-1]))
+        results.append(_run(commands[-1]) if all(result.returncode == 0 for result in results) else None)
+        failed = next((result for result in results if result is not None and result.returncode != 0), None)
+        if failed is not None:
+            detail = (failed.stderr.strip().splitlines() or ["no output"])[-1]
             raise KernelsUnavailable(f"compiling the native GGUF kernels failed ({Path(cc).name}: {detail[:200]})")
         os.replace(staging, target)  # atomic: another process sees the whole library or none
     except subprocess.TimeoutExpired:
@@ -128,4 +137,9 @@ def build_library(portable: bool | str = False, progress=None) -> BuiltLibrary:
     finally:
         if os.path.exists(staging):
             os.unlink(staging)
+        shutil.rmtree(objects, ignore_errors=True)
     return BuiltLibrary(target, True)
+
+
+def _run(command: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)

@@ -24,8 +24,10 @@ import torch
 
 from core.kernels.kernel_model import KernelModel
 
-# Rows per GEMM at most: bounds the scratch of very long prompts (the feed-forward's [rows, 2 x ffn] output).
-ROW_CHUNK = 1024
+# Bytes of the feed-forward's [rows, 2 x ffn] float32 output at most: it bounds the rows per GEMM for long
+# prompts of wide models. A prompt in one chunk also gets torch's fused causal attention, which is twice as fast
+# as the masked kind a later chunk needs.
+SCRATCH_BYTES = 256 << 20
 # Bytes of attention scores per chunk of queries at most.
 SCORE_BYTES = 64 << 20
 UNPACK_FORMAT = {torch.float32: 0, torch.bfloat16: 1}
@@ -61,7 +63,7 @@ class GemmPrefill:
         positions = np.arange(start, start + count, dtype=np.int32)
         sequences = np.zeros(count, dtype=np.int32)
         q_size, kv_size = shape.heads * shape.head_dim, shape.kv_heads * shape.head_dim
-        rows = min(count, ROW_CHUNK)
+        rows = min(count, max(1, SCRATCH_BYTES // (8 * shape.ffn)))
         normed = np.empty((rows, shape.width), dtype=np.float32)
         projected = np.empty((rows, q_size + 2 * kv_size), dtype=np.float32)
         attended = np.empty((rows, q_size), dtype=np.float32)

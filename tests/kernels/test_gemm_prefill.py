@@ -77,7 +77,7 @@ def test_queries_in_several_chunks_give_what_one_chunk_gives(family_models, monk
     kernel = family_models["gemma3"].model.kernel
     whole = _logits(kernel, "float32")
     monkeypatch.setattr(gemm_prefill, "SCORE_BYTES", 1)  # one query per chunk
-    monkeypatch.setattr(gemm_prefill, "ROW_CHUNK", 16)   # and rows in chunks of 16 through the products
+    monkeypatch.setattr(gemm_prefill, "SCRATCH_BYTES", 16 * 8 * kernel.shape.ffn)  # and 16 rows per product
     chunked = _logits(kernel, "float32")
     assert_close(chunked, whole)
 

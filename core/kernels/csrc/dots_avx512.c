@@ -11,8 +11,7 @@
  */
 #include "quants.h"
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__) && \
-    defined(__AVX512VNNI__)
+#if LL_AVX512_DOTS
 
 #define INLINE static inline __attribute__((always_inline))
 #define W_ROW(i) ((const char *)w + (size_t)(i) * w_stride)

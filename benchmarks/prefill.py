@@ -62,12 +62,16 @@ def main() -> None:
     tokenizer = native.tokenizer
     prompts = {int(words): tokenizer(chapter_prompt(int(words)))["input_ids"] for words in args.words.split(",")}
 
+    def llama_next() -> int:
+        """llama.cpp's greedy token after its last eval (its scores array holds logits only with logits_all)."""
+        return int(np.argmax(np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),))))
+
     def ttft(engine: str, ids: list[int]) -> float:
         if engine == "llama.cpp":
             llama.reset()
             started = time.perf_counter()
             llama.eval(ids)
-            int(np.argmax(llama.scores[llama.n_tokens - 1]))
+            llama_next()
             return time.perf_counter() - started
         kernel.prefill_precision = None if engine == "blocks" else gemm
         try:
@@ -79,9 +83,14 @@ def main() -> None:
         if not args.tokens or engine == "blocks":
             return None
         if engine == "llama.cpp":
-            from quant_table import llama_tpot
-
-            return llama_tpot(llama, ids, args.tokens)
+            llama.reset()
+            llama.eval(ids)
+            token = llama_next()
+            started = time.perf_counter()
+            for _ in range(args.tokens):
+                llama.eval([token])
+                token = llama_next()
+            return (time.perf_counter() - started) / args.tokens
         return bare_tpot(models[engine].model, torch.tensor([ids]), args.tokens, "lean")
 
     runs = [engine for engine in engines if engine in models or (engine == "llama.cpp" and llama)]

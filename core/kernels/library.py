@@ -59,6 +59,7 @@ _SIGNATURES = {
     "ll_stage_activate": (_I, [_P, _P, _I, _P, _I]),
     "ll_unpack_rows": (_I, [_I, _P, _I, _I, _P, _I, _I]),
     "ll_cache": (_P, [_P, _I]),
+    "ll_read": (ctypes.c_uint64, [_P, ctypes.c_size_t, _I]),  # csrc/read.c: the bandwidth ceilings' read loop
 }
 
 

@@ -138,11 +138,26 @@ def gemm_probe(precision: str, shape: tuple[int, int, int] = GEMM_SHAPE) -> Prob
 
 
 def read_probe(name: str, label: str, buffer_bytes: int, why: str) -> Probe:
+    """Latency Lab's read loop (csrc/read.c: wide loads, every thread) where the kernels are built, else torch.sum,
+    whose pairwise float sums read at about half the rate here."""
     import torch
 
     buffer = torch.ones(buffer_bytes // 4, dtype=torch.float32)  # written once: every page resident
-    return Probe(name, label, "byte/s", float(buffer.numel() * 4), buffer.sum,
-                 f"torch.sum over a {buffer_bytes / MIB:,.0f} MiB float32 buffer ({why}), bytes over the best pass")
+    size = f"{buffer_bytes / MIB:,.0f} MiB"
+    try:
+        from core.kernels.build import can_build, fast_here
+        from core.kernels.library import kernels
+
+        if not (fast_here() and can_build()):
+            raise RuntimeError("no kernels here")
+        library, threads = kernels(), torch.get_num_threads()
+        return Probe(name, label, "byte/s", float(buffer.numel() * 4),
+                     lambda: library.ll_read(buffer.data_ptr(), buffer.numel() * 4, threads),
+                     f"Latency Lab's read loop ({library.isa} loads, {threads} threads) over a {size} buffer ({why}), "
+                     f"bytes over the best pass")
+    except Exception:  # noqa: BLE001 - no compiler, no kernels: torch's own reduction reads it too
+        return Probe(name, label, "byte/s", float(buffer.numel() * 4), buffer.sum,
+                     f"torch.sum over a {size} float32 buffer ({why}), bytes over the best pass")
 
 
 def default_probes(last_level_cache: int | None) -> list[Callable[[], Probe]]:

@@ -157,11 +157,28 @@ LEGACY_512(q5_1, block_q5_1, block_q8_1,
 #undef MINIMUM_OF
 #undef SUM_OF
 
-/* 32 bytes -> 64: the bytes shifted right by `low` in the first half and by `high` in the second (16-bit lanes). */
-INLINE __m512i shifted_halves(const __m256i bytes, int low, int high) {
-    const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(bytes), bytes, 1);
-    const __m512i counts = _mm512_inserti64x4(_mm512_set1_epi16((short)low), _mm256_set1_epi16((short)high), 1);
-    return _mm512_srlv_epi16(both, counts);
+/* Two 32-byte halves side by side. Each half is shifted in 256-bit registers first: one insert per 64 bytes,
+ * where a per-half variable shift (vpsrlvw) made Q5_K slower than its AVX2 kernel. */
+INLINE __m512i halves(__m256i low, __m256i high) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+}
+
+/* Bit `shift` of each byte, as 0 or 1. */
+INLINE __m256i bit_of(__m256i bytes, int shift) {
+    return _mm256_and_si256(_mm256_srli_epi16(bytes, shift), _mm256_set1_epi8(1));
+}
+
+/* A Q4_K or Q5_K super-block's eight 6-bit scales and eight 6-bit minimums, as 16-bit lanes: the 12 packed bytes
+ * taken as three 32-bit words, four sub-blocks per word at a time (k_scale_min one at a time cost as much as
+ * the products). */
+INLINE void k_scales_mins(const uint8_t *packed, __m128i *scales16, __m128i *mins16) {
+    uint32_t w[3];
+    memcpy(w, packed, 12);
+    const uint32_t six = 0x3f3f3f3fu, four = 0x0f0f0f0fu, two = 0x03030303u;
+    const uint64_t scales = (uint64_t)(w[0] & six) | (uint64_t)((w[2] & four) | (((w[0] >> 6) & two) << 4)) << 32;
+    const uint64_t mins = (uint64_t)(w[1] & six) | (uint64_t)(((w[2] >> 4) & four) | (((w[1] >> 6) & two) << 4)) << 32;
+    *scales16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)scales));
+    *mins16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)mins));
 }
 
 /* Q4_K and Q5_K: each 64 elements of a super-block are two sub-blocks (low nibbles, then high) with their own
@@ -172,15 +189,15 @@ INLINE void k4_tile(int n, const void *w, size_t w_stride, const void *a, size_t
     float minimums[4][DOT_ROWS];
     for (int i = 0; i < R; i++)
         for (int j = 0; j < C; j++) { acc[i][j] = _mm256_setzero_ps(); minimums[i][j] = 0.0f; }
-    const __m512i low4 = _mm512_set1_epi8(0x0F), one = _mm512_set1_epi8(1);
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
     const size_t block_bytes = five ? sizeof(block_q5_K) : sizeof(block_q4_K);
     for (int b = 0; b < n / QK_K; b++) {
         const uint8_t *block[4];
-        uint8_t scales[4][8], mins[4][8];
+        __m128i scales16[4], mins16[4];
         __m256i high_bits[4];
         for (int i = 0; i < R; i++) {
             block[i] = (const uint8_t *)W_ROW(i) + b * block_bytes;
-            for (int k = 0; k < 8; k++) k_scale_min(k, block[i] + 4, &scales[i][k], &mins[i][k]);
+            k_scales_mins(block[i] + 4, &scales16[i], &mins16[i]);
             high_bits[i] = five ? _mm256_loadu_si256((const __m256i *)(block[i] + 16)) : _mm256_setzero_si256();
         }
         __m512i sums[4][DOT_ROWS];
@@ -190,12 +207,16 @@ INLINE void k4_tile(int n, const void *w, size_t w_stride, const void *a, size_t
             __m512i q[4], scale[4];
             for (int i = 0; i < R; i++) {
                 const __m256i bits = _mm256_loadu_si256((const __m256i *)(block[i] + (five ? 48 : 16) + 32 * k));
-                q[i] = _mm512_and_si512(shifted_halves(bits, 0, 4), low4);
-                if (five)
-                    q[i] = _mm512_or_si512(q[i], _mm512_slli_epi16(
-                        _mm512_and_si512(shifted_halves(high_bits[i], 2 * k, 2 * k + 1), one), 4));
-                scale[i] = _mm512_inserti64x4(_mm512_set1_epi16(scales[i][2 * k]),
-                                              _mm256_set1_epi16(scales[i][2 * k + 1]), 1);
+                __m256i low = _mm256_and_si256(bits, low4), high = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4);
+                if (five) {
+                    low = _mm256_or_si256(low, _mm256_slli_epi16(bit_of(high_bits[i], 2 * k), 4));
+                    high = _mm256_or_si256(high, _mm256_slli_epi16(bit_of(high_bits[i], 2 * k + 1), 4));
+                }
+                q[i] = halves(low, high);
+                /* sub-block 2k's scale in the low 16 lanes, 2k + 1's in the high 16 */
+                const __m512i pick = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * k)),
+                                                        _mm256_set1_epi16((short)(2 * k + 1)), 1);
+                scale[i] = _mm512_permutexvar_epi16(pick, _mm512_castsi128_si512(scales16[i]));
             }
             for (int j = 0; j < C; j++) {
                 const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
@@ -209,7 +230,6 @@ INLINE void k4_tile(int n, const void *w, size_t w_stride, const void *a, size_t
             memcpy(&dh, block[i], 2);
             memcpy(&mh, block[i] + 2, 2);
             const float d = half_to_float(dh), dmin = half_to_float(mh);
-            const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mins[i]));
             for (int j = 0; j < C; j++) {
                 const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
                 /* each sub-block's sum of activations is two of the 16-element sums */
@@ -217,7 +237,7 @@ INLINE void k4_tile(int n, const void *w, size_t w_stride, const void *a, size_t
                 const __m128i pairs = _mm_packs_epi32(
                     _mm256_castsi256_si128(_mm256_madd_epi16(bsums, _mm256_set1_epi16(1))),
                     _mm256_extracti128_si256(_mm256_madd_epi16(bsums, _mm256_set1_epi16(1)), 1));
-                const __m128i weighted = _mm_madd_epi16(mins16, pairs);
+                const __m128i weighted = _mm_madd_epi16(mins16[i], pairs);
                 const __m128i folded = _mm_add_epi32(weighted, _mm_shuffle_epi32(weighted, _MM_SHUFFLE(1, 0, 3, 2)));
                 const int m = _mm_cvtsi128_si32(_mm_add_epi32(folded, _mm_shuffle_epi32(folded, 1)));
                 acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(d * y->d), _mm256_cvtepi32_ps(fold_halves(sums[i][j])),
@@ -256,7 +276,7 @@ INLINE void q6_K_tile(int n, const void *w, size_t w_stride, const void *a, size
     __m256 acc[4][DOT_ROWS];
     for (int i = 0; i < R; i++)
         for (int j = 0; j < C; j++) acc[i][j] = _mm256_setzero_ps();
-    const __m512i low4 = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(3);
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
     for (int b = 0; b < n / QK_K; b++) {
         __m512i sums[4][DOT_ROWS];
         for (int i = 0; i < R; i++)
@@ -270,7 +290,9 @@ INLINE void q6_K_tile(int n, const void *w, size_t w_stride, const void *a, size
                     const __m512i nibble = pair == 0 ? _mm512_and_si512(l, low4)
                                                      : _mm512_and_si512(_mm512_srli_epi16(l, 4), low4);
                     const __m256i h = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * half));
-                    const __m512i bits = _mm512_and_si512(shifted_halves(h, 4 * pair, 4 * pair + 2), two);
+                    const __m256i pair_bits = _mm256_set1_epi8(3);
+                    const __m512i bits = halves(_mm256_and_si256(_mm256_srli_epi16(h, 4 * pair), pair_bits),
+                                                _mm256_and_si256(_mm256_srli_epi16(h, 4 * pair + 2), pair_bits));
                     q[i] = _mm512_or_si512(nibble, _mm512_slli_epi16(bits, 4));
                     scale[i] = group_scales(x->scales + 8 * half + 4 * pair);
                 }

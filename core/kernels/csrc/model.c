@@ -27,15 +27,18 @@ int ll_fail(const char *message) {
 #ifndef PREFILL_ROWS
 #define PREFILL_ROWS 4    /* weight rows per kernel call in a prompt's pass, against 4 tokens (2 and 3 were slower) */
 #endif
-#ifndef DECODE_ROWS
-/* Weight rows per kernel call for a single token: more were slower with the AVX2 kernels; with the AVX-512 ones
- * two rows share each activation block's loads (and the signed types' offset sums): 5% faster a token here. */
-#if LL_AVX512_DOTS
-#define DECODE_ROWS 2
+/* Weight rows per kernel call for a single token. The AVX2 kernels: one (more were slower). The AVX-512 ones: two
+ * for the legacy 4- and 5-bit types, which then share each activation block's loads and offset sums (10-15%
+ * faster a row, measured one kernel at a time); one for Q8_0 and the k-quants, which two rows made slower. */
+static int decode_rows(int type) {
+#ifdef DECODE_ROWS
+    (void)type;
+    return DECODE_ROWS;
 #else
-#define DECODE_ROWS 1
+    if (!LL_AVX512_DOTS) return 1;
+    return type == LL_Q4_0 || type == LL_Q4_1 || type == LL_Q5_0 || type == LL_Q5_1 ? 2 : 1;
 #endif
-#endif
+}
 #define TOKEN_TILE 32    /* activation rows per job: a tile stays in L1 while the chunk's rows pass over it */
 
 ll_model *ll_model_new(const ll_config *config) {
@@ -458,7 +461,7 @@ static void project(ll_model *m, const ll_weight *weights, int weight_count, int
         const int tile_end = tile0 + TOKEN_TILE < count ? tile0 + TOKEN_TILE : count;
         const size_t stride = m->act_stride[kind];
         /* A single token (a decode step) runs 4 weight rows at a time; a prompt 2 rows by 4 tokens. */
-        const int tile_rows = count == 1 ? DECODE_ROWS : PREFILL_ROWS;
+        const int tile_rows = count == 1 ? decode_rows(weight->type) : PREFILL_ROWS;
         for (int r = row0; r < row_end; r += tile_rows) {
             const int rows = row_end - r < tile_rows ? row_end - r : tile_rows;
             const char *row = (const char *)weight->data + (size_t)r * weight->row_bytes;

@@ -25,13 +25,18 @@ def llama_tpot(llm, prompt_ids: list[int], new_tokens: int) -> float:
     """llama.cpp's seconds per decoded token: greedy steps of one token each after the prompt."""
     import numpy as np
 
+    def next_token() -> int:
+        # The last position's logits: llm.scores holds them only with logits_all (it stayed zero, so every step
+        # fed token 0).
+        return int(np.argmax(np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(llm.n_vocab(),))))
+
     llm.reset()
     llm.eval(prompt_ids)
-    token = int(np.argmax(llm.scores[llm.n_tokens - 1]))
+    token = next_token()
     started = time.perf_counter()
     for _ in range(new_tokens):
         llm.eval([token])
-        token = int(np.argmax(llm.scores[llm.n_tokens - 1]))
+        token = next_token()
     return (time.perf_counter() - started) / new_tokens
 
 

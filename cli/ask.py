@@ -79,6 +79,7 @@ def stream_reply(args: argparse.Namespace, settings: GenerationSettings, loaded,
     if args.json:
         report = {**(extra or {}), **reply_report(loaded.describe(), trace, settings)}
         report["decode_loop"] = generation.decode_loop
+        report["roofline"] = _roofline(report, trace)
         write_out(json_text(report, ensure_ascii=False) + "\n")  # NaN or infinity: null, and "null_because" says so
     elif stream_to_stdout:
         write_out(trace.tail_text + "\n")
@@ -88,4 +89,25 @@ def stream_reply(args: argparse.Namespace, settings: GenerationSettings, loaded,
         say(f"generation failed: {trace.error}")
         return 1, trace
     return 0, trace
+
+
+def _roofline(model_facts: dict, trace: GenerationTrace) -> dict | None:
+    """The reply's two phases against this machine's ceilings; None for a server's reply (its shape and machine
+    are not ours to count)."""
+    if not model_facts.get("arithmetic"):
+        return None
+    from core.roofline.ceilings import cached_ceilings
+    from core.roofline.placement import reply_placement
+
+    return reply_placement(trace, model_facts["arithmetic"], cached_ceilings())
+
+
+def _roofline(model_facts: dict, trace: GenerationTrace) -> dict | None:
+    """None for a server's reply (its shape and machine are not ours to count)."""
+    if not model_facts.get("arithmetic"):
+        return None
+    from core.roofline.ceilings import cached_ceilings
+    from core.roofline.placement import reply_placement
+
+    return reply_placement(trace, model_facts["arithmetic"], cached_ceilings())
 

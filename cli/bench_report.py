@@ -81,6 +81,30 @@ BANDWIDTH_COLUMNS: Sequence[Column] = (
 )
 
 
+ROOFLINE_COLUMNS: Sequence[Column] = (
+    ("prompt tokens", number("prompt_tokens", digits=0)),
+    ("prefill GFLOP", number("prefill_flops", 1e-9)),
+    ("FLOP/byte", number("prefill_intensity", digits=0)),
+    ("prefill GFLOP/s", number("prefill_flops_per_s", 1e-9, digits=0)),
+    ("decode MB/token", number("decode_bytes", 1e-6)),
+    ("FLOP/byte ", number("decode_intensity")),
+    ("decode GB/s", number("decode_bytes_per_s", 1e-9)),
+)
+
+
+def ceilings_section(ceilings: dict) -> str:
+    """Each ceiling with its method; flagged when measured under load."""
+    from core.roofline.ceilings import Ceilings, format_rate
+
+    measured = Ceilings.from_dict(ceilings)
+    state = ("measured under load: not cached" if measured.loaded else
+             f"cached for this CPU, measured {measured.measured_at}" if measured.from_cache else "measured now, cached")
+    lines = [f"This machine's ceilings ({state})"]
+    lines += [f"  {ceiling.label}: {format_rate(ceiling.value, ceiling.unit)} ({ceiling.method})"
+              for ceiling in measured.ceilings.values()]
+    return "\n".join(lines + [f"  {note}" for note in measured.notes])
+
+
 def format_summary(results: LabResults) -> str:
     config = results.config
     sections = ["Machine: " + machine_summary(results.machine, results.bandwidth_measurement)]
@@ -105,12 +129,18 @@ def format_summary(results: LabResults) -> str:
     elif results.batch:
         sections.append(f"Batch sweep ({config.get('new_tokens')} new tokens per sequence, {repeats})\n"
                         + format_table(BATCH_COLUMNS, results.batch))
+    if results.ceilings:
+        sections.append(ceilings_section(results.ceilings))
     if results.bandwidth:
         sections.append("Bandwidth ceiling (bandwidth / weight bytes)\n"
                         + format_table(BANDWIDTH_COLUMNS, results.bandwidth))
     if results.history:
         sections.append(f"History sweep: a chat, prompt cache on and off ({config.get('new_tokens')} new tokens a "
                         f"turn, {repeats})\n" + format_table(HISTORY_COLUMNS, results.history))
+    roofline = [row for row in results.prompt if row.get("prefill_flops_per_s")]
+    if roofline:
+        sections.append("Roofline: each prompt's two phases (FLOPs and bytes counted from the model's shape)\n"
+                        + format_table(ROOFLINE_COLUMNS, roofline))
     for note in results.notes:
         sections.append(f"Not run: {note}")
     if results.cancelled:

@@ -135,6 +135,7 @@ class MainWindow(QMainWindow):
         self.models.engine_stopped.connect(self._on_engine_stopped)
         self.budget_keeper.changed.connect(self.meter.set_budget)
         self.meter.budget_line.change_requested.connect(self.edit_budget)
+        self.lab_tab.run_finished.connect(self._on_lab_finished)
 
     # -- public actions -------------------------------------------------------------------------
 
@@ -286,6 +287,7 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _on_model_loaded(self, loaded) -> None:
+        self.meter.set_model_facts(loaded.facts)
         if loaded.facts.get("remote"):
             self.settings_panel.offer_served_models(served_model_specs(loaded.facts))
         self._show_model_facts()
@@ -294,6 +296,12 @@ class MainWindow(QMainWindow):
         self.settings_panel.show_progress(1.0, f"Loaded {loaded.name}.")
         self._update_controls()
         self.model_changed.emit(loaded)
+
+    @Slot(object)
+    def _on_lab_finished(self, results) -> None:
+        """Ceilings the Lab measured place the next replies on the cards' tooltips too."""
+        if results is not None:
+            self.meter.set_ceilings(results.ceilings)
 
     @Slot()
     def _show_model_facts(self) -> None:

@@ -101,6 +101,44 @@ def test_ask_json_carries_the_prefill_progress(tiny_model_folder):
     assert "Reading the prompt" not in result.stderr  # stderr is not a terminal here: no redrawn line
 
 
+def test_ask_json_carries_the_waterfall_and_the_roofline_against_cached_ceilings(tiny_model_folder, tmp_path,
+                                                                                 monkeypatch):
+    import torch
+
+    from core.roofline.ceilings import Probe, measure_ceilings
+    from core.roofline.counts import ArithmeticShape, prefill_counts
+    from core.roofline.machine_load import LoadProbe
+
+    monkeypatch.setenv("LATENCYLAB_CACHE_DIR", str(tmp_path))
+    # This machine's ceilings, as a quiet measurement caches them (fake work, so the test times nothing).
+    seconds = iter([1.0] * 64)
+    clock = [0.0]
+
+    def work():
+        clock[0] += next(seconds)
+
+    probes = [lambda: Probe("gemm_float32", "float32 GEMM", "flop/s", 1e11, work, "fake"),
+              lambda: Probe("dram", "DRAM", "byte/s", 2e10, work, "fake")]
+    quiet = LoadProbe(machine_busy=lambda: 0.0, own_busy=lambda: 0.0, clock=iter([0.0, 1.0]).__next__)
+    measure_ceilings(torch.get_num_threads(), probes=probes, timer=lambda: clock[0], probe_load=quiet)
+    result = latencylab("ask", "Tell me about lighthouses.", "--json", "--model", str(tiny_model_folder),
+                        "--max-new-tokens", "3", "--dtype", "float32")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    segments = {segment["name"]: segment["duration_s"] for segment in report["waterfall"]["segments"]}
+    assert sum(segments.values()) == pytest.approx(report["ttft_s"], abs=1e-6)
+    roofline = report["roofline"]
+    shape = ArithmeticShape.from_dict(report["arithmetic"])
+    prefill = roofline["prefill"]
+    assert prefill["flops"] == prefill_counts(shape, report["prompt_tokens"]).flops
+    assert prefill["seconds"] == pytest.approx(segments["prefill"])
+    assert prefill["ceiling"] == "gemm_float32" and prefill["share_of_ceiling"] == pytest.approx(
+        prefill["flops"] / prefill["seconds"] / 1e11)
+    decode = roofline["decode"]
+    assert decode["bytes_per_s"] == pytest.approx(decode["bytes"] / report["tpot_s"])
+    assert decode["ceiling"] == "dram" and decode["share_of_dram"] == pytest.approx(decode["bytes_per_s"] / 2e10)
+
+
 def test_the_prefill_line_redraws_on_a_terminal_and_clears_at_the_first_token():
     import io
 

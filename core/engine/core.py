@@ -120,7 +120,14 @@ class EngineCore:
             return ModelLoaded(loaded.describe(), "the model runs on a server; its loop is the server's own")
         from core.generation.decode.choice import lean_loop_refusal
 
-        return ModelLoaded(loaded.describe(), lean_loop_refusal(loaded.model))
+        facts = loaded.describe()
+        if loaded.device == "cpu":
+            from core.roofline.ceilings import cached_ceilings
+
+            ceilings = cached_ceilings()  # a quiet measurement of this CPU, if the Lab has made one
+            if ceilings is not None:
+                facts["ceilings"] = ceilings.to_dict()
+        return ModelLoaded(facts, lean_loop_refusal(loaded.model))
 
     def _reply(self, request: StartReply, stop: threading.Event) -> None:
         try:

@@ -54,6 +54,15 @@ _SIGNATURES = {
     "dequantize_row": (_I, [_I, _P, _P, _I]),
     "dot_reference": (_F, [_I, _I, _P, _P]),
     "ll_dot_tile": (_I, [_I, _I, _P, ctypes.c_size_t, _P, ctypes.c_size_t, _I, _I, _P]),
+    # A prompt's pass with its products in torch's GEMM (csrc/prefill.h).
+    "ll_stage_attention_norm": (_I, [_P, _I, _P, _I, _P, _I]),
+    "ll_stage_final_norm": (_I, [_P, _P, _I, _P, _I]),
+    "ll_stage_prepare": (_I, [_P, _I, _P, _I, _P, _P, _I]),
+    "ll_stage_residual": (_I, [_P, _I, _I, _P, _P, _I, _P, _I]),
+    "ll_stage_activate": (_I, [_P, _P, _I, _P, _I]),
+    "ll_unpack_rows": (_I, [_I, _P, _I, _I, _P, _I, _I]),
+    "ll_cache": (_P, [_P, _I]),
+    "ll_read": (ctypes.c_uint64, [_P, ctypes.c_size_t, _I]),  # csrc/read.c: the bandwidth ceilings' read loop
 }
 
 
@@ -86,11 +95,11 @@ class KernelLibrary:
             raise RuntimeError(f"{doing}: {self._lib.ll_last_error().decode(errors='replace')}")
 
 
-_loaded: dict[bool, KernelLibrary] = {}
+_loaded: dict[bool | str, KernelLibrary] = {}
 _lock = threading.Lock()
 
 
-def kernels(portable: bool = False, progress=None) -> KernelLibrary:
+def kernels(portable: bool | str = False, progress=None) -> KernelLibrary:
     """The kernel library, compiled on first use (once per machine) and loaded once per process."""
     with _lock:
         library = _loaded.get(portable)

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from core.lab.cancellation import MeasurementError, check_cancel
+from core.roofline.ceilings import last_level_cache_bytes
 
 MIB = 1024 * 1024
 MIN_BUFFER_BYTES = 512 * MIB
@@ -31,22 +32,6 @@ class BandwidthMeasurement:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def last_level_cache_bytes(cpu_cache_dir: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> int | None:
-    """The largest cache Linux reports for CPU 0, or None where it reports none (other systems)."""
-    sizes = []
-    for index in cpu_cache_dir.glob("index*"):
-        try:
-            text = (index / "size").read_text().strip().upper()
-        except OSError:
-            continue
-        units = {"K": 1024, "M": MIB, "G": 1024 * MIB}
-        try:
-            sizes.append(int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text))
-        except (ValueError, IndexError):
-            continue
-    return max(sizes) if sizes else None
 
 
 def default_buffer_bytes() -> int:

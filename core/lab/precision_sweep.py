@@ -101,6 +101,7 @@ def measure_precision(loaded: LoadedModel, new_tokens: int, repeats: int,
         "tpot_s": tpot,
         "decode_tok_s": 1.0 / tpot if tpot else None,
         "e2e_s": median_or_none(run.e2e_s for run in runs),
+        "arithmetic": loaded.arithmetic,
     }
     return row, tokens
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from core.atomic_file import atomic_write_text
 from core.errors import LatencyLabError
 from core.lab.config import SWEEPS
+from core.lab.roofline_rows import ROOFLINE_DEFINITIONS
 from core.timing.metrics import DEFINITIONS
 
 FORMAT = "latencylab-lab/1"
@@ -54,6 +55,11 @@ LAB_DEFINITIONS = {
     "ttft_on_s": "History sweep: TTFT of the turn with the prompt cache on.",
     "ttft_off_s": "History sweep: TTFT of the same prompt with the prompt cache off.",
     "cached_tokens": "History sweep: prompt tokens the prompt cache gave at this turn (cache on).",
+    **ROOFLINE_DEFINITIONS,
+    "ceilings": "This machine's ceilings (bandwidth sweep): GEMM FLOP/s per precision, DRAM read bandwidth over a "
+                "buffer at least 4x the last-level cache, and the last-level cache's own; each with its method. "
+                "Measured once per CPU and cached, unless other programs loaded the machine meanwhile (then flagged "
+                "'loaded' and not cached).",
     "cpu_share": "machine.cpu_share: the process's CPU time during the run / (wall time x torch threads). Well "
                  "below 1 means other programs competed for the CPU and the timings are disturbed.",
 }
@@ -69,6 +75,7 @@ class LabResults:
     machine: dict = field(default_factory=dict)
     model: dict | None = None
     bandwidth_measurement: dict | None = None
+    ceilings: dict | None = None  # core.roofline.ceilings.Ceilings.to_dict()
     prompt: list[dict] = field(default_factory=list)
     precision: list[dict] = field(default_factory=list)
     batch: list[dict] = field(default_factory=list)
@@ -98,6 +105,7 @@ class LabResults:
             "config": self.config,
             "model": self.model,
             "machine": {**self.machine, "bandwidth": self.bandwidth_measurement},
+            "ceilings": self.ceilings,
             "definitions": LAB_DEFINITIONS,
             **{sweep: self.rows(sweep) for sweep in SWEEPS},
             "verdicts": self.verdicts,
@@ -119,6 +127,7 @@ class LabResults:
             machine=machine,
             model=document.get("model"),
             bandwidth_measurement=bandwidth,
+            ceilings=document.get("ceilings") if isinstance(document.get("ceilings"), dict) else None,
             **{sweep: document.get(sweep, []) for sweep in SWEEPS},
             verdicts=document.get("verdicts", []),
             cancelled=bool(document.get("cancelled", False)),

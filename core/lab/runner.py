@@ -95,8 +95,12 @@ class LabRun:
         config = self.config
         if "bandwidth" in sweeps:
             check_cancel(self.cancel)
-            self.progress.announce("measuring memory read bandwidth")
-            self.bandwidth = self.context.run(lambda: measure_read_bandwidth(cancel=self.cancel, device=config.device))
+            if config.device == "cpu":
+                self._measure_ceilings()
+            else:
+                self.progress.announce("measuring memory read bandwidth")
+                self.bandwidth = self.context.run(lambda: measure_read_bandwidth(cancel=self.cancel,
+                                                                                 device=config.device))
             self.results.bandwidth_measurement = self.bandwidth.to_dict()
             self.progress.advance(f"memory read bandwidth: {self.bandwidth.bytes_per_s / 1e9:.1f} GB/s")
         if "prompt" in sweeps:
@@ -139,7 +143,39 @@ class LabRun:
                                          self.context):
                 self._add("batch", row)
 
+    def _measure_ceilings(self) -> None:
+        """This CPU's ceilings, from the cache of a quiet measurement, or measured now (and cached if quiet)."""
+        from core.roofline.ceilings import cached_ceilings, measure_ceilings
+
+        self.progress.announce("this machine's ceilings: GEMM FLOP/s, DRAM and last-level cache bandwidth")
+        say = lambda message: self.observer.progress(self.progress.fraction(), message)  # noqa: E731
+        ceilings = self.context.run(lambda: cached_ceilings() or measure_ceilings(cancel=self.cancel, progress=say))
+        check_cancel(self.cancel)
+        self.results.ceilings = ceilings.to_dict()
+        self._announce_ceilings()
+        for note in ceilings.notes:
+            say(note)
+        dram = ceilings.get("dram")
+        self.bandwidth = BandwidthMeasurement(
+            bytes_per_s=dram.value, median_bytes_per_s=dram.median, buffer_bytes=int(dram.amount), passes=dram.passes,
+            last_level_cache_bytes=ceilings.last_level_cache_bytes, threads=ceilings.threads, method=dram.method)
+
+    def _announce_ceilings(self) -> None:
+        """The ceilings, and the model's shape once loaded, to the observer: the roofline's roof before its points."""
+        if self.results.ceilings:
+            self.observer.row_measured("ceilings", {"ceilings": self.results.ceilings,
+                                                    "arithmetic": getattr(self.main_model, "arithmetic", None)})
+
     def _add(self, sweep: str, row: dict) -> None:
+        from core.lab.roofline_rows import batch_row_fields, precision_row_fields, prompt_row_fields
+
+        arithmetic = getattr(self.main_model, "arithmetic", None)
+        if sweep == "prompt":
+            row = {**row, **prompt_row_fields(row, arithmetic)}
+        elif sweep == "batch":
+            row = {**row, **batch_row_fields(row, arithmetic)}
+        elif sweep == "precision":
+            row = {**row, **precision_row_fields(row)}
         self.results.rows(sweep).append(row)
         self.observer.row_measured(sweep, row)
 
@@ -151,6 +187,7 @@ class LabRun:
                                    else f"loading {model} ({self.config.dtype})")
             self.main_model = self._load(self.config.dtype)
             self.progress.advance("model loaded")
+            self._announce_ceilings()
         self.results.model = self.main_model.describe()
         return self.main_model
 

@@ -30,8 +30,10 @@ MAX_CACHED_TTFT_GROWTH = 1.5
 
 
 def judge(results: LabResults) -> list[dict]:
+    from core.lab.roofline_verdict import judge_roofline
+
     return [judge_prompt(results), judge_precision(results), judge_batch(results), judge_total(results),
-            judge_history(results)]
+            judge_history(results), judge_roofline(results)]
 
 
 def verdict_sentence(verdict: dict) -> str:
@@ -110,6 +112,11 @@ def judge_batch(results: LabResults) -> dict:
                      if row["step_time_s"] <= MAX_BATCH_STEP_GROWTH * single["step_time_s"])
     if free_up_to not in (1, largest["batch_size"]):
         evidence += f"; it stayed nearly free up to batch {free_up_to}"
+    from core.lab.roofline_verdict import batch_explanation
+
+    why = batch_explanation(results, single, largest)
+    if why:
+        evidence += f". Why: {why}"
     return _verdict("batch", CLAIM_BATCH, step_growth <= MAX_BATCH_STEP_GROWTH, evidence, criterion)
 
 

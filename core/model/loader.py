@@ -38,6 +38,7 @@ class LoadedModel:
     precision: str = ""  # what people see, e.g. "native (Q4_K_M)"; the dtype itself when empty
     precision_note: str | None = None  # a fallback worth knowing, e.g. tensors without a native kernel
     runtime: str = ""  # what runs the layers when it is not transformers, e.g. "Latency Lab's C kernels (avx2)"
+    arithmetic: dict | None = None  # the shape the roofline counts FLOPs and bytes from (core/model/arithmetic.py)
 
     @property
     def name(self) -> str:
@@ -56,6 +57,8 @@ class LoadedModel:
             facts["precision_note"] = self.precision_note
         if self.runtime:
             facts["runtime"] = self.runtime
+        if self.arithmetic:
+            facts["arithmetic"] = self.arithmetic
         return facts
 
 
@@ -150,8 +153,24 @@ def _load_native(source: ModelSource, progress: ProgressCallback) -> LoadedModel
         weight_bytes=model.build.weight_bytes if on_kernels else weight_bytes(model),
         eos_token_ids=_eos_ids(model, tokenizer),
         precision=native.precision, precision_note=native.note,
-        runtime=f"Latency Lab's C kernels ({model.kernel.library.isa})" if on_kernels else "",
+        runtime=_kernel_runtime(model) if on_kernels else "",
+        arithmetic=_arithmetic(model, model.build.weight_bytes if on_kernels else weight_bytes(model), NATIVE_DTYPE),
     )
+
+
+def _arithmetic(model: Any, weights: int, dtype: str) -> dict | None:
+    from core.model.arithmetic import arithmetic_facts
+
+    return arithmetic_facts(model, weights, dtype)
+
+
+def _kernel_runtime(model) -> str:
+    from core.kernels.kernel_model import GEMM_MIN_TOKENS
+
+    kernel = model.kernel
+    gemm = (f"; prompts of {GEMM_MIN_TOKENS}+ tokens on torch's {kernel.prefill_precision} GEMM"
+            if kernel.prefill_precision else "")
+    return f"Latency Lab's C kernels ({kernel.library.isa}){gemm}"
 
 
 def _load_converted(source: ModelSource, device: str, dtype: str, progress: ProgressCallback,
@@ -204,6 +223,7 @@ def _load_converted(source: ModelSource, device: str, dtype: str, progress: Prog
         parameter_count=logical_parameters,
         weight_bytes=weight_bytes(model),
         eos_token_ids=_eos_ids(model, tokenizer),
+        arithmetic=_arithmetic(model, weight_bytes(model), dtype),
     )
 
 

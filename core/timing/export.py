@@ -120,6 +120,8 @@ def reply_report(model_facts: dict, trace: GenerationTrace, settings) -> dict:
         "text": trace.text,
         "stop_reason": trace.stop_reason,
         "error": trace.error,
+        # Where the time went before the first token, as the window's waterfall shows it.
+        "waterfall": waterfall_document(trace),
         **cache_document(trace),
         **cpu_document(trace),
         **server_document(trace),

@@ -21,6 +21,7 @@ from gui.lab.history_plot import HistorySweepPlot
 from gui.lab.lab_form import LabForm
 from gui.lab.precision_plot import PrecisionPlot
 from gui.lab.prompt_plot import PromptLengthPlot
+from gui.lab.roofline_plot import RooflinePlot
 from gui.lab.verdict_panel import VerdictPanel
 from core.engine.messages import CancelLab, LabFailed, LabFinished, LabProgress, LabRow, RunLab
 from gui.engine_client import EngineClient
@@ -82,11 +83,16 @@ class LabTab(QWidget):
         self.prompt_plot = PromptLengthPlot()
         self.batch_plot = BatchPlot()
         self.precision_plot = PrecisionPlot()
+        self.roofline_plot = RooflinePlot()
         self.history_plot = HistorySweepPlot()
         plots = QSplitter(Qt.Orientation.Vertical)
-        for plot in (self.prompt_plot, self.batch_plot, self.precision_plot, self.history_plot):
-            plot.setMinimumHeight(150)
-            plots.addWidget(plot)
+        for pair in ((self.prompt_plot, self.batch_plot), (self.precision_plot, self.roofline_plot),
+                     (self.history_plot,)):
+            row = QSplitter(Qt.Orientation.Horizontal)
+            for plot in pair:
+                plot.setMinimumHeight(150)
+                row.addWidget(plot)
+            plots.addWidget(row)
         self.verdicts = VerdictPanel()
         self.machine_label = QLabel("")
         self.machine_label.setObjectName("lab_machine")
@@ -103,7 +109,7 @@ class LabTab(QWidget):
         self.results_area = QSplitter(Qt.Orientation.Horizontal)
         self.results_area.addWidget(plots)
         self.results_area.addWidget(scroll)
-        self.results_area.setSizes([760, 420])
+        self.results_area.setSizes([800, 400])
 
         layout = QVBoxLayout(self)
         layout.addWidget(self.form)
@@ -159,6 +165,7 @@ class LabTab(QWidget):
         """Draw a whole result at once: a finished run's, or one loaded from a file."""
         self.results = results
         self._clear_plots()
+        self._add_row("ceilings", {"ceilings": results.ceilings, "arithmetic": (results.model or {}).get("arithmetic")})
         for sweep in ("prompt", "batch", "precision", "bandwidth", "history"):
             for row in results.rows(sweep):
                 self._add_row(sweep, row)
@@ -249,24 +256,32 @@ class LabTab(QWidget):
     def _add_row(self, sweep: str, row: dict) -> None:
         if row.get("error"):
             return
-        if sweep == "prompt":
+        if sweep == "ceilings":  # the machine's ceilings (and the model's shape), for the roofline's roof
+            self.roofline_plot.set_ceilings(row.get("ceilings"), row.get("arithmetic"))
+        elif sweep == "prompt":
             self.prompt_plot.add_row(row)
+            self.roofline_plot.add_prompt_row(row)
         elif sweep == "batch":
             self.batch_plot.add_row(row)
+            self.roofline_plot.add_batch_row(row)
         elif sweep == "precision":
             self.precision_plot.add_precision_row(row)
+            self.roofline_plot.add_precision_row(row)
         elif sweep == "history":
             self.history_plot.add_row(row)
         elif sweep == "bandwidth":
             self.precision_plot.add_bandwidth_row(row)
 
+    def _plots(self) -> tuple:
+        return self.prompt_plot, self.batch_plot, self.precision_plot, self.roofline_plot, self.history_plot
+
     def _clear_plots(self) -> None:
-        for plot in (self.prompt_plot, self.batch_plot, self.precision_plot, self.history_plot):
+        for plot in self._plots():
             plot.reset()
         self._refresh_plots()
 
     def _refresh_plots(self) -> None:
-        for plot in (self.prompt_plot, self.batch_plot, self.precision_plot, self.history_plot):
+        for plot in self._plots():
             plot.refresh()
 
     def _results_or_raise(self) -> LabResults:

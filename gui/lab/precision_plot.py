@@ -24,7 +24,7 @@ class PrecisionPlot(pg.PlotWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        style_plot(self, title="Weight bytes: decode speed against the bandwidth ceiling",
+        style_plot(self, title="Weight bytes: decode vs. the bandwidth ceiling",
                    bottom="weight MB (log scale)", left="decode tok/s (log scale)", log_x=True, log_y=True,
                    tooltip="Claim 2. Each point is one precision's median decode rate.\nRed line: "
                    + LAB_DEFINITIONS["ceiling_tok_s"] + "\n" + LAB_DEFINITIONS["bandwidth_bytes_s"])

@@ -7,9 +7,11 @@ from html import escape
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
+from core.lab.roofline_verdict import CLAIM_ROOFLINE
 from core.lab.verdicts import CLAIM_BATCH, CLAIM_PRECISION, CLAIM_PROMPT, CLAIM_TOTAL
 
-CLAIMS = (("prompt", CLAIM_PROMPT), ("precision", CLAIM_PRECISION), ("batch", CLAIM_BATCH), ("total", CLAIM_TOTAL))
+CLAIMS = (("prompt", CLAIM_PROMPT), ("precision", CLAIM_PRECISION), ("batch", CLAIM_BATCH), ("total", CLAIM_TOTAL),
+          ("roofline", CLAIM_ROOFLINE))
 VERDICT_STYLE = {
     True: ("Holds", "#188038"),
     False: ("Does not hold", "#d93025"),

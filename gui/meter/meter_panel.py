@@ -11,6 +11,7 @@ from core.timing.cpu_share import contention_note
 from core.timing.events import TokenEvent
 from core.timing.metrics import LatencySummary
 from core.timing.running_median import RunningMedian
+from core.roofline.placement import reply_placement
 from core.timing.export import delivery_summary
 from core.timing.trace import GenerationTrace
 from gui.meter.budget_line import BudgetLine
@@ -59,6 +60,8 @@ class MeterPanel(QWidget):
         self._previous_chunk: int | None = None
         self._request_start_ns = 0
         self._cards_shown_ns: int | None = None
+        self._arithmetic: dict | None = None  # the model's shape, for the roofline's counts
+        self._ceilings: dict | None = None    # this machine's ceilings, when measured
         self.set_budget(self.budget)
 
     def begin_reply(self, request_start_ns: int) -> None:
@@ -103,6 +106,16 @@ class MeterPanel(QWidget):
             self.cards.show_prompt(trace.prompt_tokens, trace.cached_tokens, trace.cache_reason)
         self.refresh()
 
+    def set_model_facts(self, facts: dict) -> None:
+        """A loaded model's facts: its shape and (when measured) the machine's ceilings, for the cards' tooltips."""
+        self._arithmetic = facts.get("arithmetic")
+        self._ceilings = facts.get("ceilings")
+
+    def set_ceilings(self, ceilings: dict | None) -> None:
+        """Ceilings the Lab has just measured."""
+        if ceilings:
+            self._ceilings = ceilings
+
     def finish_reply(self, trace: GenerationTrace, streaming: bool) -> None:
         metrics = trace.metrics()
         self.cards.show_summary(metrics, streaming)
@@ -110,6 +123,7 @@ class MeterPanel(QWidget):
         self.cards.show_prompt(trace.prompt_tokens, trace.cached_tokens, trace.cache_reason)
         self.cards.show_cpu(trace.window_cpu_share, trace.cpu_share, contention_note(trace.cpu_share))
         self.add_history(trace, streaming)
+        self.cards.show_placement(reply_placement(trace, self._arithmetic, self._ceilings))
         self.waterfall.show_trace(trace)
         self.server_view.show_trace(trace)
         self.refresh()

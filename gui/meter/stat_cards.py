@@ -176,6 +176,17 @@ class StatCards(QWidget):
             card.set_text(f"{prompt_tokens:,} tokens, {cached}")
         card.setToolTip(card.spec.tooltip + (f"\nThis reply: {reason}." if reason else ""))
 
+    def show_placement(self, placement: dict | None) -> None:
+        """A finished reply against this machine's ceilings: prefill's FLOP/s on the TTFT and prefill cards'
+        tooltips, decode's bytes/s on the TPOT and tok/s cards' (core/roofline/placement.py)."""
+        from core.roofline.placement import decode_sentence, prefill_sentence
+
+        for keys, sentence in ((("ttft", "prefill"), prefill_sentence(placement)),
+                               (("tpot", "tok_s"), decode_sentence(placement))):
+            for key in keys:
+                card = self.cards[key]
+                card.setToolTip(card.spec.tooltip + (f"\n{sentence}" if sentence else ""))
+
     def clear(self) -> None:
         for card in self.cards.values():
             card.set_value(None)

@@ -8,7 +8,8 @@ from PySide6.QtWidgets import QGraphicsSimpleTextItem
 
 NOTE_COLOR = "#666666"
 # What the Lab tab's plots say before a sweep has run or a result has been loaded.
-RUN_A_SWEEP = "Press Run to measure (or Load JSON…); the points appear here."
+# Two lines: it fits the Lab's four plots side by side in pairs.
+RUN_A_SWEEP = "Press Run to measure (or Load JSON…);\nthe points appear here."
 
 
 class EmptyPlotNote:

@@ -57,6 +57,9 @@ def test_streaming_reply_grows_token_by_token_and_cards_equal_core_metrics(qtbot
     assert cards["waited"].value == metrics.ttft_s
     assert cards["ttft"].text() == f"{metrics.ttft_s * 1000:.1f} ms"
     assert "request start to the first generated token" in cards["ttft"].toolTip()
+    # The reply against this machine's ceilings (or a note saying how to measure them): its FLOPs and bytes.
+    assert f"for {trace.prompt_tokens:,} tokens" in cards["ttft"].toolTip()
+    assert "This reply's decode reads" in cards["tpot"].toolTip() and "a token" in cards["tok_s"].toolTip()
 
 
 def test_non_streaming_reply_appears_at_once_with_a_live_indicator(qtbot, window):

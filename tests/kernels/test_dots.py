@@ -10,7 +10,17 @@ import pytest
 from tiny_gguf import random_blocks
 
 WEIGHT_TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16", "F32"]
-BUILDS = [pytest.param(False, id="native"), pytest.param(True, id="portable")]
+def _has_avx2() -> bool:
+    from core.kernels.build import fast_here
+
+    return fast_here()
+
+
+# The native build (AVX-512 VNNI kernels where the CPU has them), the AVX2 kernels AVX2-only CPUs run (built
+# for Haswell, so an AVX-512 machine tests them too), and the scalar reference.
+BUILDS = [pytest.param(False, id="native"),
+          pytest.param("avx2", id="avx2", marks=pytest.mark.skipif(not _has_avx2(), reason="no AVX2 here")),
+          pytest.param(True, id="portable")]
 COLUMNS = 512  # two k-quant super-blocks, sixteen legacy blocks
 # Exact up to float rounding, except where the activation format keeps d * sum(quants) as an fp16 (Q8_1,
 # as llama.cpp does): the minimum's term then carries that fp16's rounding, 2^-11 of it.
@@ -23,23 +33,23 @@ def _library(portable: bool):
     return kernels(portable=portable)
 
 
-def _weights(qtype: str, rows: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _weights(qtype: str, rows: int, rng: np.random.Generator, columns: int = COLUMNS) -> tuple[np.ndarray, np.ndarray]:
     """(the row bytes, their float values as gguf decodes them)."""
     import gguf
 
     kind = gguf.GGMLQuantizationType[qtype]
     if qtype in ("F16", "F32"):
-        values = rng.normal(0, 0.05, (rows, COLUMNS)).astype(np.float16 if qtype == "F16" else np.float32)
+        values = rng.normal(0, 0.05, (rows, columns)).astype(np.float16 if qtype == "F16" else np.float32)
         return values.view(np.uint8).reshape(rows, -1), values.astype(np.float32)
     if qtype == "BF16":
-        values = rng.normal(0, 0.05, (rows, COLUMNS)).astype(np.float32)
+        values = rng.normal(0, 0.05, (rows, columns)).astype(np.float32)
         halves = (values.view(np.uint32) >> 16).astype(np.uint16)
         return halves.view(np.uint8).reshape(rows, -1), (halves.astype(np.uint32) << 16).view(np.float32)
     try:
-        raw = gguf.quants.quantize(rng.normal(0, 0.05, (rows, COLUMNS)).astype(np.float32), kind)
+        raw = gguf.quants.quantize(rng.normal(0, 0.05, (rows, columns)).astype(np.float32), kind)
     except NotImplementedError:
-        raw = random_blocks(rows, COLUMNS, qtype, rng)
-    return raw, gguf.quants.dequantize(raw, kind).astype(np.float32).reshape(rows, COLUMNS)
+        raw = random_blocks(rows, columns, qtype, rng)
+    return raw, gguf.quants.dequantize(raw, kind).astype(np.float32).reshape(rows, columns)
 
 
 def _activation(library, weight_type: str, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -69,15 +79,19 @@ def _activation(library, weight_type: str, x: np.ndarray) -> tuple[np.ndarray, n
     return out, (d * quants).reshape(-1)
 
 
+@pytest.mark.parametrize("columns", [COLUMNS, COLUMNS + 32])
 @pytest.mark.parametrize("portable", BUILDS)
 @pytest.mark.parametrize("qtype", WEIGHT_TYPES)
-def test_dot_products_match_the_dequantised_weights(qtype: str, portable: bool):
+def test_dot_products_match_the_dequantised_weights(qtype: str, portable: bool, columns: int):
+    """columns + 32: an odd number of legacy blocks, whose last one the AVX-512 kernels take at half width."""
+    if columns % 256 and qtype.endswith("_K"):
+        pytest.skip("k-quant rows are whole 256-element super-blocks")
     library = _library(portable)
     from core.kernels.library import KERNEL_TYPES
 
     rng = np.random.default_rng(7)
-    raw, weights = _weights(qtype, 4, rng)
-    rows = [rng.normal(0, 1, COLUMNS).astype(np.float32) for _ in range(4)]
+    raw, weights = _weights(qtype, 4, rng, columns)
+    rows = [rng.normal(0, 1, columns).astype(np.float32) for _ in range(4)]
     quantised = [_activation(library, qtype, x) for x in rows]
     stride = quantised[0][0].size
     packed = np.concatenate([q for q, _ in quantised])
@@ -89,13 +103,13 @@ def test_dot_products_match_the_dequantised_weights(qtype: str, portable: bool):
     for weight_rows in (1, 2, 3, 4):
         for count in (1, 2, 3, 4):
             out = np.zeros(weight_rows * count, dtype=np.float32)
-            status = library.ll_dot_tile(KERNEL_TYPES[qtype], COLUMNS, raw.ctypes.data, raw.shape[1], packed.ctypes.data,
+            status = library.ll_dot_tile(KERNEL_TYPES[qtype], columns, raw.ctypes.data, raw.shape[1], packed.ctypes.data,
                                          stride, weight_rows, count, out.ctypes.data)
             assert status == 0
             got = out.reshape(weight_rows, count)
             assert np.all(np.abs(got - expected[:weight_rows, :count]) <= bound[:weight_rows, :count]), \
                 (weight_rows, count, got, expected)
-    reference = library.dot_reference(KERNEL_TYPES[qtype], COLUMNS, raw[0].ctypes.data, quantised[0][0].ctypes.data)
+    reference = library.dot_reference(KERNEL_TYPES[qtype], columns, raw[0].ctypes.data, quantised[0][0].ctypes.data)
     assert abs(reference - expected[0, 0]) <= bound[0, 0]
 
 
@@ -125,6 +139,39 @@ def test_activations_are_quantised_to_within_half_a_step(portable: bool):
 
 
 def test_the_native_build_names_its_instruction_set():
+    from core.kernels.build import cpu_flags
+
     library = _library(False)
-    assert library.isa in ("avx2", "avx2 kernels (avx512 machine)", "scalar")
+    flags = set(cpu_flags().split("|")[-1].split())
+    vnni = {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni"} <= flags
+    expected = "avx512 vnni" if vnni else "avx2 kernels (avx512 machine)" if "avx512f" in flags else \
+        "avx2" if "avx2" in flags else "scalar"
+    assert library.isa == expected
+    assert _library("avx2").isa == "avx2" if "avx2" in flags else True
     assert ctypes.sizeof(ctypes.c_void_p) == 8
+
+
+@pytest.mark.parametrize("qtype", [t for t in WEIGHT_TYPES if not t.startswith(("F", "BF"))])
+def test_the_avx512_kernels_give_the_avx2_kernels_results_to_the_last_bit(qtype: str):
+    """Both sum their floats 8 lanes wide in the same order, as llama.cpp's x86 dots do: a model on an AVX-512
+    machine gets the logits an AVX2 machine gets."""
+    if not _has_avx2():
+        pytest.skip("no AVX2 here")
+    from core.kernels.library import KERNEL_TYPES
+
+    native, avx2 = _library(False), _library("avx2")
+    columns = COLUMNS if qtype.endswith("_K") else COLUMNS + 32
+    rng = np.random.default_rng(11)
+    raw, _ = _weights(qtype, 4, rng, columns)
+    quantised = [_activation(native, qtype, rng.normal(0, 1, columns).astype(np.float32))[0] for _ in range(4)]
+    packed = np.concatenate(quantised)
+    for weight_rows in (1, 2, 4):
+        for count in (1, 2, 3, 4):
+            results = []
+            for library in (native, avx2):
+                out = np.zeros(weight_rows * count, dtype=np.float32)
+                assert library.ll_dot_tile(KERNEL_TYPES[qtype], columns, raw.ctypes.data, raw.shape[1],
+                                           packed.ctypes.data, quantised[0].size, weight_rows, count,
+                                           out.ctypes.data) == 0
+                results.append(out)
+            assert np.array_equal(results[0], results[1]), (weight_rows, count, results)

@@ -99,7 +99,10 @@ def test_a_long_replys_cache_is_given_back_by_the_next_short_one(tiny):
     assert decoder.capacity == 64
 
 
-def test_sequences_decoded_together_each_get_the_tokens_one_alone_gets(tiny):
+def test_sequences_decoded_together_each_get_the_tokens_one_alone_gets(tiny, monkeypatch):
+    # The single pass below is as long as a prompt that runs on torch's GEMM: kept on the block kernels here,
+    # whose arithmetic per row is the batch's own.
+    monkeypatch.setattr(tiny.model.kernel, "prefill_precision", None)
     alone = lean_decode(KernelDecoder(tiny.model.kernel), torch.tensor([PROMPT]), 12)[0, len(PROMPT):]
     stamps = decode_together(tiny.model, PROMPT, 3, 12)
     assert len(stamps) == 12 and stamps == sorted(stamps)
@@ -167,3 +170,25 @@ def test_a_file_missing_a_layer_tensor_is_refused_in_one_line(tmp_path):
     writer.close()
     with pytest.raises(ModelLoadError, match="has no tensor 'blk.1.ffn_down.weight', which a qwen2 model needs"):
         load_model(str(tmp_path / "broken.gguf"))
+
+
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_K"])
+def test_the_avx2_build_runs_a_model_as_the_native_build_does(family_files, qtype):
+    """AVX2-only CPUs run the AVX2 kernels: built for Haswell here, they give the native (AVX-512) build's logits."""
+    from core.kernels.build import fast_here
+    from core.kernels.library import kernels
+    from core.model.gguf_kernels import build_kernel_model
+    from core.progress import no_progress
+    from core.quant.gguf_blocks import GGUFWeights
+
+    if not fast_here():
+        pytest.skip("no AVX2 here")
+    logits = {}
+    for variant in (False, "avx2"):
+        build = build_kernel_model(kernels(variant), GGUFWeights(family_files["llama", qtype]), no_progress)
+        build.kernel.reserve(1, len(PROMPT), keep=False)
+        logits[variant] = build.kernel.pass_over(np.array(PROMPT), 0, 2, every_position=True)
+        build.kernel.close()
+    # The same integer products; only the order of float sums differs (and, now and then, an 8-bit rounding).
+    error = np.abs(logits["avx2"] - logits[False]).max(-1) / np.abs(logits[False]).max()
+    assert np.median(error) < 1e-5 and error.max() < 0.02

@@ -57,14 +57,15 @@ def test_short_bench_writes_json_csv_and_a_summary(tmp_path, embedded_model):
     assert [row["batch_size"] for row in document["batch"]] == [1, 2]
     assert [row["dtype"] for row in document["bandwidth"]] == ["float32", "bfloat16"]
     assert [row["turn"] for row in document["history"]] == [1, 2]
-    assert len(document["verdicts"]) == 5
+    assert len(document["verdicts"]) == 6  # the four claims, the history and the roofline
     table = list(csv.DictReader(io.StringIO("".join(
         line for line in csv_path.read_text().splitlines(True) if not line.startswith("#")))))
-    assert len(table) == 2 + 2 + 2 + 2 + 2 + 5
+    assert len(table) == 2 + 2 + 2 + 2 + 2 + 6
 
     out = result.stdout
     for heading in ("Machine:", "memory read bandwidth", "Prompt-length sweep", "Precision sweep", "Batch sweep",
-                    "Bandwidth ceiling", "History sweep", "Verdicts"):
+                    "This machine's ceilings", "Bandwidth ceiling", "Roofline: each prompt's two phases",
+                    "History sweep", "Verdicts"):
         assert heading in out
     for verdict in document["verdicts"]:
         assert verdict["sentence"] in out

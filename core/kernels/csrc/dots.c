@@ -286,11 +286,16 @@ INLINE void bf16_tile(int n, const void *w, size_t w_stride, const void *a, size
         }                                                                                                       \
     }
 
+#if !LL_AVX512_DOTS  /* with AVX-512 VNNI the quant types run dots_avx512.c's kernels: not compiled twice */
 TILE_ENTRY(q4_0) TILE_ENTRY(q4_1) TILE_ENTRY(q5_0) TILE_ENTRY(q5_1) TILE_ENTRY(q8_0)
-TILE_ENTRY(q4_K) TILE_ENTRY(q5_K) TILE_ENTRY(q6_K) TILE_ENTRY(f32) TILE_ENTRY(f16) TILE_ENTRY(bf16)
+TILE_ENTRY(q4_K) TILE_ENTRY(q5_K) TILE_ENTRY(q6_K)
+#endif
+TILE_ENTRY(f32) TILE_ENTRY(f16) TILE_ENTRY(bf16)
 
 const char *kernel_isa(void) {
-#if defined(__AVX512F__)
+#if LL_AVX512_DOTS
+    return "avx512 vnni";
+#elif defined(__AVX512F__)
     return "avx2 kernels (avx512 machine)";
 #else
     return "avx2";
@@ -315,8 +320,13 @@ const char *kernel_isa(void) { return "scalar"; }
 
 #endif
 
+dot_tile_fn dot_tile_avx512(int type);  /* dots_avx512.c: NULL where not built for AVX-512 VNNI */
+
 dot_tile_fn dot_tile_for(int type) {
+    const dot_tile_fn wide = dot_tile_avx512(type);
+    if (wide) return wide;
     switch (type) {
+#if !LL_AVX512_DOTS || !(defined(__AVX2__) && defined(__FMA__))
     case LL_Q4_0: return q4_0_tiles;
     case LL_Q4_1: return q4_1_tiles;
     case LL_Q5_0: return q5_0_tiles;
@@ -325,6 +335,7 @@ dot_tile_fn dot_tile_for(int type) {
     case LL_Q4_K: return q4_K_tiles;
     case LL_Q5_K: return q5_K_tiles;
     case LL_Q6_K: return q6_K_tiles;
+#endif
     case LL_F32: return f32_tiles;
     case LL_F16: return f16_tiles;
     case LL_BF16: return bf16_tiles;

@@ -3,11 +3,22 @@
  * Rows of work are handed out from a shared counter, not split up front: when the window's painting takes a
  * core from one thread for a moment, the other takes the rows that thread would have done.
  */
-#include "model.h"
+#include "model_internal.h"
 
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+static _Thread_local char last_error[256];
+
+const char *ll_last_error(void) { return last_error; }
+
+int ll_fail(const char *message) {
+    snprintf(last_error, sizeof last_error, "%s", message);
+    return -1;
+}
+
+#define fail ll_fail
 
 #ifndef CHUNKS_PER_THREAD
 #define CHUNKS_PER_THREAD 2  /* jobs per thread and matrix: one thread can take over part of a stalled one's */
@@ -16,52 +27,19 @@
 #ifndef PREFILL_ROWS
 #define PREFILL_ROWS 4    /* weight rows per kernel call in a prompt's pass, against 4 tokens (2 and 3 were slower) */
 #endif
-#ifndef DECODE_ROWS
-#define DECODE_ROWS 1    /* weight rows per kernel call for a single token: more were slower here (AVX2) */
+/* Weight rows per kernel call for a single token. The AVX2 kernels: one (more were slower). The AVX-512 ones: two
+ * for the legacy 4- and 5-bit types, which then share each activation block's loads and offset sums (10-15%
+ * faster a row, measured one kernel at a time); one for Q8_0 and the k-quants, which two rows made slower. */
+static int decode_rows(int type) {
+#ifdef DECODE_ROWS
+    (void)type;
+    return DECODE_ROWS;
+#else
+    if (!LL_AVX512_DOTS) return 1;
+    return type == LL_Q4_0 || type == LL_Q4_1 || type == LL_Q5_0 || type == LL_Q5_1 ? 2 : 1;
 #endif
+}
 #define TOKEN_TILE 32    /* activation rows per job: a tile stays in L1 while the chunk's rows pass over it */
-#define KINDS 4          /* activation formats: Q8_0, Q8_1, Q8_K, float */
-
-static _Thread_local char last_error[256];
-
-const char *ll_last_error(void) { return last_error; }
-
-static int fail(const char *message) {
-    snprintf(last_error, sizeof last_error, "%s", message);
-    return -1;
-}
-
-static int kind_of(int activation) {
-    switch (activation) {
-    case LL_Q8_0: return 0;
-    case LL_Q8_1: return 1;
-    case LL_Q8_K: return 2;
-    default: return 3;
-    }
-}
-
-static const int kind_type[KINDS] = {LL_Q8_0, LL_Q8_1, LL_Q8_K, LL_F32};
-
-struct ll_model {
-    ll_config c;
-    ll_weight token_embd, output;
-    const float *output_norm;
-    ll_layer *layer;
-    ll_half *keys, *values;  /* [sequence][layer][kv head][position][head_dim] */
-    int32_t sequences, capacity;
-    /* Scratch, grown on demand: sized for `rows` rows, `threads` threads and the cache's capacity. */
-    char *arena;
-    int arena_rows, arena_threads, arena_capacity;  /* what the arena's layout was made for */
-    float *normed, *projected, *attended, *sublayer, *ffn, *scores;
-    char *act[KINDS];
-    size_t act_stride[KINDS];
-    int max_in, projected_width;
-    int counters[8];
-};
-
-static size_t kv_index(const ll_model *m, int seq, int layer, int kv_head, int pos) {
-    return ((((size_t)seq * m->c.layers + layer) * m->c.kv_heads + kv_head) * m->capacity + pos) * m->c.head_dim;
-}
 
 /* Sizes a configuration implies, in 64 bits: none may pass INT32_MAX, which the passes index with. */
 static int fits(int64_t value) { return value > 0 && value <= INT32_MAX; }
@@ -292,7 +270,7 @@ static int ensure_scratch(ll_model *m, int rows, int threads) {
 
 /* ---- small per-row operations ---- */
 
-static void rms_norm(const float *x, const float *weight, float *out, int n, float eps) {
+void ll_rms_norm(const float *x, const float *weight, float *out, int n, float eps) {
     double sum = 0.0;  /* in double, as llama.cpp sums */
     for (int i = 0; i < n; i++) sum += (double)x[i] * x[i];
     const float scale = 1.0f / sqrtf((float)(sum / n) + eps);
@@ -320,6 +298,76 @@ static float gelu_tanh(float x) {
     const float h = half_to_float(float_to_half(x));
     return half_to_float(float_to_half(0.5f * h * (1.0f + tanhf(0.79788456080286535587989211986876f * h *
                                                                   (1.0f + 0.044715f * h * h)))));
+}
+
+/* e^x for a vector: x = n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts, so r keeps its bits), e^r by its
+ * Taylor series to r^7 (error below 1e-8 relative, under float's last bit), times 2^n. Inputs are clamped to
+ * where float's e^x is finite and normal; SiLU needs no more (its tail is exact either side). */
+#if defined(__AVX512F__)
+static inline __m512 exp_512(__m512 x) {
+    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(88.0f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+static inline __m256 exp_256(__m256 x) {
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-06f), r);
+    __m256 p = _mm256_set1_ps(1.0f / 5040);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    /* 2^n: n + 127 into the exponent bits (n is within [-126, 127] after the clamp) */
+    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+}
+#endif
+
+void ll_activate_row(const ll_model *m, const float *gate, const float *up, float *out, int vectorised) {
+    const ll_config *c = &m->c;
+    int d = 0;
+    if (c->activation == ACT_SILU && vectorised) {
+        /* SiLU g / (1 + e^-g), several lanes at a time: libm's scalar expf was most of a long prompt's time
+         * between its GEMMs. The block kernels' pass keeps expf, whose last bits match llama.cpp's more often. */
+#if defined(__AVX512F__)
+        for (; d + 16 <= c->ffn; d += 16) {
+            const __m512 g = _mm512_loadu_ps(gate + d);
+            const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f),
+                                                                exp_512(_mm512_sub_ps(_mm512_setzero_ps(), g))));
+            _mm512_storeu_ps(out + d, _mm512_mul_ps(silu, _mm512_loadu_ps(up + d)));
+        }
+#elif defined(__AVX2__) && defined(__FMA__)
+        for (; d + 8 <= c->ffn; d += 8) {
+            const __m256 g = _mm256_loadu_ps(gate + d);
+            const __m256 silu = _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f),
+                                                                exp_256(_mm256_sub_ps(_mm256_setzero_ps(), g))));
+            _mm256_storeu_ps(out + d, _mm256_mul_ps(silu, _mm256_loadu_ps(up + d)));
+        }
+#endif
+    }
+    for (; d < c->ffn; d++) {
+        const float g = gate[d];
+        out[d] = (c->activation == ACT_GELU_TANH ? gelu_tanh(g) : g / (1.0f + expf(-g))) * up[d];
+    }
 }
 
 /* cap * tanh(x / cap), as llama.cpp's scale, tanh, scale. */
@@ -410,14 +458,31 @@ static void attend(const ll_model *m, int layer, int seq, int pos, int head, con
         scores[t] = s;
         if (s > max) max = s;
     }
+    /* e^(s - max) many lanes at a time: libm's expf, one position at a time, was most of a long context's
+     * attention. The sum stays sequential, in the order it always had. */
+    int t = 0;
+#if defined(__AVX512F__)
+    for (; t + 16 <= count; t += 16)
+        _mm512_storeu_ps(scores + t, exp_512(_mm512_sub_ps(_mm512_loadu_ps(scores + t), _mm512_set1_ps(max))));
+#elif defined(__AVX2__) && defined(__FMA__)
+    for (; t + 8 <= count; t += 8)
+        _mm256_storeu_ps(scores + t, exp_256(_mm256_sub_ps(_mm256_loadu_ps(scores + t), _mm256_set1_ps(max))));
+#endif
+    for (; t < count; t++) scores[t] = expf(scores[t] - max);
     float total = 0.0f;
-    for (int t = 0; t < count; t++) {
-        const float e = expf(scores[t] - max);
-        scores[t] = e;
-        total += e;
-    }
+    for (t = 0; t < count; t++) total += scores[t];
     const float inverse = 1.0f / total;
-    for (int t = 0; t < count; t++) scores[t] = half_to_float(float_to_half(scores[t] * inverse));
+    t = 0;
+#if defined(__AVX512F__)
+    for (; t + 16 <= count; t += 16)  /* times 1 / total, rounded to float16 (round to nearest even) and back */
+        _mm512_storeu_ps(scores + t, _mm512_cvtph_ps(_mm512_cvtps_ph(
+            _mm512_mul_ps(_mm512_loadu_ps(scores + t), _mm512_set1_ps(inverse)), _MM_FROUND_TO_NEAREST_INT)));
+#elif defined(__AVX2__) && defined(__F16C__)
+    for (; t + 8 <= count; t += 8)
+        _mm256_storeu_ps(scores + t, _mm256_cvtph_ps(_mm256_cvtps_ph(
+            _mm256_mul_ps(_mm256_loadu_ps(scores + t), _mm256_set1_ps(inverse)), _MM_FROUND_TO_NEAREST_INT)));
+#endif
+    for (; t < count; t++) scores[t] = half_to_float(float_to_half(scores[t] * inverse));
     weigh_values(scores, values + (size_t)first * c->head_dim, count, c->head_dim, out);
 }
 
@@ -463,7 +528,7 @@ static void project(ll_model *m, const ll_weight *weights, int weight_count, int
         const int tile_end = tile0 + TOKEN_TILE < count ? tile0 + TOKEN_TILE : count;
         const size_t stride = m->act_stride[kind];
         /* A single token (a decode step) runs 4 weight rows at a time; a prompt 2 rows by 4 tokens. */
-        const int tile_rows = count == 1 ? DECODE_ROWS : PREFILL_ROWS;
+        const int tile_rows = count == 1 ? decode_rows(weight->type) : PREFILL_ROWS;
         for (int r = row0; r < row_end; r += tile_rows) {
             const int rows = row_end - r < tile_rows ? row_end - r : tile_rows;
             const char *row = (const char *)weight->data + (size_t)r * weight->row_bytes;
@@ -485,8 +550,7 @@ static void add_bias(float *x, const float *bias, int n) {
     if (bias) for (int i = 0; i < n; i++) x[i] += bias[i];
 }
 
-/* After attention's projections: biases, head norms, rotary embedding, then the row's keys and values cached. */
-static void prepare_row(ll_model *m, int layer, float *projected, int seq, int pos, float *cosines, float *sines) {
+void ll_prepare_row(ll_model *m, int layer, float *projected, int seq, int pos, float *cosines, float *sines) {
     const ll_config *c = &m->c;
     const ll_layer *l = &m->layer[layer];
     const int q_size = c->heads * c->head_dim, kv_size = c->kv_heads * c->head_dim;
@@ -495,9 +559,9 @@ static void prepare_row(ll_model *m, int layer, float *projected, int seq, int p
     add_bias(k, l->k_bias, kv_size);
     add_bias(v, l->v_bias, kv_size);
     if (l->q_norm)
-        for (int h = 0; h < c->heads; h++) rms_norm(q + h * c->head_dim, l->q_norm, q + h * c->head_dim, c->head_dim, c->norm_eps);
+        for (int h = 0; h < c->heads; h++) ll_rms_norm(q + h * c->head_dim, l->q_norm, q + h * c->head_dim, c->head_dim, c->norm_eps);
     if (l->k_norm)
-        for (int h = 0; h < c->kv_heads; h++) rms_norm(k + h * c->head_dim, l->k_norm, k + h * c->head_dim, c->head_dim, c->norm_eps);
+        for (int h = 0; h < c->kv_heads; h++) ll_rms_norm(k + h * c->head_dim, l->k_norm, k + h * c->head_dim, c->head_dim, c->norm_eps);
     /* The angles exactly as llama.cpp's rope cache makes them (theta multiplied up in float, divided by the
      * frequency factor, then scaled): this model family amplifies a last-bit difference here into a changed
      * top-1 token now and then, and llama.cpp is the reference these files are checked against. */
@@ -537,14 +601,14 @@ static void layer_pass(ll_model *m, int layer, float *hidden, int count, const i
     /* attention */
     reset(qkv_jobs, tid);
     for (int i = tid; i < count; i += threads)
-        rms_norm(hidden + (size_t)i * c->width, l->attn_norm, m->normed + (size_t)i * c->width, c->width, c->norm_eps);
+        ll_rms_norm(hidden + (size_t)i * c->width, l->attn_norm, m->normed + (size_t)i * c->width, c->width, c->norm_eps);
     quantize_rows(m, l->attention_in, l->attention_in_count, m->normed, c->width, c->width, count, tid, threads);
 #pragma omp barrier
     project(m, l->attention_in, l->attention_in_count, count, m->projected, m->projected_width, 0, qkv_jobs, threads);
     reset(attention_jobs, tid);
 #pragma omp barrier
     for (int i = tid; i < count; i += threads)
-        prepare_row(m, layer, m->projected + (size_t)i * m->projected_width, seq[i], pos[i], rotary[0], rotary[1]);
+        ll_prepare_row(m, layer, m->projected + (size_t)i * m->projected_width, seq[i], pos[i], rotary[0], rotary[1]);
 #pragma omp barrier
     float *scores = m->scores + (size_t)tid * (m->capacity + 16);
     for (;;) {
@@ -569,10 +633,10 @@ static void layer_pass(ll_model *m, int layer, float *hidden, int count, const i
         float *x = hidden + (size_t)i * c->width;
         if (post_attention) {
             float *s = m->sublayer + (size_t)i * c->width;
-            rms_norm(s, l->attn_post_norm, s, c->width, c->norm_eps);
+            ll_rms_norm(s, l->attn_post_norm, s, c->width, c->norm_eps);
             for (int d = 0; d < c->width; d++) x[d] += s[d];
         }
-        rms_norm(x, l->ffn_norm, m->normed + (size_t)i * c->width, c->width, c->norm_eps);
+        ll_rms_norm(x, l->ffn_norm, m->normed + (size_t)i * c->width, c->width, c->norm_eps);
     }
     quantize_rows(m, l->ffn_in, l->ffn_in_count, m->normed, c->width, c->width, count, tid, threads);
 #pragma omp barrier
@@ -581,10 +645,7 @@ static void layer_pass(ll_model *m, int layer, float *hidden, int count, const i
 #pragma omp barrier
     for (int i = tid; i < count; i += threads) {
         float *gate = m->ffn + (size_t)i * 2 * c->ffn, *up = gate + c->ffn;
-        for (int d = 0; d < c->ffn; d++) {
-            const float g = gate[d];
-            gate[d] = (c->activation == ACT_GELU_TANH ? gelu_tanh(g) : g / (1.0f + expf(-g))) * up[d];
-        }
+        ll_activate_row(m, gate, up, gate, 0);
     }
     quantize_rows(m, &l->ffn_down, 1, m->ffn, 2 * c->ffn, c->ffn, count, tid, threads);
 #pragma omp barrier
@@ -594,14 +655,14 @@ static void layer_pass(ll_model *m, int layer, float *hidden, int count, const i
     if (post_ffn) {
         for (int i = tid; i < count; i += threads) {
             float *x = hidden + (size_t)i * c->width, *s = m->sublayer + (size_t)i * c->width;
-            rms_norm(s, l->ffn_post_norm, s, c->width, c->norm_eps);
+            ll_rms_norm(s, l->ffn_post_norm, s, c->width, c->norm_eps);
             for (int d = 0; d < c->width; d++) x[d] += s[d];
         }
 #pragma omp barrier
     }
 }
 
-static int check_ready(const ll_model *m) {
+int ll_check_ready(const ll_model *m) {
     if (!m->token_embd.data || !m->output.data || !m->output_norm) return fail("the model is missing its embedding, head or final norm");
     for (int i = 0; i < m->c.layers; i++) {
         const ll_layer *l = &m->layer[i];
@@ -636,7 +697,7 @@ int ll_embed(ll_model *m, const int32_t *tokens, int32_t count, float *hidden, s
 
 int ll_layers(ll_model *m, float *hidden, size_t hidden_floats, int32_t count, const int32_t *seq,
               const int32_t *pos, int32_t first, int32_t end, int32_t threads) {
-    if (check_ready(m)) return -1;
+    if (ll_check_ready(m)) return -1;
     if (!holds(hidden_floats, count, m->c.width)) return fail("the hidden buffer is smaller than count rows of width");
     for (int i = 0; i < count; i++)
         if (seq[i] < 0 || seq[i] >= m->sequences || pos[i] < 0 || pos[i] >= m->capacity)
@@ -654,7 +715,7 @@ int ll_layers(ll_model *m, float *hidden, size_t hidden_floats, int32_t count, c
 
 int ll_logits(ll_model *m, const float *hidden, size_t hidden_floats, int32_t count, float *logits,
               size_t logits_floats, int32_t threads) {
-    if (check_ready(m)) return -1;
+    if (ll_check_ready(m)) return -1;
     if (!holds(hidden_floats, count, m->c.width)) return fail("the hidden buffer is smaller than count rows of width");
     if (!holds(logits_floats, count, m->c.vocab)) return fail("the logits buffer is smaller than count rows of vocab");
     if (threads < 1) threads = 1;
@@ -665,7 +726,7 @@ int ll_logits(ll_model *m, const float *hidden, size_t hidden_floats, int32_t co
         const int tid = omp_get_thread_num(), team = omp_get_num_threads();
         reset(&m->counters[6], tid);
         for (int i = tid; i < count; i += team)
-            rms_norm(hidden + (size_t)i * c->width, m->output_norm, m->normed + (size_t)i * c->width, c->width, c->norm_eps);
+            ll_rms_norm(hidden + (size_t)i * c->width, m->output_norm, m->normed + (size_t)i * c->width, c->width, c->norm_eps);
         quantize_rows(m, &m->output, 1, m->normed, c->width, c->width, count, tid, team);
 #pragma omp barrier
         project(m, &m->output, 1, count, logits, c->vocab, 0, &m->counters[6], team);

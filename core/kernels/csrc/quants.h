@@ -19,6 +19,14 @@ int dequantize_row(int type, const void *row, float *y, int n);
 /* sum_i w[i] * a[i] over n elements; a is in activation_type(type)'s format. */
 float dot_reference(int type, int n, const void *w, const void *a);
 
+/* Whether dots_avx512.c has the quant types' kernels in this build (then dots.c leaves out its AVX2 ones). */
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__) && \
+    defined(__AVX512VNNI__)
+#define LL_AVX512_DOTS 1
+#else
+#define LL_AVX512_DOTS 0
+#endif
+
 /* R (1..4) weight rows w_stride bytes apart against C (1..DOT_ROWS) activation rows a_stride apart:
  * out[i * C + j] = w_i . a_j. */
 #define DOT_ROWS 4

@@ -1,0 +1,51 @@
+/* What model.c and prefill.c share: the model's layout, its scratch, and the per-row operations of a layer. */
+#ifndef LL_MODEL_INTERNAL_H
+#define LL_MODEL_INTERNAL_H
+
+#include "model.h"
+
+#define KINDS 4          /* activation formats: Q8_0, Q8_1, Q8_K, float */
+
+int ll_fail(const char *message);
+
+static inline int kind_of(int activation) {
+    switch (activation) {
+    case LL_Q8_0: return 0;
+    case LL_Q8_1: return 1;
+    case LL_Q8_K: return 2;
+    default: return 3;
+    }
+}
+
+static const int kind_type[KINDS] __attribute__((unused)) = {LL_Q8_0, LL_Q8_1, LL_Q8_K, LL_F32};
+
+struct ll_model {
+    ll_config c;
+    ll_weight token_embd, output;
+    const float *output_norm;
+    ll_layer *layer;
+    ll_half *keys, *values;  /* [sequence][layer][kv head][position][head_dim] */
+    int32_t sequences, capacity;
+    /* Scratch, grown on demand: sized for `rows` rows, `threads` threads and the cache's capacity. */
+    char *arena;
+    int arena_rows, arena_threads, arena_capacity;  /* what the arena's layout was made for */
+    float *normed, *projected, *attended, *sublayer, *ffn, *scores;
+    char *act[KINDS];
+    size_t act_stride[KINDS];
+    int max_in, projected_width;
+    int counters[8];
+};
+
+static inline size_t kv_index(const ll_model *m, int seq, int layer, int kv_head, int pos) {
+    return ((((size_t)seq * m->c.layers + layer) * m->c.kv_heads + kv_head) * m->capacity + pos) * m->c.head_dim;
+}
+
+void ll_rms_norm(const float *x, const float *weight, float *out, int n, float eps);
+/* After attention's projections: biases, head norms, rotary embedding, then the row's keys and values cached. */
+void ll_prepare_row(ll_model *m, int layer, float *projected, int seq, int pos, float *cosines, float *sines);
+/* out[d] = act(gate[d]) * up[d] over one row of the feed-forward (out may be gate); vectorised: SiLU's exp in
+ * SIMD lanes (float-precise, but its last bits are not libm's). */
+void ll_activate_row(const ll_model *m, const float *gate, const float *up, float *out, int vectorised);
+int ll_check_ready(const ll_model *m);
+
+#endif

@@ -1,0 +1,264 @@
+"""This machine's ceilings, each measured with its method and cached per CPU: GEMM FLOP/s per precision, and the
+read bandwidth of DRAM (a buffer at least 4x the last-level cache) and of the last-level cache itself.
+
+A ceiling measured while other programs used more than a tenth of the cores is flagged and not cached: on a
+busy machine the same read loop gives a fraction of what the memory can do.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import statistics
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from core.cache_paths import cache_root
+from core.roofline.machine_load import LoadProbe
+
+MIB = 1024 * 1024
+GEMM_PRECISIONS = ("float32", "bfloat16")
+# rows x inner x outer: a prompt of 1,024 tokens through a 1,024 x 2,048 weight.
+GEMM_SHAPE = (1024, 1024, 2048)
+DRAM_CACHE_MULTIPLE = 4  # the issue's (and STREAM's) rule: a buffer at least 4x the last-level cache
+MIN_DRAM_BUFFER = 512 * MIB
+LLC_FRACTION = 4  # a quarter of the last-level cache: well past the private caches, well inside the shared one
+MIN_PASSES = 5
+BUDGET_S = 0.4  # per ceiling, after the minimum passes
+FORMAT = 1
+
+Timer = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    name: str   # gemm_float32, gemm_bfloat16, dram, llc
+    label: str  # for plots and sentences: "bfloat16 GEMM", "DRAM", "last-level cache"
+    unit: str   # "flop/s" or "byte/s"
+    value: float  # the best pass, as STREAM reports
+    median: float
+    passes: int
+    method: str
+    amount: float = 0.0  # FLOPs or bytes of one pass
+
+    @property
+    def is_compute(self) -> bool:
+        return self.unit == "flop/s"
+
+
+@dataclass
+class Ceilings:
+    ceilings: dict[str, Ceiling]
+    cpu: str
+    threads: int
+    last_level_cache_bytes: int | None
+    measured_at: str
+    others_share: float | None  # share of all cores other programs used during the measurement
+    loaded: bool                # others_share above the limit: flagged, not cached
+    from_cache: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def get(self, name: str) -> Ceiling | None:
+        return self.ceilings.get(name)
+
+    def to_dict(self) -> dict:
+        document = asdict(self)
+        document["ceilings"] = {name: asdict(ceiling) for name, ceiling in self.ceilings.items()}
+        document["format"] = FORMAT
+        return document
+
+    @classmethod
+    def from_dict(cls, document: dict) -> "Ceilings":
+        ceilings = {name: Ceiling(**values) for name, values in (document.get("ceilings") or {}).items()}
+        known = {key: document[key] for key in ("cpu", "threads", "last_level_cache_bytes", "measured_at",
+                                                "others_share", "loaded", "from_cache", "notes") if key in document}
+        return cls(ceilings=ceilings, **known)
+
+    def summary(self) -> str:
+        """One line: every ceiling with its value."""
+        parts = [f"{ceiling.label} {format_rate(ceiling.value, ceiling.unit)}" for ceiling in self.ceilings.values()]
+        state = " (measured under load: not cached)" if self.loaded else " (cached)" if self.from_cache else ""
+        return ", ".join(parts) + state
+
+
+def format_rate(value: float, unit: str) -> str:
+    if unit == "flop/s":
+        return f"{value / 1e9:,.0f} GFLOP/s"
+    return f"{value / 1e9:,.1f} GB/s"
+
+
+def best_rate(run: Callable[[], object], amount: float, timer: Timer = time.perf_counter,
+              min_passes: int | None = None, budget_s: float | None = None,
+              cancel: threading.Event | None = None) -> tuple[float, float, int]:
+    """(best, median, passes) of amount / seconds over passes of run(): at least min_passes (MIN_PASSES), then
+    more until budget_s (BUDGET_S) of passes have run. One unrecorded pass first warms caches and code paths."""
+    min_passes = MIN_PASSES if min_passes is None else min_passes
+    budget_s = BUDGET_S if budget_s is None else budget_s
+    run()
+    rates, spent = [], 0.0
+    while len(rates) < min_passes or spent < budget_s:
+        if cancel is not None and cancel.is_set():
+            break
+        started = timer()
+        run()
+        seconds = timer() - started
+        spent += seconds
+        rates.append(amount / seconds if seconds > 0 else 0.0)
+    if not rates:
+        return 0.0, 0.0, 0
+    return max(rates), statistics.median(rates), len(rates)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One ceiling's work: run() does `amount` FLOPs or bytes; made only when it is measured."""
+
+    name: str
+    label: str
+    unit: str
+    amount: float
+    run: Callable[[], object]
+    method: str
+
+
+def gemm_probe(precision: str, shape: tuple[int, int, int] = GEMM_SHAPE) -> Probe:
+    import torch
+
+    rows, inner, outer = shape
+    dtype = getattr(torch, precision)
+    x, weight = torch.randn(rows, inner).to(dtype), torch.randn(outer, inner).to(dtype)
+    return Probe(f"gemm_{precision}", f"{precision} GEMM", "flop/s", 2.0 * rows * inner * outer,
+                 lambda: torch.mm(x, weight.t()),
+                 f"torch.mm of {rows}x{inner} by {inner}x{outer} in {precision} (oneDNN/MKL), "
+                 f"2 x {rows}x{inner}x{outer} FLOPs over the best pass")
+
+
+def read_probe(name: str, label: str, buffer_bytes: int, why: str) -> Probe:
+    """Latency Lab's read loop (csrc/read.c: wide loads, every thread) where the kernels are built, else torch.sum,
+    whose pairwise float sums read at about half the rate here."""
+    import torch
+
+    buffer = torch.ones(buffer_bytes // 4, dtype=torch.float32)  # written once: every page resident
+    size = f"{buffer_bytes / MIB:,.0f} MiB"
+    try:
+        from core.kernels.build import can_build, fast_here
+        from core.kernels.library import kernels
+
+        if not (fast_here() and can_build()):
+            raise RuntimeError("no kernels here")
+        library, threads = kernels(), torch.get_num_threads()
+        return Probe(name, label, "byte/s", float(buffer.numel() * 4),
+                     lambda: library.ll_read(buffer.data_ptr(), buffer.numel() * 4, threads),
+                     f"Latency Lab's read loop ({library.isa} loads, {threads} threads) over a {size} buffer ({why}), "
+                     f"bytes over the best pass")
+    except Exception:  # noqa: BLE001 - no compiler, no kernels: torch's own reduction reads it too
+        return Probe(name, label, "byte/s", float(buffer.numel() * 4), buffer.sum,
+                     f"torch.sum over a {size} float32 buffer ({why}), bytes over the best pass")
+
+
+def default_probes(last_level_cache: int | None) -> list[Callable[[], Probe]]:
+    """Each made when it runs, so only one buffer is in memory at a time."""
+    probes: list[Callable[[], Probe]] = [lambda precision=precision: gemm_probe(precision)
+                                         for precision in GEMM_PRECISIONS]
+    dram = max(MIN_DRAM_BUFFER, DRAM_CACHE_MULTIPLE * (last_level_cache or 0))
+    why = (f"{dram / last_level_cache:.0f}x the {last_level_cache / MIB:,.0f} MiB last-level cache" if last_level_cache
+           else "the last-level cache's size is unknown here")
+    probes.append(lambda: read_probe("dram", "DRAM", dram, why))
+    if last_level_cache:
+        size = last_level_cache // LLC_FRACTION
+        probes.append(lambda: read_probe("llc", "last-level cache", size,
+                                         f"a quarter of the {last_level_cache / MIB:,.0f} MiB last-level cache"))
+    return probes
+
+
+def measure_ceilings(threads: int | None = None, *, probes: list[Callable[[], Probe]] | None = None,
+                     timer: Timer = time.perf_counter, probe_load: LoadProbe | None = None,
+                     cancel: threading.Event | None = None, cache: bool = True,
+                     progress: Callable[[str], None] | None = None) -> Ceilings:
+    """Measure every ceiling now; cache the result for this CPU unless other programs loaded the machine."""
+    import torch
+
+    from core.kernels.build import cpu_flags
+
+    threads = threads or torch.get_num_threads()
+    llc = last_level_cache_bytes()
+    probes = probes if probes is not None else default_probes(llc)
+    measured: dict[str, Ceiling] = {}
+    with probe_load or LoadProbe() as load:
+        for make in probes:
+            if cancel is not None and cancel.is_set():
+                break
+            probe = make()
+            if progress is not None:
+                progress(f"measuring the {probe.label} ceiling")
+            best, median, passes = best_rate(probe.run, probe.amount, timer, cancel=cancel)
+            measured[probe.name] = Ceiling(probe.name, probe.label, probe.unit, best, median, passes,
+                                           probe.method.replace("the best pass", f"the best of {passes} passes"),
+                                           probe.amount)
+            del probe
+    result = Ceilings(measured, cpu_flags().split("|")[0].strip(), threads, llc,
+                      datetime.datetime.now().astimezone().isoformat(timespec="seconds"), load.others_share,
+                      load.loaded)
+    if result.loaded:
+        result.notes.append(f"other programs used {load.others_share:.0%} of the cores while these were measured: "
+                            f"flagged, and not cached")
+    complete = cancel is None or not cancel.is_set()
+    if cache and complete and not result.loaded:
+        _save(result, threads)
+    return result
+
+
+def last_level_cache_bytes(cpu_cache_dir: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> int | None:
+    """The largest cache Linux reports for CPU 0, or None where it reports none (other systems)."""
+    sizes = []
+    for index in cpu_cache_dir.glob("index*"):
+        try:
+            text = (index / "size").read_text().strip().upper()
+        except OSError:
+            continue
+        units = {"K": 1024, "M": MIB, "G": 1024 * MIB}
+        try:
+            sizes.append(int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text))
+        except (ValueError, IndexError):
+            continue
+    return max(sizes) if sizes else None
+
+
+def _cache_path(threads: int) -> Path:
+    import torch
+
+    from core.kernels.build import cpu_flags
+
+    key = hashlib.sha256(f"{cpu_flags()}\0{torch.__version__}\0{threads}\0{FORMAT}".encode()).hexdigest()[:16]
+    return cache_root() / "roofline" / f"ceilings-{key}.json"
+
+
+def _save(result: Ceilings, threads: int) -> None:
+    path = _cache_path(threads)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staging = path.with_suffix(".tmp")
+        staging.write_text(json.dumps(result.to_dict()))
+        staging.replace(path)
+    except OSError:
+        pass  # measured again next time
+
+
+def cached_ceilings(threads: int | None = None) -> Ceilings | None:
+    """This CPU's ceilings from a quiet measurement, or None where none has been made (or the cache is damaged)."""
+    import torch
+
+    threads = threads or torch.get_num_threads()
+    try:
+        document = json.loads(_cache_path(threads).read_text())
+        if document.get("format") != FORMAT:
+            return None
+        ceilings = Ceilings.from_dict(document)
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    ceilings.from_cache = True
+    return ceilings

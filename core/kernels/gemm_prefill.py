@@ -76,20 +76,25 @@ class GemmPrefill:
                 n = min(rows, count - first)
                 x = hidden[first:first + n]
                 pos, seq = positions[first:first + n], sequences[first:first + n]
-                lib.check(lib.ll_stage_attention_norm(handle, layer, _ptr(x), n, _ptr(normed), threads),
+                lib.check(lib.ll_stage_attention_norm(handle, layer, _ptr(x), x.size, n, _ptr(normed), normed.size,
+                                                      threads),
                           "the attention norm")
                 self._product(normed[:n], weights["qkv"], projected[:n])
-                lib.check(lib.ll_stage_prepare(handle, layer, _ptr(projected), n, _ptr(seq), _ptr(pos), threads),
+                lib.check(lib.ll_stage_prepare(handle, layer, _ptr(projected), projected.size, n, _ptr(seq), _ptr(pos),
+                                               min(seq.size, pos.size), threads),
                           "the rotary embedding and the KV cache")
                 attend(kernel, layer, projected[:n, :q_size], pos, attended[:n])
                 output = self._product(attended[:n], weights["out"])
-                lib.check(lib.ll_stage_residual(handle, layer, 0, _ptr(x), _ptr(output), n, _ptr(normed), threads),
+                lib.check(lib.ll_stage_residual(handle, layer, 0, _ptr(x), x.size, _ptr(output), output.size, n,
+                                                _ptr(normed), normed.size, threads),
                           "the attention's residual")
                 gate_up = self._product(normed[:n], weights["gate_up"])
-                lib.check(lib.ll_stage_activate(handle, _ptr(gate_up), n, _ptr(activated), threads),
+                lib.check(lib.ll_stage_activate(handle, _ptr(gate_up), gate_up.size, n, _ptr(activated), activated.size,
+                                                threads),
                           "the feed-forward's activation")
                 down = self._product(activated[:n], weights["down"])
-                lib.check(lib.ll_stage_residual(handle, layer, 1, _ptr(x), _ptr(down), n, None, threads),
+                lib.check(lib.ll_stage_residual(handle, layer, 1, _ptr(x), x.size, _ptr(down), down.size, n, None, 0,
+                                                threads),
                           "the feed-forward's residual")
         if before_layer is not None:
             before_layer(shape.layers, shape.layers)
@@ -118,8 +123,8 @@ class GemmPrefill:
         offset = 0
         for data, type_id, part_rows, _ in parts:
             kernel.library.check(kernel.library.ll_unpack_rows(
-                type_id, data.ctypes.data, part_rows, columns, matrix[offset:].data_ptr(), UNPACK_FORMAT[self.dtype],
-                threads), f"unpacking layer {layer}'s {group} weights")
+                type_id, data.ctypes.data, data.nbytes, part_rows, columns, matrix[offset:].data_ptr(),
+                matrix[offset:].numel() * matrix.element_size(), UNPACK_FORMAT[self.dtype], threads), f"unpacking layer {layer}'s {group} weights")
             offset += part_rows
         return matrix
 

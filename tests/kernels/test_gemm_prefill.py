@@ -165,7 +165,8 @@ def test_the_vectorised_silu_is_float_precise_across_its_range(family_models):
     up = rng.normal(0, 1, ffn).astype(np.float32)
     gate_up = np.concatenate([gate, up])[None].copy()
     out = np.empty((1, ffn), dtype=np.float32)
-    kernel.library.check(kernel.library.ll_stage_activate(kernel.handle, gate_up.ctypes.data, 1, out.ctypes.data, 2),
+    kernel.library.check(kernel.library.ll_stage_activate(kernel.handle, gate_up.ctypes.data, gate_up.size, 1,
+                                                                   out.ctypes.data, out.size, 2),
                          "activating")
     g = gate.astype(np.float64)
     exact = g / (1 + np.exp(-g)) * up

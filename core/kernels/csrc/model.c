@@ -676,14 +676,9 @@ int ll_check_ready(const ll_model *m) {
     return 0;
 }
 
-/* A caller's buffer of `floats` holds `count` rows of `width`. */
-static int holds(size_t floats, int32_t count, int32_t width) {
-    return count >= 0 && floats >= (size_t)count * (size_t)width;
-}
-
 int ll_embed(ll_model *m, const int32_t *tokens, int32_t count, float *hidden, size_t hidden_floats) {
     if (!m->token_embd.data) return fail("the model is missing its embedding");
-    if (!holds(hidden_floats, count, m->c.width)) return fail("the hidden buffer is smaller than count rows of width");
+    if (!ll_holds(hidden_floats, count, m->c.width)) return fail("the hidden buffer is smaller than count rows of width");
     for (int i = 0; i < count; i++) {
         if (tokens[i] < 0 || tokens[i] >= m->token_embd.rows) return fail("token id outside the vocabulary");
         float *row = hidden + (size_t)i * m->c.width;
@@ -698,7 +693,7 @@ int ll_embed(ll_model *m, const int32_t *tokens, int32_t count, float *hidden, s
 int ll_layers(ll_model *m, float *hidden, size_t hidden_floats, int32_t count, const int32_t *seq,
               const int32_t *pos, int32_t first, int32_t end, int32_t threads) {
     if (ll_check_ready(m)) return -1;
-    if (!holds(hidden_floats, count, m->c.width)) return fail("the hidden buffer is smaller than count rows of width");
+    if (!ll_holds(hidden_floats, count, m->c.width)) return fail("the hidden buffer is smaller than count rows of width");
     for (int i = 0; i < count; i++)
         if (seq[i] < 0 || seq[i] >= m->sequences || pos[i] < 0 || pos[i] >= m->capacity)
             return fail("a position or sequence is outside the reserved cache");
@@ -716,8 +711,8 @@ int ll_layers(ll_model *m, float *hidden, size_t hidden_floats, int32_t count, c
 int ll_logits(ll_model *m, const float *hidden, size_t hidden_floats, int32_t count, float *logits,
               size_t logits_floats, int32_t threads) {
     if (ll_check_ready(m)) return -1;
-    if (!holds(hidden_floats, count, m->c.width)) return fail("the hidden buffer is smaller than count rows of width");
-    if (!holds(logits_floats, count, m->c.vocab)) return fail("the logits buffer is smaller than count rows of vocab");
+    if (!ll_holds(hidden_floats, count, m->c.width)) return fail("the hidden buffer is smaller than count rows of width");
+    if (!ll_holds(logits_floats, count, m->c.vocab)) return fail("the logits buffer is smaller than count rows of vocab");
     if (threads < 1) threads = 1;
     if (ensure_scratch(m, count, threads)) return -1;
     const ll_config *c = &m->c;

@@ -7,6 +7,10 @@
 #define KINDS 4          /* activation formats: Q8_0, Q8_1, Q8_K, float */
 
 int ll_fail(const char *message);
+/* A caller's buffer of `elements` holds `count` rows of `width`: checked at every entry point that takes one. */
+static inline int ll_holds(size_t elements, int32_t count, int32_t width) {
+    return count >= 0 && width >= 0 && elements >= (size_t)count * (size_t)width;
+}
 
 static inline int kind_of(int activation) {
     switch (activation) {

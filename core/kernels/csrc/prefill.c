@@ -23,10 +23,18 @@ static int check_rows(const ll_model *m, int layer, int count, const int32_t *se
     return 0;
 }
 
-int ll_stage_attention_norm(ll_model *m, int32_t layer, const float *hidden, int32_t count, float *normed,
-                            int32_t threads) {
+static int width_rows(size_t floats, int32_t count, int32_t width, const char *buffer) {
+    if (ll_holds(floats, count, width)) return 0;
+    return ll_fail(buffer);
+}
+
+int ll_stage_attention_norm(ll_model *m, int32_t layer, const float *hidden, size_t hidden_floats, int32_t count,
+                            float *normed, size_t normed_floats, int32_t threads) {
     if (check_rows(m, layer, count, NULL, NULL)) return -1;
     const ll_config *c = &m->c;
+    if (width_rows(hidden_floats, count, c->width, "the hidden buffer is smaller than count rows of width") ||
+        width_rows(normed_floats, count, c->width, "the normed buffer is smaller than count rows of width"))
+        return -1;
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int i = 0; i < count; i++)
         ll_rms_norm(hidden + (size_t)i * c->width, m->layer[layer].attn_norm, normed + (size_t)i * c->width, c->width,
@@ -34,20 +42,13 @@ int ll_stage_attention_norm(ll_model *m, int32_t layer, const float *hidden, int
     return 0;
 }
 
-int ll_stage_final_norm(ll_model *m, const float *hidden, int32_t count, float *normed, int32_t threads) {
-    if (ll_check_ready(m)) return -1;
-    const ll_config *c = &m->c;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int i = 0; i < count; i++)
-        ll_rms_norm(hidden + (size_t)i * c->width, m->output_norm, normed + (size_t)i * c->width, c->width,
-                    c->norm_eps);
-    return 0;
-}
-
-int ll_stage_prepare(ll_model *m, int32_t layer, float *projected, int32_t count, const int32_t *seq,
-                     const int32_t *pos, int32_t threads) {
+int ll_stage_prepare(ll_model *m, int32_t layer, float *projected, size_t projected_floats, int32_t count,
+                     const int32_t *seq, const int32_t *pos, size_t positions, int32_t threads) {
+    if (!seq || !pos || !ll_holds(positions, count, 1)) return ll_fail("fewer positions and sequences than rows");
     if (check_rows(m, layer, count, seq, pos)) return -1;
     const int width = (m->c.heads + 2 * m->c.kv_heads) * m->c.head_dim;
+    if (width_rows(projected_floats, count, width, "the projected buffer is smaller than count rows of q, k and v"))
+        return -1;
 #pragma omp parallel num_threads(threads)
     {
         float rotary[2][256];
@@ -58,10 +59,16 @@ int ll_stage_prepare(ll_model *m, int32_t layer, float *projected, int32_t count
     return 0;
 }
 
-int ll_stage_residual(ll_model *m, int32_t layer, int32_t sublayer, float *hidden, float *output, int32_t count,
-                      float *normed, int32_t threads) {
+int ll_stage_residual(ll_model *m, int32_t layer, int32_t sublayer, float *hidden, size_t hidden_floats,
+                      float *output, size_t output_floats, int32_t count, float *normed, size_t normed_floats,
+                      int32_t threads) {
     if (check_rows(m, layer, count, NULL, NULL)) return -1;
     const ll_config *c = &m->c;
+    if (sublayer != 0 && sublayer != 1) return ll_fail("a layer has two sublayers, 0 and 1");
+    if (width_rows(hidden_floats, count, c->width, "the hidden buffer is smaller than count rows of width") ||
+        width_rows(output_floats, count, c->width, "the output buffer is smaller than count rows of width") ||
+        (normed && width_rows(normed_floats, count, c->width, "the normed buffer is smaller than count rows of width")))
+        return -1;
     const ll_layer *l = &m->layer[layer];
     const float *post = sublayer == 0 ? l->attn_post_norm : l->ffn_post_norm;
 #pragma omp parallel for num_threads(threads) schedule(static)
@@ -74,9 +81,13 @@ int ll_stage_residual(ll_model *m, int32_t layer, int32_t sublayer, float *hidde
     return 0;
 }
 
-int ll_stage_activate(ll_model *m, const float *gate_up, int32_t count, float *out, int32_t threads) {
+int ll_stage_activate(ll_model *m, const float *gate_up, size_t gate_up_floats, int32_t count, float *out,
+                      size_t out_floats, int32_t threads) {
     if (ll_check_ready(m)) return -1;
     const int ffn = m->c.ffn;
+    if (width_rows(gate_up_floats, count, 2 * ffn, "the gate and up buffer is smaller than count rows of 2 x ffn") ||
+        width_rows(out_floats, count, ffn, "the activation buffer is smaller than count rows of ffn"))
+        return -1;
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int i = 0; i < count; i++) {
         const float *gate = gate_up + (size_t)i * 2 * ffn;
@@ -92,11 +103,14 @@ static inline uint16_t float_to_bf16(float f) {
     return (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1)) >> 16);  /* round to nearest even */
 }
 
-int ll_unpack_rows(int32_t type, const void *data, int32_t rows, int32_t cols, void *out, int32_t format,
-                   int32_t threads) {
-    if (!block_elements(type) || cols % block_elements(type)) return ll_fail("cannot unpack this tensor type");
+int ll_unpack_rows(int32_t type, const void *data, size_t data_bytes, int32_t rows, int32_t cols, void *out,
+                   size_t out_bytes, int32_t format, int32_t threads) {
+    if (!block_elements(type) || cols <= 0 || cols % block_elements(type)) return ll_fail("cannot unpack this tensor type");
     if (format != UNPACK_F32 && format != UNPACK_BF16) return ll_fail("unknown unpack format");
     const size_t bytes = row_bytes(type, cols);
+    if (rows < 0 || data_bytes / bytes < (size_t)rows) return ll_fail("the tensor's data is shorter than its rows");
+    if (!ll_holds(out_bytes / (format == UNPACK_BF16 ? 2 : 4), rows, cols))
+        return ll_fail("the unpack buffer is smaller than rows x cols");
     int failed = 0;
 #pragma omp parallel num_threads(threads) reduction(|: failed)
     {

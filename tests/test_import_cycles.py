@@ -37,8 +37,10 @@ def strongly_connected(graph) -> list[list[str]]:
 
 
 def test_there_is_no_import_cycle():
-    # grimp counts imports inside functions too: a cycle hidden in a lazy import is still a cycle.
-    assert strongly_connected(grimp.build_graph("core", "gui", "cli")) == []
+    # grimp counts imports inside functions too: a cycle hidden in a lazy import is still a cycle. Imports under
+    # TYPE_CHECKING never run, so a type named in an annotation does not tie two modules together.
+    graph = grimp.build_graph("core", "gui", "cli", exclude_type_checking_imports=True)
+    assert strongly_connected(graph) == []
 
 
 def test_the_search_finds_a_cycle_when_there_is_one():

@@ -12,6 +12,7 @@ import torch
 from core.generation.decode import prompt_cache as pc
 from core.generation.decode.kernel_batch import decode_together
 from core.generation.decode.kernel_decoder import KernelDecoder
+from core.kernels.kernel_model import GEMM_MIN_TOKENS
 from core.generation.decode.loop import lean_decode
 from core.generation.decode.prompt_cache import CacheRequest, PromptCache
 from core.generation.stopping import PassInterrupted
@@ -222,8 +223,11 @@ def kernel_files(tmp_path_factory):
 
 @pytest.mark.parametrize("arch", list(FAMILY_EXTRAS))
 def test_every_case_replies_as_a_fresh_prefill_on_the_kernels(kernel_files, arch):
+    """On the block kernels, which compute each position alike whatever its neighbours: token for token. (A
+    prompt's GEMM rounds otherwise; test_the_gemm_prefill_continues_within_its_rounding covers that path.)"""
     loaded = load_model(str(kernel_files[arch]))
     reference = load_model(str(kernel_files[arch]))  # its own C model: the reference's cache is apart
+    loaded.model.kernel.prefill_precision = reference.model.kernel.prefill_precision = None
 
     def batch_sweep(decoder):
         decode_together(loaded.model, list(range(50, 70)), 3, 4)
@@ -238,3 +242,26 @@ def test_every_case_replies_as_a_fresh_prefill_on_the_kernels(kernel_files, arch
 
     checks = chat_cases(make_decoder, batch_sweep, 1000)
     assert any(use.reused > 0 for _, _, use, _ in checks)
+
+
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_the_gemm_prefill_continues_within_its_rounding(kernel_files, precision):
+    """A follow-up of 32+ new tokens runs on torch's GEMM over the cached keys: its logits stay within the GEMM's
+    rounding of a fresh whole prefill's (which runs every position on the GEMM, the cached reply's included)."""
+    chat = load_model(str(kernel_files["llama"]))
+    reference = load_model(str(kernel_files["llama"]))
+    chat.model.kernel.prefill_precision = reference.model.kernel.prefill_precision = precision
+    prompt = SYSTEM + list(range(100, 140))
+    with torch.inference_mode():
+        cached = KernelDecoder(chat.model.kernel)
+        reply, _ = greedy(cached, prompt)
+        follow_up = prompt + reply + list(range(150, 190))
+        use = cached.prompt_cache.begin("chat", follow_up)
+        cached.start_sequence(len(follow_up) + 1, keep=use.reused)
+        continued = cached.forward(torch.tensor(follow_up[use.reused:]), use.reused)
+        fresh = KernelDecoder(reference.model.kernel)
+        fresh.start_sequence(len(follow_up) + 1)
+        whole = fresh.forward(torch.tensor(follow_up), 0)
+    assert use.reused == len(prompt + reply) - 1 and len(follow_up) - use.reused >= GEMM_MIN_TOKENS
+    tolerance = {"float32": 0.01, "bfloat16": 0.03}[precision]
+    assert (continued - whole).abs().max() <= tolerance * whole.abs().max()

@@ -17,12 +17,13 @@ unusable, as the block kernels' pass does.
 from __future__ import annotations
 
 import ctypes
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import torch
 
-from core.kernels.kernel_model import KernelModel
+if TYPE_CHECKING:  # kernel_model imports this module when a prompt's pass first needs it
+    from core.kernels.kernel_model import KernelModel
 
 # Bytes of the feed-forward's [rows, 2 x ffn] float32 output at most: it bounds the rows per GEMM for long
 # prompts of wide models. A prompt in one chunk also gets torch's fused causal attention, which is twice as fast

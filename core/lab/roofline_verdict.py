@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from core.lab.verdict_record import pct, verdict as _verdict
 from core.roofline.ceilings import Ceilings, format_rate
 from core.roofline.counts import ArithmeticShape
 from core.roofline.placement import compute_ceiling, memory_ceiling, weights_fit_in_cache
@@ -20,8 +21,6 @@ TARGET_BATCH = 8
 
 
 def judge_roofline(results) -> dict:
-    from core.lab.verdicts import _verdict, pct
-
     criterion = (f"the longest prompt's pass lies right of the ridge and reaches at least "
                  f"{COMPUTE_BOUND_SHARE:.0%} of the GEMM ceiling, and a decode step reads at least "
                  f"{MEMORY_BOUND_SHARE:.0%} of the bandwidth of the memory its weights come from")

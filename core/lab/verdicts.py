@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from core.lab.results import LabResults
+from core.lab.roofline_verdict import judge_roofline
+from core.lab.verdict_record import pct, verdict as _verdict
 from core.remote.spec import is_remote_spec
 
 CLAIM_PROMPT = "Long prompts slow the first token, not the rest"
@@ -30,21 +32,8 @@ MAX_CACHED_TTFT_GROWTH = 1.5
 
 
 def judge(results: LabResults) -> list[dict]:
-    from core.lab.roofline_verdict import judge_roofline
-
     return [judge_prompt(results), judge_precision(results), judge_batch(results), judge_total(results),
             judge_history(results), judge_roofline(results)]
-
-
-def verdict_sentence(verdict: dict) -> str:
-    word = {True: "Holds.", False: "Does not hold.", None: "Not tested."}[verdict["holds"]]
-    return f"{verdict['claim']}: {verdict['evidence']}. {word}"
-
-
-def _verdict(key: str, claim: str, holds: bool | None, evidence: str, criterion: str) -> dict:
-    verdict = {"key": key, "claim": claim, "holds": holds, "evidence": evidence, "criterion": criterion}
-    verdict["sentence"] = verdict_sentence(verdict)
-    return verdict
 
 
 def judge_prompt(results: LabResults) -> dict:
@@ -171,7 +160,3 @@ def ratio(value: float) -> str:
 
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:,.0f} ms" if seconds >= 0.1 else f"{seconds * 1000:.1f} ms"
-
-
-def pct(fraction: float) -> str:
-    return f"{fraction * 100:.0f}%"

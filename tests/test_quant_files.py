@@ -29,6 +29,12 @@ ALL_FILE_TYPES = ("Q4_1", *quant_files.FILE_TYPES)  # Q4_1: the embedded file it
 # Both judge against llama.cpp on the CPU at hand, so they hold wherever its kernels (AVX2, AVX-512) round otherwise.
 MIN_AGREEMENT_WHERE_SETTLED = 0.97
 NEAR_TIE_MARGIN = 1.5
+# A prompt's pass on torch's GEMM (the default for 32+ tokens where the CPU's GEMM is faster) multiplies the file's
+# weights unpacked to bfloat16 or float32 by unquantised activations, where llama.cpp and our block kernels multiply
+# them by 8-bit activations: it rounds unlike all of llama.cpp's variants, so its near ties are its own. It is held to
+# the 97% where llama.cpp settles, and overall to within 2 points of llama.cpp's own least agreeing variant (the
+# band this test set before the GEMM path existed).
+MAX_SHORTFALL_AGAINST_LLAMA_CPP = 0.02
 def latencylab(*args, timeout=600):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
@@ -88,8 +94,15 @@ def test_greedy_agreement_with_llama_cpp_on_the_same_file(files, file_type):
     native = load_model(str(path))
     ids = native.tokenizer(agreement_text())["input_ids"]
     assert len(ids) > 300
+    kernel = native.model.kernel
+    gemm = kernel.prefill_precision
+    ours = {}
     with torch.inference_mode():
-        ours = native.model(torch.tensor([ids])).logits[0].argmax(-1).numpy()
+        for prompt_path, precision in (("block kernels", None), (f"{gemm} GEMM", gemm)):
+            if prompt_path == "block kernels" or gemm is not None:
+                kernel.prefill_precision = precision
+                ours[prompt_path] = native.model(torch.tensor([ids])).logits[0].argmax(-1).numpy()
+    kernel.prefill_precision = gemm
     reference = quant_files.llama_cpp_reference(path, ids)
     theirs = reference["top1 batched"]
     variants = {name: reference[f"top1 {name}"] for name in quant_files.LLAMA_CPP_VARIANTS if name != "batched"}
@@ -104,11 +117,20 @@ def test_greedy_agreement_with_llama_cpp_on_the_same_file(files, file_type):
             gaps.append(top_logits[at, 0] - top_logits[at, rank[0]] if rank.size else np.inf)
         return float(max(gaps, default=0.0))
 
-    with_llama = float((ours == theirs).mean())
     settled = np.logical_and.reduce([other == theirs for other in variants.values()])
-    where_settled = float((ours == theirs)[settled].mean())
-    ours_gap, their_gap = widest_gap(ours), max(widest_gap(other) for other in variants.values())
-    print(f"{file_type}: native~llama.cpp {with_llama:.1%}; {where_settled:.1%} at the {settled.sum()} positions all of "
-          f"its variants settle; widest near tie {ours_gap:.3f} logits (llama.cpp's own variants: {their_gap:.3f})")
-    assert where_settled >= MIN_AGREEMENT_WHERE_SETTLED
-    assert ours_gap <= NEAR_TIE_MARGIN * their_gap
+    their_gap = max(widest_gap(other) for other in variants.values())
+    llama_with_itself = min(float((other == theirs).mean()) for other in variants.values())
+    judged = {}
+    for prompt_path, choice in ours.items():
+        with_llama = float((choice == theirs).mean())
+        where_settled = float((choice == theirs)[settled].mean())
+        judged[prompt_path] = (with_llama, where_settled, widest_gap(choice))
+        print(f"{file_type}, prompt on the {prompt_path}: native~llama.cpp {with_llama:.1%} (its own variants at least "
+              f"{llama_with_itself:.1%}); {where_settled:.1%} at the {settled.sum()} positions all of its variants "
+              f"settle; widest near tie {judged[prompt_path][2]:.3f} logits (llama.cpp's own variants: {their_gap:.3f})")
+    for prompt_path, (with_llama, where_settled, ours_gap) in judged.items():
+        assert where_settled >= MIN_AGREEMENT_WHERE_SETTLED, prompt_path
+        if prompt_path == "block kernels":  # the decode path's arithmetic, llama.cpp's own
+            assert ours_gap <= NEAR_TIE_MARGIN * their_gap, prompt_path
+        else:
+            assert with_llama >= llama_with_itself - MAX_SHORTFALL_AGAINST_LLAMA_CPP, prompt_path

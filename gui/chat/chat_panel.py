@@ -42,14 +42,19 @@ class ChatPanel(QWidget):
             "On: each reply reuses the chat's keys and values from the turns before, so only the new tokens are "
             "prefilled and TTFT follows them, not the history. Off: the whole chat is prefilled at every turn, "
             "and TTFT grows with it.")
+        # The two switches on a row of their own: beside the buttons they widened the chat past what fits next to
+        # the meter on a 1400-pixel screen.
+        switches = QHBoxLayout()
+        switches.addWidget(self.streaming_toggle)
+        switches.addWidget(self.cache_toggle)
+        switches.addStretch(1)
         buttons = QHBoxLayout()
         for button in (self.send_button, self.stop_button, self.regenerate_button, self.new_chat_button):
             buttons.addWidget(button)
         buttons.addStretch(1)
-        buttons.addWidget(self.streaming_toggle)
-        buttons.addWidget(self.cache_toggle)
         layout = QVBoxLayout(self)
         for widget, stretch in ((self.settings_panel, 0), (self.transcript, 1), (self.prefill_bar, 0), (self.indicator, 0),
                                 (self.input_box, 0)):
             layout.addWidget(widget, stretch=stretch)
+        layout.addLayout(switches)
         layout.addLayout(buttons)

@@ -31,14 +31,14 @@ CARDS = (
     CardSpec("tokens", "tokens", "", "N: the number of generated tokens in this reply."),
     CardSpec("e2e", "E2E", "s", DEFINITIONS["e2e_s"]),
     CardSpec("prefill", "prefill tok/s", "tok/s", DEFINITIONS["prefill_tok_s"]),
-    CardSpec("waited", "waited before seeing text", "s",
+    CardSpec("waited", "waited for text", "s",
              "How long you stared at nothing: TTFT when streaming, E2E when not."),
     CardSpec("delivery", "engine → window (p50)", "ms", DEFINITIONS["delivery_s"]),
     CardSpec("window_cpu", "window's own CPU", "cores",
              "The observer effect: the window's GUI thread's CPU time while the reply streamed, over its wall time, "
              "in cores (0.20 = a fifth of one core). Drawing the meter takes that much CPU, and on a small machine it is taken from "
              "decode: compare TPOT with a bare `latencylab ask`."),
-    CardSpec("cpu_share", "engine's share of its cores", "%",
+    CardSpec("cpu_share", "engine's CPU share", "%",
              CPU_SHARE_DEFINITION + " Below 75% the reply is marked: other programs slowed it, not the model."),
 )
 
@@ -55,7 +55,7 @@ class StatCard(QFrame):
         layout.setContentsMargins(6, 4, 6, 4)
         self._title = QLabel(spec.title)
         self._title.setStyleSheet("color: #555; font-size: 10px;")
-        self._value = CardValue("00,000 tokens, 00,000 cached" if spec.unit == "prompt" else "0000.0 tok/s")
+        self._value = CardValue("0,000 tokens, 0,000 cached" if spec.unit == "prompt" else "0000.0 tok/s")
         layout.addWidget(self._title)
         layout.addWidget(self._value)
 
@@ -123,6 +123,11 @@ def format_value(value: float | None, unit: str) -> str:
     return f"{int(value)}"
 
 
+def count(tokens: int) -> str:
+    """A token count in the prompt card's box: "9,999", then "12.3k" (the card is two cells wide)."""
+    return f"{tokens:,}" if tokens < 10_000 else f"{tokens / 1000:.1f}k"
+
+
 class StatCards(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -170,10 +175,10 @@ class StatCards(QWidget):
         if not prompt_tokens:
             card.set_text("–")
         elif reason is None:
-            card.set_text(f"{prompt_tokens:,} tokens")
+            card.set_text(f"{count(prompt_tokens)} tokens")
         else:
-            cached = "cached: not reported" if cached_tokens is None else f"{cached_tokens:,} cached"
-            card.set_text(f"{prompt_tokens:,} tokens, {cached}")
+            cached = "cached: not reported" if cached_tokens is None else f"{count(cached_tokens)} cached"
+            card.set_text(f"{count(prompt_tokens)} tokens, {cached}")
         card.setToolTip(card.spec.tooltip + (f"\nThis reply: {reason}." if reason else ""))
 
     def show_placement(self, placement: dict | None) -> None:

@@ -130,7 +130,7 @@ def test_json_loads_back_and_csv_holds_every_row(lab_run):
     sweeps = [row["sweep"] for row in table]
     for sweep in ("prompt", "precision", "batch", "bandwidth", "history"):
         assert sweeps.count(sweep) == len(document[sweep])
-    assert sweeps.count("verdict") == 5
+    assert sweeps.count("verdict") == 6
     assert float(table[0]["ttft_s"]) == document["prompt"][0]["ttft_s"]
 
 

@@ -17,6 +17,9 @@ from core.timing.events import TokenEvent
 
 PROMPT = "Name three colours of the rainbow."
 SHORT = ["max_new_tokens=6"]
+# Long enough that not streaming is felt (over FELT_S later) even at this model's ~8 ms a token on a fast CPU.
+FELT = ["max_new_tokens=24"]
+FELT_PROMPT = "Describe a rainbow in two sentences."
 
 
 @pytest.fixture
@@ -30,7 +33,7 @@ def loader(models):
 
 
 def test_streaming_against_not_streaming_the_verdicts_fields_follow_from_the_two_traces(models):
-    config = RaceConfig(PROMPT, parse_side("A", ["streaming=on", *SHORT]), parse_side("B", ["streaming=off", *SHORT]))
+    config = RaceConfig(FELT_PROMPT, parse_side("A", ["streaming=on", *FELT]), parse_side("B", ["streaming=off", *FELT]))
     result = run_race(config, loader(models))
     a, b = result.a.trace, result.b.trace
     assert a.stop_reason in ("eos", "max_tokens") and b.stop_reason in ("eos", "max_tokens")

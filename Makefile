@@ -9,6 +9,9 @@ CHECK_STAMP := $(VENV)/.installed-check
 TEST_STAMP := $(VENV)/.installed-test
 # The fast tier: no real model, no llama.cpp, no child process; `make check` runs it in under 3 minutes.
 FAST_TIER := not model and not llama_cpp and not engine_process and not subprocess and not timing
+# The fast tier runs no child process and no real model, so its tests run side by side, one worker per core
+# (pytest-xdist). The full suite stays in one process: its engine-process, server and Xvfb tests share one machine.
+CHECK_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 
 XVFB_PACKAGES := xvfb libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 xauth
 
@@ -74,4 +77,5 @@ test: $(TEST_STAMP)
 check: $(CHECK_STAMP)
 	@out=$$($(VENV)/bin/lint-imports --config pyproject.toml --no-cache 2>&1) || { echo "$$out"; exit 1; }; \
 		echo "$$out" | tail -n 1
-	LATENCYLAB_FAST_TIER=1 QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -m "$(FAST_TIER)" $(PYTEST_ARGS)
+	LATENCYLAB_FAST_TIER=1 QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -n $(CHECK_WORKERS) --durations=10 \
+		-m "$(FAST_TIER)" $(PYTEST_ARGS)

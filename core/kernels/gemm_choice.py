@@ -14,6 +14,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Callable
 
+from core.atomic_file import atomic_write_text
 from core.cache_paths import cache_root
 from core.kernels.build import cpu_flags
 
@@ -82,9 +83,7 @@ def gemm_choice(threads: int | None = None, progress=None) -> GemmChoice:
     choice = measure_choice(threads)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        staging = path.with_suffix(".tmp")
-        staging.write_text(json.dumps(choice.to_dict()))
-        staging.replace(path)
+        atomic_write_text(path, json.dumps(choice.to_dict()))
     except OSError:
         pass  # measured again next time
     return choice

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from core.atomic_file import atomic_write_text
 from core.cache_paths import cache_root
 from core.roofline.machine_load import LoadProbe
 
@@ -241,9 +242,7 @@ def _save(result: Ceilings, threads: int) -> None:
     path = _cache_path(threads)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        staging = path.with_suffix(".tmp")
-        staging.write_text(json.dumps(result.to_dict()))
-        staging.replace(path)
+        atomic_write_text(path, json.dumps(result.to_dict()))
     except OSError:
         pass  # measured again next time
 

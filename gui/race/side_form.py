@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QDoubleSpinBox, QGridLayout, QGroupBox, QHBoxLayout, QLabel, QSpinBox,
+    QCheckBox, QComboBox, QGridLayout, QGroupBox, QHBoxLayout, QLabel,
 )
 
 from core.model.source import EMBEDDED_SPEC
 from core.race.sides import RaceSide, side_from_values
 from core.remote.spec import is_remote_spec
-from core.settings import DTYPE_CHOICES, MAX_NEW_TOKENS, TEMPERATURE, TOP_P
-from gui.settings.seed_box import SeedBox
+from core.settings import DTYPE_CHOICES
+from gui.settings.sampling_fields import sampling_fields
 
 SIDE_COLORS = {"A": "#1a73e8", "B": "#c5221f"}
 
@@ -39,16 +39,9 @@ class SideForm(QGroupBox):
         self.prompt_cache = QCheckBox("Prompt cache")
         self.prompt_cache.setToolTip("On: the shared history (when the race includes one) is reused from the cache; "
                                      "only the new turn is prefilled.")
-        self.max_new_tokens = QSpinBox()
-        self.max_new_tokens.setRange(int(MAX_NEW_TOKENS.low), int(MAX_NEW_TOKENS.high))
-        self.temperature = QDoubleSpinBox()
-        self.temperature.setRange(TEMPERATURE.low, TEMPERATURE.high)
-        self.temperature.setSingleStep(0.1)
-        self.temperature.setToolTip("0 = greedy decoding (deterministic)")
-        self.top_p = QDoubleSpinBox()
-        self.top_p.setRange(0.01, TOP_P.high)
-        self.top_p.setSingleStep(0.05)
-        self.seed = SeedBox()
+        fields = sampling_fields()
+        self.max_new_tokens, self.temperature, self.top_p, self.seed = (
+            fields.max_new_tokens, fields.temperature, fields.top_p, fields.seed)
         grid = QGridLayout(self)
         grid.setContentsMargins(6, 4, 6, 4)
         grid.setVerticalSpacing(2)

@@ -6,16 +6,15 @@ from PySide6.QtCore import Signal, Slot
 from pathlib import Path
 
 from PySide6.QtWidgets import (
-    QComboBox, QDoubleSpinBox, QFileDialog, QFormLayout, QHBoxLayout, QInputDialog, QLabel, QPlainTextEdit,
-    QProgressBar, QPushButton, QSpinBox, QWidget,
+    QComboBox, QFileDialog, QFormLayout, QHBoxLayout, QInputDialog, QLabel, QPlainTextEdit,
+    QProgressBar, QPushButton, QWidget,
 )
 
 from core.errors import InvalidSettingsError
 from core.model.source import EMBEDDED_SPEC
 from core.remote.spec import is_remote_spec
-from core.settings import (DECODE_LOOP, DECODE_LOOP_CHOICES, DTYPE, DTYPE_CHOICES, MAX_NEW_TOKENS, TEMPERATURE,
-                           TOP_P, GenerationSettings, validate_dtype)
-from gui.settings.seed_box import SeedBox
+from core.settings import DECODE_LOOP, DECODE_LOOP_CHOICES, DTYPE, DTYPE_CHOICES, GenerationSettings, validate_dtype
+from gui.settings.sampling_fields import sampling_fields
 from gui.settings.store import WindowSettings
 
 EMBEDDED_CHOICE = EMBEDDED_SPEC
@@ -54,17 +53,9 @@ class SettingsPanel(QWidget):
         self.system_prompt = QPlainTextEdit()
         self.system_prompt.setPlaceholderText("System prompt (optional)")
         self.system_prompt.setMaximumHeight(54)
-        # Every range comes from core's schema, so the form accepts exactly what core accepts.
-        self.max_new_tokens = QSpinBox()
-        self.max_new_tokens.setRange(int(MAX_NEW_TOKENS.low), int(MAX_NEW_TOKENS.high))
-        self.temperature = QDoubleSpinBox()
-        self.temperature.setRange(TEMPERATURE.low, TEMPERATURE.high)
-        self.temperature.setSingleStep(0.1)
-        self.temperature.setToolTip("0 = greedy decoding (deterministic)")
-        self.top_p = QDoubleSpinBox()
-        self.top_p.setRange(0.01, TOP_P.high)  # the spin box's smallest step above core's open bound of 0
-        self.top_p.setSingleStep(0.05)
-        self.seed = SeedBox()
+        fields = sampling_fields()
+        self.max_new_tokens, self.temperature, self.top_p, self.seed = (
+            fields.max_new_tokens, fields.temperature, fields.top_p, fields.seed)
         self.decode_loop_box = QComboBox()
         self.decode_loop_box.addItems(DECODE_LOOP_CHOICES)
         self.decode_loop_box.setToolTip(

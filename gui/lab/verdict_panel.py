@@ -1,4 +1,4 @@
-"""The four claims beside the plots, each with its verdict and the numbers behind it."""
+"""The chapter's claims beside the plots, each with its verdict and the numbers behind it."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from core.lab.roofline_verdict import CLAIM_ROOFLINE
-from core.lab.verdicts import CLAIM_BATCH, CLAIM_PRECISION, CLAIM_PROMPT, CLAIM_TOTAL
+from core.lab.verdicts import CLAIM_BATCH, CLAIM_HISTORY, CLAIM_PRECISION, CLAIM_PROMPT, CLAIM_TOTAL
 
 CLAIMS = (("prompt", CLAIM_PROMPT), ("precision", CLAIM_PRECISION), ("batch", CLAIM_BATCH), ("total", CLAIM_TOTAL),
-          ("roofline", CLAIM_ROOFLINE))
+          ("history", CLAIM_HISTORY), ("roofline", CLAIM_ROOFLINE))
 VERDICT_STYLE = {
     True: ("Holds", "#188038"),
     False: ("Does not hold", "#d93025"),

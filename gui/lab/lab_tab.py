@@ -86,8 +86,9 @@ class LabTab(QWidget):
         self.roofline_plot = RooflinePlot()
         self.history_plot = HistorySweepPlot()
         plots = QSplitter(Qt.Orientation.Vertical)
-        for pair in ((self.prompt_plot, self.batch_plot), (self.precision_plot, self.roofline_plot),
-                     (self.history_plot,)):
+        # The roofline gets a row of its own: its ceilings' labels need the width.
+        for pair in ((self.prompt_plot, self.batch_plot), (self.precision_plot, self.history_plot),
+                     (self.roofline_plot,)):
             row = QSplitter(Qt.Orientation.Horizontal)
             for plot in pair:
                 plot.setMinimumHeight(150)

@@ -31,7 +31,9 @@ CHAT_SETTINGS = {"max_new_tokens": (int,), "temperature": NUMBER, "top_p": NUMBE
                  "decode_loop": (str,), "streaming": (bool,)}
 TRACE_SERVER = {"kind": (str,), "chunks": (int, NONE), "timings": (dict, NONE), "prompt_tokens": (int, NONE),
                 "output_tokens": (int, NONE), "tokens_counted_from": (str,)}
-SERVER_TIMING_VALUE = (int, float, str, bool, NONE)
+# A server's timings: its name for where they came from, and numbers (the meter divides and formats them).
+SERVER_TIMING_TEXT = {"source": (str, NONE)}
+SERVER_TIMING_NUMBER = (int, float, NONE)
 _KEYS = {"replies": re.compile(rb'"trace"\s*:'), "messages": re.compile(rb'"role"\s*:')}
 _LIMITS = {"replies": MAX_REPLIES, "messages": MAX_MESSAGES}
 
@@ -81,8 +83,10 @@ def whole(value: Any) -> bool:
 
 def check_timings(timings: dict | None, where: str) -> None:
     for key, item in (timings or {}).items():
-        if not _is(item, SERVER_TIMING_VALUE):
-            raise ChatFileError(f"{where}.{key} must be a number or text, not {type(item).__name__}")
+        kinds = SERVER_TIMING_TEXT.get(key, SERVER_TIMING_NUMBER)
+        if not _is(item, kinds):
+            wanted = "text" if str in kinds else "a number"
+            raise ChatFileError(f"{where}.{key} must be {wanted} or null, not {type(item).__name__}")
 
 
 def _is(value: Any, kinds: tuple) -> bool:

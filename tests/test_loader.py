@@ -56,3 +56,28 @@ def test_folder_without_weights_is_refused(tmp_path):
 def test_unknown_dtype_is_refused_before_loading():
     with pytest.raises(ModelLoadError, match="dtype must be one of"):
         load_model(None, dtype="float8")
+
+
+def test_a_native_load_resolves_its_spec_once_and_walks_its_header_once(tmp_path, monkeypatch):
+    """The issue's count was 3 resolutions and 4-5 header walks per load: now the header is read once and passed on."""
+    import sys
+
+    import core.model.source
+    import core.quant.gguf_header
+    from tiny_gguf import write_tiny_llama
+
+    path = write_tiny_llama(tmp_path / "tiny.gguf")
+    walks, resolutions = [], []
+    parse, resolve = core.quant.gguf_header._parse, core.model.source.resolve_model_source
+    monkeypatch.setattr(core.quant.gguf_header, "_parse", lambda reader: walks.append(1) or parse(reader))
+
+    def counted_resolve(spec):
+        resolutions.append(spec)
+        return resolve(spec)
+
+    for module in [module for name, module in sys.modules.items() if name.startswith("core.") and module]:
+        if getattr(module, "resolve_model_source", None) is resolve:
+            monkeypatch.setattr(module, "resolve_model_source", counted_resolve)
+    loaded = load_model(str(path))  # native: the memory check, the kernels' check and the weights' reader
+    assert loaded.precision.startswith("native") and loaded.parameter_count > 0
+    assert (len(resolutions), len(walks)) == (1, 1)

@@ -20,6 +20,7 @@ from core.kernels.library import KERNEL_TYPES, KernelLibrary
 from core.model.tensor_shapes import INT32_LIMIT, LAYER_TABLES, check_sizes, expected_tensors, layer_count_in_file
 from core.progress import ProgressCallback
 from core.quant.gguf_blocks import GGUFWeights
+from core.quant.gguf_header import GGUFHeader
 
 # Architectures the C pass runs, and how each differs from Llama's layer (llama.cpp's own model files).
 ROPE_HALVES = {"qwen2", "qwen3", "phi3", "gemma2", "gemma3"}
@@ -60,12 +61,12 @@ def kernel_refusal(weights: GGUFWeights) -> str | None:
     return None
 
 
-def runs_on_kernels(path) -> bool:
-    """Whether a native load of this file will run on the kernels (a cheap look at its header, no load)."""
+def runs_on_kernels(path, header: GGUFHeader | None = None) -> bool:
+    """Whether a native load of this file will run on the kernels (a look at its header, read once per load)."""
     from core.kernels.build import can_build, fast_here
 
     try:
-        return fast_here() and kernel_refusal(GGUFWeights(path)) is None and can_build()
+        return fast_here() and kernel_refusal(GGUFWeights(path, header)) is None and can_build()
     except (OSError, ValueError, KeyError, IndexError):
         return False  # the loader will say what is wrong with the file
 

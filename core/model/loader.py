@@ -11,8 +11,8 @@ from typing import Any
 from core.compute_thread import on_compute_thread
 from core.errors import InvalidSettingsError, ModelLoadError
 from core.model.gguf_cache import check_cache, convert
-from core.model.preflight import check_before_loading
-from core.model.source import ModelSource, resolve_model_source
+from core.model.preflight import check_source_before_loading
+from core.model.source import ModelSource, resolve_model_source, with_header
 from core.progress import ProgressCallback, never_backwards, no_progress, scaled
 from core.settings import DTYPE, NATIVE_DTYPE, QUANTISED_DTYPES, validate_device, validate_dtype
 
@@ -93,7 +93,8 @@ def _load_model(spec: str | None, device: str, dtype: str, progress: ProgressCal
     progress = never_backwards(progress)
     progress(0.0, f"loading {source.display_name}")
     try:
-        check_before_loading(spec, dtype, allow_pickle)
+        source = with_header(source)  # the GGUF's header, read once: every later step takes it from the source
+        check_source_before_loading(source, dtype, allow_pickle)
         if device == "cuda":
             import torch
 
@@ -141,7 +142,7 @@ def _load_native(source: ModelSource, progress: ProgressCallback) -> LoadedModel
     from core.model.native_load import load_native
     from core.model.weight_count import gguf_parameter_count
 
-    native = load_native(source.gguf_file, progress)
+    native = load_native(source.gguf_file, progress, source.header)
     model, tokenizer = native.model, native.tokenizer
     on_kernels = is_kernel_model(model)
     if not on_kernels:
@@ -149,7 +150,7 @@ def _load_native(source: ModelSource, progress: ProgressCallback) -> LoadedModel
     return LoadedModel(
         model=model, tokenizer=tokenizer, source=source, dtype=NATIVE_DTYPE, device="cpu",
         context_window=_context_window(model, tokenizer),
-        parameter_count=gguf_parameter_count(source.gguf_file) or (0 if on_kernels else parameter_count(model)),
+        parameter_count=gguf_parameter_count(source.gguf_file, source.header) or (0 if on_kernels else parameter_count(model)),
         weight_bytes=model.build.weight_bytes if on_kernels else weight_bytes(model),
         eos_token_ids=_eos_ids(model, tokenizer),
         precision=native.precision, precision_note=native.note,

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from core.errors import ModelLoadError
-from core.model.source import ModelSource, resolve_model_source
+from core.model.source import ModelSource
 from core.model.weight_count import gguf_parameter_count, safetensors_parameter_count
 from core.settings import NATIVE_DTYPE
 
@@ -48,11 +48,11 @@ def estimated_load_bytes(source: ModelSource, dtype: str) -> int | None:
     would fail anyway, and this says why in one line.
     """
     if source.kind == "gguf" and source.gguf_file is not None:
-        count = gguf_parameter_count(source.gguf_file)
+        count = gguf_parameter_count(source.gguf_file, source.header)
         if dtype == NATIVE_DTYPE:
             from core.model.gguf_kernels import runs_on_kernels
 
-            if runs_on_kernels(source.gguf_file):
+            if runs_on_kernels(source.gguf_file, source.header):
                 # Memory-mapped: the file's pages come and go with the page cache, so a file larger than
                 # memory still runs, paged in from disk; the loader warns then instead (native_load.py).
                 return None
@@ -66,14 +66,10 @@ def estimated_load_bytes(source: ModelSource, dtype: str) -> int | None:
     return None
 
 
-def check_memory_for(spec: str | None, dtype: str) -> None:
+def check_memory(source: ModelSource, dtype: str) -> None:
     """Raise ModelLoadError when the model clearly needs more memory than is free right now."""
     if os.environ.get(SKIP_ENV, "").lower() in ("1", "true", "yes"):
         return
-    try:
-        source = resolve_model_source(spec)
-    except ModelLoadError:
-        return  # the loader reports a bad spec itself
     needed = estimated_load_bytes(source, dtype)
     available = available_memory_bytes()
     if needed is None or available is None or needed <= available:

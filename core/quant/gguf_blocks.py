@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from core.quant.gguf_header import GGUFHeader, GGUFHeaderError, read_header
+
 if TYPE_CHECKING:
     import torch
 
@@ -27,12 +29,13 @@ Q8_0_BLOCK_BYTES = 34
 class GGUFWeights:
     """Named access to a GGUF's tensors, with the llama.cpp names mapped to Hugging Face module names."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, header: GGUFHeader | None = None):
+        """header: the file's, when the caller has read it already (a load reads it once and passes it on)."""
         import gguf
 
-        from core.quant.gguf_header import read_header
-
-        header = read_header(Path(path))
+        header = header or read_header(Path(path))
+        if not header.readable:
+            raise GGUFHeaderError(f"GGUF version {header.version} is too old")
         self._fields = header.fields
         self._array_lengths = header.array_lengths
         self._tensors = header.tensors

@@ -1,12 +1,18 @@
-"""Read a GGUF header fast: scalar metadata and tensor locations, skipping the vocabulary arrays.
+"""Read a GGUF header once, checked: scalar metadata, array lengths and tensor locations, skipping the arrays' items.
 
-gguf.GGUFReader turns each of a vocabulary's 100k strings into numpy views, which took 4 to 16 s a
-load here; the weights never need them (the tokenizer is built once, then cached).
+The one walker of GGUF headers. A load reads it once (ModelSource.header) and passes it on: the memory check,
+the kernels' check and the weights' reader all take the same GGUFHeader.
+
+A header is untrusted input: every length and count in it is checked against the file's size before it is used,
+and every problem becomes a GGUFHeaderError saying what is wrong. gguf.GGUFReader turns each of a vocabulary's
+100k strings into numpy views, which took 4 to 16 s a load here; the weights never need them.
 """
 
 from __future__ import annotations
 
+import math
 import mmap
+import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +21,22 @@ from pathlib import Path
 _FORMATS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 _STRING, _ARRAY = 8, 9
 DEFAULT_ALIGNMENT = 32
+_MAX_DIMS = 8  # ggml's own limit is 4
+_MAX_NESTING = 8
+_SMALLEST_TENSOR_ENTRY = 8 + 4 + 8 + 4 + 8  # an empty name, one dimension, its type and its offset
+_SMALLEST_METADATA_ENTRY = 8 + 4  # an empty key and its type
+
+
+class GGUFHeaderError(ValueError):
+    """What is wrong with a GGUF header, in words that follow "the file is not a readable GGUF file: "."""
+
+
+class UnknownQuantType(GGUFHeaderError):
+    """A tensor's quant type id is not one gguf knows: the file may be newer than this app."""
+
+    def __init__(self, type_id: int):
+        super().__init__(f"type id {type_id}")
+        self.type_id = type_id
 
 
 @dataclass(frozen=True)
@@ -27,76 +49,151 @@ class TensorInfo:
 
 @dataclass(frozen=True)
 class GGUFHeader:
+    version: int  # 1 is too old to read: then fields and tensors are empty
     fields: dict  # scalars and strings; arrays are left out
     tensors: dict[str, TensorInfo]
     array_lengths: dict[str, int] = field(default_factory=dict)  # each array's item count (e.g. the vocabulary's)
 
+    @property
+    def readable(self) -> bool:
+        return self.version >= 2
+
+    @property
+    def parameter_count(self) -> int:
+        return sum(math.prod(info.dims) for info in self.tensors.values())
+
 
 def read_header(path: Path) -> GGUFHeader:
-    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        return _parse(data)
+    """The file's header; GGUFHeaderError (or UnknownQuantType) when it is corrupt, OSError when unreadable."""
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size < 24:
+            raise GGUFHeaderError(f"it is only {size} bytes long, too short for a GGUF header")
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return _parse(_Reader(data, size))
 
 
-def _parse(data) -> GGUFHeader:
-    if bytes(data[:4]) != b"GGUF":
-        raise ValueError("it does not start with the GGUF magic bytes")
-    offset = 4
-    version, tensor_count, kv_count = struct.unpack_from("<IQQ", data, offset)
+class _Reader:
+    """Reads little-endian values from a buffer, refusing any read past its end."""
+
+    def __init__(self, data, size: int):
+        self.data = data
+        self.size = size
+        self.offset = 0
+
+    def take(self, length: int) -> int:
+        """Advance past length bytes; return where they start."""
+        if length < 0 or length > self.size - self.offset:
+            raise GGUFHeaderError(f"the header is cut off or claims {length:,} bytes at byte {self.offset:,} "
+                                  f"of {self.size:,}")
+        start = self.offset
+        self.offset += length
+        return start
+
+    def unpack(self, fmt: str) -> tuple:
+        start = self.take(struct.calcsize(fmt))
+        return struct.unpack_from(fmt, self.data, start)
+
+    def count(self, what: str, smallest_item: int) -> int:
+        """A count read from the header, refused when even the smallest items could not fit in the file."""
+        (value,) = self.unpack("<Q")
+        if value * smallest_item > self.size - self.offset:
+            raise GGUFHeaderError(f"it claims {value:,} {what} at byte {self.offset - 8:,}, more than the file "
+                                  f"can hold")
+        return value
+
+    def string(self) -> str:
+        (length,) = self.unpack("<Q")
+        start = self.take(length)
+        return bytes(self.data[start:start + length]).decode("utf-8", errors="replace")
+
+    def skip_string(self) -> None:
+        (length,) = self.unpack("<Q")
+        self.take(length)
+
+
+def _parse(reader: _Reader) -> GGUFHeader:
+    if bytes(reader.data[:4]) != b"GGUF":
+        raise GGUFHeaderError("it does not start with the GGUF magic bytes")
+    reader.take(4)
+    (version,) = reader.unpack("<I")
     if version < 2:
-        raise ValueError(f"GGUF version {version} is too old")
-    offset += 20
-
-    def string(at: int) -> tuple[str, int]:
-        (length,) = struct.unpack_from("<Q", data, at)
-        return bytes(data[at + 8:at + 8 + length]).decode("utf-8", errors="replace"), at + 8 + length
-
-    def skip(value_type: int, at: int) -> int:
-        if value_type in _FORMATS:
-            return at + struct.calcsize(_FORMATS[value_type])
-        if value_type == _STRING:
-            (length,) = struct.unpack_from("<Q", data, at)
-            return at + 8 + length
-        item_type, count = struct.unpack_from("<IQ", data, at)
-        at += 12
-        if item_type in _FORMATS:
-            return at + count * struct.calcsize(_FORMATS[item_type])
-        for _ in range(count):
-            at = skip(item_type, at)
-        return at
-
+        return GGUFHeader(version, {}, {})  # version 1 used 32-bit counts: too old to read, not corrupt
+    if version > 3:
+        raise GGUFHeaderError(f"its version {version} is unknown")
+    tensor_count = reader.count("tensors", _SMALLEST_TENSOR_ENTRY)
+    kv_count = reader.count("metadata entries", _SMALLEST_METADATA_ENTRY)
     fields: dict = {}
     array_lengths: dict[str, int] = {}
     for _ in range(kv_count):
-        key, offset = string(offset)
-        (value_type,) = struct.unpack_from("<I", data, offset)
-        offset += 4
+        key = reader.string()
+        (value_type,) = reader.unpack("<I")
         if value_type in _FORMATS:
-            (fields[key],) = struct.unpack_from(_FORMATS[value_type], data, offset)
+            (fields[key],) = struct.unpack_from(_FORMATS[value_type], reader.data, reader.offset)
         elif value_type == _STRING:
-            fields[key], _ = string(offset)
-        elif value_type == _ARRAY:
-            (array_lengths[key],) = struct.unpack_from("<Q", data, offset + 4)
-        offset = skip(value_type, offset)
+            fields[key] = reader.string()
+            continue
+        elif value_type == _ARRAY and reader.offset + 12 <= reader.size:
+            (array_lengths[key],) = struct.unpack_from("<Q", reader.data, reader.offset + 4)
+        _skip_value(reader, value_type, 0)
     infos = []
     for _ in range(tensor_count):
-        name, offset = string(offset)
-        (n_dims,) = struct.unpack_from("<I", data, offset)
-        dims = struct.unpack_from(f"<{n_dims}Q", data, offset + 4)
-        type_id, relative = struct.unpack_from("<IQ", data, offset + 4 + 8 * n_dims)
-        offset += 4 + 8 * n_dims + 12
-        infos.append((name, type_id, dims, relative))
+        name = reader.string()
+        (n_dims,) = reader.unpack("<I")
+        if not 1 <= n_dims <= _MAX_DIMS:
+            raise GGUFHeaderError(f"a tensor claims {n_dims} dimensions at byte {reader.offset - 4:,}")
+        dims = reader.unpack(f"<{n_dims}Q")
+        type_id, relative = reader.unpack("<IQ")  # the quantisation type and the data's offset
+        infos.append((name, type_id, tuple(int(d) for d in dims), relative))
+    _check_data_fits(reader, infos)
     alignment = fields.get("general.alignment", DEFAULT_ALIGNMENT)
     # As llama.cpp: the alignment must be a power of two, and every tensor's offset a multiple of it.
     if not isinstance(alignment, int) or alignment <= 0 or alignment & (alignment - 1):
-        raise ValueError(f"its general.alignment ({alignment}) is not a power of two")
-    start = (offset + alignment - 1) // alignment * alignment
-    if infos and start > len(data):
-        raise ValueError(f"its general.alignment ({alignment}) puts the tensor data at byte {start:,}, past the end "
-                         f"of the file ({len(data):,} bytes)")
+        raise GGUFHeaderError(f"its general.alignment ({alignment}) is not a power of two")
+    start = (reader.offset + alignment - 1) // alignment * alignment
+    if infos and start > reader.size:
+        raise GGUFHeaderError(f"its general.alignment ({alignment}) puts the tensor data at byte {start:,}, past "
+                              f"the end of the file ({reader.size:,} bytes)")
     for name, _, _, relative in infos:
         if relative % alignment:
-            raise ValueError(f"its tensor {name[:80]} starts at offset {relative:,}, not a multiple of the file's "
-                             f"alignment ({alignment})")
-    tensors = {name: TensorInfo(name, type_id, tuple(int(d) for d in dims), start + relative)
-               for name, type_id, dims, relative in infos}
-    return GGUFHeader(fields, tensors, array_lengths)
+            raise GGUFHeaderError(f"its tensor {name[:80]} starts at offset {relative:,}, not a multiple of the "
+                                  f"file's alignment ({alignment})")
+    tensors = {name: TensorInfo(name, type_id, dims, start + relative) for name, type_id, dims, relative in infos}
+    return GGUFHeader(version, fields, tensors, array_lengths)
+
+
+def _check_data_fits(reader: _Reader, infos: list) -> None:
+    """The tensors' data must fit after the header. Counting no alignment padding keeps this safe whatever the
+    alignment; the weights' reader checks each tensor's exact extent (core/quant/gguf_blocks.py)."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    needed = 0
+    for _, type_id, dims, relative in infos:
+        try:
+            block_size, block_bytes = GGML_QUANT_SIZES[GGMLQuantizationType(type_id)]
+        except (ValueError, KeyError):
+            raise UnknownQuantType(type_id) from None
+        needed = max(needed, relative + math.prod(dims) // block_size * block_bytes)
+    if infos and reader.offset + needed > reader.size:
+        raise GGUFHeaderError(f"it is truncated: its tensors need {reader.offset + needed:,} bytes and the file "
+                              f"holds {reader.size:,}")
+
+
+def _skip_value(reader: _Reader, value_type: int, depth: int) -> None:
+    if value_type in _FORMATS:
+        reader.take(struct.calcsize(_FORMATS[value_type]))
+    elif value_type == _STRING:
+        reader.skip_string()
+    elif value_type == _ARRAY:
+        if depth >= _MAX_NESTING:
+            raise GGUFHeaderError("its metadata nests arrays too deeply")
+        (item_type,) = reader.unpack("<I")
+        item_size = struct.calcsize(_FORMATS[item_type]) if item_type in _FORMATS else None
+        count = reader.count("array items", item_size or 8)
+        if item_size is not None:
+            reader.take(count * item_size)
+            return
+        for _ in range(count):
+            _skip_value(reader, item_type, depth + 1)
+    else:
+        raise GGUFHeaderError(f"its metadata has an unknown value type {value_type} at byte {reader.offset - 4:,}")

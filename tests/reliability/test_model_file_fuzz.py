@@ -18,14 +18,10 @@ FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthChe
 
 
 def header_end(path) -> int:
-    """Where the real GGUF's header (metadata and tensor infos) ends: the walker's own final offset."""
-    from core.model import weight_count
+    """Where the real GGUF's header (metadata and tensor infos, then alignment padding) ends: its first tensor."""
+    from core.quant.gguf_header import read_header
 
-    with open(path, "rb") as handle:
-        data = handle.read(16 * 2**20)
-    reader = weight_count._Reader(data, len(data))
-    weight_count._walk_gguf(reader)
-    return reader.offset
+    return min(info.offset for info in read_header(path).tensors.values())
 
 
 @pytest.fixture(scope="module")

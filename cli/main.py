@@ -5,13 +5,21 @@ from __future__ import annotations
 import argparse
 import sys
 
-from core.errors import InvalidSettingsError
-from core.settings import (
-    DECODE_LOOP, DEVICE, DTYPE, MAX_NEW_TOKENS, SEED, SERVER_TIMEOUT, TEMPERATURE, TOP_P, GenerationSettings,
-)
-from core.remote.spec import PROTOCOLS
 from cli.remote_flags import apply_remote_flags
 from cli.risky_options import add_risky_options, warn_about_risky_options
+from core.errors import InvalidSettingsError
+from core.remote.spec import PROTOCOLS
+from core.settings import (
+    DECODE_LOOP,
+    DEVICE,
+    DTYPE,
+    MAX_NEW_TOKENS,
+    SEED,
+    SERVER_TIMEOUT,
+    TEMPERATURE,
+    TOP_P,
+    GenerationSettings,
+)
 
 
 def add_common_options(parser: argparse.ArgumentParser, suppress_defaults: bool = False) -> None:

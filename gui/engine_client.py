@@ -12,6 +12,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal, Slot
 
 from core.engine import messages as m
+from core.engine.protocol import Engine
 from core.timing.events import FinishedEvent, ReplyRefused
 
 # The engine's sender speaks at least every 0.5 s (core/engine/process.py), so silence this long means stuck.
@@ -34,9 +35,9 @@ class EngineClient(QObject):
     race_arrived = Signal(object)        # messages.RaceProgress, RaceStarted, RaceReplyEvent, RaceFinished, RaceFailed
     engine_stopped = Signal(object)      # messages.EngineStopped
 
-    def __init__(self, engine, parent=None):
+    def __init__(self, engine: Engine, parent=None):
         super().__init__(parent)
-        self.engine = None
+        self.engine: Engine | None = None
         self._notifier: QSocketNotifier | None = None
         self._write_notifier: QSocketNotifier | None = None
         self._running: set[int] = set()   # replies asked for and not yet finished or refused
@@ -46,7 +47,7 @@ class EngineClient(QObject):
         self._watchdog.timeout.connect(self._watch)
         self.attach(engine)
 
-    def attach(self, engine) -> None:
+    def attach(self, engine: Engine) -> None:
         """Talk to this engine from now on (a new one after the old one stopped)."""
         for notifier in (self._notifier, self._write_notifier):
             if notifier is not None:

@@ -62,9 +62,10 @@ def test_a_native_load_resolves_its_spec_once_and_walks_its_header_once(tmp_path
     """The issue's count was 3 resolutions and 4-5 header walks per load: now the header is read once and passed on."""
     import sys
 
+    from tiny_gguf import write_tiny_llama
+
     import core.model.source
     import core.quant.gguf_header
-    from tiny_gguf import write_tiny_llama
 
     path = write_tiny_llama(tmp_path / "tiny.gguf")
     walks, resolutions = [], []

@@ -96,7 +96,7 @@ class EngineCore:
     # -- jobs -----------------------------------------------------------------------------------
 
     def _load(self, request: LoadModel) -> None:
-        from core.remote.backend import load_any
+        from core.backend.choice import load_any
 
         try:
             loaded = load_any(request.spec, device=request.device, dtype=request.dtype,
@@ -114,9 +114,8 @@ class EngineCore:
 
     @staticmethod
     def _loaded_event(loaded) -> ModelLoaded:
-        from core.remote.backend import is_remote
 
-        if is_remote(loaded):
+        if loaded.is_remote:
             return ModelLoaded(loaded.describe(), "the model runs on a server; its loop is the server's own")
         from core.generation.decode.choice import lean_loop_refusal
 
@@ -139,7 +138,7 @@ class EngineCore:
     def _run_reply(self, request: StartReply, stop: threading.Event) -> None:
         from core.chats.session import Message
         from core.generation.request import ReplyRequest
-        from core.remote.backend import is_remote, prepare_any
+        from core.backend.choice import prepare_any
         from core.settings import GenerationSettings
 
         reply_id, loaded = request.reply_id, self.loaded
@@ -152,7 +151,7 @@ class EngineCore:
             return
         try:
             processors = list(self.extra_logits_processors)
-            if request.ignore_eos and not is_remote(loaded) and loaded.eos_token_ids:
+            if request.ignore_eos and not loaded.is_remote and loaded.eos_token_ids:
                 from transformers import SuppressTokensLogitsProcessor
 
                 processors.append(SuppressTokensLogitsProcessor(sorted(loaded.eos_token_ids)))
@@ -204,7 +203,7 @@ class EngineCore:
                                    row_measured=lambda sweep, row: self._emit(LabRow(lab_id, sweep, dict(row))))
 
             def load(spec, *, device, dtype, progress):
-                from core.remote.backend import load_any
+                from core.backend.choice import load_any
 
                 loaded = load_any(spec, device=device, dtype=dtype, progress=progress,
                                   trust_remote_code=request.trust_remote_code, allow_pickle=request.allow_pickle,

@@ -44,9 +44,8 @@ class RaceModels:
 def is_same_model(loaded, side: RaceSide) -> bool:
     """The chat's model is this side's: the same local weights at the same precision and device."""
     from core.model.source import resolve_model_source
-    from core.remote.backend import is_remote
 
-    if is_remote(loaded) or side.remote:
+    if loaded.is_remote or side.remote:
         return False
     try:
         return (loaded.dtype, loaded.device) == (side.dtype, side.device) and \
@@ -60,7 +59,7 @@ def run_race_job(request: RunRace, cancel: threading.Event, emit: Callable[[obje
     from core.race.document import race_json
     from core.race.config import RaceConfig
     from core.race.runner import RaceObserver, run_race
-    from core.remote.backend import load_any
+    from core.backend.choice import load_any
 
     race_id = request.race_id
     try:

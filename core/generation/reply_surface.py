@@ -3,13 +3,36 @@
 from __future__ import annotations
 
 import threading
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from core.timing.events import FinishedEvent, TokenEvent
+    from core.timing.trace import GenerationTrace
 
 
-class ReplySurface:
-    """Shared by Generation and RemoteReply; a subclass sets stop_event, trace and _done, and defines start and __iter__."""
+class ReplySurface(ABC):
+    """Shared by Generation (local) and RemoteReply (a server's): a subclass sets stop_event, trace, decode_loop and
+    _done, and defines prompt_tokens, start and __iter__; the engine, the CLI and the lab use nothing else."""
 
     stop_event: threading.Event
+    trace: GenerationTrace | None  # None until started
+    decode_loop: str  # what produces the tokens, in words the meter shows
+    decode_loop_note: str | None
     _done: threading.Event
+
+    @property
+    @abstractmethod
+    def prompt_tokens(self) -> int: ...
+
+    @abstractmethod
+    def start(self, request_start_ns: int | None = None) -> ReplySurface:
+        """Begin the work on its own thread; request_start_ns is when the user asked (TTFT counts from it)."""
+
+    @abstractmethod
+    def __iter__(self) -> Iterator[TokenEvent | FinishedEvent]:
+        """Each token as it comes, then the finish."""
 
     def stop(self) -> None:
         self.stop_event.set()

@@ -22,7 +22,7 @@ from core.lab.results import LabResults
 from core.lab.verdicts import judge
 from core.model.loader import LoadedModel
 from core.progress import ProgressCallback, no_progress
-from core.remote.backend import load_any
+from core.backend.choice import load_any
 from core.remote.spec import is_remote_spec
 
 RowCallback = Callable[[str, dict], None]

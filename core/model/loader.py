@@ -41,6 +41,10 @@ class LoadedModel:
     arithmetic: dict | None = None  # the shape the roofline counts FLOPs and bytes from (core/model/arithmetic.py)
 
     @property
+    def is_remote(self) -> bool:
+        return False
+
+    @property
     def name(self) -> str:
         return self.source.display_name
 

@@ -108,8 +108,8 @@ def _on_kernels(library, weights, config, tokenizer, kind: str, progress: Progre
     from transformers import GenerationConfig
 
     from core.model.gguf_kernels import build_kernel_model
-    from core.model.memory_check import larger_than_memory_note
     from core.model.kernel_causal_lm import KernelCausalLM
+    from core.model.memory_check import larger_than_memory_note
 
     try:
         build = build_kernel_model(library, weights, progress)

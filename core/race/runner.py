@@ -19,7 +19,7 @@ from core.generation.request import ReplyRequest
 from core.race.config import RaceConfig
 from core.race.sides import RaceSide, labels, side_summary
 from core.race.verdict import Verdict, make_verdict, side_facts
-from core.remote.backend import is_remote, prepare_any
+from core.backend.choice import prepare_any
 from core.timing.trace import GenerationTrace
 
 
@@ -216,7 +216,7 @@ def _consume(name: str, reply, run: SideRun, observer: RaceObserver) -> None:
 def _clear_cache(loaded) -> None:
     """Set the model's live prompt cache aside, so this side reuses nothing another reply (the other side, the chat)
     left there: a new chat would otherwise reuse the start it shares with the cached one, here the whole prompt."""
-    if is_remote(loaded):
+    if loaded.is_remote:
         return
     from core.compute_thread import compute_thread
     from core.generation.decode.choice import lean_decoder, lean_loop_refusal
@@ -230,7 +230,7 @@ def _warm(loaded, config: RaceConfig, side: RaceSide, chat: str, cancel: threadi
     generated after it, untimed. Over the wire the server's own cache is warmed with the history's last question."""
     one_token = replace(side.settings, max_new_tokens=1)
     history = tuple(Message(role, text) for role, text in config.history)
-    if is_remote(loaded):
+    if loaded.is_remote:
         asked = history[:-1] if history and history[-1].role == "assistant" else history
         if not asked:
             return "the shared history holds no question to warm the server's cache with"

@@ -30,7 +30,10 @@ class RemoteModel:
     timeout_s: float
     api_key: str | None = field(default=None, repr=False)
     notice: str | None = None
-    is_remote: bool = True
+
+    @property
+    def is_remote(self) -> bool:
+        return True
 
     @property
     def name(self) -> str:

@@ -7,11 +7,12 @@ from typing import Callable
 from PySide6.QtCore import QObject, Signal, Slot
 
 from core.engine.messages import EngineStopped, LoadModel, ModelFailed, ModelLoaded, ModelProgress
+from core.engine.protocol import Engine
 from core.model.source import EMBEDDED_SPEC
 from gui.engine_client import EngineClient
 
 
-def default_engine():
+def default_engine() -> Engine:
     """The window's engine: its own process, so the window's painting cannot slow the model loop."""
     from core.engine.process import EngineProcess
 
@@ -27,7 +28,7 @@ class ModelController(QObject):
     load_failed = Signal(str)
     engine_stopped = Signal(str)    # why, in words
 
-    def __init__(self, engine_factory: Callable[[], object] | None = None, trust_remote_code: bool = False,
+    def __init__(self, engine_factory: Callable[[], Engine] | None = None, trust_remote_code: bool = False,
                  allow_pickle: bool = False, parent=None):
         super().__init__(parent)
         self._engine_factory = engine_factory or (lambda: default_engine())

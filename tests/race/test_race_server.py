@@ -11,7 +11,7 @@ from core.race.document import race_json
 from core.race.config import RaceConfig
 from core.race.runner import run_race
 from core.race.sides import parse_side
-from core.remote.backend import load_any
+from core.backend.choice import load_any
 from core.remote.llama_cpp_server import LLAMA_SERVER, LlamaCppServer
 
 PROMPT = "Name three colours of the rainbow."

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.backend.served_model import ServedModel
 from core.chats.template_render import template_worker
 from core.generation import request as local_request
 from core.generation.request import ReplyRequest
 from core.model import loader
 from core.progress import ProgressCallback, no_progress
-from core.remote.connect import connect
+from core.remote.connect import RemoteModel, connect
 from core.remote.reply import RemoteReply
 from core.remote.spec import is_remote_spec
 from core.settings import SERVER_TIMEOUT
@@ -23,27 +24,25 @@ class RemotePrompt:
     notice: str | None = None
 
 
-def is_remote(loaded) -> bool:
-    return getattr(loaded, "is_remote", False)
-
-
 def load_any(spec: str | None, *, device: str = "cpu", dtype: str = "float32", progress: ProgressCallback = no_progress,
              trust_remote_code: bool = False, allow_pickle: bool = False, api_key: str | None = None,
-             server_timeout_s: float | None = None):
+             server_timeout_s: float | None = None) -> ServedModel:
     """A LoadedModel for a local spec, a RemoteModel for a server URL."""
     if is_remote_spec(spec):
         return connect(spec, api_key=api_key, progress=progress,
-                       timeout_s=server_timeout_s if server_timeout_s is not None else SERVER_TIMEOUT.default)
+                       timeout_s=server_timeout_s if server_timeout_s is not None else float(SERVER_TIMEOUT.default or 0))
     template_worker().prestart()  # its start overlaps the load: the first reply's template renders at once
     # Looked up at call time, so a test's stand-in for the loader (tests/conftest.py: held_load) is the one used.
     return loader.load_model(spec, device=device, dtype=dtype, progress=progress,
                              trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
 
 
-def prepare_any(loaded, request: ReplyRequest, *, streaming: bool = True, ignore_eos: bool = False):
+def prepare_any(loaded: ServedModel, request: ReplyRequest, *, streaming: bool = True, ignore_eos: bool = False):
     """(the reply, not started; its prompt facts). Raises LatencyLabError when it cannot be asked."""
-    if is_remote(loaded):
+    if isinstance(loaded, RemoteModel):
         reply = RemoteReply(loaded, request.system_prompt, [(m.role, m.content) for m in request.messages],
                             request.settings, stop=request.stop, streaming=streaming, ignore_eos=ignore_eos)
         return reply, RemotePrompt()
+    if not isinstance(loaded, loader.LoadedModel):
+        raise TypeError(f"the engine cannot ask a {type(loaded).__name__}: a LoadedModel or a RemoteModel only")
     return local_request.prepare_reply(loaded, request)  # at call time, as load_any

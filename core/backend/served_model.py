@@ -1,0 +1,28 @@
+"""What the engine holds once a model is loaded, local or on a server: one Protocol both kinds meet."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+
+class ServedModel(Protocol):
+    """A LoadedModel (weights in this process) or a RemoteModel (a server's): what every caller may ask of either.
+    is_remote tells them apart, typed, where their abilities differ (a tokenizer, EOS ids, a decode loop)."""
+
+    @property
+    def is_remote(self) -> bool: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dtype(self) -> str: ...
+
+    def describe(self) -> dict: ...
+
+
+if TYPE_CHECKING:  # mypy proves both kinds meet the Protocol
+    from core.model.loader import LoadedModel
+    from core.remote.connect import RemoteModel
+
+    _KINDS: tuple[type[ServedModel], ...] = (LoadedModel, RemoteModel)

@@ -57,11 +57,23 @@ CASES = {
 }
 
 
+class CraftedFiles(dict):
+    """Each case's file, written the first time a test asks for it: under pytest-xdist a worker writes only the
+    cases it runs (all of them took 22 s, on every worker)."""
+
+    def __init__(self, folder):
+        super().__init__()
+        self.folder = folder
+
+    def __missing__(self, name):
+        options, _ = CASES[name]
+        self[name] = write_tiny_llama(self.folder / f"case{list(CASES).index(name)}.gguf", **options)
+        return self[name]
+
+
 @pytest.fixture(scope="module")
 def crafted(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("crafted")
-    return {name: write_tiny_llama(folder / f"case{index}.gguf", **options)
-            for index, (name, (options, _)) in enumerate(CASES.items())}
+    return CraftedFiles(tmp_path_factory.mktemp("crafted"))
 
 
 @pytest.mark.parametrize("name", list(CASES))

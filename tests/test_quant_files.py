@@ -47,18 +47,24 @@ def files(llama_cpp):
     return {file_type: quant_files.quant_file(file_type) for file_type in ALL_FILE_TYPES}
 
 
-def test_every_quant_type_appears_in_the_files(files):
-    found = {GGUFWeights(path).tensor_type(name) for path in files.values() for name in GGUFWeights(path).names()}
+@pytest.fixture(scope="module")
+def opened(files):
+    """Each file's tensors, its header read once (reading it once per tensor name took a minute)."""
+    return {file_type: GGUFWeights(path) for file_type, path in files.items()}
+
+
+def test_every_quant_type_appears_in_the_files(opened):
+    found = {weights.tensor_type(name) for weights in opened.values() for name in weights.names()}
     assert set(quant_files.TENSOR_TYPES) <= found and set(quant_files.TENSOR_TYPES) <= set(NATIVE_TYPES)
 
 
 @pytest.mark.parametrize("qtype", quant_files.TENSOR_TYPES)
-def test_a_real_tensor_of_each_type_runs_as_gguf_dequantises_it(files, qtype):
+def test_a_real_tensor_of_each_type_runs_as_gguf_dequantises_it(opened, qtype):
     import gguf
 
-    path, name = next((path, name) for path in files.values() for name in GGUFWeights(path).names()
-                      if name.startswith("blk.") and GGUFWeights(path).tensor_type(name) == qtype)
-    weights = GGUFWeights(path)
+    weights, name = next((weights, name) for weights in opened.values() for name in weights.names()
+                         if name.startswith("blk.") and weights.tensor_type(name) == qtype)
+    path = weights.path
     raw = np.asarray(weights.raw(name))
     rows, columns = weights.shape(name)
     from core.quant.gguf_decode import decode

@@ -5,6 +5,18 @@ from __future__ import annotations
 import argparse
 import sys
 
+from cli.exit_paths import (
+    INTERRUPTED_STATUS,
+    OUTPUT_FAILED_STATUS,
+    OutputLost,
+    end_generation,
+    say,
+    silence_stdout,
+    stdout_problem,
+    write_out,
+)
+from cli.progress_printer import PrefillLine, ProgressPrinter
+from cli.prompt_arg import prompt_argument, text_argument
 from core.chats.session import Message
 from core.errors import LatencyLabError
 from core.generation.reply import Generation
@@ -14,11 +26,6 @@ from core.settings import GenerationSettings
 from core.timing.events import TokenEvent
 from core.timing.export import json_text, reply_report
 from core.timing.trace import GenerationTrace
-from cli.exit_paths import (
-    INTERRUPTED_STATUS, OUTPUT_FAILED_STATUS, OutputLost, end_generation, say, silence_stdout, stdout_problem, write_out,
-)
-from cli.progress_printer import PrefillLine, ProgressPrinter
-from cli.prompt_arg import prompt_argument, text_argument
 
 
 def add_ask_parser(subparsers: argparse._SubParsersAction, add_common_options) -> None:

@@ -6,14 +6,21 @@ import argparse
 import sys
 import threading
 
+from cli.progress_printer import ProgressPrinter
 from core.errors import InvalidSettingsError
 from core.lab.config import (
-    DEFAULT_BATCH_SIZES, DEFAULT_HISTORY_TURNS, DEFAULT_NEW_TOKENS, DEFAULT_PROMPT_WORDS, DEFAULT_REPEATS, SWEEPS,
+    DEFAULT_BATCH_SIZES,
+    DEFAULT_HISTORY_TURNS,
+    DEFAULT_NEW_TOKENS,
+    DEFAULT_PROMPT_WORDS,
+    DEFAULT_REPEATS,
+    SWEEPS,
     LabConfig,
-    default_dtypes, parse_int_list, parse_name_list,
+    default_dtypes,
+    parse_int_list,
+    parse_name_list,
 )
 from core.settings import GenerationSettings
-from cli.progress_printer import ProgressPrinter
 
 EXIT_INTERRUPTED = 130  # the shell's convention for a command ended by Ctrl+C
 
@@ -85,9 +92,9 @@ def run_bench(args: argparse.Namespace, settings: GenerationSettings) -> int:
         config = config_from_args(args, settings)
     except InvalidSettingsError as error:
         args.bench_parser.error(str(error))
+    from cli.bench_report import format_summary
     from core.lab.results import save_results_csv, save_results_json
     from core.lab.runner import LabObserver, run_lab
-    from cli.bench_report import format_summary
 
     printer = ProgressPrinter()
     cancel = threading.Event()

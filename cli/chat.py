@@ -11,17 +11,24 @@ import argparse
 import io
 import sys
 
+from cli.ask import stream_reply
+from cli.exit_paths import (
+    INTERRUPTED_STATUS,
+    OUTPUT_FAILED_STATUS,
+    OutputLost,
+    end_generation,
+    say,
+    silence_stdout,
+    stdout_problem,
+    write_out,
+)
+from cli.progress_printer import ProgressPrinter
+from cli.prompt_arg import text_argument
 from core.chats.session import Message
 from core.errors import LatencyLabError
 from core.generation.request import ReplyRequest
 from core.remote.backend import load_any, prepare_any
 from core.settings import GenerationSettings
-from cli.ask import stream_reply
-from cli.exit_paths import (
-    INTERRUPTED_STATUS, OUTPUT_FAILED_STATUS, OutputLost, end_generation, say, silence_stdout, stdout_problem, write_out,
-)
-from cli.progress_printer import ProgressPrinter
-from cli.prompt_arg import text_argument
 
 CHAT_ID = "terminal"  # the one chat of this process, for the prompt cache
 PROMPT = ">>> "  # shown on stderr before each message when stdin is a terminal

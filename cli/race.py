@@ -11,19 +11,26 @@ import argparse
 import threading
 from pathlib import Path
 
+from cli.exit_paths import (
+    INTERRUPTED_STATUS,
+    JOIN_TIMEOUT_S,
+    OUTPUT_FAILED_STATUS,
+    OutputLost,
+    hard_exit,
+    say,
+    silence_stdout,
+    stdout_problem,
+    write_out,
+)
+from cli.progress_printer import ProgressPrinter
+from cli.prompt_arg import prompt_argument, text_argument
 from core.errors import InvalidSettingsError, LatencyLabError
-from core.race.document import race_json
 from core.race.config import RaceConfig
+from core.race.document import race_json
 from core.race.runner import RaceObserver, RaceResult, run_race
 from core.race.sides import KEYS, RaceSide, parse_side
 from core.race.verdict import span
 from core.settings import TPOT_BUDGET, TTFT_BUDGET, GenerationSettings, LatencyBudget
-from cli.exit_paths import (
-    INTERRUPTED_STATUS, JOIN_TIMEOUT_S, OUTPUT_FAILED_STATUS, OutputLost, hard_exit, say, silence_stdout,
-    stdout_problem, write_out,
-)
-from cli.progress_printer import ProgressPrinter
-from cli.prompt_arg import prompt_argument, text_argument
 
 BAD_SETTINGS_STATUS = 2
 

@@ -120,5 +120,5 @@ def template_worker() -> TemplateWorker:
 def render_chat_template(tokenizer, messages: list[dict]) -> str:
     """The tokenizer's chat template over messages, with the generation prompt, as apply_chat_template renders it."""
     source = tokenizer.get_chat_template()
-    variables = {key: value for key, value in tokenizer.special_tokens_map.items()}
+    variables = dict(tokenizer.special_tokens_map.items())
     return _worker.render(source, [dict(message) for message in messages], variables)

@@ -9,15 +9,29 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
+from core.chats.template_render import TemplateInterrupted
 from core.compute_thread import ComputeThread
 from core.engine.messages import (
-    CancelLab, LabFailed, LabFinished, LabProgress, LabRow, LoadModel, ModelFailed, ModelLoaded, ModelProgress,
-    ReplyEvent, RunLab, RunRace, Shutdown, StartReply, StopRace, StopReply,
+    CancelLab,
+    LabFailed,
+    LabFinished,
+    LabProgress,
+    LabRow,
+    LoadModel,
+    ModelFailed,
+    ModelLoaded,
+    ModelProgress,
+    ReplyEvent,
+    RunLab,
+    RunRace,
+    Shutdown,
+    StartReply,
+    StopRace,
+    StopReply,
 )
 from core.errors import LatencyLabError
-from core.chats.template_render import TemplateInterrupted
 from core.timing.events import FinishedEvent, PromptReady, ReplyRefused, StopReason
 
 Emit = Callable[[object], None]

@@ -11,8 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 from core.atomic_file import atomic_write_text
 from core.cache_paths import cache_root

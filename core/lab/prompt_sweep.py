@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from core.chats.context_fit import check_fits
 from core.lab.measure import SweepContext, median_or_none, timed_generation

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from core.lab.cancellation import MeasurementError, check_cancel
 from core.lab.measure import SweepContext, median_or_none

@@ -5,16 +5,16 @@ from __future__ import annotations
 import datetime
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from core.errors import LatencyLabError
 from core.lab.bandwidth import BandwidthMeasurement, ceiling_row, measure_read_bandwidth
 from core.lab.batch_sweep import sweep_batch_sizes
+from core.lab.cancellation import LabCancelled, check_cancel
 from core.lab.config import LabConfig
 from core.lab.history_sweep import sweep_history
 from core.lab.machine import describe_machine, load_average
-from core.lab.cancellation import LabCancelled, check_cancel
 from core.lab.measure import MeasurementProgress, SweepContext
 from core.lab.precision_sweep import REFERENCE_DTYPE, measure_precision, measurements_per_dtype, sweep_precisions
 from core.lab.prompt_sweep import sweep_prompt_lengths

@@ -112,7 +112,7 @@ def _load_model(spec: str | None, device: str, dtype: str, progress: ProgressCal
                 f"tried to load {source.display_name} ({dtype}, {device}), but ran out of memory: {_short(error)}"
             ) from error
         raise ModelLoadError(_failure(source, error)) from error
-    except Exception as error:  # noqa: BLE001 - any loader failure must become one clear error type
+    except Exception as error:  # any loader failure must become one clear error type
         raise ModelLoadError(_failure(source, error)) from error
     progress(1.0, "model ready")
     return loaded
@@ -247,7 +247,7 @@ def _from_pretrained(auto_class: Any, location: str | Path, local_only: bool, kw
             ) from local_error
         try:
             return auto_class.from_pretrained(location, **kwargs)
-        except Exception as remote_error:  # noqa: BLE001
+        except Exception as remote_error:
             raise ModelLoadError(
                 f"tried to load {str(location)!r} from the local cache ({_short(local_error)}) "
                 f"and then from the Hugging Face hub ({_short(remote_error)})."

@@ -107,8 +107,8 @@ def _on_kernels(library, weights, config, tokenizer, kind: str, progress: Progre
     from transformers import GenerationConfig
 
     from core.model.gguf_kernels import build_kernel_model
-    from core.model.memory_check import larger_than_memory_note
     from core.model.kernel_causal_lm import KernelCausalLM
+    from core.model.memory_check import larger_than_memory_note
 
     try:
         build = build_kernel_model(library, weights, progress)
@@ -155,7 +155,7 @@ def _tokenizer_and_config(path: Path, check, progress: ProgressCallback):
         progress(0.0, "first launch: building the tokenizer from the GGUF (once)")
         try:
             tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
-        except Exception as error:  # noqa: BLE001 - any failure here is the file's vocabulary or template
+        except Exception as error:  # any failure here is the file's vocabulary or template
             raise ModelLoadError(f"the GGUF file {path.name} has a vocabulary or chat template its tokenizer cannot be "
                                  f"built from: {_short(str(error)) or type(error).__name__}.") from error
         config = AutoConfig.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)

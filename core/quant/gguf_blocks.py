@@ -112,7 +112,7 @@ class GGUFWeights:
             return data.view(floats[qtype.name]).reshape(shape)
         return data.reshape(rows, row_bytes)
 
-    def int_groups(self, gguf_name: str) -> "IntGroups":
+    def int_groups(self, gguf_name: str) -> IntGroups:
         """A quantised weight's whole numbers and group scales, rows in Hugging Face order."""
         from core.quant.gguf_decode import decode
 
@@ -128,7 +128,7 @@ class GGUFWeights:
         # A copy: float tensors come back as views of the memory-mapped (read-only) file.
         return np.array(values, dtype=np.float32).reshape(self.shape(gguf_name))
 
-    def dequantized(self, gguf_name: str) -> "torch.Tensor":
+    def dequantized(self, gguf_name: str) -> torch.Tensor:
         """Any type gguf can read, as float32 rows in Hugging Face order (the fallback for types without a kernel)."""
         import torch
 
@@ -136,7 +136,7 @@ class GGUFWeights:
         order = self.llama_row_order(gguf_name, weight.shape[0])
         return weight if order is None else weight[order]
 
-    def q4_1(self, gguf_name: str) -> "Q4Groups":
+    def q4_1(self, gguf_name: str) -> Q4Groups:
         import torch
 
         from core.quant.groupwise import Q4Groups
@@ -156,11 +156,11 @@ class GGUFWeights:
         )
         return self._undo_llama_permutation(gguf_name, groups)
 
-    def _undo_llama_permutation(self, gguf_name: str, groups: "Q4Groups") -> "Q4Groups":
+    def _undo_llama_permutation(self, gguf_name: str, groups: Q4Groups) -> Q4Groups:
         order = self.llama_row_order(gguf_name, groups.quants.shape[0])
         return groups if order is None else groups.permute_rows(order)
 
-    def llama_row_order(self, gguf_name: str, rows: int) -> "torch.Tensor | None":
+    def llama_row_order(self, gguf_name: str, rows: int) -> torch.Tensor | None:
         """llama.cpp interleaves q and k rows for its rotary layout; transformers undoes it, so must we.
 
         Only Llama-architecture files (Mistral's among them) are interleaved: Qwen, Phi-3 and Gemma are not.

@@ -13,11 +13,13 @@ from core.errors import LatencyLabError
 from core.race.config import MODE_WORDS, RaceConfig
 from core.race.sides import labels, side_summary
 from core.race.verdict import Verdict, make_verdict, side_facts
-from core.timing.budget import DEFINITION as BUDGET_DEFINITION, budget_document, judge
+from core.timing.budget import DEFINITION as BUDGET_DEFINITION
+from core.timing.budget import budget_document, judge
 from core.timing.export import json_text, reply_report
 from core.timing.metrics import DEFINITIONS
 from core.timing.trace import GenerationTrace
-from core.timing.waterfall import definitions as waterfall_definitions, waterfall_document
+from core.timing.waterfall import definitions as waterfall_definitions
+from core.timing.waterfall import waterfall_document
 
 if TYPE_CHECKING:
     from core.race.runner import RaceResult
@@ -71,7 +73,7 @@ class RaceRecord:
         return self.a, self.b
 
 
-def race_document(result: "RaceResult") -> dict:
+def race_document(result: RaceResult) -> dict:
     config = result.config
     verdict = result.verdict()
     label_a, label_b = result.labels
@@ -94,7 +96,7 @@ def race_document(result: "RaceResult") -> dict:
     }
 
 
-def race_json(result: "RaceResult") -> str:
+def race_json(result: RaceResult) -> str:
     return json_text(race_document(result), ensure_ascii=False, indent=1)
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 from core.chats.session import ChatSession, Message
 from core.errors import LatencyLabError

@@ -12,7 +12,15 @@ from core.errors import InvalidSettingsError, LatencyLabError
 from core.model.source import EMBEDDED_SPEC
 from core.remote.spec import PROTOCOLS, RemoteSpec, is_remote_spec
 from core.settings import (
-    DECODE_LOOP, DEVICE, DTYPE, MAX_NEW_TOKENS, SEED, SERVER_TIMEOUT, TEMPERATURE, TOP_P, GenerationSettings,
+    DECODE_LOOP,
+    DEVICE,
+    DTYPE,
+    MAX_NEW_TOKENS,
+    SEED,
+    SERVER_TIMEOUT,
+    TEMPERATURE,
+    TOP_P,
+    GenerationSettings,
 )
 
 SWITCHES = ("streaming", "prompt_cache")
@@ -54,7 +62,7 @@ class RaceSide:
                 "server_timeout_s": self.server_timeout_s, "given": list(self.given)}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "RaceSide":
+    def from_dict(cls, data: dict) -> RaceSide:
         try:
             return cls(name=str(data["name"]), model=str(data["model"]), dtype=str(data["dtype"]),
                        device=str(data["device"]), streaming=bool(data["streaming"]),

@@ -9,6 +9,7 @@ real server with it; a user can run the same to set the app's own engine beside 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import socket
@@ -107,7 +108,7 @@ class LlamaCppServer:
                 self.process.wait(5)
         self._reader.join(5)
 
-    def __enter__(self) -> "LlamaCppServer":
+    def __enter__(self) -> LlamaCppServer:
         try:
             self.wait_ready()
         except BaseException:
@@ -134,10 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with LlamaCppServer(args.gguf, threads=args.threads) as server:
         print(f"llama.cpp's server is at {server.url} (Ctrl+C ends it)", flush=True)
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             server.process.wait()
-        except KeyboardInterrupt:
-            pass
     return 0
 
 

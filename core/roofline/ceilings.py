@@ -13,9 +13,9 @@ import json
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from core.atomic_file import atomic_write_text
 from core.cache_paths import cache_root
@@ -73,7 +73,7 @@ class Ceilings:
         return document
 
     @classmethod
-    def from_dict(cls, document: dict) -> "Ceilings":
+    def from_dict(cls, document: dict) -> Ceilings:
         ceilings = {name: Ceiling(**values) for name, values in (document.get("ceilings") or {}).items()}
         known = {key: document[key] for key in ("cpu", "threads", "last_level_cache_bytes", "measured_at",
                                                 "others_share", "loaded", "from_cache", "notes") if key in document}

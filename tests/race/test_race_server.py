@@ -7,8 +7,8 @@ import json
 import pytest
 
 from core.model.source import embedded_gguf_path
-from core.race.document import race_json
 from core.race.config import RaceConfig
+from core.race.document import race_json
 from core.race.runner import run_race
 from core.race.sides import parse_side
 from core.remote.backend import load_any

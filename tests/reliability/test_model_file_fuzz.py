@@ -7,7 +7,8 @@ import random
 import struct
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from core.errors import ModelLoadError
 from core.model.preflight import check_before_loading

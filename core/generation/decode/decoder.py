@@ -9,7 +9,8 @@ Llama is the template; each covered family's differences come from its spec (fam
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 

@@ -93,7 +93,7 @@ class PromptCache:
     budget_bytes: int = DEFAULT_BUDGET_BYTES
     live: CachedState = field(default_factory=lambda: CachedState([]))
     live_chat: str | None = None  # None: the live cache holds nothing reusable
-    saved: "OrderedDict[str, CachedState]" = field(default_factory=OrderedDict)
+    saved: OrderedDict[str, CachedState] = field(default_factory=OrderedDict)
     evicted: set = field(default_factory=set)
 
     # -- a reply's prompt ---------------------------------------------------------------------------

@@ -345,7 +345,7 @@ def _optional_text(value: Any, where: str) -> str | None:
 
 def _progress(value: Any, where: str) -> list[tuple[int, float]]:
     """[[stamp_ns, fraction], ...], fractions between 0 and 1 and never falling."""
-    points = []
+    points: list[tuple[int, float]] = []
     for index, item in enumerate(_require(value, list, where)):
         if (not isinstance(item, list) or len(item) != 2 or not whole(item[0])
                 or not isinstance(item[1], (int, float)) or isinstance(item[1], bool)

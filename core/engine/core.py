@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from core.chats.template_render import TemplateInterrupted
 from core.compute_thread import ComputeThread
@@ -34,6 +35,9 @@ from core.engine.messages import (
 from core.errors import LatencyLabError
 from core.timing.events import FinishedEvent, PromptReady, ReplyRefused, StopReason
 
+if TYPE_CHECKING:
+    from core.engine.race_job import RaceModels
+
 Emit = Callable[[object], None]
 
 
@@ -49,7 +53,7 @@ class EngineCore:
         self._lab_model = None
         self._lab_model_key: tuple | None = None
         self._race_stops: dict[int, threading.Event] = {}
-        self._race_models = None  # core.engine.race_job.RaceModels, made at the first race
+        self._race_models: RaceModels | None = None  # made at the first race
         self._lock = threading.Lock()
 
     def handle(self, request: object) -> None:
@@ -64,10 +68,10 @@ class EngineCore:
             if cancel is not None:
                 cancel.set()
         elif isinstance(request, StartReply):
-            stop = threading.Event()  # registered now, so a StopReply right behind it is never lost
+            reply_stop = threading.Event()  # registered now, so a StopReply right behind it is never lost
             with self._lock:
-                self._stops[request.reply_id] = stop
-            self._reply_jobs.submit(lambda: self._reply(request, stop))
+                self._stops[request.reply_id] = reply_stop
+            self._reply_jobs.submit(lambda: self._reply(request, reply_stop))
         elif isinstance(request, LoadModel):
             self._reply_jobs.submit(lambda: self._load(request))
         elif isinstance(request, RunLab):
@@ -77,10 +81,10 @@ class EngineCore:
             self._lab_jobs.submit(lambda: self._lab(request, cancel))
         elif isinstance(request, RunRace):
             # On the lab's job thread: a race and a lab run never overlap, so each measures the machine alone.
-            stop = threading.Event()
+            race_stop = threading.Event()
             with self._lock:
-                self._race_stops[request.race_id] = stop
-            self._lab_jobs.submit(lambda: self._race(request, stop))
+                self._race_stops[request.race_id] = race_stop
+            self._lab_jobs.submit(lambda: self._race(request, race_stop))
         elif isinstance(request, StopRace):
             with self._lock:
                 stop = self._race_stops.get(request.race_id)
@@ -211,8 +215,9 @@ class EngineCore:
             from core.lab.config import LabConfig
             from core.lab.runner import LabObserver, run_lab
 
-            config = LabConfig(**{key: tuple(value) if isinstance(value, list) else value
-                                  for key, value in request.config.items()})
+            values: dict[str, Any] = {key: tuple(value) if isinstance(value, list) else value
+                                      for key, value in request.config.items()}
+            config = LabConfig(**values)
             wanted = (config.model, config.dtype, config.device)
             observer = LabObserver(progress=lambda fraction, message: self._emit(LabProgress(lab_id, fraction, message)),
                                    row_measured=lambda sweep, row: self._emit(LabRow(lab_id, sweep, dict(row))))

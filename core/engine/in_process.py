@@ -60,7 +60,7 @@ class InProcessEngine:
                 pass
         except (BlockingIOError, OSError):
             pass
-        taken = []
+        taken: list[Delivered] = []
         while True:
             try:
                 event = self._events.get_nowait()

@@ -43,9 +43,9 @@ class Generation(ReplySurface):
     stop()) ends the reply at the next decoder layer during prefill and after the current token during
     decode. A stop set before start() generates nothing.
 
-    on_progress, when given, is called on the iterating thread with each ComputeStarted, PromptCacheReport and
-    PrefillProgress event (the job began on the compute thread; how much of the prompt was cached; the
-    prompt's pass reached a layer). The trace records them too; iteration yields only tokens and the finish.
+    on_progress, when given, is called on the iterating thread with each ComputeStarted, PromptCacheReport,
+    PrefillProgress and CpuUsage event (the job began on the compute thread; how much of the prompt was cached;
+    the prompt's pass reached a layer; the CPU time the reply's compute got). The trace records them too; iteration yields only tokens and the finish.
 
     cache: the chat this reply continues and what its prompt was made from (core.chats.session.PromptPieces),
     for the decoder's prompt cache; None or cache.enabled False prefills the whole prompt.
@@ -61,7 +61,7 @@ class Generation(ReplySurface):
         timeout_s: float = DEFAULT_TOKEN_TIMEOUT_S,
         logits_processors: Sequence[object] = (),
         thread: ComputeThread | None = None,
-        on_progress: Callable[[ComputeStarted | PrefillProgress | PromptCacheReport], None] | None = None,
+        on_progress: Callable[[ComputeStarted | PrefillProgress | PromptCacheReport | CpuUsage], None] | None = None,
         cache: CacheRequest | None = None,
     ):
         from core.generation.decode.choice import loop_for
@@ -215,7 +215,11 @@ def cache_report(use: CacheUse, cache: CacheRequest | None) -> PromptCacheReport
 
 def _worded(use: CacheUse, cache: CacheRequest | None) -> PromptCacheReport:
     from core.chats.cache_break import break_reason
+    from core.chats.session import PromptPieces
     from core.generation.decode import prompt_cache as pc
+
+    def pieces(label: object) -> PromptPieces | None:  # the cache keeps labels opaque; a reply's are PromptPieces
+        return label if isinstance(label, PromptPieces) else None
 
     cached = use.reused
     if use.status == pc.OFF:
@@ -227,7 +231,8 @@ def _worded(use: CacheUse, cache: CacheRequest | None) -> PromptCacheReport:
     elif use.status == pc.OTHER_CHAT:
         reason = "this chat had nothing cached; the cache held another chat"
     elif cached < min(use.held, use.prompt_tokens - 1):
-        return PromptCacheReport(use.prompt_tokens, cached, break_reason(use.label, cache.label if cache else None,
+        return PromptCacheReport(use.prompt_tokens, cached, break_reason(pieces(use.label),
+                                                                         pieces(cache.label if cache else None),
                                                                          cached), break_at=cached)
     else:
         return PromptCacheReport(use.prompt_tokens, cached, "the chat's history was reused from the cache")

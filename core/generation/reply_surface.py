@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from core.timing.trace import GenerationTrace
 
 
 class ReplySurface:
     """Shared by Generation and RemoteReply; a subclass sets stop_event, trace and _done, and defines start and __iter__."""
 
     stop_event: threading.Event
+    trace: GenerationTrace | None
     _done: threading.Event
+
+    def start(self, request_start_ns: int | None = None) -> ReplySurface:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[object]:
+        raise NotImplementedError
 
     def stop(self) -> None:
         self.stop_event.set()

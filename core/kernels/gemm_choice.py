@@ -57,7 +57,7 @@ def measure_choice(threads: int, time_gemm: Callable[[str, tuple[int, int, int]]
             best[precision] = min(best[precision], time_gemm(precision, shape))
     flops = 2 * shape[0] * shape[1] * shape[2]
     rates = {precision: flops / seconds if seconds > 0 else 0.0 for precision, seconds in best.items()}
-    return GemmChoice(max(rates, key=rates.get), rates, shape, threads)
+    return GemmChoice(max(rates, key=rates.__getitem__), rates, shape, threads)
 
 
 def _cache_path(threads: int):

@@ -16,7 +16,6 @@ unusable, as the block kernels' pass does.
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -186,5 +185,5 @@ def _capped_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
     return torch.bmm(torch.softmax(scores, dim=-1).half().float(), values)
 
 
-def _ptr(array: np.ndarray | None) -> ctypes.c_void_p | None:
+def _ptr(array: np.ndarray | None) -> int | None:
     return None if array is None else array.ctypes.data

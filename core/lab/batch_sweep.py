@@ -47,7 +47,7 @@ def sweep_batch_sizes(loaded: LoadedModel, batch_sizes: Sequence[int], new_token
             progress.advance(f"batch sweep: batch {batch_size} failed")
             yield {"batch_size": batch_size, "error": str(error)}
             continue
-        step = median_or_none(run.step_s for run in runs)
+        step = statistics.median(run.step_s for run in runs)  # runs holds `repeats` runs, at least one
         yield {
             "batch_size": batch_size,
             "prompt_tokens": len(ids),

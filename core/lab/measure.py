@@ -110,6 +110,13 @@ class StepStamper(LogitsProcessor):
         return scores
 
 
+def required_metric(value: float | None) -> float:
+    """A metric every measured run has: the sweeps keep only runs of two tokens or more, which give them all."""
+    if value is None:
+        raise MeasurementError("a run lacks a metric that two or more tokens give")
+    return value
+
+
 def median_or_none(values: Iterable[float | None]) -> float | None:
     present = [value for value in values if value is not None]
     return statistics.median(present) if present else None

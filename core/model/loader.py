@@ -141,7 +141,9 @@ def _load_native(source: ModelSource, progress: ProgressCallback) -> LoadedModel
     from core.model.native_load import load_native
     from core.model.weight_count import gguf_parameter_count
 
-    native = load_native(source.gguf_file, progress)
+    gguf_file = source.gguf_file
+    assert gguf_file is not None  # a "gguf" source names its file
+    native = load_native(gguf_file, progress)
     model, tokenizer = native.model, native.tokenizer
     on_kernels = is_kernel_model(model)
     if not on_kernels:
@@ -149,7 +151,7 @@ def _load_native(source: ModelSource, progress: ProgressCallback) -> LoadedModel
     return LoadedModel(
         model=model, tokenizer=tokenizer, source=source, dtype=NATIVE_DTYPE, device="cpu",
         context_window=_context_window(model, tokenizer),
-        parameter_count=gguf_parameter_count(source.gguf_file) or (0 if on_kernels else parameter_count(model)),
+        parameter_count=gguf_parameter_count(gguf_file) or (0 if on_kernels else parameter_count(model)),
         weight_bytes=model.build.weight_bytes if on_kernels else weight_bytes(model),
         eos_token_ids=_eos_ids(model, tokenizer),
         precision=native.precision, precision_note=native.note,
@@ -180,7 +182,8 @@ def _load_converted(source: ModelSource, device: str, dtype: str, progress: Prog
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="latencylab-cache-check") as pool:
         # Hashing and checksumming the cache release the GIL, so they overlap the slow imports.
         cache_progress = scaled(progress, 0.0, 0.7)
-        checked = pool.submit(check_cache, source.gguf_file, cache_progress) if source.kind == "gguf" else None
+        gguf_file = source.gguf_file if source.kind == "gguf" else None
+        checked = pool.submit(check_cache, gguf_file, cache_progress) if gguf_file is not None else None
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
@@ -191,10 +194,10 @@ def _load_converted(source: ModelSource, device: str, dtype: str, progress: Prog
         # interleave with a CLI's stdout and mean nothing in the window.
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
-        if checked is not None:
+        if gguf_file is not None and checked is not None:
             check = checked.result()
             if not check.valid:
-                convert(source.gguf_file, check, cache_progress)
+                convert(gguf_file, check, cache_progress)
             location = check.folder
 
     local_only = True  # Latency Lab does not download: resolve_model_source refuses a hub id not in the cache

@@ -76,6 +76,7 @@ def load_native(path: Path, progress: ProgressCallback) -> NativeModel:
         if isinstance(library, str):
             library, kernel_problem = None, library
         if library is None and weights.architecture not in NATIVE_ARCHITECTURES:
+            assert kernel_problem is not None  # there is no library only for a reason
             raise NotNative(weights.architecture, kernel_problem)
         from transformers.utils import logging as hf_logging
 

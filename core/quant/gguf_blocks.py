@@ -91,6 +91,10 @@ class GGUFWeights:
         qtype = self._types.get(gguf_name)
         return qtype.name if qtype is not None else None
 
+    def known_tensor_type(self, gguf_name: str) -> str:
+        """The type of a tensor the file holds (KeyError for one it does not)."""
+        return self._types[gguf_name].name
+
     def shape(self, gguf_name: str) -> tuple[int, ...]:
         """Rows first, as torch orders a weight (GGUF lists the innermost dimension first)."""
         return tuple(reversed(self._tensors[gguf_name].dims))
@@ -116,7 +120,7 @@ class GGUFWeights:
         """A quantised weight's whole numbers and group scales, rows in Hugging Face order."""
         from core.quant.gguf_decode import decode
 
-        groups = decode(np.asarray(self.raw(gguf_name)), self.tensor_type(gguf_name))
+        groups = decode(np.asarray(self.raw(gguf_name)), self.known_tensor_type(gguf_name))
         order = self.llama_row_order(gguf_name, groups.n.shape[0])
         return groups if order is None else groups.permute_rows(order)
 
@@ -173,6 +177,8 @@ class GGUFWeights:
             heads = self.head_count_kv or self.head_count
         else:
             return None
+        if heads is None:  # reshape(None, ...) would fail with a TypeError that names nothing
+            raise ValueError(f"the file gives no {self.architecture}.attention.head_count for {gguf_name}")
         import torch
 
         return torch.arange(rows).reshape(heads, rows // heads // 2, 2).transpose(1, 2).reshape(rows)

@@ -27,6 +27,10 @@ class SplitInt4Linear(nn.Module):
     kernel call per layer (at one token a call costs about as much in overhead as in arithmetic).
     """
 
+    packed_weight: torch.Tensor
+    scales_and_zeros: torch.Tensor
+    bias: torch.Tensor | None
+
     def __init__(self, packed: torch.Tensor, scales_and_zeros: torch.Tensor, plane_count: int,
                  bias: torch.Tensor | None = None, out_features: int | None = None):
         """out_features: the real rows, when each plane was padded to whole packing tiles."""

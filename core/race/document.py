@@ -77,8 +77,8 @@ def race_document(result: RaceResult) -> dict:
     config = result.config
     verdict = result.verdict()
     label_a, label_b = result.labels
-    runs = [run for run in result.sides if run.trace is not None]
-    summary, _ = budget_document([run.trace for run in runs], [run.side.streaming for run in runs], config.budget)
+    ran = [(run.trace, run.side.streaming) for run in result.sides if run.trace is not None]
+    summary, _ = budget_document([trace for trace, _ in ran], [streaming for _, streaming in ran], config.budget)
     return {
         "format": RACE_FORMAT,
         "mode": config.mode,
@@ -130,9 +130,11 @@ def read_race(data: bytes) -> RaceRecord:
     names = dict(zip(("a", "b"), labels(config.a, config.b)))  # from the settings, whatever the file says
     sides = tuple(_recorded(document.get(key), key, getattr(config, key), names[key]) for key in ("a", "b"))
     verdict = None
-    if all(side.trace is not None and side.trace.stop_reason in ("eos", "max_tokens") for side in sides):
-        verdict = make_verdict(*(side_facts(side.name, side.label, side.trace, side.streaming, config.budget)
-                                 for side in sides))
+    finished = [(side, side.trace) for side in sides
+                if side.trace is not None and side.trace.stop_reason in ("eos", "max_tokens")]
+    if len(finished) == len(sides):
+        verdict = make_verdict(*(side_facts(side.name, side.label, trace, side.streaming, config.budget)
+                                 for side, trace in finished))
     return RaceRecord(config.prompt, config.mode, document.get("stopped") is True, _text(document, "status"),
                       sides[0], sides[1], config, verdict)
 
@@ -149,7 +151,9 @@ def _recorded(report: object, key: str, side, label: str) -> RecordedSide:
             trace = trace_from_dict(report["trace"], f"{key}.trace")
         except ChatFileError as error:
             raise RaceFileError(str(error)) from None
-    notes = report.get("notes") if isinstance(report.get("notes"), list) else []
+    notes = report.get("notes")
+    if not isinstance(notes, list):
+        notes = []
     return RecordedSide(side.name, label, side_summary(side), side.streaming, _text(report, "state"),
                         trace, tuple(note for note in notes if isinstance(note, str)), _text(report, "model") or None)
 

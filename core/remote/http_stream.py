@@ -53,13 +53,16 @@ class HttpStream:
         self.headers: dict[str, str] = {}
 
     def open(self) -> HttpStream:
-        parts = self._parts
+        parts, host = self._parts, self._parts.hostname
+        if host is None:  # RemoteSpec.parse refuses such a URL before it gets here
+            raise RemoteError(f"{self.url!r} names no host to connect to.")
+        connection: http.client.HTTPConnection
         if parts.scheme == "https":
             # Certificates are always verified: there is deliberately no switch to skip it.
-            connection = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=self.timeout_s,
+            connection = http.client.HTTPSConnection(host, parts.port, timeout=self.timeout_s,
                                                      context=ssl.create_default_context())
         else:
-            connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=self.timeout_s)
+            connection = http.client.HTTPConnection(host, parts.port, timeout=self.timeout_s)
         self._connection = connection
         path = parts.path or "/"
         if parts.query:

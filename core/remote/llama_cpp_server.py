@@ -63,15 +63,15 @@ class LlamaCppServer:
         if kind == LLAMA_SERVER and binary is None:
             raise RuntimeError("llama-server is not built for this CPU: run tools/llama_cpp_builds.py")
         self.kind = LLAMA_SERVER if binary is not None else PYTHON_SERVER
-        threads = str(threads or os.cpu_count() or 1)
+        thread_count = str(threads or os.cpu_count() or 1)
         if binary is not None:
             command = [str(binary), "--model", str(self.gguf), "--alias", alias, "--host", "127.0.0.1",
-                       "--port", str(self.port), "--ctx-size", str(context * SLOTS), "--threads", threads,
-                       "--threads-batch", threads, "--parallel", str(SLOTS), "--slots", "--no-webui"]
+                       "--port", str(self.port), "--ctx-size", str(context * SLOTS), "--threads", thread_count,
+                       "--threads-batch", thread_count, "--parallel", str(SLOTS), "--slots", "--no-webui"]
         else:
             command = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.gguf), "--model_alias", alias,
                        "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(context),
-                       "--n_threads", threads, "--verbose", "True",
+                       "--n_threads", thread_count, "--verbose", "True",
                        # By default a new request cuts the running one short; queue them instead, as servers do.
                        "--interrupt_requests", "False"]
         self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -120,6 +120,7 @@ class LlamaCppServer:
         self.stop()
 
     def _read(self) -> None:
+        assert self.process.stdout is not None  # started with stdout=PIPE
         for line in self.process.stdout:
             self.lines.append(line.rstrip("\n"))
             self._lines.put(line)

@@ -146,6 +146,8 @@ class RemoteReply(ReplySurface):
             piece = (_ollama_whole(body) if model.protocol == "ollama" else openai_chat.read_response(body))
             self._take(piece, arrival_ns, reading)
             return reading.reason
+        parser: JsonLines | ServerSentEvents
+        read: Callable[[str], Piece]
         if model.protocol == "ollama":
             parser, read = JsonLines(), ollama_chat.read_line
         else:
@@ -242,16 +244,16 @@ class _Reading:
 def _cache_report(server_kind: str, reading: _Reading) -> PromptCacheReport:
     """What the server said of its prompt cache; where it said nothing, that is what the report says."""
     prompt = reading.prompt_tokens or 0
-    if reading.cached_tokens is None:
+    cached, source = reading.cached_tokens, reading.cache_source
+    if cached is None or source is None:  # a piece sets the count and the field it came in together
         return PromptCacheReport(prompt, None, f"not reported: {server_kind} sent no count of cached prompt tokens",
                                  source="not reported")
-    cached = reading.cached_tokens
     if prompt and cached > prompt:  # a count beyond the prompt is the server's claim, not a fact: kept apart
         return PromptCacheReport(prompt, None, f"not reported: {server_kind} claimed {cached:,} cached tokens of a "
-                                               f"{prompt:,}-token prompt", source=reading.cache_source)
+                                               f"{prompt:,}-token prompt", source=source)
     reason = (f"{server_kind} reused {cached:,} cached prompt tokens" if cached
               else f"{server_kind} reports no prompt tokens from its cache")
-    return PromptCacheReport(prompt, cached, reason, source=reading.cache_source)
+    return PromptCacheReport(prompt, cached, reason, source=source)
 
 
 def _ollama_whole(body: bytes) -> Piece:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import urllib.parse
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from core.errors import ModelLoadError
 
@@ -13,8 +14,8 @@ PROTOCOLS = ("auto", "openai", "ollama")
 _SECRET_PARAMETERS = ("key", "api_key", "apikey", "token", "access_token", "auth")
 
 
-def is_remote_spec(text: str | None) -> bool:
-    return bool(text) and text.strip().lower().startswith(("http://", "https://"))
+def is_remote_spec(text: str | None) -> TypeGuard[str]:
+    return text is not None and text.strip().lower().startswith(("http://", "https://"))
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,12 @@ FAST_TIER := not model and not llama_cpp and not engine_process and not subproce
 # The fast tier runs no child process and no real model, so its tests run side by side, one worker per core
 # (pytest-xdist). The full suite stays in one process: its engine-process, server and Xvfb tests share one machine.
 CHECK_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+# `ruff format --check` joins the static checks once the tree has had its one `ruff format` commit: set this to 1 then.
+RUFF_FORMAT_CHECK ?= 0
 
 XVFB_PACKAGES := xvfb libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 xauth
 
-.PHONY: run test check install xvfb
+.PHONY: run test check lint install xvfb
 
 install: $(TEST_STAMP)
 
@@ -58,10 +60,12 @@ xvfb:
 run: $(STAMP)
 	$(VENV)/bin/latencylab $(ARGS)
 
-# The whole suite offscreen, then the plot tests again on a real X server when Xvfb is installed; the 25 slowest
-# tests are listed at the end. The llama.cpp builds are checked against this CPU first (instant when they match).
+# The static checks first (make lint), then the whole suite offscreen, then the plot tests again on a real X server
+# when Xvfb is installed; the 25 slowest tests are listed at the end. The llama.cpp builds are checked against this
+# CPU first (instant when they match).
 # pytest's exit status 5 (no test selected, e.g. PYTEST_ARGS named a file without plot tests) is not a failure.
 test: $(TEST_STAMP)
+	@$(MAKE) --no-print-directory lint
 	$(PY) tools/llama_cpp_builds.py >/dev/null
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest --durations=25 $(PYTEST_ARGS)
 	@if command -v xvfb-run >/dev/null 2>&1; then \
@@ -72,10 +76,18 @@ test: $(TEST_STAMP)
 		echo "Skipping the plot tests on a real X server: xvfb-run is not installed (make xvfb, as root)."; \
 	fi
 
-# The developer's edit-test loop: the layers' contracts, then the fast tier of the suite. A test in it that reaches
-# the real model, llama.cpp or a child process without the fixture that marks it fails (tests/conftest.py).
-check: $(CHECK_STAMP)
+# The static checks, a few seconds (mypy's first run, before its cache, about a minute): the layers' contracts, ruff's
+# lint (and its formatter, see RUFF_FORMAT_CHECK) over the code, tests, tools and benchmarks, and mypy on core/.
+lint: $(CHECK_STAMP)
 	@out=$$($(VENV)/bin/lint-imports --config pyproject.toml --no-cache 2>&1) || { echo "$$out"; exit 1; }; \
 		echo "$$out" | tail -n 1
+	$(VENV)/bin/ruff check
+	@if [ "$(RUFF_FORMAT_CHECK)" = 1 ]; then echo "$(VENV)/bin/ruff format --check"; $(VENV)/bin/ruff format --check; fi
+	$(VENV)/bin/mypy
+
+# The developer's edit-test loop: the static checks, then the fast tier of the suite. A test in it that reaches
+# the real model, llama.cpp or a child process without the fixture that marks it fails (tests/conftest.py).
+check: $(CHECK_STAMP)
+	@$(MAKE) --no-print-directory lint
 	LATENCYLAB_FAST_TIER=1 QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -n $(CHECK_WORKERS) --durations=10 \
 		-m "$(FAST_TIER)" $(PYTEST_ARGS)

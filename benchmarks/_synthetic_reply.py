@@ -6,7 +6,7 @@ import time
 
 from PySide6.QtCore import QEventLoop, QTimer
 
-WORDS = "the keeper climbed the stairs again , counting every step as the light turned".split()
+WORDS = "the keeper climbed the stairs again , counting every step as the light turned".split()  # noqa: SIM905 - reads as the sentence it is
 TOKEN_GAP_NS = 11_500_000  # the int4 lean loop's TPOT here; only the plotted values depend on it
 FRAME_MS = 33
 
@@ -20,8 +20,8 @@ def gui_cpu_at_each_token(tokens: int, earlier_turns: int = 0) -> list[int]:
     context grows; without one, growth in these numbers is the window's own.
     """
     from core.timing.events import TokenEvent
-    from gui.meter.meter_panel import MeterPanel
     from gui.chat.transcript_view import TranscriptView
+    from gui.meter.meter_panel import MeterPanel
 
     transcript, meter = TranscriptView(), MeterPanel()
     transcript.resize(700, 600)

@@ -6,7 +6,6 @@ import itertools
 import time
 
 import _common  # noqa: F401
-
 from PySide6.QtCore import QEventLoop, QTimer
 from PySide6.QtWidgets import QApplication
 

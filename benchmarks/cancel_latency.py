@@ -15,19 +15,18 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import threading
 import time
-from pathlib import Path
 
-import _common  # noqa: E402,F401  (offline mode)
+import _common  # (offline mode)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from core.chats.session import ChatSession  # noqa: E402
-from core.timing.events import FinishedEvent, TokenEvent  # noqa: E402
-from core.generation.reply import Generation  # noqa: E402
-from core.model.loader import load_model  # noqa: E402
-from core.settings import GenerationSettings  # noqa: E402
+from core.chats.session import ChatSession
+from core.generation.reply import Generation
+from core.model.loader import load_model
+from core.settings import GenerationSettings
+from core.timing.events import FinishedEvent, TokenEvent
 
 FILLER = "The harbour was quiet that morning, and the boats rocked gently against the old stone pier. "
 
@@ -105,7 +104,7 @@ def main() -> None:
     parser.add_argument("--loops", default="lean,generate", help="decode loops to measure, one after the other")
     _common.add_json_option(parser)
     args = parser.parse_args()
-    report = _common.start_report(args, 'cancel_latency')
+    _common.start_report(args, 'cancel_latency')
     loaded = load_model(args.model, dtype=args.dtype)
     ids = prompt_ids(loaded, args.prompt_tokens)
     print(f"model: {loaded.name} ({loaded.dtype}), prompt: {len(ids)} tokens, torch threads: "

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import _common  # noqa: F401
+import _common
 from _common import median
 
 ASK_TARGET_S = 5.0

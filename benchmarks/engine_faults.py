@@ -15,9 +15,8 @@ import time
 from pathlib import Path
 
 import _common
-from _window_driver import WindowDriver
-
 import psutil
+from _window_driver import WindowDriver
 
 DRIVER = Path(__file__).resolve().parents[1] / "tests" / "reliability" / "app_driver.py"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-import _common  # noqa: F401  (sets offline mode)
+import _common  # (sets offline mode)
 from _common import bare_reply, bare_tpot, median
 
 # A few million weights a layer: small enough to build in seconds, large enough that the products,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-import _common  # noqa: F401  (sets the import path and offline mode)
+import _common  # (sets the import path and offline mode)
 from _common import bare_reply, bare_tpot, median
 
 from core.model.loader import load_model

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-import _common  # noqa: F401
+import _common
 from _common import median
 from _window_driver import WindowDriver
 

@@ -14,9 +14,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import _common  # noqa: F401
-
+import _common
 from _synthetic_reply import FRAME_MS, gui_cpu_at_each_token
+
 from core.model.loader import load_model
 
 
@@ -78,7 +78,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=50)
     _common.add_json_option(parser)
     args = parser.parse_args()
-    report = _common.start_report(args, 'meter_scaling')
+    _common.start_report(args, 'meter_scaling')
     folder = Path(tempfile.mkdtemp()) / "tiny"
     build_tiny_model(folder, context=args.long + 1024)
     loaded = load_model(str(folder))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import threading
 
-import _common  # noqa: F401  (sets the import path and offline mode)
+import _common  # (sets the import path and offline mode)
 from _common import bare_tpot, median
 
 from core.model.loader import load_model
@@ -49,7 +49,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=48)
     _common.add_json_option(parser)
     args = parser.parse_args()
-    report = _common.start_report(args, 'one_pool')
+    _common.start_report(args, 'one_pool')
     import torch
 
     loaded = load_model(None, dtype=args.dtype)  # on the compute thread, like every bare_tpot below

@@ -13,7 +13,7 @@ import argparse
 import os
 import time
 
-import _common  # noqa: F401  (sets the import path and offline mode)
+import _common  # (sets the import path and offline mode)
 from _common import bare_tpot, generate_seconds, median
 
 TARGET_VS_FLOAT32 = 1.0

@@ -16,13 +16,12 @@ import statistics
 import threading
 import time
 
-import _common  # noqa: F401  (offline mode)
+import _common  # (offline mode)
+from cancel_latency import prompt_ids
 
-from core.compute_thread import on_compute_thread  # noqa: E402
-from core.model.loader import load_model  # noqa: E402
-from core.timing.events import PrefillProgress  # noqa: E402
-
-from cancel_latency import prompt_ids  # noqa: E402
+from core.compute_thread import on_compute_thread
+from core.model.loader import load_model
+from core.timing.events import PrefillProgress
 
 
 def one_pass(loaded, ids, loop: str, report: bool) -> float:

@@ -18,9 +18,9 @@ import tempfile
 import threading
 import time
 import warnings
-from pathlib import Path
 
-import _common  # noqa: E402,F401  (offline mode)
+import _common  # (offline mode)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -99,7 +99,7 @@ def main() -> int:
     parser.add_argument("--model", default="embedded")
     _common.add_json_option(parser)
     args = parser.parse_args()
-    report = _common.start_report(args, 'soak')
+    _common.start_report(args, 'soak')
 
     data = tempfile.mkdtemp(prefix="latencylab-soak-")
     os.environ["XDG_DATA_HOME"] = os.path.join(data, "data")

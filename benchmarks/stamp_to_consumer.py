@@ -7,19 +7,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
-from pathlib import Path
 
-import _common  # noqa: E402,F401  (offline mode)
+import _common  # (offline mode)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from core.chats.session import ChatSession  # noqa: E402
-from core.timing.events import TokenEvent  # noqa: E402
-from core.generation.reply import Generation  # noqa: E402
-from core.model.loader import load_model  # noqa: E402
-from core.timing.metrics import percentile  # noqa: E402
-from core.settings import GenerationSettings  # noqa: E402
+from core.chats.session import ChatSession
+from core.generation.reply import Generation
+from core.model.loader import load_model
+from core.settings import GenerationSettings
+from core.timing.events import TokenEvent
+from core.timing.metrics import percentile
 
 
 def main() -> None:
@@ -29,7 +28,7 @@ def main() -> None:
     parser.add_argument("--dtype", default="float32")
     _common.add_json_option(parser)
     args = parser.parse_args()
-    report = _common.start_report(args, 'stamp_to_consumer')
+    _common.start_report(args, 'stamp_to_consumer')
     loaded = load_model(args.model, dtype=args.dtype)
     session = ChatSession()
     session.add_user("Write a long story about a lighthouse keeper.")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 
-import _common  # noqa: F401  (sets the import path and offline mode)
+import _common  # (sets the import path and offline mode)
 from _common import bare_tpot, median
 
 TARGET = 1.0
@@ -31,9 +31,9 @@ def main() -> None:
     args = parser.parse_args()
     report = _common.start_report(args, "tpot_vs_llama")
     import llama_cpp
+    import quant_table
     import torch
 
-    import quant_table
     from core.compute_thread import on_compute_thread
     from core.lab.prompt_sweep import chapter_prompt
     from core.model.loader import load_model

@@ -10,9 +10,8 @@ import argparse
 import tempfile
 from pathlib import Path
 
-import _common  # noqa: F401
+import _common
 from _window_driver import WindowDriver
-
 
 
 def main() -> None:
@@ -21,7 +20,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=200)
     _common.add_json_option(parser)
     args = parser.parse_args()
-    report = _common.start_report(args, 'ui_smoothness')
+    _common.start_report(args, 'ui_smoothness')
     driver = WindowDriver(dtype=args.dtype, streaming=True)  # the app's engine process, as a user runs it
     from gui.ui_probe import UiProbe
 

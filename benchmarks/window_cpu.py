@@ -50,6 +50,7 @@ def main() -> None:
     args = parser.parse_args()
     report = _common.start_report(args, "window_cpu")
 
+    from meter_scaling import build_tiny_model
     from PySide6.QtCore import QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication
 
@@ -57,7 +58,6 @@ def main() -> None:
     from core.engine.in_process import InProcessEngine
     from core.model.loader import load_model
     from gui.main_window import MainWindow
-    from meter_scaling import build_tiny_model
 
     app = QApplication.instance() or QApplication([])
     folder = Path(tempfile.mkdtemp(prefix="latencylab-window-cpu-"))
@@ -73,10 +73,11 @@ def main() -> None:
     print(f"platform {app.platformName()}, {args.tokens} tokens at {args.tok_s:g} tok/s, {args.replies} replies")
     shares = []
     profiler = cProfile.Profile() if args.profile else None
+    loop, done = QEventLoop(), []
+    window.reply_finished.connect(lambda trace: (done.append(trace), loop.quit()))
     for reply in range(args.replies):
         window.models.engine.core.extra_logits_processors = (paced(1.0 / args.tok_s),)
-        loop, done = QEventLoop(), []
-        window.reply_finished.connect(lambda trace: (done.append(trace), loop.quit()))
+        done.clear()
         window.input_box.setPlainText(f"Reply {reply}: write anything.")
         QTimer.singleShot(0, window.send_message)
         if profiler:
@@ -84,11 +85,11 @@ def main() -> None:
         loop.exec()
         if profiler:
             profiler.disable()
-        window.reply_finished.disconnect()
         trace = done[0]
         shares.append(trace.window_cpu_share)
         print(f"reply {reply + 1}: {trace.output_tokens} tokens in {trace.metrics().e2e_s:.2f} s; the window's GUI "
               f"thread used {trace.window_cpu_share:.3f} of a core")
+    window.reply_finished.disconnect()
     share = _common.median(shares)
     met = share <= TARGET_CORES
     print(f"\nthe window's own CPU while streaming: {share:.3f} of a core (median of {len(shares)}; target <= "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from core.lab.machine import contention_warning, machine_summary
 from core.lab.results import LabResults

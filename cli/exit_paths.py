@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -64,10 +65,8 @@ def silence_stdout() -> None:
 
 def say(line: str) -> None:
     """One line on stderr; a broken stderr is not worth a traceback either."""
-    try:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
         print(f"latencylab: {line}", file=sys.stderr, flush=True)
-    except (OSError, ValueError, AttributeError):
-        pass
 
 
 def end_generation(generation, status: int, note: str | None) -> int:

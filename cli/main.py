@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from cli.remote_flags import apply_remote_flags
@@ -107,10 +108,9 @@ def utf8_output() -> None:
     """stdout and stderr in UTF-8 whatever the locale: with LANG=C a reply in any other script failed with "'ascii'
     codec can't encode". A character the stream cannot take is replaced, never an error."""
     for stream in (sys.stdout, sys.stderr):
-        try:
+        # Not a text stream (a test's capture), or already closed.
+        with contextlib.suppress(AttributeError, ValueError, OSError):
             stream.reconfigure(encoding="utf-8", errors="replace")
-        except (AttributeError, ValueError, OSError):  # not a text stream (a test's capture), or already closed
-            pass
 
 
 def main(argv: list[str] | None = None) -> int:

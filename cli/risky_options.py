@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import Callable, TextIO
+from collections.abc import Callable
+from typing import TextIO
 
 WARNINGS = {
     "trust_remote_code": "--trust-remote-code lets a model folder run its own Python code on this machine. "

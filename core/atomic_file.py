@@ -6,6 +6,7 @@ the benchmarks' JSON.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -35,10 +36,8 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int = PRIVATE_FILE_MODE) -
         os.chmod(temp_name, mode)  # mkstemp already uses 0600; say so explicitly for other umasks and OSes
         os.replace(temp_name, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(temp_name)
-        except OSError:
-            pass
         raise
     _fsync_folder(path.parent)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 # Called with a fraction in [0, 1] and a short phrase saying what is happening now.
 ProgressCallback = Callable[[float, str], None]

@@ -7,18 +7,22 @@ read their ranges and defaults from here, so a value one of them accepts the oth
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Generic, TypeGuard, TypeVar
 
 from core.errors import InvalidSettingsError
 
+# A limit's default keeps its own type: int for a whole number, None where there is none (the seed).
+_Default = TypeVar("_Default", bound="float | None")
+
 
 @dataclass(frozen=True)
-class NumberLimit:
+class NumberLimit(Generic[_Default]):
     """A numeric setting's name for people, its range and its default; check() words every refusal alike."""
 
     label: str
     low: float
     high: float
-    default: float | int | None
+    default: _Default
     whole: bool = False
     low_open: bool = False  # the range excludes low itself
 
@@ -42,7 +46,7 @@ class ChoiceLimit:
         choices = self.choices if choices is None else choices
         if value not in choices:
             raise InvalidSettingsError(f"{self.label} must be one of: {', '.join(choices)}; got {value!r}.")
-        return value  # type: ignore[return-value]
+        return value
 
 
 # Beyond this the reply would not fit any context window we ship for, and a typo like 1e9
@@ -162,7 +166,7 @@ def validate_device(device: str) -> str:
     return DEVICE.check(device)
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[float]:
     # NaN fails every range check on its own, but bools would slip through as 0 and 1.
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
 

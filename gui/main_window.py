@@ -26,14 +26,14 @@ from gui.chats.saved_chats import SavedChats
 from gui.gui_thread_gc import GuiThreadCollector
 from gui.lab.lab_tab import LabTab
 from gui.menus import build_menus
-from gui.png_file import save_png
 from gui.meter.budget_line import BudgetDialog
 from gui.meter.meter_panel import MeterPanel
-from gui.replay.replay_dialog import ReplayDialog, open_replay
 from gui.model.model_controller import ModelController
 from gui.model.server_choices import plain_http_warning, served_model_specs
-from gui.settings.check import check_window_settings
+from gui.png_file import save_png
+from gui.replay.replay_dialog import ReplayDialog, open_replay
 from gui.settings.budget_store import BudgetKeeper
+from gui.settings.check import check_window_settings
 from gui.settings.store import load_window_settings, save_window_settings
 from gui.window_size import fit_to_screen
 

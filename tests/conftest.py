@@ -19,9 +19,9 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # The machines have no internet at run time; make any accidental hub access fail fast.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import pytest  # noqa: E402
+import pytest
 
-from core.model.loader import LoadedModel, load_model  # noqa: E402
+from core.model.loader import LoadedModel, load_model
 
 # Fixture -> the markers every test using it (directly or through another fixture) gets.
 FIXTURE_MARKERS = {
@@ -281,7 +281,7 @@ def nothing_left_running(request):
     try:
         from PySide6.QtCore import QThread, QTimer
     except ImportError:
-        QThread = QTimer = None
+        QThread = QTimer = None  # noqa: N806 - Qt's class names, absent without Qt
     if QThread is not None:
         original_thread_start, original_timer_start = QThread.start, QTimer.start
 

@@ -6,9 +6,8 @@ import pytest
 from transformers import LogitsProcessor
 
 import core.model.loader
-from core.compute_thread import COMPUTE_THREAD_NAME, compute_thread, on_compute_thread
+from core.compute_thread import COMPUTE_THREAD_NAME, ComputeThread, compute_thread, on_compute_thread
 from core.generation.reply import Generation
-from core.compute_thread import ComputeThread
 from core.model.loader import load_model
 from core.settings import GenerationSettings
 

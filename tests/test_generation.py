@@ -1,15 +1,14 @@
 """Generation on a worker thread: per-token stamps, stop reasons, stop within one step, errors as events."""
 
 import threading
-import time
 
 import pytest
 from transformers import LogitsProcessor
 
 from core.chats.session import ChatSession
-from core.timing.events import FinishedEvent, StopReason, TokenEvent
 from core.generation.reply import Generation
 from core.settings import GenerationSettings
+from core.timing.events import FinishedEvent, StopReason, TokenEvent
 
 
 def prompt_ids(loaded, text):

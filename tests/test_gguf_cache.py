@@ -9,7 +9,12 @@ import pytest
 
 from core.cache_paths import cache_root
 from core.model.gguf_cache import (
-    LEGACY_STAGING_MAX_AGE_S, MANIFEST_NAME, cache_folder_for, file_sha256, remove_abandoned_staging, verify_cache,
+    LEGACY_STAGING_MAX_AGE_S,
+    MANIFEST_NAME,
+    cache_folder_for,
+    file_sha256,
+    remove_abandoned_staging,
+    verify_cache,
 )
 from core.model.loader import load_model
 

@@ -11,8 +11,8 @@ from core.generation.decode.choice import lean_decoder, loop_for
 from core.generation.decode.decoder import LeanDecoder
 from core.generation.decode.loop import lean_decode
 from core.generation.reply import Generation
-from core.settings import GenerationSettings
 from core.generation.stopping import PassInterrupted
+from core.settings import GenerationSettings
 
 
 def suppress_eos(eos_ids):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from tiny_gguf import random_blocks, write_tiny_llama
 
 from core.model.loader import load_model
 from core.quant.gguf_decode import NATIVE_TYPES, decode
 from core.quant.split_int4_linear import native_linear
-from tiny_gguf import random_blocks, write_tiny_llama
 
 # Every type of a Q4_K_M or Q5_K_M file, and the legacy ones.
 MIXED_TYPES = {"attn_q": "Q4_K", "attn_k": "Q5_K", "attn_v": "Q5_0", "attn_output": "Q4_1",

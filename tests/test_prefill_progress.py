@@ -7,7 +7,7 @@ import pytest
 from core.chats.record import trace_from_dict, trace_to_dict
 from core.generation.reply import Generation
 from core.settings import GenerationSettings
-from core.timing.events import ComputeStarted, PrefillProgress, TokenEvent
+from core.timing.events import ComputeStarted, PrefillProgress
 from tests.test_generation import prompt_ids, run
 
 

@@ -1,11 +1,13 @@
 """Prompt building: trimming a long chat is bounded work, user text cannot become control tokens, bad text cannot crash."""
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from core.chats import prompt_ids
 from core.chats.context_fit import check_fits
-from core.chats.prompt_ids import ContentTokenCounts, prompt_ids as render_ids
+from core.chats.prompt_ids import ContentTokenCounts
+from core.chats.prompt_ids import prompt_ids as render_ids
 from core.chats.session import ChatSession
 from core.errors import PromptTooLongError
 

@@ -8,17 +8,17 @@ import threading
 import numpy as np
 import pytest
 import torch
+from test_lean_families import FAMILY_CONFIGS, tiny_model
+from tiny_gguf import FAMILY_EXTRAS, write_tiny_family
 
 from core.generation.decode import prompt_cache as pc
 from core.generation.decode.kernel_batch import decode_together
 from core.generation.decode.kernel_decoder import KernelDecoder
-from core.kernels.kernel_model import GEMM_MIN_TOKENS
 from core.generation.decode.loop import lean_decode
 from core.generation.decode.prompt_cache import CacheRequest, PromptCache
 from core.generation.stopping import PassInterrupted
+from core.kernels.kernel_model import GEMM_MIN_TOKENS
 from core.model.loader import load_model
-from test_lean_families import FAMILY_CONFIGS, tiny_model
-from tiny_gguf import FAMILY_EXTRAS, write_tiny_family
 
 NEW_TOKENS = 12
 SYSTEM = list(range(30, 42))  # a "system prompt" the chats share

@@ -13,9 +13,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-import torch
-
 import pytest
+import torch
 
 from core.chats.session import Message
 from core.generation.request import ReplyRequest, prepare_reply

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import _common  # noqa: E402,F401  (offline, a throwaway data folder)
-from _window_driver import WindowDriver  # noqa: E402
-from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402
+import _common  # noqa: F401  (offline, a throwaway data folder)
+from _window_driver import WindowDriver
+from PySide6.QtCore import QEventLoop, QTimer
 
 
 def main() -> None:

@@ -25,12 +25,12 @@ import sys
 import tarfile
 import tempfile
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere in the checkout
 
-from core.remote.llama_cpp_builds import SERVER, WHEEL, BuildRecipe, build_folder, recipe  # noqa: E402
+from core.remote.llama_cpp_builds import SERVER, WHEEL, BuildRecipe, build_folder, recipe
 
 RECIPE_FILE = "recipe.json"  # written last: a folder without it is not a finished build
 VENV_MARK = ".latencylab-llama-cpp"  # in the venv: which build of the wheel is installed there

@@ -9,6 +9,7 @@ from core.chats.template_render import template_worker
 from core.generation import request as local_request
 from core.generation.request import ReplyRequest
 from core.model import loader
+from core.model.loader import LoadedModel
 from core.progress import ProgressCallback, no_progress
 from core.remote.connect import RemoteModel, connect
 from core.remote.reply import RemoteReply
@@ -26,7 +27,7 @@ class RemotePrompt:
 
 def load_any(spec: str | None, *, device: str = "cpu", dtype: str = "float32", progress: ProgressCallback = no_progress,
              trust_remote_code: bool = False, allow_pickle: bool = False, api_key: str | None = None,
-             server_timeout_s: float | None = None) -> ServedModel:
+             server_timeout_s: float | None = None) -> LoadedModel | RemoteModel:
     """A LoadedModel for a local spec, a RemoteModel for a server URL."""
     if is_remote_spec(spec):
         return connect(spec, api_key=api_key, progress=progress,
@@ -43,6 +44,6 @@ def prepare_any(loaded: ServedModel, request: ReplyRequest, *, streaming: bool =
         reply = RemoteReply(loaded, request.system_prompt, [(m.role, m.content) for m in request.messages],
                             request.settings, stop=request.stop, streaming=streaming, ignore_eos=ignore_eos)
         return reply, RemotePrompt()
-    if not isinstance(loaded, loader.LoadedModel):
+    if not isinstance(loaded, LoadedModel):
         raise TypeError(f"the engine cannot ask a {type(loaded).__name__}: a LoadedModel or a RemoteModel only")
     return local_request.prepare_reply(loaded, request)  # at call time, as load_any

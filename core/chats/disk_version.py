@@ -17,7 +17,7 @@ class DiskVersion:
     digest: bytes
 
     @classmethod
-    def of(cls, data: bytes, status: os.stat_result) -> "DiskVersion":
+    def of(cls, data: bytes, status: os.stat_result) -> DiskVersion:
         return cls(status.st_ino, status.st_mtime_ns, status.st_size, digest(data))
 
     def same_identity(self, status: os.stat_result) -> bool:

@@ -10,9 +10,20 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from core.chats.chat_schema import (  # noqa: F401 - ChatFileError is imported from here across the app
-    CHAT_SETTINGS, MAX_MESSAGES, MAX_REPLIES, MAX_TOKENS_PER_REPLY, REPLY_CONTEXT, TRACE_SERVER, ChatFileError,
-    check_fields, check_size, check_timings, finite_float, no_constant, whole,
+from core.chats.chat_schema import (
+    CHAT_SETTINGS,
+    MAX_MESSAGES,
+    MAX_REPLIES,
+    MAX_TOKENS_PER_REPLY,
+    REPLY_CONTEXT,
+    TRACE_SERVER,
+    ChatFileError,
+    check_fields,
+    check_size,
+    check_timings,
+    finite_float,
+    no_constant,
+    whole,
 )
 from core.chats.session import Message
 from core.timing.events import StopReason
@@ -50,11 +61,11 @@ class ChatRecord:
     title_is_custom: bool = False
 
     @classmethod
-    def new(cls, title: str = "New chat") -> "ChatRecord":
+    def new(cls, title: str = "New chat") -> ChatRecord:
         now = utc_now()
         return cls(chat_id=new_chat_id(), title=title, created_at=now, updated_at=now)
 
-    def snapshot(self) -> "ChatRecord":
+    def snapshot(self) -> ChatRecord:
         """A copy the caller may keep changing: new lists and dicts, shared strings and finished traces.
 
         O(messages), never O(text): a save of a 50 MB chat must not stall the thread that asks for it.
@@ -92,7 +103,7 @@ class ChatRecord:
         }
 
     @classmethod
-    def from_document(cls, document: Any) -> "ChatRecord":
+    def from_document(cls, document: Any) -> ChatRecord:
         """Validate every field (with the tables of core/chats/chat_schema.py); raise ChatFileError naming the first
         one that is wrong."""
         doc = _require(document, dict, "the document")
@@ -334,7 +345,7 @@ def _optional_text(value: Any, where: str) -> str | None:
 
 def _progress(value: Any, where: str) -> list[tuple[int, float]]:
     """[[stamp_ns, fraction], ...], fractions between 0 and 1 and never falling."""
-    points = []
+    points: list[tuple[int, float]] = []
     for index, item in enumerate(_require(value, list, where)):
         if (not isinstance(item, list) or len(item) != 2 or not whole(item[0])
                 or not isinstance(item[1], (int, float)) or isinstance(item[1], bool)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from typing import Callable
+from collections.abc import Callable
 
 from core.chats.record import ChatRecord
 from core.chats.store import ChatStore
@@ -98,10 +98,10 @@ class BackgroundSaver:
     def _write(self, chat_id: str, item: object) -> None:
         try:
             notice = None
-            if item is _DELETE:
-                self.store.delete(chat_id)
-            else:
+            if isinstance(item, ChatRecord):
                 notice = self.store.write_document(item.to_document())
+            else:  # _DELETE
+                self.store.delete(chat_id)
             self.writes += 1
             if notice and self.on_error is not None:
                 self.on_error(notice)

@@ -8,6 +8,7 @@ from typing import Any
 from core.chats.context_fit import check_fits, fits, prompt_budget
 from core.chats.prompt_ids import content_token_counts, prompt_ids, template_token_count
 
+
 @dataclass
 class Message:
     role: str

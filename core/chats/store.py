@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -14,10 +15,17 @@ import platformdirs
 from core.atomic_file import atomic_write_bytes, ensure_private_dir, is_temp_file
 from core.chats.chat_schema import MAX_CHAT_FILE_BYTES
 from core.chats.disk_version import DiskVersion, digest
-from core.chats.safe_read import read_regular_file, read_regular_file_and_status
 from core.chats.record import (
-    CHAT_ID_PATTERN, ChatFileError, ChatRecord, clean_title, decode_document, encode_document, new_chat_id, utc_now,
+    CHAT_ID_PATTERN,
+    ChatFileError,
+    ChatRecord,
+    clean_title,
+    decode_document,
+    encode_document,
+    new_chat_id,
+    utc_now,
 )
+from core.chats.safe_read import read_regular_file, read_regular_file_and_status
 
 DATA_DIR_ENV = "LATENCYLAB_DATA_DIR"
 CORRUPT_FOLDER = "corrupt"
@@ -150,10 +158,8 @@ class ChatStore:
         with self._lock:
             self._known.pop(chat_id, None)
             self._redirects.pop(chat_id, None)
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 self.path_for(chat_id).unlink()
-            except FileNotFoundError:
-                pass
 
     def _changed_on_disk(self, chat_id: str) -> bool:
         """True when the file holds what this store never read nor wrote (a file it does not know counts)."""

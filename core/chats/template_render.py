@@ -64,11 +64,11 @@ class TemplateWorker:
     def render(self, source: str, messages: list[dict], variables: dict) -> str:
         stop = _interrupt.get()
         with self._lock:
-            self._start()
+            connection = self._start()
             try:
-                self._connection.send((source, messages, variables, TEMPLATE_MAX_CHARS))
+                connection.send((source, messages, variables, TEMPLATE_MAX_CHARS))
                 deadline = time.monotonic() + TEMPLATE_TIME_S
-                while not self._connection.poll(_POLL_S):
+                while not connection.poll(_POLL_S):
                     if stop is not None and stop.is_set():
                         self._kill()
                         raise TemplateInterrupted()
@@ -76,7 +76,7 @@ class TemplateWorker:
                         self._kill()
                         raise ChatTemplateError(f"the chat template did not finish within {TEMPLATE_TIME_S:g} s, "
                                                 f"so it was stopped.")
-                status, value = self._connection.recv()
+                status, value = connection.recv()
             except (EOFError, OSError):
                 self._kill()
                 raise ChatTemplateError("the chat template's renderer ended before it answered "
@@ -89,15 +89,18 @@ class TemplateWorker:
         with self._lock:
             self._kill()
 
-    def _start(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            return
+    def _start(self) -> Connection:
+        """The running worker's connection; the worker is started first when there is none."""
+        connection = self._connection
+        if self._process is not None and self._process.poll() is None and connection is not None:
+            return connection
         ours, theirs = socket.socketpair()
         self._process = subprocess.Popen(
             [sys.executable, "-m", "core.chats.template_worker", str(theirs.fileno()), str(TEMPLATE_MEMORY_BYTES)],
             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, close_fds=True)
         theirs.close()
-        self._connection = Connection(ours.detach())
+        self._connection = connection = Connection(ours.detach())
+        return connection
 
     def _kill(self) -> None:
         if self._process is not None:
@@ -120,5 +123,5 @@ def template_worker() -> TemplateWorker:
 def render_chat_template(tokenizer, messages: list[dict]) -> str:
     """The tokenizer's chat template over messages, with the generation prompt, as apply_chat_template renders it."""
     source = tokenizer.get_chat_template()
-    variables = {key: value for key, value in tokenizer.special_tokens_map.items()}
+    variables = dict(tokenizer.special_tokens_map.items())
     return _worker.render(source, [dict(message) for message in messages], variables)

@@ -10,6 +10,7 @@ a tenth of the time (tests/reliability/test_chat_template_bounds.py checks it re
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -135,10 +136,8 @@ def _limit_memory(budget_bytes: int) -> None:
 
 def main(fd: int, budget_bytes: int) -> None:
     if sys.platform.startswith("linux"):
-        try:
+        with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        except (OSError, AttributeError):
-            pass
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is for the process that asked; it ends this one
     connection = Connection(fd)
     env = environment()

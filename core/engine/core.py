@@ -9,16 +9,36 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from core.chats.template_render import TemplateInterrupted
 from core.compute_thread import ComputeThread
 from core.engine.messages import (
-    CancelLab, LabFailed, LabFinished, LabProgress, LabRow, LoadModel, ModelFailed, ModelLoaded, ModelProgress,
-    ReplyEvent, RunLab, RunRace, Shutdown, StartReply, StopRace, StopReply,
+    CancelLab,
+    LabFailed,
+    LabFinished,
+    LabProgress,
+    LabRow,
+    LoadModel,
+    ModelFailed,
+    ModelLoaded,
+    ModelProgress,
+    ReplyEvent,
+    RunLab,
+    RunRace,
+    Shutdown,
+    StartReply,
+    StopRace,
+    StopReply,
 )
 from core.errors import LatencyLabError
-from core.chats.template_render import TemplateInterrupted
 from core.timing.events import FinishedEvent, PromptReady, ReplyRefused, StopReason
+
+if TYPE_CHECKING:
+    from core.engine.race_job import RaceModels
+    from core.model.loader import LoadedModel
+    from core.remote.connect import RemoteModel
 
 Emit = Callable[[object], None]
 
@@ -26,16 +46,16 @@ Emit = Callable[[object], None]
 class EngineCore:
     def __init__(self, emit: Emit):
         self._emit = emit
-        self.loaded = None  # core.model.loader.LoadedModel, the chat's model
+        self.loaded: LoadedModel | RemoteModel | None = None  # the chat's model, local or a server's
         self.extra_logits_processors: tuple = ()  # a seam for in-process fault-injection tests
         self._reply_jobs = ComputeThread("latencylab-engine-replies")
         self._lab_jobs = ComputeThread("latencylab-engine-lab")
         self._stops: dict[int, threading.Event] = {}
         self._cancels: dict[int, threading.Event] = {}
-        self._lab_model = None
+        self._lab_model: LoadedModel | RemoteModel | None = None
         self._lab_model_key: tuple | None = None
         self._race_stops: dict[int, threading.Event] = {}
-        self._race_models = None  # core.engine.race_job.RaceModels, made at the first race
+        self._race_models: RaceModels | None = None  # made at the first race
         self._lock = threading.Lock()
 
     def handle(self, request: object) -> None:
@@ -50,10 +70,10 @@ class EngineCore:
             if cancel is not None:
                 cancel.set()
         elif isinstance(request, StartReply):
-            stop = threading.Event()  # registered now, so a StopReply right behind it is never lost
+            reply_stop = threading.Event()  # registered now, so a StopReply right behind it is never lost
             with self._lock:
-                self._stops[request.reply_id] = stop
-            self._reply_jobs.submit(lambda: self._reply(request, stop))
+                self._stops[request.reply_id] = reply_stop
+            self._reply_jobs.submit(lambda: self._reply(request, reply_stop))
         elif isinstance(request, LoadModel):
             self._reply_jobs.submit(lambda: self._load(request))
         elif isinstance(request, RunLab):
@@ -63,10 +83,10 @@ class EngineCore:
             self._lab_jobs.submit(lambda: self._lab(request, cancel))
         elif isinstance(request, RunRace):
             # On the lab's job thread: a race and a lab run never overlap, so each measures the machine alone.
-            stop = threading.Event()
+            race_stop = threading.Event()
             with self._lock:
-                self._race_stops[request.race_id] = stop
-            self._lab_jobs.submit(lambda: self._race(request, stop))
+                self._race_stops[request.race_id] = race_stop
+            self._lab_jobs.submit(lambda: self._race(request, race_stop))
         elif isinstance(request, StopRace):
             with self._lock:
                 stop = self._race_stops.get(request.race_id)
@@ -136,9 +156,9 @@ class EngineCore:
                 self._stops.pop(request.reply_id, None)
 
     def _run_reply(self, request: StartReply, stop: threading.Event) -> None:
+        from core.backend.choice import prepare_any
         from core.chats.session import Message
         from core.generation.request import ReplyRequest
-        from core.backend.choice import prepare_any
         from core.settings import GenerationSettings
 
         reply_id, loaded = request.reply_id, self.loaded
@@ -151,7 +171,9 @@ class EngineCore:
             return
         try:
             processors = list(self.extra_logits_processors)
-            if request.ignore_eos and not loaded.is_remote and loaded.eos_token_ids:
+            from core.model.loader import LoadedModel
+
+            if request.ignore_eos and isinstance(loaded, LoadedModel) and loaded.eos_token_ids:
                 from transformers import SuppressTokensLogitsProcessor
 
                 processors.append(SuppressTokensLogitsProcessor(sorted(loaded.eos_token_ids)))
@@ -196,8 +218,9 @@ class EngineCore:
             from core.lab.config import LabConfig
             from core.lab.runner import LabObserver, run_lab
 
-            config = LabConfig(**{key: tuple(value) if isinstance(value, list) else value
-                                  for key, value in request.config.items()})
+            values: dict[str, Any] = {key: tuple(value) if isinstance(value, list) else value
+                                      for key, value in request.config.items()}
+            config = LabConfig(**values)
             wanted = (config.model, config.dtype, config.device)
             observer = LabObserver(progress=lambda fraction, message: self._emit(LabProgress(lab_id, fraction, message)),
                                    row_measured=lambda sweep, row: self._emit(LabRow(lab_id, sweep, dict(row))))

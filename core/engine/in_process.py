@@ -6,6 +6,7 @@ with its event loop exactly as it watches the engine process's pipe.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import socket
 import time
@@ -59,7 +60,7 @@ class InProcessEngine:
                 pass
         except (BlockingIOError, OSError):
             pass
-        taken = []
+        taken: list[Delivered] = []
         while True:
             try:
                 event = self._events.get_nowait()
@@ -89,7 +90,5 @@ class InProcessEngine:
 
     def _emit(self, event: object) -> None:
         self._events.put(event)
-        try:
+        with contextlib.suppress(BlockingIOError, OSError):  # a wake-up is already pending, or the engine is closing
             self._wake_writer.send(b"!")
-        except (BlockingIOError, OSError):
-            pass  # a wake-up is already pending, or the engine is closing

@@ -15,6 +15,7 @@ the window, and every way the engine ends reaches the window as one EngineStoppe
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import pickle
@@ -160,10 +161,8 @@ class EngineProcess:
         """Kill the engine now (it may be stopped or stuck) and take `description` as how it ended."""
         if self.stopped is None:
             self._process.kill()
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self._process.wait(2.0)
-            except subprocess.TimeoutExpired:
-                pass
             self.stopped = EngineStopped(description, expected=self.closed)
         return self.stopped
 
@@ -261,10 +260,8 @@ def _import_the_model_stack() -> None:
 def _die_with_parent(parent_pid: int) -> None:
     """On Linux the kernel kills the engine when the window's process dies, even by SIGKILL."""
     if sys.platform.startswith("linux"):
-        try:
+        with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        except (OSError, AttributeError):
-            pass
     if os.getppid() != parent_pid:  # the parent died before the signal was armed
         os._exit(0)
 

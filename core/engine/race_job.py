@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Callable
+from collections.abc import Callable
 
 from core.engine.messages import RaceFailed, RaceFinished, RaceProgress, RaceReplyEvent, RaceStarted, RunRace
 from core.errors import LatencyLabError
@@ -56,10 +56,10 @@ def is_same_model(loaded, side: RaceSide) -> bool:
 
 def run_race_job(request: RunRace, cancel: threading.Event, emit: Callable[[object], None], chat_model,
                  models: RaceModels) -> None:
-    from core.race.document import race_json
-    from core.race.config import RaceConfig
-    from core.race.runner import RaceObserver, run_race
     from core.backend.choice import load_any
+    from core.race.config import RaceConfig
+    from core.race.document import race_json
+    from core.race.runner import RaceObserver, run_race
 
     race_id = request.race_id
     try:

@@ -3,26 +3,33 @@
 from __future__ import annotations
 
 import queue
-from dataclasses import replace
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from core.compute_thread import ComputeThread, compute_thread
 from core.generation.reply_surface import ReplySurface
 from core.model.loader import LoadedModel
 from core.settings import LEAN_LOOP, GenerationSettings
+from core.timing.cpu_share import process_cpu_s
+from core.timing.events import (
+    ComputeStarted,
+    CpuUsage,
+    FinishedEvent,
+    PrefillProgress,
+    PromptCacheReport,
+    StopReason,
+    TokenEvent,
+)
+from core.timing.trace import GenerationTrace
 
 if TYPE_CHECKING:
     from core.generation.decode.prompt_cache import CacheRequest, CacheUse
 
 GENERATE_KEEPS_NO_CACHE = ("generate() keeps no prompt cache between turns: the whole prompt was prefilled "
                            "(the lean loop keeps one)")
-from core.timing.cpu_share import process_cpu_s
-from core.timing.events import (
-    ComputeStarted, CpuUsage, FinishedEvent, PrefillProgress, PromptCacheReport, StopReason, TokenEvent,
-)
-from core.timing.trace import GenerationTrace
 
 # Longer than the worst prefill we expect on a CPU (a full 8k-token context of a small model
 # takes well under a minute here); it only guards against a generating thread that died silently.
@@ -36,9 +43,9 @@ class Generation(ReplySurface):
     stop()) ends the reply at the next decoder layer during prefill and after the current token during
     decode. A stop set before start() generates nothing.
 
-    on_progress, when given, is called on the iterating thread with each ComputeStarted, PromptCacheReport and
-    PrefillProgress event (the job began on the compute thread; how much of the prompt was cached; the
-    prompt's pass reached a layer). The trace records them too; iteration yields only tokens and the finish.
+    on_progress, when given, is called on the iterating thread with each ComputeStarted, PromptCacheReport,
+    PrefillProgress and CpuUsage event (the job began on the compute thread; how much of the prompt was cached;
+    the prompt's pass reached a layer; the CPU time the reply's compute got). The trace records them too; iteration yields only tokens and the finish.
 
     cache: the chat this reply continues and what its prompt was made from (core.chats.session.PromptPieces),
     for the decoder's prompt cache; None or cache.enabled False prefills the whole prompt.
@@ -54,8 +61,8 @@ class Generation(ReplySurface):
         timeout_s: float = DEFAULT_TOKEN_TIMEOUT_S,
         logits_processors: Sequence[object] = (),
         thread: ComputeThread | None = None,
-        on_progress: Callable[[ComputeStarted | PrefillProgress | PromptCacheReport], None] | None = None,
-        cache: "CacheRequest | None" = None,
+        on_progress: Callable[[ComputeStarted | PrefillProgress | PromptCacheReport | CpuUsage], None] | None = None,
+        cache: CacheRequest | None = None,
     ):
         from core.generation.decode.choice import loop_for
         from core.generation.streamer import TimedTokenStreamer
@@ -85,7 +92,7 @@ class Generation(ReplySurface):
     def request_start_ns(self) -> int | None:
         return self.trace.request_start_ns if self.trace is not None else None
 
-    def start(self, request_start_ns: int | None = None) -> "Generation":
+    def start(self, request_start_ns: int | None = None) -> Generation:
         """Begin generating. request_start_ns defaults to now: TTFT and E2E count from it."""
         start_ns = request_start_ns if request_start_ns is not None else time.perf_counter_ns()
         self.trace = GenerationTrace(start_ns, self.prompt_tokens)
@@ -201,14 +208,18 @@ class Generation(ReplySurface):
         return StopReason.MAX_TOKENS
 
 
-def cache_report(use: "CacheUse", cache: "CacheRequest | None") -> PromptCacheReport:
+def cache_report(use: CacheUse, cache: CacheRequest | None) -> PromptCacheReport:
     """The decoder's account of a prompt's cache use, worded for the user, stamped as the prefill of the rest begins."""
     return replace(_worded(use, cache), timestamp_ns=time.perf_counter_ns(), memory_bytes=use.memory_bytes)
 
 
-def _worded(use: "CacheUse", cache: "CacheRequest | None") -> PromptCacheReport:
+def _worded(use: CacheUse, cache: CacheRequest | None) -> PromptCacheReport:
     from core.chats.cache_break import break_reason
+    from core.chats.session import PromptPieces
     from core.generation.decode import prompt_cache as pc
+
+    def pieces(label: object) -> PromptPieces | None:  # the cache keeps labels opaque; a reply's are PromptPieces
+        return label if isinstance(label, PromptPieces) else None
 
     cached = use.reused
     if use.status == pc.OFF:
@@ -220,7 +231,8 @@ def _worded(use: "CacheUse", cache: "CacheRequest | None") -> PromptCacheReport:
     elif use.status == pc.OTHER_CHAT:
         reason = "this chat had nothing cached; the cache held another chat"
     elif cached < min(use.held, use.prompt_tokens - 1):
-        return PromptCacheReport(use.prompt_tokens, cached, break_reason(use.label, cache.label if cache else None,
+        return PromptCacheReport(use.prompt_tokens, cached, break_reason(pieces(use.label),
+                                                                         pieces(cache.label if cache else None),
                                                                          cached), break_at=cached)
     else:
         return PromptCacheReport(use.prompt_tokens, cached, "the chat's history was reused from the cache")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from core.chats.session import ChatSession, Message, PromptBuild
 from core.chats.context_fit import check_reply_budget
+from core.chats.session import ChatSession, Message, PromptBuild
 from core.chats.template_render import stop_renders_on
 from core.generation.reply import DEFAULT_TOKEN_TIMEOUT_S, Generation
 from core.model.loader import LoadedModel

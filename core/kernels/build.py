@@ -33,7 +33,7 @@ COMMON_FLAGS = ("-fopenmp", "-shared", "-fPIC", "-std=c11", "-fno-math-errno")
 # libasan; tests/kernels/asan.py runs the kernel tests so).
 SANITIZE_ENV = "LATENCYLAB_KERNELS_SANITIZE"
 # -O1 comes last, so it wins: with AddressSanitizer, -O3 took several times as long to compile.
-SANITIZER_FLAGS = {"address": ("-O1", "-fsanitize=address", "-fno-omit-frame-pointer", "-g")}
+SANITIZER_FLAGS: dict[str, tuple[str, ...]] = {"address": ("-O1", "-fsanitize=address", "-fno-omit-frame-pointer", "-g")}
 COMPILE_TIMEOUT_S = 300
 CHECKSUM_SUFFIX = ".sha256"
 
@@ -90,7 +90,8 @@ def variant_name(portable: bool | str) -> str:
 
 
 def _flags(portable: bool | str) -> tuple[str, ...]:
-    extra = SANITIZER_FLAGS.get(sanitizer(), ())
+    wanted = sanitizer()
+    extra = SANITIZER_FLAGS.get(wanted, ()) if wanted else ()
     return VARIANT_FLAGS[variant_name(portable)] + COMMON_FLAGS + extra
 
 
@@ -184,9 +185,9 @@ def _compile(cc: str, portable: bool | str, target: Path) -> None:
     commands.append([cc, *flags, "-o", staging, *outputs, "-lm"])
     try:
         with ThreadPoolExecutor(max_workers=max(1, min(len(sources), os.cpu_count() or 1))) as pool:
-            results = list(pool.map(_run, commands[:-1]))
-        results.append(_run(commands[-1]) if all(result.returncode == 0 for result in results) else None)
-        failed = next((result for result in results if result is not None and result.returncode != 0), None)
+            compiled = list(pool.map(_run, commands[:-1]))
+        linked = [_run(commands[-1])] if all(result.returncode == 0 for result in compiled) else []
+        failed = next((result for result in compiled + linked if result.returncode != 0), None)
         if failed is not None:
             detail = (failed.stderr.strip().splitlines() or ["no output"])[-1]
             raise KernelsUnavailable(f"compiling the native GGUF kernels failed ({Path(cc).name}: {detail[:200]})")

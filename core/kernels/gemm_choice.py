@@ -11,8 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 from core.atomic_file import atomic_write_text
 from core.cache_paths import cache_root
@@ -57,7 +57,7 @@ def measure_choice(threads: int, time_gemm: Callable[[str, tuple[int, int, int]]
             best[precision] = min(best[precision], time_gemm(precision, shape))
     flops = 2 * shape[0] * shape[1] * shape[2]
     rates = {precision: flops / seconds if seconds > 0 else 0.0 for precision, seconds in best.items()}
-    return GemmChoice(max(rates, key=rates.get), rates, shape, threads)
+    return GemmChoice(max(rates, key=rates.__getitem__), rates, shape, threads)
 
 
 def _cache_path(threads: int):

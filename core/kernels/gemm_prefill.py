@@ -16,8 +16,8 @@ unusable, as the block kernels' pass does.
 
 from __future__ import annotations
 
-import ctypes
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -140,7 +140,7 @@ def attend(kernel: KernelModel, layer: int, queries: np.ndarray, positions: np.n
     it cannot cap, take the unfused way with the same roundings.
     """
     shape, config = kernel.shape, kernel.config
-    count, heads, kv_heads, head_dim = queries.shape[0], shape.heads, shape.kv_heads, shape.head_dim
+    count, heads, head_dim = queries.shape[0], shape.heads, shape.head_dim
     keys_all, values_all = kernel.cache_views()
     window = shape.windows[layer] if shape.windows else 0
     q = torch.from_numpy(queries).view(count, heads, head_dim)
@@ -185,5 +185,5 @@ def _capped_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
     return torch.bmm(torch.softmax(scores, dim=-1).half().float(), values)
 
 
-def _ptr(array: np.ndarray | None) -> ctypes.c_void_p | None:
+def _ptr(array: np.ndarray | None) -> int | None:
     return None if array is None else array.ctypes.data

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from core.kernels.library import ACTIVATIONS, ROLE, ROPE_STYLES, Config, KernelLibrary
+
+if TYPE_CHECKING:
+    from core.kernels.gemm_prefill import GemmPrefill
 
 # Tokens per chunk of a prompt's pass: keeps the scratch buffers small for long prompts, and a chunk's
 # activations in cache while the weights pass over them.
@@ -59,7 +63,7 @@ class KernelModel:
 
     def __init__(self, library: KernelLibrary, shape: ModelShape):
         # Set first: close() (and __del__) must work on a model whose shape the kernels refused.
-        self._handle = None
+        self._handle: int | None = None
         self._kept: list[object] = []
         self._lock = threading.Lock()
         self.library = library
@@ -78,12 +82,13 @@ class KernelModel:
         self.before_other_use: Callable[[], None] | None = None
         # "float32" or "bfloat16" to run long prompts' products on torch's GEMM (set by the loader), else None.
         self.prefill_precision: str | None = None
-        self._gemm = None
+        self._gemm: GemmPrefill | None = None
         for index, window in enumerate(shape.windows):
             library.check(library.ll_set_window(self._handle, index, window), "setting a sliding window")
 
     @property
-    def handle(self) -> int:
+    def handle(self) -> int | None:
+        """The C model's address; None once closed."""
         return self._handle
 
     @property
@@ -199,13 +204,13 @@ class KernelModel:
         self.completed = start
         if self.prefill_precision is not None and tokens.size >= GEMM_MIN_TOKENS:
             # Layer by layer over the whole prompt: no position is through every layer until the last one is.
-            logits = self._gemm_prefill().pass_over(tokens, start, threads, before_layer=before_layer,
-                                                    every_position=every_position)
+            logits = self._gemm_prefill(self.prefill_precision).pass_over(
+                tokens, start, threads, before_layer=before_layer, every_position=every_position)
             self.completed = start + tokens.size
             return logits
         chunks = range(0, tokens.size, PROMPT_CHUNK)
         total = len(chunks) * self.shape.layers
-        logits = []
+        chunk_logits = []
         for chunk_index, chunk_start in enumerate(chunks):
             chunk = tokens[chunk_start:chunk_start + PROMPT_CHUNK]
             hidden = self.embed(chunk)
@@ -217,16 +222,16 @@ class KernelModel:
                 self.layers(hidden, sequences, positions, layer, layer + 1, threads)
             self.completed = start + chunk_start + chunk.size
             if every_position:
-                logits.append(self.logits(hidden, threads))
+                chunk_logits.append(self.logits(hidden, threads))
         if before_layer is not None:
             before_layer(total, total)
-        return np.concatenate(logits) if every_position else self.logits(hidden[-1:], threads)
+        return np.concatenate(chunk_logits) if every_position else self.logits(hidden[-1:], threads)
 
-    def _gemm_prefill(self):
+    def _gemm_prefill(self, precision: str) -> GemmPrefill:
         from core.kernels.gemm_prefill import GemmPrefill
 
-        if self._gemm is None or self._gemm.precision != self.prefill_precision:
-            self._gemm = GemmPrefill(self, self.prefill_precision)
+        if self._gemm is None or self._gemm.precision != precision:
+            self._gemm = GemmPrefill(self, precision)
         return self._gemm
 
     def close(self) -> None:

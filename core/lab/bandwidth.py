@@ -6,7 +6,6 @@ import statistics
 import threading
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from core.lab.cancellation import MeasurementError, check_cancel
 from core.roofline.ceilings import last_level_cache_bytes

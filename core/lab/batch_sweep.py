@@ -5,12 +5,17 @@ from __future__ import annotations
 import statistics
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from functools import partial
 
 from core.chats.context_fit import check_fits
 from core.lab.measure import (
-    MeasurementError, StepStamper, SweepContext, check_cancel, median_or_none,
+    MeasurementError,
+    StepStamper,
+    SweepContext,
+    check_cancel,
+    median_or_none,
 )
 from core.lab.prompt_sweep import chapter_prompt_ids
 from core.model.loader import LoadedModel
@@ -34,7 +39,7 @@ def sweep_batch_sizes(loaded: LoadedModel, batch_sizes: Sequence[int], new_token
             for repeat in range(repeats):
                 context.check_cancel()
                 progress.announce(f"batch sweep: batch {batch_size}, run {repeat + 1}/{repeats}")
-                runs.append(context.run(lambda: decode_batch(loaded, ids, batch_size, new_tokens, cancel)))
+                runs.append(context.run(partial(decode_batch, loaded, ids, batch_size, new_tokens, cancel)))
                 progress.advance(f"batch sweep: batch {batch_size}, run {repeat + 1}/{repeats} done")
         except MeasurementError as error:
             # A batch too big for this machine's memory should not cost the rows of the smaller ones.
@@ -42,7 +47,7 @@ def sweep_batch_sizes(loaded: LoadedModel, batch_sizes: Sequence[int], new_token
             progress.advance(f"batch sweep: batch {batch_size} failed")
             yield {"batch_size": batch_size, "error": str(error)}
             continue
-        step = median_or_none(run.step_s for run in runs)
+        step = statistics.median(run.step_s for run in runs)  # runs holds `repeats` runs, at least one
         yield {
             "batch_size": batch_size,
             "prompt_tokens": len(ids),

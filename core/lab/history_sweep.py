@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from core.chats.session import ChatSession, Message
 from core.generation.decode.prompt_cache import CacheRequest

@@ -5,21 +5,21 @@ from __future__ import annotations
 import statistics
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence, TypeVar
+from typing import TypeVar
 
 from transformers import LogitsProcessor, MinNewTokensLengthLogitsProcessor
 
 from core.chats.context_fit import check_fits
-from core.lab.cancellation import MeasurementError, check_cancel
+from core.compute_thread import ComputeThread, compute_thread
 from core.generation.decode.prompt_cache import CacheRequest
 from core.generation.reply import Generation
-from core.compute_thread import ComputeThread, compute_thread
+from core.lab.cancellation import MeasurementError, check_cancel
 from core.model.loader import LoadedModel
 from core.progress import ProgressCallback
 from core.settings import GenerationSettings
 from core.timing.trace import GenerationTrace
-
 
 T = TypeVar("T")
 
@@ -108,6 +108,13 @@ class StepStamper(LogitsProcessor):
     def __call__(self, input_ids, scores):
         self.stamps_ns.append(time.perf_counter_ns())
         return scores
+
+
+def required_metric(value: float | None) -> float:
+    """A metric every measured run has: the sweeps keep only runs of two tokens or more, which give them all."""
+    if value is None:
+        raise MeasurementError("a run lacks a metric that two or more tokens give")
+    return value
 
 
 def median_or_none(values: Iterable[float | None]) -> float | None:

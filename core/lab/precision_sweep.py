@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import gc
-from typing import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from core.chats.session import render_prompt_ids
 from core.errors import LatencyLabError

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+import statistics
+from collections.abc import Iterator, Sequence
 
 from core.chats.context_fit import check_fits
-from core.lab.measure import SweepContext, median_or_none, timed_generation
+from core.lab.measure import SweepContext, median_or_none, required_metric, timed_generation
 from core.model.loader import LoadedModel
 from core.timing.metrics import LatencyMetrics
 
@@ -55,13 +56,14 @@ def prompt_row(words: int, prompt_tokens: int, new_tokens: int, runs: Sequence[L
     median gap between tokens, which never looks at E2E, then the median over runs is taken: it is
     far from zero when decode steps are uneven, and one disturbed run cannot move it.
     """
-    ttft = median_or_none(run.ttft_s for run in runs)
-    tpot = median_or_none(run.tpot_s for run in runs)
-    e2e = median_or_none(run.e2e_s for run in runs)
-    step = median_or_none(run.itl_p50_s for run in runs)
+    ttfts = [required_metric(run.ttft_s) for run in runs]
+    e2es = [required_metric(run.e2e_s) for run in runs]
+    steps = [required_metric(run.itl_p50_s) for run in runs]
+    ttft, e2e, step = statistics.median(ttfts), statistics.median(e2es), statistics.median(steps)
+    tpot = statistics.median(required_metric(run.tpot_s) for run in runs)
     predicted = ttft + tpot * (new_tokens - 1)
-    steady_runs = [100.0 * (run.e2e_s - (run.ttft_s + run.itl_p50_s * (new_tokens - 1))) / run.e2e_s
-                   for run in runs]
+    steady_runs = [100.0 * (run_e2e - (run_ttft + run_step * (new_tokens - 1))) / run_e2e
+                   for run_ttft, run_e2e, run_step in zip(ttfts, e2es, steps)]
     return {
         "prompt_words": words,
         "prompt_tokens": prompt_tokens,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from core.lab.cancellation import MeasurementError, check_cancel
-from core.lab.measure import SweepContext, median_or_none
+from core.lab.measure import SweepContext, median_or_none, required_metric
 from core.lab.prompt_sweep import chapter_prompt, prompt_row
 from core.remote.connect import RemoteModel
 from core.remote.reply import RemoteReply
@@ -118,7 +118,7 @@ def _concurrent_run(model: RemoteModel, streams: int, new_tokens: int, context: 
     last_ns = max(trace.timestamps_ns[-1] for trace in traces)
     metrics = [trace.metrics() for trace in traces]
     return {
-        "ttft_s": statistics.median(m.ttft_s for m in metrics),
-        "tpot_s": statistics.median(m.tpot_s for m in metrics),
+        "ttft_s": statistics.median(required_metric(m.ttft_s) for m in metrics),
+        "tpot_s": statistics.median(required_metric(m.tpot_s) for m in metrics),
         "aggregate_tok_s": sum(trace.output_tokens for trace in traces) / ((last_ns - started_ns) / 1e9),
     }

@@ -112,7 +112,7 @@ class LabResults:
         }
 
     @classmethod
-    def from_dict(cls, document: dict) -> "LabResults":
+    def from_dict(cls, document: dict) -> LabResults:
         if not isinstance(document, dict) or document.get("format") != FORMAT:
             found = document.get("format") if isinstance(document, dict) else type(document).__name__
             raise LabResultsError(f"this is not a Latency Lab result (expected format {FORMAT!r}, found {found!r}).")

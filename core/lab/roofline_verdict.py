@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from core.lab.verdict_record import pct, verdict as _verdict
+from core.lab.verdict_record import pct
+from core.lab.verdict_record import verdict as _verdict
 from core.roofline.ceilings import Ceilings, format_rate
 from core.roofline.counts import ArithmeticShape
 from core.roofline.placement import compute_ceiling, memory_ceiling, weights_fit_in_cache

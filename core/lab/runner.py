@@ -5,16 +5,17 @@ from __future__ import annotations
 import datetime
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
+from core.backend.choice import load_any
 from core.errors import LatencyLabError
 from core.lab.bandwidth import BandwidthMeasurement, ceiling_row, measure_read_bandwidth
 from core.lab.batch_sweep import sweep_batch_sizes
+from core.lab.cancellation import LabCancelled, MeasurementError, check_cancel
 from core.lab.config import LabConfig
 from core.lab.history_sweep import sweep_history
 from core.lab.machine import describe_machine, load_average
-from core.lab.cancellation import LabCancelled, check_cancel
 from core.lab.measure import MeasurementProgress, SweepContext
 from core.lab.precision_sweep import REFERENCE_DTYPE, measure_precision, measurements_per_dtype, sweep_precisions
 from core.lab.prompt_sweep import sweep_prompt_lengths
@@ -22,10 +23,11 @@ from core.lab.results import LabResults
 from core.lab.verdicts import judge
 from core.model.loader import LoadedModel
 from core.progress import ProgressCallback, no_progress
-from core.backend.choice import load_any
+from core.remote.connect import RemoteModel
 from core.remote.spec import is_remote_spec
 
 RowCallback = Callable[[str, dict], None]
+Loader = Callable[..., LoadedModel | RemoteModel]  # load_any: a server URL connects, anything else loads
 
 
 def no_rows(sweep: str, row: dict) -> None:
@@ -46,8 +48,8 @@ class LabObserver:
 class LabRun:
     """One run of run_lab's steps; holds the model for the prompt and batch sweeps so it loads once."""
 
-    def __init__(self, config: LabConfig, loaded: LoadedModel | None, observer: LabObserver,
-                 cancel: threading.Event | None, loader: Callable[..., LoadedModel]):
+    def __init__(self, config: LabConfig, loaded: LoadedModel | RemoteModel | None, observer: LabObserver,
+                 cancel: threading.Event | None, loader: Loader):
         self.config = config
         self.observer = observer
         self.cancel = cancel
@@ -96,19 +98,19 @@ class LabRun:
         if "bandwidth" in sweeps:
             check_cancel(self.cancel)
             if config.device == "cpu":
-                self._measure_ceilings()
+                bandwidth = self._measure_ceilings()
             else:
                 self.progress.announce("measuring memory read bandwidth")
-                self.bandwidth = self.context.run(lambda: measure_read_bandwidth(cancel=self.cancel,
-                                                                                 device=config.device))
-            self.results.bandwidth_measurement = self.bandwidth.to_dict()
-            self.progress.advance(f"memory read bandwidth: {self.bandwidth.bytes_per_s / 1e9:.1f} GB/s")
+                bandwidth = self.context.run(lambda: measure_read_bandwidth(cancel=self.cancel, device=config.device))
+            self.bandwidth = bandwidth
+            self.results.bandwidth_measurement = bandwidth.to_dict()
+            self.progress.advance(f"memory read bandwidth: {bandwidth.bytes_per_s / 1e9:.1f} GB/s")
         if "prompt" in sweeps:
-            for row in sweep_prompt_lengths(self._main_model(), config.prompt_words, config.new_tokens,
+            for row in sweep_prompt_lengths(self._local_model(), config.prompt_words, config.new_tokens,
                                             config.repeats, self.context):
                 self._add("prompt", row)
         if "batch" in sweeps:
-            for row in sweep_batch_sizes(self._main_model(), config.batch_sizes, config.new_tokens,
+            for row in sweep_batch_sizes(self._local_model(), config.batch_sizes, config.new_tokens,
                                          config.repeats, self.context):
                 self._add("batch", row)
         if "precision" in sweeps:
@@ -121,7 +123,7 @@ class LabRun:
         elif "bandwidth" in sweeps:
             self._add_main_model_ceiling()
         if "history" in sweeps:
-            for row in sweep_history(self._main_model(), config.history_turns, config.new_tokens, config.repeats,
+            for row in sweep_history(self._local_model(), config.history_turns, config.new_tokens, config.repeats,
                                      self.context):
                 self._add("history", row)
 
@@ -135,16 +137,17 @@ class LabRun:
         for note in self.results.notes:
             self.observer.progress(self.progress.fraction(), note)
         if "prompt" in config.sweeps:
-            for row in sweep_remote_prompt_lengths(self._main_model(), config.prompt_words, config.new_tokens,
+            for row in sweep_remote_prompt_lengths(self._remote_model(), config.prompt_words, config.new_tokens,
                                                    config.repeats, self.context):
                 self._add("prompt", row)
         if "batch" in config.sweeps:
-            for row in sweep_concurrency(self._main_model(), config.batch_sizes, config.new_tokens, config.repeats,
+            for row in sweep_concurrency(self._remote_model(), config.batch_sizes, config.new_tokens, config.repeats,
                                          self.context):
                 self._add("batch", row)
 
-    def _measure_ceilings(self) -> None:
-        """This CPU's ceilings, from the cache of a quiet measurement, or measured now (and cached if quiet)."""
+    def _measure_ceilings(self) -> BandwidthMeasurement:
+        """This CPU's ceilings, from the cache of a quiet measurement, or measured now (and cached if quiet); returns
+        the DRAM read bandwidth among them."""
         from core.roofline.ceilings import cached_ceilings, measure_ceilings
 
         self.progress.announce("this machine's ceilings: GEMM FLOP/s, DRAM and last-level cache bandwidth")
@@ -156,7 +159,9 @@ class LabRun:
         for note in ceilings.notes:
             say(note)
         dram = ceilings.get("dram")
-        self.bandwidth = BandwidthMeasurement(
+        if dram is None:  # measure_ceilings always measures it; a cached file could lack it
+            raise MeasurementError("this machine's ceilings hold no DRAM read bandwidth")
+        return BandwidthMeasurement(
             bytes_per_s=dram.value, median_bytes_per_s=dram.median, buffer_bytes=int(dram.amount), passes=dram.passes,
             last_level_cache_bytes=ceilings.last_level_cache_bytes, threads=ceilings.threads, method=dram.method)
 
@@ -179,7 +184,7 @@ class LabRun:
         self.results.rows(sweep).append(row)
         self.observer.row_measured(sweep, row)
 
-    def _main_model(self) -> LoadedModel:
+    def _main_model(self) -> LoadedModel | RemoteModel:
         if self.main_model is None:
             check_cancel(self.cancel)
             model = self.config.model or "the embedded model"
@@ -191,13 +196,25 @@ class LabRun:
         self.results.model = self.main_model.describe()
         return self.main_model
 
+    def _local_model(self) -> LoadedModel:
+        model = self._main_model()
+        assert isinstance(model, LoadedModel)  # a server URL runs _run_remote_sweeps instead
+        return model
+
+    def _remote_model(self) -> RemoteModel:
+        model = self._main_model()
+        assert isinstance(model, RemoteModel)  # _run_remote_sweeps runs for a server URL only
+        return model
+
     def _model_at(self, dtype: str) -> LoadedModel:
         """The precision sweep's loader: the main model when it already has this dtype, otherwise a fresh load."""
-        if self.main_model is not None and self.main_model.dtype == dtype:
+        if isinstance(self.main_model, LoadedModel) and self.main_model.dtype == dtype:
             return self.main_model
-        return self._load(dtype)
+        loaded = self._load(dtype)
+        assert isinstance(loaded, LoadedModel)  # the precision sweep runs on local models only
+        return loaded
 
-    def _load(self, dtype: str) -> LoadedModel:
+    def _load(self, dtype: str) -> LoadedModel | RemoteModel:
         # On the compute thread, so that any torch work the loader does uses the same OpenMP pool.
         return self.context.run(lambda: self.loader(self.config.model, device=self.config.device, dtype=dtype,
                                                     progress=self._load_progress))
@@ -207,12 +224,13 @@ class LabRun:
 
     def _add_main_model_ceiling(self) -> None:
         """Without the precision sweep, the ceiling is shown for the main model alone."""
-        loaded = self._main_model()
+        loaded, bandwidth = self._local_model(), self.bandwidth
+        assert bandwidth is not None  # measured first: "bandwidth" is among the sweeps
         decode = next((r["decode_tok_s"] for r in sorted(self.results.prompt, key=lambda r: r["prompt_tokens"])), None)
         if decode is None:
             row, _ = measure_precision(loaded, self.config.new_tokens, self.config.repeats, self.context)
             decode = row["decode_tok_s"]
-        self._add("bandwidth", ceiling_row(loaded.dtype, loaded.weight_bytes, decode, self.bandwidth.bytes_per_s))
+        self._add("bandwidth", ceiling_row(loaded.dtype, loaded.weight_bytes, decode, bandwidth.bytes_per_s))
 
     def _count_measurements(self) -> int:
         config, sweeps = self.config, self.config.sweeps
@@ -241,8 +259,8 @@ class LabRun:
         return total
 
 
-def run_lab(config: LabConfig, *, loaded: LoadedModel | None = None, observer: LabObserver | None = None,
-            cancel: threading.Event | None = None, loader: Callable[..., LoadedModel] = load_any) -> LabResults:
+def run_lab(config: LabConfig, *, loaded: LoadedModel | RemoteModel | None = None, observer: LabObserver | None = None,
+            cancel: threading.Event | None = None, loader: Loader = load_any) -> LabResults:
     """Run config's sweeps. Cancelling keeps every finished row; a failure keeps them too and sets results.error.
 
     loaded, when given, is used for the prompt and batch sweeps (and for its own dtype in the precision

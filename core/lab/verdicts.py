@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from core.lab.results import LabResults
 from core.lab.roofline_verdict import judge_roofline
-from core.lab.verdict_record import pct, verdict as _verdict
+from core.lab.verdict_record import pct
+from core.lab.verdict_record import verdict as _verdict
 from core.remote.spec import is_remote_spec
 
 CLAIM_PROMPT = "Long prompts slow the first token, not the rest"

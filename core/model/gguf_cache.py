@@ -105,7 +105,8 @@ def _convert(gguf_path: Path, gguf_sha256: str, folder: Path, progress: Progress
         gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32, local_files_only=True
     )
     # The GGUF quantizer marks the model unserialisable, but its weights are plain float32 by now.
-    model.hf_quantizer = None
+    # torch types Module.__setattr__'s value as Tensor | Module; a plain attribute takes any value.
+    model.hf_quantizer = None  # type: ignore[assignment]
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     progress(0.8, "first launch: writing the converted-model cache")
@@ -142,7 +143,7 @@ def write_verified_folder(folder: Path, gguf_sha256: str, source_name: str, save
 def remove_abandoned_staging(parent: Path) -> list[Path]:
     """Delete half-written cache folders whose process is gone (a window closed mid-conversion exits
     without its cleanup running), so each one does not keep about 540 MB on disk for good."""
-    removed = []
+    removed: list[Path] = []
     try:
         candidates = [path for path in parent.iterdir() if path.is_dir() and path.name.startswith(STAGING_PREFIX)]
     except OSError:

@@ -255,7 +255,7 @@ def build_kernel_model(library: KernelLibrary, weights: GGUFWeights, progress: P
 
 def _matrix_data(weights: GGUFWeights, name: str, rows: int, build: KernelBuild) -> tuple[np.ndarray, int]:
     """(bytes or values, kernel type id) of a checked weight matrix, in the file's own layout."""
-    qtype = weights.tensor_type(name)
+    qtype = weights.known_tensor_type(name)
     if qtype in KERNEL_TYPES:
         build.paths.setdefault(qtype, "float32" if qtype in ("F32", "F16", "BF16") else "native")
         data, type_id = weights.raw(name), KERNEL_TYPES[qtype]

@@ -129,7 +129,7 @@ def _check_shape(weights: GGUFWeights, gguf_name: str, module: nn.Module) -> Non
 
 
 def _linear(weights: GGUFWeights, gguf_name: str, paths: dict[str, str]) -> nn.Module:
-    qtype = weights.tensor_type(gguf_name)
+    qtype = weights.known_tensor_type(gguf_name)
     rows, columns = weights.shape(gguf_name)
     if qtype in NATIVE_TYPES and fits_int4_kernel(rows, columns):
         paths[qtype] = "native"
@@ -158,7 +158,7 @@ def _row_reader(weights: GGUFWeights, gguf_name: str, raw: np.ndarray, qtype: st
 
 
 def _embedding(weights: GGUFWeights, gguf_name: str, paths: dict[str, str]) -> nn.Module:
-    qtype = weights.tensor_type(gguf_name)
+    qtype = weights.known_tensor_type(gguf_name)
     vocab, width = weights.shape(gguf_name)
     if qtype in NATIVE_TYPES:
         paths.setdefault(qtype, "native")

@@ -24,7 +24,7 @@ class KernelCausalLM:
         self.generation_config = generation_config
         self.device = torch.device("cpu")
 
-    def eval(self) -> "KernelCausalLM":
+    def eval(self) -> KernelCausalLM:
         return self
 
     def __call__(self, input_ids: Any) -> Any:

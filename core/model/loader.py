@@ -117,7 +117,7 @@ def _load_model(spec: str | None, device: str, dtype: str, progress: ProgressCal
                 f"tried to load {source.display_name} ({dtype}, {device}), but ran out of memory: {_short(error)}"
             ) from error
         raise ModelLoadError(_failure(source, error)) from error
-    except Exception as error:  # noqa: BLE001 - any loader failure must become one clear error type
+    except Exception as error:  # any loader failure must become one clear error type
         raise ModelLoadError(_failure(source, error)) from error
     progress(1.0, "model ready")
     return loaded
@@ -146,7 +146,9 @@ def _load_native(source: ModelSource, progress: ProgressCallback) -> LoadedModel
     from core.model.native_load import load_native
     from core.model.weight_count import gguf_parameter_count
 
-    native = load_native(source.gguf_file, progress, source.header)
+    gguf_file = source.gguf_file
+    assert gguf_file is not None  # a "gguf" source names its file
+    native = load_native(gguf_file, progress, source.header)
     model, tokenizer = native.model, native.tokenizer
     on_kernels = is_kernel_model(model)
     if not on_kernels:
@@ -154,7 +156,7 @@ def _load_native(source: ModelSource, progress: ProgressCallback) -> LoadedModel
     return LoadedModel(
         model=model, tokenizer=tokenizer, source=source, dtype=NATIVE_DTYPE, device="cpu",
         context_window=_context_window(model, tokenizer),
-        parameter_count=gguf_parameter_count(source.gguf_file, source.header) or (0 if on_kernels else parameter_count(model)),
+        parameter_count=gguf_parameter_count(gguf_file, source.header) or (0 if on_kernels else parameter_count(model)),
         weight_bytes=model.build.weight_bytes if on_kernels else weight_bytes(model),
         eos_token_ids=_eos_ids(model, tokenizer),
         precision=native.precision, precision_note=native.note,
@@ -185,7 +187,8 @@ def _load_converted(source: ModelSource, device: str, dtype: str, progress: Prog
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="latencylab-cache-check") as pool:
         # Hashing and checksumming the cache release the GIL, so they overlap the slow imports.
         cache_progress = scaled(progress, 0.0, 0.7)
-        checked = pool.submit(check_cache, source.gguf_file, cache_progress) if source.kind == "gguf" else None
+        gguf_file = source.gguf_file if source.kind == "gguf" else None
+        checked = pool.submit(check_cache, gguf_file, cache_progress) if gguf_file is not None else None
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
@@ -196,10 +199,10 @@ def _load_converted(source: ModelSource, device: str, dtype: str, progress: Prog
         # interleave with a CLI's stdout and mean nothing in the window.
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
-        if checked is not None:
+        if gguf_file is not None and checked is not None:
             check = checked.result()
             if not check.valid:
-                convert(source.gguf_file, check, cache_progress)
+                convert(gguf_file, check, cache_progress)
             location = check.folder
 
     local_only = True  # Latency Lab does not download: resolve_model_source refuses a hub id not in the cache
@@ -252,7 +255,7 @@ def _from_pretrained(auto_class: Any, location: str | Path, local_only: bool, kw
             ) from local_error
         try:
             return auto_class.from_pretrained(location, **kwargs)
-        except Exception as remote_error:  # noqa: BLE001
+        except Exception as remote_error:
             raise ModelLoadError(
                 f"tried to load {str(location)!r} from the local cache ({_short(local_error)}) "
                 f"and then from the Hugging Face hub ({_short(remote_error)})."

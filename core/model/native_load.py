@@ -77,6 +77,7 @@ def load_native(path: Path, progress: ProgressCallback, header: GGUFHeader | Non
         if isinstance(library, str):
             library, kernel_problem = None, library
         if library is None and weights.architecture not in NATIVE_ARCHITECTURES:
+            assert kernel_problem is not None  # there is no library only for a reason
             raise NotNative(weights.architecture, kernel_problem)
         from transformers.utils import logging as hf_logging
 
@@ -156,7 +157,7 @@ def _tokenizer_and_config(path: Path, check, progress: ProgressCallback):
         progress(0.0, "first launch: building the tokenizer from the GGUF (once)")
         try:
             tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
-        except Exception as error:  # noqa: BLE001 - any failure here is the file's vocabulary or template
+        except Exception as error:  # any failure here is the file's vocabulary or template
             raise ModelLoadError(f"the GGUF file {path.name} has a vocabulary or chat template its tokenizer cannot be "
                                  f"built from: {_short(str(error)) or type(error).__name__}.") from error
         config = AutoConfig.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)

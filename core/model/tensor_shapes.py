@@ -101,7 +101,7 @@ def expected_tensors(weights, shape) -> dict[str, tuple[int, ...]]:
         raise ModelLoadError(f"the native kernels have no tensor table for {arch} models.")
     sizes = _sizes(shape)
     names = set(weights.names())
-    wanted = [(name, entry) for name, entry in MODEL.items()]
+    wanted = list(MODEL.items())
     wanted += [(f"blk.{index}.{name}", entry) for index in range(shape.layers) for name, entry in table.items()]
     checked = {}
     for name, entry in wanted:

@@ -11,6 +11,7 @@ import math
 import os
 import struct
 from pathlib import Path
+from typing import TypeGuard
 
 from core.errors import ModelLoadError
 from core.quant.gguf_header import GGUFHeader, GGUFHeaderError, UnknownQuantType, read_header
@@ -92,5 +93,5 @@ def _count_safetensors_header(header: object, data_bytes: int) -> int:
     return total
 
 
-def _is_int_list(value: object) -> bool:
+def _is_int_list(value: object) -> TypeGuard[list[int]]:
     return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)

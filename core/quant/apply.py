@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import torch
 from torch import nn
 
 from core.quant.groupwise import GROUP_SIZE, PACK_ROWS, quantize_q4_groups
@@ -79,7 +81,7 @@ def _quantize_head(model: nn.Module, bits: int) -> int:
     return 1
 
 
-def _untie(model: nn.Module) -> None:
+def _untie(model: Any) -> None:  # a transformers model: torch types its config as a tensor or module
     # The head no longer shares a Parameter with the embedding; stop transformers from re-tying them.
     model.config.tie_word_embeddings = False
     if hasattr(model, "_tied_weights_keys"):
@@ -99,7 +101,7 @@ def weight_bytes(model: nn.Module) -> int:
     from core.quant.split_int4_linear import SplitInt4Linear
 
     quantised = (Int4Linear, Int8Linear, Q8Head, Q8Embedding, SplitInt4Linear, BlockEmbedding, BFloat16Linear)
-    tensors = list(model.parameters())
+    tensors: list[torch.Tensor] = list(model.parameters())
     for module in model.modules():
         if isinstance(module, quantised):
             tensors.extend(b for b in module.buffers(recurse=False) if b is not None)

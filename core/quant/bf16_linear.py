@@ -10,6 +10,9 @@ from torch.nn import functional as F
 class BFloat16Linear(nn.Module):
     """y = x W^T (+ b) with W held in bfloat16: half float32's bytes, at the cost of re-rounding the weight."""
 
+    weight_bf16: torch.Tensor
+    bias: torch.Tensor | None
+
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None):
         super().__init__()
         self.out_features, self.in_features = weight.shape

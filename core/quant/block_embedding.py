@@ -12,6 +12,8 @@ from core.quant.gguf_decode import decode
 class BlockEmbedding(nn.Module):
     """The table stays in the file's quant type (a float copy of a 49k x 576 table is 113 MB)."""
 
+    blocks: torch.Tensor
+
     def __init__(self, raw: np.ndarray, qtype: str, embedding_dim: int):
         super().__init__()
         self.qtype = qtype

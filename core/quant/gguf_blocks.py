@@ -94,6 +94,10 @@ class GGUFWeights:
         qtype = self._types.get(gguf_name)
         return qtype.name if qtype is not None else None
 
+    def known_tensor_type(self, gguf_name: str) -> str:
+        """The type of a tensor the file holds (KeyError for one it does not)."""
+        return self._types[gguf_name].name
+
     def shape(self, gguf_name: str) -> tuple[int, ...]:
         """Rows first, as torch orders a weight (GGUF lists the innermost dimension first)."""
         return tuple(reversed(self._tensors[gguf_name].dims))
@@ -115,11 +119,11 @@ class GGUFWeights:
             return data.view(floats[qtype.name]).reshape(shape)
         return data.reshape(rows, row_bytes)
 
-    def int_groups(self, gguf_name: str) -> "IntGroups":
+    def int_groups(self, gguf_name: str) -> IntGroups:
         """A quantised weight's whole numbers and group scales, rows in Hugging Face order."""
         from core.quant.gguf_decode import decode
 
-        groups = decode(np.asarray(self.raw(gguf_name)), self.tensor_type(gguf_name))
+        groups = decode(np.asarray(self.raw(gguf_name)), self.known_tensor_type(gguf_name))
         order = self.llama_row_order(gguf_name, groups.n.shape[0])
         return groups if order is None else groups.permute_rows(order)
 
@@ -131,7 +135,7 @@ class GGUFWeights:
         # A copy: float tensors come back as views of the memory-mapped (read-only) file.
         return np.array(values, dtype=np.float32).reshape(self.shape(gguf_name))
 
-    def dequantized(self, gguf_name: str) -> "torch.Tensor":
+    def dequantized(self, gguf_name: str) -> torch.Tensor:
         """Any type gguf can read, as float32 rows in Hugging Face order (the fallback for types without a kernel)."""
         import torch
 
@@ -139,7 +143,7 @@ class GGUFWeights:
         order = self.llama_row_order(gguf_name, weight.shape[0])
         return weight if order is None else weight[order]
 
-    def q4_1(self, gguf_name: str) -> "Q4Groups":
+    def q4_1(self, gguf_name: str) -> Q4Groups:
         import torch
 
         from core.quant.groupwise import Q4Groups
@@ -159,11 +163,11 @@ class GGUFWeights:
         )
         return self._undo_llama_permutation(gguf_name, groups)
 
-    def _undo_llama_permutation(self, gguf_name: str, groups: "Q4Groups") -> "Q4Groups":
+    def _undo_llama_permutation(self, gguf_name: str, groups: Q4Groups) -> Q4Groups:
         order = self.llama_row_order(gguf_name, groups.quants.shape[0])
         return groups if order is None else groups.permute_rows(order)
 
-    def llama_row_order(self, gguf_name: str, rows: int) -> "torch.Tensor | None":
+    def llama_row_order(self, gguf_name: str, rows: int) -> torch.Tensor | None:
         """llama.cpp interleaves q and k rows for its rotary layout; transformers undoes it, so must we.
 
         Only Llama-architecture files (Mistral's among them) are interleaved: Qwen, Phi-3 and Gemma are not.
@@ -176,6 +180,8 @@ class GGUFWeights:
             heads = self.head_count_kv or self.head_count
         else:
             return None
+        if heads is None:  # reshape(None, ...) would fail with a TypeError that names nothing
+            raise ValueError(f"the file gives no {self.architecture}.attention.head_count for {gguf_name}")
         import torch
 
         return torch.arange(rows).reshape(heads, rows // heads // 2, 2).transpose(1, 2).reshape(rows)

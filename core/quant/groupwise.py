@@ -24,7 +24,7 @@ class Q4Groups:
         grouped = self.quants.view(rows, columns // GROUP_SIZE, GROUP_SIZE).float()
         return (grouped * self.scales[..., None] + self.minimums[..., None]).view(rows, columns)
 
-    def permute_rows(self, order: torch.Tensor) -> "Q4Groups":
+    def permute_rows(self, order: torch.Tensor) -> Q4Groups:
         return Q4Groups(self.quants[order], self.scales[order], self.minimums[order])
 
 

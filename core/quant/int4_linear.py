@@ -15,6 +15,10 @@ KERNEL_DTYPE = torch.bfloat16
 class Int4Linear(nn.Module):
     """y = x W^T (+ b), with W held as packed 4-bit quants plus per-group scale and zero."""
 
+    packed_weight: torch.Tensor
+    scales_and_zeros: torch.Tensor
+    bias: torch.Tensor | None
+
     def __init__(self, groups: Q4Groups | tuple[torch.Tensor, torch.Tensor], bias: torch.Tensor | None = None):
         """groups: the 4-bit weight, or what pack_groups made of it (a weight packed in row chunks)."""
         super().__init__()

@@ -11,6 +11,10 @@ KERNEL_DTYPE = torch.bfloat16
 class Int8Linear(nn.Module):
     """Symmetric per-channel int8 weight-only quantisation, the common 'int8 weight-only' scheme."""
 
+    weight_int8: torch.Tensor
+    scales: torch.Tensor
+    bias: torch.Tensor | None
+
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None):
         super().__init__()
         weight = weight.detach().float()
@@ -34,6 +38,8 @@ class Int8Linear(nn.Module):
 
 class Int8Embedding(nn.Module):
     """Token embedding read from an Int8Linear's rows, for models whose head and embedding are tied."""
+
+    embed_scale: torch.Tensor | None
 
     def __init__(self, head: Int8Linear, embed_scale: torch.Tensor | None = None):
         super().__init__()

@@ -30,7 +30,7 @@ class IntGroups:
         grouped = self.n.view(rows, columns // GROUP_SIZE, GROUP_SIZE).float()
         return (grouped * self.scales[..., None] + self.minimums[..., None]).view(rows, columns)
 
-    def permute_rows(self, order: torch.Tensor) -> "IntGroups":
+    def permute_rows(self, order: torch.Tensor) -> IntGroups:
         return IntGroups(self.n[order], self.scales[order], self.minimums[order])
 
     def nibble_planes(self, count: int | None = None) -> list[Q4Groups]:

@@ -68,6 +68,10 @@ class Q8Embedding(nn.Module):
     embed_scale: the factor a scaled embedding (Gemma's sqrt(hidden)) multiplies its rows by, kept here.
     """
 
+    quants: torch.Tensor
+    scales: torch.Tensor
+    embed_scale: torch.Tensor | None
+
     def __init__(self, groups: Q8Groups, embed_scale: torch.Tensor | None = None):
         super().__init__()
         self.num_embeddings, self.embedding_dim = groups.quants.shape

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -26,6 +26,10 @@ class SplitInt4Linear(nn.Module):
     The planes are stacked as extra output rows of one packed weight, so a decode step makes one
     kernel call per layer (at one token a call costs about as much in overhead as in arithmetic).
     """
+
+    packed_weight: torch.Tensor
+    scales_and_zeros: torch.Tensor
+    bias: torch.Tensor | None
 
     def __init__(self, packed: torch.Tensor, scales_and_zeros: torch.Tensor, plane_count: int,
                  bias: torch.Tensor | None = None, out_features: int | None = None):

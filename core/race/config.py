@@ -41,7 +41,7 @@ class RaceConfig:
                 "mode": self.mode, "a": self.a.to_dict(), "b": self.b.to_dict(), "budget": self.budget.to_dict()}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "RaceConfig":
+    def from_dict(cls, data: dict) -> RaceConfig:
         try:
             return cls(str(data["prompt"]), RaceSide.from_dict(data["a"]), RaceSide.from_dict(data["b"]),
                        data.get("mode") == LIVE, str(data.get("system_prompt", "")),

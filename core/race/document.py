@@ -13,11 +13,13 @@ from core.errors import LatencyLabError
 from core.race.config import MODE_WORDS, RaceConfig
 from core.race.sides import labels, side_summary
 from core.race.verdict import Verdict, make_verdict, side_facts
-from core.timing.budget import DEFINITION as BUDGET_DEFINITION, budget_document, judge
+from core.timing.budget import DEFINITION as BUDGET_DEFINITION
+from core.timing.budget import budget_document, judge
 from core.timing.export import json_text, reply_report
 from core.timing.metrics import DEFINITIONS
 from core.timing.trace import GenerationTrace
-from core.timing.waterfall import definitions as waterfall_definitions, waterfall_document
+from core.timing.waterfall import definitions as waterfall_definitions
+from core.timing.waterfall import waterfall_document
 
 if TYPE_CHECKING:
     from core.race.runner import RaceResult
@@ -71,12 +73,12 @@ class RaceRecord:
         return self.a, self.b
 
 
-def race_document(result: "RaceResult") -> dict:
+def race_document(result: RaceResult) -> dict:
     config = result.config
     verdict = result.verdict()
     label_a, label_b = result.labels
-    runs = [run for run in result.sides if run.trace is not None]
-    summary, _ = budget_document([run.trace for run in runs], [run.side.streaming for run in runs], config.budget)
+    ran = [(run.trace, run.side.streaming) for run in result.sides if run.trace is not None]
+    summary, _ = budget_document([trace for trace, _ in ran], [streaming for _, streaming in ran], config.budget)
     return {
         "format": RACE_FORMAT,
         "mode": config.mode,
@@ -94,7 +96,7 @@ def race_document(result: "RaceResult") -> dict:
     }
 
 
-def race_json(result: "RaceResult") -> str:
+def race_json(result: RaceResult) -> str:
     return json_text(race_document(result), ensure_ascii=False, indent=1)
 
 
@@ -128,9 +130,11 @@ def read_race(data: bytes) -> RaceRecord:
     names = dict(zip(("a", "b"), labels(config.a, config.b)))  # from the settings, whatever the file says
     sides = tuple(_recorded(document.get(key), key, getattr(config, key), names[key]) for key in ("a", "b"))
     verdict = None
-    if all(side.trace is not None and side.trace.stop_reason in ("eos", "max_tokens") for side in sides):
-        verdict = make_verdict(*(side_facts(side.name, side.label, side.trace, side.streaming, config.budget)
-                                 for side in sides))
+    finished = [(side, side.trace) for side in sides
+                if side.trace is not None and side.trace.stop_reason in ("eos", "max_tokens")]
+    if len(finished) == len(sides):
+        verdict = make_verdict(*(side_facts(side.name, side.label, trace, side.streaming, config.budget)
+                                 for side, trace in finished))
     return RaceRecord(config.prompt, config.mode, document.get("stopped") is True, _text(document, "status"),
                       sides[0], sides[1], config, verdict)
 
@@ -147,7 +151,9 @@ def _recorded(report: object, key: str, side, label: str) -> RecordedSide:
             trace = trace_from_dict(report["trace"], f"{key}.trace")
         except ChatFileError as error:
             raise RaceFileError(str(error)) from None
-    notes = report.get("notes") if isinstance(report.get("notes"), list) else []
+    notes = report.get("notes")
+    if not isinstance(notes, list):
+        notes = []
     return RecordedSide(side.name, label, side_summary(side), side.streaming, _text(report, "state"),
                         trace, tuple(note for note in notes if isinstance(note, str)), _text(report, "model") or None)
 

@@ -19,7 +19,7 @@ class Track:
     reasoning: frozenset[int] = frozenset()
 
     @classmethod
-    def of(cls, trace: GenerationTrace, streaming: bool) -> "Track":
+    def of(cls, trace: GenerationTrace, streaming: bool) -> Track:
         return cls(tuple(trace.token_texts), tuple(trace.token_times_s()), streaming, trace.tail_text,
                    frozenset(trace.reasoning_indices))
 

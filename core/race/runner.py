@@ -10,16 +10,19 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
+from core.backend.choice import prepare_any
 from core.chats.session import ChatSession, Message
 from core.errors import LatencyLabError
 from core.generation.request import ReplyRequest
+from core.model.loader import LoadedModel
 from core.race.config import RaceConfig
 from core.race.sides import RaceSide, labels, side_summary
 from core.race.verdict import Verdict, make_verdict, side_facts
-from core.backend.choice import prepare_any
+from core.remote.connect import RemoteModel
+from core.timing.events import ReplyEventKind
 from core.timing.trace import GenerationTrace
 
 
@@ -69,12 +72,14 @@ class RaceResult:
 
     def verdict(self) -> Verdict | None:
         """Only when both replies ran to their end: a stopped or failed side has no finish to compare."""
-        if not all(run.trace is not None and run.trace.stop_reason in ("eos", "max_tokens") for run in self.sides):
+        trace_a, trace_b = self.a.trace, self.b.trace
+        if trace_a is None or trace_b is None or not all(
+                trace.stop_reason in ("eos", "max_tokens") for trace in (trace_a, trace_b)):
             return None
         label_a, label_b = self.labels
         budget = self.config.budget
-        return make_verdict(side_facts("A", label_a, self.a.trace, self.a.side.streaming, budget),
-                            side_facts("B", label_b, self.b.trace, self.b.side.streaming, budget))
+        return make_verdict(side_facts("A", label_a, trace_a, self.a.side.streaming, budget),
+                            side_facts("B", label_b, trace_b, self.b.side.streaming, budget))
 
     @property
     def status_line(self) -> str:
@@ -92,11 +97,11 @@ class RaceObserver:
     """Callbacks, called on the race's threads: progress in words, and each reply event of each side."""
 
     progress: Callable[[str], None] = lambda message: None
-    event: Callable[[str, object], None] = lambda side, event: None
+    event: Callable[[str, ReplyEventKind], None] = lambda side, event: None
     started: Callable[[str, int], None] = lambda sides, request_start_ns: None  # "A", "B" or "AB", and when
 
 
-Loader = Callable[[RaceSide], object]
+Loader = Callable[[RaceSide], LoadedModel | RemoteModel]
 _race_numbers = itertools.count(1)
 
 

@@ -6,19 +6,30 @@ off. Every refusal is one line that names the side and the key.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from core.errors import InvalidSettingsError, LatencyLabError
 from core.model.source import EMBEDDED_SPEC
 from core.remote.spec import PROTOCOLS, RemoteSpec, is_remote_spec
 from core.settings import (
-    DECODE_LOOP, DEVICE, DTYPE, MAX_NEW_TOKENS, SEED, SERVER_TIMEOUT, TEMPERATURE, TOP_P, GenerationSettings,
+    DECODE_LOOP,
+    DEVICE,
+    DTYPE,
+    MAX_NEW_TOKENS,
+    SEED,
+    SERVER_TIMEOUT,
+    TEMPERATURE,
+    TOP_P,
+    GenerationSettings,
+    NumberLimit,
 )
 
 SWITCHES = ("streaming", "prompt_cache")
 SERVER_KEYS = ("served_model", "protocol", "server_timeout")
 LOCAL_KEYS = ("dtype", "device", "decode_loop")
-NUMBERS = {"max_new_tokens": MAX_NEW_TOKENS, "temperature": TEMPERATURE, "top_p": TOP_P, "seed": SEED,
+NUMBERS: dict[str, NumberLimit[Any]] = {"max_new_tokens": MAX_NEW_TOKENS, "temperature": TEMPERATURE, "top_p": TOP_P, "seed": SEED,
            "server_timeout": SERVER_TIMEOUT}
 KEYS = ("model", "dtype", "device", *SWITCHES, "max_new_tokens", "temperature", "top_p", "seed", "decode_loop",
         *SERVER_KEYS)
@@ -54,7 +65,7 @@ class RaceSide:
                 "server_timeout_s": self.server_timeout_s, "given": list(self.given)}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "RaceSide":
+    def from_dict(cls, data: dict) -> RaceSide:
         try:
             return cls(name=str(data["name"]), model=str(data["model"]), dtype=str(data["dtype"]),
                        device=str(data["device"]), streaming=bool(data["streaming"]),
@@ -98,10 +109,10 @@ def parse_side(name: str, pairs: list[str], base: RaceSide | None = None) -> Rac
     return side_from_values(name, values, base)
 
 
-def side_from_values(name: str, values: dict[str, object], base: RaceSide) -> RaceSide:
+def side_from_values(name: str, values: Mapping[str, object], base: RaceSide) -> RaceSide:
     """values: key -> text (from the command line) or a typed value (from the window's form)."""
     side = replace(base, name=name)
-    sampling = {}
+    sampling: dict[str, Any] = {}
     for key, value in values.items():
         if key in SWITCHES:
             switch = _switch(name, key, value)
@@ -177,7 +188,7 @@ def labels(a: RaceSide, b: RaceSide) -> tuple[str, str]:
     return ", ".join(words_a[key] for key in keys), ", ".join(words_b[key] for key in keys)
 
 
-def _with_server_choice(side: RaceSide, values: dict) -> RaceSide:
+def _with_server_choice(side: RaceSide, values: Mapping[str, object]) -> RaceSide:
     served, protocol = values.get("served_model"), values.get("protocol")
     if not side.remote or (served is None and protocol is None):
         return side
@@ -185,7 +196,8 @@ def _with_server_choice(side: RaceSide, values: dict) -> RaceSide:
         raise InvalidSettingsError(f"side {side.name}: protocol must be one of: {', '.join(PROTOCOLS)}; "
                                    f"got {protocol!r}.")
     try:
-        spec = RemoteSpec.parse(side.model).with_choice(model=served or None, protocol=protocol or None)
+        spec = RemoteSpec.parse(side.model).with_choice(model=str(served) if served else None,
+                                                         protocol=protocol or None)
     except LatencyLabError as error:
         raise InvalidSettingsError(f"side {side.name}: {error}") from None
     return replace(side, model=spec.text())

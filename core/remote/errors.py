@@ -84,7 +84,7 @@ def redact(text: str, key: str | None) -> str:
         return text
     text = text.replace(key, HIDDEN_KEY)
     for length in range(len(key) - 1, 5, -1):  # a key cut off where the message was shortened
-        if text.endswith(key[:length]) or text.endswith(key[:length] + "…"):
+        if text.endswith((key[:length], key[:length] + "…")):
             return text[:text.rindex(key[:length])] + HIDDEN_KEY + ("…" if text.endswith("…") else "")
     return text
 

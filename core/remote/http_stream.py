@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
@@ -9,10 +10,16 @@ import ssl
 import threading
 import time
 import urllib.parse
-from typing import Iterator
+from collections.abc import Iterator
 
 from core.remote.errors import (
-    RemoteError, StreamCut, connection_error, http_status_error, redact, redirect_error, server_detail,
+    RemoteError,
+    StreamCut,
+    connection_error,
+    http_status_error,
+    redact,
+    redirect_error,
+    server_detail,
 )
 
 READ_SIZE = 64 * 1024
@@ -45,14 +52,17 @@ class HttpStream:
         self.status: int | None = None
         self.headers: dict[str, str] = {}
 
-    def open(self) -> "HttpStream":
-        parts = self._parts
+    def open(self) -> HttpStream:
+        parts, host = self._parts, self._parts.hostname
+        if host is None:  # RemoteSpec.parse refuses such a URL before it gets here
+            raise RemoteError(f"{self.url!r} names no host to connect to.")
+        connection: http.client.HTTPConnection
         if parts.scheme == "https":
             # Certificates are always verified: there is deliberately no switch to skip it.
-            connection = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=self.timeout_s,
+            connection = http.client.HTTPSConnection(host, parts.port, timeout=self.timeout_s,
                                                      context=ssl.create_default_context())
         else:
-            connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=self.timeout_s)
+            connection = http.client.HTTPConnection(host, parts.port, timeout=self.timeout_s)
         self._connection = connection
         path = parts.path or "/"
         if parts.query:
@@ -126,10 +136,8 @@ class HttpStream:
         connection = self._connection
         sock = connection.sock if connection is not None else None
         if sock is not None:
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
     @property
     def aborted(self) -> bool:

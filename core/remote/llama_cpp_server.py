@@ -9,6 +9,7 @@ real server with it; a user can run the same to set the app's own engine beside 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import socket
@@ -62,15 +63,15 @@ class LlamaCppServer:
         if kind == LLAMA_SERVER and binary is None:
             raise RuntimeError("llama-server is not built for this CPU: run tools/llama_cpp_builds.py")
         self.kind = LLAMA_SERVER if binary is not None else PYTHON_SERVER
-        threads = str(threads or os.cpu_count() or 1)
+        thread_count = str(threads or os.cpu_count() or 1)
         if binary is not None:
             command = [str(binary), "--model", str(self.gguf), "--alias", alias, "--host", "127.0.0.1",
-                       "--port", str(self.port), "--ctx-size", str(context * SLOTS), "--threads", threads,
-                       "--threads-batch", threads, "--parallel", str(SLOTS), "--slots", "--no-webui"]
+                       "--port", str(self.port), "--ctx-size", str(context * SLOTS), "--threads", thread_count,
+                       "--threads-batch", thread_count, "--parallel", str(SLOTS), "--slots", "--no-webui"]
         else:
             command = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.gguf), "--model_alias", alias,
                        "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(context),
-                       "--n_threads", threads, "--verbose", "True",
+                       "--n_threads", thread_count, "--verbose", "True",
                        # By default a new request cuts the running one short; queue them instead, as servers do.
                        "--interrupt_requests", "False"]
         self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -107,7 +108,7 @@ class LlamaCppServer:
                 self.process.wait(5)
         self._reader.join(5)
 
-    def __enter__(self) -> "LlamaCppServer":
+    def __enter__(self) -> LlamaCppServer:
         try:
             self.wait_ready()
         except BaseException:
@@ -119,6 +120,7 @@ class LlamaCppServer:
         self.stop()
 
     def _read(self) -> None:
+        assert self.process.stdout is not None  # started with stdout=PIPE
         for line in self.process.stdout:
             self.lines.append(line.rstrip("\n"))
             self._lines.put(line)
@@ -134,10 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with LlamaCppServer(args.gguf, threads=args.threads) as server:
         print(f"llama.cpp's server is at {server.url} (Ctrl+C ends it)", flush=True)
-        try:
+        with contextlib.suppress(KeyboardInterrupt):
             server.process.wait()
-        except KeyboardInterrupt:
-            pass
     return 0
 
 

@@ -89,7 +89,7 @@ def _read_common(document: dict, piece: Piece) -> None:
 
 def _prefill_fraction(progress: dict) -> float | None:
     total, cache, processed = (progress.get(key) for key in ("total", "cache", "processed"))
-    if not all(isinstance(value, (int, float)) for value in (total, processed)):
+    if not isinstance(total, (int, float)) or not isinstance(processed, (int, float)):
         return None
     cache = cache if isinstance(cache, (int, float)) else 0
     work = total - cache

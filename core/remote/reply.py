@@ -9,7 +9,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from core.generation.reply_surface import ReplySurface
 from core.remote import ollama_chat, openai_chat
@@ -59,7 +59,7 @@ class RemoteReply(ReplySurface):
     def prompt_tokens(self) -> int:
         return self.trace.prompt_tokens if self.trace is not None else 0
 
-    def start(self, request_start_ns: int | None = None) -> "RemoteReply":
+    def start(self, request_start_ns: int | None = None) -> RemoteReply:
         start_ns = request_start_ns if request_start_ns is not None else time.perf_counter_ns()
         self.trace = GenerationTrace(start_ns, prompt_tokens=0)
         self._thread = threading.Thread(target=self._run, name="latencylab-remote-reply", daemon=True)
@@ -126,7 +126,7 @@ class RemoteReply(ReplySurface):
                                        error=error))
         self._done.set()
 
-    def _request(self, reading: "_Reading") -> StopReason:
+    def _request(self, reading: _Reading) -> StopReason:
         model, settings = self.model, self.settings
         common = dict(stream=self.streaming, max_tokens=settings.max_new_tokens, temperature=settings.temperature,
                       top_p=settings.top_p, seed=settings.seed)
@@ -146,6 +146,8 @@ class RemoteReply(ReplySurface):
             piece = (_ollama_whole(body) if model.protocol == "ollama" else openai_chat.read_response(body))
             self._take(piece, arrival_ns, reading)
             return reading.reason
+        parser: JsonLines | ServerSentEvents
+        read: Callable[[str], Piece]
         if model.protocol == "ollama":
             parser, read = JsonLines(), ollama_chat.read_line
         else:
@@ -167,7 +169,7 @@ class RemoteReply(ReplySurface):
             raise StreamCut(f"{self._stream.where} ended the stream before the reply was done.")
         return reading.reason
 
-    def _take(self, piece: Piece, arrival_ns: int, reading: "_Reading") -> None:
+    def _take(self, piece: Piece, arrival_ns: int, reading: _Reading) -> None:
         """Turn one message into events, all stamped with the arrival of the bytes that completed it."""
         if piece.prefill_fraction is not None:
             self._events.put(PrefillProgress(round(piece.prefill_fraction * 1000), 1000, arrival_ns))
@@ -202,7 +204,7 @@ class RemoteReply(ReplySurface):
         if piece.done:
             reading.done = True
 
-    def _tokens_in(self, piece: Piece, reading: "_Reading") -> int:
+    def _tokens_in(self, piece: Piece, reading: _Reading) -> int:
         """A chunk's tokens: the server's exact count where it gives one, a running usage's step, else one; a count
         the chunk's bytes cannot hold is the server's claim, not tokens (one is counted)."""
         claimed = 1
@@ -217,7 +219,7 @@ class RemoteReply(ReplySurface):
         room = self.settings.max_new_tokens + COUNT_SLACK - reading.tokens
         return claimed if claimed <= min(size + TOKENS_PER_CHUNK_SLACK, room) else 1
 
-    def _believable(self, count: int, reading: "_Reading") -> bool:
+    def _believable(self, count: int, reading: _Reading) -> bool:
         """Whether a reply's usage count fits what was asked for and what arrived (see COUNT_PER_BYTE)."""
         asked_for = self.settings.max_new_tokens + COUNT_SLACK
         return count <= min(asked_for, COUNT_PER_BYTE * reading.text_bytes + COUNT_SLACK)
@@ -242,16 +244,16 @@ class _Reading:
 def _cache_report(server_kind: str, reading: _Reading) -> PromptCacheReport:
     """What the server said of its prompt cache; where it said nothing, that is what the report says."""
     prompt = reading.prompt_tokens or 0
-    if reading.cached_tokens is None:
+    cached, source = reading.cached_tokens, reading.cache_source
+    if cached is None or source is None:  # a piece sets the count and the field it came in together
         return PromptCacheReport(prompt, None, f"not reported: {server_kind} sent no count of cached prompt tokens",
                                  source="not reported")
-    cached = reading.cached_tokens
     if prompt and cached > prompt:  # a count beyond the prompt is the server's claim, not a fact: kept apart
         return PromptCacheReport(prompt, None, f"not reported: {server_kind} claimed {cached:,} cached tokens of a "
-                                               f"{prompt:,}-token prompt", source=reading.cache_source)
+                                               f"{prompt:,}-token prompt", source=source)
     reason = (f"{server_kind} reused {cached:,} cached prompt tokens" if cached
               else f"{server_kind} reports no prompt tokens from its cache")
-    return PromptCacheReport(prompt, cached, reason, source=reading.cache_source)
+    return PromptCacheReport(prompt, cached, reason, source=source)
 
 
 def _ollama_whole(body: bytes) -> Piece:

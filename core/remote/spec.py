@@ -15,7 +15,7 @@ _SECRET_PARAMETERS = ("key", "api_key", "apikey", "token", "access_token", "auth
 
 
 def is_remote_spec(text: str | None) -> TypeGuard[str]:
-    return bool(text) and text is not None and text.strip().lower().startswith(("http://", "https://"))
+    return text is not None and text.strip().lower().startswith(("http://", "https://"))
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class RemoteSpec:
     protocol: str = "auto"
 
     @classmethod
-    def parse(cls, text: str) -> "RemoteSpec":
+    def parse(cls, text: str) -> RemoteSpec:
         parts = urllib.parse.urlsplit(text.strip())
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ModelLoadError(f"{text!r} is not a server URL; give one like http://127.0.0.1:8080/v1.")
@@ -49,10 +49,10 @@ class RemoteSpec:
         base = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), parts.query, ""))
         return cls(base, options.get("model", [None])[0] or None, protocol)
 
-    def with_choice(self, model: str | None = None, protocol: str | None = None) -> "RemoteSpec":
+    def with_choice(self, model: str | None = None, protocol: str | None = None) -> RemoteSpec:
         return RemoteSpec(self.base_url, model if model is not None else self.model, protocol or self.protocol)
 
-    def with_base(self, base_url: str) -> "RemoteSpec":
+    def with_base(self, base_url: str) -> RemoteSpec:
         return RemoteSpec(base_url.rstrip("/"), self.model, self.protocol)
 
     @property

@@ -13,9 +13,10 @@ import json
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Callable
 
 from core.atomic_file import atomic_write_text
 from core.cache_paths import cache_root
@@ -73,7 +74,7 @@ class Ceilings:
         return document
 
     @classmethod
-    def from_dict(cls, document: dict) -> "Ceilings":
+    def from_dict(cls, document: dict) -> Ceilings:
         ceilings = {name: Ceiling(**values) for name, values in (document.get("ceilings") or {}).items()}
         known = {key: document[key] for key in ("cpu", "threads", "last_level_cache_bytes", "measured_at",
                                                 "others_share", "loaded", "from_cache", "notes") if key in document}
@@ -100,7 +101,8 @@ def best_rate(run: Callable[[], object], amount: float, timer: Timer = time.perf
     min_passes = MIN_PASSES if min_passes is None else min_passes
     budget_s = BUDGET_S if budget_s is None else budget_s
     run()
-    rates, spent = [], 0.0
+    rates: list[float] = []
+    spent = 0.0
     while len(rates) < min_passes or spent < budget_s:
         if cancel is not None and cancel.is_set():
             break
@@ -163,8 +165,7 @@ def read_probe(name: str, label: str, buffer_bytes: int, why: str) -> Probe:
 
 def default_probes(last_level_cache: int | None) -> list[Callable[[], Probe]]:
     """Each made when it runs, so only one buffer is in memory at a time."""
-    probes: list[Callable[[], Probe]] = [lambda precision=precision: gemm_probe(precision)
-                                         for precision in GEMM_PRECISIONS]
+    probes: list[Callable[[], Probe]] = [partial(gemm_probe, precision) for precision in GEMM_PRECISIONS]
     dram = max(MIN_DRAM_BUFFER, DRAM_CACHE_MULTIPLE * (last_level_cache or 0))
     why = (f"{dram / last_level_cache:.0f}x the {last_level_cache / MIB:,.0f} MiB last-level cache" if last_level_cache
            else "the last-level cache's size is unknown here")

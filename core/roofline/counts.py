@@ -34,7 +34,7 @@ class ArithmeticShape:
     prefill_precision: str | None = None  # the GEMM precision a prompt's products run in, if any
 
     @classmethod
-    def from_dict(cls, facts: dict) -> "ArithmeticShape":
+    def from_dict(cls, facts: dict) -> ArithmeticShape:
         known = {name: facts[name] for name in cls.__dataclass_fields__ if name in facts}
         known["windows"] = tuple(known.get("windows") or ())
         return cls(**known)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 # Above this share of the machine's cores, taken by other programs during a measurement, its figure is flagged
 # as measured under load and not cached (the example: a read loop gave 7.8 GB/s under load, 31 quiet).
@@ -42,7 +42,7 @@ class LoadProbe:
     cores: int = os.cpu_count() or 1
     others_share: float | None = None
 
-    def __enter__(self) -> "LoadProbe":
+    def __enter__(self) -> LoadProbe:
         self._start = (self.machine_busy(), self.own_busy(), self.clock())
         return self
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from core.settings import LatencyBudget
 from core.timing.trace import GenerationTrace
@@ -34,11 +34,11 @@ class BudgetMark:
     @property
     def line(self) -> str:
         """In words: 'within budget: text after 0.31 s (≤ 1 s), TPOT 11.2 ms (≤ 180 ms)'."""
-        if self.within is None:
+        if self.within is None or self.wait_s is None:  # judge() sets wait_s and wait_within together
             return "budget: not judged (no text arrived)"
         budget = self.budget
         parts = [f"text after {_seconds(self.wait_s)} ({'≤' if self.wait_within else '>'} {_seconds(budget.ttft_s)})"]
-        if self.tpot_within is not None:
+        if self.tpot_within is not None and self.tpot_s is not None:  # judge() sets both, or neither
             parts.append(f"TPOT {_ms(self.tpot_s)} ({'≤' if self.tpot_within else '>'} {_ms(budget.tpot_s)})")
         elif not self.streaming:
             parts.append("not streaming, so the whole wait is before the text")

@@ -6,15 +6,17 @@ import csv
 import io
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from core.atomic_file import atomic_write_text
 from core.timing.cpu_share import DEFINITION as CPU_SHARE_DEFINITION
 from core.timing.metrics import DEFINITIONS, percentile
-from core.timing.server_compare import DEFINITIONS as SERVER_DEFINITIONS, compare
+from core.timing.server_compare import DEFINITIONS as SERVER_DEFINITIONS
+from core.timing.server_compare import compare
 from core.timing.trace import GenerationTrace
-from core.timing.waterfall import definitions as waterfall_definitions, waterfall_document
+from core.timing.waterfall import definitions as waterfall_definitions
+from core.timing.waterfall import waterfall_document
 
 CSV_COLUMNS = ("turn", "index", "token_id", "text", "t_s", "interval_s", "delivery_s", "chunk", "reasoning")
 PREFILL_PROGRESS_DEFINITION = ("prefill_progress: the prompt's forward pass, reported before each decoder layer "
@@ -158,7 +160,7 @@ def json_text(document: dict, **options) -> str:
     nulled: list[str] = []
     clean = _finite(document, "", nulled)
     if nulled:
-        clean["null_because"] = {path: NOT_FINITE for path in nulled}
+        clean["null_because"] = dict.fromkeys(nulled, NOT_FINITE)
     return json.dumps(clean, allow_nan=False, **options)
 
 

@@ -69,11 +69,16 @@ def read_replay(data: bytes) -> list[ReplayReply]:
     return found
 
 
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 def _reply(item, index: int) -> ReplayReply | None:
     where = f"replies[{index}]"
     if not isinstance(item, dict) or not isinstance(item.get("tokens"), list):
         raise ReplayFileError(f"{where}.tokens is missing or not a list")
-    texts, times = [], []
+    texts: list[str] = []
+    times: list[float] = []
     for row_index, row in enumerate(item["tokens"]):
         if not isinstance(row, dict) or not isinstance(row.get("text"), str):
             raise ReplayFileError(f"{where}.tokens[{row_index}].text is missing or not text")
@@ -84,6 +89,5 @@ def _reply(item, index: int) -> ReplayReply | None:
             raise ReplayFileError(f"{where}.tokens[{row_index}].t_s goes back in time")
         texts.append(row["text"])
         times.append(float(t_s))
-    counts = [item.get(key) if isinstance(item.get(key), int) and not isinstance(item.get(key), bool)
-              and item.get(key) >= 0 else None for key in ("prompt_tokens", "cached_tokens")]
+    counts = [_count(item.get(key)) for key in ("prompt_tokens", "cached_tokens")]
     return ReplayReply(tuple(texts), tuple(times), *counts) if texts else None

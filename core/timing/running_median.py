@@ -24,11 +24,14 @@ class RunningMedian:
             heapq.heappush(self._upper, -heapq.heappop(self._lower))
         elif len(self._upper) > len(self._lower):
             heapq.heappush(self._lower, -heapq.heappop(self._upper))
-        return self.median()
+        return self._middle()
 
     def median(self) -> float | None:
         if not self:
             return None
+        return self._middle()
+
+    def _middle(self) -> float:
         if len(self._lower) > len(self._upper):
             return -self._lower[0]
         return (-self._lower[0] + self._upper[0]) / 2

@@ -5,7 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.timing.events import (
-    ComputeStarted, CpuUsage, FinishedEvent, PrefillProgress, PromptCacheReport, PromptReady, ReplyEventKind, ServerReport,
+    ComputeStarted,
+    CpuUsage,
+    FinishedEvent,
+    PrefillProgress,
+    PromptCacheReport,
+    PromptReady,
+    ReplyEventKind,
+    ServerReport,
     TokenEvent,
 )
 from core.timing.metrics import LatencyMetrics, LatencySummary, compute_metrics, summarize

@@ -10,7 +10,7 @@ LONG_RUN_CHARS = 200
 # A break opportunity about this often: Qt's 'word boundary, else anywhere' wrapping scans a whole
 # word for each line it breaks, so an unbroken 50,000-character reply cost 335 ms to lay out once.
 BREAK_EVERY = 64
-_LONG_RUN = re.compile(r"\S{%d,}" % LONG_RUN_CHARS)
+_LONG_RUN = re.compile(rf"\S{{{LONG_RUN_CHARS},}}")
 # Markdown or HTML that a break would change, not just wrap: links, URLs, tags and entities.
 _MARKUP = ("://", "](", "<", "&")
 

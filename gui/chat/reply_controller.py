@@ -9,7 +9,7 @@ so a refused message is never lost from the message box.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal, Slot
 

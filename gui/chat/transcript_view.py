@@ -168,7 +168,7 @@ class TranscriptView(QTextBrowser):
         bar = self.verticalScrollBar()
         bar.setValue(bar.maximum())
 
-    def createMimeDataFromSelection(self) -> QMimeData:
+    def createMimeDataFromSelection(self) -> QMimeData:  # noqa: N802 - Qt's name
         """A copied selection leaves out the break points added for display."""
         mime = QMimeData()
         mime.setText(without_breaks(self.textCursor().selection().toPlainText()))

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from PySide6.QtCore import QObject, Signal
 
+from core.chats.record import ChatRecord, ReplyRecord, clean_title, default_title, utc_now
 from core.chats.saver import BackgroundSaver
 from core.chats.session import ChatSession, Message
-from core.chats.record import ChatRecord, ReplyRecord, clean_title, default_title, utc_now
 from core.chats.store import ChatStore, ChatSummary
 
 

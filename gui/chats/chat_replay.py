@@ -7,8 +7,8 @@ from core.timing.budget import BudgetMark
 from core.timing.cpu_share import contention_note
 from core.timing.events import TokenEvent
 from core.timing.trace import GenerationTrace
-from gui.meter.meter_panel import MeterPanel
 from gui.chat.transcript_view import TranscriptView
+from gui.meter.meter_panel import MeterPanel
 
 STOP_NOTES = {"stopped": "[stopped by you]", "max_tokens": "[reached max new tokens]"}
 INTERRUPTED_NOTICE = ("The reply to your last message was interrupted: the app closed before it finished. "

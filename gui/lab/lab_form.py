@@ -7,8 +7,17 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QFormLayout, QHBoxLayout, QL
 import core.settings
 from core.errors import InvalidSettingsError
 from core.lab.config import (
-    DEFAULT_BATCH_SIZES, DEFAULT_NEW_TOKENS, HISTORY_TURNS, DEFAULT_PROMPT_WORDS, DEFAULT_REPEATS, MAX_NEW_TOKENS, MAX_REPEATS,
-    MIN_NEW_TOKENS, SWEEPS, LabConfig, parse_int_list,
+    DEFAULT_BATCH_SIZES,
+    DEFAULT_NEW_TOKENS,
+    DEFAULT_PROMPT_WORDS,
+    DEFAULT_REPEATS,
+    HISTORY_TURNS,
+    MAX_NEW_TOKENS,
+    MAX_REPEATS,
+    MIN_NEW_TOKENS,
+    SWEEPS,
+    LabConfig,
+    parse_int_list,
 )
 
 EMBEDDED_CHOICE = "embedded"

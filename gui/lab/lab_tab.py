@@ -10,12 +10,23 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
-    QFileDialog, QHBoxLayout, QLabel, QProgressBar, QPushButton, QScrollArea, QSplitter, QVBoxLayout, QWidget,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
 )
 
+from core.engine.messages import CancelLab, LabFailed, LabFinished, LabProgress, LabRow, RunLab
 from core.errors import LatencyLabError
 from core.lab.machine import contention_warning, machine_summary
 from core.lab.results import LabResults, load_results_json, save_results_csv, save_results_json
+from gui.engine_client import EngineClient
+from gui.export_dialog import export_with_dialog
 from gui.lab.batch_plot import BatchPlot
 from gui.lab.history_plot import HistorySweepPlot
 from gui.lab.lab_form import LabForm
@@ -23,9 +34,6 @@ from gui.lab.precision_plot import PrecisionPlot
 from gui.lab.prompt_plot import PromptLengthPlot
 from gui.lab.roofline_plot import RooflinePlot
 from gui.lab.verdict_panel import VerdictPanel
-from core.engine.messages import CancelLab, LabFailed, LabFinished, LabProgress, LabRow, RunLab
-from gui.engine_client import EngineClient
-from gui.export_dialog import export_with_dialog
 from gui.png_file import save_png
 
 PROGRESS_STEPS = 1000

@@ -26,7 +26,7 @@ class VerdictPanel(QWidget):
         title = QLabel("<b>The chapter's claims on this machine</b>")
         layout.addWidget(title)
         self.labels: dict[str, QLabel] = {}
-        for key, claim in CLAIMS:
+        for key, _claim in CLAIMS:
             label = QLabel()
             label.setObjectName(f"verdict_{key}")
             label.setWordWrap(True)

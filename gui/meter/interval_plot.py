@@ -8,9 +8,9 @@ import pyqtgraph as pg
 
 from core.timing.metrics import DEFINITIONS
 from gui.plotting.growable_buffer import GrowableBuffer
-from gui.plotting.stepped_range import SteppedRange
 from gui.plotting.path_curve import PathCurve
 from gui.plotting.plot_style import style_plot
+from gui.plotting.stepped_range import SteppedRange
 
 TTFT_COLOR = "#e8710a"
 INTERVAL_COLOR = "#1a73e8"

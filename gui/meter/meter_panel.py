@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 
+from core.roofline.placement import reply_placement
 from core.settings import LatencyBudget
 from core.timing.budget import BudgetMark, judge, tally_line
 from core.timing.cpu_share import contention_note
 from core.timing.events import TokenEvent
+from core.timing.export import delivery_summary
 from core.timing.metrics import LatencySummary
 from core.timing.running_median import RunningMedian
-from core.roofline.placement import reply_placement
-from core.timing.export import delivery_summary
 from core.timing.trace import GenerationTrace
 from gui.meter.budget_line import BudgetLine
 from gui.meter.cache_map import CacheMap

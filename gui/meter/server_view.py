@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel
 
-from core.timing.server_compare import DEFINITIONS as SERVER_DEFINITIONS, compare
 from core.timing.metrics import DEFINITIONS
+from core.timing.server_compare import DEFINITIONS as SERVER_DEFINITIONS
+from core.timing.server_compare import compare
 from core.timing.trace import GenerationTrace
 
 TOOLTIP = "\n".join((

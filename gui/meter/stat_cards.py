@@ -87,13 +87,13 @@ class CardValue(QWidget):
         metrics = self.fontMetrics()
         self._size = QSize(metrics.horizontalAdvance(widest), metrics.height() + 2)
 
-    def sizeHint(self) -> QSize:
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt's name
         return self._size
 
-    def minimumSizeHint(self) -> QSize:
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
         return self._size
 
-    def setText(self, text: str) -> None:
+    def setText(self, text: str) -> None:  # noqa: N802 - QLabel's name, so it stands in for one
         if text != self._text:
             self._text = text
             self.update()
@@ -101,7 +101,7 @@ class CardValue(QWidget):
     def text(self) -> str:
         return self._text
 
-    def paintEvent(self, event) -> None:
+    def paintEvent(self, event) -> None:  # noqa: N802 - Qt's name
         painter = QPainter(self)
         painter.drawText(self.rect(), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, self._text)
         painter.end()

@@ -7,8 +7,8 @@ import pyqtgraph as pg
 
 from gui.plotting.growable_buffer import GrowableBuffer
 from gui.plotting.path_curve import PathCurve
-from gui.plotting.stepped_range import SteppedRange
 from gui.plotting.plot_style import style_plot
+from gui.plotting.stepped_range import SteppedRange
 
 # 250 words a minute at about six characters a word (five letters and a space).
 READING_CHARS_PER_S = 250 * 6 / 60

@@ -40,7 +40,7 @@ class LegendRow(pg.LegendItem):
             columns -= 1
         self.setColumnCount(columns)
 
-    def mouseDragEvent(self, ev):
+    def mouseDragEvent(self, ev):  # noqa: N802 - pyqtgraph's name
         # Dragging would re-anchor it over the data, and the layout would snap it back at once.
         ev.ignore()
 

@@ -8,7 +8,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QPainterPath, QPen
 from PySide6.QtWidgets import QGraphicsPathItem
 
-
 CROSS_PIXELS = 5
 # The newest points are drawn by a second, small item, so a frame that adds a few points repaints
 # only the corner where they land, not the whole plot. They join the settled item when there are
@@ -114,7 +113,7 @@ class PathCurve:
     def clear(self) -> None:
         self.set_points(np.empty(0), np.empty(0))
 
-    def getData(self) -> tuple[np.ndarray, np.ndarray]:
+    def getData(self) -> tuple[np.ndarray, np.ndarray]:  # noqa: N802 - pyqtgraph's name
         """The points last drawn, named as pyqtgraph's items name it."""
         return self._x, self._y
 

@@ -13,14 +13,23 @@ from pathlib import Path
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QDialog, QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSplitter, QVBoxLayout,
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSplitter,
+    QVBoxLayout,
     QWidget,
 )
 
 from core.errors import LatencyLabError
+from core.race.config import EACH_ALONE, LIVE, MODE_WORDS, RaceConfig
 from core.race.document import RaceFileError, RaceRecord, read_race
 from core.race.playback import Track
-from core.race.config import EACH_ALONE, LIVE, MODE_WORDS, RaceConfig
 from core.race.sides import RaceSide, labels, side_summary
 from core.timing.budget import judge
 from core.timing.events import FinishedEvent, PrefillProgress, TokenEvent

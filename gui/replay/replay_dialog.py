@@ -6,7 +6,16 @@ import time
 
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtWidgets import (
-    QCheckBox, QComboBox, QDialog, QFormLayout, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QSlider, QVBoxLayout,
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSlider,
+    QVBoxLayout,
 )
 
 from core.timing.replay import ReplayReply
@@ -181,7 +190,7 @@ class ReplayDialog(QDialog):
         super().closeEvent(event)
 
 
-def open_replay(window, path) -> "ReplayDialog | None":
+def open_replay(window, path) -> ReplayDialog | None:
     """Replay an exported JSON trace in its own REPLAY window; a file that is not one is refused, saying why."""
     from pathlib import Path
 
@@ -193,7 +202,7 @@ def open_replay(window, path) -> "ReplayDialog | None":
     return _show_replay(window, data, Path(path).name)
 
 
-def replay_this_chat(window) -> "ReplayDialog | None":
+def replay_this_chat(window) -> ReplayDialog | None:
     """Replay the open chat's replies, as if its traces had been exported and opened."""
     from core.timing.export import traces_to_json
 
@@ -202,7 +211,7 @@ def replay_this_chat(window) -> "ReplayDialog | None":
     return _show_replay(window, data.encode("utf-8"), "this chat")
 
 
-def _show_replay(window, data: bytes, name: str) -> "ReplayDialog | None":
+def _show_replay(window, data: bytes, name: str) -> ReplayDialog | None:
     from PySide6.QtCore import Qt
 
     from core.timing.replay import ReplayFileError, read_replay

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal, Slot
 from pathlib import Path
 
+from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import (
-    QComboBox, QFileDialog, QFormLayout, QHBoxLayout, QInputDialog, QLabel, QPlainTextEdit,
-    QProgressBar, QPushButton, QWidget,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QInputDialog,
+    QLabel,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QWidget,
 )
 
 from core.errors import InvalidSettingsError

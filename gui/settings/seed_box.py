@@ -9,7 +9,7 @@ from core.settings import SEED
 
 
 class _SeedValidator(QValidator):
-    def validate(self, text: str, position: int):  # noqa: D401 - Qt's signature
+    def validate(self, text: str, position: int):
         if text == "":
             return QValidator.State.Acceptable, text, position
         if not text.isdigit():

@@ -8,10 +8,9 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings
 
+from core.atomic_file import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE
 from core.model.source import EMBEDDED_SPEC
 from core.settings import DECODE_LOOP, DTYPE, MAX_NEW_TOKENS, SEED, TEMPERATURE, TOP_P
-from core.atomic_file import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE
-
 
 # The default before native precision existed (issue #16).
 OLD_DEFAULT_DTYPE = "float32"

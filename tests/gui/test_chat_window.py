@@ -4,7 +4,7 @@ import json
 import time
 
 import pytest
-from PySide6.QtCore import QTimer, Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 
 from core.timing.trace import GenerationTrace

@@ -4,12 +4,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
 import pytest
-
 from child_processes import children
 
 from core.chats.session import Message

@@ -93,5 +93,5 @@ def test_the_legend_hides_no_data(qtbot):
         assert not legend.sceneBoundingRect().intersects(plot.getViewBox().sceneBoundingRect()), plot
         # Every entry is on screen: none is cut off at the plot's right edge.
         visible = plot.mapToScene(plot.viewport().rect()).boundingRect()
-        for sample, label in legend.items:
+        for _sample, label in legend.items:
             assert visible.contains(label.sceneBoundingRect()), label.text

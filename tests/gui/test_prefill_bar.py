@@ -2,7 +2,6 @@
 
 import threading
 
-
 REPLY_TIMEOUT_MS = 60_000
 
 

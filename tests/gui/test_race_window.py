@@ -10,8 +10,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from core.chats.record import ReplyRecord
-from core.race.document import race_json
 from core.race.config import RaceConfig
+from core.race.document import race_json
 from core.race.runner import RaceResult, SideRun
 from core.race.sides import parse_side
 from core.settings import LatencyBudget

@@ -1,9 +1,10 @@
 """The window shows before the model loads: building it must not import torch or transformers."""
 
-import pytest
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 pytestmark = pytest.mark.subprocess  # each test runs latencylab (or Python) in a child process
 

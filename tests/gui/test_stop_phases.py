@@ -3,7 +3,6 @@
 import threading
 import time
 
-
 REPLY_TIMEOUT_MS = 60_000
 
 

@@ -6,7 +6,6 @@ import ctypes
 
 import numpy as np
 import pytest
-
 from tiny_gguf import random_blocks
 
 WEIGHT_TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16", "F32"]

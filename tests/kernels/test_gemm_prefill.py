@@ -7,6 +7,7 @@ import threading
 import numpy as np
 import pytest
 import torch
+from tiny_gguf import FAMILY_EXTRAS, write_tiny_family
 
 import core.kernels.gemm_prefill as gemm_prefill
 import core.kernels.kernel_model as kernel_model
@@ -14,7 +15,6 @@ from core.generation.decode.kernel_decoder import KernelDecoder
 from core.generation.stopping import PassInterrupted
 from core.kernels.gemm_choice import GemmChoice, gemm_choice, measure_choice
 from core.model.loader import load_model
-from tiny_gguf import FAMILY_EXTRAS, write_tiny_family
 
 PROMPT = list(range(300, 340))  # 40 tokens: past Gemma's 8-position window in these files
 

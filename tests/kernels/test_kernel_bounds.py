@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.kernels.kernel_model import KernelModel, ModelShape
 from core.kernels.library import KERNEL_TYPES

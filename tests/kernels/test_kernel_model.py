@@ -7,6 +7,7 @@ import threading
 import numpy as np
 import pytest
 import torch
+from tiny_gguf import FAMILY_EXTRAS, write_tiny_family
 
 from core.generation.decode.kernel_batch import decode_together
 from core.generation.decode.kernel_decoder import KernelDecoder
@@ -14,7 +15,6 @@ from core.generation.decode.loop import lean_decode
 from core.generation.stopping import PassInterrupted
 from core.model.kernel_causal_lm import is_kernel_model
 from core.model.loader import load_model
-from tiny_gguf import FAMILY_EXTRAS, write_tiny_family
 
 PROMPT = list(range(300, 320))  # 20 tokens: past Gemma's 8-position window in these files
 

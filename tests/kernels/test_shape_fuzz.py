@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from gguf_patch import layout, patched
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tiny_gguf import FAMILY_EXTRAS, write_tiny_family
 
 from core.errors import ModelLoadError
 from core.model.gguf_kernels import build_kernel_model
 from core.model.native_load import open_gguf
 from core.progress import no_progress
-from gguf_patch import layout, patched
-from tiny_gguf import FAMILY_EXTRAS, write_tiny_family
 
 FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                          HealthCheck.too_slow])

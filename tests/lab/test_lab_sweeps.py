@@ -9,13 +9,13 @@ import pytest
 
 import core.lab.batch_sweep
 import core.lab.measure
-from core.timing.events import TokenEvent
 from core.generation.reply import Generation
 from core.lab.bandwidth import last_level_cache_bytes
 from core.lab.config import LabConfig
 from core.lab.measure import StepStamper
 from core.lab.results import results_from_json, results_to_csv, results_to_json
 from core.lab.runner import LabObserver, run_lab
+from core.timing.events import TokenEvent
 
 pytestmark = pytest.mark.model
 

@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
+from core.race.config import RaceConfig
 from core.race.document import race_json, read_race
 from core.race.playback import Track
-from core.race.config import RaceConfig
 from core.race.runner import RaceObserver, run_race
 from core.race.sides import parse_side
 from core.timing.events import TokenEvent

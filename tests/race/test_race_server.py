@@ -6,12 +6,12 @@ import json
 
 import pytest
 
+from core.backend.choice import load_any
 from core.model.source import embedded_gguf_path
-from core.race.document import race_json
 from core.race.config import RaceConfig
+from core.race.document import race_json
 from core.race.runner import run_race
 from core.race.sides import parse_side
-from core.backend.choice import load_any
 from core.remote.llama_cpp_server import LLAMA_SERVER, LlamaCppServer
 
 PROMPT = "Name three colours of the rainbow."

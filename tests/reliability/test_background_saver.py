@@ -2,9 +2,9 @@
 
 import threading
 
+from core.chats.record import ChatRecord
 from core.chats.saver import BackgroundSaver
 from core.chats.session import Message
-from core.chats.record import ChatRecord
 from core.chats.store import ChatStore
 
 

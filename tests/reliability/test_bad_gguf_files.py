@@ -5,10 +5,10 @@ from __future__ import annotations
 import select
 
 import pytest
+from tiny_gguf import write_tiny_llama
 
 from core.errors import ModelLoadError
 from core.model.loader import load_model
-from tiny_gguf import write_tiny_llama
 
 
 def _unknown_type(path, good):

@@ -5,8 +5,8 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.chats.session import Message
 from core.chats.record import ChatRecord, ReplyRecord, decode_document, encode_document
+from core.chats.session import Message
 from core.chats.store import ChatStore
 from core.timing.trace import GenerationTrace
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from core import atomic_file
-from core.chats.session import Message
 from core.chats.record import ChatFileError, ChatRecord, ReplyRecord, default_title
+from core.chats.session import Message
 from core.chats.store import ChatStore, chats_folder
 from core.timing.trace import GenerationTrace
 

@@ -6,11 +6,16 @@ from __future__ import annotations
 import threading
 
 import pytest
+from tiny_gguf import write_tiny_llama
 
 from core.chats import template_render
-from core.chats.template_render import (ChatTemplateError, TemplateInterrupted, stop_renders_on, template_worker,
-                                        render_chat_template)
-from tiny_gguf import write_tiny_llama
+from core.chats.template_render import (
+    ChatTemplateError,
+    TemplateInterrupted,
+    render_chat_template,
+    stop_renders_on,
+    template_worker,
+)
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
 # template: what the one-line refusal says. The cases first (a hang, 4.3 GB and a MemoryError traceback,

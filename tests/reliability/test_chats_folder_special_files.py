@@ -6,11 +6,11 @@ import os
 import socket
 
 import pytest
+from test_chat_store import make_chat
 
 from core.chats import store as store_module
 from core.chats.record import ChatFileError
 from core.chats.store import CORRUPT_FOLDER, ChatStore
-from test_chat_store import make_chat
 
 
 def fifo(folder, outside):

@@ -3,8 +3,6 @@
 import pytest
 
 
-
-
 @pytest.mark.parametrize("args, message", [
     (["--max-new-tokens", "-4"], "max new tokens must be a whole number from 1 to 32,768; got -4."),
     (["--max-new-tokens", "0"], "max new tokens must be a whole number from 1 to 32,768; got 0."),

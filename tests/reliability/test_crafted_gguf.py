@@ -4,10 +4,10 @@ them."""
 from __future__ import annotations
 
 import pytest
+from tiny_gguf import write_tiny_llama
 
 from core.errors import ModelLoadError
 from core.model.loader import load_model
-from tiny_gguf import write_tiny_llama
 
 # name: (write_tiny_llama's options, what the one-line refusal must say). The first seven are the issue's memory
 # faults in the kernels (heap overflows, SIGSEGV, nonsense), the rest its refusals that said the wrong thing.

@@ -11,12 +11,12 @@ import signal
 
 import psutil
 import pytest
+from child_processes import children
 from PySide6.QtGui import QGuiApplication, QKeySequence
+from tiny_gguf import write_tiny_llama
 
 import gui.engine_client as engine_client
-from child_processes import children
 from gui.chat.reply_controller import GENERATING, IDLE, STOPPING
-from tiny_gguf import write_tiny_llama
 
 pytestmark = pytest.mark.engine_process
 TIMEOUT_MS = 120_000

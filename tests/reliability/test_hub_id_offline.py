@@ -3,10 +3,10 @@
 from pathlib import Path
 
 import pytest
+from no_network import latencylab_offline
 
 from core.errors import ModelLoadError
 from core.model.source import resolve_model_source
-from no_network import latencylab_offline
 
 pytestmark = pytest.mark.subprocess  # each test runs latencylab (or Python) in a child process
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from core.model import memory_check
 from core.errors import ModelLoadError
+from core.model import memory_check
 from core.model.preflight import check_before_loading
 from core.model.source import embedded_gguf_path
 from core.model.weight_count import gguf_parameter_count, safetensors_parameter_count

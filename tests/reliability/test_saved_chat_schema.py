@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from core.chats.chat_schema import MAX_REPLIES
 from core.chats.record import CHAT_FORMAT, ChatFileError, ChatRecord, ReplyRecord, decode_document, encode_document

@@ -4,13 +4,13 @@ import json
 import os
 
 import pytest
+from no_network import latencylab_offline
 
 import core.model.loader
 from core.errors import ModelLoadError
-from core.model.preflight import check_before_loading
 from core.model.loader import load_model
 from core.model.offline import OFFLINE_VARIABLES, use_offline_mode_for
-from no_network import latencylab_offline
+from core.model.preflight import check_before_loading
 
 
 def test_risky_flags_are_off_unless_named_and_warn_when_named(tmp_path, run_cli):

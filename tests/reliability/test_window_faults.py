@@ -1,15 +1,14 @@
 """Injected faults on the real model: generation errors, failed and out-of-memory loads, stop, switch and close."""
 
 import threading
-import time
 
 import pytest
 from transformers import LogitsProcessor
+from window_driving import REPLY_TIMEOUT_MS, ask
 
 import core.model.loader
-from core.model import memory_check
 from core.chats.store import ChatStore
-from window_driving import REPLY_TIMEOUT_MS, ask
+from core.model import memory_check
 
 pytestmark = pytest.mark.model
 
@@ -99,7 +98,6 @@ def test_a_model_too_large_for_free_memory_is_refused_before_loading(qtbot, wind
 
 
 def test_out_of_memory_inside_the_loader_is_a_clear_error(qtbot, window, monkeypatch):
-    import core.model.loader
 
     def out_of_memory(*args, **kwargs):
         raise RuntimeError("CUDA out of memory. Tried to allocate 20.00 GiB")

@@ -12,9 +12,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from core.chats.saver import BackgroundSaver  # noqa: E402
-from core.chats.session import Message  # noqa: E402
-from core.chats.store import ChatStore  # noqa: E402
+from core.chats.saver import BackgroundSaver
+from core.chats.session import Message
+from core.chats.store import ChatStore
 
 
 def main() -> int:

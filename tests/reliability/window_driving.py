@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QTimer, Qt
+from PySide6.QtCore import Qt, QTimer
 
 REPLY_TIMEOUT_MS = 120_000
 
@@ -32,7 +32,7 @@ class StallProbe:
         self.timer.setInterval(interval_ms)
         self.timer.timeout.connect(self._tick)
 
-    def __enter__(self) -> "StallProbe":
+    def __enter__(self) -> StallProbe:
         self._last = time.perf_counter()
         self.timer.start()
         return self

@@ -53,7 +53,7 @@ class ScriptedServer:
     def root(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def __enter__(self) -> "ScriptedServer":
+    def __enter__(self) -> ScriptedServer:
         self._thread.start()
         return self
 
@@ -71,7 +71,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *_):  # quiet: the test output is the place for assertions, not access logs
         pass
 
-    def do_GET(self):  # noqa: N802 - http.server's naming
+    def do_GET(self):
         script = self.scripted.script
         self._note(None)
         if script.redirect_to:
@@ -85,7 +85,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._json(404, {"error": {"message": f"no route {self.path}"}})
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         script = self.scripted.script
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")

@@ -194,9 +194,8 @@ def test_a_reply_past_the_size_cap_is_cut_there_and_kept(monkeypatch):
 
 
 def test_tls_to_a_server_that_does_not_speak_it_is_a_tls_error():
-    with ScriptedServer() as server:
-        with pytest.raises(ModelLoadError, match="TLS error"):
-            connect(f"https://127.0.0.1:{server.port}/v1", timeout_s=5)
+    with ScriptedServer() as server, pytest.raises(ModelLoadError, match="TLS error"):
+        connect(f"https://127.0.0.1:{server.port}/v1", timeout_s=5)
 
 
 def test_plain_http_to_another_host_warns_and_keys_in_urls_are_refused():

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from tiny_gguf import FAMILY_EXTRAS, FFN, HEADS, HIDDEN, KV_HEADS, write_tiny_family
 
 from core.model.loader import load_model
 from core.roofline.counts import ArithmeticShape, decode_counts, prefill_counts, reply_decode_counts
-from tiny_gguf import FAMILY_EXTRAS, FFN, HEADS, HIDDEN, KV_HEADS, write_tiny_family
 
 VOCAB = 49152  # the embedded tokenizer's
 HEAD_DIM = HIDDEN // HEADS  # 64

@@ -13,7 +13,7 @@ from core.model.kernel_causal_lm import is_kernel_model
 from core.settings import GENERATE_LOOP, LEAN_LOOP
 
 # A decoder holds fused copies of the int4 weights (or a kernel model's cache); one per model, dropped with it.
-_decoders: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+_decoders: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _decoders_lock = threading.Lock()
 
 # The native kernels are a model without transformers' layers: generate() cannot run it.

@@ -9,7 +9,8 @@ Llama is the template; each covered family's differences come from its spec (fam
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -25,6 +26,9 @@ SHRINK_FACTOR = 4
 
 class LeanDecoder:
     """forward(token_ids, start) returns the logits of the last position and extends the cache."""
+
+    _keys: torch.Tensor  # [layer, 1, kv head, position, dim], room for `capacity` positions
+    _values: torch.Tensor
 
     def __init__(self, model: Any):
         reason = lean_pass_refusal(model)
@@ -58,8 +62,8 @@ class LeanDecoder:
                                getattr(rotary, f"{kind}_attention_scaling" if kind else "attention_scaling", 1.0))
                         for kind in set(self.rotary_kinds)}
         self.capacity = 0
-        self._keys = self._values = None
         self._rotations: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._allocate(0, keep=False)  # an empty cache until a sequence makes room
         self.completed = 0  # positions whole in every layer after the last pass, even an abandoned one
         self.prompt_cache = PromptCache(self)
 

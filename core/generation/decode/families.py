@@ -63,7 +63,7 @@ def lean_pass_refusal(model: Any) -> str | None:
     """Why this model cannot use the lean pass, or None when it can."""
     config = getattr(model, "config", None)
     model_type = getattr(config, "model_type", "unknown")
-    if model_type not in FAMILIES:
+    if config is None or model_type not in FAMILIES:  # no config: model_type is 'unknown'
         covered = ", ".join(sorted(FAMILIES))
         return f"the lean loop covers {covered}; this model is {model_type!r}"
     for index in range(config.num_hidden_layers):

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import torch
 from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
@@ -101,7 +102,8 @@ def lean_decode(
     length = prompt_length
     for _ in range(max_new_tokens):
         so_far = sequence[:, :length]
-        scores = processors(so_far, logits.float())
+        # transformers declares torch.LongTensor, a legacy tensor type that no torch op is typed to return.
+        scores = processors(so_far, logits.float())  # type: ignore[arg-type]
         if temperature is None:
             next_token = scores.argmax(dim=-1)
         else:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from core.settings import PROMPT_CACHE_SAVED_BYTES
 
@@ -23,14 +23,17 @@ DEFAULT_BUDGET_BYTES = PROMPT_CACHE_SAVED_BYTES
 ANONYMOUS = ""  # the chat of callers that name none (`ask`, one `latencylab chat`)
 
 
-class KeyValueStore(Protocol):
+_Saved = TypeVar("_Saved")  # a decoder's own copy of its cache: tensors, or numpy arrays for the C kernels
+
+
+class KeyValueStore(Protocol[_Saved]):
     """What a decoder offers its prompt cache: the size of a position, and copies of the live cache."""
 
     def position_bytes(self) -> int: ...
 
-    def copy_cache_out(self, positions: int) -> object: ...
+    def copy_cache_out(self, positions: int) -> _Saved: ...
 
-    def copy_cache_in(self, saved: object, positions: int) -> None: ...
+    def copy_cache_in(self, saved: _Saved, positions: int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -89,11 +92,11 @@ def common_prefix(first: list[int], second: list[int]) -> int:
 
 @dataclass
 class PromptCache:
-    store: KeyValueStore
+    store: KeyValueStore[Any]
     budget_bytes: int = DEFAULT_BUDGET_BYTES
     live: CachedState = field(default_factory=lambda: CachedState([]))
     live_chat: str | None = None  # None: the live cache holds nothing reusable
-    saved: "OrderedDict[str, CachedState]" = field(default_factory=OrderedDict)
+    saved: OrderedDict[str, CachedState] = field(default_factory=OrderedDict)
     evicted: set = field(default_factory=set)
 
     # -- a reply's prompt ---------------------------------------------------------------------------

@@ -34,8 +34,8 @@ def test_every_type_in_the_table_is_ggmls_own_and_round_trips(portable):
     for name, kind in library.types.items():
         ggml = gguf.GGMLQuantizationType[name]
         assert kind.id == ggml.value, name
-        if kind.activation is not None:  # a file's type; the activation-only ones live in memory (gguf-py's Q8_1
-            assert (kind.block_elements, kind.block_bytes) == gguf.GGML_QUANT_SIZES[ggml], name  # is the old 40)
+        if kind.activation is not None:  # a file's type (Q8_1 is only ever in memory: gguf-py's is 40 bytes)
+            assert (kind.block_elements, kind.block_bytes) == gguf.GGML_QUANT_SIZES[ggml], name
         info = TypeInfo()
         assert library.ll_type_facts(kind.id, ctypes.byref(info)) == 0
         assert (info.name.decode(), info.id, info.block_elements, info.block_bytes) == \

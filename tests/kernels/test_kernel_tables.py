@@ -87,6 +87,15 @@ def test_the_roles_and_styles_are_the_librarys_names():
     assert library.ll_activation_name(config.activation).decode() == SHAPE.activation
 
 
+@pytest.mark.parametrize("field", ["activation", "rope_style"])
+def test_an_enum_value_the_library_has_no_name_for_is_refused(field):
+    library = _library()
+    config = SHAPE.config(library)
+    setattr(config, field, len(library.activations if field == "activation" else library.rope_styles))
+    assert not library.ll_model_new(ctypes.byref(config))
+    assert library.ll_last_error() == b"unknown activation or rotary style"
+
+
 def test_the_shared_structs_are_the_size_the_library_was_built_with():
     from core.kernels.library import SHARED_STRUCTS
 

@@ -79,6 +79,10 @@ ll_model *ll_model_new(const ll_config *config) {
         fail("the model's configuration is larger than the kernels support");
         return NULL;
     }
+    if (!ll_activation_name(c->activation) || !ll_rope_style_name(c->rope_style)) {
+        fail("unknown activation or rotary style");
+        return NULL;
+    }
     ll_model *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     m->c = *config;

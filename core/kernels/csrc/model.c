@@ -41,6 +41,8 @@ static int decode_rows(int type) {
 }
 #define TOKEN_TILE 32    /* activation rows per job: a tile stays in L1 while the chunk's rows pass over it */
 
+/* The enums' names, which Python reads (ll_role_name and the others) instead of keeping its own numbering; each
+ * name is designated by its value, so it stays with it when an enum changes. */
 static const char *const role_names[ROLE_COUNT] = {
     [ROLE_TOKEN_EMBD] = "token_embd", [ROLE_OUTPUT] = "output", [ROLE_OUTPUT_NORM] = "output_norm",
     [ROLE_ATTN_NORM] = "attn_norm", [ROLE_ATTN_Q] = "attn_q", [ROLE_ATTN_K] = "attn_k", [ROLE_ATTN_V] = "attn_v",

@@ -26,9 +26,9 @@ static inline int kind_of(int activation) {
  * The rule: thread 0 resets the next phase's counter before the barrier that starts that phase, while the phase
  * before it runs (or before the pass's first barrier). The barrier then makes the zero visible to every thread
  * before any takes a job, and no thread is still taking jobs from it: its last use ended at an earlier barrier.
- * A counter cannot be reset at the start of its own phase (a fast thread may already be taking jobs), nor may
- * two phases with only one barrier between them share one (slow threads still overshoot the current phase's
- * counter while thread 0 resets the next). */
+ * A counter cannot be reset at the start of its own phase (a fast thread may already be taking jobs), and the
+ * next phase's counter cannot be the current one's (slower threads are still taking, and overshooting, its jobs
+ * while thread 0 resets the next). */
 enum {
     JOBS_QKV,             /* the attention's input projections */
     JOBS_ATTENTION,       /* (row, head) pairs of the attention */

@@ -28,7 +28,8 @@ PORTABLE_FLAGS = ("-O2",)
 # For tests, on an AVX-512 machine, of the AVX2 code that AVX2-only CPUs run.
 AVX2_FLAGS = ("-O3", "-march=haswell", "-mtune=native")
 VARIANT_FLAGS = {"native": NATIVE_FLAGS, "portable": PORTABLE_FLAGS, "avx2": AVX2_FLAGS}
-COMMON_FLAGS = ("-fopenmp", "-shared", "-fPIC", "-std=c11", "-fno-math-errno")
+# -fvisibility=hidden: only the functions csrc/api.h marks LL_API are exported (what library.py binds).
+COMMON_FLAGS = ("-fopenmp", "-shared", "-fPIC", "-std=c11", "-fno-math-errno", "-fvisibility=hidden")
 # A test build: LATENCYLAB_KERNELS_SANITIZE=address compiles with AddressSanitizer (the process must preload
 # libasan; tests/kernels/asan.py runs the kernel tests so).
 SANITIZE_ENV = "LATENCYLAB_KERNELS_SANITIZE"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from core.kernels.library import ACTIVATIONS, ROLE, ROPE_STYLES, Config, KernelLibrary
+from core.kernels.library import Config, KernelLibrary
 
 if TYPE_CHECKING:
     from core.kernels.gemm_prefill import GemmPrefill
@@ -45,11 +45,12 @@ class ModelShape:
     scale_queries: bool = False  # scale (and round) the queries, not the scores, as llama.cpp's Gemma and Phi-3 do
     windows: tuple[int, ...] = field(default=())  # per layer, 0 for full attention
 
-    def config(self) -> Config:
+    def config(self, library: KernelLibrary) -> Config:
+        """The C configuration, its enums numbered as the library numbers them."""
         return Config(
             layers=self.layers, width=self.width, heads=self.heads, kv_heads=self.kv_heads, head_dim=self.head_dim,
-            ffn=self.ffn, vocab=self.vocab, rope_dims=self.rope_dims, rope_style=ROPE_STYLES[self.rope_style],
-            activation=ACTIVATIONS[self.activation], scale_queries=int(self.scale_queries),
+            ffn=self.ffn, vocab=self.vocab, rope_dims=self.rope_dims, rope_style=library.rope_styles[self.rope_style],
+            activation=library.activations[self.activation], scale_queries=int(self.scale_queries),
             norm_eps=self.norm_eps, embed_scale=self.embed_scale,
             attention_scale=self.attention_scale or self.head_dim ** -0.5, attention_softcap=self.attention_softcap,
             final_softcap=self.final_softcap)
@@ -68,7 +69,7 @@ class KernelModel:
         self._lock = threading.Lock()
         self.library = library
         self.shape = shape
-        self._config = shape.config()
+        self._config = shape.config(library)
         self._handle = library.ll_model_new(ctypes.byref(self._config))
         if not self._handle:
             raise ValueError(f"the kernels refused the model's shape: {library.ll_last_error().decode()}")
@@ -117,8 +118,9 @@ class KernelModel:
         self._kept.append(data)
         if rows > 1:
             self.matrices[layer, role] = (data, type_id, rows, columns)
-        self.library.check(self.library.ll_set_tensor(self._handle, layer, ROLE[role], data.ctypes.data, data.nbytes,
-                                                      type_id, rows, columns), f"setting {role} of layer {layer}")
+        self.library.check(self.library.ll_set_tensor(self._handle, layer, self.library.roles[role], data.ctypes.data,
+                                                      data.nbytes, type_id, rows, columns),
+                           f"setting {role} of layer {layer}")
 
     def set_rope(self, layer: int, base: float, freq_scale: float = 1.0) -> None:
         """A layer's rotary base and linear scaling (1 / factor); per-dimension factors are a tensor role."""

@@ -1,4 +1,4 @@
-"""The compiled kernels through ctypes: signatures, the config struct, and errors raised as exceptions.
+"""The compiled kernels through ctypes: signatures, the shared structs, the library's own tables, and errors.
 
 ctypes releases the GIL for the length of each call, so a decode step in C leaves Python free for the
 threads that carry tokens away.
@@ -9,28 +9,45 @@ from __future__ import annotations
 import ctypes
 import shutil
 import threading
+from dataclasses import dataclass
 
 from core.kernels.build import BuiltLibrary, KernelsUnavailable, build_library
 
-# Weight roles and styles, as model.h numbers them.
-ROLES = ("token_embd", "output", "output_norm", "attn_norm", "attn_q", "attn_k", "attn_v", "attn_qkv", "attn_output",
-         "attn_q_norm", "attn_k_norm", "attn_q_bias", "attn_k_bias", "attn_v_bias", "attn_post_norm", "ffn_norm",
-         "ffn_gate", "ffn_up", "ffn_gate_up", "ffn_down", "ffn_post_norm", "rope_freq_factors")
-ROLE = {name: index for index, name in enumerate(ROLES)}
-ACTIVATIONS = {"silu": 0, "gelu_tanh": 1}
-ROPE_STYLES = {"adjacent": 0, "halves": 1}
-# GGML type ids the kernels multiply in their own format.
-KERNEL_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q5_0": 6, "Q5_1": 7, "Q8_0": 8, "Q4_K": 12, "Q5_K": 13,
-                "Q6_K": 14, "BF16": 30}
-ACTIVATION_TYPES = {"Q8_0": 8, "Q8_1": 9, "Q8_K": 15, "F32": 0}
-
 
 class Config(ctypes.Structure):
+    """ll_config (csrc/model.h), field for field; its size is checked against the library's when it loads."""
+
     _fields_ = [(name, ctypes.c_int32) for name in
                 ("layers", "width", "heads", "kv_heads", "head_dim", "ffn", "vocab", "rope_dims", "rope_style",
                  "activation", "scale_queries")] + \
                [(name, ctypes.c_float) for name in
                 ("norm_eps", "embed_scale", "attention_scale", "attention_softcap", "final_softcap")]
+
+
+class TypeInfo(ctypes.Structure):
+    """ll_type_info (csrc/quants.h): one entry of the kernels' type table, as ll_type_facts fills it."""
+
+    _fields_ = [("name", ctypes.c_char_p)] + [(name, ctypes.c_int32) for name in
+                                              ("id", "block_elements", "block_bytes", "activation")]
+
+
+# The structs Python shares with the C side, and the function that gives each one's size there.
+SHARED_STRUCTS = {"ll_config": (Config, "ll_sizeof_config"), "ll_type_info": (TypeInfo, "ll_sizeof_type_info")}
+
+
+@dataclass(frozen=True)
+class KernelType:
+    """A GGML type in the kernels' table: its block, and the activation type its dots read (None for an
+    activation-only type)."""
+
+    name: str
+    id: int
+    block_elements: int
+    block_bytes: int
+    activation: int | None
+
+    def row_bytes(self, elements: int) -> int:
+        return elements // self.block_elements * self.block_bytes
 
 
 _P, _I, _F, _S = ctypes.c_void_p, ctypes.c_int32, ctypes.c_float, ctypes.c_size_t
@@ -47,13 +64,20 @@ _SIGNATURES = {
     "ll_layers": (_I, [_P, _P, _S, _I, _P, _P, _I, _I, _I]),
     "ll_logits": (_I, [_P, _P, _S, _I, _P, _S, _I]),
     "ll_last_error": (ctypes.c_char_p, []),
-    "kernel_isa": (ctypes.c_char_p, []),
-    "activation_type": (_I, [_I]),
-    "row_bytes": (ctypes.c_size_t, [_I, _I]),
-    "quantize_activation": (None, [_I, _P, _P, _I]),
-    "dequantize_row": (_I, [_I, _P, _P, _I]),
-    "dot_reference": (_F, [_I, _I, _P, _P]),
-    "ll_dot_tile": (_I, [_I, _I, _P, ctypes.c_size_t, _P, ctypes.c_size_t, _I, _I, _P]),
+    "ll_kernel_isa": (ctypes.c_char_p, []),
+    # The tables the names below are read from (csrc/quants.c's types, csrc/model.c's roles and styles).
+    "ll_type_count": (_I, []),
+    "ll_type_facts": (_I, [_I, ctypes.POINTER(TypeInfo)]),
+    "ll_role_name": (ctypes.c_char_p, [_I]),
+    "ll_activation_name": (ctypes.c_char_p, [_I]),
+    "ll_rope_style_name": (ctypes.c_char_p, [_I]),
+    "ll_sizeof_config": (_S, []),
+    "ll_sizeof_type_info": (_S, []),
+    # For the tests: one row or one kernel call at a time, through the type table.
+    "ll_quantize_activation": (_I, [_I, _P, _P, _I]),
+    "ll_dequantize_row": (_I, [_I, _P, _P, _I]),
+    "ll_dot_reference": (_F, [_I, _I, _P, _P]),
+    "ll_dot_tile": (_I, [_I, _I, _P, _S, _P, _S, _I, _I, _P]),
     # A prompt's pass with its products in torch's GEMM (csrc/prefill.h).
     "ll_stage_attention_norm": (_I, [_P, _I, _P, _S, _I, _P, _S, _I]),
     "ll_stage_prepare": (_I, [_P, _I, _P, _S, _I, _P, _P, _S, _I]),
@@ -84,7 +108,21 @@ class KernelLibrary:
         for name, (result, arguments) in _SIGNATURES.items():
             function = getattr(self._lib, name)
             function.restype, function.argtypes = result, arguments
-        self.isa = self._lib.kernel_isa().decode()
+        check_shared_structs(self._lib)
+        self.isa = self._lib.ll_kernel_isa().decode()
+        # Read from the library's own tables, so a type, role or style added in C needs no edit here.
+        self.types: dict[str, KernelType] = {}
+        for type_id in range(self._lib.ll_type_count()):
+            info = TypeInfo()
+            if self._lib.ll_type_facts(type_id, ctypes.byref(info)) == 0:
+                self.types[info.name.decode()] = KernelType(info.name.decode(), info.id, info.block_elements,
+                                                            info.block_bytes,
+                                                            None if info.activation < 0 else info.activation)
+        # GGML type name -> id, for the types the kernels multiply in their own format.
+        self.kernel_types = {name: kind.id for name, kind in self.types.items() if kind.activation is not None}
+        self.roles = _names(self._lib.ll_role_name)
+        self.activations = _names(self._lib.ll_activation_name)
+        self.rope_styles = _names(self._lib.ll_rope_style_name)
 
     def __getattr__(self, name: str):
         return getattr(self._lib, name)
@@ -92,6 +130,24 @@ class KernelLibrary:
     def check(self, status: int, doing: str) -> None:
         if status != 0:
             raise RuntimeError(f"{doing}: {self._lib.ll_last_error().decode(errors='replace')}")
+
+
+def check_shared_structs(lib) -> None:
+    """Each struct ctypes passes must be the size the library was compiled with: a field added on one side only
+    would otherwise be read as garbage (or written past the end) without a word."""
+    for c_name, (struct, size_function) in SHARED_STRUCTS.items():
+        c_size, python_size = getattr(lib, size_function)(), ctypes.sizeof(struct)
+        if c_size != python_size:
+            raise KernelsUnavailable(f"the kernels' {c_name} is {c_size} bytes but core/kernels/library.py's "
+                                     f"{struct.__name__} is {python_size}: the two definitions differ")
+
+
+def _names(name_of) -> dict[str, int]:
+    """name -> index of one of the library's enums, from its name function (NULL past the last)."""
+    names: dict[str, int] = {}
+    while (name := name_of(len(names))) is not None:
+        names[name.decode()] = len(names)
+    return names
 
 
 _loaded: dict[bool | str, KernelLibrary] = {}

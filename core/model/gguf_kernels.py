@@ -16,7 +16,7 @@ import numpy as np
 
 from core.errors import ModelLoadError
 from core.kernels.kernel_model import KernelModel, ModelShape
-from core.kernels.library import KERNEL_TYPES, KernelLibrary
+from core.kernels.library import KernelLibrary
 from core.model.tensor_shapes import INT32_LIMIT, LAYER_TABLES, check_sizes, expected_tensors, layer_count_in_file
 from core.progress import ProgressCallback
 from core.quant.gguf_blocks import GGUFWeights
@@ -221,7 +221,8 @@ def build_kernel_model(library: KernelLibrary, weights: GGUFWeights, progress: P
 
     def vector(layer: int, role: str, name: str) -> None:
         (length,) = checked[name]
-        kernel.set_tensor(layer, role, _float_vector(weights, name, length), KERNEL_TYPES["F32"], 1, length)
+        kernel.set_tensor(layer, role, _float_vector(weights, name, length), library.kernel_types["F32"], 1,
+                          length)
 
     matrix(-1, "token_embd", "token_embd.weight")
     matrix(-1, "output", "output.weight" if "output.weight" in checked else "token_embd.weight")
@@ -256,12 +257,13 @@ def build_kernel_model(library: KernelLibrary, weights: GGUFWeights, progress: P
 def _matrix_data(weights: GGUFWeights, name: str, rows: int, build: KernelBuild) -> tuple[np.ndarray, int]:
     """(bytes or values, kernel type id) of a checked weight matrix, in the file's own layout."""
     qtype = weights.known_tensor_type(name)
-    if qtype in KERNEL_TYPES:
+    kernel_types = build.kernel.library.kernel_types
+    if qtype in kernel_types:
         build.paths.setdefault(qtype, "float32" if qtype in ("F32", "F16", "BF16") else "native")
-        data, type_id = weights.raw(name), KERNEL_TYPES[qtype]
+        data, type_id = weights.raw(name), kernel_types[qtype]
     else:
         build.paths[qtype] = "float16"
-        data, type_id = weights.dequantized_values(name).astype(np.float16), KERNEL_TYPES["F16"]
+        data, type_id = weights.dequantized_values(name).astype(np.float16), kernel_types["F16"]
     if data.shape[0] != rows:  # the view holds what the file holds: the kernels read `rows` rows of it
         raise ModelLoadError(f"the GGUF file's tensor {name} holds {data.shape[0]} rows where {rows} were checked.")
     if name not in build.counted:

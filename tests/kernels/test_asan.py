@@ -52,7 +52,7 @@ def test_the_sanitized_build_reports_an_overflow():
               "assert '-address-' in library.path.name, library.path\n"
               "blocks = np.zeros(34 * 64, dtype=np.uint8)\n"
               "out = np.zeros(1024, dtype=np.float32)\n"
-              "library.dequantize_row(8, blocks.ctypes.data, out.ctypes.data, 2048)  # 2048 values into 1024\n")
+              "library.ll_dequantize_row(8, blocks.ctypes.data, out.ctypes.data, 2048)  # 2048 values into 1024\n")
     result = under_asan(["-c", script], timeout=600)
     assert result.returncode == ASAN_EXIT and "heap-buffer-overflow" in result.stderr, result.stderr[-3000:]
 

@@ -53,12 +53,10 @@ def _weights(qtype: str, rows: int, rng: np.random.Generator, columns: int = COL
 
 def _activation(library, weight_type: str, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """x quantised into the format the weight type's kernel reads, and what those bytes stand for."""
-    from core.kernels.library import KERNEL_TYPES
-
-    act_type = library.activation_type(KERNEL_TYPES[weight_type])
-    size = library.row_bytes(act_type, x.size)
+    act_type = library.types[weight_type].activation
+    size = next(kind for kind in library.types.values() if kind.id == act_type).row_bytes(x.size)
     out = np.zeros(size, dtype=np.uint8)
-    library.quantize_activation(act_type, x.ctypes.data, out.ctypes.data, x.size)
+    assert library.ll_quantize_activation(act_type, x.ctypes.data, out.ctypes.data, x.size) == 0
     if act_type == 0:
         return out, out.view(np.float32)
     if act_type == 15:  # Q8_K: float d, 256 quants, 16 int16 sums
@@ -86,8 +84,6 @@ def test_dot_products_match_the_dequantised_weights(qtype: str, portable: bool, 
     if columns % 256 and qtype.endswith("_K"):
         pytest.skip("k-quant rows are whole 256-element super-blocks")
     library = _library(portable)
-    from core.kernels.library import KERNEL_TYPES
-
     rng = np.random.default_rng(7)
     raw, weights = _weights(qtype, 4, rng, columns)
     rows = [rng.normal(0, 1, columns).astype(np.float32) for _ in range(4)]
@@ -98,17 +94,19 @@ def test_dot_products_match_the_dequantised_weights(qtype: str, portable: bool, 
     magnitude = np.array([[np.abs(weights[r]).astype(np.float64) @ np.abs(meant) for _, meant in quantised]
                           for r in range(4)])
     bound = TOLERANCE.get(qtype, 1e-5) * magnitude + 1e-6
-    # Every tile shape the matrix products use (4 x 1 for a decode step, up to 2 x 4 for a prompt), and others.
+    # Every tile shape the matrix products use (1 x 1 for a decode step, 2 x 1 for AVX-512's legacy 4- and 5-bit
+    # types, up to 4 x 4 for a prompt), and others.
     for weight_rows in (1, 2, 3, 4):
         for count in (1, 2, 3, 4):
             out = np.zeros(weight_rows * count, dtype=np.float32)
-            status = library.ll_dot_tile(KERNEL_TYPES[qtype], columns, raw.ctypes.data, raw.shape[1], packed.ctypes.data,
-                                         stride, weight_rows, count, out.ctypes.data)
+            status = library.ll_dot_tile(library.kernel_types[qtype], columns, raw.ctypes.data, raw.shape[1],
+                                         packed.ctypes.data, stride, weight_rows, count, out.ctypes.data)
             assert status == 0
             got = out.reshape(weight_rows, count)
             assert np.all(np.abs(got - expected[:weight_rows, :count]) <= bound[:weight_rows, :count]), \
                 (weight_rows, count, got, expected)
-    reference = library.dot_reference(KERNEL_TYPES[qtype], columns, raw[0].ctypes.data, quantised[0][0].ctypes.data)
+    reference = library.ll_dot_reference(library.kernel_types[qtype], columns, raw[0].ctypes.data,
+                                         quantised[0][0].ctypes.data)
     assert abs(reference - expected[0, 0]) <= bound[0, 0]
 
 
@@ -116,12 +114,11 @@ def test_dot_products_match_the_dequantised_weights(qtype: str, portable: bool, 
 @pytest.mark.parametrize("qtype", WEIGHT_TYPES)
 def test_rows_dequantise_as_gguf_decodes_them(qtype: str, portable: bool):
     library = _library(portable)
-    from core.kernels.library import KERNEL_TYPES
-
     raw, weights = _weights(qtype, 2, np.random.default_rng(3))
     for r in range(2):
         out = np.zeros(COLUMNS, dtype=np.float32)
-        assert library.dequantize_row(KERNEL_TYPES[qtype], raw[r].ctypes.data, out.ctypes.data, COLUMNS) == 0
+        assert library.ll_dequantize_row(library.kernel_types[qtype], raw[r].ctypes.data, out.ctypes.data,
+                                         COLUMNS) == 0
         np.testing.assert_allclose(out, weights[r], rtol=1e-6, atol=1e-7)
 
 
@@ -156,8 +153,6 @@ def test_the_avx512_kernels_give_the_avx2_kernels_results_to_the_last_bit(qtype:
     machine gets the logits an AVX2 machine gets."""
     if not _has_avx2():
         pytest.skip("no AVX2 here")
-    from core.kernels.library import KERNEL_TYPES
-
     native, avx2 = _library(False), _library("avx2")
     columns = COLUMNS if qtype.endswith("_K") else COLUMNS + 32
     rng = np.random.default_rng(11)
@@ -169,7 +164,7 @@ def test_the_avx512_kernels_give_the_avx2_kernels_results_to_the_last_bit(qtype:
             results = []
             for library in (native, avx2):
                 out = np.zeros(weight_rows * count, dtype=np.float32)
-                assert library.ll_dot_tile(KERNEL_TYPES[qtype], columns, raw.ctypes.data, raw.shape[1],
+                assert library.ll_dot_tile(library.kernel_types[qtype], columns, raw.ctypes.data, raw.shape[1],
                                            packed.ctypes.data, quantised[0].size, weight_rows, count,
                                            out.ctypes.data) == 0
                 results.append(out)

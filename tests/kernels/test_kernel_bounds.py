@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.kernels.kernel_model import KernelModel, ModelShape
-from core.kernels.library import KERNEL_TYPES
 
 SHAPE = ModelShape(layers=1, width=64, heads=2, kv_heads=1, head_dim=32, ffn=96, vocab=40, norm_eps=1e-5, rope_dims=32)
 Q, KV = SHAPE.heads * SHAPE.head_dim, SHAPE.kv_heads * SHAPE.head_dim
@@ -34,10 +33,11 @@ def complete_model(library) -> KernelModel:
     for role in ("token_embd", "output", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"):
         rows, columns = MATRICES[role]
         layer = -1 if role in ("token_embd", "output") else 0
-        model.set_tensor(layer, role, rng.normal(0, 0.1, (rows, columns)).astype(np.float32), KERNEL_TYPES["F32"],
-                         rows, columns)
+        model.set_tensor(layer, role, rng.normal(0, 0.1, (rows, columns)).astype(np.float32),
+                         library.kernel_types["F32"], rows, columns)
     for role in ("output_norm", "attn_norm", "ffn_norm"):
-        model.set_tensor(-1 if role == "output_norm" else 0, role, np.ones(64, np.float32), KERNEL_TYPES["F32"], 1, 64)
+        model.set_tensor(-1 if role == "output_norm" else 0, role, np.ones(64, np.float32),
+                         library.kernel_types["F32"], 1, 64)
     model.set_rope(0, 10000.0)
     return model
 
@@ -55,10 +55,10 @@ def test_only_the_shape_the_configuration_implies_is_taken(library, role, rows, 
         layer = -1 if role in ("token_embd", "output", "output_norm") else 0
         exact = rows == columns == spare == 0
         if exact:
-            model.set_tensor(layer, role, buffer, KERNEL_TYPES["F32"], given_rows, given_columns)
+            model.set_tensor(layer, role, buffer, library.kernel_types["F32"], given_rows, given_columns)
         else:
             with pytest.raises(RuntimeError, match="does not fit the model's configuration|is not the size its shape"):
-                model.set_tensor(layer, role, buffer, KERNEL_TYPES["F32"], given_rows, given_columns)
+                model.set_tensor(layer, role, buffer, library.kernel_types["F32"], given_rows, given_columns)
     finally:
         model.close()
 
@@ -68,11 +68,11 @@ def test_a_quantised_matrix_must_be_whole_blocks_of_its_rows(library):
     try:
         rows, columns = MATRICES["attn_q"]
         q8_rows = np.zeros((rows, columns // 32 * 34), dtype=np.uint8)
-        model.set_tensor(0, "attn_q", q8_rows, KERNEL_TYPES["Q8_0"], rows, columns)
+        model.set_tensor(0, "attn_q", q8_rows, library.kernel_types["Q8_0"], rows, columns)
         with pytest.raises(RuntimeError, match="not the size its shape and type imply"):
-            model.set_tensor(0, "attn_q", q8_rows[:-1], KERNEL_TYPES["Q8_0"], rows, columns)
+            model.set_tensor(0, "attn_q", q8_rows[:-1], library.kernel_types["Q8_0"], rows, columns)
         with pytest.raises(RuntimeError, match="not the size its shape and type imply"):
-            model.set_tensor(0, "attn_q", q8_rows, KERNEL_TYPES["Q4_0"], rows, columns)
+            model.set_tensor(0, "attn_q", q8_rows, library.kernel_types["Q4_0"], rows, columns)
     finally:
         model.close()
 
@@ -116,8 +116,6 @@ def test_buffers_smaller_than_their_rows_are_refused_at_each_call(library):
 
 def test_the_prompt_pass_stages_refuse_buffers_smaller_than_their_rows(library):
     """The GEMM prefill's entry points (csrc/prefill.c) check each buffer as the decode pass's do."""
-    from core.kernels.library import KERNEL_TYPES
-
     model = complete_model(library)
     try:
         model.reserve(1, 8)
@@ -148,7 +146,7 @@ def test_the_prompt_pass_stages_refuse_buffers_smaller_than_their_rows(library):
         weights = np.ones((4, 64), np.float32)
         out = np.zeros((4, 64), np.float32)
         unpack = lambda data_bytes, out_bytes: lib.ll_unpack_rows(  # noqa: E731
-            KERNEL_TYPES["F32"], pointer(weights), data_bytes, 4, 64, pointer(out), out_bytes, 0, 2)
+            library.kernel_types["F32"], pointer(weights), data_bytes, 4, 64, pointer(out), out_bytes, 0, 2)
         assert unpack(weights.nbytes - 1, out.nbytes) != 0 and b"shorter" in lib.ll_last_error()
         assert unpack(weights.nbytes, out.nbytes - 1) != 0 and b"smaller" in lib.ll_last_error()
         assert unpack(weights.nbytes, out.nbytes) == 0 and (out == 1).all()

@@ -39,7 +39,8 @@ INLINE __m256i dot_u8_s8(__m256i u, __m256i s) {
 
 /* The tile kernels below multiply R weight rows (w_stride bytes apart) with C activation rows (a_stride
  * apart) into out[i * C + j]. Each weight block is unpacked once for the C activations and each activation
- * block loaded once for the R weights: a decode step runs 4 x 1 tiles, a prompt's pass 2 x 4. */
+ * block loaded once for the R weights: a decode step runs 1 x 1 tiles, a prompt's pass 4 x 4 (PREFILL_ROWS by
+ * DOT_ROWS in model.c; smaller at the end of a job's rows or of the prompt). */
 #define W_ROW(i) ((const char *)w + (size_t)(i) * w_stride)
 #define A_ROW(j) ((const char *)a + (size_t)(j) * a_stride)
 
@@ -245,8 +246,9 @@ INLINE void float_tile(int n, const void *w, size_t w_stride, const void *a, siz
     for (int i = 0; i < R; i++)
         for (int j = 0; j < C; j++) {
             out[i * C + j] = hsum_ps(acc[i][j]);
-            if (e < n)
-                out[i * C + j] += dot_reference(type, n - e, W_ROW(i) + (size_t)e * element, (const float *)A_ROW(j) + e);
+            if (e < n)  /* the last n % 8 elements */
+                out[i * C + j] += ll_type(type)->dot_reference(n - e, W_ROW(i) + (size_t)e * element,
+                                                               (const float *)A_ROW(j) + e);
         }
 }
 
@@ -263,10 +265,12 @@ INLINE void bf16_tile(int n, const void *w, size_t w_stride, const void *a, size
     float_tile(n, w, w_stride, a, a_stride, R, C, out, LL_BF16);
 }
 
-/* Each kernel specialised for the tile shapes project() uses, so its loops unroll into registers. */
+/* Each kernel specialised for the tile shapes project() uses, so its loops unroll into registers: 4 x C for a
+ * prompt, its edges, and 1 x 1 for a decode step (the default's loop, whose calls have constant shapes too).
+ * The switch is on the shape, not the type: each type has its own entry. */
 #define TILE_ENTRY(NAME)                                                                                        \
-    static void NAME##_tiles(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, int R, int C, \
-                             float *out) {                                                                      \
+    void ll_tiles_##NAME(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, int R, int C,    \
+                         float *out) {                                                                          \
         switch (R * 8 + C) {                                                                                    \
         case 4 * 8 + 1: NAME##_tile(n, w, w_stride, a, a_stride, 4, 1, out); break;                             \
         case 4 * 8 + 2: NAME##_tile(n, w, w_stride, a, a_stride, 4, 2, out); break;                             \
@@ -292,7 +296,7 @@ TILE_ENTRY(q4_K) TILE_ENTRY(q5_K) TILE_ENTRY(q6_K)
 #endif
 TILE_ENTRY(f32) TILE_ENTRY(f16) TILE_ENTRY(bf16)
 
-const char *kernel_isa(void) {
+const char *ll_kernel_isa(void) {
 #if LL_AVX512_DOTS
     return "avx512 vnni";
 #elif defined(__AVX512F__)
@@ -305,49 +309,28 @@ const char *kernel_isa(void) {
 #else  /* no AVX2: the scalar reference, one row at a time */
 
 #define TILE_ENTRY(NAME, TYPE)                                                                                  \
-    static void NAME##_tiles(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, int R, int C, \
-                             float *out) {                                                                      \
+    void ll_tiles_##NAME(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, int R, int C,    \
+                         float *out) {                                                                          \
         for (int i = 0; i < R; i++)                                                                             \
             for (int j = 0; j < C; j++)                                                                         \
-                out[i * C + j] = dot_reference(TYPE, n, (const char *)w + i * w_stride, (const char *)a + j * a_stride); \
+                out[i * C + j] = ll_type(TYPE)->dot_reference(n, (const char *)w + i * w_stride,                \
+                                                              (const char *)a + j * a_stride);                  \
     }
 
+#if !LL_AVX512_DOTS
 TILE_ENTRY(q4_0, LL_Q4_0) TILE_ENTRY(q4_1, LL_Q4_1) TILE_ENTRY(q5_0, LL_Q5_0) TILE_ENTRY(q5_1, LL_Q5_1)
 TILE_ENTRY(q8_0, LL_Q8_0) TILE_ENTRY(q4_K, LL_Q4_K) TILE_ENTRY(q5_K, LL_Q5_K) TILE_ENTRY(q6_K, LL_Q6_K)
+#endif
 TILE_ENTRY(f32, LL_F32) TILE_ENTRY(f16, LL_F16) TILE_ENTRY(bf16, LL_BF16)
 
-const char *kernel_isa(void) { return "scalar"; }
+const char *ll_kernel_isa(void) { return "scalar"; }
 
 #endif
 
-dot_tile_fn dot_tile_avx512(int type);  /* dots_avx512.c: NULL where not built for AVX-512 VNNI */
-
-dot_tile_fn dot_tile_for(int type) {
-    const dot_tile_fn wide = dot_tile_avx512(type);
-    if (wide) return wide;
-    switch (type) {
-#if !LL_AVX512_DOTS || !(defined(__AVX2__) && defined(__FMA__))
-    case LL_Q4_0: return q4_0_tiles;
-    case LL_Q4_1: return q4_1_tiles;
-    case LL_Q5_0: return q5_0_tiles;
-    case LL_Q5_1: return q5_1_tiles;
-    case LL_Q8_0: return q8_0_tiles;
-    case LL_Q4_K: return q4_K_tiles;
-    case LL_Q5_K: return q5_K_tiles;
-    case LL_Q6_K: return q6_K_tiles;
-#endif
-    case LL_F32: return f32_tiles;
-    case LL_F16: return f16_tiles;
-    case LL_BF16: return bf16_tiles;
-    default: return NULL;
-    }
-}
-
-/* For tests: one kernel call, as the matrix products make it. */
-int ll_dot_tile(int type, int n, const void *w, size_t w_stride, const void *a, size_t a_stride, int rows, int count,
-                float *out) {
-    const dot_tile_fn kernel = dot_tile_for(type);
-    if (!kernel || rows < 1 || rows > 4 || count < 1 || count > DOT_ROWS || n % block_elements(type)) return -1;
-    kernel(n, w, w_stride, a, a_stride, rows, count, out);
+int32_t ll_dot_tile(int32_t type, int32_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
+                    int32_t rows, int32_t count, float *out) {
+    const ll_type_traits *t = ll_type(type);
+    if (!t || !t->tiles || rows < 1 || rows > 4 || count < 1 || count > DOT_ROWS || n % t->block_elements) return -1;
+    t->tiles(n, w, w_stride, a, a_stride, rows, count, out);
     return 0;
 }

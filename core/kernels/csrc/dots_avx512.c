@@ -6,8 +6,8 @@
  * and the floats are accumulated 8 lanes wide in the AVX2 kernels' order, block after block: so the results are
  * the AVX2 kernels' to the last bit, and llama.cpp's, whose x86 dots sum in that order. (Summing 16 lanes
  * wide moved last bits, which this model family turns into changed tokens now and then.) Built where
- * -march=native has these extensions (Ice Lake and later Xeons, Zen 4); elsewhere dot_tile_avx512 returns
- * NULL and the AVX2 kernels run.
+ * -march=native has these extensions (Ice Lake and later Xeons, Zen 4): they then define the quant types'
+ * ll_tiles_* the type table points to, and dots.c leaves its AVX2 ones out; elsewhere the AVX2 kernels run.
  */
 #include "quants.h"
 
@@ -325,9 +325,12 @@ INLINE void q6_K_tile(int n, const void *w, size_t w_stride, const void *a, size
         for (int j = 0; j < C; j++) out[i * C + j] = hsum_8(acc[i][j]);
 }
 
+/* Each kernel specialised for the tile shapes project() uses, so its loops unroll into registers: 1 x 1 for a
+ * decode step (2 x 1 for the legacy 4- and 5-bit types, model.c's decode_rows), 4 x C for a prompt, and the
+ * edges. The switch is on the shape, not the type: each type has its own entry. */
 #define TILE_ENTRY(NAME)                                                                                        \
-    static void NAME##_tiles(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, int R, int C, \
-                             float *out) {                                                                      \
+    void ll_tiles_##NAME(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, int R, int C,    \
+                         float *out) {                                                                          \
         switch (R * 8 + C) {                                                                                    \
         case 1 * 8 + 1: NAME##_tile(n, w, w_stride, a, a_stride, 1, 1, out); break;                             \
         case 2 * 8 + 1: NAME##_tile(n, w, w_stride, a, a_stride, 2, 1, out); break;                             \
@@ -347,26 +350,5 @@ INLINE void q6_K_tile(int n, const void *w, size_t w_stride, const void *a, size
 
 TILE_ENTRY(q4_0) TILE_ENTRY(q4_1) TILE_ENTRY(q5_0) TILE_ENTRY(q5_1) TILE_ENTRY(q8_0)
 TILE_ENTRY(q4_K) TILE_ENTRY(q5_K) TILE_ENTRY(q6_K)
-
-dot_tile_fn dot_tile_avx512(int type) {
-    switch (type) {
-    case LL_Q4_0: return q4_0_tiles;
-    case LL_Q4_1: return q4_1_tiles;
-    case LL_Q5_0: return q5_0_tiles;
-    case LL_Q5_1: return q5_1_tiles;
-    case LL_Q8_0: return q8_0_tiles;
-    case LL_Q4_K: return q4_K_tiles;
-    case LL_Q5_K: return q5_K_tiles;
-    case LL_Q6_K: return q6_K_tiles;
-    default: return NULL;  /* float types: the AVX2 kernels */
-    }
-}
-
-#else
-
-dot_tile_fn dot_tile_avx512(int type) {
-    (void)type;
-    return NULL;
-}
 
 #endif

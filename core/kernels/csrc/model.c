@@ -41,6 +41,30 @@ static int decode_rows(int type) {
 }
 #define TOKEN_TILE 32    /* activation rows per job: a tile stays in L1 while the chunk's rows pass over it */
 
+/* The enums' names, which Python reads (ll_role_name and the others) instead of keeping its own numbering; each
+ * name is designated by its value, so it stays with it when an enum changes. */
+static const char *const role_names[ROLE_COUNT] = {
+    [ROLE_TOKEN_EMBD] = "token_embd", [ROLE_OUTPUT] = "output", [ROLE_OUTPUT_NORM] = "output_norm",
+    [ROLE_ATTN_NORM] = "attn_norm", [ROLE_ATTN_Q] = "attn_q", [ROLE_ATTN_K] = "attn_k", [ROLE_ATTN_V] = "attn_v",
+    [ROLE_ATTN_QKV] = "attn_qkv", [ROLE_ATTN_OUT] = "attn_output", [ROLE_ATTN_Q_NORM] = "attn_q_norm",
+    [ROLE_ATTN_K_NORM] = "attn_k_norm", [ROLE_ATTN_Q_BIAS] = "attn_q_bias", [ROLE_ATTN_K_BIAS] = "attn_k_bias",
+    [ROLE_ATTN_V_BIAS] = "attn_v_bias", [ROLE_ATTN_POST_NORM] = "attn_post_norm", [ROLE_FFN_NORM] = "ffn_norm",
+    [ROLE_FFN_GATE] = "ffn_gate", [ROLE_FFN_UP] = "ffn_up", [ROLE_FFN_GATE_UP] = "ffn_gate_up",
+    [ROLE_FFN_DOWN] = "ffn_down", [ROLE_FFN_POST_NORM] = "ffn_post_norm",
+    [ROLE_ROPE_FREQ_FACTORS] = "rope_freq_factors",
+};
+static const char *const activation_names[ACT_COUNT] = {[ACT_SILU] = "silu", [ACT_GELU_TANH] = "gelu_tanh"};
+static const char *const rope_style_names[ROPE_COUNT] = {[ROPE_ADJACENT] = "adjacent", [ROPE_HALVES] = "halves"};
+
+const char *ll_role_name(int32_t role) { return role >= 0 && role < ROLE_COUNT ? role_names[role] : NULL; }
+const char *ll_activation_name(int32_t activation) {
+    return activation >= 0 && activation < ACT_COUNT ? activation_names[activation] : NULL;
+}
+const char *ll_rope_style_name(int32_t style) {
+    return style >= 0 && style < ROPE_COUNT ? rope_style_names[style] : NULL;
+}
+size_t ll_sizeof_config(void) { return sizeof(ll_config); }
+
 /* Sizes a configuration implies, in 64 bits: none may pass INT32_MAX, which the passes index with. */
 static int fits(int64_t value) { return value > 0 && value <= INT32_MAX; }
 
@@ -55,6 +79,10 @@ ll_model *ll_model_new(const ll_config *config) {
         !fits((int64_t)(c->heads + 2 * (int64_t)c->kv_heads) * c->head_dim) || !fits(2 * (int64_t)c->ffn) ||
         !fits((int64_t)c->layers * c->kv_heads * c->head_dim)) {
         fail("the model's configuration is larger than the kernels support");
+        return NULL;
+    }
+    if (!ll_activation_name(c->activation) || !ll_rope_style_name(c->rope_style)) {
+        fail("unknown activation or rotary style");
         return NULL;
     }
     ll_model *m = calloc(1, sizeof *m);
@@ -104,10 +132,12 @@ static int expected_shape(const ll_model *m, int role, int *rows, int *cols) {
 }
 
 static int set_weight(ll_weight *w, const void *data, size_t bytes, int type, int rows, int cols) {
-    w->dot = dot_tile_for(type);
-    if (!w->dot) return fail("no kernel for this tensor type");
-    if (cols % block_elements(type)) return fail("a row is not a whole number of blocks");
-    const size_t stride = row_bytes(type, cols);
+    const ll_type_traits *t = ll_type(type);
+    if (!t || !t->tiles) return fail("no kernel for this tensor type");
+    if (cols % t->block_elements) return fail("a row is not a whole number of blocks");
+    w->dot = t->tiles;
+    w->kind = kind_of(t->activation);
+    const size_t stride = ll_row_bytes(type, cols);
     if (bytes != (size_t)rows * stride) return fail("a tensor's buffer is not the size its shape and type imply");
     w->data = data;
     w->type = type;
@@ -236,7 +266,7 @@ static int ensure_scratch(ll_model *m, int rows, int threads) {
     for (int k = 0; k < KINDS; k++) {
         /* Q8_K needs whole 256-blocks: a width that is not one has no k-quant weight reading it. */
         const int n = kind_type[k] == LL_Q8_K ? (m->max_in + QK_K - 1) / QK_K * QK_K : m->max_in;
-        stride[k] = (row_bytes(kind_type[k], n) + 63) / 64 * 64;
+        stride[k] = (ll_row_bytes(kind_type[k], n) + 63) / 64 * 64;
     }
     const size_t floats = (size_t)rows * (c->width + m->projected_width + c->heads * c->head_dim + c->width +
                                           2 * (size_t)c->ffn) + (size_t)threads * (m->capacity + 16);
@@ -492,10 +522,12 @@ static void attend(const ll_model *m, int layer, int seq, int pos, int head, con
 static void quantize_rows(ll_model *m, const ll_weight *weights, int weight_count, const float *x, int x_stride,
                           int n, int count, int tid, int threads) {
     int wanted[KINDS] = {0};
-    for (int w = 0; w < weight_count; w++) wanted[kind_of(activation_type(weights[w].type))] = 1;
-    for (int i = tid; i < count; i += threads)
-        for (int k = 0; k < KINDS; k++)
-            if (wanted[k]) quantize_activation(kind_type[k], x + (size_t)i * x_stride, m->act[k] + i * m->act_stride[k], n);
+    for (int w = 0; w < weight_count; w++) wanted[weights[w].kind] = 1;
+    for (int k = 0; k < KINDS; k++) {
+        if (!wanted[k]) continue;
+        void (*const quantize)(const float *, void *, int) = ll_type(kind_type[k])->quantize;
+        for (int i = tid; i < count; i += threads) quantize(x + (size_t)i * x_stride, m->act[k] + i * m->act_stride[k], n);
+    }
 }
 
 /* out[i][offset_w + r] (+)= W_w[r] . act_i for the weights side by side, rows [0, count); jobs from *counter. */
@@ -522,12 +554,13 @@ static void project(ll_model *m, const ll_weight *weights, int weight_count, int
             w++;
         }
         const ll_weight *weight = &weights[w];
-        const int kind = kind_of(activation_type(weight->type));
+        const int kind = weight->kind;
         const int row0 = (job / tiles) * chunk_rows[w], tile0 = (job % tiles) * TOKEN_TILE;
         const int row_end = row0 + chunk_rows[w] < weight->rows ? row0 + chunk_rows[w] : weight->rows;
         const int tile_end = tile0 + TOKEN_TILE < count ? tile0 + TOKEN_TILE : count;
         const size_t stride = m->act_stride[kind];
-        /* A single token (a decode step) runs 4 weight rows at a time; a prompt 2 rows by 4 tokens. */
+        /* A single token (a decode step) runs decode_rows weight rows a call (1, or 2 for AVX-512's legacy
+         * kernels) by 1 token; a prompt PREFILL_ROWS (4) rows by DOT_ROWS (4) tokens, fewer at the edges. */
         const int tile_rows = count == 1 ? decode_rows(weight->type) : PREFILL_ROWS;
         for (int r = row0; r < row_end; r += tile_rows) {
             const int rows = row_end - r < tile_rows ? row_end - r : tile_rows;
@@ -585,6 +618,7 @@ void ll_prepare_row(ll_model *m, int layer, float *projected, int seq, int pos, 
     }
 }
 
+/* Thread 0 zeroes a later phase's job counter: before a barrier, as model_internal.h's rule says. */
 static void reset(int *counter, int tid) {
     if (tid == 0) *counter = 0;
 }
@@ -594,8 +628,9 @@ static void layer_pass(ll_model *m, int layer, float *hidden, int count, const i
     const ll_config *c = &m->c;
     const ll_layer *l = &m->layer[layer];
     const int q_size = c->heads * c->head_dim;
-    int *qkv_jobs = &m->counters[0], *attention_jobs = &m->counters[2],
-        *out_jobs = &m->counters[3], *ffn_jobs = &m->counters[4], *down_jobs = &m->counters[5];
+    int *qkv_jobs = &m->counters[JOBS_QKV], *attention_jobs = &m->counters[JOBS_ATTENTION],
+        *out_jobs = &m->counters[JOBS_ATTENTION_OUT], *ffn_jobs = &m->counters[JOBS_FFN_IN],
+        *down_jobs = &m->counters[JOBS_FFN_DOWN];
     float rotary[2][256];
 
     /* attention */
@@ -679,11 +714,11 @@ int ll_check_ready(const ll_model *m) {
 int ll_embed(ll_model *m, const int32_t *tokens, int32_t count, float *hidden, size_t hidden_floats) {
     if (!m->token_embd.data) return fail("the model is missing its embedding");
     if (!ll_holds(hidden_floats, count, m->c.width)) return fail("the hidden buffer is smaller than count rows of width");
+    void (*const dequantize)(const void *, float *, int) = ll_type(m->token_embd.type)->dequantize;
     for (int i = 0; i < count; i++) {
         if (tokens[i] < 0 || tokens[i] >= m->token_embd.rows) return fail("token id outside the vocabulary");
         float *row = hidden + (size_t)i * m->c.width;
-        dequantize_row(m->token_embd.type, (const char *)m->token_embd.data + (size_t)tokens[i] * m->token_embd.row_bytes,
-                       row, m->c.width);
+        dequantize((const char *)m->token_embd.data + (size_t)tokens[i] * m->token_embd.row_bytes, row, m->c.width);
         if (m->c.embed_scale != 1.0f)
             for (int d = 0; d < m->c.width; d++) row[d] *= m->c.embed_scale;
     }
@@ -719,12 +754,12 @@ int ll_logits(ll_model *m, const float *hidden, size_t hidden_floats, int32_t co
 #pragma omp parallel num_threads(threads)
     {
         const int tid = omp_get_thread_num(), team = omp_get_num_threads();
-        reset(&m->counters[6], tid);
+        reset(&m->counters[JOBS_LOGITS], tid);
         for (int i = tid; i < count; i += team)
             ll_rms_norm(hidden + (size_t)i * c->width, m->output_norm, m->normed + (size_t)i * c->width, c->width, c->norm_eps);
         quantize_rows(m, &m->output, 1, m->normed, c->width, c->width, count, tid, team);
 #pragma omp barrier
-        project(m, &m->output, 1, count, logits, c->vocab, 0, &m->counters[6], team);
+        project(m, &m->output, 1, count, logits, c->vocab, 0, &m->counters[JOBS_LOGITS], team);
 #pragma omp barrier
         if (c->final_softcap > 0.0f)
             for (int i = tid; i < count; i += team)

@@ -6,7 +6,8 @@
 
 #include "quants.h"
 
-/* Weight roles, set one by one from Python with ll_set_tensor (layer -1 for the model-wide ones). */
+/* Weight roles, set one by one from Python with ll_set_tensor (layer -1 for the model-wide ones); Python reads
+ * their names with ll_role_name. */
 enum {
     ROLE_TOKEN_EMBD, ROLE_OUTPUT, ROLE_OUTPUT_NORM,
     ROLE_ATTN_NORM, ROLE_ATTN_Q, ROLE_ATTN_K, ROLE_ATTN_V, ROLE_ATTN_QKV, ROLE_ATTN_OUT,
@@ -15,21 +16,30 @@ enum {
     ROLE_ROPE_FREQ_FACTORS, ROLE_COUNT
 };
 
-enum { ACT_SILU = 0, ACT_GELU_TANH = 1 };
-enum { ROPE_ADJACENT = 0, ROPE_HALVES = 1 };  /* llama.cpp's "normal" pairs (2i, 2i+1), and NeoX's (i, i + n/2) */
+enum { ACT_SILU, ACT_GELU_TANH, ACT_COUNT };
+enum { ROPE_ADJACENT, ROPE_HALVES, ROPE_COUNT };  /* llama.cpp's "normal" pairs (2i, 2i+1), and NeoX's (i, i + n/2) */
 
-/* Plain data, mirrored by a ctypes Structure in core/kernels/library.py. */
+/* The names Python knows these enums by ("attn_q", "gelu_tanh", "halves"), NULL past the last. */
+LL_API const char *ll_role_name(int32_t role);
+LL_API const char *ll_activation_name(int32_t activation);
+LL_API const char *ll_rope_style_name(int32_t style);
+
+/* Plain data, mirrored by a ctypes Structure in core/kernels/library.py, which checks its size against
+ * ll_sizeof_config when it loads the library. */
 typedef struct {
     int32_t layers, width, heads, kv_heads, head_dim, ffn, vocab;
     int32_t rope_dims, rope_style, activation, scale_queries;
     float norm_eps, embed_scale, attention_scale, attention_softcap, final_softcap;
 } ll_config;
 
+LL_API size_t ll_sizeof_config(void);
+
 typedef struct {
     const void *data;
     int32_t type, rows, cols;
     size_t row_bytes;
-    dot_tile_fn dot;
+    dot_tile_fn dot;  /* the type's tile kernel and activation slot, resolved once from the type table */
+    int32_t kind;
 } ll_weight;
 
 typedef struct {
@@ -51,31 +61,32 @@ typedef struct ll_model ll_model;
 #define LL_MAX_LAYERS 4096
 #define LL_MAX_HEAD_DIM 512
 
-ll_model *ll_model_new(const ll_config *config);
-void ll_model_free(ll_model *model);
+LL_API ll_model *ll_model_new(const ll_config *config);
+LL_API void ll_model_free(ll_model *model);
 /* A borrowed pointer: the data (a memory-mapped GGUF, or arrays Python keeps) must outlive the model. bytes is
  * the buffer's size; rows and cols must be what the role's place in the configuration implies (a vector: rows 1,
  * cols its length, float32). */
-int ll_set_tensor(ll_model *model, int32_t layer, int32_t role, const void *data, size_t bytes, int32_t type,
+LL_API int ll_set_tensor(ll_model *model, int32_t layer, int32_t role, const void *data, size_t bytes, int32_t type,
                   int32_t rows, int32_t cols);
-int ll_set_window(ll_model *model, int32_t layer, int32_t window);
-int ll_set_rope(ll_model *model, int32_t layer, float base, float freq_scale);
+LL_API int ll_set_window(ll_model *model, int32_t layer, int32_t window);
+LL_API int ll_set_rope(ll_model *model, int32_t layer, float base, float freq_scale);
 /* Room for `sequences` caches of `positions` each. With keep, a cache that is large enough stays, and one that
  * grows keeps what it holds; without, the cache is made anew at exactly that size (a long reply's is given back). */
-int ll_reserve(ll_model *model, int32_t sequences, int32_t positions, int32_t keep);
+LL_API int ll_reserve(ll_model *model, int32_t sequences, int32_t positions, int32_t keep);
 /* Positions [0, positions) of sequence 0's keys and values, copied out of the cache (into_cache 0) or back into
  * it (1); keys and values each hold `halves` = layers * kv_heads * positions * head_dim halves, packed in that order. */
-int ll_kv_copy(ll_model *model, int32_t positions, ll_half *keys, ll_half *values, size_t halves, int32_t into_cache);
+LL_API int ll_kv_copy(ll_model *model, int32_t positions, ll_half *keys, ll_half *values, size_t halves,
+                      int32_t into_cache);
 /* Rows of token embeddings (dequantised, times embed_scale) into hidden [count, width]; hidden_floats is its size. */
-int ll_embed(ll_model *model, const int32_t *tokens, int32_t count, float *hidden, size_t hidden_floats);
+LL_API int ll_embed(ll_model *model, const int32_t *tokens, int32_t count, float *hidden, size_t hidden_floats);
 /* Layers [first, end) over `count` rows of hidden, row i at position pos[i] of sequence seq[i]; each row's
  * keys and values are written to its cache before any row attends, so a prompt's rows see each other causally.
  * seq and pos hold count entries each; hidden_floats is hidden's size. */
-int ll_layers(ll_model *model, float *hidden, size_t hidden_floats, int32_t count, const int32_t *seq,
+LL_API int ll_layers(ll_model *model, float *hidden, size_t hidden_floats, int32_t count, const int32_t *seq,
               const int32_t *pos, int32_t first, int32_t end, int32_t threads);
 /* Logits [count, vocab] for `count` rows of hidden after the last layer (final norm, head, soft-cap). */
-int ll_logits(ll_model *model, const float *hidden, size_t hidden_floats, int32_t count, float *logits,
+LL_API int ll_logits(ll_model *model, const float *hidden, size_t hidden_floats, int32_t count, float *logits,
               size_t logits_floats, int32_t threads);
-const char *ll_last_error(void);
+LL_API const char *ll_last_error(void);
 
 #endif

@@ -12,16 +12,32 @@ static inline int ll_holds(size_t elements, int32_t count, int32_t width) {
     return count >= 0 && width >= 0 && elements >= (size_t)count * (size_t)width;
 }
 
+static const int kind_type[KINDS] __attribute__((unused)) = {LL_Q8_0, LL_Q8_1, LL_Q8_K, LL_F32};
+
+/* The scratch slot of an activation type (the float slot for F32). */
 static inline int kind_of(int activation) {
-    switch (activation) {
-    case LL_Q8_0: return 0;
-    case LL_Q8_1: return 1;
-    case LL_Q8_K: return 2;
-    default: return 3;
-    }
+    for (int k = 0; k < KINDS - 1; k++)
+        if (kind_type[k] == activation) return k;
+    return KINDS - 1;
 }
 
-static const int kind_type[KINDS] __attribute__((unused)) = {LL_Q8_0, LL_Q8_1, LL_Q8_K, LL_F32};
+/* Counters that hand out the jobs of the parallel phases of a pass, one per phase.
+ *
+ * The rule: thread 0 resets the next phase's counter before the barrier that starts that phase, while the phase
+ * before it runs (or before the pass's first barrier). The barrier then makes the zero visible to every thread
+ * before any takes a job, and no thread is still taking jobs from it: its last use ended at an earlier barrier.
+ * A counter cannot be reset at the start of its own phase (a fast thread may already be taking jobs), and the
+ * next phase's counter cannot be the current one's (slower threads are still taking, and overshooting, its jobs
+ * while thread 0 resets the next). */
+enum {
+    JOBS_QKV,             /* the attention's input projections */
+    JOBS_ATTENTION,       /* (row, head) pairs of the attention */
+    JOBS_ATTENTION_OUT,   /* the attention's output projection */
+    JOBS_FFN_IN,          /* gate and up */
+    JOBS_FFN_DOWN,
+    JOBS_LOGITS,          /* the head, in ll_logits */
+    JOB_COUNTERS
+};
 
 struct ll_model {
     ll_config c;
@@ -37,7 +53,7 @@ struct ll_model {
     char *act[KINDS];
     size_t act_stride[KINDS];
     int max_in, projected_width;
-    int counters[8];
+    int counters[JOB_COUNTERS];
 };
 
 static inline size_t kv_index(const ll_model *m, int seq, int layer, int kv_head, int pos) {

@@ -105,13 +105,15 @@ static inline uint16_t float_to_bf16(float f) {
 
 int ll_unpack_rows(int32_t type, const void *data, size_t data_bytes, int32_t rows, int32_t cols, void *out,
                    size_t out_bytes, int32_t format, int32_t threads) {
-    if (!block_elements(type) || cols <= 0 || cols % block_elements(type)) return ll_fail("cannot unpack this tensor type");
+    const ll_type_traits *t = ll_type(type);
+    if (!t || !t->dequantize || cols <= 0 || cols % t->block_elements) return ll_fail("cannot unpack this tensor type");
     if (format != UNPACK_F32 && format != UNPACK_BF16) return ll_fail("unknown unpack format");
-    const size_t bytes = row_bytes(type, cols);
+    const size_t bytes = ll_row_bytes(type, cols);
     if (rows < 0 || data_bytes / bytes < (size_t)rows) return ll_fail("the tensor's data is shorter than its rows");
     if (!ll_holds(out_bytes / (format == UNPACK_BF16 ? 2 : 4), rows, cols))
         return ll_fail("the unpack buffer is smaller than rows x cols");
-    int failed = 0;
+    void (*const dequantize)(const void *, float *, int) = t->dequantize;  /* resolved once for every row */
+    int failed = 0;  /* a scratch row that could not be allocated */
 #pragma omp parallel num_threads(threads) reduction(|: failed)
     {
         float *row = format == UNPACK_BF16 ? malloc((size_t)cols * sizeof(float)) : NULL;
@@ -121,9 +123,9 @@ int ll_unpack_rows(int32_t type, const void *data, size_t data_bytes, int32_t ro
             if (failed) continue;
             const void *source = (const char *)data + (size_t)r * bytes;
             if (format == UNPACK_F32) {
-                failed |= dequantize_row(type, source, (float *)out + (size_t)r * cols, cols) != 0;
+                dequantize(source, (float *)out + (size_t)r * cols, cols);
             } else {
-                failed |= dequantize_row(type, source, row, cols) != 0;
+                dequantize(source, row, cols);
                 uint16_t *target = (uint16_t *)out + (size_t)r * cols;
                 for (int e = 0; e < cols; e++) target[e] = float_to_bf16(row[e]);
             }

@@ -1,4 +1,5 @@
-/* Activation quantisation, row dequantisation and the scalar reference dot products of every weight type. */
+/* The per-type table, and what it points to: activation quantisation, row dequantisation and the scalar reference
+ * dot products of every weight type. */
 #include "quants.h"
 
 #include <stdlib.h>
@@ -15,12 +16,12 @@ static float quantize_block_32(const float *x, int8_t *q) {
     return d;
 }
 
-void quantize_q8_0(const float *x, void *out, int n) {
+static void quantize_q8_0(const float *x, void *out, int n) {
     block_q8_0 *y = out;
     for (int b = 0; b < n / QK; b++) y[b].d = float_to_half(quantize_block_32(x + QK * b, y[b].qs));
 }
 
-void quantize_q8_1(const float *x, void *out, int n) {
+static void quantize_q8_1(const float *x, void *out, int n) {
     block_q8_1 *y = out;
     for (int b = 0; b < n / QK; b++) {
         const float d = quantize_block_32(x + QK * b, y[b].qs);
@@ -31,7 +32,7 @@ void quantize_q8_1(const float *x, void *out, int n) {
     }
 }
 
-void quantize_q8_K(const float *x, void *out, int n) {
+static void quantize_q8_K(const float *x, void *out, int n) {
     block_q8_K *y = out;
     for (int b = 0; b < n / QK_K; b++, x += QK_K) {
         float amax = 0.0f, max = 0.0f;
@@ -58,51 +59,7 @@ void quantize_q8_K(const float *x, void *out, int n) {
     }
 }
 
-int activation_type(int weight_type) {
-    switch (weight_type) {
-    case LL_Q4_0: case LL_Q5_0: case LL_Q8_0: return LL_Q8_0;
-    case LL_Q4_1: case LL_Q5_1: return LL_Q8_1;
-    case LL_Q4_K: case LL_Q5_K: case LL_Q6_K: return LL_Q8_K;
-    case LL_F32: case LL_F16: case LL_BF16: return LL_F32;
-    default: return -1;
-    }
-}
-
-size_t row_bytes(int type, int n) {
-    switch (type) {
-    case LL_F32: return (size_t)n * 4;
-    case LL_F16: case LL_BF16: return (size_t)n * 2;
-    case LL_Q4_0: return (size_t)n / QK * sizeof(block_q4_0);
-    case LL_Q4_1: return (size_t)n / QK * sizeof(block_q4_1);
-    case LL_Q5_0: return (size_t)n / QK * sizeof(block_q5_0);
-    case LL_Q5_1: return (size_t)n / QK * sizeof(block_q5_1);
-    case LL_Q8_0: return (size_t)n / QK * sizeof(block_q8_0);
-    case LL_Q8_1: return (size_t)n / QK * sizeof(block_q8_1);
-    case LL_Q4_K: return (size_t)n / QK_K * sizeof(block_q4_K);
-    case LL_Q5_K: return (size_t)n / QK_K * sizeof(block_q5_K);
-    case LL_Q6_K: return (size_t)n / QK_K * sizeof(block_q6_K);
-    case LL_Q8_K: return (size_t)n / QK_K * sizeof(block_q8_K);
-    default: return 0;
-    }
-}
-
-int block_elements(int type) {
-    switch (type) {
-    case LL_F32: case LL_F16: case LL_BF16: return 1;
-    case LL_Q4_K: case LL_Q5_K: case LL_Q6_K: case LL_Q8_K: return QK_K;
-    case LL_Q4_0: case LL_Q4_1: case LL_Q5_0: case LL_Q5_1: case LL_Q8_0: case LL_Q8_1: return QK;
-    default: return 0;
-    }
-}
-
-void quantize_activation(int type, const float *x, void *out, int n) {
-    switch (type) {
-    case LL_Q8_0: quantize_q8_0(x, out, n); break;
-    case LL_Q8_1: quantize_q8_1(x, out, n); break;
-    case LL_Q8_K: quantize_q8_K(x, out, n); break;
-    default: memcpy(out, x, (size_t)n * sizeof(float)); break;
-    }
-}
+static void copy_f32(const float *x, void *out, int n) { memcpy(out, x, (size_t)n * sizeof(float)); }
 
 /* The whole number of element e in a Q5_K / Q4_K super-block's 64-element chunk layout. */
 static inline int k4_quant(const uint8_t *qs, int e) {
@@ -135,10 +92,18 @@ static const uint8_t *k_block(int five, const void *row, int b, float *d, float 
     return block;
 }
 
+/* The byte size of a legacy type's block: a constant once legacy_block is inlined for one type. */
+static inline size_t legacy_bytes(int type) {
+    return type == LL_Q4_0 ? sizeof(block_q4_0) : type == LL_Q4_1 ? sizeof(block_q4_1)
+         : type == LL_Q5_0 ? sizeof(block_q5_0) : type == LL_Q5_1 ? sizeof(block_q5_1) : sizeof(block_q8_0);
+}
+
 /* Block b of a legacy-type row: its 32 whole numbers (Q4_0 and Q5_0 already offset to be signed), scale and
- * minimum (0 for the types without one). One decoding for the dequantisation and the reference dots. */
-static void legacy_block(int type, const void *row, int b, int *q, float *d, float *m) {
-    const uint8_t *block = (const uint8_t *)row + (size_t)b * row_bytes(type, QK);
+ * minimum (0 for the types without one). One decoding for the dequantisation and the reference dots; inlined
+ * into each type's own functions, so the type is a constant in each. */
+static inline __attribute__((always_inline)) void legacy_block(int type, const void *row, int b, int *q, float *d,
+                                                               float *m) {
+    const uint8_t *block = (const uint8_t *)row + (size_t)b * legacy_bytes(type);
     ll_half dh, mh = 0;
     memcpy(&dh, block, 2);
     *d = half_to_float(dh);
@@ -160,114 +125,201 @@ static void legacy_block(int type, const void *row, int b, int *q, float *d, flo
     }
 }
 
-int dequantize_row(int type, const void *row, float *y, int n) {
-    switch (type) {
-    case LL_F32: memcpy(y, row, (size_t)n * 4); return 0;
-    case LL_F16: for (int i = 0; i < n; i++) y[i] = half_to_float(((const ll_half *)row)[i]); return 0;
-    case LL_BF16: for (int i = 0; i < n; i++) y[i] = bf16_to_float(((const uint16_t *)row)[i]); return 0;
-    case LL_Q4_0: case LL_Q4_1: case LL_Q5_0: case LL_Q5_1: case LL_Q8_0:
-        for (int b = 0; b < n / QK; b++) {
-            int q[QK];
-            float d, m;
-            legacy_block(type, row, b, q, &d, &m);
-            for (int j = 0; j < QK; j++) y[QK * b + j] = q[j] * d + m;
-        }
-        return 0;
-    case LL_Q4_K: case LL_Q5_K: {
-        const int five = type == LL_Q5_K;
-        for (int b = 0; b < n / QK_K; b++) {
-            float d, dmin;
-            const uint8_t *block = k_block(five, row, b, &d, &dmin);
-            const uint8_t *scales = block + 4, *qh = block + 16, *qs = block + (five ? 48 : 16);
-            for (int e = 0; e < QK_K; e++) {
-                uint8_t sc, mn;
-                k_scale_min(e / 32, scales, &sc, &mn);
-                const int q = k4_quant(qs, e) | (five ? k5_high(qh, e) << 4 : 0);
-                y[QK_K * b + e] = d * sc * q - dmin * mn;
-            }
-        }
-        return 0;
+/* ---- Dequantisation: a row of n elements to float32. ---- */
+
+static void dequantize_f16(const void *row, float *y, int n) {
+    for (int i = 0; i < n; i++) y[i] = half_to_float(((const ll_half *)row)[i]);
+}
+
+static void dequantize_bf16(const void *row, float *y, int n) {
+    for (int i = 0; i < n; i++) y[i] = bf16_to_float(((const uint16_t *)row)[i]);
+}
+
+static void dequantize_f32(const void *row, float *y, int n) { memcpy(y, row, (size_t)n * 4); }
+
+static inline __attribute__((always_inline)) void dequantize_legacy(int type, const void *row, float *y, int n) {
+    for (int b = 0; b < n / QK; b++) {
+        int q[QK];
+        float d, m;
+        legacy_block(type, row, b, q, &d, &m);
+        for (int j = 0; j < QK; j++) y[QK * b + j] = q[j] * d + m;
     }
-    case LL_Q6_K: {
-        const block_q6_K *x = row;
-        for (int b = 0; b < n / QK_K; b++) {
-            const float d = half_to_float(x[b].d);
-            for (int e = 0; e < QK_K; e++) y[QK_K * b + e] = d * x[b].scales[e / 16] * q6_quant(&x[b], e);
+}
+
+static inline __attribute__((always_inline)) void dequantize_k4(int five, const void *row, float *y, int n) {
+    for (int b = 0; b < n / QK_K; b++) {
+        float d, dmin;
+        const uint8_t *block = k_block(five, row, b, &d, &dmin);
+        const uint8_t *scales = block + 4, *qh = block + 16, *qs = block + (five ? 48 : 16);
+        for (int e = 0; e < QK_K; e++) {
+            uint8_t sc, mn;
+            k_scale_min(e / 32, scales, &sc, &mn);
+            const int q = k4_quant(qs, e) | (five ? k5_high(qh, e) << 4 : 0);
+            y[QK_K * b + e] = d * sc * q - dmin * mn;
         }
-        return 0;
     }
-    default:
-        return -1;
+}
+
+static void dequantize_q4_K(const void *row, float *y, int n) { dequantize_k4(0, row, y, n); }
+static void dequantize_q5_K(const void *row, float *y, int n) { dequantize_k4(1, row, y, n); }
+
+static void dequantize_q6_K(const void *row, float *y, int n) {
+    const block_q6_K *x = row;
+    for (int b = 0; b < n / QK_K; b++) {
+        const float d = half_to_float(x[b].d);
+        for (int e = 0; e < QK_K; e++) y[QK_K * b + e] = d * x[b].scales[e / 16] * q6_quant(&x[b], e);
     }
 }
 
 /* ---- Scalar dot products: the reference every SIMD kernel is tested against, and the portable path. ---- */
 
-float dot_reference(int type, int n, const void *w, const void *a) {
+static inline __attribute__((always_inline)) float dot_float(int type, int n, const void *w, const void *a) {
+    const float *x = a;
     float sum = 0.0f;
-    switch (type) {
-    case LL_F32: case LL_F16: case LL_BF16: {
-        const float *x = a;
-        for (int i = 0; i < n; i++) {
-            const float v = type == LL_F32 ? ((const float *)w)[i]
-                          : type == LL_F16 ? half_to_float(((const ll_half *)w)[i])
-                          : bf16_to_float(((const uint16_t *)w)[i]);
-            sum += v * x[i];
-        }
-        return sum;
+    for (int i = 0; i < n; i++) {
+        const float v = type == LL_F32 ? ((const float *)w)[i]
+                      : type == LL_F16 ? half_to_float(((const ll_half *)w)[i])
+                      : bf16_to_float(((const uint16_t *)w)[i]);
+        sum += v * x[i];
     }
-    case LL_Q4_0: case LL_Q4_1: case LL_Q5_0: case LL_Q5_1: case LL_Q8_0: {
-        /* The types with a minimum read Q8_1 activations, which carry d * sum(quants) for its term. */
-        const int minimum = type == LL_Q4_1 || type == LL_Q5_1;
-        for (int b = 0; b < n / QK; b++) {
-            int q[QK], s = 0;
-            float d, m;
-            legacy_block(type, w, b, q, &d, &m);
-            const int8_t *yq = minimum ? ((const block_q8_1 *)a)[b].qs : ((const block_q8_0 *)a)[b].qs;
-            const float dy = half_to_float(minimum ? ((const block_q8_1 *)a)[b].d : ((const block_q8_0 *)a)[b].d);
-            for (int j = 0; j < QK; j++) s += q[j] * yq[j];
-            sum += s * d * dy + (minimum ? m * half_to_float(((const block_q8_1 *)a)[b].s) : 0.0f);
-        }
-        return sum;
+    return sum;
+}
+
+static float dot_f32(int n, const void *w, const void *a) { return dot_float(LL_F32, n, w, a); }
+static float dot_f16(int n, const void *w, const void *a) { return dot_float(LL_F16, n, w, a); }
+static float dot_bf16(int n, const void *w, const void *a) { return dot_float(LL_BF16, n, w, a); }
+
+static inline __attribute__((always_inline)) float dot_legacy(int type, int n, const void *w, const void *a) {
+    /* The types with a minimum read Q8_1 activations, which carry d * sum(quants) for its term. */
+    const int minimum = type == LL_Q4_1 || type == LL_Q5_1;
+    float sum = 0.0f;
+    for (int b = 0; b < n / QK; b++) {
+        int q[QK], s = 0;
+        float d, m;
+        legacy_block(type, w, b, q, &d, &m);
+        const int8_t *yq = minimum ? ((const block_q8_1 *)a)[b].qs : ((const block_q8_0 *)a)[b].qs;
+        const float dy = half_to_float(minimum ? ((const block_q8_1 *)a)[b].d : ((const block_q8_0 *)a)[b].d);
+        for (int j = 0; j < QK; j++) s += q[j] * yq[j];
+        sum += s * d * dy + (minimum ? m * half_to_float(((const block_q8_1 *)a)[b].s) : 0.0f);
     }
-    case LL_Q4_K: case LL_Q5_K: {
-        const int five = type == LL_Q5_K;
-        const block_q8_K *y = a;
-        for (int b = 0; b < n / QK_K; b++) {
-            float d, dmin;
-            const uint8_t *block = k_block(five, w, b, &d, &dmin);
-            const uint8_t *scales = block + 4, *qh = block + 16, *qs = block + (five ? 48 : 16);
-            int scaled = 0, minimums = 0;
-            for (int j = 0; j < QK_K / 32; j++) {
-                uint8_t sc, mn;
-                k_scale_min(j, scales, &sc, &mn);
-                int s = 0;
-                for (int l = 0; l < 32; l++) {
-                    const int e = 32 * j + l;
-                    s += (k4_quant(qs, e) | (five ? k5_high(qh, e) << 4 : 0)) * y[b].qs[e];
-                }
-                scaled += sc * s;
-                minimums += mn * (y[b].bsums[2 * j] + y[b].bsums[2 * j + 1]);
+    return sum;
+}
+
+/* Each legacy type's own dequantisation and reference dot, the type a constant in each. */
+#define LEGACY_TYPE(NAME, TYPE)                                                                                    \
+    static void dequantize_##NAME(const void *row, float *y, int n) { dequantize_legacy(TYPE, row, y, n); }       \
+    static float dot_##NAME(int n, const void *w, const void *a) { return dot_legacy(TYPE, n, w, a); }
+LEGACY_TYPE(q4_0, LL_Q4_0)
+LEGACY_TYPE(q4_1, LL_Q4_1)
+LEGACY_TYPE(q5_0, LL_Q5_0)
+LEGACY_TYPE(q5_1, LL_Q5_1)
+LEGACY_TYPE(q8_0, LL_Q8_0)
+#undef LEGACY_TYPE
+
+static inline __attribute__((always_inline)) float dot_k4(int five, int n, const void *w, const void *a) {
+    const block_q8_K *y = a;
+    float sum = 0.0f;
+    for (int b = 0; b < n / QK_K; b++) {
+        float d, dmin;
+        const uint8_t *block = k_block(five, w, b, &d, &dmin);
+        const uint8_t *scales = block + 4, *qh = block + 16, *qs = block + (five ? 48 : 16);
+        int scaled = 0, minimums = 0;
+        for (int j = 0; j < QK_K / 32; j++) {
+            uint8_t sc, mn;
+            k_scale_min(j, scales, &sc, &mn);
+            int s = 0;
+            for (int l = 0; l < 32; l++) {
+                const int e = 32 * j + l;
+                s += (k4_quant(qs, e) | (five ? k5_high(qh, e) << 4 : 0)) * y[b].qs[e];
             }
-            sum += y[b].d * (d * scaled - dmin * minimums);
+            scaled += sc * s;
+            minimums += mn * (y[b].bsums[2 * j] + y[b].bsums[2 * j + 1]);
         }
-        return sum;
+        sum += y[b].d * (d * scaled - dmin * minimums);
     }
-    case LL_Q6_K: {
-        const block_q6_K *x = w;
-        const block_q8_K *y = a;
-        for (int b = 0; b < n / QK_K; b++) {
-            int scaled = 0;
-            for (int g = 0; g < QK_K / 16; g++) {
-                int s = 0;
-                for (int l = 0; l < 16; l++) s += q6_quant(&x[b], 16 * g + l) * y[b].qs[16 * g + l];
-                scaled += x[b].scales[g] * s;
-            }
-            sum += y[b].d * half_to_float(x[b].d) * scaled;
+    return sum;
+}
+
+static float dot_q4_K(int n, const void *w, const void *a) { return dot_k4(0, n, w, a); }
+static float dot_q5_K(int n, const void *w, const void *a) { return dot_k4(1, n, w, a); }
+
+static float dot_q6_K(int n, const void *w, const void *a) {
+    const block_q6_K *x = w;
+    const block_q8_K *y = a;
+    float sum = 0.0f;
+    for (int b = 0; b < n / QK_K; b++) {
+        int scaled = 0;
+        for (int g = 0; g < QK_K / 16; g++) {
+            int s = 0;
+            for (int l = 0; l < 16; l++) s += q6_quant(&x[b], 16 * g + l) * y[b].qs[16 * g + l];
+            scaled += x[b].scales[g] * s;
         }
-        return sum;
+        sum += y[b].d * half_to_float(x[b].d) * scaled;
     }
-    default:
-        return NAN;
-    }
+    return sum;
+}
+
+/* ---- The table: one entry per GGML type id the kernels know (ggml's type_traits). ---- */
+
+/* A weight type: its block, the activation type its dots read, and its functions. */
+#define WEIGHT(NAME, ELEMENTS, BYTES, ACTIVATION, FUNCTIONS)                                                        \
+    {#NAME, ELEMENTS, BYTES, ACTIVATION, dequantize_##FUNCTIONS, NULL, dot_##FUNCTIONS, ll_tiles_##FUNCTIONS}
+
+static const ll_type_traits types[LL_TYPE_LIMIT] = {
+    [LL_F32] = {"F32", 1, 4, LL_F32, dequantize_f32, copy_f32, dot_f32, ll_tiles_f32},  /* weights and activations */
+    [LL_F16] = WEIGHT(F16, 1, 2, LL_F32, f16),
+    [LL_BF16] = WEIGHT(BF16, 1, 2, LL_F32, bf16),
+    [LL_Q4_0] = WEIGHT(Q4_0, QK, sizeof(block_q4_0), LL_Q8_0, q4_0),
+    [LL_Q4_1] = WEIGHT(Q4_1, QK, sizeof(block_q4_1), LL_Q8_1, q4_1),
+    [LL_Q5_0] = WEIGHT(Q5_0, QK, sizeof(block_q5_0), LL_Q8_0, q5_0),
+    [LL_Q5_1] = WEIGHT(Q5_1, QK, sizeof(block_q5_1), LL_Q8_1, q5_1),
+    [LL_Q8_0] = {"Q8_0", QK, sizeof(block_q8_0), LL_Q8_0, dequantize_q8_0, quantize_q8_0, dot_q8_0, ll_tiles_q8_0},
+    [LL_Q4_K] = WEIGHT(Q4_K, QK_K, sizeof(block_q4_K), LL_Q8_K, q4_K),
+    [LL_Q5_K] = WEIGHT(Q5_K, QK_K, sizeof(block_q5_K), LL_Q8_K, q5_K),
+    [LL_Q6_K] = WEIGHT(Q6_K, QK_K, sizeof(block_q6_K), LL_Q8_K, q6_K),
+    /* Activation formats only, as llama.cpp pairs them with the types with a minimum and the k-quants. */
+    [LL_Q8_1] = {"Q8_1", QK, sizeof(block_q8_1), -1, NULL, quantize_q8_1, NULL, NULL},
+    [LL_Q8_K] = {"Q8_K", QK_K, sizeof(block_q8_K), -1, NULL, quantize_q8_K, NULL, NULL},
+};
+#undef WEIGHT
+
+const ll_type_traits *ll_type(int type) {
+    return type >= 0 && type < LL_TYPE_LIMIT && types[type].name ? &types[type] : NULL;
+}
+
+size_t ll_row_bytes(int type, int n) {
+    const ll_type_traits *t = ll_type(type);
+    return t ? (size_t)n / (size_t)t->block_elements * (size_t)t->block_bytes : 0;
+}
+
+/* ---- What Python reads, and the test hooks. ---- */
+
+int32_t ll_type_count(void) { return LL_TYPE_LIMIT; }
+
+int32_t ll_type_facts(int32_t type, ll_type_info *out) {
+    const ll_type_traits *t = ll_type(type);
+    if (!t) return -1;
+    *out = (ll_type_info){t->name, type, t->block_elements, t->block_bytes, t->activation};
+    return 0;
+}
+
+size_t ll_sizeof_type_info(void) { return sizeof(ll_type_info); }
+
+int32_t ll_quantize_activation(int32_t type, const float *x, void *out, int32_t n) {
+    const ll_type_traits *t = ll_type(type);
+    if (!t || !t->quantize || n < 0 || n % t->block_elements) return -1;
+    t->quantize(x, out, n);
+    return 0;
+}
+
+int32_t ll_dequantize_row(int32_t type, const void *row, float *y, int32_t n) {
+    const ll_type_traits *t = ll_type(type);
+    if (!t || !t->dequantize || n < 0 || n % t->block_elements) return -1;
+    t->dequantize(row, y, n);
+    return 0;
+}
+
+float ll_dot_reference(int32_t type, int32_t n, const void *w, const void *a) {
+    const ll_type_traits *t = ll_type(type);
+    return t && t->dot_reference ? t->dot_reference(n, w, a) : NAN;
 }

@@ -1,23 +1,64 @@
-/* Quantised rows: activation formats, dequantisation and dot products of a weight row with an activation row. */
+/* Quantised rows: the per-type table (facts, and the functions that dequantise, quantise and multiply rows). */
 #ifndef LL_QUANTS_H
 #define LL_QUANTS_H
 
 #include <stddef.h>
 
+#include "api.h"
 #include "blocks.h"
 
-/* The activation format a weight type's dot product reads (as llama.cpp pairs them), or -1. */
-int activation_type(int weight_type);
-size_t row_bytes(int type, int n);
-int block_elements(int type);
-void quantize_activation(int type, const float *x, void *out, int n);
-void quantize_q8_0(const float *x, void *out, int n);
-void quantize_q8_1(const float *x, void *out, int n);
-void quantize_q8_K(const float *x, void *out, int n);
-int dequantize_row(int type, const void *row, float *y, int n);
+/* R (1..4) weight rows w_stride bytes apart against C (1..DOT_ROWS) activation rows a_stride apart:
+ * out[i * C + j] = w_i . a_j. */
+#define DOT_ROWS 4
+typedef void (*dot_tile_fn)(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, int R, int C,
+                            float *out);
 
-/* sum_i w[i] * a[i] over n elements; a is in activation_type(type)'s format. */
-float dot_reference(int type, int n, const void *w, const void *a);
+/* One entry per GGML type id the kernels know, as ggml's type_traits: the facts of the type's rows and the
+ * functions that read and write them. Callers resolve an entry (and its pointers) once per matrix or row, never
+ * per block. */
+typedef struct {
+    const char *name;        /* GGML's name ("Q4_K"); NULL for an id without an entry */
+    int32_t block_elements;  /* elements per block (1 for the float types) */
+    int32_t block_bytes;
+    int32_t activation;      /* the type a weight type's dots read its activations in; -1: not a weight type */
+    void (*dequantize)(const void *row, float *y, int n);        /* NULL: the activation-only types */
+    void (*quantize)(const float *x, void *out, int n);          /* the activation types: float32 into the type */
+    float (*dot_reference)(int n, const void *w, const void *a); /* scalar: what every SIMD kernel is tested against */
+    dot_tile_fn tiles;       /* this build's tile kernel (AVX-512, AVX2 or scalar); NULL: not a weight type */
+} ll_type_traits;
+
+#define LL_TYPE_LIMIT 31  /* type ids [0, LL_TYPE_LIMIT): BF16 (30) is the last */
+
+/* The type's entry, or NULL for an id without one. */
+const ll_type_traits *ll_type(int type);
+/* Bytes of a row of n elements (a whole number of blocks), 0 for an unknown type. */
+size_t ll_row_bytes(int type, int n);
+
+/* The tile kernels (dots.c and dots_avx512.c), one definition per build: what the table points to. */
+#define LL_TILE_KERNELS(X) X(q4_0) X(q4_1) X(q5_0) X(q5_1) X(q8_0) X(q4_K) X(q5_K) X(q6_K) X(f32) X(f16) X(bf16)
+#define LL_DECLARE_TILES(NAME) void ll_tiles_##NAME(int n, const void *w, size_t w_stride, const void *a, \
+                                                     size_t a_stride, int R, int C, float *out);
+LL_TILE_KERNELS(LL_DECLARE_TILES)
+#undef LL_DECLARE_TILES
+
+/* For Python and the tests: the table's facts in a struct ctypes mirrors (TypeInfo in core/kernels/library.py). */
+typedef struct {
+    const char *name;
+    int32_t id, block_elements, block_bytes, activation;
+} ll_type_info;
+
+LL_API int32_t ll_type_count(void);  /* ids are [0, count); some have no entry */
+LL_API int32_t ll_type_facts(int32_t type, ll_type_info *out);  /* 0, or -1 for an id without an entry */
+LL_API size_t ll_sizeof_type_info(void);
+/* Test hooks, each through the table: a row quantised into an activation type, a row dequantised, the scalar
+ * reference dot, and one tile kernel call as the matrix products make it. */
+LL_API int32_t ll_quantize_activation(int32_t type, const float *x, void *out, int32_t n);
+LL_API int32_t ll_dequantize_row(int32_t type, const void *row, float *y, int32_t n);
+LL_API float ll_dot_reference(int32_t type, int32_t n, const void *w, const void *a);
+LL_API int32_t ll_dot_tile(int32_t type, int32_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
+                           int32_t rows, int32_t count, float *out);
+/* The instruction set the kernels were built for, e.g. "avx2". */
+LL_API const char *ll_kernel_isa(void);
 
 /* Whether dots_avx512.c has the quant types' kernels in this build (then dots.c leaves out its AVX2 ones). */
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__) && \
@@ -26,14 +67,5 @@ float dot_reference(int type, int n, const void *w, const void *a);
 #else
 #define LL_AVX512_DOTS 0
 #endif
-
-/* R (1..4) weight rows w_stride bytes apart against C (1..DOT_ROWS) activation rows a_stride apart:
- * out[i * C + j] = w_i . a_j. */
-#define DOT_ROWS 4
-typedef void (*dot_tile_fn)(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, int R, int C,
-                            float *out);
-dot_tile_fn dot_tile_for(int type);
-/* The instruction set the kernels were built for, e.g. "avx2". */
-const char *kernel_isa(void);
 
 #endif

@@ -4,11 +4,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "api.h"
+
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
-uint64_t ll_read(const void *data, size_t bytes, int threads) {
+LL_API uint64_t ll_read(const void *data, size_t bytes, int threads) {
     const uint64_t *words = data;
     const size_t count = bytes / sizeof(uint64_t);
     uint64_t total = 0;

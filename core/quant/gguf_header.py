@@ -167,16 +167,18 @@ def _check_data_fits(reader: _Reader, infos: list) -> None:
     alignment; the weights' reader checks each tensor's exact extent (core/quant/gguf_blocks.py)."""
     from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
-    needed = 0
-    for _, type_id, dims, relative in infos:
+    needed, last = 0, ""
+    for name, type_id, dims, relative in infos:
         try:
             block_size, block_bytes = GGML_QUANT_SIZES[GGMLQuantizationType(type_id)]
         except (ValueError, KeyError):
             raise UnknownQuantType(type_id) from None
-        needed = max(needed, relative + math.prod(dims) // block_size * block_bytes)
+        end = relative + math.prod(dims) // block_size * block_bytes
+        if end > needed:
+            needed, last = end, name
     if infos and reader.offset + needed > reader.size:
-        raise GGUFHeaderError(f"it is truncated: its tensors need {reader.offset + needed:,} bytes and the file "
-                              f"holds {reader.size:,}")
+        raise GGUFHeaderError(f"it is truncated: its tensors need {reader.offset + needed:,} bytes (to the end of "
+                              f"{last[:80]}) and the file holds {reader.size:,}")
 
 
 def _skip_value(reader: _Reader, value_type: int, depth: int) -> None:

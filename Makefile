@@ -12,8 +12,6 @@ FAST_TIER := not model and not llama_cpp and not engine_process and not subproce
 # The fast tier runs no child process and no real model, so its tests run side by side, one worker per core
 # (pytest-xdist). The full suite stays in one process: its engine-process, server and Xvfb tests share one machine.
 CHECK_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
-# `ruff format --check` joins the static checks once the tree has had its one `ruff format` commit: set this to 1 then.
-RUFF_FORMAT_CHECK ?= 0
 
 XVFB_PACKAGES := xvfb libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 xauth
 
@@ -77,12 +75,12 @@ test: $(TEST_STAMP)
 	fi
 
 # The static checks, a few seconds (mypy's first run, before its cache, about a minute): the layers' contracts, ruff's
-# lint (and its formatter, see RUFF_FORMAT_CHECK) over the code, tests, tools and benchmarks, and mypy on core/.
+# lint and its formatter over the code, tests, tools and benchmarks, and mypy on core/.
 lint: $(CHECK_STAMP)
 	@out=$$($(VENV)/bin/lint-imports --config pyproject.toml --no-cache 2>&1) || { echo "$$out"; exit 1; }; \
 		echo "$$out" | tail -n 1
 	$(VENV)/bin/ruff check
-	@if [ "$(RUFF_FORMAT_CHECK)" = 1 ]; then echo "$(VENV)/bin/ruff format --check"; $(VENV)/bin/ruff format --check; fi
+	$(VENV)/bin/ruff format --check
 	$(VENV)/bin/mypy
 
 # The developer's edit-test loop: the static checks, then the fast tier of the suite. A test in it that reaches

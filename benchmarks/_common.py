@@ -86,8 +86,11 @@ def cpu_flags() -> list[str]:
 
 def cpu_description() -> str:
     flags = cpu_flags()
-    kind = "AVX-512" + (" with bf16" if "avx512_bf16" in flags else "") if "avx512f" in flags else (
-        "AVX2 only" if "avx2" in flags else "no AVX2")
+    kind = (
+        "AVX-512" + (" with bf16" if "avx512_bf16" in flags else "")
+        if "avx512f" in flags
+        else ("AVX2 only" if "avx2" in flags else "no AVX2")
+    )
     return f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, {kind} ({' '.join(flags)})"
 
 
@@ -123,8 +126,14 @@ class Report:
         self.figures[key] = {"value": value, "target": target, "met": met}
 
     def write(self) -> None:
-        document = {"benchmark": self.name, "argv": sys.argv[1:], "cpu_flags": cpu_flags(),
-                    "cpu": cpu_description(), "figures": self.figures, "printed": self.lines}
+        document = {
+            "benchmark": self.name,
+            "argv": sys.argv[1:],
+            "cpu_flags": cpu_flags(),
+            "cpu": cpu_description(),
+            "figures": self.figures,
+            "printed": self.lines,
+        }
         atomic_write_text(Path(self.path), json.dumps(document, indent=1))
 
 

@@ -64,10 +64,14 @@ class WindowDriver:
             start_ns = time.perf_counter_ns()
             settings = self.window.settings_panel.generation_settings().to_dict()
             settings.update(max_new_tokens=max_new_tokens, decode_loop=loop)
-            finished = self._wait(client.reply_event_arrived, lambda: client.send(StartReply(
-                reply_id, "", (("user", text),), settings, start_ns, ignore_eos=True)), timeout_s,
-                accept=lambda delivered: delivered.event.reply_id == reply_id
-                and isinstance(delivered.event.event, FinishedEvent)).event.event
+            finished = self._wait(
+                client.reply_event_arrived,
+                lambda: client.send(StartReply(reply_id, "", (("user", text),), settings, start_ns, ignore_eos=True)),
+                timeout_s,
+                accept=lambda delivered: (
+                    delivered.event.reply_id == reply_id and isinstance(delivered.event.event, FinishedEvent)
+                ),
+            ).event.event
         finally:
             client.reply_event_arrived.disconnect(on_token)
         assert finished.output_tokens == len(stamps) == max_new_tokens, (finished, len(stamps))

@@ -104,11 +104,13 @@ def main() -> None:
     parser.add_argument("--loops", default="lean,generate", help="decode loops to measure, one after the other")
     _common.add_json_option(parser)
     args = parser.parse_args()
-    _common.start_report(args, 'cancel_latency')
+    _common.start_report(args, "cancel_latency")
     loaded = load_model(args.model, dtype=args.dtype)
     ids = prompt_ids(loaded, args.prompt_tokens)
-    print(f"model: {loaded.name} ({loaded.dtype}), prompt: {len(ids)} tokens, torch threads: "
-          f"{__import__('torch').get_num_threads()}")
+    print(
+        f"model: {loaded.name} ({loaded.dtype}), prompt: {len(ids)} tokens, torch threads: "
+        f"{__import__('torch').get_num_threads()}"
+    )
     for loop in args.loops.split(","):
         measure_loop(loaded, ids, loop, args.repeats)
 
@@ -119,23 +121,30 @@ def measure_loop(loaded, ids, loop: str, repeats: int) -> None:
     prefill = statistics.median(prefills)
     print()
     print(f"== {loop} loop")
-    print(f"prefill (TTFT with 1 new token): median {prefill * 1000:.0f} ms over {repeats} runs "
-          f"({', '.join(f'{p * 1000:.0f}' for p in prefills)} ms)")
+    print(
+        f"prefill (TTFT with 1 new token): median {prefill * 1000:.0f} ms over {repeats} runs "
+        f"({', '.join(f'{p * 1000:.0f}' for p in prefills)} ms)"
+    )
     print("stop during prefill, requested at a fraction of the measured prefill time:")
-    print(f"  {'at':>6} {'cancel latency (stop -> finished)':>34} {'as share of prefill':>20} "
-          f"{'tokens after stop':>18}")
+    print(
+        f"  {'at':>6} {'cancel latency (stop -> finished)':>34} {'as share of prefill':>20} {'tokens after stop':>18}"
+    )
     for fraction in (0.1, 0.5, 0.9):
         results = [stop_after(loaded, ids, fraction * prefill, loop) for _ in range(repeats)]
         latencies = [r[0] for r in results]
         median = statistics.median(latencies)
-        print(f"  {fraction:6.0%} {median * 1000:24.0f} ms (max {max(latencies) * 1000:4.0f}) "
-              f"{median / prefill:19.0%} {max(r[1] for r in results):18d}   reasons: "
-              f"{sorted({r[2] for r in results})}")
+        print(
+            f"  {fraction:6.0%} {median * 1000:24.0f} ms (max {max(latencies) * 1000:4.0f}) "
+            f"{median / prefill:19.0%} {max(r[1] for r in results):18d}   reasons: "
+            f"{sorted({r[2] for r in results})}"
+        )
     decode = [stop_at_token(loaded, ids[:200], 10, loop) for _ in range(max(repeats, 5))]
-    print(f"stop during decode (at token 10, prompt {min(200, len(ids))} tokens): stop -> finished "
-          f"median "
-          f"{statistics.median(r[0] for r in decode) * 1000:.0f} ms, max {max(r[0] for r in decode) * 1000:.0f} ms; "
-          f"tokens after the stop: max {max(r[1] for r in decode)}; reasons: {sorted({r[2] for r in decode})}")
+    print(
+        f"stop during decode (at token 10, prompt {min(200, len(ids))} tokens): stop -> finished "
+        f"median "
+        f"{statistics.median(r[0] for r in decode) * 1000:.0f} ms, max {max(r[0] for r in decode) * 1000:.0f} ms; "
+        f"tokens after the stop: max {max(r[1] for r in decode)}; reasons: {sorted({r[2] for r in decode})}"
+    )
 
 
 if __name__ == "__main__":

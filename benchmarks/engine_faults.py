@@ -63,8 +63,10 @@ def main() -> None:
     args = parser.parse_args()
     report = _common.start_report(args, "engine_faults")
     noticed, working = kill_engine_mid_reply(args.dtype)
-    print(f"kill -9 of the engine mid-reply: the window showed it after {noticed * 1000:.0f} ms; the next reply "
-          f"(a new engine, the model loaded again) finished {working:.1f} s after the kill")
+    print(
+        f"kill -9 of the engine mid-reply: the window showed it after {noticed * 1000:.0f} ms; the next reply "
+        f"(a new engine, the model loaded again) finished {working:.1f} s after the kill"
+    )
     gone = kill_window()
     print(f"SIGKILL of the window: the engine was gone {gone * 1000:.0f} ms later (parent-death signal)")
     report.figure("engine_kill_noticed_ms", noticed * 1000)

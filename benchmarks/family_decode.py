@@ -15,9 +15,19 @@ from _common import bare_reply, bare_tpot, median
 
 # A few million weights a layer: small enough to build in seconds, large enough that the products,
 # not Python, are most of a generate() step.
-SIZES = dict(vocab_size=8192, hidden_size=512, intermediate_size=1536, num_hidden_layers=8,
-             num_attention_heads=8, num_key_value_heads=2, head_dim=64, max_position_embeddings=2048,
-             bos_token_id=1, eos_token_id=None, pad_token_id=0)
+SIZES = dict(
+    vocab_size=8192,
+    hidden_size=512,
+    intermediate_size=1536,
+    num_hidden_layers=8,
+    num_attention_heads=8,
+    num_key_value_heads=2,
+    head_dim=64,
+    max_position_embeddings=2048,
+    bos_token_id=1,
+    eos_token_id=None,
+    pad_token_id=0,
+)
 # Shorter than prompt plus reply, so the windowed families attend over a cut window while decoding.
 WINDOW = 32
 
@@ -78,18 +88,22 @@ def main() -> None:
         for key, model in models.items():
             for loop in loops:
                 tpots[key, loop].append(bare_tpot(model, prompt, args.tokens, loop))
-    print(f"random models: hidden {SIZES['hidden_size']}, {SIZES['num_hidden_layers']} layers, vocab "
-          f"{SIZES['vocab_size']}; prompt {prompt.shape[1]} tokens; {args.rounds} interleaved rounds of "
-          f"{args.tokens} new tokens; windowed families use a {WINDOW}-token window\n")
+    print(
+        f"random models: hidden {SIZES['hidden_size']}, {SIZES['num_hidden_layers']} layers, vocab "
+        f"{SIZES['vocab_size']}; prompt {prompt.shape[1]} tokens; {args.rounds} interleaved rounds of "
+        f"{args.tokens} new tokens; windowed families use a {WINDOW}-token window\n"
+    )
     print(f"{'family':<13}{'dtype':<9}{'generate ms':>12}{'lean ms':>9}{'speedup':>9}{'same tokens':>13}")
     for (family, dtype), model in models.items():
         generate_ms = median(tpots[(family, dtype), "generate"]) * 1000
         lean_ms = median(tpots[(family, dtype), "lean"]) * 1000
         with torch.inference_mode():
-            replies = [bare_reply(model, prompt, args.tokens, loop)[0, prompt.shape[1]:].tolist() for loop in loops]
+            replies = [bare_reply(model, prompt, args.tokens, loop)[0, prompt.shape[1] :].tolist() for loop in loops]
         same = sum(a == b for a, b in zip(*replies))
-        print(f"{family:<13}{dtype:<9}{generate_ms:>12.2f}{lean_ms:>9.2f}{generate_ms / lean_ms:>8.2f}x"
-              f"{same:>9}/{args.tokens}")
+        print(
+            f"{family:<13}{dtype:<9}{generate_ms:>12.2f}{lean_ms:>9.2f}{generate_ms / lean_ms:>8.2f}x"
+            f"{same:>9}/{args.tokens}"
+        )
         report.figure(f"{family}_{dtype}_lean_tpot_ms", lean_ms)
         report.figure(f"{family}_{dtype}_generate_tpot_ms", generate_ms)
 

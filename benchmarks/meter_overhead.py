@@ -30,7 +30,7 @@ def main() -> None:
     parser.add_argument("--breakdown", action="store_true")
     _common.add_json_option(parser)
     args = parser.parse_args()
-    report = _common.start_report(args, 'meter_overhead')
+    report = _common.start_report(args, "meter_overhead")
     driver = WindowDriver(dtype=args.dtype, streaming=True)
     driver.window.settings_panel.decode_loop_box.setCurrentText(args.loop)
     bare, app = [], []
@@ -52,16 +52,26 @@ def main() -> None:
     gui_rss_mb = _gui_rss_mb()
     driver.close()
     ratio = median(app) / median(bare)
-    print(f"model: the embedded one ({args.dtype}) in the engine process; {args.loop} loop; {args.rounds} interleaved "
-          f"rounds of {args.tokens} tokens; window process RSS {gui_rss_mb:.0f} MB")
-    print(f"bare {args.loop} TPOT: median {median(bare) * 1000:.2f} ms  (rounds: "
-          + ", ".join(f"{v * 1000:.1f}" for v in bare) + ")")
-    print(f"app pipeline TPOT:  median {median(app) * 1000:.2f} ms  (rounds: "
-          + ", ".join(f"{v * 1000:.1f}" for v in app) + ")")
+    print(
+        f"model: the embedded one ({args.dtype}) in the engine process; {args.loop} loop; {args.rounds} interleaved "
+        f"rounds of {args.tokens} tokens; window process RSS {gui_rss_mb:.0f} MB"
+    )
+    print(
+        f"bare {args.loop} TPOT: median {median(bare) * 1000:.2f} ms  (rounds: "
+        + ", ".join(f"{v * 1000:.1f}" for v in bare)
+        + ")"
+    )
+    print(
+        f"app pipeline TPOT:  median {median(app) * 1000:.2f} ms  (rounds: "
+        + ", ".join(f"{v * 1000:.1f}" for v in app)
+        + ")"
+    )
     for name, values in partial.items():
         print(f"  app with {name}: median {median(values) * 1000:.2f} ms, ratio {median(values) / median(bare):.3f}")
-    print(f"ratio app / bare {args.loop} = {ratio:.3f} (target <= {TARGET}): {'MET' if ratio <= TARGET else 'NOT MET'}; "
-          f"stretch <= {STRETCH}: {'MET' if ratio <= STRETCH else 'NOT MET'}")
+    print(
+        f"ratio app / bare {args.loop} = {ratio:.3f} (target <= {TARGET}): {'MET' if ratio <= TARGET else 'NOT MET'}; "
+        f"stretch <= {STRETCH}: {'MET' if ratio <= STRETCH else 'NOT MET'}"
+    )
     report.figure("app_over_bare_tpot", ratio, f"<= {TARGET}", ratio <= TARGET)
     report.figure("bare_tpot_ms", median(bare) * 1000)
     report.figure("app_tpot_ms", median(app) * 1000)
@@ -92,8 +102,11 @@ def breakdown_variants(window) -> dict:
 
     text = (window.transcript, "append_reply_text")
     plots = (window.meter, "refresh")
-    return {"no live text": lambda: without(text), "no live plots": lambda: without(plots),
-            "neither (signals, trace and frame timer only)": lambda: without(text, plots)}
+    return {
+        "no live text": lambda: without(text),
+        "no live plots": lambda: without(plots),
+        "neither (signals, trace and frame timer only)": lambda: without(text, plots),
+    }
 
 
 if __name__ == "__main__":

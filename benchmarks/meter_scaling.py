@@ -25,10 +25,19 @@ def build_tiny_model(folder: Path, context: int) -> None:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     tokenizer = load_model(None).tokenizer
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=context,
-                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                         pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=context,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=True,
+    )
     torch.manual_seed(0)
     LlamaForCausalLM(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
@@ -44,8 +53,11 @@ def instrument_per_token_work(window) -> list:
     # The GUI thread's CPU time at each token, so differences also count the repaints and frames
     # the slot's work causes later (text layout, plots), not just the slot itself.
     window.gui_cpu_ns_at_token = []
-    pieces = [(window.meter, "record_token"), (window.transcript, "append_reply_text"),
-              (window.meter, "show_visible_text")]
+    pieces = [
+        (window.meter, "record_token"),
+        (window.transcript, "append_reply_text"),
+        (window.meter, "show_visible_text"),
+    ]
     pending = {"us": 0.0}
 
     def timed(owner, name, closes_token):
@@ -61,6 +73,7 @@ def instrument_per_token_work(window) -> list:
                 per_token_us.append(pending["us"])
                 pending["us"] = 0.0
             return result
+
         setattr(owner, name, wrapper)
 
     for position, (owner, name) in enumerate(pieces):
@@ -78,7 +91,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=50)
     _common.add_json_option(parser)
     args = parser.parse_args()
-    _common.start_report(args, 'meter_scaling')
+    _common.start_report(args, "meter_scaling")
     folder = Path(tempfile.mkdtemp()) / "tiny"
     build_tiny_model(folder, context=args.long + 1024)
     loaded = load_model(str(folder))
@@ -106,18 +119,24 @@ def main() -> None:
     cpu = driver.window.gui_cpu_ns_at_token
     for start, end in windows:
         gui_us = (cpu[end - 1] - cpu[start]) / (end - 1 - start) / 1000
-        print(f"  tokens {start:>5}-{end:<5}: per-token slot CPU {mean(per_token[start:end]):7.1f} us; "
-              f"GUI thread CPU per token (slot, text layout, repaints, frames) {gui_us:7.1f} us")
+        print(
+            f"  tokens {start:>5}-{end:<5}: per-token slot CPU {mean(per_token[start:end]):7.1f} us; "
+            f"GUI thread CPU per token (slot, text layout, repaints, frames) {gui_us:7.1f} us"
+        )
     frame_costs[args.long] = frame_cost_ms()
-    growth = mean(per_token[windows[-1][0]:windows[-1][1]]) / mean(per_token[100:200])
+    growth = mean(per_token[windows[-1][0] : windows[-1][1]]) / mean(per_token[100:200])
     print(f"  per-token cost at the end / near the start: {growth:.2f}x (flat means ~1x)")
-    print(f"  one frame (setData + full repaint, median of 5) with {trace.output_tokens} points: "
-          f"{frame_costs[args.long]:.1f} ms")
+    print(
+        f"  one frame (setData + full repaint, median of 5) with {trace.output_tokens} points: "
+        f"{frame_costs[args.long]:.1f} ms"
+    )
     cpu = gui_cpu_at_each_token(args.long)
     print(f"  the same length with no model decoding beside the window (made-up tokens, {FRAME_MS} ms frames):")
     for start, end in windows:
-        print(f"    tokens {start:>5}-{end:<5}: GUI thread CPU per token "
-              f"{(cpu[end - 1] - cpu[start]) / (end - 1 - start) / 1000:7.1f} us")
+        print(
+            f"    tokens {start:>5}-{end:<5}: GUI thread CPU per token "
+            f"{(cpu[end - 1] - cpu[start]) / (end - 1 - start) / 1000:7.1f} us"
+        )
 
     driver.new_chat()
     durations.clear()
@@ -130,8 +149,10 @@ def main() -> None:
     first, last = mean(turn_means[1:6]), mean(turn_means[-5:])
     print(f"  per-token slot CPU, turns 2-6: {first:.1f} us; last 5 turns: {last:.1f} us; ratio {last / first:.2f}x")
     print(f"  one frame (median of 5) with {args.turns} turns of history: {frame_cost_ms():.1f} ms")
-    print("  with no model decoding beside the window, GUI thread CPU per token at tokens 100-300 of a reply "
-          "(the first ones also pay for new widgets' first paints):")
+    print(
+        "  with no model decoding beside the window, GUI thread CPU per token at tokens 100-300 of a reply "
+        "(the first ones also pay for new widgets' first paints):"
+    )
     for earlier in (1, args.turns, 2 * args.turns):
         cpu = gui_cpu_at_each_token(300, earlier_turns=earlier)
         print(f"    after {earlier:>3} turns: {(cpu[-1] - cpu[100]) / (len(cpu) - 1 - 100) / 1000:7.1f} us")

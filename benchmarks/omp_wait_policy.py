@@ -33,9 +33,25 @@ def ask(policy: str, threads: int, tokens: int) -> dict:
     env.pop("OMP_WAIT_POLICY", None)
     if policy != "default":
         env["OMP_WAIT_POLICY"] = policy
-    result = subprocess.run([sys.executable, "-m", "cli.main", "ask", QUESTION, "--json", "--temperature", "0",
-                             "--max-new-tokens", str(tokens)], capture_output=True, text=True, cwd=ROOT, env=env,
-                            timeout=600)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cli.main",
+            "ask",
+            QUESTION,
+            "--json",
+            "--temperature",
+            "0",
+            "--max-new-tokens",
+            str(tokens),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=600,
+    )
     if result.returncode != 0:
         raise RuntimeError(f"{policy}: latencylab ask failed: {result.stderr.strip()[-300:]}")
     return json.loads(result.stdout)
@@ -54,8 +70,10 @@ def main() -> None:
     _common.add_json_option(parser)
     args = parser.parse_args()
     report = _common.start_report(args, "omp_wait_policy")
-    print(f"latencylab ask, native, {args.tokens} greedy tokens, {args.threads} threads, {args.rounds} rounds, "
-          f"policies interleaved in each round")
+    print(
+        f"latencylab ask, native, {args.tokens} greedy tokens, {args.threads} threads, {args.rounds} rounds, "
+        f"policies interleaved in each round"
+    )
     runs: dict[tuple[str, str], list[dict]] = {}
     for _ in range(args.rounds):
         for load in ("quiet", "one busy program"):
@@ -72,8 +90,11 @@ def main() -> None:
         tpot = _common.median([run["tpot_s"] for run in done]) * 1000
         ttft = _common.median([run["ttft_s"] for run in done]) * 1000
         share = [run.get("cpu", {}).get("cpu_share") for run in done]
-        got = _common.median([value for value in share if value is not None]) if any(s is not None for s in share) \
+        got = (
+            _common.median([value for value in share if value is not None])
+            if any(s is not None for s in share)
             else float("nan")
+        )
         print(f"{load:<17} {policy:<8} {tpot:>8.1f} {ttft:>8.1f} {done[0]['output_tokens']:>6} {got:>8.2f}")
         report.figure(f"tpot_ms_{load.replace(' ', '_')}_{policy.lower()}", tpot)
     for load in ("quiet", "one busy program"):

@@ -49,7 +49,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=48)
     _common.add_json_option(parser)
     args = parser.parse_args()
-    _common.start_report(args, 'one_pool')
+    _common.start_report(args, "one_pool")
     import torch
 
     loaded = load_model(None, dtype=args.dtype)  # on the compute thread, like every bare_tpot below
@@ -61,13 +61,20 @@ def main() -> None:
         with SecondPool():
             two.append(bare_tpot(loaded.model, prompt, args.tokens))
         after.append(bare_tpot(loaded.model, prompt, args.tokens))
-    print(f"model {loaded.name} ({args.dtype}), {torch.get_num_threads()} torch threads; "
-          f"{args.rounds} interleaved rounds of {args.tokens} tokens")
+    print(
+        f"model {loaded.name} ({args.dtype}), {torch.get_num_threads()} torch threads; "
+        f"{args.rounds} interleaved rounds of {args.tokens} tokens"
+    )
     for label, values in (("one pool", one), ("a second pool alive", two), ("second pool ended", after)):
-        print(f"{label:<22} TPOT median {median(values) * 1000:6.1f} ms  ("
-              + ", ".join(f"{v * 1000:.1f}" for v in values) + ")")
-    print(f"a second pool makes decode {median(two) / median(one):.2f}x slower; the app keeps one "
-          f"(core/compute_thread.py)")
+        print(
+            f"{label:<22} TPOT median {median(values) * 1000:6.1f} ms  ("
+            + ", ".join(f"{v * 1000:.1f}" for v in values)
+            + ")"
+        )
+    print(
+        f"a second pool makes decode {median(two) / median(one):.2f}x slower; the app keeps one "
+        f"(core/compute_thread.py)"
+    )
 
 
 if __name__ == "__main__":

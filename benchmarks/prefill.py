@@ -54,8 +54,7 @@ def main() -> None:
     if "llama.cpp" in engines:
         import llama_cpp
 
-        llama = llama_cpp.Llama(path, n_ctx=4096, verbose=False, n_threads=args.threads,
-                                n_threads_batch=args.threads)
+        llama = llama_cpp.Llama(path, n_ctx=4096, verbose=False, n_threads=args.threads, n_threads_batch=args.threads)
     kernel = native.model.kernel
     gemm = kernel.prefill_precision
     print(f"{native.describe()['runtime']}; {args.threads} threads for ours, torch and llama.cpp")
@@ -107,13 +106,19 @@ def main() -> None:
                     value = tpot(engine, ids)
                     if value is not None:
                         tpots[engine, words].append(value)
-    print(f"1-minute load average {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end; other programs "
-          f"used {probe.others_share:.0%} of the cores during the run" if probe.others_share is not None else "")
+    print(
+        f"1-minute load average {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end; other programs "
+        f"used {probe.others_share:.0%} of the cores during the run"
+        if probe.others_share is not None
+        else ""
+    )
     ceilings = cached_ceilings(args.threads)
     shape = ArithmeticShape.from_dict(native.describe()["arithmetic"])
     ceiling = compute_ceiling(ceilings, gemm)
-    print(f"\nTTFT (a 1-token reply, bare), median of {args.rounds} interleaved rounds; native = GEMM prompts "
-          f"({gemm}) from {_min_tokens()} tokens, blocks = the block kernels alone\n")
+    print(
+        f"\nTTFT (a 1-token reply, bare), median of {args.rounds} interleaved rounds; native = GEMM prompts "
+        f"({gemm}) from {_min_tokens()} tokens, blocks = the block kernels alone\n"
+    )
     header = f"{'tokens':>7}" + "".join(f"{engine + ' ms':>14}" for engine in runs)
     header += f"{'native/fp32':>13}{'native/llama':>14}{'GFLOP/s':>9}{'of ceiling':>12}"
     print(header)
@@ -131,30 +136,44 @@ def main() -> None:
         report.figure(f"ttft_{len(ids)}_tokens", {engine: medians[engine] for engine in runs})
         if words == max(prompts):
             if versus_float32:
-                report.figure("native_over_float32_at_longest", versus_float32, f"<= {TARGET_VS_FLOAT32:g}",
-                              versus_float32 <= TARGET_VS_FLOAT32)
+                report.figure(
+                    "native_over_float32_at_longest",
+                    versus_float32,
+                    f"<= {TARGET_VS_FLOAT32:g}",
+                    versus_float32 <= TARGET_VS_FLOAT32,
+                )
             if versus_llama:
-                report.figure("native_over_llama_cpp_at_longest", versus_llama, f"<= {TARGET_VS_LLAMA_CPP:g}",
-                              versus_llama <= TARGET_VS_LLAMA_CPP)
+                report.figure(
+                    "native_over_llama_cpp_at_longest",
+                    versus_llama,
+                    f"<= {TARGET_VS_LLAMA_CPP:g}",
+                    versus_llama <= TARGET_VS_LLAMA_CPP,
+                )
             report.figure("prefill_share_of_gemm_ceiling", share)
     if ceiling is None:
         print("(no ceilings cached for this CPU yet: `latencylab bench --sweeps bandwidth` measures them)")
     else:
         print(f"ceiling: {ceiling.label} {ceiling.value / 1e9:,.0f} GFLOP/s ({ceiling.method})")
     longest = max(prompts)
-    for label, key, target in (("float32", "float32", TARGET_VS_FLOAT32), ("llama.cpp", "llama.cpp",
-                                                                          TARGET_VS_LLAMA_CPP)):
+    for label, key, target in (
+        ("float32", "float32", TARGET_VS_FLOAT32),
+        ("llama.cpp", "llama.cpp", TARGET_VS_LLAMA_CPP),
+    ):
         if key in runs:
             ratio = median(times["native", longest]) / median(times[key, longest])
-            print(f"native TTFT at {len(prompts[longest]):,} tokens vs {label}: {ratio:.2f}x (target <= {target:g}x): "
-                  f"{'MET' if ratio <= target else 'NOT MET'}")
+            print(
+                f"native TTFT at {len(prompts[longest]):,} tokens vs {label}: {ratio:.2f}x (target <= {target:g}x): "
+                f"{'MET' if ratio <= target else 'NOT MET'}"
+            )
     if args.tokens:
         print(f"\nTPOT ms ({args.tokens} new tokens after each prompt)\n")
         engines_with_tpot = [engine for engine in runs if tpots[engine, longest]]
         print(f"{'tokens':>7}" + "".join(f"{engine:>12}" for engine in engines_with_tpot))
         for words, ids in prompts.items():
-            print(f"{len(ids):>7}" + "".join(f"{median(tpots[engine, words]) * 1000:>12.2f}"
-                                              for engine in engines_with_tpot))
+            print(
+                f"{len(ids):>7}"
+                + "".join(f"{median(tpots[engine, words]) * 1000:>12.2f}" for engine in engines_with_tpot)
+            )
 
 
 def _min_tokens() -> int:

@@ -84,11 +84,15 @@ def main() -> None:
     report = _common.start_report(args, "prefill_progress")
     loaded = load_model(args.model, dtype=args.dtype)
     ids = prompt_ids(loaded, args.prompt_tokens)
-    print(f"model: {loaded.name} ({loaded.dtype}), {loaded.model.config.num_hidden_layers} layers, prompt: "
-          f"{len(ids)} tokens, torch threads: {__import__('torch').get_num_threads()}")
+    print(
+        f"model: {loaded.name} ({loaded.dtype}), {loaded.model.config.num_hidden_layers} layers, prompt: "
+        f"{len(ids)} tokens, torch threads: {__import__('torch').get_num_threads()}"
+    )
     reports_s = callback_seconds_per_pass(loaded.model.config.num_hidden_layers)
-    print(f"the reports alone: {reports_s * 1e6:.1f} µs per prompt pass "
-          f"({loaded.model.config.num_hidden_layers + 1} stamps and queue puts)")
+    print(
+        f"the reports alone: {reports_s * 1e6:.1f} µs per prompt pass "
+        f"({loaded.model.config.num_hidden_layers + 1} stamps and queue puts)"
+    )
     report.figure("reports_us_per_pass", round(reports_s * 1e6, 2))
     for loop in args.loops.split(","):
         one_pass(loaded, ids[:64], loop, True)  # warm-up
@@ -100,10 +104,12 @@ def main() -> None:
                 (with_ if reporting else without).append(one_pass(loaded, ids, loop, reporting))
         ratio = statistics.median(with_) / statistics.median(without)
         pair_ratios = [a / b for a, b in zip(with_, without)]
-        print(f"{loop:>8}: prefill with progress median {statistics.median(with_) * 1000:.0f} ms "
-              f"({', '.join(f'{s * 1000:.0f}' for s in with_)}), without {statistics.median(without) * 1000:.0f} ms "
-              f"({', '.join(f'{s * 1000:.0f}' for s in without)}); ratio of medians {ratio:.3f}, "
-              f"per pair {', '.join(f'{r:.3f}' for r in pair_ratios)}")
+        print(
+            f"{loop:>8}: prefill with progress median {statistics.median(with_) * 1000:.0f} ms "
+            f"({', '.join(f'{s * 1000:.0f}' for s in with_)}), without {statistics.median(without) * 1000:.0f} ms "
+            f"({', '.join(f'{s * 1000:.0f}' for s in without)}); ratio of medians {ratio:.3f}, "
+            f"per pair {', '.join(f'{r:.3f}' for r in pair_ratios)}"
+        )
         report.figure(f"{loop}_ratio_with_over_without", round(ratio, 4), "1.00 +- 0.02", abs(ratio - 1) <= 0.02)
         print(f"{'':>8}  the reports' share of the median pass: {reports_s / statistics.median(without):.5%}")
 

@@ -18,9 +18,41 @@ from core.chats.session import ChatSession
 from core.model.loader import load_model
 
 TARGET_RATIO = 7.0
-VOCABULARY = ("the", "dragon", "slept", "under", "a", "mountain", "of", "gold", "while", "villagers", "argued",
-              "about", "whose", "turn", "it", "was", "to", "bring", "bread", "and", "cheese", "tonight", "quietly",
-              "river", "lantern", "winter", "stone", "bridge", "merchant", "songs", "smoke", "ember", "wing")
+VOCABULARY = (
+    "the",
+    "dragon",
+    "slept",
+    "under",
+    "a",
+    "mountain",
+    "of",
+    "gold",
+    "while",
+    "villagers",
+    "argued",
+    "about",
+    "whose",
+    "turn",
+    "it",
+    "was",
+    "to",
+    "bring",
+    "bread",
+    "and",
+    "cheese",
+    "tonight",
+    "quietly",
+    "river",
+    "lantern",
+    "winter",
+    "stone",
+    "bridge",
+    "merchant",
+    "songs",
+    "smoke",
+    "ember",
+    "wing",
+)
 
 
 def long_chat(turns: int) -> ChatSession:
@@ -70,12 +102,16 @@ def main() -> None:
         cold = sorted(build_seconds(tokenizer, session, cold=True) for _ in range(args.repeats))
         warm = sorted(build_seconds(tokenizer, session, cold=False) for _ in range(args.repeats))
         results[turns] = cold[len(cold) // 2][0]
-        print(f"{turns:4d} turns: trim {cold[len(cold) // 2][0] * 1000:8.1f} ms from an empty cache, "
-              f"{warm[len(warm) // 2][0] * 1000:7.1f} ms cached; {cold[0][1]} of {2 * turns + 1} messages left out")
+        print(
+            f"{turns:4d} turns: trim {cold[len(cold) // 2][0] * 1000:8.1f} ms from an empty cache, "
+            f"{warm[len(warm) // 2][0] * 1000:7.1f} ms cached; {cold[0][1]} of {2 * turns + 1} messages left out"
+        )
     ratio = results[args.long] / results[args.short]
     verdict = "met" if ratio <= TARGET_RATIO else "NOT met"
-    print(f"{args.long} vs {args.short} turns: {ratio:.2f}x the time (target <= {TARGET_RATIO:g}x, "
-          f"linear = {args.long / args.short:g}x): {verdict}")
+    print(
+        f"{args.long} vs {args.short} turns: {ratio:.2f}x the time (target <= {TARGET_RATIO:g}x, "
+        f"linear = {args.long / args.short:g}x): {verdict}"
+    )
 
 
 if __name__ == "__main__":

@@ -42,8 +42,9 @@ def llama_tpot(llm, prompt_ids: list[int], new_tokens: int) -> float:
 
 def probe_load(engine: str, path: Path) -> dict:
     script = Path(__file__).with_name("_load_probe.py")
-    result = subprocess.run([sys.executable, str(script), engine, str(path)], capture_output=True, text=True,
-                            timeout=900)
+    result = subprocess.run(
+        [sys.executable, str(script), engine, str(path)], capture_output=True, text=True, timeout=900
+    )
     if result.returncode != 0:
         return {"error": (result.stderr.strip().splitlines() or ["failed"])[-1]}
     return json.loads(result.stdout.strip().splitlines()[-1])
@@ -63,8 +64,9 @@ def run(report, rounds: int, tokens: int, file_types: list[str], threads: int) -
     for file_type, path in paths.items():
         models[file_type, "native"] = load_model(str(path))
         models[file_type, "float32"] = load_model(str(path), dtype="float32")
-        models[file_type, "llama.cpp"] = llama_cpp.Llama(str(path), n_ctx=512, verbose=False, n_threads=threads,
-                                                         n_threads_batch=threads)
+        models[file_type, "llama.cpp"] = llama_cpp.Llama(
+            str(path), n_ctx=512, verbose=False, n_threads=threads, n_threads_batch=threads
+        )
     tokenizer = models[file_types[0], "native"].tokenizer
     prompt_ids = tokenizer(PROMPT)["input_ids"]
     prompt = torch.tensor([prompt_ids])
@@ -82,10 +84,14 @@ def run(report, rounds: int, tokens: int, file_types: list[str], threads: int) -
     for _ in range(rounds):
         for run_key in runs:  # interleaved, so machine noise hits every run alike
             tpots[run_key].append(measure(run_key, tokens))
-    print(f"\nPer GGUF quant type (the embedded model requantised by llama.cpp): {rounds} interleaved rounds of "
-          f"{tokens} new tokens, lean loop, {threads} thread(s) for torch and for llama.cpp\n")
-    print(f"{'file':<8}{'native as':<20}{'native':>9}{'float32':>9}{'llama.cpp':>11}{'vs fp32':>9}{'vs llama':>10}"
-          f"  target >= {TARGET_SPEEDUP:g}x fp32")
+    print(
+        f"\nPer GGUF quant type (the embedded model requantised by llama.cpp): {rounds} interleaved rounds of "
+        f"{tokens} new tokens, lean loop, {threads} thread(s) for torch and for llama.cpp\n"
+    )
+    print(
+        f"{'file':<8}{'native as':<20}{'native':>9}{'float32':>9}{'llama.cpp':>11}{'vs fp32':>9}{'vs llama':>10}"
+        f"  target >= {TARGET_SPEEDUP:g}x fp32"
+    )
     print(f"{'':<28}{'tok/s':>9}{'tok/s':>9}{'tok/s':>11}")
     met_all = True
     for file_type in file_types:
@@ -95,10 +101,12 @@ def run(report, rounds: int, tokens: int, file_types: list[str], threads: int) -
         met = speedup >= TARGET_SPEEDUP
         met_all &= met
         facts = models[file_type, "native"].describe()
-        print(f"{file_type:<8}{facts['dtype']:<20}{tok_s['native']:>9.1f}{tok_s['float32']:>9.1f}"
-              f"{tok_s['llama.cpp']:>11.1f}{speedup:>8.2f}x{versus_llama:>9.0%}  "
-              f"{'MET' if met else f'NOT MET ({speedup:.2f}x)'}; stretch >= llama.cpp: "
-              f"{'MET' if versus_llama >= 1 else 'NOT MET'}")
+        print(
+            f"{file_type:<8}{facts['dtype']:<20}{tok_s['native']:>9.1f}{tok_s['float32']:>9.1f}"
+            f"{tok_s['llama.cpp']:>11.1f}{speedup:>8.2f}x{versus_llama:>9.0%}  "
+            f"{'MET' if met else f'NOT MET ({speedup:.2f}x)'}; stretch >= llama.cpp: "
+            f"{'MET' if versus_llama >= 1 else 'NOT MET'}"
+        )
         report.figure(f"{file_type}_native_tok_s", tok_s["native"])
         report.figure(f"{file_type}_float32_tok_s", tok_s["float32"])
         report.figure(f"{file_type}_llama_cpp_tok_s", tok_s["llama.cpp"])
@@ -107,20 +115,26 @@ def run(report, rounds: int, tokens: int, file_types: list[str], threads: int) -
     print(f"native >= {TARGET_SPEEDUP:g}x float32 for every type: {'MET' if met_all else 'NOT MET'}")
     agreement_table(report, models, file_types, paths)
     models.clear()  # out of memory before the load probes (the closure above shares the dict, so not `del`)
-    print("\nLoad of each file in a fresh process (imports excluded; ours: a later load, with the verified "
-          "tokenizer cache already made)\n")
-    print(f"{'file':<8}{'file MB':>9}{'ours s':>8}{'ours peak MB':>14}{'(imports)':>11}{'llama.cpp s':>13}"
-          f"{'llama.cpp peak MB':>19}{'(imports)':>11}")
+    print(
+        "\nLoad of each file in a fresh process (imports excluded; ours: a later load, with the verified "
+        "tokenizer cache already made)\n"
+    )
+    print(
+        f"{'file':<8}{'file MB':>9}{'ours s':>8}{'ours peak MB':>14}{'(imports)':>11}{'llama.cpp s':>13}"
+        f"{'llama.cpp peak MB':>19}{'(imports)':>11}"
+    )
     for file_type, path in paths.items():
         probe_load("ours", path)  # the first load makes the tokenizer cache; the figure is a later load's
         ours, theirs = probe_load("ours", path), probe_load("llama", path)
         if "error" in ours or "error" in theirs:
             print(f"{file_type:<8} load failed: {ours.get('error') or theirs.get('error')}")
             continue
-        print(f"{file_type:<8}{path.stat().st_size / 1e6:>9.0f}{ours['load_s']:>8.1f}"
-              f"{ours['peak_rss_bytes'] / 1e6:>14.0f}{ours['rss_before_load_bytes'] / 1e6:>11.0f}"
-              f"{theirs['load_s']:>13.1f}{theirs['peak_rss_bytes'] / 1e6:>19.0f}"
-              f"{theirs['rss_before_load_bytes'] / 1e6:>11.0f}")
+        print(
+            f"{file_type:<8}{path.stat().st_size / 1e6:>9.0f}{ours['load_s']:>8.1f}"
+            f"{ours['peak_rss_bytes'] / 1e6:>14.0f}{ours['rss_before_load_bytes'] / 1e6:>11.0f}"
+            f"{theirs['load_s']:>13.1f}{theirs['peak_rss_bytes'] / 1e6:>19.0f}"
+            f"{theirs['rss_before_load_bytes'] / 1e6:>11.0f}"
+        )
         report.figure(f"{file_type}_load_s", ours["load_s"])
         report.figure(f"{file_type}_peak_rss_mb", ours["peak_rss_bytes"] / 1e6)
         report.figure(f"{file_type}_llama_cpp_load_s", theirs["load_s"])
@@ -148,11 +162,16 @@ def agreement_table(report, models, file_types, paths) -> None:
             dequantised = exact.model(torch.tensor([ids])).logits[0].argmax(-1).numpy()
         reference = llama_cpp.Llama(str(paths[file_type]), n_ctx=1024, logits_all=True, verbose=False, n_threads=2)
         reference.eval(ids)
-        theirs = np.asarray(reference.scores[:len(ids)]).argmax(-1)
-        rates = {"native_llama_cpp": (ours == theirs).mean(), "native_float32": (ours == dequantised).mean(),
-                 "float32_llama_cpp": (dequantised == theirs).mean()}
-        print(f"{file_type:<8}{len(ids):>8}{rates['native_llama_cpp']:>18.1%}{rates['native_float32']:>16.1%}"
-              f"{rates['float32_llama_cpp']:>19.1%}")
+        theirs = np.asarray(reference.scores[: len(ids)]).argmax(-1)
+        rates = {
+            "native_llama_cpp": (ours == theirs).mean(),
+            "native_float32": (ours == dequantised).mean(),
+            "float32_llama_cpp": (dequantised == theirs).mean(),
+        }
+        print(
+            f"{file_type:<8}{len(ids):>8}{rates['native_llama_cpp']:>18.1%}{rates['native_float32']:>16.1%}"
+            f"{rates['float32_llama_cpp']:>19.1%}"
+        )
         for name, rate in rates.items():
             report.figure(f"{file_type}_agreement_{name}", float(rate))
 

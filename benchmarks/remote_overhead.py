@@ -31,8 +31,13 @@ SERVER_PER_TOKEN = re.compile(r"\beval time =\s*([\d.]+) ms /\s*(\d+) runs")
 
 def one_reply(model, tokens: int) -> tuple[list[float], object]:
     """Per chunk, the client's cost in ms (stamp to consumer); and the finished trace."""
-    reply = RemoteReply(model, "", [("user", "Tell me a long story about the sea.")],
-                        GenerationSettings(max_new_tokens=tokens), ignore_eos=True).start()
+    reply = RemoteReply(
+        model,
+        "",
+        [("user", "Tell me a long story about the sea.")],
+        GenerationSettings(max_new_tokens=tokens),
+        ignore_eos=True,
+    ).start()
     costs, seen = [], set()
     for event in reply:
         received_ns = time.perf_counter_ns()
@@ -57,8 +62,12 @@ def main() -> None:
     parser.add_argument("--replies", type=int, default=6)
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--threads", type=int, default=None, help="the server's threads (default: all cores)")
-    parser.add_argument("--server", choices=(LLAMA_SERVER, PYTHON_SERVER), default=None,
-                        help="which llama.cpp server (default: llama-server where built)")
+    parser.add_argument(
+        "--server",
+        choices=(LLAMA_SERVER, PYTHON_SERVER),
+        default=None,
+        help="which llama.cpp server (default: llama-server where built)",
+    )
     _common.add_json_option(parser)
     args = parser.parse_args()
     report = _common.start_report(args, "remote_overhead")
@@ -86,14 +95,20 @@ def main() -> None:
         return
     cost_p50, cost_p95 = statistics.median(costs), statistics.quantiles(costs, n=20)[-1]
     ratio = statistics.median(ratios)
-    print(f"server: {server.kind} ({server.alias}) on 127.0.0.1, {args.replies} replies of {args.tokens} tokens, "
-          f"{len(costs)} chunks")
-    print(f"server's own time per token (llama.cpp eval): median {statistics.median(server_ms):.2f} ms; "
-          f"client TPOT over the wire: median {statistics.median(client_tpot):.2f} ms")
+    print(
+        f"server: {server.kind} ({server.alias}) on 127.0.0.1, {args.replies} replies of {args.tokens} tokens, "
+        f"{len(costs)} chunks"
+    )
+    print(
+        f"server's own time per token (llama.cpp eval): median {statistics.median(server_ms):.2f} ms; "
+        f"client TPOT over the wire: median {statistics.median(client_tpot):.2f} ms"
+    )
     print(f"client cost per chunk (socket read → consumer): p50 {cost_p50 * 1e3:.0f} µs, p95 {cost_p95 * 1e3:.0f} µs")
     met = ratio <= TARGET_RATIO
-    print(f"client cost per chunk / server time per token: {ratio:.4f} (target ≤ {TARGET_RATIO}) — "
-          f"{'met' if met else 'NOT met'}")
+    print(
+        f"client cost per chunk / server time per token: {ratio:.4f} (target ≤ {TARGET_RATIO}) — "
+        f"{'met' if met else 'NOT met'}"
+    )
     report.figure("client_cost_ratio", ratio, f"<= {TARGET_RATIO}", met)
     report.figure("client_cost_p50_us", cost_p50 * 1e3)
     report.figure("server_ms_per_token", statistics.median(server_ms))

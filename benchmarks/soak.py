@@ -76,8 +76,9 @@ def engine_facts() -> tuple[int, float]:
     """(engine processes alive under this one, their total RSS in MiB)."""
     import psutil
 
-    engines = [child for child in psutil.Process().children() if child.is_running()
-               and child.status() != psutil.STATUS_ZOMBIE]
+    engines = [
+        child for child in psutil.Process().children() if child.is_running() and child.status() != psutil.STATUS_ZOMBIE
+    ]
     return len(engines), sum(child.memory_info().rss for child in engines) / 2**20
 
 
@@ -85,9 +86,17 @@ def snapshot(label: str, turn: int) -> dict:
     gc.collect()
     qthreads, running = qthread_counts()
     engines, engine_rss = engine_facts()
-    return {"label": label, "turn": turn, "rss_mb": rss_bytes() / 2**20, "py_threads": threading.active_count(),
-            "os_threads": os_thread_count(), "qthreads": qthreads, "qthreads_running": running,
-            "engines": engines, "engine_rss_mb": engine_rss}
+    return {
+        "label": label,
+        "turn": turn,
+        "rss_mb": rss_bytes() / 2**20,
+        "py_threads": threading.active_count(),
+        "os_threads": os_thread_count(),
+        "qthreads": qthreads,
+        "qthreads_running": running,
+        "engines": engines,
+        "engine_rss_mb": engine_rss,
+    }
 
 
 def main() -> int:
@@ -99,7 +108,7 @@ def main() -> int:
     parser.add_argument("--model", default="embedded")
     _common.add_json_option(parser)
     args = parser.parse_args()
-    _common.start_report(args, 'soak')
+    _common.start_report(args, "soak")
 
     data = tempfile.mkdtemp(prefix="latencylab-soak-")
     os.environ["XDG_DATA_HOME"] = os.path.join(data, "data")
@@ -142,28 +151,42 @@ def main() -> int:
     rows.append(snapshot("after close", args.turns))
 
     print()
-    print(f"{'':14} {'turn':>5} {'window RSS MB':>14} {'engine RSS MB':>14} {'engines':>8} {'Python threads':>15} "
-          f"{'OS threads':>11} {'QThreads':>9} {'running':>8}")
+    print(
+        f"{'':14} {'turn':>5} {'window RSS MB':>14} {'engine RSS MB':>14} {'engines':>8} {'Python threads':>15} "
+        f"{'OS threads':>11} {'QThreads':>9} {'running':>8}"
+    )
     for row in rows:
-        print(f"{row['label']:14} {row['turn']:5d} {row['rss_mb']:14.1f} {row['engine_rss_mb']:14.1f} "
-              f"{row['engines']:8d} {row['py_threads']:15d} "
-              f"{row['os_threads']:11d} {row['qthreads']:9d} {row['qthreads_running']:8d}")
+        print(
+            f"{row['label']:14} {row['turn']:5d} {row['rss_mb']:14.1f} {row['engine_rss_mb']:14.1f} "
+            f"{row['engines']:8d} {row['py_threads']:15d} "
+            f"{row['os_threads']:11d} {row['qthreads']:9d} {row['qthreads_running']:8d}"
+        )
     warm, end = rows[1] if args.warmup < args.turns else rows[0], rows[-2]
     growth = (end["rss_mb"] - warm["rss_mb"]) / warm["rss_mb"]
     engine_growth = (end["engine_rss_mb"] - warm["engine_rss_mb"]) / warm["engine_rss_mb"]
     engines_counts = {row["engines"] for row in rows[:-1]}
     print()
-    print(f"turns: {args.turns} ({failures} failed), {args.turns_per_chat} per chat, "
-          f"max {args.max_new_tokens} new tokens; prompt tokens {min(prompt_tokens)}-{max(prompt_tokens)}")
+    print(
+        f"turns: {args.turns} ({failures} failed), {args.turns_per_chat} per chat, "
+        f"max {args.max_new_tokens} new tokens; prompt tokens {min(prompt_tokens)}-{max(prompt_tokens)}"
+    )
     print(f"turn time: median {sorted(turn_times)[len(turn_times) // 2]:.2f} s, max {max(turn_times):.2f} s")
-    print(f"window RSS growth after warm-up (turn {warm['turn']} -> {end['turn']}): {growth:+.1%} "
-          f"({end['rss_mb'] - warm['rss_mb']:+.1f} MB); target < 10%")
-    print(f"engine RSS growth after warm-up: {engine_growth:+.1%} "
-          f"({end['engine_rss_mb'] - warm['engine_rss_mb']:+.1f} MB); target < 10%")
-    print(f"engine processes during the run: {sorted(engines_counts)} (target: always 1); after close: "
-          f"{rows[-1]['engines']}")
-    print(f"threads after warm-up -> end: Python {warm['py_threads']} -> {end['py_threads']}, "
-          f"OS {warm['os_threads']} -> {end['os_threads']}, QThread {warm['qthreads']} -> {end['qthreads']}")
+    print(
+        f"window RSS growth after warm-up (turn {warm['turn']} -> {end['turn']}): {growth:+.1%} "
+        f"({end['rss_mb'] - warm['rss_mb']:+.1f} MB); target < 10%"
+    )
+    print(
+        f"engine RSS growth after warm-up: {engine_growth:+.1%} "
+        f"({end['engine_rss_mb'] - warm['engine_rss_mb']:+.1f} MB); target < 10%"
+    )
+    print(
+        f"engine processes during the run: {sorted(engines_counts)} (target: always 1); after close: "
+        f"{rows[-1]['engines']}"
+    )
+    print(
+        f"threads after warm-up -> end: Python {warm['py_threads']} -> {end['py_threads']}, "
+        f"OS {warm['os_threads']} -> {end['os_threads']}, QThread {warm['qthreads']} -> {end['qthreads']}"
+    )
     print(f"chats saved on disk: {chats_on_disk}")
     app.quit()
     stable = warm["py_threads"] == end["py_threads"] and warm["qthreads"] == end["qthreads"]

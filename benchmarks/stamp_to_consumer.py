@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--dtype", default="float32")
     _common.add_json_option(parser)
     args = parser.parse_args()
-    _common.start_report(args, 'stamp_to_consumer')
+    _common.start_report(args, "stamp_to_consumer")
     loaded = load_model(args.model, dtype=args.dtype)
     session = ChatSession()
     session.add_user("Write a long story about a lighthouse keeper.")
@@ -48,8 +48,10 @@ def main() -> None:
     tpot_us = percentile(gaps_s, 50) * 1e6
     print(f"tokens: {len(delays_us)}  model: {loaded.name} ({loaded.dtype})")
     print(f"put() stamp -> consumer thread delay: p50 {p50:.0f} us, p99 {p99:.0f} us, max {max(delays_us):.0f} us")
-    print(f"as a share of the median inter-token gap ({tpot_us / 1000:.1f} ms): "
-          f"p50 {p50 / tpot_us:.2%}, p99 {p99 / tpot_us:.2%}")
+    print(
+        f"as a share of the median inter-token gap ({tpot_us / 1000:.1f} ms): "
+        f"p50 {p50 / tpot_us:.2%}, p99 {p99 / tpot_us:.2%}"
+    )
 
 
 if __name__ == "__main__":

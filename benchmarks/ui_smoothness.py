@@ -20,7 +20,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=200)
     _common.add_json_option(parser)
     args = parser.parse_args()
-    _common.start_report(args, 'ui_smoothness')
+    _common.start_report(args, "ui_smoothness")
     driver = WindowDriver(dtype=args.dtype, streaming=True)  # the app's engine process, as a user runs it
     from gui.ui_probe import UiProbe
 
@@ -33,12 +33,16 @@ def main() -> None:
     driver.close()
     stall, paint = summary["stall_ms"], summary["put_to_paint_ms"]
     print(f"{trace.output_tokens} tokens streamed at {args.dtype}, TPOT {trace.metrics().tpot_s * 1000:.1f} ms")
-    print(f"event-loop stall (5 ms probe timer, lateness): p50 {stall['p50']:.1f} ms, p99 {stall['p99']:.1f} ms "
-          f"(target < 20: {'MET' if stall['p99'] < 20 else 'NOT MET'}), max {stall['max']:.1f} ms "
-          f"(target < 50: {'MET' if stall['max'] < 50 else 'NOT MET'})")
-    print(f"put() stamp -> transcript repaint over {paint['count']} tokens: p50 {paint['p50']:.1f} ms, "
-          f"p95 {paint['p95']:.1f} ms (target < 33: {'MET' if paint['p95'] < 33 else 'NOT MET'}), "
-          f"max {paint['max']:.1f} ms")
+    print(
+        f"event-loop stall (5 ms probe timer, lateness): p50 {stall['p50']:.1f} ms, p99 {stall['p99']:.1f} ms "
+        f"(target < 20: {'MET' if stall['p99'] < 20 else 'NOT MET'}), max {stall['max']:.1f} ms "
+        f"(target < 50: {'MET' if stall['max'] < 50 else 'NOT MET'})"
+    )
+    print(
+        f"put() stamp -> transcript repaint over {paint['count']} tokens: p50 {paint['p50']:.1f} ms, "
+        f"p95 {paint['p95']:.1f} ms (target < 33: {'MET' if paint['p95'] < 33 else 'NOT MET'}), "
+        f"max {paint['max']:.1f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -87,13 +87,17 @@ def main() -> None:
             profiler.disable()
         trace = done[0]
         shares.append(trace.window_cpu_share)
-        print(f"reply {reply + 1}: {trace.output_tokens} tokens in {trace.metrics().e2e_s:.2f} s; the window's GUI "
-              f"thread used {trace.window_cpu_share:.3f} of a core")
+        print(
+            f"reply {reply + 1}: {trace.output_tokens} tokens in {trace.metrics().e2e_s:.2f} s; the window's GUI "
+            f"thread used {trace.window_cpu_share:.3f} of a core"
+        )
     window.reply_finished.disconnect()
     share = _common.median(shares)
     met = share <= TARGET_CORES
-    print(f"\nthe window's own CPU while streaming: {share:.3f} of a core (median of {len(shares)}; target <= "
-          f"{TARGET_CORES}: {'met' if met else 'not met'})")
+    print(
+        f"\nthe window's own CPU while streaming: {share:.3f} of a core (median of {len(shares)}; target <= "
+        f"{TARGET_CORES}: {'met' if met else 'not met'})"
+    )
     report.figure("window_cores", share, f"<= {TARGET_CORES}", met)
     if profiler:
         profiler.dump_stats(args.profile)

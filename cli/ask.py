@@ -47,11 +47,20 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
     generation: Generation | None = None
     try:
         try:
-            loaded = load_any(args.model, device=args.device, dtype=args.dtype, progress=ProgressPrinter(),
-                              trust_remote_code=args.trust_remote_code, allow_pickle=args.allow_pickle,
-                              server_timeout_s=getattr(args, "server_timeout", None))
-            generation, prompt = prepare_any(loaded, ReplyRequest(args.system, (Message("user", args.prompt),),
-                                                                  settings), streaming=not args.no_stream)
+            loaded = load_any(
+                args.model,
+                device=args.device,
+                dtype=args.dtype,
+                progress=ProgressPrinter(),
+                trust_remote_code=args.trust_remote_code,
+                allow_pickle=args.allow_pickle,
+                server_timeout_s=getattr(args, "server_timeout", None),
+            )
+            generation, prompt = prepare_any(
+                loaded,
+                ReplyRequest(args.system, (Message("user", args.prompt),), settings),
+                streaming=not args.no_stream,
+            )
         except LatencyLabError as error:
             say(f"error: {error}")
             return 1
@@ -69,8 +78,9 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
         return end_generation(generation, lost.status, lost.message and f"error: {lost.message}")
 
 
-def stream_reply(args: argparse.Namespace, settings: GenerationSettings, loaded, generation: Generation,
-                 extra: dict | None = None) -> tuple[int, GenerationTrace]:
+def stream_reply(
+    args: argparse.Namespace, settings: GenerationSettings, loaded, generation: Generation, extra: dict | None = None
+) -> tuple[int, GenerationTrace]:
     """Print one reply as it streams (or whole, or as one JSON object with `extra` in it); (exit status, trace)."""
     prefill_line = PrefillLine(sys.stderr)
     generation.on_progress = prefill_line
@@ -117,4 +127,3 @@ def _roofline(model_facts: dict, trace: GenerationTrace) -> dict | None:
     from core.roofline.placement import reply_placement
 
     return reply_placement(trace, model_facts["arithmetic"], cached_ceilings())
-

@@ -31,35 +31,62 @@ def _list_type(parse, what: str):
             return parse(text, what)
         except InvalidSettingsError as error:
             raise argparse.ArgumentTypeError(str(error)) from None
+
     convert.__name__ = what  # argparse names the type in its messages
     return convert
 
 
 def add_bench_parser(subparsers: argparse._SubParsersAction, add_common_options) -> None:
     parser = subparsers.add_parser(
-        "bench", help="test the chapter's latency claims on this machine (prompt, precision, batch, bandwidth, "
-                      "history)",
+        "bench",
+        help="test the chapter's latency claims on this machine (prompt, precision, batch, bandwidth, history)",
         description="Measure how prompt length, weight precision and batch size change TTFT and decode speed, "
-                    "measure memory bandwidth, and judge the chapter's four claims. --model, --dtype and "
-                    "--device choose the model for the prompt and batch sweeps.")
+        "measure memory bandwidth, and judge the chapter's four claims. --model, --dtype and "
+        "--device choose the model for the prompt and batch sweeps.",
+    )
     add_common_options(parser, suppress_defaults=True)
-    parser.add_argument("--sweeps", type=_list_type(parse_name_list, "sweeps"), default=SWEEPS,
-                        help=f"comma-separated, from {','.join(SWEEPS)} (default: all)")
-    parser.add_argument("--prompt-words", type=_list_type(parse_int_list, "prompt words"),
-                        default=DEFAULT_PROMPT_WORDS,
-                        help="words of filler in each prompt (default: 10,100,500,1500)")
-    parser.add_argument("--new-tokens", type=int, default=DEFAULT_NEW_TOKENS,
-                        help="tokens decoded per run, exactly (default: %(default)s)")
-    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS,
-                        help="timed runs per row; rows report the median (default: %(default)s)")
-    parser.add_argument("--dtypes", type=_list_type(parse_name_list, "dtypes"), default=None,
-                        help=f"precisions for the precision sweep (default: all the loader knows, "
-                             f"now {','.join(default_dtypes())})")
-    parser.add_argument("--batch-sizes", type=_list_type(parse_int_list, "batch sizes"),
-                        default=DEFAULT_BATCH_SIZES, help="default: 1,2,4,8,16,32")
-    parser.add_argument("--history-turns", type=int, default=DEFAULT_HISTORY_TURNS,
-                        help="turns of the history sweep's chat, each timed with the prompt cache on and off "
-                             "(default: %(default)s)")
+    parser.add_argument(
+        "--sweeps",
+        type=_list_type(parse_name_list, "sweeps"),
+        default=SWEEPS,
+        help=f"comma-separated, from {','.join(SWEEPS)} (default: all)",
+    )
+    parser.add_argument(
+        "--prompt-words",
+        type=_list_type(parse_int_list, "prompt words"),
+        default=DEFAULT_PROMPT_WORDS,
+        help="words of filler in each prompt (default: 10,100,500,1500)",
+    )
+    parser.add_argument(
+        "--new-tokens",
+        type=int,
+        default=DEFAULT_NEW_TOKENS,
+        help="tokens decoded per run, exactly (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=DEFAULT_REPEATS,
+        help="timed runs per row; rows report the median (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--dtypes",
+        type=_list_type(parse_name_list, "dtypes"),
+        default=None,
+        help=f"precisions for the precision sweep (default: all the loader knows, now {','.join(default_dtypes())})",
+    )
+    parser.add_argument(
+        "--batch-sizes",
+        type=_list_type(parse_int_list, "batch sizes"),
+        default=DEFAULT_BATCH_SIZES,
+        help="default: 1,2,4,8,16,32",
+    )
+    parser.add_argument(
+        "--history-turns",
+        type=int,
+        default=DEFAULT_HISTORY_TURNS,
+        help="turns of the history sweep's chat, each timed with the prompt cache on and off (default: %(default)s)",
+    )
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
     parser.add_argument("--csv", metavar="FILE", help="write the results as CSV, one row per measurement")
     parser.set_defaults(handler=run_bench, bench_parser=parser)
@@ -68,9 +95,15 @@ def add_bench_parser(subparsers: argparse._SubParsersAction, add_common_options)
 def config_from_args(args: argparse.Namespace, settings: GenerationSettings) -> LabConfig:
     """Raises InvalidSettingsError for values argparse's types cannot judge alone (ranges, duplicates)."""
     return LabConfig(
-        sweeps=tuple(args.sweeps), prompt_words=tuple(args.prompt_words), new_tokens=args.new_tokens,
-        repeats=args.repeats, dtypes=tuple(args.dtypes) if args.dtypes else None,
-        batch_sizes=tuple(args.batch_sizes), history_turns=args.history_turns, model=args.model, dtype=args.dtype,
+        sweeps=tuple(args.sweeps),
+        prompt_words=tuple(args.prompt_words),
+        new_tokens=args.new_tokens,
+        repeats=args.repeats,
+        dtypes=tuple(args.dtypes) if args.dtypes else None,
+        batch_sizes=tuple(args.batch_sizes),
+        history_turns=args.history_turns,
+        model=args.model,
+        dtype=args.dtype,
         device=args.device,
         decode_loop=settings.decode_loop,
     )
@@ -78,12 +111,20 @@ def config_from_args(args: argparse.Namespace, settings: GenerationSettings) -> 
 
 def checked_loader(args: argparse.Namespace):
     """The lab's loader with the same opt-ins as `ask`: --allow-pickle and --trust-remote-code."""
+
     def load(spec: str | None, *, device: str, dtype: str, progress):
         from core.backend.choice import load_any
 
-        return load_any(spec, device=device, dtype=dtype, progress=progress,
-                        trust_remote_code=args.trust_remote_code, allow_pickle=args.allow_pickle,
-                        server_timeout_s=getattr(args, "server_timeout", None))
+        return load_any(
+            spec,
+            device=device,
+            dtype=dtype,
+            progress=progress,
+            trust_remote_code=args.trust_remote_code,
+            allow_pickle=args.allow_pickle,
+            server_timeout_s=getattr(args, "server_timeout", None),
+        )
+
     return load
 
 
@@ -102,8 +143,9 @@ def run_bench(args: argparse.Namespace, settings: GenerationSettings) -> int:
 
     def work() -> None:
         try:
-            outcome["results"] = run_lab(config, observer=LabObserver(progress=printer), cancel=cancel,
-                                         loader=checked_loader(args))
+            outcome["results"] = run_lab(
+                config, observer=LabObserver(progress=printer), cancel=cancel, loader=checked_loader(args)
+            )
         except BaseException as error:  # noqa: BLE001 - reported on the main thread as one line
             outcome["error"] = error
 

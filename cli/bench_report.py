@@ -16,8 +16,10 @@ def format_table(columns: Sequence[Column], rows: Sequence[dict]) -> str:
     cells = [[render(row) for _, render in columns] for row in rows]
     headers = [title for title, _ in columns]
     widths = [max([len(header)] + [len(line[i]) for line in cells]) for i, header in enumerate(headers)]
-    lines = ["  ".join(header.rjust(width) for header, width in zip(headers, widths)),
-             "  ".join("-" * width for width in widths)]
+    lines = [
+        "  ".join(header.rjust(width) for header, width in zip(headers, widths)),
+        "  ".join("-" * width for width in widths),
+    ]
     lines += ["  ".join(cell.rjust(width) for cell, width in zip(line, widths)) for line in cells]
     return "\n".join(lines)
 
@@ -30,6 +32,7 @@ def number(key: str, scale: float = 1.0, digits: int = 1) -> Callable[[dict], st
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return str(value)
         return f"{value * scale:,.{digits}f}"
+
     return render
 
 
@@ -52,8 +55,12 @@ PRECISION_COLUMNS: Sequence[Column] = (
     ("weight MB", number("weight_bytes", 1e-6)),
     ("TTFT ms", number("ttft_s", 1000)),
     ("decode tok/s", number("decode_tok_s")),
-    ("same tokens as float32", lambda row: "–" if row.get("token_agreement") is None
-     else f"{row['token_agreement']:.0%} of {row['compared_tokens']}"),
+    (
+        "same tokens as float32",
+        lambda row: (
+            "–" if row.get("token_agreement") is None else f"{row['token_agreement']:.0%} of {row['compared_tokens']}"
+        ),
+    ),
     ("error", lambda row: row.get("error") or ""),
 )
 BATCH_COLUMNS: Sequence[Column] = (
@@ -76,8 +83,7 @@ BANDWIDTH_COLUMNS: Sequence[Column] = (
     ("weight MB", number("weight_bytes", 1e-6)),
     ("ceiling tok/s", number("ceiling_tok_s")),
     ("measured tok/s", number("decode_tok_s")),
-    ("of ceiling", lambda row: "–" if row.get("fraction_of_ceiling") is None
-     else f"{row['fraction_of_ceiling']:.0%}"),
+    ("of ceiling", lambda row: "–" if row.get("fraction_of_ceiling") is None else f"{row['fraction_of_ceiling']:.0%}"),
 )
 
 
@@ -97,11 +103,18 @@ def ceilings_section(ceilings: dict) -> str:
     from core.roofline.ceilings import Ceilings, format_rate
 
     measured = Ceilings.from_dict(ceilings)
-    state = ("measured under load: not cached" if measured.loaded else
-             f"cached for this CPU, measured {measured.measured_at}" if measured.from_cache else "measured now, cached")
+    state = (
+        "measured under load: not cached"
+        if measured.loaded
+        else f"cached for this CPU, measured {measured.measured_at}"
+        if measured.from_cache
+        else "measured now, cached"
+    )
     lines = [f"This machine's ceilings ({state})"]
-    lines += [f"  {ceiling.label}: {format_rate(ceiling.value, ceiling.unit)} ({ceiling.method})"
-              for ceiling in measured.ceilings.values()]
+    lines += [
+        f"  {ceiling.label}: {format_rate(ceiling.value, ceiling.unit)} ({ceiling.method})"
+        for ceiling in measured.ceilings.values()
+    ]
     return "\n".join(lines + [f"  {note}" for note in measured.notes])
 
 
@@ -112,35 +125,50 @@ def format_summary(results: LabResults) -> str:
     if warning:
         sections.append(warning)
     if results.model and results.model.get("remote"):
-        sections.append(f"Model: {results.model['served_model']} on a {results.model['server_kind']} server at "
-                        f"{results.model['server_url']} (timed over the wire; tokens from the server's usage)")
+        sections.append(
+            f"Model: {results.model['served_model']} on a {results.model['server_kind']} server at "
+            f"{results.model['server_url']} (timed over the wire; tokens from the server's usage)"
+        )
     elif results.model:
-        sections.append(f"Model: {results.model['model']} ({results.model['dtype']}, "
-                        f"{results.model['weight_bytes'] / 1e6:,.0f} MB of weights)")
+        sections.append(
+            f"Model: {results.model['model']} ({results.model['dtype']}, "
+            f"{results.model['weight_bytes'] / 1e6:,.0f} MB of weights)"
+        )
     repeats = f"median of {config.get('repeats')} runs"
     if results.prompt:
-        sections.append(f"Prompt-length sweep ({config.get('new_tokens')} new tokens, greedy, {repeats})\n"
-                        + format_table(PROMPT_COLUMNS, results.prompt))
+        sections.append(
+            f"Prompt-length sweep ({config.get('new_tokens')} new tokens, greedy, {repeats})\n"
+            + format_table(PROMPT_COLUMNS, results.prompt)
+        )
     if results.precision:
         sections.append(f"Precision sweep ({repeats})\n" + format_table(PRECISION_COLUMNS, results.precision))
     if results.batch and results.model and results.model.get("remote"):
-        sections.append(f"Concurrency sweep: the batch sizes as simultaneous streams ({config.get('new_tokens')} new "
-                        f"tokens per stream, {repeats})\n" + format_table(BATCH_COLUMNS, results.batch))
+        sections.append(
+            f"Concurrency sweep: the batch sizes as simultaneous streams ({config.get('new_tokens')} new "
+            f"tokens per stream, {repeats})\n" + format_table(BATCH_COLUMNS, results.batch)
+        )
     elif results.batch:
-        sections.append(f"Batch sweep ({config.get('new_tokens')} new tokens per sequence, {repeats})\n"
-                        + format_table(BATCH_COLUMNS, results.batch))
+        sections.append(
+            f"Batch sweep ({config.get('new_tokens')} new tokens per sequence, {repeats})\n"
+            + format_table(BATCH_COLUMNS, results.batch)
+        )
     if results.ceilings:
         sections.append(ceilings_section(results.ceilings))
     if results.bandwidth:
-        sections.append("Bandwidth ceiling (bandwidth / weight bytes)\n"
-                        + format_table(BANDWIDTH_COLUMNS, results.bandwidth))
+        sections.append(
+            "Bandwidth ceiling (bandwidth / weight bytes)\n" + format_table(BANDWIDTH_COLUMNS, results.bandwidth)
+        )
     if results.history:
-        sections.append(f"History sweep: a chat, prompt cache on and off ({config.get('new_tokens')} new tokens a "
-                        f"turn, {repeats})\n" + format_table(HISTORY_COLUMNS, results.history))
+        sections.append(
+            f"History sweep: a chat, prompt cache on and off ({config.get('new_tokens')} new tokens a "
+            f"turn, {repeats})\n" + format_table(HISTORY_COLUMNS, results.history)
+        )
     roofline = [row for row in results.prompt if row.get("prefill_flops_per_s")]
     if roofline:
-        sections.append("Roofline: each prompt's two phases (FLOPs and bytes counted from the model's shape)\n"
-                        + format_table(ROOFLINE_COLUMNS, roofline))
+        sections.append(
+            "Roofline: each prompt's two phases (FLOPs and bytes counted from the model's shape)\n"
+            + format_table(ROOFLINE_COLUMNS, roofline)
+        )
     for note in results.notes:
         sections.append(f"Not run: {note}")
     if results.cancelled:

@@ -39,8 +39,11 @@ def add_chat_parser(subparsers: argparse._SubParsersAction, add_common_options) 
     add_common_options(parser, suppress_defaults=True)
     parser.add_argument("--system", default="", type=text_argument, help="system prompt")
     parser.add_argument("--no-stream", action="store_true", help="print each reply only once it is complete")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object per turn: the reply, its latencies and its prompt cache")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object per turn: the reply, its latencies and its prompt cache",
+    )
     parser.set_defaults(handler=run_chat)
 
 
@@ -65,9 +68,15 @@ def run_chat(args: argparse.Namespace, settings: GenerationSettings) -> int:
     status = 0
     try:
         try:
-            loaded = load_any(args.model, device=args.device, dtype=args.dtype, progress=ProgressPrinter(),
-                              trust_remote_code=args.trust_remote_code, allow_pickle=args.allow_pickle,
-                              server_timeout_s=getattr(args, "server_timeout", None))
+            loaded = load_any(
+                args.model,
+                device=args.device,
+                dtype=args.dtype,
+                progress=ProgressPrinter(),
+                trust_remote_code=args.trust_remote_code,
+                allow_pickle=args.allow_pickle,
+                server_timeout_s=getattr(args, "server_timeout", None),
+            )
         except LatencyLabError as error:
             say(f"error: {error}")
             return 1

@@ -30,41 +30,80 @@ def add_common_options(parser: argparse.ArgumentParser, suppress_defaults: bool 
     given before it): main() can then tell a flag the user gave from a default, and the window lets the
     flags given on its command line win over its saved settings.
     """
+
     def default(value):
         return argparse.SUPPRESS if suppress_defaults else value
 
-    parser.add_argument("--model", default=default(None),
-                        help="'embedded' (default: SmolLM2-135M-Instruct), a .gguf file, a model folder, a hub id, "
-                             "or a server's URL (http://127.0.0.1:8080/v1); a server's API key is read from "
-                             "LATENCYLAB_API_KEY")
-    parser.add_argument("--served-model", default=default(None), metavar="NAME",
-                        help="with a server URL: which of its models to use (default: the first it lists)")
-    parser.add_argument("--protocol", default=default(None), choices=PROTOCOLS,
-                        help="with a server URL: openai (chat completions over SSE), ollama (its native /api/chat), "
-                             "or auto: detect (default)")
-    parser.add_argument("--server-timeout", type=float, default=default(None), metavar="SECONDS",
-                        help=f"with a server URL: give up when it sends nothing for this long; {_range(SERVER_TIMEOUT)} "
-                             f"(default: {SERVER_TIMEOUT.default:g})")
-    parser.add_argument("--dtype", default=default(None), choices=DTYPE.choices,
-                        help=f"weight precision (default: {DTYPE.default})")
-    parser.add_argument("--device", default=default(None), choices=DEVICE.choices,
-                        help=f"default: {DEVICE.default}")
-    parser.add_argument("--max-new-tokens", type=int, default=default(None),
-                        help=f"{_range(MAX_NEW_TOKENS)} (default: {MAX_NEW_TOKENS.default})")
-    parser.add_argument("--temperature", type=float, default=default(None),
-                        help=f"{_range(TEMPERATURE)}; 0 means greedy decoding (default: {TEMPERATURE.default:g})")
-    parser.add_argument("--top-p", type=float, default=default(None),
-                        help=f"above {TOP_P.low:g}, at most {TOP_P.high:g} (default: {TOP_P.default:g})")
-    parser.add_argument("--seed", type=int, default=default(None),
-                        help=f"{_range(SEED)} (default: a random seed for each reply)")
-    parser.add_argument("--decode-loop", default=default(None), choices=DECODE_LOOP.choices,
-                        help="lean: our own decode loop for Llama, Qwen, Mistral, Phi-3 and Gemma models "
-                             "(others fall back); "
-                             f"generate: transformers' model.generate (default: {DECODE_LOOP.default})")
-    parser.add_argument("--no-prompt-cache", dest="prompt_cache", action="store_const", const=False,
-                        default=default(None),
-                        help="prefill the whole chat at every turn instead of reusing the cached history "
-                             "(default: the prompt cache is on)")
+    parser.add_argument(
+        "--model",
+        default=default(None),
+        help="'embedded' (default: SmolLM2-135M-Instruct), a .gguf file, a model folder, a hub id, "
+        "or a server's URL (http://127.0.0.1:8080/v1); a server's API key is read from "
+        "LATENCYLAB_API_KEY",
+    )
+    parser.add_argument(
+        "--served-model",
+        default=default(None),
+        metavar="NAME",
+        help="with a server URL: which of its models to use (default: the first it lists)",
+    )
+    parser.add_argument(
+        "--protocol",
+        default=default(None),
+        choices=PROTOCOLS,
+        help="with a server URL: openai (chat completions over SSE), ollama (its native /api/chat), "
+        "or auto: detect (default)",
+    )
+    parser.add_argument(
+        "--server-timeout",
+        type=float,
+        default=default(None),
+        metavar="SECONDS",
+        help=f"with a server URL: give up when it sends nothing for this long; {_range(SERVER_TIMEOUT)} "
+        f"(default: {SERVER_TIMEOUT.default:g})",
+    )
+    parser.add_argument(
+        "--dtype", default=default(None), choices=DTYPE.choices, help=f"weight precision (default: {DTYPE.default})"
+    )
+    parser.add_argument("--device", default=default(None), choices=DEVICE.choices, help=f"default: {DEVICE.default}")
+    parser.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=default(None),
+        help=f"{_range(MAX_NEW_TOKENS)} (default: {MAX_NEW_TOKENS.default})",
+    )
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        default=default(None),
+        help=f"{_range(TEMPERATURE)}; 0 means greedy decoding (default: {TEMPERATURE.default:g})",
+    )
+    parser.add_argument(
+        "--top-p",
+        type=float,
+        default=default(None),
+        help=f"above {TOP_P.low:g}, at most {TOP_P.high:g} (default: {TOP_P.default:g})",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=default(None), help=f"{_range(SEED)} (default: a random seed for each reply)"
+    )
+    parser.add_argument(
+        "--decode-loop",
+        default=default(None),
+        choices=DECODE_LOOP.choices,
+        help="lean: our own decode loop for Llama, Qwen, Mistral, Phi-3 and Gemma models "
+        "(others fall back); "
+        f"generate: transformers' model.generate (default: {DECODE_LOOP.default})",
+    )
+    parser.add_argument(
+        "--no-prompt-cache",
+        dest="prompt_cache",
+        action="store_const",
+        const=False,
+        default=default(None),
+        help="prefill the whole chat at every turn instead of reusing the cached history "
+        "(default: the prompt cache is on)",
+    )
     add_risky_options(parser, default)
 
 
@@ -86,11 +125,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="latencylab",
         description="A chat client for local language models with a live latency meter. "
-                    "With no command it opens the chat window.",
+        "With no command it opens the chat window.",
     )
     add_common_options(parser)
-    parser.add_argument("--profile-ui", metavar="FILE", default=None,
-                        help="write the window's launch time, event-loop stalls and token-to-paint delays to FILE")
+    parser.add_argument(
+        "--profile-ui",
+        metavar="FILE",
+        default=None,
+        help="write the window's launch time, event-loop stalls and token-to-paint delays to FILE",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     from cli.ask import add_ask_parser
     from cli.bench import add_bench_parser

@@ -13,8 +13,10 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 def text_argument(value: str) -> str:
     cleaned, count = _SURROGATES.subn("\ufffd", value)
     if count:
-        print(f"latencylab: warning: {count} byte(s) of the argument are not UTF-8; each is read as U+FFFD",
-              file=sys.stderr)
+        print(
+            f"latencylab: warning: {count} byte(s) of the argument are not UTF-8; each is read as U+FFFD",
+            file=sys.stderr,
+        )
     return cleaned
 
 

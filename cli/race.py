@@ -37,29 +37,50 @@ BAD_SETTINGS_STATUS = 2
 
 def add_race_parser(subparsers: argparse._SubParsersAction, add_common_options) -> None:
     parser = subparsers.add_parser(
-        "race", help="race two configurations on one prompt: A then B, each alone (or --live), and a verdict",
+        "race",
+        help="race two configurations on one prompt: A then B, each alone (or --live), and a verdict",
         description="The common options apply to both sides; --a and --b set one side's KEY=VALUE pairs. Keys: "
-                    f"{', '.join(KEYS)}; switches take on or off. Example: latencylab race \"Why is the sky blue?\" "
-                    "--a streaming=on --b streaming=off")
+        f'{", ".join(KEYS)}; switches take on or off. Example: latencylab race "Why is the sky blue?" '
+        "--a streaming=on --b streaming=off",
+    )
     add_common_options(parser, suppress_defaults=True)
     parser.add_argument("prompt", type=prompt_argument, help="the question both sides answer")
     parser.add_argument("--a", nargs="+", action="extend", default=[], metavar="KEY=VALUE", help="side A's settings")
     parser.add_argument("--b", nargs="+", action="extend", default=[], metavar="KEY=VALUE", help="side B's settings")
-    parser.add_argument("--live", action="store_true",
-                        help="run A and B at the same time (they share the CPU): for a local model against a server, "
-                             "or two servers")
-    parser.add_argument("--json", action="store_true",
-                        help="print the race as one JSON object: both full reports (as ask --json, with the "
-                             "waterfall) and the verdict; the file opens again in the window")
+    parser.add_argument(
+        "--live",
+        action="store_true",
+        help="run A and B at the same time (they share the CPU): for a local model against a server, or two servers",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the race as one JSON object: both full reports (as ask --json, with the "
+        "waterfall) and the verdict; the file opens again in the window",
+    )
     parser.add_argument("--system", default="", type=text_argument, help="system prompt, for both sides")
-    parser.add_argument("--history", metavar="CHAT.json", default=None,
-                        help="a chat exported from the window (File → Export chat): its turns come before the prompt "
-                             "on both sides, so the prompt cache has a history to reuse")
-    parser.add_argument("--ttft-budget", type=float, default=TTFT_BUDGET.default, metavar="SECONDS",
-                        help=f"the wait before text appears that is within budget (default: {TTFT_BUDGET.default:g})")
-    parser.add_argument("--tpot-budget", type=float, default=TPOT_BUDGET.default * 1000, metavar="MS",
-                        help="the TPOT within budget while streaming, in ms (default: "
-                             f"{TPOT_BUDGET.default * 1000:g}, a 250 wpm reader's pace)")
+    parser.add_argument(
+        "--history",
+        metavar="CHAT.json",
+        default=None,
+        help="a chat exported from the window (File → Export chat): its turns come before the prompt "
+        "on both sides, so the prompt cache has a history to reuse",
+    )
+    parser.add_argument(
+        "--ttft-budget",
+        type=float,
+        default=TTFT_BUDGET.default,
+        metavar="SECONDS",
+        help=f"the wait before text appears that is within budget (default: {TTFT_BUDGET.default:g})",
+    )
+    parser.add_argument(
+        "--tpot-budget",
+        type=float,
+        default=TPOT_BUDGET.default * 1000,
+        metavar="MS",
+        help="the TPOT within budget while streaming, in ms (default: "
+        f"{TPOT_BUDGET.default * 1000:g}, a 250 wpm reader's pace)",
+    )
     parser.set_defaults(handler=run_race_command)
 
 
@@ -93,12 +114,20 @@ def run_race_command(args: argparse.Namespace, settings: GenerationSettings) -> 
 def race_config(args: argparse.Namespace, settings: GenerationSettings) -> RaceConfig:
     """Both sides over the common options; InvalidSettingsError (or a file's error) in one line."""
     given = tuple(name for name in getattr(args, "given", {}) if name in ("dtype", "device", "decode_loop"))
-    base = RaceSide("A", model=args.model or "embedded", dtype=args.dtype, device=args.device, settings=settings,
-                    server_timeout_s=getattr(args, "server_timeout", None), given=given)
+    base = RaceSide(
+        "A",
+        model=args.model or "embedded",
+        dtype=args.dtype,
+        device=args.device,
+        settings=settings,
+        server_timeout_s=getattr(args, "server_timeout", None),
+        given=given,
+    )
     a, b = parse_side("A", args.a, base), parse_side("B", args.b, base)
     if not TPOT_BUDGET.low < args.tpot_budget / 1000 <= TPOT_BUDGET.high:
-        raise InvalidSettingsError(f"--tpot-budget must be above 0 and at most {TPOT_BUDGET.high * 1000:,g} ms; got "
-                                   f"{args.tpot_budget:g}.")
+        raise InvalidSettingsError(
+            f"--tpot-budget must be above 0 and at most {TPOT_BUDGET.high * 1000:,g} ms; got {args.tpot_budget:g}."
+        )
     budget = LatencyBudget(args.ttft_budget, args.tpot_budget / 1000)
     system, history = args.system, ()
     if args.history:
@@ -129,9 +158,15 @@ def _run(config: RaceConfig, args: argparse.Namespace) -> tuple[RaceResult, bool
         from core.backend.choice import load_any
 
         if side.load_key not in models:
-            models[side.load_key] = load_any(side.model, device=side.device, dtype=side.dtype, progress=printer,
-                                             trust_remote_code=args.trust_remote_code, allow_pickle=args.allow_pickle,
-                                             server_timeout_s=side.server_timeout_s)
+            models[side.load_key] = load_any(
+                side.model,
+                device=side.device,
+                dtype=side.dtype,
+                progress=printer,
+                trust_remote_code=args.trust_remote_code,
+                allow_pickle=args.allow_pickle,
+                server_timeout_s=side.server_timeout_s,
+            )
             notice = getattr(models[side.load_key], "notice", None)
             if notice:
                 say(notice)
@@ -197,8 +232,12 @@ def _numbers(run, result: RaceResult) -> str:
         return run.state
     trace = run.trace
     metrics = trace.metrics()
-    parts = [f"TTFT {_maybe(metrics.ttft_s)}", f"TPOT {_maybe(metrics.tpot_s)}", f"E2E {_maybe(metrics.e2e_s)}",
-             f"{trace.output_tokens} tokens"]
+    parts = [
+        f"TTFT {_maybe(metrics.ttft_s)}",
+        f"TPOT {_maybe(metrics.tpot_s)}",
+        f"E2E {_maybe(metrics.e2e_s)}",
+        f"{trace.output_tokens} tokens",
+    ]
     steps = visible_steps(trace, run.side.streaming)
     if steps:
         parts.append(f"text after {span(steps[0][0])}")
@@ -213,4 +252,3 @@ def _numbers(run, result: RaceResult) -> str:
 
 def _maybe(value: float | None) -> str:
     return "—" if value is None else span(value)
-

@@ -15,8 +15,10 @@ def no_progress(fraction: float, message: str) -> None:
 
 def scaled(progress: ProgressCallback, start: float, end: float) -> ProgressCallback:
     """Map a sub-step's own 0..1 onto the slice [start, end] of the whole."""
+
     def report(fraction: float, message: str) -> None:
         progress(start + (end - start) * min(max(fraction, 0.0), 1.0), message)
+
     return report
 
 
@@ -30,4 +32,5 @@ def never_backwards(progress: ProgressCallback) -> ProgressCallback:
         with lock:
             highest[0] = max(highest[0], fraction)
             progress(highest[0], message)
+
     return report

@@ -28,11 +28,17 @@ class NumberLimit(Generic[_Default]):
 
     def check(self, value: object) -> None:
         kind = "a whole number" if self.whole else "a number"
-        in_range = _is_number(value) and (not self.whole or isinstance(value, int)) and (
-            (self.low < value if self.low_open else self.low <= value) and value <= self.high)
+        in_range = (
+            _is_number(value)
+            and (not self.whole or isinstance(value, int))
+            and ((self.low < value if self.low_open else self.low <= value) and value <= self.high)
+        )
         if not in_range:
-            span = (f"above {_show(self.low)} and at most {_show(self.high)}" if self.low_open
-                    else f"from {_show(self.low)} to {_show(self.high)}")
+            span = (
+                f"above {_show(self.low)} and at most {_show(self.high)}"
+                if self.low_open
+                else f"from {_show(self.low)} to {_show(self.high)}"
+            )
             raise InvalidSettingsError(f"{self.label} must be {kind} {span}; got {value!r}.")
 
 

@@ -24,23 +24,23 @@ WATCH_INTERVAL_MS = 500
 class EngineClient(QObject):
     """One signal per kind of message; every message is handed on in one place, _on_readable."""
 
-    model_progressed = Signal(object)    # messages.ModelProgress
-    model_loaded = Signal(object)        # messages.ModelLoaded
-    model_failed = Signal(object)        # messages.ModelFailed
+    model_progressed = Signal(object)  # messages.ModelProgress
+    model_loaded = Signal(object)  # messages.ModelLoaded
+    model_failed = Signal(object)  # messages.ModelFailed
     reply_event_arrived = Signal(object)  # messages.Delivered holding a ReplyEvent, with its arrival stamp
-    lab_progressed = Signal(object)      # messages.LabProgress
-    lab_row_measured = Signal(object)    # messages.LabRow
-    lab_finished = Signal(object)        # messages.LabFinished
-    lab_failed = Signal(object)          # messages.LabFailed
-    race_arrived = Signal(object)        # messages.RaceProgress, RaceStarted, RaceReplyEvent, RaceFinished, RaceFailed
-    engine_stopped = Signal(object)      # messages.EngineStopped
+    lab_progressed = Signal(object)  # messages.LabProgress
+    lab_row_measured = Signal(object)  # messages.LabRow
+    lab_finished = Signal(object)  # messages.LabFinished
+    lab_failed = Signal(object)  # messages.LabFailed
+    race_arrived = Signal(object)  # messages.RaceProgress, RaceStarted, RaceReplyEvent, RaceFinished, RaceFailed
+    engine_stopped = Signal(object)  # messages.EngineStopped
 
     def __init__(self, engine: Engine, parent=None):
         super().__init__(parent)
         self.engine: Engine | None = None
         self._notifier: QSocketNotifier | None = None
         self._write_notifier: QSocketNotifier | None = None
-        self._running: set[int] = set()   # replies asked for and not yet finished or refused
+        self._running: set[int] = set()  # replies asked for and not yet finished or refused
         self._stopping: set[int] = set()  # of those, the ones asked to stop
         self._watchdog = QTimer(self)
         self._watchdog.setInterval(WATCH_INTERVAL_MS)
@@ -119,12 +119,21 @@ class EngineClient(QObject):
 
     @Slot()
     def _on_readable(self, *_) -> None:
-        signals = {m.ModelProgress: self.model_progressed, m.ModelLoaded: self.model_loaded,
-                   m.ModelFailed: self.model_failed, m.LabProgress: self.lab_progressed,
-                   m.LabRow: self.lab_row_measured, m.LabFinished: self.lab_finished, m.LabFailed: self.lab_failed,
-                   m.EngineStopped: self.engine_stopped, m.RaceProgress: self.race_arrived,
-                   m.RaceStarted: self.race_arrived, m.RaceReplyEvent: self.race_arrived,
-                   m.RaceFinished: self.race_arrived, m.RaceFailed: self.race_arrived}
+        signals = {
+            m.ModelProgress: self.model_progressed,
+            m.ModelLoaded: self.model_loaded,
+            m.ModelFailed: self.model_failed,
+            m.LabProgress: self.lab_progressed,
+            m.LabRow: self.lab_row_measured,
+            m.LabFinished: self.lab_finished,
+            m.LabFailed: self.lab_failed,
+            m.EngineStopped: self.engine_stopped,
+            m.RaceProgress: self.race_arrived,
+            m.RaceStarted: self.race_arrived,
+            m.RaceReplyEvent: self.race_arrived,
+            m.RaceFinished: self.race_arrived,
+            m.RaceFailed: self.race_arrived,
+        }
         for delivered in self.engine.take_events():
             event = delivered.event
             if isinstance(event, m.ReplyEvent):

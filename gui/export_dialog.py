@@ -10,8 +10,9 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 from core.errors import LatencyLabError
 
 
-def export_with_dialog(parent: QWidget, title: str, pattern: str, writer: Callable[[str], object],
-                       report: Callable[[str], None]) -> None:
+def export_with_dialog(
+    parent: QWidget, title: str, pattern: str, writer: Callable[[str], object], report: Callable[[str], None]
+) -> None:
     """writer(path) may raise OSError or LatencyLabError, or return False when it could not write."""
     path, _ = QFileDialog.getSaveFileName(parent, title, "", pattern)
     if not path:

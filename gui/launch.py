@@ -14,16 +14,25 @@ def display_problem() -> str | None:
     if os.environ.get("QT_QPA_PLATFORM", "").startswith(("offscreen", "minimal", "vnc")):
         return None
     if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
-        return ("no display found (neither DISPLAY nor WAYLAND_DISPLAY is set). Run it on a desktop, under "
-                "xvfb-run, or use the headless command: latencylab ask \"PROMPT\".")
+        return (
+            "no display found (neither DISPLAY nor WAYLAND_DISPLAY is set). Run it on a desktop, under "
+            'xvfb-run, or use the headless command: latencylab ask "PROMPT".'
+        )
     return None
 
 
 def window_overrides(given: dict) -> dict:
     """The command line's flags as window settings: they win over the saved ones for this launch."""
-    names = {"model": "model_spec", "dtype": "dtype", "max_new_tokens": "max_new_tokens",
-             "temperature": "temperature", "top_p": "top_p", "seed": "seed", "decode_loop": "decode_loop",
-             "prompt_cache": "prompt_cache"}
+    names = {
+        "model": "model_spec",
+        "dtype": "dtype",
+        "max_new_tokens": "max_new_tokens",
+        "temperature": "temperature",
+        "top_p": "top_p",
+        "seed": "seed",
+        "decode_loop": "decode_loop",
+        "prompt_cache": "prompt_cache",
+    }
     return {names[key]: value for key, value in given.items() if key in names}
 
 
@@ -54,9 +63,12 @@ def launch_window(args: argparse.Namespace, settings: GenerationSettings) -> int
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Latency Lab")
-    window = MainWindow(overrides=window_overrides(getattr(args, "given", {})),
-                        trust_remote_code=getattr(args, "trust_remote_code", False),
-                        allow_pickle=getattr(args, "allow_pickle", False), engine_factory=engine_factory)
+    window = MainWindow(
+        overrides=window_overrides(getattr(args, "given", {})),
+        trust_remote_code=getattr(args, "trust_remote_code", False),
+        allow_pickle=getattr(args, "allow_pickle", False),
+        engine_factory=engine_factory,
+    )
     profile_path = getattr(args, "profile_ui", None) or os.environ.get("LATENCYLAB_PROFILE_UI")
     if profile_path:
         from gui.ui_probe import UiProbe

@@ -43,11 +43,17 @@ CLOSE_SAVE_WAIT_S = 0.4
 
 class MainWindow(QMainWindow):
     reply_finished = Signal(object)  # GenerationTrace once the window shows the whole reply, None if refused
-    model_changed = Signal(object)   # LoadedModel
+    model_changed = Signal(object)  # LoadedModel
     model_failed = Signal(str)
 
-    def __init__(self, overrides: dict | None = None, trust_remote_code: bool = False, allow_pickle: bool = False,
-                 chat_store: ChatStore | None = None, engine_factory=None):
+    def __init__(
+        self,
+        overrides: dict | None = None,
+        trust_remote_code: bool = False,
+        allow_pickle: bool = False,
+        chat_store: ChatStore | None = None,
+        engine_factory=None,
+    ):
         super().__init__()
         self.setWindowTitle("Latency Lab")
         fit_to_screen(self)
@@ -74,10 +80,14 @@ class MainWindow(QMainWindow):
         self.saved_chats.restore()
         for problem in problems:
             self.notify(problem)
-        risky = [text for text, on in (("trust_remote_code is on (model folders may run their own code)",
-                                        trust_remote_code),
-                                       ("pickle checkpoints are allowed (they can run code when loaded)",
-                                        allow_pickle)) if on]
+        risky = [
+            text
+            for text, on in (
+                ("trust_remote_code is on (model folders may run their own code)", trust_remote_code),
+                ("pickle checkpoints are allowed (they can run code when loaded)", allow_pickle),
+            )
+            if on
+        ]
         if risky:
             self.notify("Security: " + " and ".join(risky) + ".")
         self._update_controls()
@@ -101,8 +111,9 @@ class MainWindow(QMainWindow):
         splitter.addWidget(self.meter)
         splitter.setSizes([620, 660])
         settings_panel = panel.settings_panel
-        self.lab_tab = LabTab(self.models.client, server_access=lambda: (settings_panel.server_key,
-                                                                          settings_panel.server_timeout_s))
+        self.lab_tab = LabTab(
+            self.models.client, server_access=lambda: (settings_panel.server_key, settings_panel.server_timeout_s)
+        )
         self.tabs = QTabWidget()
         self.tabs.addTab(splitter, "Chat")
         self.tabs.addTab(self.lab_tab, "Lab")
@@ -185,11 +196,19 @@ class MainWindow(QMainWindow):
 
     def export_traces_json(self, path: str | Path) -> None:
         records = self.saved_chats.records
-        budget, marks = budget_document([r.trace for r in records], [bool(r.context.get("streaming", True))
-                                                                       for r in records], self.budget_keeper.budget)
-        write_text_file(path, traces_to_json([r.trace for r in records], context={
-            "model": self.loaded.facts if self.loaded else None, "budget": budget},
-            per_trace_context=[{**r.context, "budget": mark} for r, mark in zip(records, marks)]))
+        budget, marks = budget_document(
+            [r.trace for r in records],
+            [bool(r.context.get("streaming", True)) for r in records],
+            self.budget_keeper.budget,
+        )
+        write_text_file(
+            path,
+            traces_to_json(
+                [r.trace for r in records],
+                context={"model": self.loaded.facts if self.loaded else None, "budget": budget},
+                per_trace_context=[{**r.context, "budget": mark} for r, mark in zip(records, marks)],
+            ),
+        )
 
     def export_traces_csv(self, path: str | Path) -> None:
         write_text_file(path, traces_to_csv([record.trace for record in self.saved_chats.records]))
@@ -318,8 +337,11 @@ class MainWindow(QMainWindow):
 
     @Slot(str)
     def _on_engine_stopped(self, description: str) -> None:
-        self.notify(f"The engine stopped: {description}. The chat is kept; your next message (or Chat → "
-                    f"Restart engine) starts a new one with the same model.", is_error=True)
+        self.notify(
+            f"The engine stopped: {description}. The chat is kept; your next message (or Chat → "
+            f"Restart engine) starts a new one with the same model.",
+            is_error=True,
+        )
         self._show_model_facts()
         self._update_controls()
 
@@ -340,7 +362,6 @@ class MainWindow(QMainWindow):
 
     def _window_settings(self):
         return self.settings_panel.collect(self.streaming_toggle.isChecked(), self.cache_toggle.isChecked())
-
 
     def shutdown(self) -> None:
         """Stop the reply and the lab, then end the engine: asked to exit, killed if it has not within the wait."""
@@ -368,5 +389,3 @@ class MainWindow(QMainWindow):
             self.shutdown()
             self.saved_chats.close(CLOSE_SAVE_WAIT_S)
         super().closeEvent(event)
-
-

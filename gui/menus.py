@@ -20,13 +20,15 @@ def build_menus(window) -> None:
             window.open_replay(path)
 
     file_menu = window.menuBar().addMenu("&File")
-    for label, handler in (("E&xport chat…", window.saved_chats.export_dialog),
-                           ("&Import chat…", window.saved_chats.import_dialog),
-                           ("Export traces as &JSON…", export("Export traces", "JSON (*.json)", window.export_traces_json)),
-                           ("Export traces as &CSV…", export("Export traces", "CSV (*.csv)", window.export_traces_csv)),
-                           ("Export plots as &PNG…", export("Export plots", "PNG (*.png)", window.export_plots_png)),
-                           ("&Replay a trace…", replay),
-                           ("Replay &this chat", lambda: replay_this_chat(window))):
+    for label, handler in (
+        ("E&xport chat…", window.saved_chats.export_dialog),
+        ("&Import chat…", window.saved_chats.import_dialog),
+        ("Export traces as &JSON…", export("Export traces", "JSON (*.json)", window.export_traces_json)),
+        ("Export traces as &CSV…", export("Export traces", "CSV (*.csv)", window.export_traces_csv)),
+        ("Export plots as &PNG…", export("Export plots", "PNG (*.png)", window.export_plots_png)),
+        ("&Replay a trace…", replay),
+        ("Replay &this chat", lambda: replay_this_chat(window)),
+    ):
         action = QAction(label, window)
         action.triggered.connect(handler)
         file_menu.addAction(action)
@@ -36,14 +38,16 @@ def build_menus(window) -> None:
     quit_action.triggered.connect(window.close)
     file_menu.addAction(quit_action)
     chat_menu = window.menuBar().addMenu("&Chat")
-    for label, shortcut, handler in (("Stop", "Esc", window.stop_generation),
-                                     ("Regenerate", "Ctrl+R", window.regenerate),
-                                     ("New chat", "Ctrl+N", window.new_chat),
-                                     ("Toggle streaming", "Ctrl+T", window.streaming_toggle.toggle),
-                                     ("Toggle the prompt cache", "Ctrl+K", window.cache_toggle.toggle),
-                                     ("Restart engine", "Ctrl+Shift+R", window.restart_engine),
-                                     ("Race two settings…", "Ctrl+D", window.open_race),
-                                     ("Latency budget…", "Ctrl+Shift+B", window.edit_budget)):
+    for label, shortcut, handler in (
+        ("Stop", "Esc", window.stop_generation),
+        ("Regenerate", "Ctrl+R", window.regenerate),
+        ("New chat", "Ctrl+N", window.new_chat),
+        ("Toggle streaming", "Ctrl+T", window.streaming_toggle.toggle),
+        ("Toggle the prompt cache", "Ctrl+K", window.cache_toggle.toggle),
+        ("Restart engine", "Ctrl+Shift+R", window.restart_engine),
+        ("Race two settings…", "Ctrl+D", window.open_race),
+        ("Latency budget…", "Ctrl+Shift+B", window.edit_budget),
+    ):
         action = QAction(label, window)
         action.setShortcut(QKeySequence(shortcut))
         action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)

@@ -103,11 +103,18 @@ class UiProbe(QObject):
         gaps = [max(gap, 0.0) for gap in self._gaps_ms]
         return {
             **self.report,
-            "stall_ms": {"count": len(gaps), "p50": percentile(gaps, 50), "p99": percentile(gaps, 99),
-                         "max": max(gaps) if gaps else None},
-            "put_to_paint_ms": {"count": len(self._paint_delays_ms), "p50": percentile(self._paint_delays_ms, 50),
-                                "p95": percentile(self._paint_delays_ms, 95),
-                                "max": max(self._paint_delays_ms) if self._paint_delays_ms else None},
+            "stall_ms": {
+                "count": len(gaps),
+                "p50": percentile(gaps, 50),
+                "p99": percentile(gaps, 99),
+                "max": max(gaps) if gaps else None,
+            },
+            "put_to_paint_ms": {
+                "count": len(self._paint_delays_ms),
+                "p50": percentile(self._paint_delays_ms, 50),
+                "p95": percentile(self._paint_delays_ms, 95),
+                "max": max(self._paint_delays_ms) if self._paint_delays_ms else None,
+            },
         }
 
     def write(self) -> None:

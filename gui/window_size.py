@@ -14,8 +14,10 @@ LARGEST = QSize(1600, 1000)
 
 
 def initial_window_size(available: QRect, largest: QSize = LARGEST) -> QSize:
-    return QSize(min(int(available.width() * SCREEN_SHARE), largest.width()),
-                 min(int(available.height() * SCREEN_SHARE), largest.height()))
+    return QSize(
+        min(int(available.width() * SCREEN_SHARE), largest.width()),
+        min(int(available.height() * SCREEN_SHARE), largest.height()),
+    )
 
 
 def fit_to_screen(window: QWidget) -> None:

@@ -25,9 +25,13 @@ from core.model.loader import LoadedModel, load_model
 
 # Fixture -> the markers every test using it (directly or through another fixture) gets.
 FIXTURE_MARKERS = {
-    "embedded_model": ("model",), "native_model": ("model",), "int4_model": ("model",), "window": ("model",),
+    "embedded_model": ("model",),
+    "native_model": ("model",),
+    "int4_model": ("model",),
+    "window": ("model",),
     "real_model": ("model",),
-    "llama_cpp": ("llama_cpp",), "llama_server": ("llama_cpp", "model"),
+    "llama_cpp": ("llama_cpp",),
+    "llama_server": ("llama_cpp", "model"),
     "run_cli": ("subprocess",),
 }
 FAST_TIER = os.environ.get("LATENCYLAB_FAST_TIER") == "1"
@@ -71,17 +75,26 @@ def real_model():
 @pytest.fixture(scope="session")
 def llama_cpp():
     """llama-cpp-python, built for this CPU by tools/llama_cpp_builds.py: the formats' and speeds' reference."""
-    return pytest.importorskip("llama_cpp", reason="llama-cpp-python is built by tools/llama_cpp_builds.py "
-                                                   "(make test runs it)")
+    return pytest.importorskip(
+        "llama_cpp", reason="llama-cpp-python is built by tools/llama_cpp_builds.py (make test runs it)"
+    )
 
 
 @pytest.fixture
 def run_cli():
     """Run the latencylab command in a child process, as a user would from a shell: (args, ...) -> CompletedProcess."""
+
     def run(*args, env=None, timeout=300, **kwargs):
         environment = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
-        return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
-                              timeout=timeout, env=environment, **kwargs)
+        return subprocess.run(
+            [sys.executable, "-m", "cli.main", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=environment,
+            **kwargs,
+        )
+
     return run
 
 
@@ -101,8 +114,11 @@ def fast_tier_guard(request, monkeypatch):
 
     def guarded_load(source, *args, **kwargs):
         if "model" not in marked and str(source.location).startswith(real_files):
-            pytest.fail("this test loads the real model: use the embedded_model, native_model or real_model fixture, "
-                        "which puts it in the `model` tier", pytrace=False)
+            pytest.fail(
+                "this test loads the real model: use the embedded_model, native_model or real_model fixture, "
+                "which puts it in the `model` tier",
+                pytrace=False,
+            )
         return load(source, *args, **kwargs)
 
     monkeypatch.setattr(core.model.loader, "_load", guarded_load)
@@ -113,11 +129,15 @@ def fast_tier_guard(request, monkeypatch):
         program = Path(argv[0]).name
         # The chat template's worker is the app's own, under every reply: the tier is about what a test starts.
         template_worker = "core.chats.template_worker" in argv
-        ours = program in (Path(sys.executable).name, "latencylab", "llama-server", "lint-imports", "bash") \
+        ours = (
+            program in (Path(sys.executable).name, "latencylab", "llama-server", "lint-imports", "bash")
             and not template_worker
+        )
         if ours and "subprocess" not in marked:
-            pytest.fail(f"this test starts {program} in a child process: use the run_cli fixture or mark it "
-                        "`subprocess`", pytrace=False)
+            pytest.fail(
+                f"this test starts {program} in a child process: use the run_cli fixture or mark it `subprocess`",
+                pytrace=False,
+            )
         return popen_init(self, args, *rest, **kwargs)
 
     monkeypatch.setattr(subprocess.Popen, "__init__", guarded_popen)
@@ -150,10 +170,17 @@ def tiny_model_folder(tmp_path_factory, embedded_tokenizer):
     folder = tmp_path_factory.mktemp("tiny-model")
     tokenizer = embedded_tokenizer
     config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True,
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=True,
     )
     torch.manual_seed(0)
     LlamaForCausalLM(config).save_pretrained(folder, safe_serialization=True)

@@ -10,8 +10,8 @@ _FORMATS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<
 
 @dataclass(frozen=True)
 class Layout:
-    fields: dict[str, tuple[int, str]]       # scalar key -> (offset of its value, struct format)
-    tensors: dict[str, tuple[int, int]]      # tensor name -> (offset of its dims, how many)
+    fields: dict[str, tuple[int, str]]  # scalar key -> (offset of its value, struct format)
+    tensors: dict[str, tuple[int, int]]  # tensor name -> (offset of its dims, how many)
 
 
 def layout(data: bytes) -> Layout:
@@ -22,7 +22,7 @@ def layout(data: bytes) -> Layout:
 
     def string(at: int) -> tuple[str, int]:
         (length,) = struct.unpack_from("<Q", data, at)
-        return data[at + 8:at + 8 + length].decode(), at + 8 + length
+        return data[at + 8 : at + 8 + length].decode(), at + 8 + length
 
     def skip(kind: int, at: int) -> int:
         if kind in _FORMATS:
@@ -52,8 +52,9 @@ def layout(data: bytes) -> Layout:
     return Layout(fields, tensors)
 
 
-def patched(data: bytes, fields: dict[str, object] | None = None,
-            dims: dict[str, tuple[int, ...]] | None = None) -> bytes:
+def patched(
+    data: bytes, fields: dict[str, object] | None = None, dims: dict[str, tuple[int, ...]] | None = None
+) -> bytes:
     """data with metadata values replaced (packed in each field's own type; ints wrap to its width) and tensors'
     dimensions replaced (rows first, as many as the tensor has)."""
     where = layout(data)

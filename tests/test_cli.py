@@ -12,8 +12,9 @@ pytestmark = pytest.mark.subprocess  # each test runs latencylab (or Python) in 
 
 def latencylab(*args, timeout=300):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "cli.main", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 @pytest.mark.model
@@ -22,8 +23,20 @@ def test_ask_json_answers_paris_with_consistent_times(embedded_model):
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert "Paris" in report["text"]
-    assert {"model", "dtype", "device", "prompt_tokens", "output_tokens", "ttft_s", "tpot_s", "e2e_s",
-            "itl_s", "token_times_s", "text", "stop_reason"} <= set(report)
+    assert {
+        "model",
+        "dtype",
+        "device",
+        "prompt_tokens",
+        "output_tokens",
+        "ttft_s",
+        "tpot_s",
+        "e2e_s",
+        "itl_s",
+        "token_times_s",
+        "text",
+        "stop_reason",
+    } <= set(report)
     times = report["token_times_s"]
     assert report["output_tokens"] == len(times) == len(report["token_ids"])
     assert all(a < b for a, b in zip(times, times[1:]))
@@ -46,8 +59,9 @@ def test_ask_streams_text_and_no_stream_prints_the_same_reply(embedded_model):
 def test_decode_loop_option_picks_the_loop_and_both_give_the_same_greedy_reply(embedded_model):
     reports = {}
     for loop in ("lean", "generate"):
-        result = latencylab("ask", "Name three colours.", "--max-new-tokens", "16", "--json", "--decode-loop", loop,
-                            "--dtype", "int4")
+        result = latencylab(
+            "ask", "Name three colours.", "--max-new-tokens", "16", "--json", "--decode-loop", loop, "--dtype", "int4"
+        )
         assert result.returncode == 0, result.stderr
         reports[loop] = json.loads(result.stdout)
         assert reports[loop]["decode_loop"] == loop and reports[loop]["settings"]["decode_loop"] == loop
@@ -64,9 +78,15 @@ def test_generate_on_a_native_gguf_says_it_runs_on_the_kernels_instead(embedded_
 
 
 def test_bad_arguments_print_usage_and_exit_2():
-    for args in (["ask"], ["ask", "x", "--temperature", "3"], ["ask", "x", "--max-new-tokens", "-4"],
-                 ["ask", "x", "--dtype", "float8"], ["ask", "x", "--top-p", "0"], ["--bogus"],
-                 ["ask", "x", "--decode-loop", "fast"]):
+    for args in (
+        ["ask"],
+        ["ask", "x", "--temperature", "3"],
+        ["ask", "x", "--max-new-tokens", "-4"],
+        ["ask", "x", "--dtype", "float8"],
+        ["ask", "x", "--top-p", "0"],
+        ["--bogus"],
+        ["ask", "x", "--decode-loop", "fast"],
+    ):
         result = latencylab(*args)
         assert result.returncode == 2, args
         assert "usage: latencylab" in result.stderr
@@ -82,16 +102,22 @@ def test_a_model_that_cannot_load_is_one_line_and_exit_1(tmp_path):
 @pytest.mark.model
 def test_first_launch_converts_the_gguf_with_progress_then_answers(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "LATENCYLAB_CACHE_DIR": str(tmp_path / "empty-cache")}
-    result = subprocess.run([sys.executable, "-m", "cli.main", "ask", "Hi", "--max-new-tokens", "3"],
-                            capture_output=True, text=True, timeout=600, env=env)
+    result = subprocess.run(
+        [sys.executable, "-m", "cli.main", "ask", "Hi", "--max-new-tokens", "3"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     assert "first launch" in result.stderr and result.stdout.strip()
     assert any((tmp_path / "empty-cache" / "gguf-native").iterdir())  # native, the default: tokenizer and config
 
 
 def test_ask_json_carries_the_prefill_progress(tiny_model_folder):
-    result = latencylab("ask", "Tell me about lighthouses.", "--json", "--model", str(tiny_model_folder),
-                        "--max-new-tokens", "3")
+    result = latencylab(
+        "ask", "Tell me about lighthouses.", "--json", "--model", str(tiny_model_folder), "--max-new-tokens", "3"
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     progress = report["prefill_progress"]
@@ -101,8 +127,9 @@ def test_ask_json_carries_the_prefill_progress(tiny_model_folder):
     assert "Reading the prompt" not in result.stderr  # stderr is not a terminal here: no redrawn line
 
 
-def test_ask_json_carries_the_waterfall_and_the_roofline_against_cached_ceilings(tiny_model_folder, tmp_path,
-                                                                                 monkeypatch):
+def test_ask_json_carries_the_waterfall_and_the_roofline_against_cached_ceilings(
+    tiny_model_folder, tmp_path, monkeypatch
+):
     import torch
 
     from core.roofline.ceilings import Probe, measure_ceilings
@@ -117,12 +144,23 @@ def test_ask_json_carries_the_waterfall_and_the_roofline_against_cached_ceilings
     def work():
         clock[0] += next(seconds)
 
-    probes = [lambda: Probe("gemm_float32", "float32 GEMM", "flop/s", 1e11, work, "fake"),
-              lambda: Probe("dram", "DRAM", "byte/s", 2e10, work, "fake")]
+    probes = [
+        lambda: Probe("gemm_float32", "float32 GEMM", "flop/s", 1e11, work, "fake"),
+        lambda: Probe("dram", "DRAM", "byte/s", 2e10, work, "fake"),
+    ]
     quiet = LoadProbe(machine_busy=lambda: 0.0, own_busy=lambda: 0.0, clock=iter([0.0, 1.0]).__next__)
     measure_ceilings(torch.get_num_threads(), probes=probes, timer=lambda: clock[0], probe_load=quiet)
-    result = latencylab("ask", "Tell me about lighthouses.", "--json", "--model", str(tiny_model_folder),
-                        "--max-new-tokens", "3", "--dtype", "float32")
+    result = latencylab(
+        "ask",
+        "Tell me about lighthouses.",
+        "--json",
+        "--model",
+        str(tiny_model_folder),
+        "--max-new-tokens",
+        "3",
+        "--dtype",
+        "float32",
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     segments = {segment["name"]: segment["duration_s"] for segment in report["waterfall"]["segments"]}
@@ -133,7 +171,8 @@ def test_ask_json_carries_the_waterfall_and_the_roofline_against_cached_ceilings
     assert prefill["flops"] == prefill_counts(shape, report["prompt_tokens"]).flops
     assert prefill["seconds"] == pytest.approx(segments["prefill"])
     assert prefill["ceiling"] == "gemm_float32" and prefill["share_of_ceiling"] == pytest.approx(
-        prefill["flops"] / prefill["seconds"] / 1e11)
+        prefill["flops"] / prefill["seconds"] / 1e11
+    )
     decode = roofline["decode"]
     assert decode["bytes_per_s"] == pytest.approx(decode["bytes"] / report["tpot_s"])
     assert decode["ceiling"] == "dram" and decode["share_of_dram"] == pytest.approx(decode["bytes_per_s"] / 2e10)

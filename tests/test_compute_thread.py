@@ -21,8 +21,7 @@ class ThreadRecorder(LogitsProcessor):
         return scores
 
 
-def test_a_model_loaded_from_any_thread_is_loaded_and_generates_on_the_compute_thread(tiny_model_folder,
-                                                                                      monkeypatch):
+def test_a_model_loaded_from_any_thread_is_loaded_and_generates_on_the_compute_thread(tiny_model_folder, monkeypatch):
     load_threads = []
     real_load = core.model.loader._load
 
@@ -39,8 +38,9 @@ def test_a_model_loaded_from_any_thread_is_loaded_and_generates_on_the_compute_t
     assert load_threads == [COMPUTE_THREAD_NAME, COMPUTE_THREAD_NAME]
 
     recorder = ThreadRecorder()
-    generation = Generation(loaded["model"], [1, 2, 3], GenerationSettings(max_new_tokens=3),
-                            logits_processors=[recorder]).start()
+    generation = Generation(
+        loaded["model"], [1, 2, 3], GenerationSettings(max_new_tokens=3), logits_processors=[recorder]
+    ).start()
     events = list(generation)
     assert generation.join(30) and events[-1].error is None
     assert recorder.names == {COMPUTE_THREAD_NAME}

@@ -22,8 +22,9 @@ def core_modules() -> list[str]:
 
 def test_import_linter_contracts_hold():
     lint_imports = Path(sys.executable).parent / "lint-imports"
-    result = subprocess.run([str(lint_imports), str(ROOT / "pyproject.toml"), "--no-cache"],
-                            cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run(
+        [str(lint_imports), str(ROOT / "pyproject.toml"), "--no-cache"], cwd=ROOT, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 broken" in result.stdout and "layered" in result.stdout
 

@@ -23,11 +23,14 @@ def trace_with(cpu_s: float, wall_s: float = 1.0, threads: int = 2, window_cpu_s
     return trace
 
 
-@pytest.mark.parametrize("cpu_s, expected, note", [
-    (1.96, 0.98, None),            # alone on the machine: both threads busy
-    (1.5, 0.75, None),             # at the edge: not marked
-    (0.78, 0.39, "other programs took 61% of the CPU during this reply; its TPOT is not the model's"),
-])
+@pytest.mark.parametrize(
+    "cpu_s, expected, note",
+    [
+        (1.96, 0.98, None),  # alone on the machine: both threads busy
+        (1.5, 0.75, None),  # at the edge: not marked
+        (0.78, 0.39, "other programs took 61% of the CPU during this reply; its TPOT is not the model's"),
+    ],
+)
 def test_the_share_and_its_note_follow_the_numbers(cpu_s, expected, note):
     trace = trace_with(cpu_s)
     assert trace.cpu_share == pytest.approx(expected)

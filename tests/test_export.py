@@ -21,7 +21,10 @@ def sample_trace():
 
 def test_json_export_holds_rows_metrics_and_definitions():
     document = json.loads(traces_to_json([sample_trace()], context={"model": "m"}))
-    assert "request start to the first generated token" in document["definitions"]["ttft_s"] and "(E2E - TTFT) / (N - 1)" in document["definitions"]["tpot_s"]
+    assert (
+        "request start to the first generated token" in document["definitions"]["ttft_s"]
+        and "(E2E - TTFT) / (N - 1)" in document["definitions"]["tpot_s"]
+    )
     reply = document["replies"][0]
     assert reply["text"] == "Héllo,\n 🌍" and reply["stop_reason"] == "eos"
     assert [row["t_s"] for row in reply["tokens"]] == [0.1, 0.15, 0.22]
@@ -48,6 +51,9 @@ def test_json_export_carries_the_prefill_progress_with_its_definition():
     trace.record(TokenEvent(0, 1, "a", 110 * MS))
     trace.record(FinishedEvent(StopReason.EOS, 1, 111 * MS))
     document = json.loads(traces_to_json([trace]))
-    assert document["replies"][0]["prefill_progress"] == [{"t_s": 0.01, "fraction": 0.0}, {"t_s": 0.05, "fraction": 0.5},
-                                                          {"t_s": 0.09, "fraction": 1.0}]
+    assert document["replies"][0]["prefill_progress"] == [
+        {"t_s": 0.01, "fraction": 0.0},
+        {"t_s": 0.05, "fraction": 0.5},
+        {"t_s": 0.09, "fraction": 1.0},
+    ]
     assert "decoder layer" in document["definitions"]["prefill_progress"]

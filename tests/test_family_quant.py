@@ -9,8 +9,16 @@ import transformers
 from core.quant.apply import quantize_int4, quantize_int8
 from core.quant.int4_linear import Int4Linear
 
-SMALL = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-             num_key_value_heads=2, head_dim=32, pad_token_id=0)
+SMALL = dict(
+    vocab_size=256,
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=32,
+    pad_token_id=0,
+)
 
 
 def random_model(config):

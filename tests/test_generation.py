@@ -56,7 +56,7 @@ def test_greedy_generation_matches_plain_generate(embedded_model):
     trace, _ = run(Generation(embedded_model, ids, GenerationSettings(max_new_tokens=12)))
     with torch.inference_mode():
         reference = embedded_model.model.generate(torch.tensor([ids]), max_new_tokens=12, do_sample=False)
-    assert trace.token_ids == reference[0, len(ids):].tolist()
+    assert trace.token_ids == reference[0, len(ids) :].tolist()
     assert trace.stop_reason in ("max_tokens", "eos")
 
 
@@ -101,8 +101,9 @@ class ExplodeAfter(LogitsProcessor):
 
 def test_exception_inside_generation_arrives_as_an_error_event(tiny_model):
     ids = prompt_ids(tiny_model, "hi")
-    generation = Generation(tiny_model, ids, GenerationSettings(max_new_tokens=50), timeout_s=20,
-                            logits_processors=[ExplodeAfter(3)])
+    generation = Generation(
+        tiny_model, ids, GenerationSettings(max_new_tokens=50), timeout_s=20, logits_processors=[ExplodeAfter(3)]
+    )
     trace, events = run(generation)
     assert trace.stop_reason == StopReason.ERROR.value
     assert "injected failure inside generation" in trace.error
@@ -119,8 +120,9 @@ def test_stop_before_start_generates_nothing(tiny_model):
 
 def test_a_silent_generating_thread_times_out_instead_of_hanging(tiny_model, monkeypatch):
     release = threading.Event()
-    generation = Generation(tiny_model, prompt_ids(tiny_model, "hi"), GenerationSettings(max_new_tokens=5),
-                            timeout_s=0.5)
+    generation = Generation(
+        tiny_model, prompt_ids(tiny_model, "hi"), GenerationSettings(max_new_tokens=5), timeout_s=0.5
+    )
     monkeypatch.setattr(generation, "_generate", lambda: release.wait(10))
     trace, _ = run_without_join(generation)
     release.set()
@@ -160,8 +162,10 @@ def test_a_stop_during_prefill_lands_at_the_next_layer_with_no_token(tiny_model,
         layers_run.append(0)
         generation.stop()  # as if the user pressed Stop while the prompt's first layer was running
 
-    hooks = [layers[0].mlp.down_proj.register_forward_hook(press_stop_during_layer_0),
-             layers[1].mlp.down_proj.register_forward_hook(lambda module, args, output: layers_run.append(1))]
+    hooks = [
+        layers[0].mlp.down_proj.register_forward_hook(press_stop_during_layer_0),
+        layers[1].mlp.down_proj.register_forward_hook(lambda module, args, output: layers_run.append(1)),
+    ]
     try:
         trace, events = run(generation)
     finally:

@@ -88,4 +88,3 @@ def test_only_staging_folders_whose_process_is_gone_are_removed(tmp_path):
     assert live.exists() and legacy_new.exists() and finished.exists()
     assert not dead.exists() and not legacy_old.exists()
     assert remove_abandoned_staging(tmp_path / "missing") == []
-

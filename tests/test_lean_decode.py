@@ -27,17 +27,28 @@ def chat_prompt(loaded, text, reply_tokens=64):
 
 def generate_reply(model, ids, new_tokens, eos_ids):
     with torch.inference_mode():
-        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens,
-                             do_sample=False, logits_processor=LogitsProcessorList([suppress_eos(eos_ids)]),
-                             pad_token_id=sorted(eos_ids)[0])
-    return out[0, ids.shape[1]:].tolist()
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=new_tokens,
+            do_sample=False,
+            logits_processor=LogitsProcessorList([suppress_eos(eos_ids)]),
+            pad_token_id=sorted(eos_ids)[0],
+        )
+    return out[0, ids.shape[1] :].tolist()
 
 
 def lean_reply(model, ids, new_tokens, eos_ids, **kwargs):
     with torch.inference_mode():
-        out = lean_decode(LeanDecoder(model), ids, new_tokens, eos_token_ids=eos_ids,
-                          logits_processor=LogitsProcessorList([suppress_eos(eos_ids)]), **kwargs)
-    return out[0, ids.shape[1]:].tolist()
+        out = lean_decode(
+            LeanDecoder(model),
+            ids,
+            new_tokens,
+            eos_token_ids=eos_ids,
+            logits_processor=LogitsProcessorList([suppress_eos(eos_ids)]),
+            **kwargs,
+        )
+    return out[0, ids.shape[1] :].tolist()
 
 
 def test_prompt_pass_matches_the_models_forward(tiny_model):
@@ -59,8 +70,10 @@ def test_greedy_reply_is_token_for_token_generates(tiny_model):
 def test_real_int4_model_replies_exactly_as_generate_does(int4_model):
     eos = int4_model.eos_token_ids
     # A chat prompt, and the bare text fast_decode.py uses (where a rounding difference once showed).
-    for ids in (chat_prompt(int4_model, "Tell me a long story about a lighthouse keeper."),
-                torch.tensor([int4_model.tokenizer("Hello! Please tell me about the sea.")["input_ids"]])):
+    for ids in (
+        chat_prompt(int4_model, "Tell me a long story about a lighthouse keeper."),
+        torch.tensor([int4_model.tokenizer("Hello! Please tell me about the sea.")["input_ids"]]),
+    ):
         lean = lean_reply(int4_model.model, ids, 64, eos)
         assert lean == generate_reply(int4_model.model, ids, 64, eos)
         assert len(set(lean)) > 10  # a real reply, not one token repeated
@@ -74,9 +87,10 @@ def test_a_reply_longer_than_the_reserved_room_grows_the_cache_and_still_matches
     eos = tiny_model.eos_token_ids
     decoder = LeanDecoder(tiny_model.model)
     with torch.inference_mode():
-        out = lean_decode(decoder, ids, 40, eos_token_ids=eos,
-                          logits_processor=LogitsProcessorList([suppress_eos(eos)]))
-    assert out[0, ids.shape[1]:].tolist() == generate_reply(tiny_model.model, ids, 40, eos)
+        out = lean_decode(
+            decoder, ids, 40, eos_token_ids=eos, logits_processor=LogitsProcessorList([suppress_eos(eos)])
+        )
+    assert out[0, ids.shape[1] :].tolist() == generate_reply(tiny_model.model, ids, 40, eos)
     assert ids.shape[1] + 3 < decoder.capacity < 2 * (ids.shape[1] + 40)  # grown by doubling, not reserved
 
 
@@ -93,7 +107,7 @@ def test_a_short_reply_after_a_long_one_gives_the_large_cache_back(tiny_model, m
         long_capacity = decoder.capacity
         short = lean_decode(decoder, ids, 2, eos_token_ids=eos, logits_processor=keep_going)
     assert long_capacity >= ids.shape[1] + 200 and decoder.capacity == ids.shape[1] + 2
-    assert short[0, ids.shape[1]:].tolist() == generate_reply(tiny_model.model, ids, 40, eos)[:2]
+    assert short[0, ids.shape[1] :].tolist() == generate_reply(tiny_model.model, ids, 40, eos)[:2]
 
 
 def test_a_stop_during_prefill_abandons_the_pass_at_the_next_layer_with_no_reply_token(tiny_model):
@@ -111,8 +125,10 @@ def test_a_stop_during_prefill_abandons_the_pass_at_the_next_layer_with_no_reply
             return self.checks > 1
 
     layers_run = []
-    hooks = [layer.mlp.down_proj.register_forward_hook(lambda module, args, out, i=i: layers_run.append(i))
-             for i, layer in enumerate(layers)]
+    hooks = [
+        layer.mlp.down_proj.register_forward_hook(lambda module, args, out, i=i: layers_run.append(i))
+        for i, layer in enumerate(layers)
+    ]
     streamed = []
 
     class Recorder:
@@ -125,8 +141,14 @@ def test_a_stop_during_prefill_abandons_the_pass_at_the_next_layer_with_no_reply
     try:
         with torch.inference_mode(), pytest.raises(PassInterrupted):
             # The one way a prefill is abandoned, in both loops: PassInterrupted from the layer check.
-            lean_decode(LeanDecoder(tiny_model.model), ids, 20, eos_token_ids=(), streamer=Recorder(),
-                        stop_event=PressedDuringTheFirstLayer())
+            lean_decode(
+                LeanDecoder(tiny_model.model),
+                ids,
+                20,
+                eos_token_ids=(),
+                streamer=Recorder(),
+                stop_event=PressedDuringTheFirstLayer(),
+            )
     finally:
         for hook in hooks:
             hook.remove()
@@ -134,9 +156,15 @@ def test_a_stop_during_prefill_abandons_the_pass_at_the_next_layer_with_no_reply
     assert len(streamed) == 1  # the prompt only: no reply token was streamed
     # An unset event changes nothing: the reply is generate()'s.
     with torch.inference_mode():
-        full = lean_decode(LeanDecoder(tiny_model.model), ids, 12, eos_token_ids=(), stop_event=threading.Event(),
-                           logits_processor=LogitsProcessorList([suppress_eos(tiny_model.eos_token_ids)]))
-    assert full[0, ids.shape[1]:].tolist() == generate_reply(tiny_model.model, ids, 12, tiny_model.eos_token_ids)
+        full = lean_decode(
+            LeanDecoder(tiny_model.model),
+            ids,
+            12,
+            eos_token_ids=(),
+            stop_event=threading.Event(),
+            logits_processor=LogitsProcessorList([suppress_eos(tiny_model.eos_token_ids)]),
+        )
+    assert full[0, ids.shape[1] :].tolist() == generate_reply(tiny_model.model, ids, 12, tiny_model.eos_token_ids)
 
 
 def test_stops_at_eos_and_on_the_stop_event(tiny_model):
@@ -145,7 +173,7 @@ def test_stops_at_eos_and_on_the_stop_event(tiny_model):
     # Declaring the first reply token an end-of-sequence token ends the reply right there.
     with torch.inference_mode():
         out = lean_decode(LeanDecoder(tiny_model.model), ids, 20, eos_token_ids=[first])
-    assert out[0, ids.shape[1]:].tolist() == [first]
+    assert out[0, ids.shape[1] :].tolist() == [first]
     stop = threading.Event()
 
     class StopAfterThree(LogitsProcessor):
@@ -158,8 +186,13 @@ def test_stops_at_eos_and_on_the_stop_event(tiny_model):
             return scores
 
     with torch.inference_mode():
-        out = lean_decode(LeanDecoder(tiny_model.model), ids, 50, logits_processor=LogitsProcessorList(
-            [StopAfterThree()]), stop_event=stop)
+        out = lean_decode(
+            LeanDecoder(tiny_model.model),
+            ids,
+            50,
+            logits_processor=LogitsProcessorList([StopAfterThree()]),
+            stop_event=stop,
+        )
     assert out.shape[1] - ids.shape[1] == 3
 
 

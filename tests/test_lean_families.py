@@ -17,28 +17,62 @@ NEW_TOKENS = 24
 
 # Small but not degenerate. The int4 kernel needs in_features in 32s and out_features in 16s; q/k/v and
 # gate/up of 128, 64, 64 and 128 rows fill whole packing blocks, so they run as one fused product.
-COMMON = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=3,
-              num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=256,
-              bos_token_id=1, eos_token_id=2, pad_token_id=0)
+COMMON = dict(
+    vocab_size=VOCAB,
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=3,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=32,
+    max_position_embeddings=256,
+    bos_token_id=1,
+    eos_token_id=2,
+    pad_token_id=0,
+)
 
 FAMILY_CONFIGS = {
     "llama": lambda: transformers.LlamaConfig(**COMMON),
     # Llama 3.1/3.2's scaled rotary frequencies, and YaRN's, which also scales cos and sin.
-    "llama-rope-llama3": lambda: transformers.LlamaConfig(**COMMON, rope_parameters={
-        "rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0, "low_freq_factor": 1.0,
-        "high_freq_factor": 4.0, "original_max_position_embeddings": 64}),
-    "qwen2-rope-yarn": lambda: transformers.Qwen2Config(**COMMON, rope_parameters={
-        "rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 64}),
-    "qwen2": lambda: transformers.Qwen2Config(**COMMON, use_sliding_window=True, sliding_window=WINDOW,
-                                              max_window_layers=1),
+    "llama-rope-llama3": lambda: transformers.LlamaConfig(
+        **COMMON,
+        rope_parameters={
+            "rope_type": "llama3",
+            "rope_theta": 500000.0,
+            "factor": 32.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 64,
+        },
+    ),
+    "qwen2-rope-yarn": lambda: transformers.Qwen2Config(
+        **COMMON,
+        rope_parameters={
+            "rope_type": "yarn",
+            "rope_theta": 10000.0,
+            "factor": 4.0,
+            "original_max_position_embeddings": 64,
+        },
+    ),
+    "qwen2": lambda: transformers.Qwen2Config(
+        **COMMON, use_sliding_window=True, sliding_window=WINDOW, max_window_layers=1
+    ),
     "qwen3": lambda: transformers.Qwen3Config(**COMMON),
     "mistral": lambda: transformers.MistralConfig(**COMMON, sliding_window=WINDOW),
     "phi3": lambda: transformers.Phi3Config(**COMMON, sliding_window=WINDOW),
-    "gemma2": lambda: transformers.Gemma2Config(**COMMON, sliding_window=WINDOW, query_pre_attn_scalar=24,
-                                                final_logit_softcapping=5.0, attn_logit_softcapping=3.0),
+    "gemma2": lambda: transformers.Gemma2Config(
+        **COMMON,
+        sliding_window=WINDOW,
+        query_pre_attn_scalar=24,
+        final_logit_softcapping=5.0,
+        attn_logit_softcapping=3.0,
+    ),
     "gemma3_text": lambda: transformers.Gemma3TextConfig(
-        **COMMON, sliding_window=WINDOW, query_pre_attn_scalar=24,
-        layer_types=["sliding_attention", "full_attention", "sliding_attention"]),
+        **COMMON,
+        sliding_window=WINDOW,
+        query_pre_attn_scalar=24,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+    ),
 }
 
 
@@ -65,15 +99,16 @@ def prompt():
 
 def generate_reply(model, ids):
     with torch.inference_mode():
-        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=NEW_TOKENS, do_sample=False,
-                             pad_token_id=0)
-    return out[0, ids.shape[1]:].tolist()
+        out = model.generate(
+            ids, attention_mask=torch.ones_like(ids), max_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=0
+        )
+    return out[0, ids.shape[1] :].tolist()
 
 
 def lean_reply(model, ids):
     with torch.inference_mode():
         out = lean_decode(LeanDecoder(model), ids, NEW_TOKENS)
-    return out[0, ids.shape[1]:].tolist()
+    return out[0, ids.shape[1] :].tolist()
 
 
 @pytest.mark.parametrize("precision", ["float32", "bfloat16", "int4"])
@@ -113,22 +148,28 @@ def test_int4_projections_give_the_same_numbers_fused_as_apart():
 
 def test_models_the_loop_does_not_cover_run_on_generate_and_say_why():
     gpt2 = transformers.AutoModelForCausalLM.from_config(
-        transformers.GPT2Config(vocab_size=VOCAB, n_embd=64, n_layer=2, n_head=4))
+        transformers.GPT2Config(vocab_size=VOCAB, n_embd=64, n_layer=2, n_head=4)
+    )
     loop, why = loop_for(gpt2, "lean")
     assert loop == "generate" and "'gpt2'" in why and "qwen3" in why  # names the model and what is covered
-    partial_rotary = transformers.AutoModelForCausalLM.from_config(transformers.Phi3Config(
-        **COMMON, rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}))
+    partial_rotary = transformers.AutoModelForCausalLM.from_config(
+        transformers.Phi3Config(
+            **COMMON, rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}
+        )
+    )
     loop, why = loop_for(partial_rotary, "lean")
     assert loop == "generate" and "partial rotary" in why
-    growing_rope = transformers.AutoModelForCausalLM.from_config(transformers.Qwen2Config(
-        **COMMON, rope_parameters={"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}))
+    growing_rope = transformers.AutoModelForCausalLM.from_config(
+        transformers.Qwen2Config(
+            **COMMON, rope_parameters={"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}
+        )
+    )
     loop, why = loop_for(growing_rope, "lean")
     assert loop == "generate" and "'dynamic'" in why
 
 
 @pytest.mark.parametrize("family", ["qwen2", "phi3", "gemma3_text"])
-def test_a_saved_model_of_the_family_loads_as_int4_and_replies_on_the_lean_loop(
-        family, tmp_path, embedded_tokenizer):
+def test_a_saved_model_of_the_family_loads_as_int4_and_replies_on_the_lean_loop(family, tmp_path, embedded_tokenizer):
     """What a user does: open a model folder at int4 and chat; the lean loop's text is generate()'s."""
     from core.chats.session import ChatSession
     from core.generation.reply import Generation
@@ -139,7 +180,10 @@ def test_a_saved_model_of_the_family_loads_as_int4_and_replies_on_the_lean_loop(
     config = FAMILY_CONFIGS[family]()
     config.vocab_size = len(tokenizer)
     config.bos_token_id, config.eos_token_id, config.pad_token_id = (
-        tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.pad_token_id)
+        tokenizer.bos_token_id,
+        tokenizer.eos_token_id,
+        tokenizer.pad_token_id,
+    )
     torch.manual_seed(0)
     transformers.AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path, safe_serialization=True)
     tokenizer.save_pretrained(tmp_path)

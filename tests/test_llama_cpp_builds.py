@@ -23,6 +23,7 @@ def builds(tmp_path, monkeypatch):
         def make(staging):
             made.append(build.key)
             (staging / "artifact").write_text(build.key)
+
         return make
 
     def ensure(build, check=lambda staging: None):
@@ -49,16 +50,20 @@ def test_other_cpu_flags_build_anew(builds, kind):
 
 def test_other_build_flags_build_anew(builds):
     plain = recipe(WHEEL, flags=AMX_XEON)
-    changed = type(plain)(plain.kind, plain.version, plain.cpu_flags, plain.cmake_args + " -DGGML_LTO=ON",
-                          plain.compiler_flags)
+    changed = type(plain)(
+        plain.kind, plain.version, plain.cpu_flags, plain.cmake_args + " -DGGML_LTO=ON", plain.compiler_flags
+    )
     other_compiler_flags = type(plain)(plain.kind, plain.version, plain.cpu_flags, plain.cmake_args, "-O2")
     folders = {builds(plain), builds(changed), builds(other_compiler_flags)}
     assert len(folders) == 3 and len(builds.made) == 3
 
 
 def test_the_wheel_and_the_server_and_each_version_are_kept_apart(builds):
-    folders = {builds(recipe(WHEEL, flags=AVX2)), builds(recipe(SERVER, flags=AVX2)),
-               builds(recipe(WHEEL, flags=AVX2, version="0.3.37"))}
+    folders = {
+        builds(recipe(WHEEL, flags=AVX2)),
+        builds(recipe(SERVER, flags=AVX2)),
+        builds(recipe(WHEEL, flags=AVX2, version="0.3.37")),
+    }
     assert len(folders) == 3
 
 
@@ -84,7 +89,9 @@ def test_a_build_that_fails_its_check_leaves_nothing_behind(builds):
 
 def test_cpu_flags_are_read_from_the_kernels_list(tmp_path):
     cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text("processor\t: 0\nflags\t\t: sse2 avx2 amx_tile fma\n\nprocessor\t: 1\nflags\t\t: sse2 avx2 amx_tile fma\n")
+    cpuinfo.write_text(
+        "processor\t: 0\nflags\t\t: sse2 avx2 amx_tile fma\n\nprocessor\t: 1\nflags\t\t: sse2 avx2 amx_tile fma\n"
+    )
     assert cpu_flags(cpuinfo) == ("amx_tile", "avx2", "fma", "sse2")
     arm = tmp_path / "arm"
     arm.write_text("processor\t: 0\nFeatures\t: fp asimd sve\n")

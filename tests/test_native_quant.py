@@ -12,8 +12,16 @@ from core.quant.gguf_decode import NATIVE_TYPES, decode
 from core.quant.split_int4_linear import native_linear
 
 # Every type of a Q4_K_M or Q5_K_M file, and the legacy ones.
-MIXED_TYPES = {"attn_q": "Q4_K", "attn_k": "Q5_K", "attn_v": "Q5_0", "attn_output": "Q4_1",
-               "ffn_gate": "Q4_0", "ffn_up": "Q5_1", "ffn_down": "Q6_K", "token_embd": "Q8_0"}
+MIXED_TYPES = {
+    "attn_q": "Q4_K",
+    "attn_k": "Q5_K",
+    "attn_v": "Q5_0",
+    "attn_output": "Q4_1",
+    "ffn_gate": "Q4_0",
+    "ffn_up": "Q5_1",
+    "ffn_down": "Q6_K",
+    "token_embd": "Q8_0",
+}
 
 
 def gguf_dequantized(raw: np.ndarray, qtype: str) -> torch.Tensor:
@@ -36,7 +44,7 @@ def test_a_native_layer_multiplies_by_the_files_weights(qtype):
     # Identity rows are exact in bfloat16, so the layer's output is its weight (transposed) as it
     # computes with it: only the group scales' rounding to bfloat16 (8 bits) and the output's remain.
     columns = layer(torch.eye(512)).t()
-    assert (columns - weight).abs().max() <= 2 ** -7 * weight.abs().max()
+    assert (columns - weight).abs().max() <= 2**-7 * weight.abs().max()
     x = torch.randn(3, 512)
     expected = x @ weight.t()
     assert (layer(x) - expected).abs().max() < 0.01 * expected.abs().max()
@@ -53,7 +61,7 @@ def test_a_weight_packed_in_row_chunks_multiplies_like_the_weight_packed_whole(m
     assert chunked.packed_weight.shape == whole.packed_weight.shape
     # Each chunk centres its own digits, so the bytes differ; the weight the kernel applies does not.
     eye = torch.eye(256)
-    assert (chunked(eye) - whole(eye)).abs().max() <= 2 ** -7 * weight.abs().max()
+    assert (chunked(eye) - whole(eye)).abs().max() <= 2**-7 * weight.abs().max()
 
 
 @pytest.mark.parametrize("rows", [80, 16])  # not whole 64-row packing tiles: each plane is padded
@@ -62,7 +70,7 @@ def test_a_multi_plane_layer_with_odd_rows_still_multiplies_by_the_files_weights
     weight = gguf_dequantized(raw, "Q8_0")
     layer = native_linear(decode(raw, "Q8_0"))
     assert layer(torch.randn(2, 256)).shape == (2, rows)
-    assert (layer(torch.eye(256)).t() - weight).abs().max() <= 2 ** -7 * weight.abs().max()
+    assert (layer(torch.eye(256)).t() - weight).abs().max() <= 2**-7 * weight.abs().max()
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +92,7 @@ def without_a_compiler(monkeypatch, tmp_path):
 def llama_cpp_logits(llama_cpp, path, ids) -> torch.Tensor:
     reference = llama_cpp.Llama(str(path), n_ctx=256, logits_all=True, verbose=False, n_threads=2)
     reference.eval(ids)
-    return torch.from_numpy(np.asarray(reference.scores[:len(ids)]))
+    return torch.from_numpy(np.asarray(reference.scores[: len(ids)]))
 
 
 def test_a_mixed_quant_file_runs_on_the_kernels_as_llama_cpp_runs_it(mixed_file, llama_cpp):
@@ -128,7 +136,9 @@ def test_a_type_without_a_kernel_runs_in_float16_and_says_so(tmp_path, llama_cpp
     with torch.inference_mode():
         logits = loaded.model(torch.tensor([ids])).logits[0]
     assert torch.isfinite(logits).all()
-    theirs = llama_cpp_logits(llama_cpp, path, ids)  # llama.cpp multiplies Q2_K itself: float16 weights are near, not equal
+    theirs = llama_cpp_logits(
+        llama_cpp, path, ids
+    )  # llama.cpp multiplies Q2_K itself: float16 weights are near, not equal
     assert (logits - theirs).abs().max() < 0.05 * theirs.abs().max()
 
 

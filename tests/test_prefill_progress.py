@@ -13,9 +13,11 @@ from tests.test_generation import prompt_ids, run
 
 def first_stamp(module, stamps):
     """A forward hook that stamps the first call only (the prompt's pass)."""
+
     def hook(*_):
         if not stamps:
             stamps.append(time.perf_counter_ns())
+
     return module.register_forward_hook(hook)
 
 
@@ -23,13 +25,17 @@ def first_stamp(module, stamps):
 def test_progress_rises_layer_by_layer_and_reaches_100_percent_as_the_prefill_ends(tiny_model, loop):
     ids = prompt_ids(tiny_model, "Tell me about lighthouses.")
     seen = []
-    generation = Generation(tiny_model, ids, GenerationSettings(max_new_tokens=4, decode_loop=loop),
-                            on_progress=seen.append)
+    generation = Generation(
+        tiny_model, ids, GenerationSettings(max_new_tokens=4, decode_loop=loop), on_progress=seen.append
+    )
     layers = tiny_model.model.model.layers
     last_layer_done, head_started = [], []
-    hooks = [first_stamp(layers[-1].mlp.down_proj, last_layer_done),
-             tiny_model.model.model.norm.register_forward_pre_hook(
-                 lambda *_: head_started.append(time.perf_counter_ns()) if not head_started else None)]
+    hooks = [
+        first_stamp(layers[-1].mlp.down_proj, last_layer_done),
+        tiny_model.model.model.norm.register_forward_pre_hook(
+            lambda *_: head_started.append(time.perf_counter_ns()) if not head_started else None
+        ),
+    ]
     try:
         trace, events = run(generation)
     finally:

@@ -121,9 +121,15 @@ def prompt_message(role, content):
     return Message(role, content)
 
 
-@pytest.mark.parametrize("prompt, new, window, fits", [
-    (10, 10, 20, True), (11, 10, 20, False), (0, 19, 20, True), (5000, 256, 2048, False),
-])
+@pytest.mark.parametrize(
+    "prompt, new, window, fits",
+    [
+        (10, 10, 20, True),
+        (11, 10, 20, False),
+        (0, 19, 20, True),
+        (5000, 256, 2048, False),
+    ],
+)
 def test_one_fit_check_with_one_wording(prompt, new, window, fits):
     if fits:
         check_fits(prompt, new, window)

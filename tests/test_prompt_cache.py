@@ -45,9 +45,9 @@ class ListStore:
 def run(cache: PromptCache, store: ListStore, chat, tokens, enabled=True):
     """What a reply does: begin, prefill the rest into the store, report it."""
     use = cache.begin(chat, tokens, label=tuple(tokens), enabled=enabled)
-    assert store.cache[:use.reused] == tokens[:use.reused]  # what is reused is really there
-    store.cache[use.reused:] = tokens[use.reused:]
-    cache.extend(tokens[use.reused:])
+    assert store.cache[: use.reused] == tokens[: use.reused]  # what is reused is really there
+    store.cache[use.reused :] = tokens[use.reused :]
+    cache.extend(tokens[use.reused :])
     return use
 
 
@@ -112,7 +112,7 @@ def test_an_abandoned_pass_keeps_only_the_positions_it_finished():
     store = ListStore()
     cache = PromptCache(store)
     use = cache.begin("a", [1, 2, 3, 4, 5, 6])
-    cache.extend([1, 2, 3][use.reused:])  # the pass finished three positions in every layer, then stopped
+    cache.extend([1, 2, 3][use.reused :])  # the pass finished three positions in every layer, then stopped
     assert cache.live.tokens == [1, 2, 3]
     assert cache.begin("a", [1, 2, 3, 4, 5, 6]).reused == 3
 
@@ -129,9 +129,16 @@ def greedy(decoder, tokens, chat="chat", enabled=True, stop_at_layer=None):
             stop.set()
 
     with torch.inference_mode():
-        out = lean_decode(decoder, torch.tensor([tokens]), NEW_TOKENS, cache=CacheRequest(chat, None, enabled),
-                          cache_used=uses.append, stop_event=stop, prefill_progress=progress)[0].tolist()
-    return out[len(tokens):], uses[0]
+        out = lean_decode(
+            decoder,
+            torch.tensor([tokens]),
+            NEW_TOKENS,
+            cache=CacheRequest(chat, None, enabled),
+            cache_used=uses.append,
+            stop_event=stop,
+            prefill_progress=progress,
+        )[0].tolist()
+    return out[len(tokens) :], uses[0]
 
 
 def fresh_reply(make_decoder, tokens):
@@ -160,10 +167,13 @@ def chat_cases(make_decoder, other_work, vocab: int):
     edited = list(follow_up)
     edited[len(SYSTEM) + 5] += 1
     turn(edited, expect=lambda use: use.reused == len(SYSTEM) + 5)  # an edited message
-    trimmed = SYSTEM + edited[len(SYSTEM) + 12:]
+    trimmed = SYSTEM + edited[len(SYSTEM) + 12 :]
     turn(trimmed, expect=lambda use: use.reused == len(SYSTEM))  # the front trimmed to fit
-    turn(SYSTEM + words(25), chat="other",  # another chat: it shares the system prompt only
-         expect=lambda use: use.status == pc.OTHER_CHAT and use.reused >= len(SYSTEM))
+    turn(
+        SYSTEM + words(25),
+        chat="other",  # another chat: it shares the system prompt only
+        expect=lambda use: use.status == pc.OTHER_CHAT and use.reused >= len(SYSTEM),
+    )
     back = trimmed + words(5)
     turn(back, expect=lambda use: use.status == pc.HIT and use.reused >= len(trimmed))  # and back
     other_work(decoder)  # a lab run between turns
@@ -207,7 +217,7 @@ def test_bfloat16_continues_within_its_rounding():
         follow_up = prompt + reply + list(range(150, 160))
         use = cached.prompt_cache.begin("chat", follow_up)
         cached.start_sequence(len(follow_up) + 1, keep=use.reused)
-        continued = cached.forward(torch.tensor(follow_up[use.reused:]), use.reused)
+        continued = cached.forward(torch.tensor(follow_up[use.reused :]), use.reused)
         fresh = LeanDecoder(model)
         fresh.start_sequence(len(follow_up) + 1)
         whole = fresh.forward(torch.tensor(follow_up), 0)
@@ -258,7 +268,7 @@ def test_the_gemm_prefill_continues_within_its_rounding(kernel_files, precision)
         follow_up = prompt + reply + list(range(150, 190))
         use = cached.prompt_cache.begin("chat", follow_up)
         cached.start_sequence(len(follow_up) + 1, keep=use.reused)
-        continued = cached.forward(torch.tensor(follow_up[use.reused:]), use.reused)
+        continued = cached.forward(torch.tensor(follow_up[use.reused :]), use.reused)
         fresh = KernelDecoder(reference.model.kernel)
         fresh.start_sequence(len(follow_up) + 1)
         whole = fresh.forward(torch.tensor(follow_up), 0)

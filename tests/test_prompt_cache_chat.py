@@ -158,8 +158,10 @@ def test_a_lab_run_between_turns_leaves_the_chat_cache_whole(loaded):
 
     chat = Chat(loaded, "lab")
     chat.ask("Name a planet.")
-    run_lab(LabConfig(sweeps=("prompt", "batch"), prompt_words=(5,), new_tokens=3, repeats=1, batch_sizes=(2,)),
-            loaded=loaded)
+    run_lab(
+        LabConfig(sweeps=("prompt", "batch"), prompt_words=(5,), new_tokens=3, repeats=1, batch_sizes=(2,)),
+        loaded=loaded,
+    )
     after = chat.ask("Name a star.")
     assert after.cache_reason == "the chat's history was reused from the cache"
     same_as_fresh(loaded, chat, after)

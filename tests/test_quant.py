@@ -54,8 +54,12 @@ def test_int8_linear_is_close_to_float():
 def test_int4_layers_hold_exactly_the_files_q4_1_weights(embedded_model):
     weights = GGUFWeights(embedded_model.source.gguf_file)
     layers = embedded_model.model.model.layers
-    for module_name in ("model.layers.0.self_attn.q_proj", "model.layers.7.self_attn.k_proj",
-                        "model.layers.3.mlp.down_proj", "model.layers.29.self_attn.v_proj"):
+    for module_name in (
+        "model.layers.0.self_attn.q_proj",
+        "model.layers.7.self_attn.k_proj",
+        "model.layers.3.mlp.down_proj",
+        "model.layers.29.self_attn.v_proj",
+    ):
         groups = weights.q4_1(gguf_name_for(module_name))
         reference = embedded_model.model.get_submodule(module_name).weight
         assert torch.allclose(groups.dequantize(), reference, atol=1e-6), module_name

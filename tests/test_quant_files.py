@@ -34,10 +34,13 @@ NEAR_TIE_MARGIN = 1.5
 # the 97% where llama.cpp settles, and overall to within 2 points of llama.cpp's own least agreeing variant (the
 # band this test set before the GEMM path existed).
 MAX_SHORTFALL_AGAINST_LLAMA_CPP = 0.02
+
+
 def latencylab(*args, timeout=600):
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "cli.main", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +64,12 @@ def test_every_quant_type_appears_in_the_files(opened):
 def test_a_real_tensor_of_each_type_runs_as_gguf_dequantises_it(opened, qtype):
     import gguf
 
-    weights, name = next((weights, name) for weights in opened.values() for name in weights.names()
-                         if name.startswith("blk.") and weights.tensor_type(name) == qtype)
+    weights, name = next(
+        (weights, name)
+        for weights in opened.values()
+        for name in weights.names()
+        if name.startswith("blk.") and weights.tensor_type(name) == qtype
+    )
     path = weights.path
     raw = np.asarray(weights.raw(name))
     rows, columns = weights.shape(name)
@@ -71,13 +78,20 @@ def test_a_real_tensor_of_each_type_runs_as_gguf_dequantises_it(opened, qtype):
     layer = native_linear_in_chunks(lambda start, end: decode(raw[start:end], qtype), rows, PLANE_COUNT[qtype])
     expected = torch.from_numpy(gguf.quants.dequantize(raw, gguf.GGMLQuantizationType[qtype]).astype(np.float32))
     applied = layer(torch.eye(columns)).t()  # identity rows are exact in bfloat16
-    assert (applied - expected).abs().max() <= 2 ** -7 * expected.abs().max(), f"{name} ({qtype}) of {path.name}"
+    assert (applied - expected).abs().max() <= 2**-7 * expected.abs().max(), f"{name} ({qtype}) of {path.name}"
 
 
 @pytest.mark.parametrize("file_type", ALL_FILE_TYPES)
 def test_ask_answers_natively_from_each_file(files, file_type):
-    result = latencylab("ask", "What is the capital of France? Answer in one sentence.", "--model",
-                        str(files[file_type]), "--json", "--max-new-tokens", "24")
+    result = latencylab(
+        "ask",
+        "What is the capital of France? Answer in one sentence.",
+        "--model",
+        str(files[file_type]),
+        "--json",
+        "--max-new-tokens",
+        "24",
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["dtype"] == f"native ({file_type})" and "precision_note" not in report
@@ -130,9 +144,11 @@ def test_greedy_agreement_with_llama_cpp_on_the_same_file(files, file_type):
         with_llama = float((choice == theirs).mean())
         where_settled = float((choice == theirs)[settled].mean())
         judged[prompt_path] = (with_llama, where_settled, widest_gap(choice))
-        print(f"{file_type}, prompt on the {prompt_path}: native~llama.cpp {with_llama:.1%} (its own variants at least "
-              f"{llama_with_itself:.1%}); {where_settled:.1%} at the {settled.sum()} positions all of its variants "
-              f"settle; widest near tie {judged[prompt_path][2]:.3f} logits (llama.cpp's own variants: {their_gap:.3f})")
+        print(
+            f"{file_type}, prompt on the {prompt_path}: native~llama.cpp {with_llama:.1%} (its own variants at least "
+            f"{llama_with_itself:.1%}); {where_settled:.1%} at the {settled.sum()} positions all of its variants "
+            f"settle; widest near tie {judged[prompt_path][2]:.3f} logits (llama.cpp's own variants: {their_gap:.3f})"
+        )
     for prompt_path, (with_llama, where_settled, ours_gap) in judged.items():
         assert where_settled >= MIN_AGREEMENT_WHERE_SETTLED, prompt_path
         if prompt_path == "block kernels":  # the decode path's arithmetic, llama.cpp's own

@@ -17,12 +17,16 @@ from core.remote.reply import RemoteReply
 
 
 def members(protocol) -> dict:
-    return {name: value for name, value in vars(protocol).items()
-            if not name.startswith("_") and (callable(value) or isinstance(value, property))}
+    return {
+        name: value
+        for name, value in vars(protocol).items()
+        if not name.startswith("_") and (callable(value) or isinstance(value, property))
+    }
 
 
-@pytest.mark.parametrize("protocol, kinds", [(Engine, (InProcessEngine, EngineProcess)),
-                                             (ServedModel, (LoadedModel, RemoteModel))])
+@pytest.mark.parametrize(
+    "protocol, kinds", [(Engine, (InProcessEngine, EngineProcess)), (ServedModel, (LoadedModel, RemoteModel))]
+)
 def test_each_kind_has_every_member_of_its_protocol_with_the_same_parameters(protocol, kinds):
     for kind in kinds:
         for name, member in members(protocol).items():
@@ -30,8 +34,9 @@ def test_each_kind_has_every_member_of_its_protocol_with_the_same_parameters(pro
             fields = getattr(kind, "__dataclass_fields__", {})
             assert own is not None or name in fields, f"{kind.__name__} lacks {name}"
             if callable(member) and not isinstance(member, property) and own is not None:
-                assert list(inspect.signature(own).parameters) == list(inspect.signature(member).parameters), \
+                assert list(inspect.signature(own).parameters) == list(inspect.signature(member).parameters), (
                     f"{kind.__name__}.{name}"
+                )
 
 
 def test_the_in_process_engine_says_closed_as_the_protocol_asks():

@@ -6,17 +6,20 @@ from core.errors import InvalidSettingsError
 from core.settings import GenerationSettings, validate_dtype
 
 
-@pytest.mark.parametrize("kwargs, phrase", [
-    ({"max_new_tokens": 0}, "max new tokens"),
-    ({"max_new_tokens": -5}, "max new tokens"),
-    ({"max_new_tokens": 10**9}, "max new tokens"),
-    ({"temperature": -0.1}, "temperature"),
-    ({"temperature": 2.5}, "temperature"),
-    ({"temperature": float("nan")}, "temperature"),
-    ({"top_p": 0.0}, "top-p"),
-    ({"top_p": 1.5}, "top-p"),
-    ({"seed": -1}, "seed"),
-])
+@pytest.mark.parametrize(
+    "kwargs, phrase",
+    [
+        ({"max_new_tokens": 0}, "max new tokens"),
+        ({"max_new_tokens": -5}, "max new tokens"),
+        ({"max_new_tokens": 10**9}, "max new tokens"),
+        ({"temperature": -0.1}, "temperature"),
+        ({"temperature": 2.5}, "temperature"),
+        ({"temperature": float("nan")}, "temperature"),
+        ({"top_p": 0.0}, "top-p"),
+        ({"top_p": 1.5}, "top-p"),
+        ({"seed": -1}, "seed"),
+    ],
+)
 def test_invalid_settings_are_refused(kwargs, phrase):
     with pytest.raises(InvalidSettingsError, match=phrase):
         GenerationSettings(**kwargs)
@@ -28,7 +31,9 @@ def test_defaults_are_greedy():
 
 
 def test_unknown_dtype_is_refused():
-    with pytest.raises(InvalidSettingsError, match="dtype must be one of: native, float32, bfloat16, int8, int4; got 'float8'"):
+    with pytest.raises(
+        InvalidSettingsError, match="dtype must be one of: native, float32, bfloat16, int8, int4; got 'float8'"
+    ):
         validate_dtype("float8")
 
 
@@ -48,14 +53,17 @@ def _saved(tmp_path, **values):
     return store
 
 
-@pytest.mark.parametrize("saved, expected", [
-    ({"dtype": "float32"}, "native"),  # an older version saved its default: never chosen
-    ({"dtype": "int4"}, "int4"),  # only a person could have picked this
-    ({"dtype": "bfloat16"}, "bfloat16"),
-    ({"dtype": "float32", "dtype_chosen": True}, "float32"),  # picked in this version: kept
-    ({"dtype": "float32", "dtype_chosen": False}, "native"),
-    ({}, "native"),  # a first launch
-])
+@pytest.mark.parametrize(
+    "saved, expected",
+    [
+        ({"dtype": "float32"}, "native"),  # an older version saved its default: never chosen
+        ({"dtype": "int4"}, "int4"),  # only a person could have picked this
+        ({"dtype": "bfloat16"}, "bfloat16"),
+        ({"dtype": "float32", "dtype_chosen": True}, "float32"),  # picked in this version: kept
+        ({"dtype": "float32", "dtype_chosen": False}, "native"),
+        ({}, "native"),  # a first launch
+    ],
+)
 def test_saved_dtype_migrates_to_native_unless_it_was_chosen(tmp_path, saved, expected):
     from gui.settings.store import load_window_settings
 

@@ -8,8 +8,18 @@ from pathlib import Path
 import numpy as np
 
 # Where each type keeps its fp16 scale(s) inside a block, so random blocks get sane, finite scales.
-SCALE_OFFSETS = {"Q4_0": (0,), "Q4_1": (0, 2), "Q5_0": (0,), "Q5_1": (0, 2), "Q8_0": (0,),
-                 "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,), "Q2_K": (80, 82), "Q3_K": (108,)}
+SCALE_OFFSETS = {
+    "Q4_0": (0,),
+    "Q4_1": (0, 2),
+    "Q5_0": (0,),
+    "Q5_1": (0, 2),
+    "Q8_0": (0,),
+    "Q4_K": (0, 2),
+    "Q5_K": (0, 2),
+    "Q6_K": (208,),
+    "Q2_K": (80, 82),
+    "Q3_K": (108,),
+}
 HIDDEN, HEADS, KV_HEADS, FFN, LAYERS = 256, 4, 2, 512, 2
 
 
@@ -22,7 +32,7 @@ def random_blocks(rows: int, columns: int, qtype: str, rng: np.random.Generator,
     blocks = raw.reshape(rows, -1, block_bytes)
     for offset in SCALE_OFFSETS[qtype]:
         halves = rng.uniform(-scale, scale, blocks.shape[:2]).astype(np.float16)
-        blocks[..., offset:offset + 2] = halves[..., None].view(np.uint8)
+        blocks[..., offset : offset + 2] = halves[..., None].view(np.uint8)
     return raw
 
 
@@ -45,14 +55,25 @@ def _tokenizer_fields() -> dict:
     from core.model.source import embedded_gguf_path
 
     source = gguf.GGUFReader(str(embedded_gguf_path()))
-    return {key: (field.contents(), field.types[0], field.types[-1] if len(field.types) > 1 else None)
-            for key, field in source.fields.items() if key.startswith("tokenizer.")}
+    return {
+        key: (field.contents(), field.types[0], field.types[-1] if len(field.types) > 1 else None)
+        for key, field in source.fields.items()
+        if key.startswith("tokenizer.")
+    }
 
 
-def write_tiny_llama(path: Path, types: dict[str, str] | None = None, *, architecture: str = "llama",
-                     tokenizer_model: str | None = None, seed: int = 0, metadata: dict | None = None,
-                     shapes: dict[str, tuple[int, ...]] | None = None, last: tuple[str, ...] = (),
-                     chat_template: str | None = None) -> Path:
+def write_tiny_llama(
+    path: Path,
+    types: dict[str, str] | None = None,
+    *,
+    architecture: str = "llama",
+    tokenizer_model: str | None = None,
+    seed: int = 0,
+    metadata: dict | None = None,
+    shapes: dict[str, tuple[int, ...]] | None = None,
+    last: tuple[str, ...] = (),
+    chat_template: str | None = None,
+) -> Path:
     """A 2-layer random Llama; types maps a tensor role (attn_q, ffn_down, token_embd, ...) to a quant type.
 
     For crafted files: metadata overrides header fields by their key without the architecture (e.g.
@@ -66,10 +87,18 @@ def write_tiny_llama(path: Path, types: dict[str, str] | None = None, *, archite
     shapes = shapes or {}
     rng = np.random.default_rng(seed)
     writer = gguf.GGUFWriter(str(path), architecture)
-    fields = {"block_count": LAYERS, "context_length": 256, "embedding_length": HIDDEN, "feed_forward_length": FFN,
-              "attention.head_count": HEADS, "attention.head_count_kv": KV_HEADS,
-              "rope.dimension_count": HIDDEN // HEADS, "attention.layer_norm_rms_epsilon": 1e-5,
-              "rope.freq_base": 10000.0, **(metadata or {})}
+    fields = {
+        "block_count": LAYERS,
+        "context_length": 256,
+        "embedding_length": HIDDEN,
+        "feed_forward_length": FFN,
+        "attention.head_count": HEADS,
+        "attention.head_count_kv": KV_HEADS,
+        "rope.dimension_count": HIDDEN // HEADS,
+        "attention.layer_norm_rms_epsilon": 1e-5,
+        "rope.freq_base": 10000.0,
+        **(metadata or {}),
+    }
     for key, value in fields.items():
         kind = gguf.GGUFValueType.FLOAT32 if isinstance(value, float) else gguf.GGUFValueType.UINT32
         if isinstance(value, int) and not 0 <= value < 2**32:
@@ -82,9 +111,15 @@ def write_tiny_llama(path: Path, types: dict[str, str] | None = None, *, archite
             value = chat_template
         writer.add_key_value(key, value, kind, item_kind)
     vocab = len(_tokenizer_fields()["tokenizer.ggml.tokens"][0])
-    tensor_shapes = {"attn_q": (HIDDEN, HIDDEN), "attn_k": (HIDDEN * KV_HEADS // HEADS, HIDDEN),
-              "attn_v": (HIDDEN * KV_HEADS // HEADS, HIDDEN), "attn_output": (HIDDEN, HIDDEN),
-              "ffn_gate": (FFN, HIDDEN), "ffn_up": (FFN, HIDDEN), "ffn_down": (HIDDEN, FFN)}
+    tensor_shapes = {
+        "attn_q": (HIDDEN, HIDDEN),
+        "attn_k": (HIDDEN * KV_HEADS // HEADS, HIDDEN),
+        "attn_v": (HIDDEN * KV_HEADS // HEADS, HIDDEN),
+        "attn_output": (HIDDEN, HIDDEN),
+        "ffn_gate": (FFN, HIDDEN),
+        "ffn_up": (FFN, HIDDEN),
+        "ffn_down": (HIDDEN, FFN),
+    }
 
     held: list[tuple[str, np.ndarray, dict]] = []
 
@@ -131,8 +166,9 @@ FAMILY_EXTRAS = {
 }
 
 
-def write_tiny_family(path: Path, architecture: str, qtype: str = "Q8_0", *, layers: int = LAYERS,
-                      seed: int = 0, vocab: int | None = None) -> Path:
+def write_tiny_family(
+    path: Path, architecture: str, qtype: str = "Q8_0", *, layers: int = LAYERS, seed: int = 0, vocab: int | None = None
+) -> Path:
     """A small random model of one family, as llama.cpp's converter lays it out, with the embedded tokenizer.
 
     Gemma's sliding window is 8 positions, so a short prompt reaches past it; Gemma 3 has 6 layers by

@@ -40,8 +40,9 @@ class BuildFailed(Exception):
     """One line: which build failed and why."""
 
 
-def ensure_build(build: BuildRecipe, make: Callable[[Path], None], check: Callable[[Path], None],
-                 say: Callable[[str], None] = print) -> Path:
+def ensure_build(
+    build: BuildRecipe, make: Callable[[Path], None], check: Callable[[Path], None], say: Callable[[str], None] = print
+) -> Path:
     """The folder of this recipe's build: made by make(staging), checked by check(staging), then put in place
     whole; a folder already there (same version, CPU flags and build flags) is used as it is."""
     folder = build_folder(build)
@@ -77,15 +78,45 @@ def _environment(build: BuildRecipe) -> dict:
 
 
 def download_sdist(version: str, into: Path) -> Path:
-    _run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
-          "--no-cache-dir", f"llama-cpp-python=={version}", "-d", str(into)], "downloading llama-cpp-python's sdist")
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "--no-cache-dir",
+            f"llama-cpp-python=={version}",
+            "-d",
+            str(into),
+        ],
+        "downloading llama-cpp-python's sdist",
+    )
     return next(into.glob("llama_cpp_python-*.tar.gz"))
 
 
 def make_wheel(build: BuildRecipe, sdist: Path) -> Callable[[Path], None]:
     def make(staging: Path) -> None:
-        _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-cache-dir", "-w", str(staging),
-              str(sdist)], "building llama-cpp-python's wheel", env=_environment(build))
+        _run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--quiet",
+                "--no-deps",
+                "--no-cache-dir",
+                "-w",
+                str(staging),
+                str(sdist),
+            ],
+            "building llama-cpp-python's wheel",
+            env=_environment(build),
+        )
+
     return make
 
 
@@ -99,11 +130,18 @@ def make_server(build: BuildRecipe, sdist: Path) -> Callable[[Path], None]:
             build_dir = work_path / "build"
             env = _environment(build)
             env.pop("CMAKE_ARGS")
-            _run(["cmake", "-S", str(source), "-B", str(build_dir), *build.cmake_args.split()],
-                 "configuring llama-server", env=env)
-            _run(["cmake", "--build", str(build_dir), "--target", "llama-server", "-j", str(os.cpu_count() or 1)],
-                 "building llama-server", env=env)
+            _run(
+                ["cmake", "-S", str(source), "-B", str(build_dir), *build.cmake_args.split()],
+                "configuring llama-server",
+                env=env,
+            )
+            _run(
+                ["cmake", "--build", str(build_dir), "--target", "llama-server", "-j", str(os.cpu_count() or 1)],
+                "building llama-server",
+                env=env,
+            )
             shutil.copy2(build_dir / "bin" / "llama-server", staging / "llama-server")
+
     return make
 
 
@@ -114,8 +152,9 @@ def _wheel_in(folder: Path) -> Path:
 def _death(returncode: int) -> str:
     if returncode < 0:
         name = signal.Signals(-returncode).name
-        return f"killed by {name}" + (" (illegal instruction: the build uses an instruction this CPU "
-                                      "refuses)" if name == "SIGILL" else "")
+        return f"killed by {name}" + (
+            " (illegal instruction: the build uses an instruction this CPU refuses)" if name == "SIGILL" else ""
+        )
     return f"exit {returncode}"
 
 
@@ -132,8 +171,13 @@ print(len(ids))
 
 def smoke_wheel(python: str, gguf: Path) -> None:
     """A 321-token prompt through the installed wheel, in a process of its own (a SIGILL must not end this one)."""
-    result = subprocess.run([python, "-c", SMOKE_WHEEL, str(gguf)], capture_output=True, text=True, timeout=600,
-                            cwd=Path(__file__).resolve().parents[1])
+    result = subprocess.run(
+        [python, "-c", SMOKE_WHEEL, str(gguf)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=Path(__file__).resolve().parents[1],
+    )
     if result.returncode != 0:
         detail = _death(result.returncode)
         if result.returncode > 0:
@@ -155,8 +199,9 @@ def smoke_server(binary: Path, gguf: Path) -> None:
         except RuntimeError as error:
             raise BuildFailed(f"llama-server failed its check: it did not start ({error})") from None
         body = json.dumps({"prompt": agreement_text(), "n_predict": 2, "cache_prompt": False}).encode()
-        request = urllib.request.Request(f"http://127.0.0.1:{server.port}/completion", data=body,
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{server.port}/completion", data=body, headers={"Content-Type": "application/json"}
+        )
         try:
             with urllib.request.urlopen(request, timeout=300) as response:
                 reply = json.load(response)
@@ -177,11 +222,25 @@ def install_wheel(folder: Path, build: BuildRecipe, gguf: Path) -> None:
     if mark.is_file() and mark.read_text().strip() == build.key:
         return
     wheel = _wheel_in(folder)
-    _run([sys.executable, "-m", "pip", "install", "--quiet", "--no-cache-dir", f"{wheel}[server]"],
-         "installing llama-cpp-python's server extra")
+    _run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-cache-dir", f"{wheel}[server]"],
+        "installing llama-cpp-python's server extra",
+    )
     # By path and forced: whatever llama-cpp-python was there (pip's cache, another CPU's build) is replaced.
-    _run([sys.executable, "-m", "pip", "install", "--quiet", "--no-cache-dir", "--no-deps", "--force-reinstall",
-          str(wheel)], "installing llama-cpp-python's wheel")
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-cache-dir",
+            "--no-deps",
+            "--force-reinstall",
+            str(wheel),
+        ],
+        "installing llama-cpp-python's wheel",
+    )
     smoke_wheel(sys.executable, gguf)
     mark.write_text(build.key + "\n")
 
@@ -207,14 +266,21 @@ def main(argv: list[str] | None = None) -> int:
             for kind in kinds:
                 build = recipe(kind)
                 if kind == WHEEL:
+
                     def check(staging: Path, build=build) -> None:
                         install_wheel(staging, build, gguf)
-                    folder = ensure_build(build, lambda staging, build=build: make_wheel(build, source())(staging),
-                                          check, say)
+
+                    folder = ensure_build(
+                        build, lambda staging, build=build: make_wheel(build, source())(staging), check, say
+                    )
                     install_wheel(folder, build, gguf)
                 else:
-                    folder = ensure_build(build, lambda staging, build=build: make_server(build, source())(staging),
-                                          lambda staging: smoke_server(staging / "llama-server", gguf), say)
+                    folder = ensure_build(
+                        build,
+                        lambda staging, build=build: make_server(build, source())(staging),
+                        lambda staging: smoke_server(staging / "llama-server", gguf),
+                        say,
+                    )
                 print(folder)
     except BuildFailed as failure:
         print(f"tools/llama_cpp_builds.py: {failure}", file=sys.stderr)

@@ -65,8 +65,12 @@ def quant_file(file_type: str, source: Path | None = None) -> Path:
 
 
 # llama.cpp's own variations of the same computation: the reference (its default batched pass) and three others.
-LLAMA_CPP_VARIANTS = {"batched": {}, "token by token": {"n_batch": 1, "n_ubatch": 1},
-                      "float32 KV cache": {"type_k": 0, "type_v": 0}, "flash attention": {"flash_attn": True}}
+LLAMA_CPP_VARIANTS = {
+    "batched": {},
+    "token by token": {"n_batch": 1, "n_ubatch": 1},
+    "float32 KV cache": {"type_k": 0, "type_v": 0},
+    "flash attention": {"flash_attn": True},
+}
 TOP = 16  # logits kept per position of the batched pass: a token further down is no near tie
 
 

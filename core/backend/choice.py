@@ -25,24 +25,49 @@ class RemotePrompt:
     notice: str | None = None
 
 
-def load_any(spec: str | None, *, device: str = "cpu", dtype: str = "float32", progress: ProgressCallback = no_progress,
-             trust_remote_code: bool = False, allow_pickle: bool = False, api_key: str | None = None,
-             server_timeout_s: float | None = None) -> LoadedModel | RemoteModel:
+def load_any(
+    spec: str | None,
+    *,
+    device: str = "cpu",
+    dtype: str = "float32",
+    progress: ProgressCallback = no_progress,
+    trust_remote_code: bool = False,
+    allow_pickle: bool = False,
+    api_key: str | None = None,
+    server_timeout_s: float | None = None,
+) -> LoadedModel | RemoteModel:
     """A LoadedModel for a local spec, a RemoteModel for a server URL."""
     if is_remote_spec(spec):
-        return connect(spec, api_key=api_key, progress=progress,
-                       timeout_s=server_timeout_s if server_timeout_s is not None else float(SERVER_TIMEOUT.default or 0))
+        return connect(
+            spec,
+            api_key=api_key,
+            progress=progress,
+            timeout_s=server_timeout_s if server_timeout_s is not None else float(SERVER_TIMEOUT.default or 0),
+        )
     template_worker().prestart()  # its start overlaps the load: the first reply's template renders at once
     # Looked up at call time, so a test's stand-in for the loader (tests/conftest.py: held_load) is the one used.
-    return loader.load_model(spec, device=device, dtype=dtype, progress=progress,
-                             trust_remote_code=trust_remote_code, allow_pickle=allow_pickle)
+    return loader.load_model(
+        spec,
+        device=device,
+        dtype=dtype,
+        progress=progress,
+        trust_remote_code=trust_remote_code,
+        allow_pickle=allow_pickle,
+    )
 
 
 def prepare_any(loaded: ServedModel, request: ReplyRequest, *, streaming: bool = True, ignore_eos: bool = False):
     """(the reply, not started; its prompt facts). Raises LatencyLabError when it cannot be asked."""
     if isinstance(loaded, RemoteModel):
-        reply = RemoteReply(loaded, request.system_prompt, [(m.role, m.content) for m in request.messages],
-                            request.settings, stop=request.stop, streaming=streaming, ignore_eos=ignore_eos)
+        reply = RemoteReply(
+            loaded,
+            request.system_prompt,
+            [(m.role, m.content) for m in request.messages],
+            request.settings,
+            stop=request.stop,
+            streaming=streaming,
+            ignore_eos=ignore_eos,
+        )
         return reply, RemotePrompt()
     if not isinstance(loaded, LoadedModel):
         raise TypeError(f"the engine cannot ask a {type(loaded).__name__}: a LoadedModel or a RemoteModel only")

@@ -26,8 +26,8 @@ def break_reason(old: PromptPieces | None, new: PromptPieces | None, at: int) ->
             continue
         number = new.dropped + index + 1
         for count in range(1, len(old.messages) - index + 1):
-            rest = old.messages[index + count:]  # what followed the deleted messages, up to the old prompt's end
-            if rest and new.messages[index:index + len(rest)] == rest:
+            rest = old.messages[index + count :]  # what followed the deleted messages, up to the old prompt's end
+            if rest and new.messages[index : index + len(rest)] == rest:
                 span = f"message {number}" if count == 1 else f"messages {number}-{number + count - 1}"
                 return f"{span} deleted {where}"
         role = "your message" if new.messages[index][0] == "user" else f"{new.messages[index][0]} message"

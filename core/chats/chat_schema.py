@@ -24,13 +24,32 @@ INT64 = 2**63 - 1
 NUMBER = (int, float)
 NONE = type(None)
 # key -> the types its value may have; other keys are kept and never read.
-REPLY_CONTEXT = {"streaming": (bool,), "settings": (dict,), "decode_loop": (str,), "notice": (str, NONE),
-                 "interrupted": (bool,), "message_index": (int, NONE), "after_message": (int, NONE),
-                 "model": (str, NONE)}
-CHAT_SETTINGS = {"max_new_tokens": (int,), "temperature": NUMBER, "top_p": NUMBER, "seed": (int, NONE),
-                 "decode_loop": (str,), "streaming": (bool,)}
-TRACE_SERVER = {"kind": (str,), "chunks": (int, NONE), "timings": (dict, NONE), "prompt_tokens": (int, NONE),
-                "output_tokens": (int, NONE), "tokens_counted_from": (str,)}
+REPLY_CONTEXT = {
+    "streaming": (bool,),
+    "settings": (dict,),
+    "decode_loop": (str,),
+    "notice": (str, NONE),
+    "interrupted": (bool,),
+    "message_index": (int, NONE),
+    "after_message": (int, NONE),
+    "model": (str, NONE),
+}
+CHAT_SETTINGS = {
+    "max_new_tokens": (int,),
+    "temperature": NUMBER,
+    "top_p": NUMBER,
+    "seed": (int, NONE),
+    "decode_loop": (str,),
+    "streaming": (bool,),
+}
+TRACE_SERVER = {
+    "kind": (str,),
+    "chunks": (int, NONE),
+    "timings": (dict, NONE),
+    "prompt_tokens": (int, NONE),
+    "output_tokens": (int, NONE),
+    "tokens_counted_from": (str,),
+}
 # A server's timings: its name for where they came from, and numbers (the meter divides and formats them).
 SERVER_TIMING_TEXT = {"source": (str, NONE)}
 SERVER_TIMING_NUMBER = (int, float, NONE)
@@ -48,8 +67,10 @@ def check_size(data: bytes) -> None:
     for what, pattern in _KEYS.items():
         count = sum(1 for _ in zip(range(_LIMITS[what] + 1), pattern.finditer(data)))
         if count > _LIMITS[what]:
-            raise ChatFileError(f"it holds more than {_LIMITS[what]:,} {what}; Latency Lab opens chats of up to "
-                                f"{MAX_MESSAGES:,} messages and {MAX_REPLIES:,} replies")
+            raise ChatFileError(
+                f"it holds more than {_LIMITS[what]:,} {what}; Latency Lab opens chats of up to "
+                f"{MAX_MESSAGES:,} messages and {MAX_REPLIES:,} replies"
+            )
 
 
 def check_fields(value: Any, table: dict[str, tuple], where: str) -> dict:
@@ -58,8 +79,9 @@ def check_fields(value: Any, table: dict[str, tuple], where: str) -> dict:
         raise ChatFileError(f"{where} must be dict, not {type(value).__name__}")
     for key, kinds in table.items():
         if key in value and not _is(value[key], kinds):
-            raise ChatFileError(f"{where}.{key} must be {' or '.join(_name(kind) for kind in kinds)}, "
-                             f"not {type(value[key]).__name__}")
+            raise ChatFileError(
+                f"{where}.{key} must be {' or '.join(_name(kind) for kind in kinds)}, not {type(value[key]).__name__}"
+            )
     return value
 
 

@@ -71,7 +71,9 @@ class ChatRecord:
         O(messages), never O(text): a save of a 50 MB chat must not stall the thread that asks for it.
         """
         return dataclasses.replace(
-            self, settings=dict(self.settings), messages=[Message(m.role, m.content) for m in self.messages],
+            self,
+            settings=dict(self.settings),
+            messages=[Message(m.role, m.content) for m in self.messages],
             replies=[ReplyRecord(reply.trace, dict(reply.context)) for reply in self.replies],
         )
 
@@ -80,8 +82,14 @@ class ChatRecord:
         between captures, and equal objects compare by identity first, so this is O(messages).
         """
         return (
-            self.chat_id, self.title, self.title_is_custom, self.system_prompt, self.model, self.reply_pending,
-            tuple(self.settings.items()), tuple((m.role, m.content) for m in self.messages),
+            self.chat_id,
+            self.title,
+            self.title_is_custom,
+            self.system_prompt,
+            self.model,
+            self.reply_pending,
+            tuple(self.settings.items()),
+            tuple((m.role, m.content) for m in self.messages),
             tuple((reply.trace, tuple(reply.context.items())) for reply in self.replies),
         )
 
@@ -98,8 +106,9 @@ class ChatRecord:
             "settings": dict(self.settings),
             "reply_pending": self.reply_pending,
             "messages": [message.to_dict() for message in self.messages],
-            "replies": [{"context": dict(reply.context), "trace": trace_to_dict(reply.trace)}
-                        for reply in self.replies],
+            "replies": [
+                {"context": dict(reply.context), "trace": trace_to_dict(reply.trace)} for reply in self.replies
+            ],
         }
 
     @classmethod
@@ -193,8 +202,9 @@ def trace_to_dict(trace: GenerationTrace) -> dict:
 
 def trace_from_dict(data: Any, where: str) -> GenerationTrace:
     doc = _require(data, dict, where)
-    token_ids = _bounded(_int_list(doc.get("token_ids"), f"{where}.token_ids"), MAX_TOKENS_PER_REPLY,
-                         f"{where}.token_ids")
+    token_ids = _bounded(
+        _int_list(doc.get("token_ids"), f"{where}.token_ids"), MAX_TOKENS_PER_REPLY, f"{where}.token_ids"
+    )
     token_texts = _require(doc.get("token_texts"), list, f"{where}.token_texts")
     if not all(isinstance(text, str) for text in token_texts):
         raise ChatFileError(f"{where}.token_texts must hold only text")
@@ -265,7 +275,7 @@ def default_title(text: str) -> str:
     start = _NON_BLANK.search(text)
     if start is None:
         return "New chat"
-    head = text[start.start(): start.start() + TITLE_SCAN]
+    head = text[start.start() : start.start() + TITLE_SCAN]
     line = head.splitlines()[0] if head else ""
     line = "".join(ch for ch in line if ch.isprintable()).strip()
     if not line:
@@ -298,8 +308,9 @@ def _message(item: Any, index: int) -> Message:
 
 def _reply(item: Any, index: int) -> ReplyRecord:
     doc = _require(item, dict, f"replies[{index}]")
-    context = check_fields(_require(doc.get("context", {}), dict, f"replies[{index}].context"), REPLY_CONTEXT,
-                           f"replies[{index}].context")
+    context = check_fields(
+        _require(doc.get("context", {}), dict, f"replies[{index}].context"), REPLY_CONTEXT, f"replies[{index}].context"
+    )
     if "settings" in context:
         check_fields(context["settings"], CHAT_SETTINGS, f"replies[{index}].context.settings")
     return ReplyRecord(trace=trace_from_dict(doc.get("trace"), f"replies[{index}].trace"), context=context)
@@ -347,9 +358,14 @@ def _progress(value: Any, where: str) -> list[tuple[int, float]]:
     """[[stamp_ns, fraction], ...], fractions between 0 and 1 and never falling."""
     points: list[tuple[int, float]] = []
     for index, item in enumerate(_require(value, list, where)):
-        if (not isinstance(item, list) or len(item) != 2 or not whole(item[0])
-                or not isinstance(item[1], (int, float)) or isinstance(item[1], bool)
-                or not 0.0 <= item[1] <= 1.0):
+        if (
+            not isinstance(item, list)
+            or len(item) != 2
+            or not whole(item[0])
+            or not isinstance(item[1], (int, float))
+            or isinstance(item[1], bool)
+            or not 0.0 <= item[1] <= 1.0
+        ):
             raise ChatFileError(f"{where}[{index}] must be [stamp_ns, fraction between 0 and 1]")
         if points and item[1] < points[-1][1]:
             raise ChatFileError(f"{where}[{index}]: the fraction falls")

@@ -44,8 +44,10 @@ class PromptBuild:
     def notice(self) -> str | None:
         if not self.dropped_messages:
             return None
-        return (f"The chat no longer fits the model's context window: the oldest {self.dropped_messages} "
-                f"message(s) were left out of this prompt (they stay in the transcript).")
+        return (
+            f"The chat no longer fits the model's context window: the oldest {self.dropped_messages} "
+            f"message(s) were left out of this prompt (they stay in the transcript)."
+        )
 
 
 @dataclass
@@ -88,8 +90,9 @@ class ChatSession:
         last_user = max(i for i, m in enumerate(self.messages) if m.role == "user")
         system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         system_count = content_token_counts.counts(tokenizer, [self.system_prompt])[0] if system else 0
-        counts, earliest = self._newest_content_counts(tokenizer, prompt_budget(max_new_tokens, context_window)
-                                                       - system_count)
+        counts, earliest = self._newest_content_counts(
+            tokenizer, prompt_budget(max_new_tokens, context_window) - system_count
+        )
 
         def tokens_when_skipping(skip: int) -> int:
             roles = [m["role"] for m in system] + [m.role for m in self.messages[skip:]]
@@ -113,8 +116,9 @@ class ChatSession:
             # The counts are exact, since the prompt is the same pieces tokenised the same way; verify anyway.
             ids = render_prompt_ids(tokenizer, self.template_messages(skip))
             if fits(len(ids), max_new_tokens, context_window):
-                pieces = PromptPieces(self.system_prompt, tuple((m.role, m.content) for m in self.messages[skip:]),
-                                      skip)
+                pieces = PromptPieces(
+                    self.system_prompt, tuple((m.role, m.content) for m in self.messages[skip:]), skip
+                )
                 return PromptBuild(ids, skip, pieces)
         check_fits(len(ids), max_new_tokens, context_window)
         raise AssertionError("unreachable: check_fits raised")

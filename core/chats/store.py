@@ -83,8 +83,9 @@ class ChatStore:
                 self.quarantine(path, str(error))
                 continue
             except OSError as error:
-                self.notices.append(f"The chat file {path.name} could not be opened ({error.strerror}); "
-                                    f"it was skipped.")
+                self.notices.append(
+                    f"The chat file {path.name} could not be opened ({error.strerror}); it was skipped."
+                )
                 continue
             summaries.append(ChatSummary(record.chat_id, record.title, record.updated_at, len(record.messages)))
         summaries.sort(key=lambda summary: (summary.updated_at, summary.chat_id), reverse=True)
@@ -141,12 +142,15 @@ class ChatStore:
                 return None
             copy_id = new_chat_id()
             title = clean_title(f"{document['title']} (conflict copy)")
-            self.write_bytes(copy_id, encode_document({**document, "id": copy_id, "title": title,
-                                                       "title_is_custom": True}))
+            self.write_bytes(
+                copy_id, encode_document({**document, "id": copy_id, "title": title, "title_is_custom": True})
+            )
             self._redirects[document["id"]] = copy_id
-        return (f"The chat \u201c{document['title']}\u201d was changed by another Latency Lab window after this one "
-                f"opened it. To lose neither, this window's version was saved as a new chat, \u201c{title}\u201d, "
-                f"and its further changes go there.")
+        return (
+            f"The chat \u201c{document['title']}\u201d was changed by another Latency Lab window after this one "
+            f"opened it. To lose neither, this window's version was saved as a new chat, \u201c{title}\u201d, "
+            f"and its further changes go there."
+        )
 
     def save(self, record: ChatRecord) -> str | None:
         notice = self.write_document(record.to_document())
@@ -197,11 +201,15 @@ class ChatStore:
         try:
             ensure_private_dir(target_folder)
             os.replace(path, target)
-            notice = (f"The chat file {path.name} could not be read ({reason}). It was moved aside to {target}; "
-                      f"the other chats are unaffected.")
+            notice = (
+                f"The chat file {path.name} could not be read ({reason}). It was moved aside to {target}; "
+                f"the other chats are unaffected."
+            )
         except OSError as error:
-            notice = (f"The chat file {path.name} could not be read ({reason}) and could not be moved aside "
-                      f"({error.strerror}); it is skipped.")
+            notice = (
+                f"The chat file {path.name} could not be read ({reason}) and could not be moved aside "
+                f"({error.strerror}); it is skipped."
+            )
         self.notices.append(notice)
         return notice
 

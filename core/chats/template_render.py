@@ -19,8 +19,8 @@ from multiprocessing.connection import Connection
 
 from core.errors import LatencyLabError
 
-TEMPLATE_TIME_S = 2.0            # a real template renders in about a millisecond
-TEMPLATE_MAX_CHARS = 1_000_000   # the template's own text: message contents are placeholders while it renders
+TEMPLATE_TIME_S = 2.0  # a real template renders in about a millisecond
+TEMPLATE_MAX_CHARS = 1_000_000  # the template's own text: message contents are placeholders while it renders
 TEMPLATE_MEMORY_BYTES = 512 * 2**20
 _POLL_S = 0.02  # how often a wait looks at the Stop event
 
@@ -74,13 +74,15 @@ class TemplateWorker:
                         raise TemplateInterrupted()
                     if time.monotonic() > deadline:
                         self._kill()
-                        raise ChatTemplateError(f"the chat template did not finish within {TEMPLATE_TIME_S:g} s, "
-                                                f"so it was stopped.")
+                        raise ChatTemplateError(
+                            f"the chat template did not finish within {TEMPLATE_TIME_S:g} s, so it was stopped."
+                        )
                 status, value = connection.recv()
             except (EOFError, OSError):
                 self._kill()
-                raise ChatTemplateError("the chat template's renderer ended before it answered "
-                                        "(did the template run out of memory?).") from None
+                raise ChatTemplateError(
+                    "the chat template's renderer ended before it answered (did the template run out of memory?)."
+                ) from None
         if status != "ok":
             raise ChatTemplateError(value.rstrip(".") + ".")
         return value
@@ -97,7 +99,10 @@ class TemplateWorker:
         ours, theirs = socket.socketpair()
         self._process = subprocess.Popen(
             [sys.executable, "-m", "core.chats.template_worker", str(theirs.fileno()), str(TEMPLATE_MEMORY_BYTES)],
-            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, close_fds=True)
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+            close_fds=True,
+        )
         theirs.close()
         self._connection = connection = Connection(ours.detach())
         return connection

@@ -119,10 +119,16 @@ class EngineCore:
         from core.backend.choice import load_any
 
         try:
-            loaded = load_any(request.spec, device=request.device, dtype=request.dtype,
-                              progress=lambda fraction, message: self._emit(ModelProgress(fraction, message)),
-                              trust_remote_code=request.trust_remote_code, allow_pickle=request.allow_pickle,
-                              api_key=request.api_key, server_timeout_s=request.server_timeout_s)
+            loaded = load_any(
+                request.spec,
+                device=request.device,
+                dtype=request.dtype,
+                progress=lambda fraction, message: self._emit(ModelProgress(fraction, message)),
+                trust_remote_code=request.trust_remote_code,
+                allow_pickle=request.allow_pickle,
+                api_key=request.api_key,
+                server_timeout_s=request.server_timeout_s,
+            )
         except LatencyLabError as error:
             self._emit(ModelFailed(str(error)))
             return
@@ -177,9 +183,15 @@ class EngineCore:
                 from transformers import SuppressTokensLogitsProcessor
 
                 processors.append(SuppressTokensLogitsProcessor(sorted(loaded.eos_token_ids)))
-            reply = ReplyRequest(request.system_prompt, tuple(Message(role, text) for role, text in request.messages),
-                                 GenerationSettings(**request.settings), request.request_start_ns, stop,
-                                 tuple(processors), request.chat_id)
+            reply = ReplyRequest(
+                request.system_prompt,
+                tuple(Message(role, text) for role, text in request.messages),
+                GenerationSettings(**request.settings),
+                request.request_start_ns,
+                stop,
+                tuple(processors),
+                request.chat_id,
+            )
             generation, prompt = prepare_any(loaded, reply, streaming=request.streaming, ignore_eos=request.ignore_eos)
         except TemplateInterrupted:
             # Stop came while the prompt was built: as at any other phase, the reply ends stopped with no token and
@@ -218,19 +230,29 @@ class EngineCore:
             from core.lab.config import LabConfig
             from core.lab.runner import LabObserver, run_lab
 
-            values: dict[str, Any] = {key: tuple(value) if isinstance(value, list) else value
-                                      for key, value in request.config.items()}
+            values: dict[str, Any] = {
+                key: tuple(value) if isinstance(value, list) else value for key, value in request.config.items()
+            }
             config = LabConfig(**values)
             wanted = (config.model, config.dtype, config.device)
-            observer = LabObserver(progress=lambda fraction, message: self._emit(LabProgress(lab_id, fraction, message)),
-                                   row_measured=lambda sweep, row: self._emit(LabRow(lab_id, sweep, dict(row))))
+            observer = LabObserver(
+                progress=lambda fraction, message: self._emit(LabProgress(lab_id, fraction, message)),
+                row_measured=lambda sweep, row: self._emit(LabRow(lab_id, sweep, dict(row))),
+            )
 
             def load(spec, *, device, dtype, progress):
                 from core.backend.choice import load_any
 
-                loaded = load_any(spec, device=device, dtype=dtype, progress=progress,
-                                  trust_remote_code=request.trust_remote_code, allow_pickle=request.allow_pickle,
-                                  api_key=request.api_key, server_timeout_s=request.server_timeout_s)
+                loaded = load_any(
+                    spec,
+                    device=device,
+                    dtype=dtype,
+                    progress=progress,
+                    trust_remote_code=request.trust_remote_code,
+                    allow_pickle=request.allow_pickle,
+                    api_key=request.api_key,
+                    server_timeout_s=request.server_timeout_s,
+                )
                 if (spec, dtype, device) == wanted:  # kept, so running the lab again does not load it again
                     self._lab_model, self._lab_model_key = loaded, wanted
                 return loaded
@@ -244,4 +266,3 @@ class EngineCore:
             with self._lock:
                 self._cancels.pop(lab_id, None)
         self._emit(LabFinished(lab_id, results.to_dict()))
-

@@ -60,8 +60,8 @@ def unframe(buffer: bytearray) -> list[object]:
             start = 12
         if len(buffer) < start + size:
             break
-        messages.append(pickle.loads(bytes(buffer[start:start + size])))
-        del buffer[:start + size]
+        messages.append(pickle.loads(bytes(buffer[start : start + size])))
+        del buffer[: start + size]
     return messages
 
 
@@ -72,7 +72,10 @@ class EngineProcess:
         ours, theirs = socket.socketpair()
         self._process = subprocess.Popen(
             [sys.executable, "-m", "core.engine.process", str(theirs.fileno()), str(os.getpid())],
-            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, close_fds=True)
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+            close_fds=True,
+        )
         theirs.close()
         ours.setblocking(False)
         self._socket = ours

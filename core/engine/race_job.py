@@ -48,14 +48,16 @@ def is_same_model(loaded, side: RaceSide) -> bool:
     if loaded.is_remote or side.remote:
         return False
     try:
-        return (loaded.dtype, loaded.device) == (side.dtype, side.device) and \
-            resolve_model_source(side.model) == loaded.source
+        return (loaded.dtype, loaded.device) == (side.dtype, side.device) and resolve_model_source(
+            side.model
+        ) == loaded.source
     except LatencyLabError:
         return False
 
 
-def run_race_job(request: RunRace, cancel: threading.Event, emit: Callable[[object], None], chat_model,
-                 models: RaceModels) -> None:
+def run_race_job(
+    request: RunRace, cancel: threading.Event, emit: Callable[[object], None], chat_model, models: RaceModels
+) -> None:
     from core.backend.choice import load_any
     from core.race.config import RaceConfig
     from core.race.document import race_json
@@ -69,14 +71,22 @@ def run_race_job(request: RunRace, cancel: threading.Event, emit: Callable[[obje
         return
 
     def load(side: RaceSide):
-        return load_any(side.model, device=side.device, dtype=side.dtype,
-                        progress=lambda fraction, message: emit(RaceProgress(race_id, f"{side.name}: {message}")),
-                        trust_remote_code=request.trust_remote_code, allow_pickle=request.allow_pickle,
-                        api_key=request.api_key, server_timeout_s=side.server_timeout_s)
+        return load_any(
+            side.model,
+            device=side.device,
+            dtype=side.dtype,
+            progress=lambda fraction, message: emit(RaceProgress(race_id, f"{side.name}: {message}")),
+            trust_remote_code=request.trust_remote_code,
+            allow_pickle=request.allow_pickle,
+            api_key=request.api_key,
+            server_timeout_s=side.server_timeout_s,
+        )
 
-    observer = RaceObserver(progress=lambda message: emit(RaceProgress(race_id, message)),
-                            event=lambda side, event: emit(RaceReplyEvent(race_id, side, event)),
-                            started=lambda sides, start_ns: emit(RaceStarted(race_id, sides, start_ns)))
+    observer = RaceObserver(
+        progress=lambda message: emit(RaceProgress(race_id, message)),
+        event=lambda side, event: emit(RaceReplyEvent(race_id, side, event)),
+        started=lambda sides, start_ns: emit(RaceStarted(race_id, sides, start_ns)),
+    )
     try:
         result = run_race(config, lambda side: models.get(side, chat_model, load), cancel=cancel, observer=observer)
         emit(RaceFinished(race_id, race_json(result)))

@@ -28,7 +28,7 @@ class IncrementalDetokenizer:
         if len(window_text) > len(prefix_text) and not window_text.endswith(_INCOMPLETE):
             self._prefix_offset = self._read_offset
             self._read_offset = len(self._ids)
-            return window_text[len(prefix_text):]
+            return window_text[len(prefix_text) :]
         return ""
 
     def flush(self) -> str:
@@ -36,7 +36,7 @@ class IncrementalDetokenizer:
         prefix_text = self._decode(self._prefix_offset, self._read_offset)
         window_text = self._decode(self._prefix_offset, len(self._ids))
         self._prefix_offset = self._read_offset = len(self._ids)
-        return window_text[len(prefix_text):] if len(window_text) > len(prefix_text) else ""
+        return window_text[len(prefix_text) :] if len(window_text) > len(prefix_text) else ""
 
     def _decode(self, start: int, end: int) -> str:
         if start >= end:

@@ -28,8 +28,9 @@ from core.timing.trace import GenerationTrace
 if TYPE_CHECKING:
     from core.generation.decode.prompt_cache import CacheRequest, CacheUse
 
-GENERATE_KEEPS_NO_CACHE = ("generate() keeps no prompt cache between turns: the whole prompt was prefilled "
-                           "(the lean loop keeps one)")
+GENERATE_KEEPS_NO_CACHE = (
+    "generate() keeps no prompt cache between turns: the whole prompt was prefilled (the lean loop keeps one)"
+)
 
 # Longer than the worst prefill we expect on a CPU (a full 8k-token context of a small model
 # takes well under a minute here); it only guards against a generating thread that died silently.
@@ -110,7 +111,9 @@ class Generation(ReplySurface):
             except queue.Empty:
                 self.stop()
                 event = FinishedEvent(
-                    StopReason.ERROR, self._streamer.tokens_seen, time.perf_counter_ns(),
+                    StopReason.ERROR,
+                    self._streamer.tokens_seen,
+                    time.perf_counter_ns(),
                     error=f"no token arrived within {self.timeout_s:g} s; generation was abandoned",
                 )
             if isinstance(event, FinishedEvent):
@@ -138,15 +141,20 @@ class Generation(ReplySurface):
         except BaseException as exc:  # noqa: BLE001 - every failure must reach the consumer
             error = f"{type(exc).__name__}: {exc}"
         finally:
-            self._streamer.put_event(CpuUsage(process_cpu_s() - started_cpu_s,
-                                              (time.perf_counter_ns() - started_ns) / 1e9, _compute_threads()))
-            self._streamer.finish(FinishedEvent(
-                finished_reason if error is None else StopReason.ERROR,
-                self._streamer.tokens_seen,
-                time.perf_counter_ns(),
-                tail_text=self._streamer.held_back_text(),
-                error=error,
-            ))
+            self._streamer.put_event(
+                CpuUsage(
+                    process_cpu_s() - started_cpu_s, (time.perf_counter_ns() - started_ns) / 1e9, _compute_threads()
+                )
+            )
+            self._streamer.finish(
+                FinishedEvent(
+                    finished_reason if error is None else StopReason.ERROR,
+                    self._streamer.tokens_seen,
+                    time.perf_counter_ns(),
+                    tail_text=self._streamer.held_back_text(),
+                    error=error,
+                )
+            )
             self._done.set()
 
     def _generate(self) -> None:
@@ -174,17 +182,25 @@ class Generation(ReplySurface):
                 from core.generation.decode.choice import lean_decoder
                 from core.generation.decode.loop import lean_decode
 
-                lean_decode(lean_decoder(loaded.model), input_ids, settings.max_new_tokens, eos_token_ids=eos,
-                            streamer=self._streamer, logits_processor=processors,
-                            temperature=None if settings.greedy else settings.temperature, top_p=settings.top_p,
-                            stop_event=self.stop_event, prefill_progress=progress, cache=self.cache,
-                            cache_used=lambda use: streamer.put_event(cache_report(use, self.cache)))
+                lean_decode(
+                    lean_decoder(loaded.model),
+                    input_ids,
+                    settings.max_new_tokens,
+                    eos_token_ids=eos,
+                    streamer=self._streamer,
+                    logits_processor=processors,
+                    temperature=None if settings.greedy else settings.temperature,
+                    top_p=settings.top_p,
+                    stop_event=self.stop_event,
+                    prefill_progress=progress,
+                    cache=self.cache,
+                    cache_used=lambda use: streamer.put_event(cache_report(use, self.cache)),
+                )
                 return
             streamer.put_event(PromptCacheReport(len(self.input_ids), 0, GENERATE_KEEPS_NO_CACHE))
             sampling: dict = {"do_sample": False}
             if not settings.greedy:
-                sampling = {"do_sample": True, "temperature": settings.temperature, "top_p": settings.top_p,
-                            "top_k": 0}
+                sampling = {"do_sample": True, "temperature": settings.temperature, "top_p": settings.top_p, "top_k": 0}
             with interruptible_prefill(loaded.model, self.stop_event, progress):
                 loaded.model.generate(
                     input_ids=input_ids,
@@ -193,7 +209,8 @@ class Generation(ReplySurface):
                     streamer=self._streamer,
                     stopping_criteria=StoppingCriteriaList([StopOnEvent(self.stop_event)]),
                     logits_processor=processors,
-                    pad_token_id=loaded.tokenizer.pad_token_id if loaded.tokenizer.pad_token_id is not None
+                    pad_token_id=loaded.tokenizer.pad_token_id
+                    if loaded.tokenizer.pad_token_id is not None
                     else (eos[0] if eos else None),
                     eos_token_id=eos or None,
                     **sampling,
@@ -231,9 +248,12 @@ def _worded(use: CacheUse, cache: CacheRequest | None) -> PromptCacheReport:
     elif use.status == pc.OTHER_CHAT:
         reason = "this chat had nothing cached; the cache held another chat"
     elif cached < min(use.held, use.prompt_tokens - 1):
-        return PromptCacheReport(use.prompt_tokens, cached, break_reason(pieces(use.label),
-                                                                         pieces(cache.label if cache else None),
-                                                                         cached), break_at=cached)
+        return PromptCacheReport(
+            use.prompt_tokens,
+            cached,
+            break_reason(pieces(use.label), pieces(cache.label if cache else None), cached),
+            break_at=cached,
+        )
     else:
         return PromptCacheReport(use.prompt_tokens, cached, "the chat's history was reused from the cache")
     if cached:

@@ -29,8 +29,9 @@ class ReplyRequest:
     chat_id: str | None = None  # whose prompt cache this reply continues; None: the one anonymous chat
 
 
-def prepare_reply(loaded: LoadedModel, request: ReplyRequest,
-                  timeout_s: float = DEFAULT_TOKEN_TIMEOUT_S) -> tuple[Generation, PromptBuild]:
+def prepare_reply(
+    loaded: LoadedModel, request: ReplyRequest, timeout_s: float = DEFAULT_TOKEN_TIMEOUT_S
+) -> tuple[Generation, PromptBuild]:
     """The reply's Generation (not started) and its prompt; raises LatencyLabError when it cannot be asked.
 
     Tokenising a long chat takes a while (a 1 MB paste about a second), so callers run this off the GUI thread.
@@ -42,6 +43,13 @@ def prepare_reply(loaded: LoadedModel, request: ReplyRequest,
     from core.generation.decode.prompt_cache import CacheRequest
 
     cache = CacheRequest(request.chat_id, prompt.pieces, request.settings.prompt_cache)
-    generation = Generation(loaded, prompt.input_ids, request.settings, stop=request.stop, timeout_s=timeout_s,
-                            logits_processors=request.logits_processors, cache=cache)
+    generation = Generation(
+        loaded,
+        prompt.input_ids,
+        request.settings,
+        stop=request.stop,
+        timeout_s=timeout_s,
+        logits_processors=request.logits_processors,
+        cache=cache,
+    )
     return generation, prompt

@@ -18,7 +18,8 @@ class StopOnEvent(StoppingCriteria):
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs) -> torch.BoolTensor:
         # transformers declares torch.BoolTensor, a legacy tensor type that no torch op is typed to return.
         return torch.full(  # type: ignore[return-value]
-            (input_ids.shape[0],), self.event.is_set(), dtype=torch.bool, device=input_ids.device)
+            (input_ids.shape[0],), self.event.is_set(), dtype=torch.bool, device=input_ids.device
+        )
 
 
 class PassInterrupted(Exception):
@@ -37,8 +38,9 @@ def decoder_layers(model: Any) -> list:
 
 
 @contextmanager
-def interruptible_prefill(model: Any, event: threading.Event,
-                          progress: Callable[[int, int], None] | None = None) -> Iterator[None]:
+def interruptible_prefill(
+    model: Any, event: threading.Event, progress: Callable[[int, int], None] | None = None
+) -> Iterator[None]:
     """Inside, the first forward pass (the prompt's) checks event before each decoder layer and raises
     PassInterrupted once it is set.
 
@@ -50,12 +52,14 @@ def interruptible_prefill(model: Any, event: threading.Event,
     pass ends: on every decode step they cost about 3% of an int4 step, and a stop there already
     lands after the step. A model whose layers are not found keeps generate()'s behaviour.
     """
+
     def check(index):
         def hook(module, args):
             if event.is_set():
                 raise PassInterrupted()
             if progress is not None:
                 progress(index, len(layers))
+
         return hook
 
     def remove_checks(*_):

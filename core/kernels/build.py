@@ -34,7 +34,9 @@ COMMON_FLAGS = ("-fopenmp", "-shared", "-fPIC", "-std=c11", "-fno-math-errno", "
 # libasan; tests/kernels/asan.py runs the kernel tests so).
 SANITIZE_ENV = "LATENCYLAB_KERNELS_SANITIZE"
 # -O1 comes last, so it wins: with AddressSanitizer, -O3 took several times as long to compile.
-SANITIZER_FLAGS: dict[str, tuple[str, ...]] = {"address": ("-O1", "-fsanitize=address", "-fno-omit-frame-pointer", "-g")}
+SANITIZER_FLAGS: dict[str, tuple[str, ...]] = {
+    "address": ("-O1", "-fsanitize=address", "-fno-omit-frame-pointer", "-g")
+}
 COMPILE_TIMEOUT_S = 300
 CHECKSUM_SUFFIX = ".sha256"
 
@@ -67,8 +69,9 @@ def cpu_flags() -> str:
 
         return platform.machine()
     model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), "")
-    flags = next((line.split(":", 1)[1].strip() for line in text.splitlines()
-                  if line.startswith(("flags", "Features"))), "")
+    flags = next(
+        (line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith(("flags", "Features"))), ""
+    )
     return f"{model} | {flags}"
 
 
@@ -76,8 +79,9 @@ def sanitizer() -> str | None:
     """The sanitizer a test run asked for (SANITIZE_ENV), or None for the ordinary build."""
     wanted = os.environ.get(SANITIZE_ENV) or None
     if wanted is not None and wanted not in SANITIZER_FLAGS:
-        raise KernelsUnavailable(f"{SANITIZE_ENV}={wanted}: the kernels know the sanitizers "
-                                 f"{', '.join(SANITIZER_FLAGS)}")
+        raise KernelsUnavailable(
+            f"{SANITIZE_ENV}={wanted}: the kernels know the sanitizers {', '.join(SANITIZER_FLAGS)}"
+        )
     return wanted
 
 
@@ -166,8 +170,13 @@ def build_library(portable: bool | str = False, progress=None) -> BuiltLibrary:
         scratch = folder / target.name
         _compile(cc, portable, scratch)
         reason = error.strerror or type(error).__name__
-        return BuiltLibrary(scratch, True, f"the kernels' cache ({target.parent}) cannot be written ({reason}), so "
-                                             "they were compiled into a temporary folder for this run", temporary=True)
+        return BuiltLibrary(
+            scratch,
+            True,
+            f"the kernels' cache ({target.parent}) cannot be written ({reason}), so "
+            "they were compiled into a temporary folder for this run",
+            temporary=True,
+        )
 
 
 def _compile(cc: str, portable: bool | str, target: Path) -> None:

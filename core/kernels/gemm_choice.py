@@ -48,8 +48,12 @@ def gemm_seconds(precision: str, shape: tuple[int, int, int], timer: Callable[[]
     return timer() - started
 
 
-def measure_choice(threads: int, time_gemm: Callable[[str, tuple[int, int, int]], float] = gemm_seconds,
-                   shape: tuple[int, int, int] = PROBE_SHAPE, rounds: int = PROBE_ROUNDS) -> GemmChoice:
+def measure_choice(
+    threads: int,
+    time_gemm: Callable[[str, tuple[int, int, int]], float] = gemm_seconds,
+    shape: tuple[int, int, int] = PROBE_SHAPE,
+    rounds: int = PROBE_ROUNDS,
+) -> GemmChoice:
     """Both precisions, interleaved round by round; the faster best time wins."""
     best = {precision: float("inf") for precision in PRECISIONS}
     for _ in range(rounds):

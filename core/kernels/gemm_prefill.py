@@ -34,8 +34,12 @@ SCORE_BYTES = 64 << 20
 UNPACK_FORMAT = {torch.float32: 0, torch.bfloat16: 1}
 PRECISIONS = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 # The products of a layer, each one GEMM: the roles side by side in one matrix, in the order the C stages read.
-GROUPS = {"qkv": (("attn_qkv",), ("attn_q", "attn_k", "attn_v")), "out": (("attn_output",),),
-          "gate_up": (("ffn_gate_up",), ("ffn_gate", "ffn_up")), "down": (("ffn_down",),)}
+GROUPS = {
+    "qkv": (("attn_qkv",), ("attn_q", "attn_k", "attn_v")),
+    "out": (("attn_output",),),
+    "gate_up": (("ffn_gate_up",), ("ffn_gate", "ffn_up")),
+    "down": (("ffn_down",),),
+}
 
 
 def matrix_roles(kernel: KernelModel, layer: int, group: str) -> tuple[str, ...]:
@@ -54,9 +58,15 @@ class GemmPrefill:
         self.dtype = PRECISIONS[precision]
         self._weights: dict[str, torch.Tensor] = {}
 
-    def pass_over(self, tokens: np.ndarray, start: int, threads: int, *,
-                  before_layer: Callable[[int, int], None] | None = None,
-                  every_position: bool = False) -> np.ndarray:
+    def pass_over(
+        self,
+        tokens: np.ndarray,
+        start: int,
+        threads: int,
+        *,
+        before_layer: Callable[[int, int], None] | None = None,
+        every_position: bool = False,
+    ) -> np.ndarray:
         kernel, shape = self.kernel, self.kernel.shape
         lib, handle = kernel.library, kernel.handle
         count = tokens.size
@@ -75,33 +85,65 @@ class GemmPrefill:
             weights = {group: self._unpack(layer, group, threads) for group in GROUPS}
             for first in range(0, count, rows):
                 n = min(rows, count - first)
-                x = hidden[first:first + n]
-                pos, seq = positions[first:first + n], sequences[first:first + n]
-                lib.check(lib.ll_stage_attention_norm(handle, layer, _ptr(x), x.size, n, _ptr(normed), normed.size,
-                                                      threads),
-                          "the attention norm")
+                x = hidden[first : first + n]
+                pos, seq = positions[first : first + n], sequences[first : first + n]
+                lib.check(
+                    lib.ll_stage_attention_norm(handle, layer, _ptr(x), x.size, n, _ptr(normed), normed.size, threads),
+                    "the attention norm",
+                )
                 self._product(normed[:n], weights["qkv"], projected[:n])
-                lib.check(lib.ll_stage_prepare(handle, layer, _ptr(projected), projected.size, n, _ptr(seq), _ptr(pos),
-                                               min(seq.size, pos.size), threads),
-                          "the rotary embedding and the KV cache")
+                lib.check(
+                    lib.ll_stage_prepare(
+                        handle,
+                        layer,
+                        _ptr(projected),
+                        projected.size,
+                        n,
+                        _ptr(seq),
+                        _ptr(pos),
+                        min(seq.size, pos.size),
+                        threads,
+                    ),
+                    "the rotary embedding and the KV cache",
+                )
                 attend(kernel, layer, projected[:n, :q_size], pos, attended[:n])
                 output = self._product(attended[:n], weights["out"])
-                lib.check(lib.ll_stage_residual(handle, layer, 0, _ptr(x), x.size, _ptr(output), output.size, n,
-                                                _ptr(normed), normed.size, threads),
-                          "the attention's residual")
+                lib.check(
+                    lib.ll_stage_residual(
+                        handle,
+                        layer,
+                        0,
+                        _ptr(x),
+                        x.size,
+                        _ptr(output),
+                        output.size,
+                        n,
+                        _ptr(normed),
+                        normed.size,
+                        threads,
+                    ),
+                    "the attention's residual",
+                )
                 gate_up = self._product(normed[:n], weights["gate_up"])
-                lib.check(lib.ll_stage_activate(handle, _ptr(gate_up), gate_up.size, n, _ptr(activated), activated.size,
-                                                threads),
-                          "the feed-forward's activation")
+                lib.check(
+                    lib.ll_stage_activate(
+                        handle, _ptr(gate_up), gate_up.size, n, _ptr(activated), activated.size, threads
+                    ),
+                    "the feed-forward's activation",
+                )
                 down = self._product(activated[:n], weights["down"])
-                lib.check(lib.ll_stage_residual(handle, layer, 1, _ptr(x), x.size, _ptr(down), down.size, n, None, 0,
-                                                threads),
-                          "the feed-forward's residual")
+                lib.check(
+                    lib.ll_stage_residual(
+                        handle, layer, 1, _ptr(x), x.size, _ptr(down), down.size, n, None, 0, threads
+                    ),
+                    "the feed-forward's residual",
+                )
         if before_layer is not None:
             before_layer(shape.layers, shape.layers)
         if every_position:
-            return np.concatenate([kernel.logits(hidden[first:first + rows], threads)
-                                   for first in range(0, count, rows)])
+            return np.concatenate(
+                [kernel.logits(hidden[first : first + rows], threads) for first in range(0, count, rows)]
+            )
         return kernel.logits(hidden[-1:], threads)
 
     def _product(self, x: np.ndarray, weight: torch.Tensor, out: np.ndarray | None = None) -> np.ndarray:
@@ -120,12 +162,23 @@ class GemmPrefill:
         buffer = self._weights.get(group)
         if buffer is None or buffer.shape[0] < rows * columns:
             buffer = self._weights[group] = torch.empty(rows * columns, dtype=self.dtype)
-        matrix = buffer[:rows * columns].view(rows, columns)
+        matrix = buffer[: rows * columns].view(rows, columns)
         offset = 0
         for data, type_id, part_rows, _ in parts:
-            kernel.library.check(kernel.library.ll_unpack_rows(
-                type_id, data.ctypes.data, data.nbytes, part_rows, columns, matrix[offset:].data_ptr(),
-                matrix[offset:].numel() * matrix.element_size(), UNPACK_FORMAT[self.dtype], threads), f"unpacking layer {layer}'s {group} weights")
+            kernel.library.check(
+                kernel.library.ll_unpack_rows(
+                    type_id,
+                    data.ctypes.data,
+                    data.nbytes,
+                    part_rows,
+                    columns,
+                    matrix[offset:].data_ptr(),
+                    matrix[offset:].numel() * matrix.element_size(),
+                    UNPACK_FORMAT[self.dtype],
+                    threads,
+                ),
+                f"unpacking layer {layer}'s {group} weights",
+            )
             offset += part_rows
         return matrix
 
@@ -168,13 +221,20 @@ def attend(kernel: KernelModel, layer: int, queries: np.ndarray, positions: np.n
         else:
             causal = not window and int(positions[first]) == 0 and end - first == last
             attended = torch.nn.functional.scaled_dot_product_attention(
-                chunk[None], keys[None], values[None], attn_mask=None if causal else visible, is_causal=causal,
-                scale=score_scale, enable_gqa=True)[0]
+                chunk[None],
+                keys[None],
+                values[None],
+                attn_mask=None if causal else visible,
+                is_causal=causal,
+                scale=score_scale,
+                enable_gqa=True,
+            )[0]
         result[first:end] = attended.transpose(0, 1)
 
 
-def _capped_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, visible: torch.Tensor,
-                      cap: float, scale: float) -> torch.Tensor:
+def _capped_attention(
+    q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, visible: torch.Tensor, cap: float, scale: float
+) -> torch.Tensor:
     """Gemma 2's soft-capped scores, unfused: float32 products of the float16 values, weights rounded to float16."""
     group = q.shape[0] // keys.shape[0]
     keys = keys.float().repeat_interleave(group, 0)

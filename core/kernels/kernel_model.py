@@ -48,12 +48,23 @@ class ModelShape:
     def config(self, library: KernelLibrary) -> Config:
         """The C configuration, its enums numbered as the library numbers them."""
         return Config(
-            layers=self.layers, width=self.width, heads=self.heads, kv_heads=self.kv_heads, head_dim=self.head_dim,
-            ffn=self.ffn, vocab=self.vocab, rope_dims=self.rope_dims, rope_style=library.rope_styles[self.rope_style],
-            activation=library.activations[self.activation], scale_queries=int(self.scale_queries),
-            norm_eps=self.norm_eps, embed_scale=self.embed_scale,
-            attention_scale=self.attention_scale or self.head_dim ** -0.5, attention_softcap=self.attention_softcap,
-            final_softcap=self.final_softcap)
+            layers=self.layers,
+            width=self.width,
+            heads=self.heads,
+            kv_heads=self.kv_heads,
+            head_dim=self.head_dim,
+            ffn=self.ffn,
+            vocab=self.vocab,
+            rope_dims=self.rope_dims,
+            rope_style=library.rope_styles[self.rope_style],
+            activation=library.activations[self.activation],
+            scale_queries=int(self.scale_queries),
+            norm_eps=self.norm_eps,
+            embed_scale=self.embed_scale,
+            attention_scale=self.attention_scale or self.head_dim**-0.5,
+            attention_softcap=self.attention_softcap,
+            final_softcap=self.final_softcap,
+        )
 
 
 class KernelModel:
@@ -107,8 +118,9 @@ class KernelModel:
             address = self.library.ll_cache(self._handle, values)
             if not address or not count:
                 raise RuntimeError("the KV cache is not reserved")
-            views.append(np.ctypeslib.as_array((ctypes.c_uint16 * count).from_address(address)).view(np.float16)
-                         .reshape(shape))
+            views.append(
+                np.ctypeslib.as_array((ctypes.c_uint16 * count).from_address(address)).view(np.float16).reshape(shape)
+            )
         return views[0], views[1]
 
     def set_tensor(self, layer: int, role: str, data: np.ndarray, type_id: int, rows: int, columns: int) -> None:
@@ -118,21 +130,27 @@ class KernelModel:
         self._kept.append(data)
         if rows > 1:
             self.matrices[layer, role] = (data, type_id, rows, columns)
-        self.library.check(self.library.ll_set_tensor(self._handle, layer, self.library.roles[role], data.ctypes.data,
-                                                      data.nbytes, type_id, rows, columns),
-                           f"setting {role} of layer {layer}")
+        self.library.check(
+            self.library.ll_set_tensor(
+                self._handle, layer, self.library.roles[role], data.ctypes.data, data.nbytes, type_id, rows, columns
+            ),
+            f"setting {role} of layer {layer}",
+        )
 
     def set_rope(self, layer: int, base: float, freq_scale: float = 1.0) -> None:
         """A layer's rotary base and linear scaling (1 / factor); per-dimension factors are a tensor role."""
-        self.library.check(self.library.ll_set_rope(self._handle, layer, base, freq_scale), f"setting layer {layer}'s rope")
+        self.library.check(
+            self.library.ll_set_rope(self._handle, layer, base, freq_scale), f"setting layer {layer}'s rope"
+        )
 
     def reserve(self, sequences: int, positions: int, keep: bool = True) -> None:
         """KV cache room. With keep, a large enough cache stays and a growing one keeps what it holds; without,
         the cache is made anew at exactly this size."""
         if keep and sequences == self.sequences and positions <= self.capacity:
             return
-        self.library.check(self.library.ll_reserve(self._handle, sequences, positions, int(keep)),
-                           "reserving the KV cache")
+        self.library.check(
+            self.library.ll_reserve(self._handle, sequences, positions, int(keep)), "reserving the KV cache"
+        )
         self.sequences, self.capacity = sequences, positions
 
     @property
@@ -144,8 +162,10 @@ class KernelModel:
         """Sequence 0's keys and values at positions [0, positions), packed [layer, kv head, position, dim]."""
         shape = (self.shape.layers, self.shape.kv_heads, positions, self.shape.head_dim)
         keys, values = np.empty(shape, dtype=np.float16), np.empty(shape, dtype=np.float16)
-        self.library.check(self.library.ll_kv_copy(self._handle, positions, keys.ctypes.data, values.ctypes.data,
-                                                   keys.size, 0), "copying the KV cache out")
+        self.library.check(
+            self.library.ll_kv_copy(self._handle, positions, keys.ctypes.data, values.ctypes.data, keys.size, 0),
+            "copying the KV cache out",
+        )
         return keys, values
 
     def copy_cache_in(self, keys: np.ndarray, values: np.ndarray) -> None:
@@ -153,8 +173,10 @@ class KernelModel:
         keys, values = np.ascontiguousarray(keys, np.float16), np.ascontiguousarray(values, np.float16)
         if keys.shape != values.shape:
             raise ValueError("keys and values of a saved cache differ in shape")
-        self.library.check(self.library.ll_kv_copy(self._handle, keys.shape[2], keys.ctypes.data, values.ctypes.data,
-                                                   keys.size, 1), "copying a saved KV cache in")
+        self.library.check(
+            self.library.ll_kv_copy(self._handle, keys.shape[2], keys.ctypes.data, values.ctypes.data, keys.size, 1),
+            "copying a saved KV cache in",
+        )
 
     def claim_cache(self) -> None:
         """Other work is about to overwrite the KV cache: let its keeper set aside what it holds."""
@@ -164,23 +186,39 @@ class KernelModel:
     def embed(self, tokens: np.ndarray) -> np.ndarray:
         tokens = np.ascontiguousarray(tokens, dtype=np.int32)
         hidden = np.empty((tokens.size, self.shape.width), dtype=np.float32)
-        self.library.check(self.library.ll_embed(self._handle, tokens.ctypes.data, tokens.size, hidden.ctypes.data,
-                                                 hidden.size), "embedding the tokens")
+        self.library.check(
+            self.library.ll_embed(self._handle, tokens.ctypes.data, tokens.size, hidden.ctypes.data, hidden.size),
+            "embedding the tokens",
+        )
         return hidden
 
-    def layers(self, hidden: np.ndarray, sequences: np.ndarray, positions: np.ndarray, first: int, end: int,
-               threads: int) -> None:
+    def layers(
+        self, hidden: np.ndarray, sequences: np.ndarray, positions: np.ndarray, first: int, end: int, threads: int
+    ) -> None:
         """Run layers [first, end) over hidden's rows in place."""
         sequences = np.ascontiguousarray(sequences, dtype=np.int32).reshape(-1)
         positions = np.ascontiguousarray(positions, dtype=np.int32).reshape(-1)
         if hidden.dtype != np.float32 or not hidden.flags.c_contiguous or hidden.ndim != 2:
             raise ValueError("hidden must be a C-contiguous float32 [rows, width] array (it is updated in place)")
         if not sequences.size == positions.size == hidden.shape[0]:
-            raise ValueError(f"{hidden.shape[0]} rows need as many sequences and positions "
-                             f"({sequences.size} and {positions.size} given)")
-        self.library.check(self.library.ll_layers(self._handle, hidden.ctypes.data, hidden.size, hidden.shape[0],
-                                                  sequences.ctypes.data, positions.ctypes.data, first, end, threads),
-                           "running the decoder layers")
+            raise ValueError(
+                f"{hidden.shape[0]} rows need as many sequences and positions "
+                f"({sequences.size} and {positions.size} given)"
+            )
+        self.library.check(
+            self.library.ll_layers(
+                self._handle,
+                hidden.ctypes.data,
+                hidden.size,
+                hidden.shape[0],
+                sequences.ctypes.data,
+                positions.ctypes.data,
+                first,
+                end,
+                threads,
+            ),
+            "running the decoder layers",
+        )
 
     def logits(self, hidden: np.ndarray, threads: int, out: np.ndarray | None = None) -> np.ndarray:
         hidden = np.ascontiguousarray(hidden, dtype=np.float32)
@@ -188,12 +226,17 @@ class KernelModel:
             out = np.empty((hidden.shape[0], self.shape.vocab), dtype=np.float32)
         if out.dtype != np.float32 or not out.flags.c_contiguous:
             raise ValueError("out must be a C-contiguous float32 array")
-        self.library.check(self.library.ll_logits(self._handle, hidden.ctypes.data, hidden.size, hidden.shape[0],
-                                                  out.ctypes.data, out.size, threads), "computing the logits")
+        self.library.check(
+            self.library.ll_logits(
+                self._handle, hidden.ctypes.data, hidden.size, hidden.shape[0], out.ctypes.data, out.size, threads
+            ),
+            "computing the logits",
+        )
         return out
 
-    def pass_over(self, tokens: np.ndarray, start: int, threads: int, *, before_layer=None,
-                  every_position: bool = False) -> np.ndarray:
+    def pass_over(
+        self, tokens: np.ndarray, start: int, threads: int, *, before_layer=None, every_position: bool = False
+    ) -> np.ndarray:
         """Run tokens (at positions start, start+1, ...) through every layer in chunks of PROMPT_CHUNK, a layer
         at a time; returns the logits of the last position, or of every position with every_position.
 
@@ -207,14 +250,15 @@ class KernelModel:
         if self.prefill_precision is not None and tokens.size >= GEMM_MIN_TOKENS:
             # Layer by layer over the whole prompt: no position is through every layer until the last one is.
             logits = self._gemm_prefill(self.prefill_precision).pass_over(
-                tokens, start, threads, before_layer=before_layer, every_position=every_position)
+                tokens, start, threads, before_layer=before_layer, every_position=every_position
+            )
             self.completed = start + tokens.size
             return logits
         chunks = range(0, tokens.size, PROMPT_CHUNK)
         total = len(chunks) * self.shape.layers
         chunk_logits = []
         for chunk_index, chunk_start in enumerate(chunks):
-            chunk = tokens[chunk_start:chunk_start + PROMPT_CHUNK]
+            chunk = tokens[chunk_start : chunk_start + PROMPT_CHUNK]
             hidden = self.embed(chunk)
             positions = np.arange(start + chunk_start, start + chunk_start + chunk.size)
             sequences = np.zeros(chunk.size)

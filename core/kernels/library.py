@@ -17,18 +17,33 @@ from core.kernels.build import BuiltLibrary, KernelsUnavailable, build_library
 class Config(ctypes.Structure):
     """ll_config (csrc/model.h), field for field; its size is checked against the library's when it loads."""
 
-    _fields_ = [(name, ctypes.c_int32) for name in
-                ("layers", "width", "heads", "kv_heads", "head_dim", "ffn", "vocab", "rope_dims", "rope_style",
-                 "activation", "scale_queries")] + \
-               [(name, ctypes.c_float) for name in
-                ("norm_eps", "embed_scale", "attention_scale", "attention_softcap", "final_softcap")]
+    _fields_ = [
+        (name, ctypes.c_int32)
+        for name in (
+            "layers",
+            "width",
+            "heads",
+            "kv_heads",
+            "head_dim",
+            "ffn",
+            "vocab",
+            "rope_dims",
+            "rope_style",
+            "activation",
+            "scale_queries",
+        )
+    ] + [
+        (name, ctypes.c_float)
+        for name in ("norm_eps", "embed_scale", "attention_scale", "attention_softcap", "final_softcap")
+    ]
 
 
 class TypeInfo(ctypes.Structure):
     """ll_type_info (csrc/quants.h): one entry of the kernels' type table, as ll_type_facts fills it."""
 
-    _fields_ = [("name", ctypes.c_char_p)] + [(name, ctypes.c_int32) for name in
-                                              ("id", "block_elements", "block_bytes", "activation")]
+    _fields_ = [("name", ctypes.c_char_p)] + [
+        (name, ctypes.c_int32) for name in ("id", "block_elements", "block_bytes", "activation")
+    ]
 
 
 # The structs Python shares with the C side, and the function that gives each one's size there.
@@ -115,9 +130,13 @@ class KernelLibrary:
         for type_id in range(self._lib.ll_type_count()):
             info = TypeInfo()
             if self._lib.ll_type_facts(type_id, ctypes.byref(info)) == 0:
-                self.types[info.name.decode()] = KernelType(info.name.decode(), info.id, info.block_elements,
-                                                            info.block_bytes,
-                                                            None if info.activation < 0 else info.activation)
+                self.types[info.name.decode()] = KernelType(
+                    info.name.decode(),
+                    info.id,
+                    info.block_elements,
+                    info.block_bytes,
+                    None if info.activation < 0 else info.activation,
+                )
         # GGML type name -> id, for the types the kernels multiply in their own format.
         self.kernel_types = {name: kind.id for name, kind in self.types.items() if kind.activation is not None}
         self.roles = _names(self._lib.ll_role_name)
@@ -138,8 +157,10 @@ def check_shared_structs(lib) -> None:
     for c_name, (struct, size_function) in SHARED_STRUCTS.items():
         c_size, python_size = getattr(lib, size_function)(), ctypes.sizeof(struct)
         if c_size != python_size:
-            raise KernelsUnavailable(f"the kernels' {c_name} is {c_size} bytes but core/kernels/library.py's "
-                                     f"{struct.__name__} is {python_size}: the two definitions differ")
+            raise KernelsUnavailable(
+                f"the kernels' {c_name} is {c_size} bytes but core/kernels/library.py's "
+                f"{struct.__name__} is {python_size}: the two definitions differ"
+            )
 
 
 def _names(name_of) -> dict[str, int]:

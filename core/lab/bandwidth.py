@@ -38,8 +38,12 @@ def default_buffer_bytes() -> int:
     return max(MIN_BUFFER_BYTES, CACHE_MULTIPLE * cache)
 
 
-def measure_read_bandwidth(buffer_bytes: int | None = None, passes: int = DEFAULT_PASSES,
-                           cancel: threading.Event | None = None, device: str = "cpu") -> BandwidthMeasurement:
+def measure_read_bandwidth(
+    buffer_bytes: int | None = None,
+    passes: int = DEFAULT_PASSES,
+    cancel: threading.Event | None = None,
+    device: str = "cpu",
+) -> BandwidthMeasurement:
     """Sum a float32 buffer with torch's own threads (those decode uses) and time each pass."""
     import torch
 

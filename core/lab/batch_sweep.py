@@ -24,8 +24,9 @@ from core.model.loader import LoadedModel
 BATCH_PROMPT_WORDS = 10
 
 
-def sweep_batch_sizes(loaded: LoadedModel, batch_sizes: Sequence[int], new_tokens: int, repeats: int,
-                      context: SweepContext) -> Iterator[dict]:
+def sweep_batch_sizes(
+    loaded: LoadedModel, batch_sizes: Sequence[int], new_tokens: int, repeats: int, context: SweepContext
+) -> Iterator[dict]:
     ids = chapter_prompt_ids(loaded.tokenizer, BATCH_PROMPT_WORDS)
     check_fits(len(ids), new_tokens, loaded.context_window)
     progress, cancel = context.progress, context.cancel
@@ -70,8 +71,9 @@ class BatchRun:
     mean_step_s: float
 
 
-def decode_batch(loaded: LoadedModel, ids: Sequence[int], batch_size: int, new_tokens: int,
-                 cancel: threading.Event | None) -> BatchRun:
+def decode_batch(
+    loaded: LoadedModel, ids: Sequence[int], batch_size: int, new_tokens: int, cancel: threading.Event | None
+) -> BatchRun:
     """Greedy-decode exactly new_tokens for batch_size copies of ids, stamping every step.
 
     Every step yields one token for each sequence, so a step is also each sequence's time per output
@@ -99,8 +101,14 @@ def decode_batch(loaded: LoadedModel, ids: Sequence[int], batch_size: int, new_t
     return BatchRun((stamps[0] - start_ns) / 1e9, statistics.median(gaps), sum(gaps) / len(gaps))
 
 
-def _generate_batch(loaded: LoadedModel, ids: Sequence[int], batch_size: int, new_tokens: int, eos: list[int],
-                    cancel: threading.Event | None) -> list[int]:
+def _generate_batch(
+    loaded: LoadedModel,
+    ids: Sequence[int],
+    batch_size: int,
+    new_tokens: int,
+    eos: list[int],
+    cancel: threading.Event | None,
+) -> list[int]:
     """transformers' generate() over the batch, stamped by a logits processor at every step."""
     import torch
     from transformers import LogitsProcessorList, StoppingCriteriaList

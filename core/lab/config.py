@@ -66,7 +66,8 @@ def validate_config(config: LabConfig) -> None:
     unknown = [name for name in config.sweeps if name not in SWEEPS]
     if unknown or not config.sweeps:
         raise InvalidSettingsError(
-            f"unknown sweep {', '.join(map(repr, unknown)) or '(none given)'}; choose from: {', '.join(SWEEPS)}.")
+            f"unknown sweep {', '.join(map(repr, unknown)) or '(none given)'}; choose from: {', '.join(SWEEPS)}."
+        )
     if len(set(config.sweeps)) != len(config.sweeps):
         raise InvalidSettingsError("each sweep may be named only once.")
     _check_list(PROMPT_WORDS, config.prompt_words)

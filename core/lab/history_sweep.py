@@ -28,8 +28,14 @@ def question(turn: int) -> str:
     return QUESTIONS[(turn - 1) % len(QUESTIONS)] + ("" if turn <= len(QUESTIONS) else f" (turn {turn})")
 
 
-def sweep_history(loaded: LoadedModel, turns: int, new_tokens: int, repeats: int, context: SweepContext,
-                  chat_prefix: str = "lab-history") -> Iterator[dict]:
+def sweep_history(
+    loaded: LoadedModel,
+    turns: int,
+    new_tokens: int,
+    repeats: int,
+    context: SweepContext,
+    chat_prefix: str = "lab-history",
+) -> Iterator[dict]:
     """One row per turn: TTFT with the prompt cache and without it, on the same prompts, medians over the repeats.
 
     Each repeat is a fresh chat of `turns` turns with the cache on (only each turn's new tokens prefilled), then
@@ -39,8 +45,14 @@ def sweep_history(loaded: LoadedModel, turns: int, new_tokens: int, repeats: int
     progress = context.progress
     context.check_cancel()
     progress.announce("history sweep: warm-up")
-    timed_generation(loaded, ChatSession(SYSTEM_PROMPT, [Message("user", question(1))]).build_prompt(
-        loaded.tokenizer, loaded.context_window, new_tokens).input_ids, min(new_tokens, 4), context)
+    timed_generation(
+        loaded,
+        ChatSession(SYSTEM_PROMPT, [Message("user", question(1))])
+        .build_prompt(loaded.tokenizer, loaded.context_window, new_tokens)
+        .input_ids,
+        min(new_tokens, 4),
+        context,
+    )
     progress.advance("history sweep: warmed up")
     runs: list[list[dict]] = []
     for repeat in range(repeats):
@@ -52,13 +64,20 @@ def sweep_history(loaded: LoadedModel, turns: int, new_tokens: int, repeats: int
             session.add_user(question(turn))
             prompt = session.build_prompt(loaded.tokenizer, loaded.context_window, new_tokens)
             progress.announce(f"history sweep: turn {turn} of {turns}, prompt cache on, run {repeat + 1}/{repeats}")
-            trace = timed_generation(loaded, prompt.input_ids, new_tokens, context,
-                                     cache=CacheRequest(chat, prompt.pieces, True))
+            trace = timed_generation(
+                loaded, prompt.input_ids, new_tokens, context, cache=CacheRequest(chat, prompt.pieces, True)
+            )
             progress.advance(f"history sweep: turn {turn}, cache on, done")
             session.add_assistant(trace.text)
             prompts.append(prompt.input_ids)
-            measured.append({"turn": turn, "prompt_tokens": prompt.prompt_tokens, "cached_tokens": trace.cached_tokens,
-                             "ttft_on_s": trace.metrics().ttft_s})
+            measured.append(
+                {
+                    "turn": turn,
+                    "prompt_tokens": prompt.prompt_tokens,
+                    "cached_tokens": trace.cached_tokens,
+                    "ttft_on_s": trace.metrics().ttft_s,
+                }
+            )
         for turn, ids in enumerate(prompts, start=1):
             context.check_cancel()
             progress.announce(f"history sweep: turn {turn} of {turns}, prompt cache off, run {repeat + 1}/{repeats}")

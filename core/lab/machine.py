@@ -43,9 +43,11 @@ def contention_warning(machine: dict) -> str | None:
     share = machine.get("cpu_share")
     if share is None or share >= BUSY_CPU_SHARE:
         return None
-    return (f"Warning: this run got only {share:.0%} of {machine.get('torch_threads')} cores' time (1-minute load "
-            f"average {machine.get('load_average_start')} at the start, {machine.get('load_average_end')} at the "
-            f"end): other programs were using the CPU, so timings are slower and noisier than on an idle machine.")
+    return (
+        f"Warning: this run got only {share:.0%} of {machine.get('torch_threads')} cores' time (1-minute load "
+        f"average {machine.get('load_average_start')} at the start, {machine.get('load_average_end')} at the "
+        f"end): other programs were using the CPU, so timings are slower and noisier than on an idle machine."
+    )
 
 
 def describe_machine() -> dict:
@@ -65,13 +67,17 @@ def describe_machine() -> dict:
 
 def machine_summary(machine: dict, bandwidth: dict | None) -> str:
     """One line for a results table or the Lab tab: CPU, cores, memory, cache and measured bandwidth."""
-    parts = [machine.get("cpu") or "unknown CPU",
-             f"{machine.get('logical_cores')} logical cores ({machine.get('torch_threads')} torch threads)"]
+    parts = [
+        machine.get("cpu") or "unknown CPU",
+        f"{machine.get('logical_cores')} logical cores ({machine.get('torch_threads')} torch threads)",
+    ]
     if machine.get("memory_bytes"):
         parts.append(f"{machine['memory_bytes'] / 2**30:.1f} GiB RAM")
     if machine.get("last_level_cache_bytes"):
         parts.append(f"{machine['last_level_cache_bytes'] / 2**20:.0f} MiB last-level cache")
     if bandwidth:
-        parts.append(f"memory read bandwidth {bandwidth['bytes_per_s'] / 1e9:.1f} GB/s "
-                     f"(median pass {bandwidth['median_bytes_per_s'] / 1e9:.1f} GB/s)")
+        parts.append(
+            f"memory read bandwidth {bandwidth['bytes_per_s'] / 1e9:.1f} GB/s "
+            f"(median pass {bandwidth['median_bytes_per_s'] / 1e9:.1f} GB/s)"
+        )
     return ", ".join(parts)

@@ -72,8 +72,13 @@ def exact_length_processors(loaded: LoadedModel, prompt_tokens: int, new_tokens:
     return [MinNewTokensLengthLogitsProcessor(prompt_tokens, new_tokens, eos, device=str(loaded.model.device))]
 
 
-def timed_generation(loaded: LoadedModel, input_ids: Sequence[int], new_tokens: int,
-                     context: SweepContext, cache: CacheRequest | None = None) -> GenerationTrace:
+def timed_generation(
+    loaded: LoadedModel,
+    input_ids: Sequence[int],
+    new_tokens: int,
+    context: SweepContext,
+    cache: CacheRequest | None = None,
+) -> GenerationTrace:
     """Greedy-decode exactly new_tokens tokens with the app's own timed Generation.
 
     The lab's cancel event is the reply's stop event: a cancel lands at the next layer of a prefill, or
@@ -83,10 +88,15 @@ def timed_generation(loaded: LoadedModel, input_ids: Sequence[int], new_tokens: 
     ids = list(input_ids)
     check_fits(len(ids), new_tokens, loaded.context_window)
     cancel = context.cancel
-    generation = Generation(loaded, ids, GenerationSettings(max_new_tokens=new_tokens,
-                                                            decode_loop=context.decode_loop),
-                            stop=cancel, logits_processors=exact_length_processors(loaded, len(ids), new_tokens),
-                            thread=context.compute, cache=cache)
+    generation = Generation(
+        loaded,
+        ids,
+        GenerationSettings(max_new_tokens=new_tokens, decode_loop=context.decode_loop),
+        stop=cancel,
+        logits_processors=exact_length_processors(loaded, len(ids), new_tokens),
+        thread=context.compute,
+        cache=cache,
+    )
     trace = generation.run_to_end()
     check_cancel(cancel)
     if trace.error:

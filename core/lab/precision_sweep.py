@@ -31,8 +31,9 @@ def precision_order(dtypes: Sequence[str]) -> list[str]:
     return sorted(dtypes, key=lambda dtype: dtype != REFERENCE_DTYPE)
 
 
-def sweep_precisions(load: ModelLoader, dtypes: Sequence[str], new_tokens: int, repeats: int,
-                     context: SweepContext) -> Iterator[dict]:
+def sweep_precisions(
+    load: ModelLoader, dtypes: Sequence[str], new_tokens: int, repeats: int, context: SweepContext
+) -> Iterator[dict]:
     """Yield one row per dtype; a dtype that cannot load or run yields a row with its error instead of numbers.
 
     When float32 is not among the dtypes it is still loaded once, only for its reference tokens; the
@@ -73,8 +74,9 @@ def sweep_precisions(load: ModelLoader, dtypes: Sequence[str], new_tokens: int, 
         yield {**row, **agreement(tokens, reference)}
 
 
-def measure_precision(loaded: LoadedModel, new_tokens: int, repeats: int,
-                      context: SweepContext) -> tuple[dict, list[int]]:
+def measure_precision(
+    loaded: LoadedModel, new_tokens: int, repeats: int, context: SweepContext
+) -> tuple[dict, list[int]]:
     ids = precision_prompt_ids(loaded.tokenizer)
     progress = context.progress
     progress.announce(f"precision sweep: {loaded.dtype} warm-up")

@@ -22,8 +22,9 @@ def chapter_prompt_ids(tokenizer, words: int) -> list[int]:
     return list(tokenizer(chapter_prompt(words))["input_ids"])
 
 
-def sweep_prompt_lengths(loaded: LoadedModel, prompt_words: Sequence[int], new_tokens: int, repeats: int,
-                         context: SweepContext) -> Iterator[dict]:
+def sweep_prompt_lengths(
+    loaded: LoadedModel, prompt_words: Sequence[int], new_tokens: int, repeats: int, context: SweepContext
+) -> Iterator[dict]:
     """Yield one row per prompt length, each the median of `repeats` runs, after one unrecorded warm-up.
 
     Every prompt is checked against the context window first, so a length that cannot fit fails the
@@ -62,8 +63,10 @@ def prompt_row(words: int, prompt_tokens: int, new_tokens: int, runs: Sequence[L
     ttft, e2e, step = statistics.median(ttfts), statistics.median(e2es), statistics.median(steps)
     tpot = statistics.median(required_metric(run.tpot_s) for run in runs)
     predicted = ttft + tpot * (new_tokens - 1)
-    steady_runs = [100.0 * (run_e2e - (run_ttft + run_step * (new_tokens - 1))) / run_e2e
-                   for run_ttft, run_e2e, run_step in zip(ttfts, e2es, steps)]
+    steady_runs = [
+        100.0 * (run_e2e - (run_ttft + run_step * (new_tokens - 1))) / run_e2e
+        for run_ttft, run_e2e, run_step in zip(ttfts, e2es, steps)
+    ]
     return {
         "prompt_words": words,
         "prompt_tokens": prompt_tokens,

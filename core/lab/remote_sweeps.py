@@ -18,19 +18,24 @@ from core.timing.trace import GenerationTrace
 CONCURRENCY_PROMPT_WORDS = 10
 NOT_APPLICABLE = {
     "precision": "the precision sweep does not apply to a remote engine: the server chose its weights' precision. "
-                 "Compare precisions by pointing the lab at servers that run each one.",
+    "Compare precisions by pointing the lab at servers that run each one.",
     "bandwidth": "the bandwidth ceiling does not apply to a remote engine: it would measure this machine, not the "
-                 "server's.",
+    "server's.",
     "history": "the history sweep runs on a local model only: a server's prompt cache cannot be switched off from "
-               "here. Over a chat, the meter's prompt-cache map shows what the server reports it reused.",
+    "here. Over a chat, the meter's prompt-cache map shows what the server reports it reused.",
 }
 
 
 def remote_reply(model: RemoteModel, words: int, new_tokens: int, context: SweepContext) -> RemoteReply:
     """One greedy reply to the chapter's prompt; the server is asked to ignore EOS where it can, so N is fixed."""
-    return RemoteReply(model, "", [("user", chapter_prompt(words))],
-                       GenerationSettings(max_new_tokens=new_tokens, temperature=0.0),
-                       stop=context.cancel, ignore_eos=True)
+    return RemoteReply(
+        model,
+        "",
+        [("user", chapter_prompt(words))],
+        GenerationSettings(max_new_tokens=new_tokens, temperature=0.0),
+        stop=context.cancel,
+        ignore_eos=True,
+    )
 
 
 def measured(trace: GenerationTrace, context: SweepContext) -> GenerationTrace:
@@ -42,8 +47,9 @@ def measured(trace: GenerationTrace, context: SweepContext) -> GenerationTrace:
     return trace
 
 
-def sweep_remote_prompt_lengths(model: RemoteModel, prompt_words: Sequence[int], new_tokens: int, repeats: int,
-                                context: SweepContext) -> Iterator[dict]:
+def sweep_remote_prompt_lengths(
+    model: RemoteModel, prompt_words: Sequence[int], new_tokens: int, repeats: int, context: SweepContext
+) -> Iterator[dict]:
     """As the local sweep, over the wire: TTFT is the client's, prompt tokens and N the server's usage."""
     progress = context.progress
     context.check_cancel()
@@ -58,25 +64,37 @@ def sweep_remote_prompt_lengths(model: RemoteModel, prompt_words: Sequence[int],
             traces.append(measured(remote_reply(model, words, new_tokens, context).run_to_end(), context))
             progress.advance(f"prompt sweep: {words:,} words, run {repeat + 1}/{repeats} done")
         prompt_tokens = traces[0].prompt_tokens or _prompt_tokens_by_asking(model, words, context)
-        row = prompt_row(words, prompt_tokens, int(statistics.median(t.output_tokens for t in traces)),
-                         [trace.metrics() for trace in traces])
+        row = prompt_row(
+            words,
+            prompt_tokens,
+            int(statistics.median(t.output_tokens for t in traces)),
+            [trace.metrics() for trace in traces],
+        )
         row["chunks"] = int(statistics.median(trace.chunks or 0 for trace in traces))
-        row["server_prompt_ms"] = median_or_none(((t.server or {}).get("timings") or {}).get("prompt_ms")
-                                                 for t in traces)
+        row["server_prompt_ms"] = median_or_none(
+            ((t.server or {}).get("timings") or {}).get("prompt_ms") for t in traces
+        )
         yield row
 
 
 def _prompt_tokens_by_asking(model: RemoteModel, words: int, context: SweepContext) -> int:
     """A server that sends no usage in its stream (llama-cpp-python) still does in a whole response: ask for one token."""
-    reply = RemoteReply(model, "", [("user", chapter_prompt(words))], GenerationSettings(max_new_tokens=1),
-                        stop=context.cancel, streaming=False)
+    reply = RemoteReply(
+        model,
+        "",
+        [("user", chapter_prompt(words))],
+        GenerationSettings(max_new_tokens=1),
+        stop=context.cancel,
+        streaming=False,
+    )
     trace = reply.run_to_end()
     check_cancel(context.cancel)
     return trace.prompt_tokens
 
 
-def sweep_concurrency(model: RemoteModel, levels: Sequence[int], new_tokens: int, repeats: int,
-                      context: SweepContext) -> Iterator[dict]:
+def sweep_concurrency(
+    model: RemoteModel, levels: Sequence[int], new_tokens: int, repeats: int, context: SweepContext
+) -> Iterator[dict]:
     """N streams at once, as vLLM's bench serve does with --max-concurrency: aggregate and per-stream tok/s."""
     progress = context.progress
     context.check_cancel()
@@ -112,8 +130,9 @@ def sweep_concurrency(model: RemoteModel, levels: Sequence[int], new_tokens: int
 def _concurrent_run(model: RemoteModel, streams: int, new_tokens: int, context: SweepContext) -> dict:
     """Start every stream at once; aggregate tok/s is all tokens over the span from the first start to the last token."""
     started_ns = time.perf_counter_ns()
-    replies = [remote_reply(model, CONCURRENCY_PROMPT_WORDS, new_tokens, context).start(started_ns)
-               for _ in range(streams)]
+    replies = [
+        remote_reply(model, CONCURRENCY_PROMPT_WORDS, new_tokens, context).start(started_ns) for _ in range(streams)
+    ]
     traces = [measured(reply.run_to_end(), context) for reply in replies]
     last_ns = max(trace.timestamps_ns[-1] for trace in traces)
     metrics = [trace.metrics() for trace in traces]

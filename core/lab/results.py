@@ -23,45 +23,45 @@ LAB_DEFINITIONS = {
     "decode_tok_s": DEFINITIONS["decode_tok_s"],
     "prefill_tok_s": DEFINITIONS["prefill_tok_s"],
     "repeats": "Each row's times are medians over this many timed runs, taken after one unrecorded warm-up run; "
-               "every run decodes exactly new_tokens tokens (EOS is forbidden until then), greedily.",
+    "every run decodes exactly new_tokens tokens (EOS is forbidden until then), greedily.",
     "prompt": "Prompt sweep: the chapter's raw prompt 'Repeat after me. ' + 'word ' * prompt_words, tokenized "
-              "without a chat template.",
+    "without a chat template.",
     "residual_s": "E2E - (TTFT + TPOT x (N - 1)), from the medians of E2E, TTFT and TPOT, each taken on its own over "
-                  "the runs. Per run it would be zero by definition of TPOT; from the medians it is not.",
+    "the runs. Per run it would be zero by definition of TPOT; from the medians it is not.",
     "residual_pct": "residual_s as a percentage of E2E.",
     "itl_p50_s": "Median over the runs of each run's median gap between consecutive tokens.",
     "steady_residual_pct": "Per run, 100 x (E2E - (TTFT + median inter-token gap x (N - 1))) / E2E, then the median "
-                           "over runs. The gap's median does not use E2E, so this tests whether one typical step "
-                           "time predicts the total; the median over runs ignores one disturbed run.",
+    "over runs. The gap's median does not use E2E, so this tests whether one typical step "
+    "time predicts the total; the median over runs ignores one disturbed run.",
     "weight_bytes": "Bytes of the model's weights as loaded (quantised formats count their packed bytes).",
     "token_agreement": "Share of the first compared_tokens (at most 32) greedy tokens identical to float32's at "
-                       "the same position, on the same chat prompt.",
+    "the same position, on the same chat prompt.",
     "matching_prefix_tokens": "How many greedy tokens match float32's before the first difference.",
     "step_time_s": "Batch sweep: the median gap between consecutive decode steps (median over runs of each run's "
-                   "median); one step yields one token for every sequence, so this is each sequence's time per "
-                   "output token. The median ignores the few steps that other processes on the CPU stretch.",
+    "median); one step yields one token for every sequence, so this is each sequence's time per "
+    "output token. The median ignores the few steps that other processes on the CPU stretch.",
     "mean_step_time_s": "Batch sweep: (last step stamp - first step stamp) / (N - 1), the batch analogue of TPOT.",
     "per_seq_tok_s": "1 / step_time_s: what one user of the batch sees.",
     "aggregate_tok_s": "batch_size / step_time_s: tokens per second summed over the batch.",
     "bandwidth_bytes_s": "Memory read bandwidth: the best pass of a STREAM-style sum over a buffer far larger "
-                         "than the last-level cache.",
+    "than the last-level cache.",
     "ceiling_tok_s": "bandwidth_bytes_s / weight_bytes: the decode rate if every token read every weight once "
-                     "at full bandwidth and did nothing else.",
+    "at full bandwidth and did nothing else.",
     "fraction_of_ceiling": "decode_tok_s / ceiling_tok_s.",
     "history": "History sweep: a chat of history_turns turns (about 30 new tokens each: the last reply and a new "
-               "question), each reply exactly new_tokens long; every prompt timed with the prompt cache on (only the "
-               "tokens after the cached history prefilled) and again with it off (the whole chat prefilled), medians "
-               "over the repeats.",
+    "question), each reply exactly new_tokens long; every prompt timed with the prompt cache on (only the "
+    "tokens after the cached history prefilled) and again with it off (the whole chat prefilled), medians "
+    "over the repeats.",
     "ttft_on_s": "History sweep: TTFT of the turn with the prompt cache on.",
     "ttft_off_s": "History sweep: TTFT of the same prompt with the prompt cache off.",
     "cached_tokens": "History sweep: prompt tokens the prompt cache gave at this turn (cache on).",
     **ROOFLINE_DEFINITIONS,
     "ceilings": "This machine's ceilings (bandwidth sweep): GEMM FLOP/s per precision, DRAM read bandwidth over a "
-                "buffer at least 4x the last-level cache, and the last-level cache's own; each with its method. "
-                "Measured once per CPU and cached, unless other programs loaded the machine meanwhile (then flagged "
-                "'loaded' and not cached).",
+    "buffer at least 4x the last-level cache, and the last-level cache's own; each with its method. "
+    "Measured once per CPU and cached, unless other programs loaded the machine meanwhile (then flagged "
+    "'loaded' and not cached).",
     "cpu_share": "machine.cpu_share: the process's CPU time during the run / (wall time x torch threads). Well "
-                 "below 1 means other programs competed for the CPU and the timings are disturbed.",
+    "below 1 means other programs competed for the CPU and the timings are disturbed.",
 }
 
 
@@ -163,8 +163,9 @@ def results_to_csv(results: LabResults) -> str:
     writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     for row in tagged:
-        writer.writerow({key: json.dumps(value) if isinstance(value, (list, dict)) else value
-                         for key, value in row.items()})
+        writer.writerow(
+            {key: json.dumps(value) if isinstance(value, (list, dict)) else value for key, value in row.items()}
+        )
     return buffer.getvalue()
 
 

@@ -48,8 +48,14 @@ class LabObserver:
 class LabRun:
     """One run of run_lab's steps; holds the model for the prompt and batch sweeps so it loads once."""
 
-    def __init__(self, config: LabConfig, loaded: LoadedModel | RemoteModel | None, observer: LabObserver,
-                 cancel: threading.Event | None, loader: Loader):
+    def __init__(
+        self,
+        config: LabConfig,
+        loaded: LoadedModel | RemoteModel | None,
+        observer: LabObserver,
+        cancel: threading.Event | None,
+        loader: Loader,
+    ):
         self.config = config
         self.observer = observer
         self.cancel = cancel
@@ -106,25 +112,29 @@ class LabRun:
             self.results.bandwidth_measurement = bandwidth.to_dict()
             self.progress.advance(f"memory read bandwidth: {bandwidth.bytes_per_s / 1e9:.1f} GB/s")
         if "prompt" in sweeps:
-            for row in sweep_prompt_lengths(self._local_model(), config.prompt_words, config.new_tokens,
-                                            config.repeats, self.context):
+            for row in sweep_prompt_lengths(
+                self._local_model(), config.prompt_words, config.new_tokens, config.repeats, self.context
+            ):
                 self._add("prompt", row)
         if "batch" in sweeps:
-            for row in sweep_batch_sizes(self._local_model(), config.batch_sizes, config.new_tokens,
-                                         config.repeats, self.context):
+            for row in sweep_batch_sizes(
+                self._local_model(), config.batch_sizes, config.new_tokens, config.repeats, self.context
+            ):
                 self._add("batch", row)
         if "precision" in sweeps:
-            for row in sweep_precisions(self._model_at, self.dtypes, config.new_tokens, config.repeats,
-                                        self.context):
+            for row in sweep_precisions(self._model_at, self.dtypes, config.new_tokens, config.repeats, self.context):
                 self._add("precision", row)
                 if self.bandwidth and row.get("weight_bytes") and not row.get("error"):
-                    self._add("bandwidth", ceiling_row(row["dtype"], row["weight_bytes"], row["decode_tok_s"],
-                                                       self.bandwidth.bytes_per_s))
+                    self._add(
+                        "bandwidth",
+                        ceiling_row(row["dtype"], row["weight_bytes"], row["decode_tok_s"], self.bandwidth.bytes_per_s),
+                    )
         elif "bandwidth" in sweeps:
             self._add_main_model_ceiling()
         if "history" in sweeps:
-            for row in sweep_history(self._local_model(), config.history_turns, config.new_tokens, config.repeats,
-                                     self.context):
+            for row in sweep_history(
+                self._local_model(), config.history_turns, config.new_tokens, config.repeats, self.context
+            ):
                 self._add("history", row)
 
     def _run_remote_sweeps(self) -> None:
@@ -132,17 +142,20 @@ class LabRun:
         from core.lab.remote_sweeps import NOT_APPLICABLE, sweep_concurrency, sweep_remote_prompt_lengths
 
         config = self.config
-        self.results.notes = [NOT_APPLICABLE[name] for name in ("precision", "bandwidth", "history")
-                              if name in config.sweeps]
+        self.results.notes = [
+            NOT_APPLICABLE[name] for name in ("precision", "bandwidth", "history") if name in config.sweeps
+        ]
         for note in self.results.notes:
             self.observer.progress(self.progress.fraction(), note)
         if "prompt" in config.sweeps:
-            for row in sweep_remote_prompt_lengths(self._remote_model(), config.prompt_words, config.new_tokens,
-                                                   config.repeats, self.context):
+            for row in sweep_remote_prompt_lengths(
+                self._remote_model(), config.prompt_words, config.new_tokens, config.repeats, self.context
+            ):
                 self._add("prompt", row)
         if "batch" in config.sweeps:
-            for row in sweep_concurrency(self._remote_model(), config.batch_sizes, config.new_tokens, config.repeats,
-                                         self.context):
+            for row in sweep_concurrency(
+                self._remote_model(), config.batch_sizes, config.new_tokens, config.repeats, self.context
+            ):
                 self._add("batch", row)
 
     def _measure_ceilings(self) -> BandwidthMeasurement:
@@ -162,14 +175,22 @@ class LabRun:
         if dram is None:  # measure_ceilings always measures it; a cached file could lack it
             raise MeasurementError("this machine's ceilings hold no DRAM read bandwidth")
         return BandwidthMeasurement(
-            bytes_per_s=dram.value, median_bytes_per_s=dram.median, buffer_bytes=int(dram.amount), passes=dram.passes,
-            last_level_cache_bytes=ceilings.last_level_cache_bytes, threads=ceilings.threads, method=dram.method)
+            bytes_per_s=dram.value,
+            median_bytes_per_s=dram.median,
+            buffer_bytes=int(dram.amount),
+            passes=dram.passes,
+            last_level_cache_bytes=ceilings.last_level_cache_bytes,
+            threads=ceilings.threads,
+            method=dram.method,
+        )
 
     def _announce_ceilings(self) -> None:
         """The ceilings, and the model's shape once loaded, to the observer: the roofline's roof before its points."""
         if self.results.ceilings:
-            self.observer.row_measured("ceilings", {"ceilings": self.results.ceilings,
-                                                    "arithmetic": getattr(self.main_model, "arithmetic", None)})
+            self.observer.row_measured(
+                "ceilings",
+                {"ceilings": self.results.ceilings, "arithmetic": getattr(self.main_model, "arithmetic", None)},
+            )
 
     def _add(self, sweep: str, row: dict) -> None:
         from core.lab.roofline_rows import batch_row_fields, precision_row_fields, prompt_row_fields
@@ -188,8 +209,9 @@ class LabRun:
         if self.main_model is None:
             check_cancel(self.cancel)
             model = self.config.model or "the embedded model"
-            self.progress.announce(f"connecting to {model}" if is_remote_spec(model)
-                                   else f"loading {model} ({self.config.dtype})")
+            self.progress.announce(
+                f"connecting to {model}" if is_remote_spec(model) else f"loading {model} ({self.config.dtype})"
+            )
             self.main_model = self._load(self.config.dtype)
             self.progress.advance("model loaded")
             self._announce_ceilings()
@@ -216,8 +238,9 @@ class LabRun:
 
     def _load(self, dtype: str) -> LoadedModel | RemoteModel:
         # On the compute thread, so that any torch work the loader does uses the same OpenMP pool.
-        return self.context.run(lambda: self.loader(self.config.model, device=self.config.device, dtype=dtype,
-                                                    progress=self._load_progress))
+        return self.context.run(
+            lambda: self.loader(self.config.model, device=self.config.device, dtype=dtype, progress=self._load_progress)
+        )
 
     def _load_progress(self, fraction: float, message: str) -> None:
         self.observer.progress(self.progress.fraction(), message)
@@ -236,10 +259,17 @@ class LabRun:
         config, sweeps = self.config, self.config.sweeps
         total = 0
         if is_remote_spec(config.model):
-            return ((self.main_model is None) + ("prompt" in sweeps) * (1 + len(config.prompt_words) * config.repeats)
-                    + ("batch" in sweeps) * (1 + len(config.batch_sizes) * config.repeats))
-        needs_main = ("prompt" in sweeps or "batch" in sweeps or "history" in sweeps
-                      or ("bandwidth" in sweeps and "precision" not in sweeps))
+            return (
+                (self.main_model is None)
+                + ("prompt" in sweeps) * (1 + len(config.prompt_words) * config.repeats)
+                + ("batch" in sweeps) * (1 + len(config.batch_sizes) * config.repeats)
+            )
+        needs_main = (
+            "prompt" in sweeps
+            or "batch" in sweeps
+            or "history" in sweeps
+            or ("bandwidth" in sweeps and "precision" not in sweeps)
+        )
         if needs_main and self.main_model is None:
             total += 1
         if "bandwidth" in sweeps:
@@ -259,8 +289,14 @@ class LabRun:
         return total
 
 
-def run_lab(config: LabConfig, *, loaded: LoadedModel | RemoteModel | None = None, observer: LabObserver | None = None,
-            cancel: threading.Event | None = None, loader: Loader = load_any) -> LabResults:
+def run_lab(
+    config: LabConfig,
+    *,
+    loaded: LoadedModel | RemoteModel | None = None,
+    observer: LabObserver | None = None,
+    cancel: threading.Event | None = None,
+    loader: Loader = load_any,
+) -> LabResults:
     """Run config's sweeps. Cancelling keeps every finished row; a failure keeps them too and sets results.error.
 
     loaded, when given, is used for the prompt and batch sweeps (and for its own dtype in the precision

@@ -9,8 +9,9 @@ from core.lab.verdict_record import verdict as _verdict
 from core.remote.spec import is_remote_spec
 
 CLAIM_PROMPT = "Long prompts slow the first token, not the rest"
-CLAIM_PRECISION = ("Decode speed ≈ memory bandwidth / model bytes, so smaller or quantised weights are faster, "
-                   "almost in proportion")
+CLAIM_PRECISION = (
+    "Decode speed ≈ memory bandwidth / model bytes, so smaller or quantised weights are faster, almost in proportion"
+)
 CLAIM_BATCH = "Batching is nearly free"
 CLAIM_TOTAL = "Total time ≈ TTFT + TPOT × N"
 CLAIM_HISTORY = "With the prompt cache, TTFT follows the new tokens, not the history"
@@ -33,30 +34,40 @@ MAX_CACHED_TTFT_GROWTH = 1.5
 
 
 def judge(results: LabResults) -> list[dict]:
-    return [judge_prompt(results), judge_precision(results), judge_batch(results), judge_total(results),
-            judge_history(results), judge_roofline(results)]
+    return [
+        judge_prompt(results),
+        judge_precision(results),
+        judge_batch(results),
+        judge_total(results),
+        judge_history(results),
+        judge_roofline(results),
+    ]
 
 
 def judge_prompt(results: LabResults) -> dict:
-    criterion = (f"TTFT grows at least {MIN_TTFT_GROWTH:g}× from the shortest to the longest prompt while TPOT "
-                 f"grows at most {MAX_TPOT_GROWTH:g}×")
+    criterion = (
+        f"TTFT grows at least {MIN_TTFT_GROWTH:g}× from the shortest to the longest prompt while TPOT "
+        f"grows at most {MAX_TPOT_GROWTH:g}×"
+    )
     rows = sorted((r for r in results.prompt if r.get("ttft_s") and r.get("tpot_s")), key=lambda r: r["prompt_tokens"])
     if len(rows) < 2 or rows[0]["prompt_tokens"] == rows[-1]["prompt_tokens"]:
-        return _verdict("prompt", CLAIM_PROMPT, None, "needs the prompt sweep with at least two prompt lengths",
-                        criterion)
+        return _verdict(
+            "prompt", CLAIM_PROMPT, None, "needs the prompt sweep with at least two prompt lengths", criterion
+        )
     short, long = rows[0], rows[-1]
     ttft_growth = long["ttft_s"] / short["ttft_s"]
     tpot_growth = long["tpot_s"] / short["tpot_s"]
-    evidence = (f"TTFT grew {ratio(ttft_growth)} from {short['prompt_tokens']:,} to {long['prompt_tokens']:,} prompt "
-                f"tokens ({ms(short['ttft_s'])} to {ms(long['ttft_s'])}) while TPOT changed {ratio(tpot_growth)} "
-                f"({ms(short['tpot_s'])} to {ms(long['tpot_s'])})")
+    evidence = (
+        f"TTFT grew {ratio(ttft_growth)} from {short['prompt_tokens']:,} to {long['prompt_tokens']:,} prompt "
+        f"tokens ({ms(short['ttft_s'])} to {ms(long['ttft_s'])}) while TPOT changed {ratio(tpot_growth)} "
+        f"({ms(short['tpot_s'])} to {ms(long['tpot_s'])})"
+    )
     holds = ttft_growth >= MIN_TTFT_GROWTH and tpot_growth <= MAX_TPOT_GROWTH
     return _verdict("prompt", CLAIM_PROMPT, holds, evidence, criterion)
 
 
 def judge_precision(results: LabResults) -> dict:
-    criterion = (f"every format with k× fewer weight bytes than float32 decodes at least {MIN_PROPORTION:g}·k× "
-                 f"faster")
+    criterion = f"every format with k× fewer weight bytes than float32 decodes at least {MIN_PROPORTION:g}·k× faster"
     if is_remote_spec(results.config.get("model")):
         from core.lab.remote_sweeps import NOT_APPLICABLE
 
@@ -65,8 +76,13 @@ def judge_precision(results: LabResults) -> dict:
     reference = measured.get("float32")
     smaller = [r for r in measured.values() if reference and r["weight_bytes"] < reference["weight_bytes"]]
     if reference is None or not smaller:
-        return _verdict("precision", CLAIM_PRECISION, None,
-                        "needs the precision sweep with float32 and at least one smaller format", criterion)
+        return _verdict(
+            "precision",
+            CLAIM_PRECISION,
+            None,
+            "needs the precision sweep with float32 and at least one smaller format",
+            criterion,
+        )
     ceilings = {r["dtype"]: r for r in results.bandwidth if r.get("fraction_of_ceiling") is not None}
     parts, holds = [], True
     for row in smaller:
@@ -76,9 +92,11 @@ def judge_precision(results: LabResults) -> dict:
         parts.append(f"{row['dtype']} has {ratio(fewer)} fewer weight bytes and decodes {ratio(faster)} as fast")
     evidence = "; ".join(parts)
     if ceilings:
-        evidence += " — measured decode reaches " + ", ".join(
-            f"{pct(r['fraction_of_ceiling'])} ({r['dtype']})" for r in ceilings.values()
-        ) + " of the bandwidth ceiling"
+        evidence += (
+            " — measured decode reaches "
+            + ", ".join(f"{pct(r['fraction_of_ceiling'])} ({r['dtype']})" for r in ceilings.values())
+            + " of the bandwidth ceiling"
+        )
     failed = [r["dtype"] for r in results.precision if r.get("error")]
     if failed:
         evidence += f"; {', '.join(failed)} could not be measured"
@@ -86,20 +104,25 @@ def judge_precision(results: LabResults) -> dict:
 
 
 def judge_batch(results: LabResults) -> dict:
-    criterion = (f"at the largest batch, each sequence's decode step is at most {MAX_BATCH_STEP_GROWTH:g}× slower "
-                 f"than at batch 1")
+    criterion = (
+        f"at the largest batch, each sequence's decode step is at most {MAX_BATCH_STEP_GROWTH:g}× slower "
+        f"than at batch 1"
+    )
     rows = {r["batch_size"]: r for r in results.batch if r.get("step_time_s")}
     if 1 not in rows or len(rows) < 2:
         return _verdict("batch", CLAIM_BATCH, None, "needs the batch sweep with batch 1 and a larger batch", criterion)
     single, largest = rows[1], rows[max(rows)]
     throughput = largest["aggregate_tok_s"] / single["aggregate_tok_s"]
     step_growth = largest["step_time_s"] / single["step_time_s"]
-    evidence = (f"from batch 1 to {largest['batch_size']}, aggregate throughput rose {ratio(throughput)} "
-                f"({single['aggregate_tok_s']:,.0f} to {largest['aggregate_tok_s']:,.0f} tok/s; "
-                f"{largest['batch_size']}× if free) while each sequence's step time grew {ratio(step_growth)} "
-                f"({ms(single['step_time_s'])} to {ms(largest['step_time_s'])})")
-    free_up_to = max(size for size, row in rows.items()
-                     if row["step_time_s"] <= MAX_BATCH_STEP_GROWTH * single["step_time_s"])
+    evidence = (
+        f"from batch 1 to {largest['batch_size']}, aggregate throughput rose {ratio(throughput)} "
+        f"({single['aggregate_tok_s']:,.0f} to {largest['aggregate_tok_s']:,.0f} tok/s; "
+        f"{largest['batch_size']}× if free) while each sequence's step time grew {ratio(step_growth)} "
+        f"({ms(single['step_time_s'])} to {ms(largest['step_time_s'])})"
+    )
+    free_up_to = max(
+        size for size, row in rows.items() if row["step_time_s"] <= MAX_BATCH_STEP_GROWTH * single["step_time_s"]
+    )
     if free_up_to not in (1, largest["batch_size"]):
         evidence += f"; it stayed nearly free up to batch {free_up_to}"
     from core.lab.roofline_verdict import batch_explanation
@@ -111,26 +134,32 @@ def judge_batch(results: LabResults) -> dict:
 
 
 def judge_total(results: LabResults) -> dict:
-    criterion = (f"at every prompt length, E2E is within {MAX_RESIDUAL_PCT:g}% of TTFT + TPOT × (N − 1) with TPOT "
-                 f"taken as the run's median gap between tokens (which does not use E2E), median over runs")
+    criterion = (
+        f"at every prompt length, E2E is within {MAX_RESIDUAL_PCT:g}% of TTFT + TPOT × (N − 1) with TPOT "
+        f"taken as the run's median gap between tokens (which does not use E2E), median over runs"
+    )
     rows = [r for r in results.prompt if r.get("residual_pct") is not None and r.get("steady_residual_pct") is not None]
     if not rows:
         return _verdict("total", CLAIM_TOTAL, None, "needs the prompt sweep", criterion)
     worst = max(rows, key=lambda r: abs(r["residual_pct"]))
     worst_steady = max(rows, key=lambda r: abs(r["steady_residual_pct"]))
-    evidence = (f"with N = {rows[0]['new_tokens']} new tokens and TPOT taken as the median gap between tokens, "
-                f"TTFT + TPOT × (N − 1) was within {abs(worst_steady['steady_residual_pct']):.1f}% of E2E at every "
-                f"prompt length (worst at {worst_steady['prompt_tokens']:,} tokens); from the medians of TTFT, "
-                f"TPOT and E2E it was within {abs(worst['residual_pct']):.1f}% (worst at "
-                f"{worst['prompt_tokens']:,} tokens)")
+    evidence = (
+        f"with N = {rows[0]['new_tokens']} new tokens and TPOT taken as the median gap between tokens, "
+        f"TTFT + TPOT × (N − 1) was within {abs(worst_steady['steady_residual_pct']):.1f}% of E2E at every "
+        f"prompt length (worst at {worst_steady['prompt_tokens']:,} tokens); from the medians of TTFT, "
+        f"TPOT and E2E it was within {abs(worst['residual_pct']):.1f}% (worst at "
+        f"{worst['prompt_tokens']:,} tokens)"
+    )
     holds = abs(worst_steady["steady_residual_pct"]) <= MAX_RESIDUAL_PCT
     return _verdict("total", CLAIM_TOTAL, holds, evidence, criterion)
 
 
 def judge_history(results: LabResults) -> dict:
-    criterion = (f"over a chat whose prompt grows at least {MIN_HISTORY_GROWTH:g}×, TTFT with the prompt cache grows at "
-                 f"most {MAX_CACHED_TTFT_GROWTH:g}× from the first turn to the last, and less than half as much as "
-                 f"without it")
+    criterion = (
+        f"over a chat whose prompt grows at least {MIN_HISTORY_GROWTH:g}×, TTFT with the prompt cache grows at "
+        f"most {MAX_CACHED_TTFT_GROWTH:g}× from the first turn to the last, and less than half as much as "
+        f"without it"
+    )
     if is_remote_spec(results.config.get("model")):
         from core.lab.remote_sweeps import NOT_APPLICABLE
 
@@ -143,14 +172,17 @@ def judge_history(results: LabResults) -> dict:
     cached = last["ttft_on_s"] / first["ttft_on_s"]
     whole = last["ttft_off_s"] / first["ttft_off_s"]
     new = [r["prefilled_tokens"] for r in rows[1:]]
-    evidence = (f"over {last['turn']} turns the prompt grew from {first['prompt_tokens']:,} to "
-                f"{last['prompt_tokens']:,} tokens ({ratio(growth)}); with the prompt cache TTFT went from "
-                f"{ms(first['ttft_on_s'])} to {ms(last['ttft_on_s'])} ({ratio(cached)}), prefilling "
-                f"{min(new):,}-{max(new):,} new tokens a turn after the first; without it, from "
-                f"{ms(first['ttft_off_s'])} to {ms(last['ttft_off_s'])} ({ratio(whole)}), the whole chat each turn")
+    evidence = (
+        f"over {last['turn']} turns the prompt grew from {first['prompt_tokens']:,} to "
+        f"{last['prompt_tokens']:,} tokens ({ratio(growth)}); with the prompt cache TTFT went from "
+        f"{ms(first['ttft_on_s'])} to {ms(last['ttft_on_s'])} ({ratio(cached)}), prefilling "
+        f"{min(new):,}-{max(new):,} new tokens a turn after the first; without it, from "
+        f"{ms(first['ttft_off_s'])} to {ms(last['ttft_off_s'])} ({ratio(whole)}), the whole chat each turn"
+    )
     if growth < MIN_HISTORY_GROWTH:
-        return _verdict("history", CLAIM_HISTORY, None, evidence + "; the prompt did not grow enough to tell",
-                        criterion)
+        return _verdict(
+            "history", CLAIM_HISTORY, None, evidence + "; the prompt did not grow enough to tell", criterion
+        )
     holds = cached <= MAX_CACHED_TTFT_GROWTH and (cached - 1) < 0.5 * (whole - 1)
     return _verdict("history", CLAIM_HISTORY, holds, evidence, criterion)
 

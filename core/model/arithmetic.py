@@ -26,10 +26,18 @@ def _kernel_facts(model: Any, weight_bytes: int) -> dict:
     embedding, head = kernel.matrices.get((-1, "token_embd")), kernel.matrices.get((-1, "output"))
     untied = embedding is not None and head is not None and embedding[0].ctypes.data != head[0].ctypes.data
     return {
-        "layers": shape.layers, "width": shape.width, "heads": shape.heads, "kv_heads": shape.kv_heads,
-        "head_dim": shape.head_dim, "ffn": shape.ffn, "vocab": shape.vocab, "weight_bytes": weight_bytes,
-        "embedding_bytes": int(embedding[0].nbytes) if untied else 0, "windows": list(shape.windows),
-        "cache_value_bytes": 2, "prefill_precision": kernel.prefill_precision,
+        "layers": shape.layers,
+        "width": shape.width,
+        "heads": shape.heads,
+        "kv_heads": shape.kv_heads,
+        "head_dim": shape.head_dim,
+        "ffn": shape.ffn,
+        "vocab": shape.vocab,
+        "weight_bytes": weight_bytes,
+        "embedding_bytes": int(embedding[0].nbytes) if untied else 0,
+        "windows": list(shape.windows),
+        "cache_value_bytes": 2,
+        "prefill_precision": kernel.prefill_precision,
     }
 
 
@@ -48,9 +56,16 @@ def _transformers_facts(model: Any, weight_bytes: int, dtype: str) -> dict:
     embedding = model.get_input_embeddings().weight
     tied = bool(getattr(config, "tie_word_embeddings", False))
     return {
-        "layers": layers, "width": width, "heads": heads,
-        "kv_heads": int(getattr(config, "num_key_value_heads", None) or heads), "head_dim": head_dim,
-        "ffn": int(config.intermediate_size), "vocab": int(config.vocab_size), "weight_bytes": weight_bytes,
-        "embedding_bytes": 0 if tied else int(embedding.numel() * embedding.element_size()), "windows": windows,
-        "cache_value_bytes": 4 if dtype in ("float32", "int8") else 2, "prefill_precision": GEMM_PRECISION.get(dtype),
+        "layers": layers,
+        "width": width,
+        "heads": heads,
+        "kv_heads": int(getattr(config, "num_key_value_heads", None) or heads),
+        "head_dim": head_dim,
+        "ffn": int(config.intermediate_size),
+        "vocab": int(config.vocab_size),
+        "weight_bytes": weight_bytes,
+        "embedding_bytes": 0 if tied else int(embedding.numel() * embedding.element_size()),
+        "windows": windows,
+        "cache_value_bytes": 4 if dtype in ("float32", "int8") else 2,
+        "prefill_precision": GEMM_PRECISION.get(dtype),
     }

@@ -128,7 +128,8 @@ def write_verified_folder(folder: Path, gguf_sha256: str, source_name: str, save
         save(staging)
         files = {
             path.name: {"size": path.stat().st_size, "crc32": file_crc32(path)}
-            for path in sorted(staging.iterdir()) if path.is_file()
+            for path in sorted(staging.iterdir())
+            if path.is_file()
         }
         manifest = {"format": CACHE_FORMAT, "gguf_sha256": gguf_sha256, "source": source_name, "files": files}
         (staging / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
@@ -156,7 +157,7 @@ def remove_abandoned_staging(parent: Path) -> list[Path]:
 
 
 def _staging_abandoned(path: Path) -> bool:
-    owner = path.name[len(STAGING_PREFIX):].split("-", 1)[0]
+    owner = path.name[len(STAGING_PREFIX) :].split("-", 1)[0]
     if owner.isdigit():
         return not _process_alive(int(owner))
     try:
@@ -175,4 +176,3 @@ def _process_alive(pid: int) -> bool:
     except OverflowError:
         return False
     return True
-

@@ -27,8 +27,14 @@ ROPE_HALVES = {"qwen2", "qwen3", "phi3", "gemma2", "gemma3"}
 GEMMA = {"gemma2", "gemma3"}
 KERNEL_ARCHITECTURES = ("llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3")
 # GGUF tensor name -> the kernels' role.
-NORMS = {"attn_norm": "attn_norm", "ffn_norm": "ffn_norm", "post_attention_norm": "attn_post_norm",
-         "post_ffw_norm": "ffn_post_norm", "attn_q_norm": "attn_q_norm", "attn_k_norm": "attn_k_norm"}
+NORMS = {
+    "attn_norm": "attn_norm",
+    "ffn_norm": "ffn_norm",
+    "post_attention_norm": "attn_post_norm",
+    "post_ffw_norm": "ffn_post_norm",
+    "attn_q_norm": "attn_q_norm",
+    "attn_k_norm": "attn_k_norm",
+}
 BIASES = ("attn_q", "attn_k", "attn_v")
 
 
@@ -99,8 +105,10 @@ def read_shape(weights: GGUFWeights) -> ModelShape:
         raise ModelLoadError(f"the GGUF file's {arch}.{name} is {value}, which no model can have.")
     kv_heads = count("attention.head_count_kv", heads)
     if f"{arch}.attention.key_length" not in fields and width % heads:
-        raise ModelLoadError(f"the GGUF file's {arch}.embedding_length ({width}) is not a whole number of its "
-                             f"{heads} heads (attention.head_count), and it gives no attention.key_length.")
+        raise ModelLoadError(
+            f"the GGUF file's {arch}.embedding_length ({width}) is not a whole number of its "
+            f"{heads} heads (attention.head_count), and it gives no attention.key_length."
+        )
     head_dim = count("attention.key_length", width // heads)
     if "token_embd.weight" not in weights.names():
         raise ModelLoadError(f"the GGUF file has no tensor 'token_embd.weight', which a {arch} model needs.")
@@ -108,11 +116,21 @@ def read_shape(weights: GGUFWeights) -> ModelShape:
     vocab = weights.array_length("tokenizer.ggml.tokens") or weights.shape("token_embd.weight")[0]
     ffn = _ffn_rows(weights, arch)
     rope_dims = count("rope.dimension_count", head_dim)
-    check_sizes(arch, {"width": width, "heads": heads, "kv_heads": kv_heads, "head_dim": head_dim, "ffn": ffn,
-                       "vocab": vocab, "rope_dims": rope_dims})
+    check_sizes(
+        arch,
+        {
+            "width": width,
+            "heads": heads,
+            "kv_heads": kv_heads,
+            "head_dim": head_dim,
+            "ffn": ffn,
+            "vocab": vocab,
+            "rope_dims": rope_dims,
+        },
+    )
     windows = tuple(_window(weights, arch, index) for index in range(layers))
     gemma = arch in GEMMA
-    attention_scale = head_dim ** -0.5
+    attention_scale = head_dim**-0.5
     if (arch, layers) in (("gemma2", 46), ("gemma3", 62)):  # Gemma 27B scales by width per head, as llama.cpp does
         attention_scale = (width / heads) ** -0.5
     # llama.cpp's defaults: Gemma 2 always soft-caps (50 and 30 unless the file says), Gemma 3 only its logits.
@@ -121,7 +139,13 @@ def read_shape(weights: GGUFWeights) -> ModelShape:
     for layer in range(layers):
         _rope(weights, windows[layer])  # its numbers checked now, before the kernels are made
     return ModelShape(
-        layers=layers, width=width, heads=heads, kv_heads=kv_heads, head_dim=head_dim, ffn=ffn, vocab=vocab,
+        layers=layers,
+        width=width,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        ffn=ffn,
+        vocab=vocab,
         norm_eps=real("attention.layer_norm_rms_epsilon", 1e-6 if gemma else 1e-5),
         rope_dims=rope_dims,
         rope_style="halves" if arch in ROPE_HALVES else "adjacent",
@@ -146,8 +170,9 @@ def _ffn_rows(weights: GGUFWeights, arch: str) -> int:
         return weights.shape("blk.0.ffn_gate.weight")[0]
     if "blk.0.ffn_up.weight" in names:
         return weights.shape("blk.0.ffn_up.weight")[0] // 2  # Phi-3: gate and up in one tensor
-    raise ModelLoadError(f"the GGUF file has no feed_forward_length and no tensor 'blk.0.ffn_up.weight', which a "
-                         f"{arch} model needs.")
+    raise ModelLoadError(
+        f"the GGUF file has no feed_forward_length and no tensor 'blk.0.ffn_up.weight', which a {arch} model needs."
+    )
 
 
 def _is_sliding(arch: str, index: int) -> bool:
@@ -166,8 +191,9 @@ def _window(weights: GGUFWeights, arch: str, index: int) -> int:
         return 0
     window = weights.fields().get(f"{arch}.attention.sliding_window", 4096 if arch == "gemma2" else 0) or 0
     if isinstance(window, bool) or not isinstance(window, int) or not 0 <= window <= INT32_LIMIT:
-        raise ModelLoadError(f"the GGUF file's {arch}.attention.sliding_window is {str(window)[:40]!r}, not a "
-                             f"whole number of positions.")
+        raise ModelLoadError(
+            f"the GGUF file's {arch}.attention.sliding_window is {str(window)[:40]!r}, not a whole number of positions."
+        )
     return window if window and _is_sliding(arch, index) else 0
 
 
@@ -182,8 +208,9 @@ def _rope(weights: GGUFWeights, window: int) -> tuple[float, float]:
     elif weights.field_text(f"{arch}.rope.scaling.type") == "linear":
         factor = fields.get(f"{arch}.rope.scaling.factor", 1.0)
         if not _positive(factor):
-            raise ModelLoadError(f"the GGUF file's {arch}.rope.scaling.factor is {str(factor)[:40]!r}, not a finite "
-                                 f"number > 0.")
+            raise ModelLoadError(
+                f"the GGUF file's {arch}.rope.scaling.factor is {str(factor)[:40]!r}, not a finite number > 0."
+            )
         scale = 1.0 / float(factor)
     base = fields.get(key, 10000.0)
     if not _positive(base):
@@ -221,8 +248,7 @@ def build_kernel_model(library: KernelLibrary, weights: GGUFWeights, progress: P
 
     def vector(layer: int, role: str, name: str) -> None:
         (length,) = checked[name]
-        kernel.set_tensor(layer, role, _float_vector(weights, name, length), library.kernel_types["F32"], 1,
-                          length)
+        kernel.set_tensor(layer, role, _float_vector(weights, name, length), library.kernel_types["F32"], 1, length)
 
     matrix(-1, "token_embd", "token_embd.weight")
     matrix(-1, "output", "output.weight" if "output.weight" in checked else "token_embd.weight")

@@ -60,7 +60,9 @@ def build_native_model(weights: GGUFWeights, config: Any, progress: ProgressCall
         model._tied_weights_keys = None
     left = [name for name, tensor in [*model.named_parameters(), *model.named_buffers()] if tensor.is_meta]
     if left:
-        raise ModelLoadError(f"the GGUF file has no tensor for {', '.join(left[:3])}; it does not match its own config.")
+        raise ModelLoadError(
+            f"the GGUF file has no tensor for {', '.join(left[:3])}; it does not match its own config."
+        )
     return build
 
 
@@ -76,8 +78,9 @@ def _one_thread():
         torch.set_num_threads(threads)
 
 
-def _fill(model: Any, weights: GGUFWeights, targets: list[tuple[str, str]], build: NativeBuild,
-          progress: ProgressCallback) -> None:
+def _fill(
+    model: Any, weights: GGUFWeights, targets: list[tuple[str, str]], build: NativeBuild, progress: ProgressCallback
+) -> None:
     for index, (module_name, gguf_name) in enumerate(targets):
         progress(index / len(targets), f"packing {gguf_name} ({weights.tensor_type(gguf_name)})")
         module = model.get_submodule(module_name)
@@ -99,8 +102,9 @@ def _targets(model: Any, weights: GGUFWeights) -> list[tuple[str, str]]:
             continue
         gguf_name = _gguf_name(module_name, names)
         if gguf_name is None or gguf_name not in names:
-            raise ModelLoadError(f"the GGUF file has no tensor {gguf_name or module_name!r}, which a "
-                                 f"{weights.architecture} model needs.")
+            raise ModelLoadError(
+                f"the GGUF file has no tensor {gguf_name or module_name!r}, which a {weights.architecture} model needs."
+            )
         targets.append((module_name, gguf_name))
     return targets
 
@@ -124,8 +128,9 @@ def _check_shape(weights: GGUFWeights, gguf_name: str, module: nn.Module) -> Non
     if len(expected) == 1:
         found = (int(np.prod(found)),)
     if found != expected:
-        raise ModelLoadError(f"the GGUF tensor {gguf_name} has shape {found}, but the file's own config "
-                             f"calls for {expected}.")
+        raise ModelLoadError(
+            f"the GGUF tensor {gguf_name} has shape {found}, but the file's own config calls for {expected}."
+        )
 
 
 def _linear(weights: GGUFWeights, gguf_name: str, paths: dict[str, str]) -> nn.Module:

@@ -29,7 +29,7 @@ def cached_hub_ids() -> list[str]:
     ids = []
     for entry in entries:
         if entry.name.startswith("models--") and _has_snapshot(entry):
-            ids.append(entry.name[len("models--"):].replace("--", "/"))
+            ids.append(entry.name[len("models--") :].replace("--", "/"))
     return sorted(ids)
 
 

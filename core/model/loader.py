@@ -84,8 +84,9 @@ def load_model(
     return on_compute_thread(lambda: _load_model(spec, device, dtype, progress, trust_remote_code, allow_pickle))
 
 
-def _load_model(spec: str | None, device: str, dtype: str, progress: ProgressCallback, trust_remote_code: bool,
-                allow_pickle: bool) -> LoadedModel:
+def _load_model(
+    spec: str | None, device: str, dtype: str, progress: ProgressCallback, trust_remote_code: bool, allow_pickle: bool
+) -> LoadedModel:
     try:
         validate_dtype(dtype)
         validate_device(device)
@@ -123,8 +124,14 @@ def _load_model(spec: str | None, device: str, dtype: str, progress: ProgressCal
     return loaded
 
 
-def _load(source: ModelSource, device: str, dtype: str, progress: ProgressCallback,
-          trust_remote_code: bool, allow_pickle: bool) -> LoadedModel:
+def _load(
+    source: ModelSource,
+    device: str,
+    dtype: str,
+    progress: ProgressCallback,
+    trust_remote_code: bool,
+    allow_pickle: bool,
+) -> LoadedModel:
     if dtype != NATIVE_DTYPE:
         return _load_converted(source, device, dtype, progress, trust_remote_code, allow_pickle)
     if source.kind == "gguf":
@@ -154,12 +161,17 @@ def _load_native(source: ModelSource, progress: ProgressCallback) -> LoadedModel
     if not on_kernels:
         from core.quant.apply import parameter_count, weight_bytes
     return LoadedModel(
-        model=model, tokenizer=tokenizer, source=source, dtype=NATIVE_DTYPE, device="cpu",
+        model=model,
+        tokenizer=tokenizer,
+        source=source,
+        dtype=NATIVE_DTYPE,
+        device="cpu",
         context_window=_context_window(model, tokenizer),
         parameter_count=gguf_parameter_count(gguf_file, source.header) or (0 if on_kernels else parameter_count(model)),
         weight_bytes=model.build.weight_bytes if on_kernels else weight_bytes(model),
         eos_token_ids=_eos_ids(model, tokenizer),
-        precision=native.precision, precision_note=native.note,
+        precision=native.precision,
+        precision_note=native.note,
         runtime=_kernel_runtime(model) if on_kernels else "",
         arithmetic=_arithmetic(model, model.build.weight_bytes if on_kernels else weight_bytes(model), NATIVE_DTYPE),
     )
@@ -175,13 +187,22 @@ def _kernel_runtime(model) -> str:
     from core.kernels.kernel_model import GEMM_MIN_TOKENS
 
     kernel = model.kernel
-    gemm = (f"; prompts of {GEMM_MIN_TOKENS}+ tokens on torch's {kernel.prefill_precision} GEMM"
-            if kernel.prefill_precision else "")
+    gemm = (
+        f"; prompts of {GEMM_MIN_TOKENS}+ tokens on torch's {kernel.prefill_precision} GEMM"
+        if kernel.prefill_precision
+        else ""
+    )
     return f"Latency Lab's C kernels ({kernel.library.isa}){gemm}"
 
 
-def _load_converted(source: ModelSource, device: str, dtype: str, progress: ProgressCallback,
-                    trust_remote_code: bool, allow_pickle: bool) -> LoadedModel:
+def _load_converted(
+    source: ModelSource,
+    device: str,
+    dtype: str,
+    progress: ProgressCallback,
+    trust_remote_code: bool,
+    allow_pickle: bool,
+) -> LoadedModel:
     """The float (and int8/int4) path: transformers loads float weights, from the converted-model cache for a GGUF."""
     location: str | Path = source.location
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="latencylab-cache-check") as pool:
@@ -212,7 +233,9 @@ def _load_converted(source: ModelSource, device: str, dtype: str, progress: Prog
     progress(0.78, "loading the weights")
     float_dtype = torch.float32 if dtype in QUANTISED_DTYPES else getattr(torch, dtype)
     model = _from_pretrained(
-        AutoModelForCausalLM, location, local_only,
+        AutoModelForCausalLM,
+        location,
+        local_only,
         {**common, "dtype": float_dtype, "use_safetensors": None if allow_pickle else True},
     )
     logical_parameters = parameter_count(model)

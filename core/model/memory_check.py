@@ -37,8 +37,10 @@ def larger_than_memory_note(path) -> str | None:
     size, available = path.stat().st_size, available_memory_bytes()
     if available is None or size <= available:
         return None
-    return (f"the file ({size / 1e9:.1f} GB) is larger than the free memory ({available / 1e9:.1f} GB): its weights "
-            f"are read from disk as each token needs them, so expect seconds per token")
+    return (
+        f"the file ({size / 1e9:.1f} GB) is larger than the free memory ({available / 1e9:.1f} GB): its weights "
+        f"are read from disk as each token needs them, so expect seconds per token"
+    )
 
 
 def estimated_load_bytes(source: ModelSource, dtype: str) -> int | None:

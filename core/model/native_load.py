@@ -42,8 +42,10 @@ def open_gguf(path: Path, header: GGUFHeader | None = None):
     except ValueError as error:  # a tensor's extent the header's walk cannot judge (core/quant/gguf_blocks.py)
         raise ModelLoadError(f"the model file {path.name} is not a readable GGUF file: {_short(str(error))}.") from None
     except (OSError, IndexError, KeyError, TypeError, OverflowError, MemoryError) as error:
-        raise ModelLoadError(f"the model file {path.name} is not a readable GGUF file (truncated or corrupt?): "
-                             f"{_short(str(error)) or type(error).__name__}.") from None
+        raise ModelLoadError(
+            f"the model file {path.name} is not a readable GGUF file (truncated or corrupt?): "
+            f"{_short(str(error)) or type(error).__name__}."
+        ) from None
 
 
 def check_architecture(path: Path, architecture: str | None) -> None:
@@ -51,8 +53,10 @@ def check_architecture(path: Path, architecture: str | None) -> None:
     from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
 
     if architecture not in GGUF_SUPPORTED_ARCHITECTURES or architecture in ("general", "tokenizer"):
-        raise ModelLoadError(f"the GGUF file {path.name} holds a {architecture!r} model, an architecture Latency Lab "
-                             f"cannot run (Llama, Mistral, Qwen2/3, Phi-3, Gemma 2/3 and a few more can).")
+        raise ModelLoadError(
+            f"the GGUF file {path.name} holds a {architecture!r} model, an architecture Latency Lab "
+            f"cannot run (Llama, Mistral, Qwen2/3, Phi-3, Gemma 2/3 and a few more can)."
+        )
 
 
 def load_native(path: Path, progress: ProgressCallback, header: GGUFHeader | None = None) -> NativeModel:
@@ -104,8 +108,9 @@ def _kernel_library(progress: ProgressCallback):
         return str(error)
 
 
-def _on_kernels(library, weights, config, tokenizer, kind: str, progress: ProgressCallback,
-                cache_note: str | None = None) -> NativeModel:
+def _on_kernels(
+    library, weights, config, tokenizer, kind: str, progress: ProgressCallback, cache_note: str | None = None
+) -> NativeModel:
     from transformers import GenerationConfig
 
     from core.model.gguf_kernels import build_kernel_model
@@ -128,8 +133,15 @@ def _on_kernels(library, weights, config, tokenizer, kind: str, progress: Progre
     return NativeModel(model, tokenizer, f"native ({kind})", "; ".join(note for note in notes if note) or None)
 
 
-def _on_torch_int4(weights, config, tokenizer, kind: str, kernel_problem: str | None,
-                   progress: ProgressCallback, cache_note: str | None = None) -> NativeModel:
+def _on_torch_int4(
+    weights,
+    config,
+    tokenizer,
+    kind: str,
+    kernel_problem: str | None,
+    progress: ProgressCallback,
+    cache_note: str | None = None,
+) -> NativeModel:
     from core.model.gguf_native import build_native_model
 
     build = build_native_model(weights, config, progress)
@@ -158,8 +170,10 @@ def _tokenizer_and_config(path: Path, check, progress: ProgressCallback):
         try:
             tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
         except Exception as error:  # any failure here is the file's vocabulary or template
-            raise ModelLoadError(f"the GGUF file {path.name} has a vocabulary or chat template its tokenizer cannot be "
-                                 f"built from: {_short(str(error)) or type(error).__name__}.") from error
+            raise ModelLoadError(
+                f"the GGUF file {path.name} has a vocabulary or chat template its tokenizer cannot be "
+                f"built from: {_short(str(error)) or type(error).__name__}."
+            ) from error
         config = AutoConfig.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
 
         def save(staging: Path) -> None:
@@ -171,12 +185,21 @@ def _tokenizer_and_config(path: Path, check, progress: ProgressCallback):
             write_verified_folder(check.folder, check.gguf_sha256, path.name, save)
         except OSError as error:  # a read-only cache, or a file where its folder should be: use it unsaved
             progress(1.0, "the tokenizer cache cannot be written; using the tokenizer built now")
-            return tokenizer, config, (f"the model cache ({check.folder.parent}) cannot be written "
-                                       f"({error.strerror or type(error).__name__}), so the tokenizer is built anew at "
-                                       f"each launch")
+            return (
+                tokenizer,
+                config,
+                (
+                    f"the model cache ({check.folder.parent}) cannot be written "
+                    f"({error.strerror or type(error).__name__}), so the tokenizer is built anew at "
+                    f"each launch"
+                ),
+            )
     progress(1.0, "loading the tokenizer")
-    return (AutoTokenizer.from_pretrained(check.folder, local_files_only=True),
-            AutoConfig.from_pretrained(check.folder, local_files_only=True), None)
+    return (
+        AutoTokenizer.from_pretrained(check.folder, local_files_only=True),
+        AutoConfig.from_pretrained(check.folder, local_files_only=True),
+        None,
+    )
 
 
 def _short(text: str) -> str:

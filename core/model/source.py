@@ -73,7 +73,9 @@ def resolve_model_source(spec: str | None) -> ModelSource:
     path = Path(text).expanduser()
     if path.is_file():
         if path.suffix.lower() != ".gguf":
-            raise ModelLoadError(f"tried to load {text!r} as a file, but only .gguf files or model folders can be loaded.")
+            raise ModelLoadError(
+                f"tried to load {text!r} as a file, but only .gguf files or model folders can be loaded."
+            )
         return ModelSource("gguf", str(path.resolve()), path.stem, path.resolve())
     if path.is_dir():
         if not (path / "config.json").is_file():
@@ -95,8 +97,10 @@ def _not_cached_message(text: str) -> str:
     """Refused at once and offline: Latency Lab does not download, so a look-up could only waste a minute."""
     suggestions = close_names(text, [EMBEDDED_SPEC, *cached_hub_ids()])
     hint = f" Did you mean {' or '.join(repr(name) for name in suggestions)}?" if suggestions else ""
-    return (f"{text!r} was not found locally: a hub id must already be in the Hugging Face cache, since "
-            f"Latency Lab does not download (looked in {hub_cache_folder()}).{hint}")
+    return (
+        f"{text!r} was not found locally: a hub id must already be in the Hugging Face cache, since "
+        f"Latency Lab does not download (looked in {hub_cache_folder()}).{hint}"
+    )
 
 
 def _looks_like_path(text: str) -> bool:

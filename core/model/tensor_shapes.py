@@ -35,18 +35,33 @@ def may(*dims: str) -> Entry:
 
 
 # Model-wide tensors: a file without output.weight ties its head to the embedding.
-MODEL = {"token_embd.weight": need("V", "W"), "output.weight": may("V", "W"), "output_norm.weight": need("W"),
-         "rope_freqs.weight": may("R")}
+MODEL = {
+    "token_embd.weight": need("V", "W"),
+    "output.weight": may("V", "W"),
+    "output_norm.weight": need("W"),
+    "rope_freqs.weight": may("R"),
+}
 # Each layer's, as llama.cpp's converter names and shapes them (src/llama-model.cpp, load_tensors).
-LLAMA = {"attn_norm.weight": need("W"), "attn_q.weight": need("Q", "W"), "attn_k.weight": need("KV", "W"),
-         "attn_v.weight": need("KV", "W"), "attn_output.weight": need("W", "Q"), "ffn_norm.weight": need("W"),
-         "ffn_gate.weight": need("F", "W"), "ffn_up.weight": need("F", "W"), "ffn_down.weight": need("W", "F")}
+LLAMA = {
+    "attn_norm.weight": need("W"),
+    "attn_q.weight": need("Q", "W"),
+    "attn_k.weight": need("KV", "W"),
+    "attn_v.weight": need("KV", "W"),
+    "attn_output.weight": need("W", "Q"),
+    "ffn_norm.weight": need("W"),
+    "ffn_gate.weight": need("F", "W"),
+    "ffn_up.weight": need("F", "W"),
+    "ffn_down.weight": need("W", "F"),
+}
 BIASES = {"attn_q.bias": may("Q"), "attn_k.bias": may("KV"), "attn_v.bias": may("KV")}
 HEAD_NORMS = {"attn_q_norm.weight": may("H"), "attn_k_norm.weight": may("H")}
 POST_NORMS = {"post_attention_norm.weight": may("W"), "post_ffw_norm.weight": may("W")}
 _PHI3_FUSED = {"attn_qkv.weight": need("Q+2*KV", "W"), "ffn_up.weight": need("2*F", "W")}
-PHI3 = {name: entry for name, entry in LLAMA.items()
-        if name not in ("attn_q.weight", "attn_k.weight", "attn_v.weight", "ffn_gate.weight")} | _PHI3_FUSED
+PHI3 = {
+    name: entry
+    for name, entry in LLAMA.items()
+    if name not in ("attn_q.weight", "attn_k.weight", "attn_v.weight", "ffn_gate.weight")
+} | _PHI3_FUSED
 LAYER_TABLES = {
     "llama": LLAMA,
     "qwen2": LLAMA | BIASES,
@@ -62,8 +77,9 @@ def layer_count_in_file(weights, block_count: int) -> None:
     """Refuse a block_count that the file's own tensors do not bear out, before anything is sized by it."""
     arch = weights.architecture
     if not 1 <= block_count <= MAX_LAYERS:
-        raise ModelLoadError(f"the GGUF file's {arch}.block_count is {block_count}: a model has 1 to {MAX_LAYERS} "
-                             f"layers.")
+        raise ModelLoadError(
+            f"the GGUF file's {arch}.block_count is {block_count}: a model has 1 to {MAX_LAYERS} layers."
+        )
     indices = {int(found.group(1)) for name in weights.names() if (found := _LAYER_NAME.match(name))}
     if indices != set(range(block_count)):
         held = f"{len(indices)} layers (blk.{min(indices)} to blk.{max(indices)})" if indices else "no layers"
@@ -72,22 +88,32 @@ def layer_count_in_file(weights, block_count: int) -> None:
 
 def check_sizes(arch: str, sizes: dict[str, int]) -> None:
     """The metadata's own numbers: positive, consistent, and within what the kernels index."""
-    names = {"width": f"{arch}.embedding_length", "heads": f"{arch}.attention.head_count",
-             "kv_heads": f"{arch}.attention.head_count_kv", "head_dim": f"head size ({arch}.attention.key_length)",
-             "ffn": f"{arch}.feed_forward_length", "vocab": "vocabulary size",
-             "rope_dims": f"{arch}.rope.dimension_count"}
+    names = {
+        "width": f"{arch}.embedding_length",
+        "heads": f"{arch}.attention.head_count",
+        "kv_heads": f"{arch}.attention.head_count_kv",
+        "head_dim": f"head size ({arch}.attention.key_length)",
+        "ffn": f"{arch}.feed_forward_length",
+        "vocab": "vocabulary size",
+        "rope_dims": f"{arch}.rope.dimension_count",
+    }
     for key, value in sizes.items():
         if key in names and not (0 < value <= INT32_LIMIT or key == "rope_dims" and value == 0):
             raise ModelLoadError(f"the GGUF file's {names[key]} is {value}, which no model can have.")
     if sizes["heads"] % sizes["kv_heads"]:
-        raise ModelLoadError(f"the GGUF file's {arch}.attention.head_count ({sizes['heads']}) is not a multiple of its "
-                             f"attention.head_count_kv ({sizes['kv_heads']}).")
+        raise ModelLoadError(
+            f"the GGUF file's {arch}.attention.head_count ({sizes['heads']}) is not a multiple of its "
+            f"attention.head_count_kv ({sizes['kv_heads']})."
+        )
     if sizes["head_dim"] > MAX_HEAD_DIM:
-        raise ModelLoadError(f"the GGUF file's heads are {sizes['head_dim']} wide; the kernels take up to "
-                             f"{MAX_HEAD_DIM}.")
+        raise ModelLoadError(
+            f"the GGUF file's heads are {sizes['head_dim']} wide; the kernels take up to {MAX_HEAD_DIM}."
+        )
     if sizes["rope_dims"] > sizes["head_dim"] or sizes["rope_dims"] % 2:
-        raise ModelLoadError(f"the GGUF file's {arch}.rope.dimension_count ({sizes['rope_dims']}) must be even and at "
-                             f"most the head size ({sizes['head_dim']}).")
+        raise ModelLoadError(
+            f"the GGUF file's {arch}.rope.dimension_count ({sizes['rope_dims']}) must be even and at "
+            f"most the head size ({sizes['head_dim']})."
+        )
 
 
 def expected_tensors(weights, shape) -> dict[str, tuple[int, ...]]:
@@ -112,8 +138,10 @@ def expected_tensors(weights, shape) -> dict[str, tuple[int, ...]]:
         expected = tuple(_evaluate(term, sizes) for term in entry.dims)
         actual = weights.shape(name)
         if not _same(actual, expected):
-            raise ModelLoadError(f"the GGUF file's tensor {name} has shape {_text(actual)}, but its {arch} metadata "
-                                 f"implies {_text(expected)} ({_meaning(entry.dims, sizes)}).")
+            raise ModelLoadError(
+                f"the GGUF file's tensor {name} has shape {_text(actual)}, but its {arch} metadata "
+                f"implies {_text(expected)} ({_meaning(entry.dims, sizes)})."
+            )
         if any(size > INT32_LIMIT for size in expected):
             raise ModelLoadError(f"the GGUF file's tensor {name} ({_text(actual)}) is larger than the kernels support.")
         checked[name] = expected
@@ -121,12 +149,26 @@ def expected_tensors(weights, shape) -> dict[str, tuple[int, ...]]:
 
 
 def _sizes(shape) -> dict[str, int]:
-    return {"W": shape.width, "V": shape.vocab, "F": shape.ffn, "Q": shape.heads * shape.head_dim,
-            "KV": shape.kv_heads * shape.head_dim, "H": shape.head_dim, "R": shape.rope_dims // 2}
+    return {
+        "W": shape.width,
+        "V": shape.vocab,
+        "F": shape.ffn,
+        "Q": shape.heads * shape.head_dim,
+        "KV": shape.kv_heads * shape.head_dim,
+        "H": shape.head_dim,
+        "R": shape.rope_dims // 2,
+    }
 
 
-_WORDS = {"W": "width", "V": "vocabulary", "F": "FFN size", "Q": "heads × head size", "KV": "KV heads × head size",
-          "H": "head size", "R": "rotary dimensions / 2"}
+_WORDS = {
+    "W": "width",
+    "V": "vocabulary",
+    "F": "FFN size",
+    "Q": "heads × head size",
+    "KV": "KV heads × head size",
+    "H": "head size",
+    "R": "rotary dimensions / 2",
+}
 
 
 def _evaluate(expression: str, sizes: dict[str, int]) -> int:

@@ -31,8 +31,10 @@ def gguf_header(path: Path) -> GGUFHeader:
     try:
         return read_header(path)
     except UnknownQuantType as problem:
-        raise ModelLoadError(f"the model file {path.name} uses a quant type this app does not know ({problem}); "
-                             f"it may need a newer version of Latency Lab.") from None
+        raise ModelLoadError(
+            f"the model file {path.name} uses a quant type this app does not know ({problem}); "
+            f"it may need a newer version of Latency Lab."
+        ) from None
     except GGUFHeaderError as problem:
         raise ModelLoadError(f"the model file {path.name} is not a readable GGUF file: {problem}.") from None
     except OSError as error:

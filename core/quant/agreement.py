@@ -21,4 +21,3 @@ def top1_agreement(reference, candidate, token_ids: list[int]) -> float:
         expected = reference(ids).logits.argmax(-1)
         got = candidate(ids).logits.argmax(-1)
     return float((expected == got).float().mean())
-

@@ -54,12 +54,15 @@ class GGUFWeights:
         for name, info in self._tensors.items():
             block_size, block_bytes = quant_sizes[self._types[name]]
             if info.dims and info.dims[0] % block_size:
-                raise ValueError(f"its tensor {name[:80]} has rows of {info.dims[0]} values, not whole blocks of "
-                                 f"{block_size}")
+                raise ValueError(
+                    f"its tensor {name[:80]} has rows of {info.dims[0]} values, not whole blocks of {block_size}"
+                )
             end = info.offset + math.prod(info.dims) // block_size * block_bytes
             if end > size:
-                raise ValueError(f"its tensor {name[:80]} ends at byte {end:,}, past the end of the file ({size:,} "
-                                 f"bytes): the file is cut short or its header is wrong")
+                raise ValueError(
+                    f"its tensor {name[:80]} ends at byte {end:,}, past the end of the file ({size:,} "
+                    f"bytes): the file is cut short or its header is wrong"
+                )
 
     def _field_int(self, key: str) -> int | None:
         value = self._fields.get(key)
@@ -111,7 +114,7 @@ class GGUFWeights:
         shape = self.shape(gguf_name)
         row_bytes = shape[-1] // block_size * block_bytes
         rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
-        data = self._file[info.offset:info.offset + rows * row_bytes]
+        data = self._file[info.offset : info.offset + rows * row_bytes]
         if data.size != rows * row_bytes:
             raise ValueError(f"tensor {gguf_name} runs past the end of the file")
         floats = {"F32": np.float32, "F16": np.float16, "F64": np.float64}
@@ -214,4 +217,3 @@ def gguf_name_for(module_name: str) -> str | None:
         if suffix == hf_suffix:
             return f"blk.{parts[2]}.{gguf_short}.weight"
     return None
-

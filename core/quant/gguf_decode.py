@@ -9,8 +9,14 @@ from core.quant.int_groups import IntGroups
 
 # Bytes per block and weights per block of each type decoded here.
 BLOCK_LAYOUT = {
-    "Q4_0": (18, 32), "Q4_1": (20, 32), "Q5_0": (22, 32), "Q5_1": (24, 32), "Q8_0": (34, 32),
-    "Q4_K": (144, 256), "Q5_K": (176, 256), "Q6_K": (210, 256),
+    "Q4_0": (18, 32),
+    "Q4_1": (20, 32),
+    "Q5_0": (22, 32),
+    "Q5_1": (24, 32),
+    "Q8_0": (34, 32),
+    "Q4_K": (144, 256),
+    "Q5_K": (176, 256),
+    "Q6_K": (210, 256),
 }
 NATIVE_TYPES = tuple(BLOCK_LAYOUT)
 # Base-16 planes each type's whole numbers need (core/quant/int_groups.py): Q8_0's -128..127 spans
@@ -33,7 +39,7 @@ def decode(raw: np.ndarray, qtype: str) -> IntGroups:
 
 
 def _half(blocks: np.ndarray, offset: int) -> np.ndarray:
-    return blocks[..., offset:offset + 2].copy().view(np.float16)[..., 0].astype(np.float32)
+    return blocks[..., offset : offset + 2].copy().view(np.float16)[..., 0].astype(np.float32)
 
 
 def _nibbles(qs: np.ndarray) -> np.ndarray:
@@ -115,5 +121,13 @@ def _q6_k(b):
     return n, scales, np.zeros_like(scales)
 
 
-_DECODERS = {"Q4_0": _q4_0, "Q4_1": _q4_1, "Q5_0": _q5_0, "Q5_1": _q5_1, "Q8_0": _q8_0,
-             "Q4_K": _q4_k, "Q5_K": _q5_k, "Q6_K": _q6_k}
+_DECODERS = {
+    "Q4_0": _q4_0,
+    "Q4_1": _q4_1,
+    "Q5_0": _q5_0,
+    "Q5_1": _q5_1,
+    "Q8_0": _q8_0,
+    "Q4_K": _q4_k,
+    "Q5_K": _q5_k,
+    "Q6_K": _q6_k,
+}

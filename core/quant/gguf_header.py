@@ -84,8 +84,9 @@ class _Reader:
     def take(self, length: int) -> int:
         """Advance past length bytes; return where they start."""
         if length < 0 or length > self.size - self.offset:
-            raise GGUFHeaderError(f"the header is cut off or claims {length:,} bytes at byte {self.offset:,} "
-                                  f"of {self.size:,}")
+            raise GGUFHeaderError(
+                f"the header is cut off or claims {length:,} bytes at byte {self.offset:,} of {self.size:,}"
+            )
         start = self.offset
         self.offset += length
         return start
@@ -98,14 +99,15 @@ class _Reader:
         """A count read from the header, refused when even the smallest items could not fit in the file."""
         (value,) = self.unpack("<Q")
         if value * smallest_item > self.size - self.offset:
-            raise GGUFHeaderError(f"it claims {value:,} {what} at byte {self.offset - 8:,}, more than the file "
-                                  f"can hold")
+            raise GGUFHeaderError(
+                f"it claims {value:,} {what} at byte {self.offset - 8:,}, more than the file can hold"
+            )
         return value
 
     def string(self) -> str:
         (length,) = self.unpack("<Q")
         start = self.take(length)
-        return bytes(self.data[start:start + length]).decode("utf-8", errors="replace")
+        return bytes(self.data[start : start + length]).decode("utf-8", errors="replace")
 
     def skip_string(self) -> None:
         (length,) = self.unpack("<Q")
@@ -152,12 +154,16 @@ def _parse(reader: _Reader) -> GGUFHeader:
         raise GGUFHeaderError(f"its general.alignment ({alignment}) is not a power of two")
     start = (reader.offset + alignment - 1) // alignment * alignment
     if infos and start > reader.size:
-        raise GGUFHeaderError(f"its general.alignment ({alignment}) puts the tensor data at byte {start:,}, past "
-                              f"the end of the file ({reader.size:,} bytes)")
+        raise GGUFHeaderError(
+            f"its general.alignment ({alignment}) puts the tensor data at byte {start:,}, past "
+            f"the end of the file ({reader.size:,} bytes)"
+        )
     for name, _, _, relative in infos:
         if relative % alignment:
-            raise GGUFHeaderError(f"its tensor {name[:80]} starts at offset {relative:,}, not a multiple of the "
-                                  f"file's alignment ({alignment})")
+            raise GGUFHeaderError(
+                f"its tensor {name[:80]} starts at offset {relative:,}, not a multiple of the "
+                f"file's alignment ({alignment})"
+            )
     tensors = {name: TensorInfo(name, type_id, dims, start + relative) for name, type_id, dims, relative in infos}
     return GGUFHeader(version, fields, tensors, array_lengths)
 
@@ -177,8 +183,10 @@ def _check_data_fits(reader: _Reader, infos: list) -> None:
         if end > needed:
             needed, last = end, name
     if infos and reader.offset + needed > reader.size:
-        raise GGUFHeaderError(f"it is truncated: its tensors need {reader.offset + needed:,} bytes (to the end of "
-                              f"{last[:80]}) and the file holds {reader.size:,}")
+        raise GGUFHeaderError(
+            f"it is truncated: its tensors need {reader.offset + needed:,} bytes (to the end of "
+            f"{last[:80]}) and the file holds {reader.size:,}"
+        )
 
 
 def _skip_value(reader: _Reader, value_type: int, depth: int) -> None:

@@ -39,8 +39,9 @@ class Int4Linear(nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bits=4, group_size={GROUP_SIZE}"
 
 
-def packed_product(x: torch.Tensor, in_features: int, packed: torch.Tensor,
-                   scales_and_zeros: torch.Tensor) -> torch.Tensor:
+def packed_product(
+    x: torch.Tensor, in_features: int, packed: torch.Tensor, scales_and_zeros: torch.Tensor
+) -> torch.Tensor:
     """x's rows times a packed 4-bit weight on torch's int4 CPU kernel: [rows, packed rows], in bfloat16."""
     flat = x.reshape(-1, in_features).to(KERNEL_DTYPE)
     return torch.ops.aten._weight_int4pack_mm_for_cpu(flat, packed, GROUP_SIZE, scales_and_zeros)

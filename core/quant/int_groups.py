@@ -63,7 +63,7 @@ class IntGroups:
         planes = []
         for k in range(count):
             quants = unsigned if count == 1 else (unsigned >> (4 * k)) & 0x0F
-            scale = self.scales * float(NIBBLE ** k)
+            scale = self.scales * float(NIBBLE**k)
             # Q4Groups holds w = scale * q + minimum with q = digit + 8 in 0..15.
             plane_min = -8 * scale + (minimums if k == 0 else 0)
             planes.append(Q4Groups(torch.from_numpy(np.ascontiguousarray(quants, dtype=np.int32)), scale, plane_min))
@@ -72,4 +72,4 @@ class IntGroups:
 
 def _reach(planes: int) -> int:
     """1, 17, 273, ...: balanced digits of -8..7 over this many planes span -8 * reach .. 7 * reach."""
-    return (NIBBLE ** planes - 1) // (NIBBLE - 1)
+    return (NIBBLE**planes - 1) // (NIBBLE - 1)

@@ -31,8 +31,14 @@ class SplitInt4Linear(nn.Module):
     scales_and_zeros: torch.Tensor
     bias: torch.Tensor | None
 
-    def __init__(self, packed: torch.Tensor, scales_and_zeros: torch.Tensor, plane_count: int,
-                 bias: torch.Tensor | None = None, out_features: int | None = None):
+    def __init__(
+        self,
+        packed: torch.Tensor,
+        scales_and_zeros: torch.Tensor,
+        plane_count: int,
+        bias: torch.Tensor | None = None,
+        out_features: int | None = None,
+    ):
         """out_features: the real rows, when each plane was padded to whole packing tiles."""
         super().__init__()
         self.plane_count = plane_count
@@ -46,13 +52,15 @@ class SplitInt4Linear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         leading = x.shape[:-1]
         out = packed_product(x, self.in_features, self.packed_weight, self.scales_and_zeros)
-        out = out.float().view(-1, self.plane_count, self.plane_rows).sum(1)[:, :self.out_features]
+        out = out.float().view(-1, self.plane_count, self.plane_rows).sum(1)[:, : self.out_features]
         out = out.to(x.dtype).reshape(*leading, self.out_features)
         return out if self.bias is None else out + self.bias
 
     def extra_repr(self) -> str:
-        return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"planes={self.plane_count}x4 bits, group_size={GROUP_SIZE}")
+        return (
+            f"in_features={self.in_features}, out_features={self.out_features}, "
+            f"planes={self.plane_count}x4 bits, group_size={GROUP_SIZE}"
+        )
 
 
 def fits_int4_kernel(out_features: int, in_features: int) -> bool:
@@ -63,14 +71,21 @@ def fits_int4_kernel(out_features: int, in_features: int) -> bool:
 def native_linear(groups: IntGroups, bias: torch.Tensor | None = None, plane_count: int | None = None) -> nn.Module:
     """One int4 product when the weight is 4-bit (Q4_0, Q4_1, Q4_K), a stack of planes otherwise."""
     rows = groups.n.shape[0]
-    return native_linear_in_chunks(lambda start, end: groups if (start, end) == (0, rows) else
-                                   IntGroups(groups.n[start:end], groups.scales[start:end],
-                                             groups.minimums[start:end]),
-                                   rows, plane_count or len(groups.nibble_planes()), bias)
+    return native_linear_in_chunks(
+        lambda start, end: (
+            groups
+            if (start, end) == (0, rows)
+            else IntGroups(groups.n[start:end], groups.scales[start:end], groups.minimums[start:end])
+        ),
+        rows,
+        plane_count or len(groups.nibble_planes()),
+        bias,
+    )
 
 
-def native_linear_in_chunks(rows_of: Callable[[int, int], IntGroups], rows: int, plane_count: int,
-                            bias: torch.Tensor | None = None) -> nn.Module:
+def native_linear_in_chunks(
+    rows_of: Callable[[int, int], IntGroups], rows: int, plane_count: int, bias: torch.Tensor | None = None
+) -> nn.Module:
     """Decode and pack CHUNK_ROWS rows at a time: rows_of(start, end) gives those rows' whole numbers."""
     packed: list[list[torch.Tensor]] = [[] for _ in range(plane_count)]
     scales: list[list[torch.Tensor]] = [[] for _ in range(plane_count)]
@@ -92,9 +107,11 @@ def _padded(groups: IntGroups, extra: int) -> IntGroups:
     """Zero rows after the real ones: a zero scale and minimum make them contribute nothing."""
     if not extra:
         return groups
-    return IntGroups(torch.cat([groups.n, torch.zeros(extra, groups.n.shape[1], dtype=groups.n.dtype)]),
-                     torch.cat([groups.scales, torch.zeros(extra, groups.scales.shape[1])]),
-                     torch.cat([groups.minimums, torch.zeros(extra, groups.minimums.shape[1])]))
+    return IntGroups(
+        torch.cat([groups.n, torch.zeros(extra, groups.n.shape[1], dtype=groups.n.dtype)]),
+        torch.cat([groups.scales, torch.zeros(extra, groups.scales.shape[1])]),
+        torch.cat([groups.minimums, torch.zeros(extra, groups.minimums.shape[1])]),
+    )
 
 
 def _cat(parts: list[torch.Tensor], dim: int = 0) -> torch.Tensor:

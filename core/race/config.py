@@ -11,7 +11,7 @@ from core.settings import LatencyBudget
 EACH_ALONE, LIVE = "each alone", "live"
 MODE_WORDS = {
     EACH_ALONE: "A ran alone, then B ran alone (neither slowed the other); both are played back from Send, each at "
-                "its own measured times",
+    "its own measured times",
     LIVE: "A and B ran at the same time: on one machine they share the CPU, so each may be slower than alone",
 }
 
@@ -36,17 +36,28 @@ class RaceConfig:
         return LIVE if self.live else EACH_ALONE
 
     def to_dict(self) -> dict:
-        return {"prompt": self.prompt, "system_prompt": self.system_prompt, "history": [list(turn) for turn in
-                                                                                        self.history],
-                "mode": self.mode, "a": self.a.to_dict(), "b": self.b.to_dict(), "budget": self.budget.to_dict()}
+        return {
+            "prompt": self.prompt,
+            "system_prompt": self.system_prompt,
+            "history": [list(turn) for turn in self.history],
+            "mode": self.mode,
+            "a": self.a.to_dict(),
+            "b": self.b.to_dict(),
+            "budget": self.budget.to_dict(),
+        }
 
     @classmethod
     def from_dict(cls, data: dict) -> RaceConfig:
         try:
-            return cls(str(data["prompt"]), RaceSide.from_dict(data["a"]), RaceSide.from_dict(data["b"]),
-                       data.get("mode") == LIVE, str(data.get("system_prompt", "")),
-                       tuple((str(role), str(text)) for role, text in data.get("history", ())),
-                       LatencyBudget(**data.get("budget", {})))
+            return cls(
+                str(data["prompt"]),
+                RaceSide.from_dict(data["a"]),
+                RaceSide.from_dict(data["b"]),
+                data.get("mode") == LIVE,
+                str(data.get("system_prompt", "")),
+                tuple((str(role), str(text)) for role, text in data.get("history", ())),
+                LatencyBudget(**data.get("budget", {})),
+            )
         except (KeyError, TypeError, ValueError) as error:
             if isinstance(error, InvalidSettingsError):
                 raise

@@ -30,9 +30,9 @@ RACE_DEFINITIONS = {
     "first_text_s": "When text first appeared, in seconds since Send: TTFT when streaming, E2E when not.",
     "finished_s": "When the last token arrived, in seconds since Send: E2E.",
     "reader_wait_s": "How long a reader at 250 words a minute, starting when text first appeared, had read everything "
-                     "shown and waited for more, up to the last token; 0 when the text kept ahead of them.",
+    "shown and waited for more, up to the last token; 0 when the text kept ahead of them.",
     "mode": "each alone: A ran, then B, each alone on the machine, and both are played back from Send at their own "
-            "measured times. live: both ran at the same time, sharing the machine.",
+    "measured times. live: both ran at the same time, sharing the machine.",
     "trace": "The reply's raw record (perf_counter_ns stamps), from which every figure here is computed.",
 }
 
@@ -102,14 +102,27 @@ def race_json(result: RaceResult) -> str:
 
 def _side_report(run, label: str, config: RaceConfig) -> dict:
     side = run.side
-    report = {"name": side.name, "label": label, "summary": side_summary(side), "streaming": side.streaming,
-              "state": run.state, "error": run.error, "notes": list(run.notes), "decode_loop": run.decode_loop}
+    report = {
+        "name": side.name,
+        "label": label,
+        "summary": side_summary(side),
+        "streaming": side.streaming,
+        "state": run.state,
+        "error": run.error,
+        "notes": list(run.notes),
+        "decode_loop": run.decode_loop,
+    }
     if run.trace is None:
         return {**report, "model": side.model, "settings": side.settings.to_dict()}
     trace = run.trace
-    return {**report, **reply_report(run.model_facts or {"model": side.model}, trace, side.settings),
-            "decode_loop": run.decode_loop, "waterfall": waterfall_document(trace),
-            "budget": judge(trace, side.streaming, config.budget).to_dict(), "trace": trace_to_dict(trace)}
+    return {
+        **report,
+        **reply_report(run.model_facts or {"model": side.model}, trace, side.settings),
+        "decode_loop": run.decode_loop,
+        "waterfall": waterfall_document(trace),
+        "budget": judge(trace, side.streaming, config.budget).to_dict(),
+        "trace": trace_to_dict(trace),
+    }
 
 
 def read_race(data: bytes) -> RaceRecord:
@@ -130,13 +143,25 @@ def read_race(data: bytes) -> RaceRecord:
     names = dict(zip(("a", "b"), labels(config.a, config.b)))  # from the settings, whatever the file says
     sides = tuple(_recorded(document.get(key), key, getattr(config, key), names[key]) for key in ("a", "b"))
     verdict = None
-    finished = [(side, side.trace) for side in sides
-                if side.trace is not None and side.trace.stop_reason in ("eos", "max_tokens")]
+    finished = [
+        (side, side.trace)
+        for side in sides
+        if side.trace is not None and side.trace.stop_reason in ("eos", "max_tokens")
+    ]
     if len(finished) == len(sides):
-        verdict = make_verdict(*(side_facts(side.name, side.label, trace, side.streaming, config.budget)
-                                 for side, trace in finished))
-    return RaceRecord(config.prompt, config.mode, document.get("stopped") is True, _text(document, "status"),
-                      sides[0], sides[1], config, verdict)
+        verdict = make_verdict(
+            *(side_facts(side.name, side.label, trace, side.streaming, config.budget) for side, trace in finished)
+        )
+    return RaceRecord(
+        config.prompt,
+        config.mode,
+        document.get("stopped") is True,
+        _text(document, "status"),
+        sides[0],
+        sides[1],
+        config,
+        verdict,
+    )
 
 
 def is_race(document: object) -> bool:
@@ -154,8 +179,16 @@ def _recorded(report: object, key: str, side, label: str) -> RecordedSide:
     notes = report.get("notes")
     if not isinstance(notes, list):
         notes = []
-    return RecordedSide(side.name, label, side_summary(side), side.streaming, _text(report, "state"),
-                        trace, tuple(note for note in notes if isinstance(note, str)), _text(report, "model") or None)
+    return RecordedSide(
+        side.name,
+        label,
+        side_summary(side),
+        side.streaming,
+        _text(report, "state"),
+        trace,
+        tuple(note for note in notes if isinstance(note, str)),
+        _text(report, "model") or None,
+    )
 
 
 def _text(report: dict, key: str) -> str:

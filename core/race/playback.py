@@ -20,8 +20,13 @@ class Track:
 
     @classmethod
     def of(cls, trace: GenerationTrace, streaming: bool) -> Track:
-        return cls(tuple(trace.token_texts), tuple(trace.token_times_s()), streaming, trace.tail_text,
-                   frozenset(trace.reasoning_indices))
+        return cls(
+            tuple(trace.token_texts),
+            tuple(trace.token_times_s()),
+            streaming,
+            trace.tail_text,
+            frozenset(trace.reasoning_indices),
+        )
 
     @property
     def end_s(self) -> float:

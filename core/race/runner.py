@@ -73,13 +73,18 @@ class RaceResult:
     def verdict(self) -> Verdict | None:
         """Only when both replies ran to their end: a stopped or failed side has no finish to compare."""
         trace_a, trace_b = self.a.trace, self.b.trace
-        if trace_a is None or trace_b is None or not all(
-                trace.stop_reason in ("eos", "max_tokens") for trace in (trace_a, trace_b)):
+        if (
+            trace_a is None
+            or trace_b is None
+            or not all(trace.stop_reason in ("eos", "max_tokens") for trace in (trace_a, trace_b))
+        ):
             return None
         label_a, label_b = self.labels
         budget = self.config.budget
-        return make_verdict(side_facts("A", label_a, trace_a, self.a.side.streaming, budget),
-                            side_facts("B", label_b, trace_b, self.b.side.streaming, budget))
+        return make_verdict(
+            side_facts("A", label_a, trace_a, self.a.side.streaming, budget),
+            side_facts("B", label_b, trace_b, self.b.side.streaming, budget),
+        )
 
     @property
     def status_line(self) -> str:
@@ -105,8 +110,9 @@ Loader = Callable[[RaceSide], LoadedModel | RemoteModel]
 _race_numbers = itertools.count(1)
 
 
-def run_race(config: RaceConfig, load: Loader, *, cancel: threading.Event | None = None,
-             observer: RaceObserver | None = None) -> RaceResult:
+def run_race(
+    config: RaceConfig, load: Loader, *, cancel: threading.Event | None = None, observer: RaceObserver | None = None
+) -> RaceResult:
     """Run both sides; never raises for a side that cannot load or be asked (its SideRun says why)."""
     cancel = cancel if cancel is not None else threading.Event()
     observer = observer or RaceObserver()
@@ -157,8 +163,15 @@ def _run_live(config, load, cancel, observer, result, race) -> None:
     for _, reply in replies:
         reply.start(start_ns)
     observer.started("AB", start_ns)
-    threads = [threading.Thread(target=_consume, args=(run.side.name, reply, run, observer),
-                                name=f"latencylab-race-{run.side.name}", daemon=True) for run, reply in replies]
+    threads = [
+        threading.Thread(
+            target=_consume,
+            args=(run.side.name, reply, run, observer),
+            name=f"latencylab-race-{run.side.name}",
+            daemon=True,
+        )
+        for run, reply in replies
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -167,8 +180,9 @@ def _run_live(config, load, cancel, observer, result, race) -> None:
         result.stopped, result.stopped_during = True, "A and B"
 
 
-def _prepare(config: RaceConfig, run: SideRun, load: Loader, cancel: threading.Event, observer: RaceObserver,
-             race: int):
+def _prepare(
+    config: RaceConfig, run: SideRun, load: Loader, cancel: threading.Event, observer: RaceObserver, race: int
+):
     """Load the side's model and build its reply (not started); None, with run.error set, when it cannot be."""
     side, name = run.side, run.side.name
     observer.progress(f"{name}: loading {side.setting_words()['model']}…")
@@ -188,8 +202,11 @@ def _prepare(config: RaceConfig, run: SideRun, load: Loader, cancel: threading.E
             observer.progress(f"{name}: warming the prompt cache with the shared history")
             run.notes.append(_warm(loaded, config, side, chat, cancel))
         messages = tuple(Message(role, text) for role, text in config.history) + (Message("user", config.prompt),)
-        reply, prompt = prepare_any(loaded, ReplyRequest(config.system_prompt, messages, side.settings, stop=cancel,
-                                                         chat_id=chat), streaming=side.streaming)
+        reply, prompt = prepare_any(
+            loaded,
+            ReplyRequest(config.system_prompt, messages, side.settings, stop=cancel, chat_id=chat),
+            streaming=side.streaming,
+        )
     except LatencyLabError as error:
         run.error = f"could not be asked: {error}"
         observer.progress(f"{name}: {run.error}")
@@ -214,8 +231,10 @@ def _consume(name: str, reply, run: SideRun, observer: RaceObserver) -> None:
             run.error = reply.trace.error
         if reply.trace is not None and reply.trace.cached_tokens and reply.trace.cache_source != "local":
             # A server keeps its own prompt cache between requests, which the race cannot empty: say what it reused.
-            run.notes.append(f"the server reused {reply.trace.cached_tokens:,} of the prompt's "
-                             f"{reply.trace.prompt_tokens:,} tokens from its own prompt cache (an earlier request)")
+            run.notes.append(
+                f"the server reused {reply.trace.cached_tokens:,} of the prompt's "
+                f"{reply.trace.prompt_tokens:,} tokens from its own prompt cache (an earlier request)"
+            )
 
 
 def _clear_cache(loaded) -> None:
@@ -239,8 +258,11 @@ def _warm(loaded, config: RaceConfig, side: RaceSide, chat: str, cancel: threadi
         asked = history[:-1] if history and history[-1].role == "assistant" else history
         if not asked:
             return "the shared history holds no question to warm the server's cache with"
-        reply, _ = prepare_any(loaded, ReplyRequest(config.system_prompt, asked, one_token, stop=cancel, chat_id=chat),
-                               streaming=side.streaming)
+        reply, _ = prepare_any(
+            loaded,
+            ReplyRequest(config.system_prompt, asked, one_token, stop=cancel, chat_id=chat),
+            streaming=side.streaming,
+        )
         reply.run_to_end()
         return f"the server's prompt cache was warmed with the history's {len(asked)} messages"
     from core.generation.decode.prompt_cache import CacheRequest
@@ -254,8 +276,7 @@ def _warm(loaded, config: RaceConfig, side: RaceSide, chat: str, cancel: threadi
     shared = _common_prefix(ids, other.build_prompt(loaded.tokenizer, window, side.settings.max_new_tokens).input_ids)
     if shared < 2:
         return "the shared history left nothing to cache"
-    Generation(loaded, ids[:shared], one_token, stop=cancel,
-               cache=CacheRequest(chat, built.pieces, True)).run_to_end()
+    Generation(loaded, ids[:shared], one_token, stop=cancel, cache=CacheRequest(chat, built.pieces, True)).run_to_end()
     return f"the prompt cache held the shared history ({shared:,} tokens) before the reply, as in a running chat"
 
 

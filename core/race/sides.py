@@ -29,10 +29,25 @@ from core.settings import (
 SWITCHES = ("streaming", "prompt_cache")
 SERVER_KEYS = ("served_model", "protocol", "server_timeout")
 LOCAL_KEYS = ("dtype", "device", "decode_loop")
-NUMBERS: dict[str, NumberLimit[Any]] = {"max_new_tokens": MAX_NEW_TOKENS, "temperature": TEMPERATURE, "top_p": TOP_P, "seed": SEED,
-           "server_timeout": SERVER_TIMEOUT}
-KEYS = ("model", "dtype", "device", *SWITCHES, "max_new_tokens", "temperature", "top_p", "seed", "decode_loop",
-        *SERVER_KEYS)
+NUMBERS: dict[str, NumberLimit[Any]] = {
+    "max_new_tokens": MAX_NEW_TOKENS,
+    "temperature": TEMPERATURE,
+    "top_p": TOP_P,
+    "seed": SEED,
+    "server_timeout": SERVER_TIMEOUT,
+}
+KEYS = (
+    "model",
+    "dtype",
+    "device",
+    *SWITCHES,
+    "max_new_tokens",
+    "temperature",
+    "top_p",
+    "seed",
+    "decode_loop",
+    *SERVER_KEYS,
+)
 ON, OFF = "on", "off"
 
 
@@ -60,31 +75,46 @@ class RaceSide:
         return (self.model, None, None) if self.remote else (self.model, self.dtype, self.device)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "model": self.model, "dtype": self.dtype, "device": self.device,
-                "streaming": self.streaming, "settings": self.settings.to_dict(),
-                "server_timeout_s": self.server_timeout_s, "given": list(self.given)}
+        return {
+            "name": self.name,
+            "model": self.model,
+            "dtype": self.dtype,
+            "device": self.device,
+            "streaming": self.streaming,
+            "settings": self.settings.to_dict(),
+            "server_timeout_s": self.server_timeout_s,
+            "given": list(self.given),
+        }
 
     @classmethod
     def from_dict(cls, data: dict) -> RaceSide:
         try:
-            return cls(name=str(data["name"]), model=str(data["model"]), dtype=str(data["dtype"]),
-                       device=str(data["device"]), streaming=bool(data["streaming"]),
-                       settings=GenerationSettings(**data["settings"]), server_timeout_s=data.get("server_timeout_s"),
-                       given=tuple(data.get("given", ())))
+            return cls(
+                name=str(data["name"]),
+                model=str(data["model"]),
+                dtype=str(data["dtype"]),
+                device=str(data["device"]),
+                streaming=bool(data["streaming"]),
+                settings=GenerationSettings(**data["settings"]),
+                server_timeout_s=data.get("server_timeout_s"),
+                given=tuple(data.get("given", ())),
+            )
         except (KeyError, TypeError) as error:
             raise InvalidSettingsError(f"a race side's settings are incomplete ({error})") from None
 
     def setting_words(self) -> dict[str, str]:
         """Each setting a person could race on, in words, for naming what differs between A and B."""
         settings = self.settings
-        words = {"model": _model_words(self.model),
-                 "streaming": "streaming" if self.streaming else "not streaming",
-                 "prompt_cache": "prompt cache on" if settings.prompt_cache else "prompt cache off",
-                 "max_new_tokens": f"{settings.max_new_tokens} new tokens",
-                 "temperature": "greedy" if settings.greedy else f"temperature {settings.temperature:g}",
-                 "top_p": f"top-p {settings.top_p:g}",
-                 "seed": "random seed" if settings.seed is None else f"seed {settings.seed}",
-                 "decode_loop": f"{settings.decode_loop} loop"}
+        words = {
+            "model": _model_words(self.model),
+            "streaming": "streaming" if self.streaming else "not streaming",
+            "prompt_cache": "prompt cache on" if settings.prompt_cache else "prompt cache off",
+            "max_new_tokens": f"{settings.max_new_tokens} new tokens",
+            "temperature": "greedy" if settings.greedy else f"temperature {settings.temperature:g}",
+            "top_p": f"top-p {settings.top_p:g}",
+            "seed": "random seed" if settings.seed is None else f"seed {settings.seed}",
+            "decode_loop": f"{settings.decode_loop} loop",
+        }
         if not self.remote:
             words["dtype"] = self.dtype
             words["device"] = self.device
@@ -150,25 +180,39 @@ def check_race(a: RaceSide, b: RaceSide, live: bool) -> None:
         if side.remote:
             local = [key for key in LOCAL_KEYS if key in side.given]
             if local:
-                raise InvalidSettingsError(f"side {side.name}: {', '.join(local)} applies only to a local model, and "
-                                           f"its model is a server ({RemoteSpec.parse(side.model).base_url}).")
+                raise InvalidSettingsError(
+                    f"side {side.name}: {', '.join(local)} applies only to a local model, and "
+                    f"its model is a server ({RemoteSpec.parse(side.model).base_url})."
+                )
         else:
             served = [key for key in SERVER_KEYS if key in side.given]
             if served:
-                raise InvalidSettingsError(f"side {side.name}: {', '.join(served)} applies only with a server URL as "
-                                           f"its model.")
+                raise InvalidSettingsError(
+                    f"side {side.name}: {', '.join(served)} applies only with a server URL as its model."
+                )
     if live and not a.remote and not b.remote:
         raise InvalidSettingsError(
             "live mode runs A and B at once, but both are local models: they would take turns on this process's one "
             "compute thread rather than race. Race them one after the other (the default), or race a local model "
-            "against a server.")
+            "against a server."
+        )
 
 
 def differences(a: RaceSide, b: RaceSide) -> list[str]:
     """The settings A and B differ in, by key, in the order a person would name them."""
     words_a, words_b = a.setting_words(), b.setting_words()
-    order = ("streaming", "model", "dtype", "prompt_cache", "max_new_tokens", "temperature", "top_p", "seed",
-             "decode_loop", "device")
+    order = (
+        "streaming",
+        "model",
+        "dtype",
+        "prompt_cache",
+        "max_new_tokens",
+        "temperature",
+        "top_p",
+        "seed",
+        "decode_loop",
+        "device",
+    )
     return [key for key in order if words_a.get(key) != words_b.get(key)]
 
 
@@ -193,11 +237,13 @@ def _with_server_choice(side: RaceSide, values: Mapping[str, object]) -> RaceSid
     if not side.remote or (served is None and protocol is None):
         return side
     if protocol is not None and protocol not in PROTOCOLS:
-        raise InvalidSettingsError(f"side {side.name}: protocol must be one of: {', '.join(PROTOCOLS)}; "
-                                   f"got {protocol!r}.")
+        raise InvalidSettingsError(
+            f"side {side.name}: protocol must be one of: {', '.join(PROTOCOLS)}; got {protocol!r}."
+        )
     try:
-        spec = RemoteSpec.parse(side.model).with_choice(model=str(served) if served else None,
-                                                         protocol=protocol or None)
+        spec = RemoteSpec.parse(side.model).with_choice(
+            model=str(served) if served else None, protocol=protocol or None
+        )
     except LatencyLabError as error:
         raise InvalidSettingsError(f"side {side.name}: {error}") from None
     return replace(side, model=spec.text())
@@ -258,4 +304,3 @@ def side_summary(side: RaceSide) -> str:
     words = side.setting_words()
     keys = ("model", "dtype", "streaming", "prompt_cache", "max_new_tokens", "temperature")
     return ", ".join(words[key] for key in keys if key in words)
-

@@ -53,18 +53,37 @@ class Verdict:
     sentence: str
 
     def to_dict(self) -> dict:
-        return {"text_first": self.text_first, "text_first_by_s": self.text_first_by_s,
-                "finished_first": self.finished_first, "finished_first_by_s": self.finished_first_by_s,
-                "sentence": self.sentence, "a": asdict(self.a), "b": asdict(self.b)}
+        return {
+            "text_first": self.text_first,
+            "text_first_by_s": self.text_first_by_s,
+            "finished_first": self.finished_first,
+            "finished_first_by_s": self.finished_first_by_s,
+            "sentence": self.sentence,
+            "a": asdict(self.a),
+            "b": asdict(self.b),
+        }
 
 
 def side_facts(name: str, label: str, trace: GenerationTrace, streaming: bool, budget: LatencyBudget) -> SideFacts:
     metrics = trace.metrics()
     steps = visible_steps(trace, streaming)
     mark = judge(trace, streaming, budget)
-    return SideFacts(name, label, streaming, steps[0][0] if steps else None, metrics.e2e_s, reader_wait_s(steps),
-                     metrics.ttft_s, metrics.tpot_s, metrics.e2e_s, trace.output_tokens, len(trace.text),
-                     trace.stop_reason, mark.within, mark.line)
+    return SideFacts(
+        name,
+        label,
+        streaming,
+        steps[0][0] if steps else None,
+        metrics.e2e_s,
+        reader_wait_s(steps),
+        metrics.ttft_s,
+        metrics.tpot_s,
+        metrics.e2e_s,
+        trace.output_tokens,
+        len(trace.text),
+        trace.stop_reason,
+        mark.within,
+        mark.line,
+    )
 
 
 def make_verdict(a: SideFacts, b: SideFacts) -> Verdict:
@@ -113,8 +132,9 @@ def _reader_words(side: SideFacts) -> str:
         return ""  # without streaming the whole reply appears at once: the reader never waits after it
     if not side.reader_wait_s:
         return f"while {side.name} streamed, the reader never waited"
-    return (f"while {side.name} streamed, a {READING_WPM} wpm reader waited {span(side.reader_wait_s)} in all for "
-            f"more text")
+    return (
+        f"while {side.name} streamed, a {READING_WPM} wpm reader waited {span(side.reader_wait_s)} in all for more text"
+    )
 
 
 def span(seconds: float) -> str:

@@ -14,8 +14,16 @@ from core.remote.spec import RemoteSpec, is_remote_spec
 API_KEY_VARIABLE = "LATENCYLAB_API_KEY"
 
 # Whose models list says owned_by what: how an OpenAI-compatible server gives itself away.
-_OWNERS = {"vllm": "vLLM", "llamacpp": "llama.cpp", "organization_owner": "LM Studio", "library": "Ollama",
-           "ollama": "Ollama", "sglang": "SGLang", "tgi": "TGI", "me": "llama-cpp-python"}
+_OWNERS = {
+    "vllm": "vLLM",
+    "llamacpp": "llama.cpp",
+    "organization_owner": "LM Studio",
+    "library": "Ollama",
+    "ollama": "Ollama",
+    "sglang": "SGLang",
+    "tgi": "TGI",
+    "me": "llama-cpp-python",
+}
 
 
 @dataclass
@@ -23,8 +31,8 @@ class RemoteModel:
     """A model served elsewhere, as the engine holds it: where, how to talk to it, and the key (never shown)."""
 
     spec: RemoteSpec
-    protocol: str      # "openai" or "ollama"
-    server_kind: str   # "llama.cpp", "vLLM", "Ollama", ... or "OpenAI-compatible"
+    protocol: str  # "openai" or "ollama"
+    server_kind: str  # "llama.cpp", "vLLM", "Ollama", ... or "OpenAI-compatible"
     model: str
     served_models: tuple[str, ...]
     timeout_s: float
@@ -71,8 +79,9 @@ def api_key_from_environment() -> str | None:
     return os.environ.get(API_KEY_VARIABLE) or None
 
 
-def connect(text: str, *, api_key: str | None = None, timeout_s: float = 60.0,
-            progress: ProgressCallback = no_progress) -> RemoteModel:
+def connect(
+    text: str, *, api_key: str | None = None, timeout_s: float = 60.0, progress: ProgressCallback = no_progress
+) -> RemoteModel:
     """Reach the server, detect its kind, list its models and choose one; ModelLoadError says what failed."""
     if not is_remote_spec(text):
         raise ModelLoadError(f"{text!r} is not a server URL.")
@@ -110,8 +119,10 @@ def _openai(spec: RemoteSpec, key: str | None, timeout_s: float) -> RemoteModel:
     listing = get_json(spec.base_url + "/models", api_key=key, timeout_s=timeout_s)
     entries = listing.get("data") if isinstance(listing, dict) else None
     if not isinstance(entries, list):
-        raise RemoteError(f"{spec.base_url}/models did not list models as an OpenAI-compatible server does; "
-                          "check the base URL (it usually ends in /v1).")
+        raise RemoteError(
+            f"{spec.base_url}/models did not list models as an OpenAI-compatible server does; "
+            "check the base URL (it usually ends in /v1)."
+        )
     names = tuple(str(entry["id"]) for entry in entries if isinstance(entry, dict) and entry.get("id"))
     owners = {str(entry.get("owned_by", "")).lower() for entry in entries if isinstance(entry, dict)}
     kind = next((_OWNERS[owner] for owner in owners if owner in _OWNERS), "OpenAI-compatible")
@@ -130,21 +141,26 @@ def _ollama(spec: RemoteSpec, key: str | None, timeout_s: float) -> RemoteModel:
     return _choose(root, "ollama", "Ollama", names, key, timeout_s)
 
 
-def _choose(spec: RemoteSpec, protocol: str, kind: str, names: tuple[str, ...], key: str | None,
-            timeout_s: float) -> RemoteModel:
+def _choose(
+    spec: RemoteSpec, protocol: str, kind: str, names: tuple[str, ...], key: str | None, timeout_s: float
+) -> RemoteModel:
     if not names:
         raise RemoteError(f"the {kind} server at {spec.base_url} serves no model.")
     notice = None
     if spec.model is not None:
         if spec.model not in names:
-            raise RemoteError(f"the {kind} server at {spec.base_url} does not serve a model named {spec.model!r}; "
-                              f"it serves: {', '.join(names)}.")
+            raise RemoteError(
+                f"the {kind} server at {spec.base_url} does not serve a model named {spec.model!r}; "
+                f"it serves: {', '.join(names)}."
+            )
         chosen = spec.model
     else:
         chosen = names[0]
         if len(names) > 1:
-            notice = (f"the server serves {len(names)} models ({', '.join(names)}); using {chosen!r}. "
-                      "Pick another in the model picker, or add #model=NAME to the URL.")
+            notice = (
+                f"the server serves {len(names)} models ({', '.join(names)}); using {chosen!r}. "
+                "Pick another in the model picker, or add #model=NAME to the URL."
+            )
     return RemoteModel(spec.with_choice(protocol=protocol), protocol, kind, chosen, names, timeout_s, key, notice)
 
 

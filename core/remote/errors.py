@@ -23,18 +23,23 @@ class ReplyTooLarge(RemoteError):
 def connection_error(where: str, error: BaseException, timeout_s: float) -> RemoteError:
     """An OSError from connecting or reading, as one line that says what to check."""
     if isinstance(error, ssl.SSLCertVerificationError):
-        return RemoteError(f"TLS error talking to {where}: the certificate was not accepted ({error.verify_message}). "
-                           "Certificates are always verified; add the server's CA to the system's trust store.")
+        return RemoteError(
+            f"TLS error talking to {where}: the certificate was not accepted ({error.verify_message}). "
+            "Certificates are always verified; add the server's CA to the system's trust store."
+        )
     if isinstance(error, ssl.SSLError):
         return RemoteError(f"TLS error talking to {where}: {error.reason or error}.")
     if isinstance(error, ConnectionRefusedError):
-        return RemoteError(f"could not connect to {where}: the connection was refused. Is the server running, "
-                           "and on this port?")
+        return RemoteError(
+            f"could not connect to {where}: the connection was refused. Is the server running, and on this port?"
+        )
     if isinstance(error, socket.gaierror):
         return RemoteError(f"could not find the host of {where}: {error.strerror or error}.")
     if isinstance(error, (TimeoutError, socket.timeout)):
-        return RemoteError(f"{where} sent nothing for {timeout_s:g} s (the server timeout); the server may be "
-                           "overloaded or stuck. Raise the timeout if it is just slow.")
+        return RemoteError(
+            f"{where} sent nothing for {timeout_s:g} s (the server timeout); the server may be "
+            "overloaded or stuck. Raise the timeout if it is just slow."
+        )
     if isinstance(error, (ConnectionResetError, BrokenPipeError)):
         return StreamCut(f"{where} closed the connection: {error.strerror or error}.")
     return RemoteError(f"could not reach {where}: {getattr(error, 'strerror', None) or error}.")
@@ -46,8 +51,10 @@ def http_status_error(where: str, status: int, reason: str, detail: str) -> Remo
     if status in (401, 403):
         return RemoteError(f"{where} refused the request (HTTP {status} {reason}): check the API key.{said}")
     if status == 404:
-        return RemoteError(f"{where} answered HTTP 404 Not Found: check the base URL (it usually ends in /v1) and "
-                           f"the model name.{said}")
+        return RemoteError(
+            f"{where} answered HTTP 404 Not Found: check the base URL (it usually ends in /v1) and "
+            f"the model name.{said}"
+        )
     if status == 429:
         return RemoteError(f"{where} is rate-limiting requests (HTTP 429 Too Many Requests); wait and try again.{said}")
     if status >= 500:
@@ -85,13 +92,15 @@ def redact(text: str, key: str | None) -> str:
     text = text.replace(key, HIDDEN_KEY)
     for length in range(len(key) - 1, 5, -1):  # a key cut off where the message was shortened
         if text.endswith((key[:length], key[:length] + "…")):
-            return text[:text.rindex(key[:length])] + HIDDEN_KEY + ("…" if text.endswith("…") else "")
+            return text[: text.rindex(key[:length])] + HIDDEN_KEY + ("…" if text.endswith("…") else "")
     return text
 
 
 def redirect_error(where: str, status: int, location: str | None) -> RemoteError:
     """A 3xx: Latency Lab follows no redirect, so the request (and its API key) never went where it points."""
     target = f" to {location[:200]}" if location else ""
-    return RemoteError(f"{where} redirected the request{target} (HTTP {status}). Latency Lab does not follow "
-                       f"redirects, so nothing was sent there, the API key included; if you trust that address, use it "
-                       f"as the server URL.")
+    return RemoteError(
+        f"{where} redirected the request{target} (HTTP {status}). Latency Lab does not follow "
+        f"redirects, so nothing was sent there, the API key included; if you trust that address, use it "
+        f"as the server URL."
+    )

@@ -34,8 +34,15 @@ class HttpStream:
     client go (llama.cpp and vLLM stop generating on that).
     """
 
-    def __init__(self, url: str, *, method: str = "POST", payload: dict | None = None, api_key: str | None = None,
-                 timeout_s: float = 60.0):
+    def __init__(
+        self,
+        url: str,
+        *,
+        method: str = "POST",
+        payload: dict | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+    ):
         self.url = url
         parts = urllib.parse.urlsplit(url)
         self.where = f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
@@ -59,8 +66,9 @@ class HttpStream:
         connection: http.client.HTTPConnection
         if parts.scheme == "https":
             # Certificates are always verified: there is deliberately no switch to skip it.
-            connection = http.client.HTTPSConnection(host, parts.port, timeout=self.timeout_s,
-                                                     context=ssl.create_default_context())
+            connection = http.client.HTTPSConnection(
+                host, parts.port, timeout=self.timeout_s, context=ssl.create_default_context()
+            )
         else:
             connection = http.client.HTTPConnection(host, parts.port, timeout=self.timeout_s)
         self._connection = connection
@@ -94,8 +102,9 @@ class HttpStream:
             except (OSError, http.client.HTTPException):
                 body = b""
             self.close()
-            raise http_status_error(self.where, response.status, response.reason,
-                                    redact(server_detail(body), self._api_key))
+            raise http_status_error(
+                self.where, response.status, response.reason, redact(server_detail(body), self._api_key)
+            )
         return self
 
     def chunks(self) -> Iterator[tuple[int, bytes]]:
@@ -165,5 +174,7 @@ def get_json(url: str, *, api_key: str | None, timeout_s: float, limit: int = 4 
     try:
         return json.loads(body)
     except ValueError:
-        raise RemoteError(f"{stream.where} answered {url} with something that is not JSON: "
-                          f"{redact(body[:120].decode('utf-8', 'replace'), api_key)!r}") from None
+        raise RemoteError(
+            f"{stream.where} answered {url} with something that is not JSON: "
+            f"{redact(body[:120].decode('utf-8', 'replace'), api_key)!r}"
+        ) from None

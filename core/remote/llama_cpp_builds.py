@@ -23,9 +23,11 @@ WHEEL, SERVER = "wheel", "server"
 NO_AMX = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 # llama-cpp-python's multimodal library (mtmd) is not used here; leaving it out saves a part of the compile.
 WHEEL_CMAKE_ARGS = "-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF"
-SERVER_CMAKE_ARGS = ("-DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF "
-                     "-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF "
-                     "-DGGML_NATIVE=ON")
+SERVER_CMAKE_ARGS = (
+    "-DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF "
+    "-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF "
+    "-DGGML_NATIVE=ON"
+)
 
 
 def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, ...]:
@@ -58,14 +60,25 @@ class BuildRecipe:
 
     @property
     def key(self) -> str:
-        fields = {"kind": self.kind, "version": self.version, "cpu_flags": list(self.cpu_flags),
-                  "cmake_args": self.cmake_args, "compiler_flags": self.compiler_flags}
+        fields = {
+            "kind": self.kind,
+            "version": self.version,
+            "cpu_flags": list(self.cpu_flags),
+            "cmake_args": self.cmake_args,
+            "compiler_flags": self.compiler_flags,
+        }
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
     def describe(self) -> dict:
-        return {"kind": self.kind, "version": self.version, "machine": platform.machine(),
-                "cpu_flags": " ".join(self.cpu_flags), "cmake_args": self.cmake_args,
-                "compiler_flags": self.compiler_flags, "key": self.key}
+        return {
+            "kind": self.kind,
+            "version": self.version,
+            "machine": platform.machine(),
+            "cpu_flags": " ".join(self.cpu_flags),
+            "cmake_args": self.cmake_args,
+            "compiler_flags": self.compiler_flags,
+            "key": self.key,
+        }
 
 
 def recipe(kind: str, *, version: str = LLAMA_CPP_PYTHON, flags: tuple[str, ...] | None = None) -> BuildRecipe:

@@ -49,8 +49,16 @@ def free_loopback_port() -> int:
 class LlamaCppServer:
     """The server process; its stderr is kept line by line (llama.cpp's own per-request timings land there)."""
 
-    def __init__(self, gguf: Path, *, threads: int | None = None, alias: str = "embedded", context: int = 4096,
-                 kind: str | None = None, binary: Path | None = None):
+    def __init__(
+        self,
+        gguf: Path,
+        *,
+        threads: int | None = None,
+        alias: str = "embedded",
+        context: int = 4096,
+        kind: str | None = None,
+        binary: Path | None = None,
+    ):
         """kind: LLAMA_SERVER or PYTHON_SERVER; by default llama-server where one is at hand.
         binary: this llama-server instead of the one found (a build being checked)."""
         self.gguf = Path(gguf)
@@ -65,17 +73,58 @@ class LlamaCppServer:
         self.kind = LLAMA_SERVER if binary is not None else PYTHON_SERVER
         thread_count = str(threads or os.cpu_count() or 1)
         if binary is not None:
-            command = [str(binary), "--model", str(self.gguf), "--alias", alias, "--host", "127.0.0.1",
-                       "--port", str(self.port), "--ctx-size", str(context * SLOTS), "--threads", thread_count,
-                       "--threads-batch", thread_count, "--parallel", str(SLOTS), "--slots", "--no-webui"]
+            command = [
+                str(binary),
+                "--model",
+                str(self.gguf),
+                "--alias",
+                alias,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--ctx-size",
+                str(context * SLOTS),
+                "--threads",
+                thread_count,
+                "--threads-batch",
+                thread_count,
+                "--parallel",
+                str(SLOTS),
+                "--slots",
+                "--no-webui",
+            ]
         else:
-            command = [sys.executable, "-m", "llama_cpp.server", "--model", str(self.gguf), "--model_alias", alias,
-                       "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(context),
-                       "--n_threads", thread_count, "--verbose", "True",
-                       # By default a new request cuts the running one short; queue them instead, as servers do.
-                       "--interrupt_requests", "False"]
-        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, text=True, errors="replace")
+            command = [
+                sys.executable,
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                str(self.gguf),
+                "--model_alias",
+                alias,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--n_ctx",
+                str(context),
+                "--n_threads",
+                thread_count,
+                "--verbose",
+                "True",
+                # By default a new request cuts the running one short; queue them instead, as servers do.
+                "--interrupt_requests",
+                "False",
+            ]
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+        )
         self._reader = threading.Thread(target=self._read, name="llama-cpp-server-log", daemon=True)
         self._reader.start()
 

@@ -7,8 +7,16 @@ from core.remote.pieces import Piece, json_object
 from core.remote.server_timings import from_ollama
 
 
-def request_body(model: str, messages: list[dict], *, stream: bool, max_tokens: int, temperature: float,
-                 top_p: float, seed: int | None) -> dict:
+def request_body(
+    model: str,
+    messages: list[dict],
+    *,
+    stream: bool,
+    max_tokens: int,
+    temperature: float,
+    top_p: float,
+    seed: int | None,
+) -> dict:
     options: dict = {"num_predict": max_tokens, "temperature": temperature, "top_p": top_p}
     if seed is not None:
         options["seed"] = seed
@@ -20,8 +28,10 @@ def read_line(line: str) -> Piece:
     if document.get("error"):
         raise RemoteError(f"Ollama reported an error: {document['error']}")
     message = document.get("message") or {}
-    piece = Piece(text=message.get("content") or "" if isinstance(message, dict) else "",
-                  reasoning=(message.get("thinking") or "") if isinstance(message, dict) else "")
+    piece = Piece(
+        text=message.get("content") or "" if isinstance(message, dict) else "",
+        reasoning=(message.get("thinking") or "") if isinstance(message, dict) else "",
+    )
     if document.get("done"):
         piece.done = True
         piece.finish_reason = document.get("done_reason") or "stop"

@@ -7,10 +7,26 @@ from core.remote.pieces import Piece, json_object
 from core.remote.server_timings import from_llama_cpp, from_vllm
 
 
-def request_body(model: str, messages: list[dict], *, stream: bool, max_tokens: int, temperature: float,
-                 top_p: float, seed: int | None, server_kind: str, ignore_eos: bool = False) -> dict:
-    body: dict = {"model": model, "messages": messages, "stream": stream, "max_tokens": max_tokens,
-                  "temperature": temperature, "top_p": top_p}
+def request_body(
+    model: str,
+    messages: list[dict],
+    *,
+    stream: bool,
+    max_tokens: int,
+    temperature: float,
+    top_p: float,
+    seed: int | None,
+    server_kind: str,
+    ignore_eos: bool = False,
+) -> dict:
+    body: dict = {
+        "model": model,
+        "messages": messages,
+        "stream": stream,
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "top_p": top_p,
+    }
     if seed is not None:
         body["seed"] = seed
     if stream:
@@ -61,9 +77,12 @@ def read_response(body: bytes) -> Piece:
     choices = document.get("choices") or []
     choice = choices[0] if choices and isinstance(choices[0], dict) else {}
     message = choice.get("message") or {}
-    piece = Piece(text=_text(message.get("content")),
-                  reasoning=_text(message.get("reasoning_content")) or _text(message.get("reasoning")),
-                  finish_reason=choice.get("finish_reason"), done=True)
+    piece = Piece(
+        text=_text(message.get("content")),
+        reasoning=_text(message.get("reasoning_content")) or _text(message.get("reasoning")),
+        finish_reason=choice.get("finish_reason"),
+        done=True,
+    )
     _read_common(document, piece)
     return piece
 

@@ -17,7 +17,7 @@ class Piece:
     finish_reason: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
-    timings: dict | None = None      # the server's own timings, normalised (server_timings.py)
+    timings: dict | None = None  # the server's own timings, normalised (server_timings.py)
     # Prompt tokens the server took from its own prompt cache, and the field that said so; None: not reported.
     cached_tokens: int | None = None
     cache_source: str | None = None

@@ -36,9 +36,18 @@ _FINISH_REASONS = {"length": StopReason.MAX_TOKENS, "max_tokens": StopReason.MAX
 
 
 class RemoteReply(ReplySurface):
-    def __init__(self, model: RemoteModel, system_prompt: str, messages: list[tuple[str, str]], settings, *,
-                 stop: threading.Event | None = None, streaming: bool = True, ignore_eos: bool = False,
-                 on_progress: Callable[[object], None] | None = None):
+    def __init__(
+        self,
+        model: RemoteModel,
+        system_prompt: str,
+        messages: list[tuple[str, str]],
+        settings,
+        *,
+        stop: threading.Event | None = None,
+        streaming: bool = True,
+        ignore_eos: bool = False,
+        on_progress: Callable[[object], None] | None = None,
+    ):
         self.model = model
         self.settings = settings
         self.streaming = streaming
@@ -48,7 +57,8 @@ class RemoteReply(ReplySurface):
         self.decode_loop = f"remote ({model.server_kind}, {model.protocol})"
         self.decode_loop_note: str | None = None
         self._chat = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + [
-            {"role": role, "content": content} for role, content in messages]
+            {"role": role, "content": content} for role, content in messages
+        ]
         self._ignore_eos = ignore_eos
         self._events: queue.SimpleQueue = queue.SimpleQueue()
         self._done = threading.Event()
@@ -119,31 +129,46 @@ class RemoteReply(ReplySurface):
         counted, timings = reading.completion_tokens, reading.timings
         if counted is not None and not self._believable(counted, reading):
             counted, timings = None, {**(timings or {}), "claimed_output_tokens": reading.completion_tokens}
-        self._events.put(ServerReport(self.model.server_kind, reading.prompt_tokens, counted,
-                                      stream.first_byte_ns if stream else None, reading.chunks, timings))
+        self._events.put(
+            ServerReport(
+                self.model.server_kind,
+                reading.prompt_tokens,
+                counted,
+                stream.first_byte_ns if stream else None,
+                reading.chunks,
+                timings,
+            )
+        )
         self._events.put(_cache_report(self.model.server_kind, reading))
-        self._events.put(FinishedEvent(StopReason.ERROR if error else reason, reading.tokens, time.perf_counter_ns(),
-                                       error=error))
+        self._events.put(
+            FinishedEvent(StopReason.ERROR if error else reason, reading.tokens, time.perf_counter_ns(), error=error)
+        )
         self._done.set()
 
     def _request(self, reading: _Reading) -> StopReason:
         model, settings = self.model, self.settings
-        common = dict(stream=self.streaming, max_tokens=settings.max_new_tokens, temperature=settings.temperature,
-                      top_p=settings.top_p, seed=settings.seed)
+        common = dict(
+            stream=self.streaming,
+            max_tokens=settings.max_new_tokens,
+            temperature=settings.temperature,
+            top_p=settings.top_p,
+            seed=settings.seed,
+        )
         if model.protocol == "ollama":
             url = model.base_url + "/api/chat"
             payload = ollama_chat.request_body(model.model, self._chat, **common)
         else:
             url = model.base_url + "/chat/completions"
-            payload = openai_chat.request_body(model.model, self._chat, server_kind=model.server_kind,
-                                               ignore_eos=self._ignore_eos, **common)
+            payload = openai_chat.request_body(
+                model.model, self._chat, server_kind=model.server_kind, ignore_eos=self._ignore_eos, **common
+            )
         self._stream = HttpStream(url, payload=payload, api_key=model.api_key, timeout_s=model.timeout_s)
         if self.stop_event.is_set():
             return StopReason.STOPPED
         self._stream.open()
         if not self.streaming:
             arrival_ns, body = self._stream.read_all(MAX_REPLY_BYTES)
-            piece = (_ollama_whole(body) if model.protocol == "ollama" else openai_chat.read_response(body))
+            piece = _ollama_whole(body) if model.protocol == "ollama" else openai_chat.read_response(body)
             self._take(piece, arrival_ns, reading)
             return reading.reason
         parser: JsonLines | ServerSentEvents
@@ -157,8 +182,9 @@ class RemoteReply(ReplySurface):
             received += len(data)
             if received > MAX_REPLY_BYTES:
                 self._stream.abort()
-                raise ReplyTooLarge(f"the reply passed {MAX_REPLY_BYTES // (1024 * 1024)} MiB and was cut there; "
-                                    "what came is kept.")
+                raise ReplyTooLarge(
+                    f"the reply passed {MAX_REPLY_BYTES // (1024 * 1024)} MiB and was cut there; what came is kept."
+                )
             for message in parser.feed(data):
                 self._take(read(message), arrival_ns, reading)
             if reading.done:
@@ -174,20 +200,23 @@ class RemoteReply(ReplySurface):
         if piece.prefill_fraction is not None:
             self._events.put(PrefillProgress(round(piece.prefill_fraction * 1000), 1000, arrival_ns))
         if piece.has_content:
-            reading.text_bytes += len(piece.text.encode("utf-8", "replace")) + len(piece.reasoning.encode("utf-8",
-                                                                                                       "replace"))
+            reading.text_bytes += len(piece.text.encode("utf-8", "replace")) + len(
+                piece.reasoning.encode("utf-8", "replace")
+            )
             count = self._tokens_in(piece, reading)
             chunk = reading.chunks
             reading.chunks += 1
-            parts = [(part, is_reasoning) for part, is_reasoning in ((piece.reasoning, True), (piece.text, False))
-                     if part]
+            parts = [
+                (part, is_reasoning) for part, is_reasoning in ((piece.reasoning, True), (piece.text, False)) if part
+            ]
             # A chunk of several tokens: its text rides on the first, the rest are spread at the same stamp.
             extra = max(0, count - len(parts))
             for position, (part, is_reasoning) in enumerate(parts):
                 texts = [part] + ([""] * extra if position == len(parts) - 1 else [])
                 for text in texts:
-                    self._events.put(TokenEvent(reading.tokens, -1, text, arrival_ns, chunk=chunk,
-                                                reasoning=is_reasoning))
+                    self._events.put(
+                        TokenEvent(reading.tokens, -1, text, arrival_ns, chunk=chunk, reasoning=is_reasoning)
+                    )
                     reading.tokens += 1
         if piece.prompt_tokens is not None:
             reading.prompt_tokens = piece.prompt_tokens
@@ -246,13 +275,21 @@ def _cache_report(server_kind: str, reading: _Reading) -> PromptCacheReport:
     prompt = reading.prompt_tokens or 0
     cached, source = reading.cached_tokens, reading.cache_source
     if cached is None or source is None:  # a piece sets the count and the field it came in together
-        return PromptCacheReport(prompt, None, f"not reported: {server_kind} sent no count of cached prompt tokens",
-                                 source="not reported")
+        return PromptCacheReport(
+            prompt, None, f"not reported: {server_kind} sent no count of cached prompt tokens", source="not reported"
+        )
     if prompt and cached > prompt:  # a count beyond the prompt is the server's claim, not a fact: kept apart
-        return PromptCacheReport(prompt, None, f"not reported: {server_kind} claimed {cached:,} cached tokens of a "
-                                               f"{prompt:,}-token prompt", source=source)
-    reason = (f"{server_kind} reused {cached:,} cached prompt tokens" if cached
-              else f"{server_kind} reports no prompt tokens from its cache")
+        return PromptCacheReport(
+            prompt,
+            None,
+            f"not reported: {server_kind} claimed {cached:,} cached tokens of a {prompt:,}-token prompt",
+            source=source,
+        )
+    reason = (
+        f"{server_kind} reused {cached:,} cached prompt tokens"
+        if cached
+        else f"{server_kind} reports no prompt tokens from its cache"
+    )
     return PromptCacheReport(prompt, cached, reason, source=source)
 
 

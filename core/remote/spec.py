@@ -32,12 +32,16 @@ class RemoteSpec:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ModelLoadError(f"{text!r} is not a server URL; give one like http://127.0.0.1:8080/v1.")
         if parts.username or parts.password:
-            raise ModelLoadError("the server URL holds a user name or password; remove it and give the API key "
-                                 "through LATENCYLAB_API_KEY (or the window's key field) instead.")
+            raise ModelLoadError(
+                "the server URL holds a user name or password; remove it and give the API key "
+                "through LATENCYLAB_API_KEY (or the window's key field) instead."
+            )
         query = urllib.parse.parse_qs(parts.query)
         if any(name.lower() in _SECRET_PARAMETERS for name in query):
-            raise ModelLoadError("the server URL holds a key in its query; remove it and give the API key through "
-                                 "LATENCYLAB_API_KEY (or the window's key field) instead.")
+            raise ModelLoadError(
+                "the server URL holds a key in its query; remove it and give the API key through "
+                "LATENCYLAB_API_KEY (or the window's key field) instead."
+            )
         try:
             parts.port  # noqa: B018 - raises on a port that is not a number
         except ValueError:
@@ -62,8 +66,11 @@ class RemoteSpec:
         return base[:-3] if base.endswith("/v1") else base
 
     def text(self) -> str:
-        options = {key: value for key, value in (("model", self.model), ("protocol", self.protocol))
-                   if value and value != "auto"}
+        options = {
+            key: value
+            for key, value in (("model", self.model), ("protocol", self.protocol))
+            if value and value != "auto"
+        }
         fragment = urllib.parse.urlencode(options)
         return f"{self.base_url}#{fragment}" if fragment else self.base_url
 
@@ -89,5 +96,7 @@ class RemoteSpec:
         """Said once per host: prompts and replies to another machine over http:// travel unencrypted."""
         if self.is_encrypted or self.is_loopback:
             return None
-        return (f"warning: {self.host} is reached over plain http://, so prompts, replies and any API key "
-                f"cross the network unencrypted; use https:// where the server offers it.")
+        return (
+            f"warning: {self.host} is reached over plain http://, so prompts, replies and any API key "
+            f"cross the network unencrypted; use https:// where the server offers it."
+        )

@@ -25,7 +25,7 @@ class ServerSentEvents:
             end = self._pending.find(b"\n")
             if end < 0:
                 break
-            line, self._pending = self._pending[:end].rstrip(b"\r"), self._pending[end + 1:]
+            line, self._pending = self._pending[:end].rstrip(b"\r"), self._pending[end + 1 :]
             self._take_line(line, events)
         if len(self._pending) > MAX_EVENT_BYTES or sum(map(len, self._data)) > MAX_EVENT_BYTES:
             raise MalformedStream(f"an event passed {MAX_EVENT_BYTES // (1024 * 1024)} MiB without ending")

@@ -38,9 +38,9 @@ Timer = Callable[[], float]
 
 @dataclass(frozen=True)
 class Ceiling:
-    name: str   # gemm_float32, gemm_bfloat16, dram, llc
+    name: str  # gemm_float32, gemm_bfloat16, dram, llc
     label: str  # for plots and sentences: "bfloat16 GEMM", "DRAM", "last-level cache"
-    unit: str   # "flop/s" or "byte/s"
+    unit: str  # "flop/s" or "byte/s"
     value: float  # the best pass, as STREAM reports
     median: float
     passes: int
@@ -60,7 +60,7 @@ class Ceilings:
     last_level_cache_bytes: int | None
     measured_at: str
     others_share: float | None  # share of all cores other programs used during the measurement
-    loaded: bool                # others_share above the limit: flagged, not cached
+    loaded: bool  # others_share above the limit: flagged, not cached
     from_cache: bool = False
     notes: list[str] = field(default_factory=list)
 
@@ -76,8 +76,20 @@ class Ceilings:
     @classmethod
     def from_dict(cls, document: dict) -> Ceilings:
         ceilings = {name: Ceiling(**values) for name, values in (document.get("ceilings") or {}).items()}
-        known = {key: document[key] for key in ("cpu", "threads", "last_level_cache_bytes", "measured_at",
-                                                "others_share", "loaded", "from_cache", "notes") if key in document}
+        known = {
+            key: document[key]
+            for key in (
+                "cpu",
+                "threads",
+                "last_level_cache_bytes",
+                "measured_at",
+                "others_share",
+                "loaded",
+                "from_cache",
+                "notes",
+            )
+            if key in document
+        }
         return cls(ceilings=ceilings, **known)
 
     def summary(self) -> str:
@@ -93,9 +105,14 @@ def format_rate(value: float, unit: str) -> str:
     return f"{value / 1e9:,.1f} GB/s"
 
 
-def best_rate(run: Callable[[], object], amount: float, timer: Timer = time.perf_counter,
-              min_passes: int | None = None, budget_s: float | None = None,
-              cancel: threading.Event | None = None) -> tuple[float, float, int]:
+def best_rate(
+    run: Callable[[], object],
+    amount: float,
+    timer: Timer = time.perf_counter,
+    min_passes: int | None = None,
+    budget_s: float | None = None,
+    cancel: threading.Event | None = None,
+) -> tuple[float, float, int]:
     """(best, median, passes) of amount / seconds over passes of run(): at least min_passes (MIN_PASSES), then
     more until budget_s (BUDGET_S) of passes have run. One unrecorded pass first warms caches and code paths."""
     min_passes = MIN_PASSES if min_passes is None else min_passes
@@ -134,10 +151,15 @@ def gemm_probe(precision: str, shape: tuple[int, int, int] = GEMM_SHAPE) -> Prob
     rows, inner, outer = shape
     dtype = getattr(torch, precision)
     x, weight = torch.randn(rows, inner).to(dtype), torch.randn(outer, inner).to(dtype)
-    return Probe(f"gemm_{precision}", f"{precision} GEMM", "flop/s", 2.0 * rows * inner * outer,
-                 lambda: torch.mm(x, weight.t()),
-                 f"torch.mm of {rows}x{inner} by {inner}x{outer} in {precision} (oneDNN/MKL), "
-                 f"2 x {rows}x{inner}x{outer} FLOPs over the best pass")
+    return Probe(
+        f"gemm_{precision}",
+        f"{precision} GEMM",
+        "flop/s",
+        2.0 * rows * inner * outer,
+        lambda: torch.mm(x, weight.t()),
+        f"torch.mm of {rows}x{inner} by {inner}x{outer} in {precision} (oneDNN/MKL), "
+        f"2 x {rows}x{inner}x{outer} FLOPs over the best pass",
+    )
 
 
 def read_probe(name: str, label: str, buffer_bytes: int, why: str) -> Probe:
@@ -154,33 +176,56 @@ def read_probe(name: str, label: str, buffer_bytes: int, why: str) -> Probe:
         if not (fast_here() and can_build()):
             raise RuntimeError("no kernels here")
         library, threads = kernels(), torch.get_num_threads()
-        return Probe(name, label, "byte/s", float(buffer.numel() * 4),
-                     lambda: library.ll_read(buffer.data_ptr(), buffer.numel() * 4, threads),
-                     f"Latency Lab's read loop ({library.isa} loads, {threads} threads) over a {size} buffer ({why}), "
-                     f"bytes over the best pass")
+        return Probe(
+            name,
+            label,
+            "byte/s",
+            float(buffer.numel() * 4),
+            lambda: library.ll_read(buffer.data_ptr(), buffer.numel() * 4, threads),
+            f"Latency Lab's read loop ({library.isa} loads, {threads} threads) over a {size} buffer ({why}), "
+            f"bytes over the best pass",
+        )
     except Exception:  # noqa: BLE001 - no compiler, no kernels: torch's own reduction reads it too
-        return Probe(name, label, "byte/s", float(buffer.numel() * 4), buffer.sum,
-                     f"torch.sum over a {size} float32 buffer ({why}), bytes over the best pass")
+        return Probe(
+            name,
+            label,
+            "byte/s",
+            float(buffer.numel() * 4),
+            buffer.sum,
+            f"torch.sum over a {size} float32 buffer ({why}), bytes over the best pass",
+        )
 
 
 def default_probes(last_level_cache: int | None) -> list[Callable[[], Probe]]:
     """Each made when it runs, so only one buffer is in memory at a time."""
     probes: list[Callable[[], Probe]] = [partial(gemm_probe, precision) for precision in GEMM_PRECISIONS]
     dram = max(MIN_DRAM_BUFFER, DRAM_CACHE_MULTIPLE * (last_level_cache or 0))
-    why = (f"{dram / last_level_cache:.0f}x the {last_level_cache / MIB:,.0f} MiB last-level cache" if last_level_cache
-           else "the last-level cache's size is unknown here")
+    why = (
+        f"{dram / last_level_cache:.0f}x the {last_level_cache / MIB:,.0f} MiB last-level cache"
+        if last_level_cache
+        else "the last-level cache's size is unknown here"
+    )
     probes.append(lambda: read_probe("dram", "DRAM", dram, why))
     if last_level_cache:
         size = last_level_cache // LLC_FRACTION
-        probes.append(lambda: read_probe("llc", "last-level cache", size,
-                                         f"a quarter of the {last_level_cache / MIB:,.0f} MiB last-level cache"))
+        probes.append(
+            lambda: read_probe(
+                "llc", "last-level cache", size, f"a quarter of the {last_level_cache / MIB:,.0f} MiB last-level cache"
+            )
+        )
     return probes
 
 
-def measure_ceilings(threads: int | None = None, *, probes: list[Callable[[], Probe]] | None = None,
-                     timer: Timer = time.perf_counter, probe_load: LoadProbe | None = None,
-                     cancel: threading.Event | None = None, cache: bool = True,
-                     progress: Callable[[str], None] | None = None) -> Ceilings:
+def measure_ceilings(
+    threads: int | None = None,
+    *,
+    probes: list[Callable[[], Probe]] | None = None,
+    timer: Timer = time.perf_counter,
+    probe_load: LoadProbe | None = None,
+    cancel: threading.Event | None = None,
+    cache: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> Ceilings:
     """Measure every ceiling now; cache the result for this CPU unless other programs loaded the machine."""
     import torch
 
@@ -198,16 +243,31 @@ def measure_ceilings(threads: int | None = None, *, probes: list[Callable[[], Pr
             if progress is not None:
                 progress(f"measuring the {probe.label} ceiling")
             best, median, passes = best_rate(probe.run, probe.amount, timer, cancel=cancel)
-            measured[probe.name] = Ceiling(probe.name, probe.label, probe.unit, best, median, passes,
-                                           probe.method.replace("the best pass", f"the best of {passes} passes"),
-                                           probe.amount)
+            measured[probe.name] = Ceiling(
+                probe.name,
+                probe.label,
+                probe.unit,
+                best,
+                median,
+                passes,
+                probe.method.replace("the best pass", f"the best of {passes} passes"),
+                probe.amount,
+            )
             del probe
-    result = Ceilings(measured, cpu_flags().split("|")[0].strip(), threads, llc,
-                      datetime.datetime.now().astimezone().isoformat(timespec="seconds"), load.others_share,
-                      load.loaded)
+    result = Ceilings(
+        measured,
+        cpu_flags().split("|")[0].strip(),
+        threads,
+        llc,
+        datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        load.others_share,
+        load.loaded,
+    )
     if result.loaded:
-        result.notes.append(f"other programs used {load.others_share:.0%} of the cores while these were measured: "
-                            f"flagged, and not cached")
+        result.notes.append(
+            f"other programs used {load.others_share:.0%} of the cores while these were measured: "
+            f"flagged, and not cached"
+        )
     complete = cancel is None or not cancel.is_set()
     if cache and complete and not result.loaded:
         _save(result, threads)

@@ -100,14 +100,18 @@ def _visible_sum(shape: ArithmeticShape, layer: int, first: int, count: int) -> 
 
 def attention_flops(shape: ArithmeticShape, first: int, count: int) -> int:
     """Both attention products for `count` rows at positions first.., every layer: 4 x head_dim per head and pair."""
-    return sum(4 * shape.heads * shape.head_dim * _visible_sum(shape, layer, first, count)
-               for layer in range(shape.layers))
+    return sum(
+        4 * shape.heads * shape.head_dim * _visible_sum(shape, layer, first, count) for layer in range(shape.layers)
+    )
 
 
 def prefill_counts(shape: ArithmeticShape, tokens: int, start: int = 0) -> PhaseCounts:
     """A prompt's pass over `tokens` positions after `start` cached ones, with the logits of its last position."""
-    flops = (2 * shape.layer_parameters() * shape.layers * tokens + 2 * shape.head_parameters()
-             + attention_flops(shape, start, tokens))
+    flops = (
+        2 * shape.layer_parameters() * shape.layers * tokens
+        + 2 * shape.head_parameters()
+        + attention_flops(shape, start, tokens)
+    )
     per_position = shape.cache_bytes_per_position() * shape.layers
     moved = shape.step_weight_bytes() + per_position * tokens + per_position * (start + tokens)
     return PhaseCounts(float(flops), float(moved))
@@ -115,8 +119,9 @@ def prefill_counts(shape: ArithmeticShape, tokens: int, start: int = 0) -> Phase
 
 def decode_counts(shape: ArithmeticShape, position: int, batch: int = 1) -> PhaseCounts:
     """One decode step of `batch` sequences, each feeding its token at `position` (that many cached before it)."""
-    flops = batch * (2 * (shape.layer_parameters() * shape.layers + shape.head_parameters())
-                     + attention_flops(shape, position, 1))
+    flops = batch * (
+        2 * (shape.layer_parameters() * shape.layers + shape.head_parameters()) + attention_flops(shape, position, 1)
+    )
     cache = sum(shape.visible(layer, position) for layer in range(shape.layers)) * shape.cache_bytes_per_position()
     moved = shape.step_weight_bytes() + batch * cache
     return PhaseCounts(float(flops), float(moved))

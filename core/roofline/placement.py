@@ -6,8 +6,10 @@ from __future__ import annotations
 from core.roofline.ceilings import Ceilings, format_rate
 from core.roofline.counts import ArithmeticShape, prefill_counts, reply_decode_counts
 
-NO_CEILINGS = ("no ceilings measured on this CPU yet: the Lab's bandwidth sweep (or `latencylab bench --sweeps "
-               "bandwidth`) measures and caches them")
+NO_CEILINGS = (
+    "no ceilings measured on this CPU yet: the Lab's bandwidth sweep (or `latencylab bench --sweeps "
+    "bandwidth`) measures and caches them"
+)
 
 
 def compute_ceiling(ceilings: Ceilings | None, precision: str | None):
@@ -34,8 +36,15 @@ def memory_ceiling(shape: ArithmeticShape, ceilings: Ceilings | None):
     return ceilings.get("dram")
 
 
-def place_reply(arithmetic: dict | None, ceilings: Ceilings | dict | None, prompt_tokens: int, output_tokens: int,
-                prefill_s: float | None, tpot_s: float | None, prompt_start: int = 0) -> dict | None:
+def place_reply(
+    arithmetic: dict | None,
+    ceilings: Ceilings | dict | None,
+    prompt_tokens: int,
+    output_tokens: int,
+    prefill_s: float | None,
+    tpot_s: float | None,
+    prompt_start: int = 0,
+) -> dict | None:
     """The reply's prefill and decode as achieved rates, each with its share of the ceiling that bounds it.
 
     prefill_s: the prompt's pass (the waterfall's prefill segment, else the TTFT); prompt_start: positions that
@@ -52,23 +61,32 @@ def place_reply(arithmetic: dict | None, ceilings: Ceilings | dict | None, promp
         counts = prefill_counts(shape, computed, prompt_start)
         ceiling = compute_ceiling(ceilings, shape.prefill_precision)
         achieved = counts.flops / prefill_s
-        document["prefill"] = {**counts.to_dict(), "tokens": computed, "seconds": prefill_s, "flops_per_s": achieved,
-                               "ceiling": ceiling.name if ceiling else None,
-                               "ceiling_flops_per_s": ceiling.value if ceiling else None,
-                               "share_of_ceiling": achieved / ceiling.value if ceiling else None}
+        document["prefill"] = {
+            **counts.to_dict(),
+            "tokens": computed,
+            "seconds": prefill_s,
+            "flops_per_s": achieved,
+            "ceiling": ceiling.name if ceiling else None,
+            "ceiling_flops_per_s": ceiling.value if ceiling else None,
+            "share_of_ceiling": achieved / ceiling.value if ceiling else None,
+        }
     if output_tokens >= 2 and tpot_s:
         counts = reply_decode_counts(shape, prompt_tokens, output_tokens)
         bytes_per_s = counts.bytes / tpot_s
         ceiling = memory_ceiling(shape, ceilings)
         dram, llc = (ceilings.get("dram"), ceilings.get("llc")) if ceilings else (None, None)
-        document["decode"] = {**counts.to_dict(), "seconds_per_token": tpot_s, "bytes_per_s": bytes_per_s,
-                              "flops_per_s": counts.flops / tpot_s,
-                              "weights_fit_in_last_level_cache": weights_fit_in_cache(shape, ceilings),
-                              "ceiling": ceiling.name if ceiling else None,
-                              "ceiling_bytes_per_s": ceiling.value if ceiling else None,
-                              "share_of_ceiling": bytes_per_s / ceiling.value if ceiling else None,
-                              "share_of_dram": bytes_per_s / dram.value if dram else None,
-                              "share_of_last_level_cache": bytes_per_s / llc.value if llc else None}
+        document["decode"] = {
+            **counts.to_dict(),
+            "seconds_per_token": tpot_s,
+            "bytes_per_s": bytes_per_s,
+            "flops_per_s": counts.flops / tpot_s,
+            "weights_fit_in_last_level_cache": weights_fit_in_cache(shape, ceilings),
+            "ceiling": ceiling.name if ceiling else None,
+            "ceiling_bytes_per_s": ceiling.value if ceiling else None,
+            "share_of_ceiling": bytes_per_s / ceiling.value if ceiling else None,
+            "share_of_dram": bytes_per_s / dram.value if dram else None,
+            "share_of_last_level_cache": bytes_per_s / llc.value if llc else None,
+        }
     return document
 
 
@@ -77,13 +95,17 @@ def prefill_sentence(placement: dict | None) -> str | None:
     prefill = (placement or {}).get("prefill")
     if not prefill:
         return None
-    text = (f"This reply's prefill: {prefill['flops'] / 1e9:,.1f} GFLOP for {prefill['tokens']:,} tokens in "
-            f"{prefill['seconds'] * 1000:,.0f} ms = {format_rate(prefill['flops_per_s'], 'flop/s')}")
+    text = (
+        f"This reply's prefill: {prefill['flops'] / 1e9:,.1f} GFLOP for {prefill['tokens']:,} tokens in "
+        f"{prefill['seconds'] * 1000:,.0f} ms = {format_rate(prefill['flops_per_s'], 'flop/s')}"
+    )
     if prefill["share_of_ceiling"] is None:
         return text + f"; {NO_CEILINGS}."
     label = prefill["ceiling"].removeprefix("gemm_")
-    return (text + f", {prefill['share_of_ceiling']:.0%} of this machine's {label} GEMM ceiling "
-                   f"({format_rate(prefill['ceiling_flops_per_s'], 'flop/s')}).")
+    return (
+        text + f", {prefill['share_of_ceiling']:.0%} of this machine's {label} GEMM ceiling "
+        f"({format_rate(prefill['ceiling_flops_per_s'], 'flop/s')})."
+    )
 
 
 def decode_sentence(placement: dict | None) -> str | None:
@@ -91,8 +113,10 @@ def decode_sentence(placement: dict | None) -> str | None:
     decode = (placement or {}).get("decode")
     if not decode:
         return None
-    text = (f"This reply's decode reads {decode['bytes'] / 1e6:,.0f} MB a token (weights and KV cache) = "
-            f"{format_rate(decode['bytes_per_s'], 'byte/s')}")
+    text = (
+        f"This reply's decode reads {decode['bytes'] / 1e6:,.0f} MB a token (weights and KV cache) = "
+        f"{format_rate(decode['bytes_per_s'], 'byte/s')}"
+    )
     if decode["share_of_ceiling"] is None:
         return text + f"; {NO_CEILINGS}."
     parts = []
@@ -100,8 +124,11 @@ def decode_sentence(placement: dict | None) -> str | None:
         parts.append(f"{decode['share_of_dram']:.0%} of DRAM's read bandwidth")
     if decode["share_of_last_level_cache"] is not None:
         parts.append(f"{decode['share_of_last_level_cache']:.0%} of the last-level cache's")
-    where = (" The weights fit in the last-level cache, so decode reads the cache, not DRAM."
-             if decode["weights_fit_in_last_level_cache"] else "")
+    where = (
+        " The weights fit in the last-level cache, so decode reads the cache, not DRAM."
+        if decode["weights_fit_in_last_level_cache"]
+        else ""
+    )
     return text + ", " + " and ".join(parts) + "." + where
 
 
@@ -114,5 +141,6 @@ def reply_placement(trace, arithmetic: dict | None, ceilings: Ceilings | dict | 
         return None
     metrics = trace.metrics()
     prefill = next((segment.duration_s for segment in segments(trace) if segment.name == "prefill"), None)
-    return place_reply(arithmetic, ceilings, trace.prompt_tokens, trace.output_tokens, prefill or metrics.ttft_s,
-                       metrics.tpot_s)
+    return place_reply(
+        arithmetic, ceilings, trace.prompt_tokens, trace.output_tokens, prefill or metrics.ttft_s, metrics.tpot_s
+    )

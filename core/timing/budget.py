@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from core.settings import LatencyBudget
 from core.timing.trace import GenerationTrace
 
-DEFINITION = ("budget: a reply is within budget when its text appeared within the TTFT budget (the wait before text: "
-              "TTFT when streaming, E2E when not, since then nothing shows until the end) and, when streaming, its "
-              "TPOT is within the TPOT budget (the default, 180 ms, keeps up with a 250 wpm reader). Exactly at a "
-              "budget is within it. A reply with no token is not judged.")
+DEFINITION = (
+    "budget: a reply is within budget when its text appeared within the TTFT budget (the wait before text: "
+    "TTFT when streaming, E2E when not, since then nothing shows until the end) and, when streaming, its "
+    "TPOT is within the TPOT budget (the default, 180 ms, keeps up with a 250 wpm reader). Exactly at a "
+    "budget is within it. A reply with no token is not judged."
+)
 
 
 @dataclass(frozen=True)
@@ -45,9 +47,17 @@ class BudgetMark:
         return f"{'within' if self.within else 'over'} budget: " + ", ".join(parts)
 
     def to_dict(self) -> dict:
-        return {"within": self.within, "ttft_budget_s": self.budget.ttft_s, "tpot_budget_s": self.budget.tpot_s,
-                "streaming": self.streaming, "wait_s": self.wait_s, "wait_within": self.wait_within,
-                "tpot_s": self.tpot_s, "tpot_within": self.tpot_within, "line": self.line}
+        return {
+            "within": self.within,
+            "ttft_budget_s": self.budget.ttft_s,
+            "tpot_budget_s": self.budget.tpot_s,
+            "streaming": self.streaming,
+            "wait_s": self.wait_s,
+            "wait_within": self.wait_within,
+            "tpot_s": self.tpot_s,
+            "tpot_within": self.tpot_within,
+            "line": self.line,
+        }
 
 
 def judge(trace: GenerationTrace, streaming: bool, budget: LatencyBudget) -> BudgetMark:
@@ -79,13 +89,19 @@ def tally_line(marks: Iterable[BudgetMark]) -> str:
     return f"{within} of {judged} repl{'y' if judged == 1 else 'ies'} within budget"
 
 
-def budget_document(traces: Sequence[GenerationTrace], streaming: Sequence[bool],
-                    budget: LatencyBudget) -> tuple[dict, list[dict]]:
+def budget_document(
+    traces: Sequence[GenerationTrace], streaming: Sequence[bool], budget: LatencyBudget
+) -> tuple[dict, list[dict]]:
     """What an export carries: the budget with its tally, and each reply's mark."""
     marks = [judge(trace, on, budget) for trace, on in zip(traces, streaming)]
     within, judged = tally(marks)
-    summary = {**budget.to_dict(), "within": within, "judged": judged, "line": tally_line(marks),
-               "definition": DEFINITION}
+    summary = {
+        **budget.to_dict(),
+        "within": within,
+        "judged": judged,
+        "line": tally_line(marks),
+        "definition": DEFINITION,
+    }
     return summary, [mark.to_dict() for mark in marks]
 
 

@@ -8,9 +8,11 @@ import resource
 # OpenMP threads spin between steps). Below this share, other programs took enough of the CPU to slow it visibly.
 CONTENDED_SHARE = 0.75
 
-DEFINITION = ("cpu_share: the engine process's CPU time during the reply (getrusage: user + system, every thread) "
-              "over wall time x the threads it computes with. About 1 when the reply had the cores to itself; well "
-              "below it when other programs took them, and then its TPOT is not the model's.")
+DEFINITION = (
+    "cpu_share: the engine process's CPU time during the reply (getrusage: user + system, every thread) "
+    "over wall time x the threads it computes with. About 1 when the reply had the cores to itself; well "
+    "below it when other programs took them, and then its TPOT is not the model's."
+)
 
 
 def process_cpu_s() -> float:
@@ -28,5 +30,7 @@ def contention_note(cpu_share: float | None) -> str | None:
     if cpu_share is None or cpu_share >= CONTENDED_SHARE:
         return None
     taken = max(0.0, 1.0 - cpu_share)
-    return (f"other programs took {taken:.0%} of the CPU during this reply; its TPOT is not the model's "
-            f"(it got {cpu_share:.0%} of the cores it computes on)")
+    return (
+        f"other programs took {taken:.0%} of the CPU during this reply; its TPOT is not the model's "
+        f"(it got {cpu_share:.0%} of the cores it computes on)"
+    )

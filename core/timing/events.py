@@ -128,5 +128,14 @@ class PromptCacheReport:
 
 
 # Every event a reply can produce, for type checks and dispatch.
-ReplyEventKind = (PromptReady | ComputeStarted | PrefillProgress | PromptCacheReport | TokenEvent | ServerReport
-                  | CpuUsage | FinishedEvent | ReplyRefused)
+ReplyEventKind = (
+    PromptReady
+    | ComputeStarted
+    | PrefillProgress
+    | PromptCacheReport
+    | TokenEvent
+    | ServerReport
+    | CpuUsage
+    | FinishedEvent
+    | ReplyRefused
+)

@@ -19,27 +19,31 @@ from core.timing.waterfall import definitions as waterfall_definitions
 from core.timing.waterfall import waterfall_document
 
 CSV_COLUMNS = ("turn", "index", "token_id", "text", "t_s", "interval_s", "delivery_s", "chunk", "reasoning")
-PREFILL_PROGRESS_DEFINITION = ("prefill_progress: the prompt's forward pass, reported before each decoder layer "
-                               "and after the last: t_s since request start, fraction of the layers done "
-                               "(1.0 exactly when the pass ends; short of it when a stop abandoned the pass).")
+PREFILL_PROGRESS_DEFINITION = (
+    "prefill_progress: the prompt's forward pass, reported before each decoder layer "
+    "and after the last: t_s since request start, fraction of the layers done "
+    "(1.0 exactly when the pass ends; short of it when a stop abandoned the pass)."
+)
 CPU_DEFINITIONS = {
     "cpu.cpu_share": CPU_SHARE_DEFINITION,
     "cpu.contention": "Set when cpu_share is below 0.75: other programs took the CPU, so TPOT is not the model's.",
     "cpu.window_cpu_share": "The window process's CPU time during the reply over its wall time, in cores (0.2 = a "
-                            "fifth of one core): what the meter itself costs, taken from decode on a small machine.",
+    "fifth of one core): what the meter itself costs, taken from decode on a small machine.",
 }
 PROMPT_CACHE_DEFINITIONS = {
     "cached_tokens": "Prompt tokens whose keys and values came from the prompt cache (the chat's earlier turns), not "
-                     "computed for this reply; null where a server did not report it (never inferred).",
+    "computed for this reply; null where a server did not report it (never inferred).",
     "prefilled_tokens": "Prompt tokens computed by this reply's prefill: prompt_tokens - cached_tokens. TTFT follows "
-                        "these, not the whole prompt.",
+    "these, not the whole prompt.",
     "prompt_cache": "Why no more of the prompt was cached (reason), the token where reuse of the cached history "
-                    "stopped (break_at), who counted (source: local, or the server's field), and the prompt cache's "
-                    "memory as the prompt began (memory_bytes: the KV cache as allocated plus the chats set aside; "
-                    "local only).",
+    "stopped (break_at), who counted (source: local, or the server's field), and the prompt cache's "
+    "memory as the prompt began (memory_bytes: the KV cache as allocated plus the chats set aside; "
+    "local only).",
 }
-INTERVAL_DEFINITION = ("interval_s: time since the previous token; for index 0 it is the time since "
-                       "request start, i.e. the TTFT. t_s: seconds since request start.")
+INTERVAL_DEFINITION = (
+    "interval_s: time since the previous token; for index 0 it is the time since "
+    "request start, i.e. the TTFT. t_s: seconds since request start."
+)
 
 
 def token_rows(trace: GenerationTrace, turn: int = 0) -> list[dict]:
@@ -48,17 +52,19 @@ def token_rows(trace: GenerationTrace, turn: int = 0) -> list[dict]:
     delivery = trace.delivery_delays_s()
     reasoning = set(trace.reasoning_indices)
     for index, (token_id, text, stamp) in enumerate(zip(trace.token_ids, trace.token_texts, trace.timestamps_ns)):
-        rows.append({
-            "turn": turn,
-            "index": index,
-            "token_id": token_id,
-            "text": text,
-            "t_s": (stamp - trace.request_start_ns) / 1e9,
-            "interval_s": (stamp - previous) / 1e9,
-            "delivery_s": delivery[index] if delivery else None,
-            "chunk": trace.chunk_of[index] if trace.chunk_of else None,
-            "reasoning": index in reasoning if reasoning else None,
-        })
+        rows.append(
+            {
+                "turn": turn,
+                "index": index,
+                "token_id": token_id,
+                "text": text,
+                "t_s": (stamp - trace.request_start_ns) / 1e9,
+                "interval_s": (stamp - previous) / 1e9,
+                "delivery_s": delivery[index] if delivery else None,
+                "chunk": trace.chunk_of[index] if trace.chunk_of else None,
+                "reasoning": index in reasoning if reasoning else None,
+            }
+        )
         previous = stamp
     return rows
 
@@ -74,8 +80,10 @@ def trace_document(trace: GenerationTrace, turn: int = 0, context: dict | None =
         "text": trace.text,
         "metrics": trace.metrics().to_dict(),
         "delivery": delivery_summary(trace),
-        "prefill_progress": [{"t_s": (stamp - trace.request_start_ns) / 1e9, "fraction": fraction}
-                             for stamp, fraction in trace.prefill_progress],
+        "prefill_progress": [
+            {"t_s": (stamp - trace.request_start_ns) / 1e9, "fraction": fraction}
+            for stamp, fraction in trace.prefill_progress
+        ],
         "waterfall": waterfall_document(trace),
         "tokens": token_rows(trace, turn),
         **cache_document(trace),
@@ -92,9 +100,16 @@ def cpu_document(trace: GenerationTrace) -> dict:
     if trace.engine_cpu_s is None and trace.window_cpu_s is None:
         return {}
     share = trace.cpu_share
-    return {"cpu": {"engine_cpu_s": trace.engine_cpu_s, "engine_wall_s": trace.engine_wall_s,
-                    "threads": trace.engine_threads, "cpu_share": share, "contention": contention_note(share),
-                    "window_cpu_share": trace.window_cpu_share}}
+    return {
+        "cpu": {
+            "engine_cpu_s": trace.engine_cpu_s,
+            "engine_wall_s": trace.engine_wall_s,
+            "threads": trace.engine_threads,
+            "cpu_share": share,
+            "contention": contention_note(share),
+            "window_cpu_share": trace.window_cpu_share,
+        }
+    }
 
 
 def reply_report(model_facts: dict, trace: GenerationTrace, settings) -> dict:
@@ -116,8 +131,10 @@ def reply_report(model_facts: dict, trace: GenerationTrace, settings) -> dict:
         "decode_tok_s": metrics.decode_tok_s,
         "token_times_s": trace.token_times_s(),
         # The prompt's pass, layer by layer: seconds since request start, fraction of the layers done.
-        "prefill_progress": [{"t_s": (stamp - trace.request_start_ns) / 1e9, "fraction": fraction}
-                             for stamp, fraction in trace.prefill_progress],
+        "prefill_progress": [
+            {"t_s": (stamp - trace.request_start_ns) / 1e9, "fraction": fraction}
+            for stamp, fraction in trace.prefill_progress
+        ],
         "token_ids": trace.token_ids,
         "text": trace.text,
         "stop_reason": trace.stop_reason,
@@ -134,9 +151,16 @@ def cache_document(trace: GenerationTrace) -> dict:
     """How much of the prompt the prompt cache gave, and why no more; empty where the reply said nothing of it."""
     if trace.cache_reason is None and trace.cached_tokens is None:
         return {}
-    return {"cached_tokens": trace.cached_tokens, "prefilled_tokens": trace.prefilled_tokens,
-            "prompt_cache": {"reason": trace.cache_reason, "break_at": trace.cache_break_at,
-                             "source": trace.cache_source, "memory_bytes": trace.cache_memory_bytes}}
+    return {
+        "cached_tokens": trace.cached_tokens,
+        "prefilled_tokens": trace.prefilled_tokens,
+        "prompt_cache": {
+            "reason": trace.cache_reason,
+            "break_at": trace.cache_break_at,
+            "source": trace.cache_source,
+            "memory_bytes": trace.cache_memory_bytes,
+        },
+    }
 
 
 def server_document(trace: GenerationTrace) -> dict:
@@ -175,17 +199,24 @@ def _finite(value, path: str, nulled: list[str]):
     return value
 
 
-def traces_to_json(traces: Sequence[GenerationTrace], context: dict | None = None,
-                   per_trace_context: Sequence[dict] | None = None) -> str:
+def traces_to_json(
+    traces: Sequence[GenerationTrace], context: dict | None = None, per_trace_context: Sequence[dict] | None = None
+) -> str:
     documents = [
         trace_document(trace, turn, per_trace_context[turn] if per_trace_context else None)
         for turn, trace in enumerate(traces)
     ]
     payload = {
         "format": "latencylab-trace/1",
-        "definitions": {**DEFINITIONS, **SERVER_DEFINITIONS, **PROMPT_CACHE_DEFINITIONS, **CPU_DEFINITIONS,
-                        "interval_s": INTERVAL_DEFINITION,
-                        "prefill_progress": PREFILL_PROGRESS_DEFINITION, **waterfall_definitions()},
+        "definitions": {
+            **DEFINITIONS,
+            **SERVER_DEFINITIONS,
+            **PROMPT_CACHE_DEFINITIONS,
+            **CPU_DEFINITIONS,
+            "interval_s": INTERVAL_DEFINITION,
+            "prefill_progress": PREFILL_PROGRESS_DEFINITION,
+            **waterfall_definitions(),
+        },
         **(context or {}),
         "replies": documents,
     }

@@ -20,13 +20,13 @@ DEFINITIONS = {
     "prefill_tok_s": "Prefill rate: prompt tokens / TTFT.",
     "decode_tok_s": "Decode rate: 1 / TPOT.",
     "timestamps": "Each token is stamped with time.perf_counter_ns() inside the streamer's put(), "
-                  "on the generating thread; the request starts when generation is requested.",
+    "on the generating thread; the request starts when generation is requested.",
     "chunks": "Over a network a chunk is not a token: N is the server's usage count (completion_tokens, "
-              "eval_count), TTFT runs to the first chunk with content (role-only and empty chunks do not count), "
-              "and each ITL is a gap between chunks; a chunk's tokens share its arrival stamp.",
+    "eval_count), TTFT runs to the first chunk with content (role-only and empty chunks do not count), "
+    "and each ITL is a gap between chunks; a chunk's tokens share its arrival stamp.",
     "ttfb_s": "Time to first byte: from request start to the response's status line and headers.",
     "delivery_s": "Delivery: from a token's put() stamp in the engine process to its arrival in the window's "
-                  "process, on the same monotonic clock (perf_counter_ns, CLOCK_MONOTONIC); p50 and p95 per reply.",
+    "process, on the same monotonic clock (perf_counter_ns, CLOCK_MONOTONIC); p50 and p95 per reply.",
 }
 
 
@@ -56,8 +56,9 @@ class LatencyMetrics(LatencySummary):
         return values
 
 
-def summarize(request_start_ns: int, first_token_ns: int | None, last_token_ns: int | None,
-              output_tokens: int, prompt_tokens: int) -> LatencySummary:
+def summarize(
+    request_start_ns: int, first_token_ns: int | None, last_token_ns: int | None, output_tokens: int, prompt_tokens: int
+) -> LatencySummary:
     """TTFT, E2E, TPOT and rates from the first and last stamps alone.
 
     N = 0: every latency is None. N = 1: TTFT = E2E, and TPOT and the decode rate are None.
@@ -77,7 +78,9 @@ def summarize(request_start_ns: int, first_token_ns: int | None, last_token_ns: 
         ttft_s=ttft,
         e2e_s=e2e,
         tpot_s=tpot,
-        prefill_tok_s=prompt_tokens / ttft if ttft > 0 and prompt_tokens else None,  # 0: unknown (a server sent no usage)
+        prefill_tok_s=prompt_tokens / ttft
+        if ttft > 0 and prompt_tokens
+        else None,  # 0: unknown (a server sent no usage)
         decode_tok_s=1.0 / tpot if tpot else None,
     )
 
@@ -91,14 +94,21 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return float(np.percentile(np.asarray(values, dtype=float), q)) if len(values) else None
 
 
-def compute_metrics(request_start_ns: int, timestamps_ns: Sequence[int], prompt_tokens: int, *,
-                    output_tokens: int | None = None, itl_stamps_ns: Sequence[int] | None = None) -> LatencyMetrics:
+def compute_metrics(
+    request_start_ns: int,
+    timestamps_ns: Sequence[int],
+    prompt_tokens: int,
+    *,
+    output_tokens: int | None = None,
+    itl_stamps_ns: Sequence[int] | None = None,
+) -> LatencyMetrics:
     """output_tokens: N where it is not one per stamp (a server's usage count); itl_stamps_ns: where the
     gaps are taken (each chunk's arrival over a network, as vLLM's benchmark does)."""
     stamps = list(timestamps_ns)
     count = (output_tokens if output_tokens is not None else len(stamps)) if stamps else 0
-    summary = summarize(request_start_ns, stamps[0] if stamps else None, stamps[-1] if stamps else None,
-                        count, prompt_tokens)
+    summary = summarize(
+        request_start_ns, stamps[0] if stamps else None, stamps[-1] if stamps else None, count, prompt_tokens
+    )
     itl = inter_token_latencies(stamps if itl_stamps_ns is None else list(itl_stamps_ns))
     return LatencyMetrics(
         **asdict(summary),

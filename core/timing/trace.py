@@ -101,13 +101,22 @@ class GenerationTrace:
 
     def _record_server(self, report: ServerReport) -> None:
         claimed = (report.timings or {}).get("claimed_output_tokens")
-        counted_from = ("the server's usage" if report.output_tokens is not None
-                        else f"chunks, one token each: the server claimed {claimed:,} tokens, more than were asked "
-                             f"for or than the text that arrived can hold" if isinstance(claimed, int)
-                        else "chunks, one token each: the server sent no usage")
-        self.server = {"kind": report.server_kind, "chunks": report.chunks, "timings": report.timings,
-                       "prompt_tokens": report.prompt_tokens, "output_tokens": report.output_tokens,
-                       "tokens_counted_from": counted_from}
+        counted_from = (
+            "the server's usage"
+            if report.output_tokens is not None
+            else f"chunks, one token each: the server claimed {claimed:,} tokens, more than were asked "
+            f"for or than the text that arrived can hold"
+            if isinstance(claimed, int)
+            else "chunks, one token each: the server sent no usage"
+        )
+        self.server = {
+            "kind": report.server_kind,
+            "chunks": report.chunks,
+            "timings": report.timings,
+            "prompt_tokens": report.prompt_tokens,
+            "output_tokens": report.output_tokens,
+            "tokens_counted_from": counted_from,
+        }
         self.server_output_tokens = report.output_tokens
         self.first_byte_ns = report.first_byte_ns
         if report.prompt_tokens is not None:
@@ -179,8 +188,13 @@ class GenerationTrace:
 
     def summary(self) -> LatencySummary:
         stamps = self.timestamps_ns
-        return summarize(self.request_start_ns, stamps[0] if stamps else None, stamps[-1] if stamps else None,
-                         self.output_tokens if stamps else 0, self.prompt_tokens)
+        return summarize(
+            self.request_start_ns,
+            stamps[0] if stamps else None,
+            stamps[-1] if stamps else None,
+            self.output_tokens if stamps else 0,
+            self.prompt_tokens,
+        )
 
     def delivery_delays_s(self) -> list[float]:
         """Per token, engine put() stamp to arrival in the window; [] when arrivals were not recorded."""
@@ -189,5 +203,10 @@ class GenerationTrace:
         return [(arrival - stamp) / 1e9 for stamp, arrival in zip(self.timestamps_ns, self.arrivals_ns)]
 
     def metrics(self) -> LatencyMetrics:
-        return compute_metrics(self.request_start_ns, self.timestamps_ns, self.prompt_tokens,
-                               output_tokens=self.output_tokens, itl_stamps_ns=self.chunk_stamps_ns())
+        return compute_metrics(
+            self.request_start_ns,
+            self.timestamps_ns,
+            self.prompt_tokens,
+            output_tokens=self.output_tokens,
+            itl_stamps_ns=self.chunk_stamps_ns(),
+        )

@@ -10,27 +10,27 @@ from core.timing.trace import GenerationTrace
 # Each segment's definition: shown in the meter's tooltips and written into exports.
 SEGMENT_DEFINITIONS = {
     "prepare": "Request to prompt ready: from the click or Enter (request start) to the engine having built "
-               "the chat template and tokenised the prompt (includes handing the request to the engine).",
+    "the chat template and tokenised the prompt (includes handing the request to the engine).",
     "queue": "Wait for the compute thread: from the prompt ready to the reply's job starting on the engine's "
-             "compute thread (non-zero when a load or another reply was still running there).",
+    "compute thread (non-zero when a load or another reply was still running there).",
     "cache": "Prompt cache: from the job's start to the cached part of the prompt being in place (the chat's "
-             "earlier turns, reused rather than computed: a lookup, plus a copy back in when the chat had been set "
-             "aside). About 0 ms for any number of cached tokens.",
+    "earlier turns, reused rather than computed: a lookup, plus a copy back in when the chat had been set "
+    "aside). About 0 ms for any number of cached tokens.",
     "prefill": "Prefill: from the job's start (or the cached part in place) to the first token's put() stamp (the "
-               "forward pass over the prompt tokens not cached, then sampling token 0). The segments up to here add "
-               "up to the TTFT.",
+    "forward pass over the prompt tokens not cached, then sampling token 0). The segments up to here add "
+    "up to the TTFT.",
     "send": "Over a network: from the click or Enter (request start) to the engine starting the server's "
-            "request (handing the request to the engine, building the chat's JSON).",
+    "request (handing the request to the engine, building the chat's JSON).",
     "server_first_byte": "Over a network: from the request leaving to the response's status line and headers (the "
-                         "network both ways and the server's queue; some servers send headers only after prefill).",
+    "network both ways and the server's queue; some servers send headers only after prefill).",
     "server_first_chunk": "Over a network: from the response's headers to the first chunk with content (the "
-                          "server's prefill and first token, when it sends headers at once).",
+    "server's prefill and first token, when it sends headers at once).",
     "delivery": "Delivery of token 0: from its put() stamp in the engine to its arrival in the window's process.",
     "paint": "Paint of token 0: from its arrival in the window to the transcript's next paint after its text was "
-             "inserted (streaming only; applied once per ~30 Hz frame).",
+    "inserted (streaming only; applied once per ~30 Hz frame).",
     "stop_to_last_token": "Stop to last token: from the Stop press to the last token stamped after it.",
     "cancel": "Cancel latency: from the Stop press to the engine's finish stamp (its FinishedEvent): the engine is "
-              "idle again.",
+    "idle again.",
 }
 # The segments before the first token, in order; they tile [request start, first token].
 BEFORE_FIRST_TOKEN = ("prepare", "queue", "cache", "prefill")
@@ -79,8 +79,12 @@ def segments(trace: GenerationTrace) -> list[Segment]:
         boundaries = [start]
         names = []
         remote = trace.first_byte_ns is not None
-        stamped = (("send" if remote else "prepare", trace.prompt_ready_ns), ("queue", trace.compute_started_ns),
-                   ("cache", trace.cache_ready_ns), ("server_first_byte", trace.first_byte_ns))
+        stamped = (
+            ("send" if remote else "prepare", trace.prompt_ready_ns),
+            ("queue", trace.compute_started_ns),
+            ("cache", trace.cache_ready_ns),
+            ("server_first_byte", trace.first_byte_ns),
+        )
         for name, stamp in stamped:
             if stamp is not None:
                 names.append(name)
@@ -123,5 +127,7 @@ def waterfall_document(trace: GenerationTrace) -> dict:
 
 
 def definitions() -> dict:
-    return {**{f"waterfall.{name}": text for name, text in SEGMENT_DEFINITIONS.items()},
-            **{f"waterfall.{name}": text for name, text in DECODE_DEFINITIONS.items()}}
+    return {
+        **{f"waterfall.{name}": text for name, text in SEGMENT_DEFINITIONS.items()},
+        **{f"waterfall.{name}": text for name, text in DECODE_DEFINITIONS.items()},
+    }

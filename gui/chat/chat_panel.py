@@ -32,8 +32,10 @@ class ChatPanel(QWidget):
         self.streaming_toggle = QCheckBox("Streaming (Ctrl+T)")
         self.streaming_toggle.setChecked(settings.streaming)
         self.streaming_toggle.setStyleSheet("QCheckBox { font-weight: 700; }")
-        self.streaming_toggle.setToolTip("On: text appears token by token, after TTFT. Off: the whole reply "
-                                         "appears at once, after E2E. Tokens are timed either way.")
+        self.streaming_toggle.setToolTip(
+            "On: text appears token by token, after TTFT. Off: the whole reply "
+            "appears at once, after E2E. Tokens are timed either way."
+        )
         self.cache_toggle = QCheckBox("Prompt cache (Ctrl+K)")
         self.cache_toggle.setObjectName("prompt_cache_toggle")
         self.cache_toggle.setChecked(settings.prompt_cache)
@@ -41,7 +43,8 @@ class ChatPanel(QWidget):
         self.cache_toggle.setToolTip(
             "On: each reply reuses the chat's keys and values from the turns before, so only the new tokens are "
             "prefilled and TTFT follows them, not the history. Off: the whole chat is prefilled at every turn, "
-            "and TTFT grows with it.")
+            "and TTFT grows with it."
+        )
         # The two switches on a row of their own: beside the buttons they widened the chat past what fits next to
         # the meter on a 1400-pixel screen.
         switches = QHBoxLayout()
@@ -53,8 +56,13 @@ class ChatPanel(QWidget):
             buttons.addWidget(button)
         buttons.addStretch(1)
         layout = QVBoxLayout(self)
-        for widget, stretch in ((self.settings_panel, 0), (self.transcript, 1), (self.prefill_bar, 0), (self.indicator, 0),
-                                (self.input_box, 0)):
+        for widget, stretch in (
+            (self.settings_panel, 0),
+            (self.transcript, 1),
+            (self.prefill_bar, 0),
+            (self.indicator, 0),
+            (self.input_box, 0),
+        ):
             layout.addWidget(widget, stretch=stretch)
         layout.addLayout(switches)
         layout.addLayout(buttons)

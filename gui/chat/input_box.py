@@ -54,8 +54,7 @@ class InputBox(QPlainTextEdit):
             return False
         block_text = cursor.block().text()
         at = _python_index(block_text, cursor.positionInBlock())
-        span = (marker_ending_at(block_text, at) if key == Qt.Key.Key_Backspace
-                else marker_starting_at(block_text, at))
+        span = marker_ending_at(block_text, at) if key == Qt.Key.Key_Backspace else marker_starting_at(block_text, at)
         if span is None:
             return False
         start = cursor.block().position()

@@ -94,9 +94,11 @@ class LiveReply(QObject):
         trace = record.trace
         if self._cpu_at_start_s is not None:
             trace.window_cpu_s = time.thread_time() - self._cpu_at_start_s
-        self._transcript.finish_assistant_turn(trace.text, record.context.get("message_index"),
-                                               reply_note(trace, record.context.get("notice"),
-                                                          self._meter.budget_mark(trace, self._replies.streaming)))
+        self._transcript.finish_assistant_turn(
+            trace.text,
+            record.context.get("message_index"),
+            reply_note(trace, record.context.get("notice"), self._meter.budget_mark(trace, self._replies.streaming)),
+        )
         self._meter.show_visible_text(time.perf_counter_ns(), len(trace.text))
         self._meter.finish_reply(trace, self._replies.streaming)
         self._finished_trace = trace
@@ -131,8 +133,9 @@ class LiveReply(QObject):
             # Still prefilling: the bar from the layers reported so far, the TTFT marker from the clock.
             self._prefill_bar.show_progress(trace.prefill_progress, now_ns)
             self._meter.show_prefill_elapsed((now_ns - trace.request_start_ns) / 1e6)
-        self._meter.tick(now_ns, trace.summary() if trace and trace.output_tokens else None, self._replies.streaming,
-                         trace)
+        self._meter.tick(
+            now_ns, trace.summary() if trace and trace.output_tokens else None, self._replies.streaming, trace
+        )
         self._update_indicator(now_ns)
 
     def _update_indicator(self, now_ns: int) -> None:

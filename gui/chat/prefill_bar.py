@@ -17,9 +17,11 @@ class PrefillBar(QProgressBar):
         self.setObjectName("prefill_bar")
         self.setRange(0, STEPS)
         self.setTextVisible(True)
-        self.setToolTip("The prompt's forward pass (prefill), decoder layer by decoder layer. It ends at 100% just "
-                        "before the first token is sampled; the ETA assumes the remaining layers take as long as "
-                        "the ones done. TTFT = first token's stamp − request start (vLLM's definition).")
+        self.setToolTip(
+            "The prompt's forward pass (prefill), decoder layer by decoder layer. It ends at 100% just "
+            "before the first token is sampled; the ETA assumes the remaining layers take as long as "
+            "the ones done. TTFT = first token's stamp − request start (vLLM's definition)."
+        )
         self.setVisible(False)
 
     def show_progress(self, progress: list[tuple[int, float]], now_ns: int) -> None:

@@ -28,18 +28,18 @@ SettingsSource = Callable[[], tuple]
 class ReplyController(QObject):
     state_changed = Signal(str)
     message_accepted = Signal(str, int)  # the user's text and its index: it left the box and joined the chat
-    reply_started = Signal(object)       # ReplyRecord, whose trace fills as tokens arrive
+    reply_started = Signal(object)  # ReplyRecord, whose trace fills as tokens arrive
     prefill_progressed = Signal(object)  # PrefillProgress, already in the record's trace
-    token_received = Signal(object)      # Delivered(TokenEvent), already in the record's trace
-    reply_finished = Signal(object)      # ReplyRecord, with the chat updated
-    reply_refused = Signal(str, bool)    # why; whether the user's message is still in the box
-    last_reply_dropped = Signal()        # Regenerate took the last reply out of the chat
-    status_posted = Signal(str)          # a passing note for the status bar
+    token_received = Signal(object)  # Delivered(TokenEvent), already in the record's trace
+    reply_finished = Signal(object)  # ReplyRecord, with the chat updated
+    reply_refused = Signal(str, bool)  # why; whether the user's message is still in the box
+    last_reply_dropped = Signal()  # Regenerate took the last reply out of the chat
+    status_posted = Signal(str)  # a passing note for the status bar
 
     def __init__(self, chat, models, settings_source: SettingsSource, parent=None):
         super().__init__(parent)
-        self._chat = chat            # gui.chats.saved_chats.SavedChats: the open chat
-        self._models = models        # gui.model.model_controller.ModelController
+        self._chat = chat  # gui.chats.saved_chats.SavedChats: the open chat
+        self._models = models  # gui.model.model_controller.ModelController
         self._settings_source = settings_source
         self.state = IDLE
         self.record: ReplyRecord | None = None
@@ -120,8 +120,11 @@ class ReplyController(QObject):
 
     def _can_start(self) -> bool:
         if self.busy or self.state == QUEUED:
-            self.status_posted.emit("A reply is still being generated; stop it first." if self.busy
-                                    else "Your message is waiting for the model to load.")
+            self.status_posted.emit(
+                "A reply is still being generated; stop it first."
+                if self.busy
+                else "Your message is waiting for the model to load."
+            )
             return False
         try:
             self._settings_source()
@@ -140,12 +143,22 @@ class ReplyController(QObject):
             messages += (("user", self._pending_text),)
         self._reply_id += 1
         self.streaming = streaming
-        self.record = ReplyRecord(GenerationTrace(request_start_ns, prompt_tokens=0),
-                                  {"streaming": streaming, "settings": settings.to_dict()})
+        self.record = ReplyRecord(
+            GenerationTrace(request_start_ns, prompt_tokens=0), {"streaming": streaming, "settings": settings.to_dict()}
+        )
         self._set_state(GENERATING)
-        self._models.client.send(StartReply(self._reply_id, system_prompt, messages, settings.to_dict(),
-                                            request_start_ns, ignore_eos=self.ignore_eos, streaming=streaming,
-                                            chat_id=self._chat.current_chat_id))
+        self._models.client.send(
+            StartReply(
+                self._reply_id,
+                system_prompt,
+                messages,
+                settings.to_dict(),
+                request_start_ns,
+                ignore_eos=self.ignore_eos,
+                streaming=streaming,
+                chat_id=self._chat.current_chat_id,
+            )
+        )
         return True
 
     def _current(self, reply_id: int) -> bool:
@@ -214,8 +227,14 @@ class ReplyController(QObject):
             self._refuse(f"the engine stopped before the reply began ({description}).")
             return
         self.record.context["interrupted"] = True
-        self._finish(FinishedEvent(StopReason.ERROR, self.record.trace.output_tokens, time.perf_counter_ns(),
-                                   error=f"interrupted: {description}"))
+        self._finish(
+            FinishedEvent(
+                StopReason.ERROR,
+                self.record.trace.output_tokens,
+                time.perf_counter_ns(),
+                error=f"interrupted: {description}",
+            )
+        )
 
     def _finish(self, event: FinishedEvent) -> None:
         record = self.record
@@ -227,8 +246,11 @@ class ReplyController(QObject):
             session.add_assistant(record.trace.text)
             message_index = len(session.messages) - 1
         loaded = self._models.loaded
-        record.context.update(message_index=message_index, after_message=after_message,
-                              model=loaded.name if loaded else record.context.get("model"))
+        record.context.update(
+            message_index=message_index,
+            after_message=after_message,
+            model=loaded.name if loaded else record.context.get("model"),
+        )
         self._chat.records.append(record)
         self._set_state(IDLE)
         self.reply_finished.emit(record)

@@ -38,7 +38,7 @@ class TranscriptView(QTextBrowser):
         # since laying out one long word is quadratic in this mode.
         self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
         self.anchorClicked.connect(self._on_anchor_clicked)
-        self._reply_start: int | None = None      # where the live reply's text begins
+        self._reply_start: int | None = None  # where the live reply's text begins
         self._reply_cursor: QTextCursor | None = None  # stays at the live reply's end as text is added
         self._plain = QTextCharFormat()
         self._last_reply_turn_start: int | None = None  # where the last reply's header begins
@@ -51,9 +51,13 @@ class TranscriptView(QTextBrowser):
             self._append_plain(break_long_runs(text), USER_BACKGROUND)
             return
         self._append_plain(break_long_runs(text[:PREVIEW_CHARS]), USER_BACKGROUND)
-        self._append_plain(f"… {len(text) - PREVIEW_CHARS:,} more characters not shown here; the whole "
-                           f"message ({len(text):,} characters) is in the chat.", USER_BACKGROUND, NOTICE_COLOR,
-                           italic=True)
+        self._append_plain(
+            f"… {len(text) - PREVIEW_CHARS:,} more characters not shown here; the whole "
+            f"message ({len(text):,} characters) is in the chat.",
+            USER_BACKGROUND,
+            NOTICE_COLOR,
+            italic=True,
+        )
         if message_index is not None:
             cursor = self._end_cursor()
             cursor.insertBlock(self._block_format(USER_BACKGROUND), QTextCharFormat())

@@ -46,8 +46,9 @@ class ChatKeeper(QObject):
 
     # -- the open chat --------------------------------------------------------------------------
 
-    def capture(self, session: ChatSession, records: Sequence[ReplyRecord], settings: dict, model: str | None,
-                generating: bool) -> ChatRecord:
+    def capture(
+        self, session: ChatSession, records: Sequence[ReplyRecord], settings: dict, model: str | None, generating: bool
+    ) -> ChatRecord:
         """A record of the open chat as it stands. A reply still being generated has no record yet.
 
         The 'interrupted' mark (reply_pending) is set while a reply runs, and it stays after a relaunch
@@ -120,10 +121,10 @@ class ChatKeeper(QObject):
 
     def import_file(self, source: Path) -> ChatRecord:
         record = self.store.import_chat(source)
-        self.summaries[record.chat_id] = ChatSummary(record.chat_id, record.title, record.updated_at,
-                                                     len(record.messages))
+        self.summaries[record.chat_id] = ChatSummary(
+            record.chat_id, record.title, record.updated_at, len(record.messages)
+        )
         return record
 
     def close(self, timeout_s: float) -> bool:
         return self.saver.close(timeout_s)
-

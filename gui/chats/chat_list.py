@@ -11,8 +11,8 @@ _ID_ROLE = Qt.ItemDataRole.UserRole
 
 
 class ChatListPanel(QWidget):
-    open_requested = Signal(str)          # chat id
-    rename_requested = Signal(str, str)   # chat id, new title
+    open_requested = Signal(str)  # chat id
+    rename_requested = Signal(str, str)  # chat id, new title
     delete_requested = Signal(str)
     export_requested = Signal(str)
 
@@ -22,8 +22,9 @@ class ChatListPanel(QWidget):
         self.list.setObjectName("chat_list")
         self.list.setEditTriggers(QListWidget.EditTrigger.EditKeyPressed | QListWidget.EditTrigger.DoubleClicked)
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        self.list.setToolTip("Saved chats, newest first. Click to open, F2 or double-click to rename, "
-                             "right-click to export or delete.")
+        self.list.setToolTip(
+            "Saved chats, newest first. Click to open, F2 or double-click to rename, right-click to export or delete."
+        )
         self.notice = QLabel("")
         self.notice.setObjectName("chat_list_notice")
         self.notice.setWordWrap(True)

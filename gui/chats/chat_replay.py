@@ -11,8 +11,9 @@ from gui.chat.transcript_view import TranscriptView
 from gui.meter.meter_panel import MeterPanel
 
 STOP_NOTES = {"stopped": "[stopped by you]", "max_tokens": "[reached max new tokens]"}
-INTERRUPTED_NOTICE = ("The reply to your last message was interrupted: the app closed before it finished. "
-                      "Press Regenerate to answer it.")
+INTERRUPTED_NOTICE = (
+    "The reply to your last message was interrupted: the app closed before it finished. Press Regenerate to answer it."
+)
 
 
 def reply_note(trace: GenerationTrace, notice: str | None, mark: BudgetMark | None = None) -> str | None:
@@ -20,8 +21,16 @@ def reply_note(trace: GenerationTrace, notice: str | None, mark: BudgetMark | No
     reasoning = trace.reasoning_text.strip()
     # A reasoning model's thinking counts toward TTFT but is not the answer: shown apart, under it.
     contended = contention_note(trace.cpu_share)
-    notes = [note for note in (notice, reasoning and f"[reasoning] {reasoning}", STOP_NOTES.get(trace.stop_reason),
-                               contended and f"[{contended}]") if note]
+    notes = [
+        note
+        for note in (
+            notice,
+            reasoning and f"[reasoning] {reasoning}",
+            STOP_NOTES.get(trace.stop_reason),
+            contended and f"[{contended}]",
+        )
+        if note
+    ]
     if mark is not None and mark.within is not None:
         notes.append(f"[{mark.line}]")
     if trace.error:

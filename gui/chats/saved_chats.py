@@ -33,8 +33,9 @@ class SavedChats(QObject):
         self.dock = QDockWidget("Chats", window)
         self.dock.setObjectName("chats_dock")
         self.dock.setWidget(self.chat_list)
-        self.dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
-                              | QDockWidget.DockWidgetFeature.DockWidgetClosable)
+        self.dock.setFeatures(
+            QDockWidget.DockWidgetFeature.DockWidgetMovable | QDockWidget.DockWidgetFeature.DockWidgetClosable
+        )
         window.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.dock)
         self.chat_list.open_requested.connect(self.open_chat)
         self.chat_list.rename_requested.connect(self.rename_chat)
@@ -144,13 +145,19 @@ class SavedChats(QObject):
     def _capture(self, pending: bool | None = None) -> ChatRecord:
         window = self._window
         loaded = window.models.loaded
-        return self.keeper.capture(self.session, self.records, self._chat_settings(), loaded.name if loaded else None,
-                                   generating=window.replies.busy if pending is None else pending)
+        return self.keeper.capture(
+            self.session,
+            self.records,
+            self._chat_settings(),
+            loaded.name if loaded else None,
+            generating=window.replies.busy if pending is None else pending,
+        )
 
     def _show_record(self, record: ChatRecord) -> None:
         window = self._window
-        self.session = ChatSession(system_prompt=record.system_prompt,
-                                   messages=[Message(m.role, m.content) for m in record.messages])
+        self.session = ChatSession(
+            system_prompt=record.system_prompt, messages=[Message(m.role, m.content) for m in record.messages]
+        )
         self.records = [ReplyRecord(reply.trace, dict(reply.context)) for reply in record.replies]
         window.settings_panel.system_prompt.setPlainText(record.system_prompt)
         replay_chat(record, window.transcript, window.meter)

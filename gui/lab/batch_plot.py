@@ -20,17 +20,44 @@ class BatchPlot(pg.PlotWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        style_plot(self, title="Batch size: is batching nearly free?",
-                   bottom="batch size (log scale)", left="tok/s (log scale)", log_x=True, log_y=True,
-                   tooltip="Claim 3.\nAggregate: " + LAB_DEFINITIONS["aggregate_tok_s"] + "\nPer user: "
-                   + LAB_DEFINITIONS["per_seq_tok_s"] + "\nGrey: batch-1 tok/s × batch size, what "
-                   "the aggregate would be if a bigger batch cost nothing.")
-        self.free_item = self.plot([], [], pen=pg.mkPen(FREE_COLOR, width=1, style=Qt.PenStyle.DashLine),
-                                   name="aggregate if batching were free")
-        self.aggregate_item = self.plot([], [], pen=pg.mkPen(AGGREGATE_COLOR, width=2), symbol="o", symbolSize=8,
-                                        symbolBrush=AGGREGATE_COLOR, name="aggregate tok/s")
-        self.per_user_item = self.plot([], [], pen=pg.mkPen(PER_USER_COLOR, width=2), symbol="t", symbolSize=8,
-                                       symbolBrush=PER_USER_COLOR, name="per-user tok/s")
+        style_plot(
+            self,
+            title="Batch size: is batching nearly free?",
+            bottom="batch size (log scale)",
+            left="tok/s (log scale)",
+            log_x=True,
+            log_y=True,
+            tooltip="Claim 3.\nAggregate: "
+            + LAB_DEFINITIONS["aggregate_tok_s"]
+            + "\nPer user: "
+            + LAB_DEFINITIONS["per_seq_tok_s"]
+            + "\nGrey: batch-1 tok/s × batch size, what "
+            "the aggregate would be if a bigger batch cost nothing.",
+        )
+        self.free_item = self.plot(
+            [],
+            [],
+            pen=pg.mkPen(FREE_COLOR, width=1, style=Qt.PenStyle.DashLine),
+            name="aggregate if batching were free",
+        )
+        self.aggregate_item = self.plot(
+            [],
+            [],
+            pen=pg.mkPen(AGGREGATE_COLOR, width=2),
+            symbol="o",
+            symbolSize=8,
+            symbolBrush=AGGREGATE_COLOR,
+            name="aggregate tok/s",
+        )
+        self.per_user_item = self.plot(
+            [],
+            [],
+            pen=pg.mkPen(PER_USER_COLOR, width=2),
+            symbol="t",
+            symbolSize=8,
+            symbolBrush=PER_USER_COLOR,
+            name="per-user tok/s",
+        )
         self.empty_note = EmptyPlotNote(self, RUN_A_SWEEP)
         self._batch = GrowableBuffer(16)
         self._aggregate = GrowableBuffer(16)

@@ -17,15 +17,33 @@ OFF_COLOR = "#e8710a"
 class HistorySweepPlot(pg.PlotWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
-        style_plot(self, title="A chat: TTFT turn by turn, prompt cache on and off", bottom="turn",
-                   left="TTFT ms",
-                   tooltip="With the prompt cache each turn prefills only its new tokens, so TTFT stays nearly flat; "
-                   "without it the whole chat is prefilled every turn, and TTFT grows with the history.\n"
-                   + LAB_DEFINITIONS["history"])
-        self.on_item = self.plot([], [], pen=pg.mkPen(ON_COLOR, width=2), symbol="o", symbolSize=8,
-                                 symbolBrush=ON_COLOR, name="prompt cache on")
-        self.off_item = self.plot([], [], pen=pg.mkPen(OFF_COLOR, width=2, style=Qt.PenStyle.DashLine), symbol="s",
-                                  symbolSize=8, symbolBrush=OFF_COLOR, name="prompt cache off")
+        style_plot(
+            self,
+            title="A chat: TTFT turn by turn, prompt cache on and off",
+            bottom="turn",
+            left="TTFT ms",
+            tooltip="With the prompt cache each turn prefills only its new tokens, so TTFT stays nearly flat; "
+            "without it the whole chat is prefilled every turn, and TTFT grows with the history.\n"
+            + LAB_DEFINITIONS["history"],
+        )
+        self.on_item = self.plot(
+            [],
+            [],
+            pen=pg.mkPen(ON_COLOR, width=2),
+            symbol="o",
+            symbolSize=8,
+            symbolBrush=ON_COLOR,
+            name="prompt cache on",
+        )
+        self.off_item = self.plot(
+            [],
+            [],
+            pen=pg.mkPen(OFF_COLOR, width=2, style=Qt.PenStyle.DashLine),
+            symbol="s",
+            symbolSize=8,
+            symbolBrush=OFF_COLOR,
+            name="prompt cache off",
+        )
         self.empty_note = EmptyPlotNote(self, RUN_A_SWEEP)
         self._turns = GrowableBuffer(16)
         self._on_ms = GrowableBuffer(16)

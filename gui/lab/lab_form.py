@@ -21,8 +21,13 @@ from core.lab.config import (
 )
 
 EMBEDDED_CHOICE = "embedded"
-SWEEP_TITLES = {"prompt": "prompt length", "precision": "precision", "batch": "batch size",
-                "bandwidth": "bandwidth ceiling", "history": "chat history"}
+SWEEP_TITLES = {
+    "prompt": "prompt length",
+    "precision": "precision",
+    "batch": "batch size",
+    "bandwidth": "bandwidth ceiling",
+    "history": "chat history",
+}
 
 
 def joined(values) -> str:
@@ -36,18 +41,22 @@ class LabForm(QWidget):
         self.model_box = QComboBox()
         self.model_box.setEditable(True)
         self.model_box.addItem(EMBEDDED_CHOICE)
-        self.model_box.setToolTip("The model for the prompt and batch sweeps, and the one loaded at each "
-                                  "precision: 'embedded', a .gguf file, a model folder, a local hub id, or a "
-                                  "server's URL (then the batch sweep runs N simultaneous streams).")
+        self.model_box.setToolTip(
+            "The model for the prompt and batch sweeps, and the one loaded at each "
+            "precision: 'embedded', a .gguf file, a model folder, a local hub id, or a "
+            "server's URL (then the batch sweep runs N simultaneous streams)."
+        )
         self.dtype_box = QComboBox()
         self.dtype_box.addItems(dtype_choices)
         self.dtype_box.setToolTip("Precision for the prompt and batch sweeps.")
         self.decode_loop_box = QComboBox()
         self.decode_loop_box.addItems(core.settings.DECODE_LOOP_CHOICES)
-        self.decode_loop_box.setToolTip("Decode loop for the prompt and precision sweeps: lean (Latency Lab's "
-                                        "own: Llama, Qwen, Mistral, Phi-3, Gemma) or generate "
-                                        "(transformers'). The batch "
-                                        "sweep always uses generate.")
+        self.decode_loop_box.setToolTip(
+            "Decode loop for the prompt and precision sweeps: lean (Latency Lab's "
+            "own: Llama, Qwen, Mistral, Phi-3, Gemma) or generate "
+            "(transformers'). The batch "
+            "sweep always uses generate."
+        )
         self.sweep_boxes = {name: QCheckBox(SWEEP_TITLES[name]) for name in SWEEPS}
         for box in self.sweep_boxes.values():
             box.setChecked(True)
@@ -121,4 +130,3 @@ class LabForm(QWidget):
             dtype=self.dtype_box.currentText(),
             decode_loop=self.decode_loop_box.currentText(),
         )
-

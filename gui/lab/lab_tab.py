@@ -43,7 +43,7 @@ class LabTab(QWidget):
     """Runs its sweeps through an engine client: the window's, or (alone, in tests) an in-process engine of its own."""
 
     row_measured = Signal(str, object)  # sweep, row: shown as it arrives
-    run_finished = Signal(object)       # LabResults once shown, or None when the run failed
+    run_finished = Signal(object)  # LabResults once shown, or None when the run failed
 
     def __init__(self, client: EngineClient | None = None, parent=None, server_access=None):
         """server_access() gives (API key, timeout) for a server, as the chat's Server… dialog holds them."""
@@ -95,8 +95,11 @@ class LabTab(QWidget):
         self.history_plot = HistorySweepPlot()
         plots = QSplitter(Qt.Orientation.Vertical)
         # The roofline gets a row of its own: its ceilings' labels need the width.
-        for pair in ((self.prompt_plot, self.batch_plot), (self.precision_plot, self.history_plot),
-                     (self.roofline_plot,)):
+        for pair in (
+            (self.prompt_plot, self.batch_plot),
+            (self.precision_plot, self.history_plot),
+            (self.roofline_plot,),
+        ):
             row = QSplitter(Qt.Orientation.Horizontal)
             for plot in pair:
                 plot.setMinimumHeight(150)
@@ -201,8 +204,10 @@ class LabTab(QWidget):
         results = load_results_json(path)
         self.show_results(results)
         self.progress_bar.setValue(PROGRESS_STEPS if not results.cancelled else 0)
-        self.status_label.setText(f"Loaded {Path(path).name}: {results.row_count()} rows"
-                                  + (f", run {results.started_at}." if results.started_at else "."))
+        self.status_label.setText(
+            f"Loaded {Path(path).name}: {results.row_count()} rows"
+            + (f", run {results.started_at}." if results.started_at else ".")
+        )
 
     @Slot()
     def shutdown(self) -> None:
@@ -248,8 +253,12 @@ class LabTab(QWidget):
     @Slot(object)
     def _on_engine_stopped(self, stopped) -> None:
         if self._running and not stopped.expected:
-            self._on_run_failed(LabFailed(self._lab_id, f"{stopped.description}. Chat → Restart engine starts a new "
-                                                        "one; then run the lab again"))
+            self._on_run_failed(
+                LabFailed(
+                    self._lab_id,
+                    f"{stopped.description}. Chat → Restart engine starts a new one; then run the lab again",
+                )
+            )
 
     @Slot(object)
     def _on_run_failed(self, failed: LabFailed) -> None:

@@ -24,14 +24,31 @@ class PrecisionPlot(pg.PlotWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        style_plot(self, title="Weight bytes: decode vs. the bandwidth ceiling",
-                   bottom="weight MB (log scale)", left="decode tok/s (log scale)", log_x=True, log_y=True,
-                   tooltip="Claim 2. Each point is one precision's median decode rate.\nRed line: "
-                   + LAB_DEFINITIONS["ceiling_tok_s"] + "\n" + LAB_DEFINITIONS["bandwidth_bytes_s"])
-        self.ceiling_item = self.plot([], [], pen=pg.mkPen(CEILING_COLOR, width=2, style=Qt.PenStyle.DashLine),
-                                      name="ceiling: bandwidth / bytes")
-        self.measured_item = self.plot([], [], pen=None, symbol="o", symbolSize=10, symbolBrush=MEASURED_COLOR,
-                                       symbolPen=None, name="measured decode tok/s")
+        style_plot(
+            self,
+            title="Weight bytes: decode vs. the bandwidth ceiling",
+            bottom="weight MB (log scale)",
+            left="decode tok/s (log scale)",
+            log_x=True,
+            log_y=True,
+            tooltip="Claim 2. Each point is one precision's median decode rate.\nRed line: "
+            + LAB_DEFINITIONS["ceiling_tok_s"]
+            + "\n"
+            + LAB_DEFINITIONS["bandwidth_bytes_s"],
+        )
+        self.ceiling_item = self.plot(
+            [], [], pen=pg.mkPen(CEILING_COLOR, width=2, style=Qt.PenStyle.DashLine), name="ceiling: bandwidth / bytes"
+        )
+        self.measured_item = self.plot(
+            [],
+            [],
+            pen=None,
+            symbol="o",
+            symbolSize=10,
+            symbolBrush=MEASURED_COLOR,
+            symbolPen=None,
+            name="measured decode tok/s",
+        )
         self.labels = []
         for _ in range(LABEL_SLOTS):
             label = pg.TextItem("", color="#333", anchor=(0, 1))

@@ -18,14 +18,33 @@ class PromptLengthPlot(pg.PlotWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        style_plot(self, title="Prompt length: TTFT grows, TPOT should not",
-                   bottom="prompt tokens", left="ms (log scale)", log_y=True,
-                   tooltip="Claim 1. Each point is the median of the runs at one prompt length.\n"
-                   f"TTFT: {LAB_DEFINITIONS['ttft_s']}\nTPOT: {LAB_DEFINITIONS['tpot_s']}")
-        self.ttft_item = self.plot([], [], pen=pg.mkPen(TTFT_COLOR, width=2), symbol="s", symbolSize=8,
-                                   symbolBrush=TTFT_COLOR, name="TTFT (prefill)")
-        self.tpot_item = self.plot([], [], pen=pg.mkPen(TPOT_COLOR, width=2), symbol="o", symbolSize=8,
-                                   symbolBrush=TPOT_COLOR, name="TPOT (decode)")
+        style_plot(
+            self,
+            title="Prompt length: TTFT grows, TPOT should not",
+            bottom="prompt tokens",
+            left="ms (log scale)",
+            log_y=True,
+            tooltip="Claim 1. Each point is the median of the runs at one prompt length.\n"
+            f"TTFT: {LAB_DEFINITIONS['ttft_s']}\nTPOT: {LAB_DEFINITIONS['tpot_s']}",
+        )
+        self.ttft_item = self.plot(
+            [],
+            [],
+            pen=pg.mkPen(TTFT_COLOR, width=2),
+            symbol="s",
+            symbolSize=8,
+            symbolBrush=TTFT_COLOR,
+            name="TTFT (prefill)",
+        )
+        self.tpot_item = self.plot(
+            [],
+            [],
+            pen=pg.mkPen(TPOT_COLOR, width=2),
+            symbol="o",
+            symbolSize=8,
+            symbolBrush=TPOT_COLOR,
+            name="TPOT (decode)",
+        )
         self.empty_note = EmptyPlotNote(self, RUN_A_SWEEP)
         self._tokens = GrowableBuffer(16)
         self._ttft_ms = GrowableBuffer(16)

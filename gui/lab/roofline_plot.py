@@ -33,23 +33,34 @@ GIGA = 1e9
 class RooflinePlot(pg.PlotWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
-        style_plot(self, title="Roofline: prefill and decode vs. this CPU",
-                   bottom="FLOPs per byte moved (log scale)", left="GFLOP/s (log scale)",
-                   log_x=True, log_y=True,
-                   tooltip="Red: GEMM ceilings (FLOP/s). Grey and brown slopes: DRAM and last-level cache "
-                   "bandwidth (bytes/s x FLOPs per byte).\nOrange squares: each prompt's prefill ("
-                   + LAB_DEFINITIONS["prefill_flops_per_s"] + ")\nGreen circles: its decode ("
-                   + LAB_DEFINITIONS["decode_flops_per_s"] + ")\nBlue: the batch sweep, one step of the whole "
-                   "batch. Purple: each precision's decode.\n" + LAB_DEFINITIONS["decode_bytes"])
+        style_plot(
+            self,
+            title="Roofline: prefill and decode vs. this CPU",
+            bottom="FLOPs per byte moved (log scale)",
+            left="GFLOP/s (log scale)",
+            log_x=True,
+            log_y=True,
+            tooltip="Red: GEMM ceilings (FLOP/s). Grey and brown slopes: DRAM and last-level cache "
+            "bandwidth (bytes/s x FLOPs per byte).\nOrange squares: each prompt's prefill ("
+            + LAB_DEFINITIONS["prefill_flops_per_s"]
+            + ")\nGreen circles: its decode ("
+            + LAB_DEFINITIONS["decode_flops_per_s"]
+            + ")\nBlue: the batch sweep, one step of the whole "
+            "batch. Purple: each precision's decode.\n" + LAB_DEFINITIONS["decode_bytes"],
+        )
         self.ceiling_items: list[pg.PlotDataItem] = []
-        self.prefill_item = self.plot([], [], pen=None, symbol="s", symbolSize=9, symbolBrush=PREFILL_COLOR,
-                                      symbolPen=None, name="prefill")
-        self.decode_item = self.plot([], [], pen=None, symbol="o", symbolSize=9, symbolBrush=DECODE_COLOR,
-                                     symbolPen=None, name="decode")
-        self.batch_item = self.plot([], [], pen=pg.mkPen(BATCH_COLOR, width=2), symbol="t", symbolSize=8,
-                                    symbolBrush=BATCH_COLOR, name="batch")
-        self.precision_item = self.plot([], [], pen=None, symbol="d", symbolSize=10, symbolBrush=PRECISION_COLOR,
-                                        symbolPen=None, name="precision")
+        self.prefill_item = self.plot(
+            [], [], pen=None, symbol="s", symbolSize=9, symbolBrush=PREFILL_COLOR, symbolPen=None, name="prefill"
+        )
+        self.decode_item = self.plot(
+            [], [], pen=None, symbol="o", symbolSize=9, symbolBrush=DECODE_COLOR, symbolPen=None, name="decode"
+        )
+        self.batch_item = self.plot(
+            [], [], pen=pg.mkPen(BATCH_COLOR, width=2), symbol="t", symbolSize=8, symbolBrush=BATCH_COLOR, name="batch"
+        )
+        self.precision_item = self.plot(
+            [], [], pen=None, symbol="d", symbolSize=10, symbolBrush=PRECISION_COLOR, symbolPen=None, name="precision"
+        )
         for _ in range(4):  # two GEMM ceilings and two bandwidth slopes at most
             item = self.plot([], [])
             self.ceiling_items.append(item)
@@ -76,8 +87,11 @@ class RooflinePlot(pg.PlotWidget):
         """The machine's ceilings, and the model's shape: where its weights fit in the last-level cache, that
         ceiling is the one decode meets, and its label says so."""
         self._ceilings = Ceilings.from_dict(ceilings) if ceilings else None
-        self._weights_fit = bool(arithmetic and self._ceilings and
-                                 weights_fit_in_cache(ArithmeticShape.from_dict(arithmetic), self._ceilings))
+        self._weights_fit = bool(
+            arithmetic
+            and self._ceilings
+            and weights_fit_in_cache(ArithmeticShape.from_dict(arithmetic), self._ceilings)
+        )
 
     # Points in GFLOP/s, as the y axis reads.
     def add_prompt_row(self, row: dict) -> None:
@@ -95,8 +109,11 @@ class RooflinePlot(pg.PlotWidget):
             self._precision.append((row["decode_intensity"], row["decode_flops_per_s"] / GIGA, row["dtype"]))
 
     def points(self) -> list[tuple[float, float]]:
-        return ([(x, y) for x, y in self._prefill + self._decode] + [(x, y) for x, y, _ in self._batch]
-                + [(x, y) for x, y, _ in self._precision])
+        return (
+            [(x, y) for x, y in self._prefill + self._decode]
+            + [(x, y) for x, y, _ in self._batch]
+            + [(x, y) for x, y, _ in self._precision]
+        )
 
     def refresh(self) -> None:
         points = self.points()
@@ -125,8 +142,7 @@ class RooflinePlot(pg.PlotWidget):
             else:
                 label.setVisible(False)
         if points:
-            self.setRange(xRange=[math.log10(v) for v in x_range], yRange=[math.log10(v) for v in y_range],
-                          padding=0)
+            self.setRange(xRange=[math.log10(v) for v in x_range], yRange=[math.log10(v) for v in y_range], padding=0)
 
     def _ranges(self, points: list[tuple[float, float]]) -> tuple[tuple[float, float], tuple[float, float]]:
         xs = [x for x, _ in points] or [1.0]
@@ -158,15 +174,22 @@ class RooflinePlot(pg.PlotWidget):
             if ceiling.name == "llc" and self._weights_fit:
                 label += ": holds the weights"
             # Staggered along the slopes, the faster one further right, each just above its line.
-            x = x_range[0] * 1.5 * 6 ** index
+            x = x_range[0] * 1.5 * 6**index
             texts.append((x, x * slope * 1.2, label, color, (0, 1)))
         slowest = memory[0].value / GIGA if memory else None
-        for item, ceiling in zip(self.ceiling_items[len(memory):], compute):
+        for item, ceiling in zip(self.ceiling_items[len(memory) :], compute):
             level = ceiling.value / GIGA
             start = level / slowest if slowest else x_range[0]
             item.setData([start, x_range[1]], [level, level], pen=pg.mkPen(COMPUTE_COLOR, width=2))
-            texts.append((x_range[1] / 1.2, level * 1.1, f"{ceiling.label} {format_rate(ceiling.value, 'flop/s')}",
-                          COMPUTE_COLOR, (1, 1)))
+            texts.append(
+                (
+                    x_range[1] / 1.2,
+                    level * 1.1,
+                    f"{ceiling.label} {format_rate(ceiling.value, 'flop/s')}",
+                    COMPUTE_COLOR,
+                    (1, 1),
+                )
+            )
         return texts
 
 

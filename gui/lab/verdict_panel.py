@@ -10,8 +10,14 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from core.lab.roofline_verdict import CLAIM_ROOFLINE
 from core.lab.verdicts import CLAIM_BATCH, CLAIM_HISTORY, CLAIM_PRECISION, CLAIM_PROMPT, CLAIM_TOTAL
 
-CLAIMS = (("prompt", CLAIM_PROMPT), ("precision", CLAIM_PRECISION), ("batch", CLAIM_BATCH), ("total", CLAIM_TOTAL),
-          ("history", CLAIM_HISTORY), ("roofline", CLAIM_ROOFLINE))
+CLAIMS = (
+    ("prompt", CLAIM_PROMPT),
+    ("precision", CLAIM_PRECISION),
+    ("batch", CLAIM_BATCH),
+    ("total", CLAIM_TOTAL),
+    ("history", CLAIM_HISTORY),
+    ("roofline", CLAIM_ROOFLINE),
+)
 VERDICT_STYLE = {
     True: ("Holds", "#188038"),
     False: ("Does not hold", "#d93025"),
@@ -56,5 +62,7 @@ class VerdictPanel(QWidget):
 
     def _show(self, key: str, claim: str, holds: bool | None, evidence: str) -> None:
         word, color = VERDICT_STYLE[holds]
-        self.labels[key].setText(f"<p><b>{escape(claim)}</b><br>{escape(evidence)}.<br>"
-                                 f"<span style='color:{color}; font-weight:700'>{word}.</span></p>")
+        self.labels[key].setText(
+            f"<p><b>{escape(claim)}</b><br>{escape(evidence)}.<br>"
+            f"<span style='color:{color}; font-weight:700'>{word}.</span></p>"
+        )

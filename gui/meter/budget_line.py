@@ -52,15 +52,18 @@ class BudgetForm(QWidget):
         self.ttft_box.setDecimals(2)
         self.ttft_box.setSingleStep(0.1)
         self.ttft_box.setSuffix(" s")
-        self.ttft_box.setToolTip("The longest wait before text appears that is within budget: TTFT when streaming, "
-                                 "E2E when not.")
+        self.ttft_box.setToolTip(
+            "The longest wait before text appears that is within budget: TTFT when streaming, E2E when not."
+        )
         self.tpot_box = QDoubleSpinBox()
         self.tpot_box.setRange(0.1, TPOT_BUDGET.high * 1000)
         self.tpot_box.setDecimals(1)
         self.tpot_box.setSingleStep(10)
         self.tpot_box.setSuffix(" ms")
-        self.tpot_box.setToolTip(f"The slowest TPOT within budget while streaming; {TPOT_BUDGET.default * 1000:g} ms "
-                                 f"keeps up with a reader at {READING_WPM} words a minute.")
+        self.tpot_box.setToolTip(
+            f"The slowest TPOT within budget while streaming; {TPOT_BUDGET.default * 1000:g} ms "
+            f"keeps up with a reader at {READING_WPM} words a minute."
+        )
         self.set_budget(budget)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -92,12 +95,16 @@ class BudgetDialog(QDialog):
         note = QLabel(DEFINITION)
         note.setWordWrap(True)
         note.setStyleSheet("color: #555;")
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
-                                   | QDialogButtonBox.StandardButton.RestoreDefaults)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok
+            | QDialogButtonBox.StandardButton.Cancel
+            | QDialogButtonBox.StandardButton.RestoreDefaults
+        )
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         buttons.button(QDialogButtonBox.StandardButton.RestoreDefaults).clicked.connect(
-            lambda: self.form.set_budget(LatencyBudget()))
+            lambda: self.form.set_budget(LatencyBudget())
+        )
         layout = QFormLayout(self)
         layout.addRow(self.form)
         layout.addRow(note)

@@ -15,10 +15,12 @@ from core.timing.trace import GenerationTrace
 REUSED, PREFILLED, UNKNOWN, BREAK = QColor("#188038"), QColor("#e8710a"), QColor("#bdc1c6"), QColor("#202124")
 TITLE = "Prompt cache, reply by reply"
 EMPTY = "Each reply's prompt appears here: the part reused from the cache, and the part prefilled."
-TOOLTIP = ("Each row is one reply's prompt, as long as its bar: green is reused from the prompt cache (the chat's "
-           "earlier turns, not computed again), orange is prefilled by this reply. A black tick marks where reuse of "
-           "the cached history broke, with the reason beside it. Grey: a server that did not report its cache.\n"
-           + PROMPT_CACHE_DEFINITIONS["cached_tokens"])
+TOOLTIP = (
+    "Each row is one reply's prompt, as long as its bar: green is reused from the prompt cache (the chat's "
+    "earlier turns, not computed again), orange is prefilled by this reply. A black tick marks where reuse of "
+    "the cached history broke, with the reason beside it. Grey: a server that did not report its cache.\n"
+    + PROMPT_CACHE_DEFINITIONS["cached_tokens"]
+)
 
 
 @dataclass(frozen=True)
@@ -55,8 +57,11 @@ class CacheMap(QWidget):
     def add_reply(self, trace: GenerationTrace) -> None:
         if trace.cache_reason is None or not trace.prompt_tokens:
             return  # a reply that never reached its prompt's pass (refused, or from before the cache existed)
-        self.rows.append(CacheRow(len(self.rows) + 1, trace.prompt_tokens, trace.cached_tokens, trace.cache_reason,
-                                  trace.cache_break_at))
+        self.rows.append(
+            CacheRow(
+                len(self.rows) + 1, trace.prompt_tokens, trace.cached_tokens, trace.cache_reason, trace.cache_break_at
+            )
+        )
         self.update()
 
     def clear(self) -> None:
@@ -76,12 +81,20 @@ class CacheMap(QWidget):
     def event(self, event) -> bool:
         if event.type() == QEvent.Type.ToolTip:
             row = self.row_at(event.pos().y())
-            text = self.toolTip() if row is None else (
-                f"Reply {row.number}: {row.prompt_tokens:,} prompt tokens; "
-                + ("the cache was not reported" if row.cached_tokens is None else
-                   f"{row.cached_tokens:,} reused, {row.prompt_tokens - row.cached_tokens:,} prefilled")
-                + f".\n{row.reason}" + (f" (reuse stopped at token {row.break_at:,})." if row.break_at is not None
-                                         else "."))
+            text = (
+                self.toolTip()
+                if row is None
+                else (
+                    f"Reply {row.number}: {row.prompt_tokens:,} prompt tokens; "
+                    + (
+                        "the cache was not reported"
+                        if row.cached_tokens is None
+                        else f"{row.cached_tokens:,} reused, {row.prompt_tokens - row.cached_tokens:,} prefilled"
+                    )
+                    + f".\n{row.reason}"
+                    + (f" (reuse stopped at token {row.break_at:,})." if row.break_at is not None else ".")
+                )
+            )
             QToolTip.showText(event.globalPos(), text, self)
             return True
         return super().event(event)
@@ -93,8 +106,9 @@ class CacheMap(QWidget):
         hidden = len(self.rows) - len(self.visible_rows())
         if hidden > 0:
             title += f" (last {len(self.rows) - hidden} of {len(self.rows)})"
-        painter.drawText(QRectF(4, 0, self.width() - 8, self.top), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
-                         title)
+        painter.drawText(
+            QRectF(4, 0, self.width() - 8, self.top), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, title
+        )
         rows = self.visible_rows() if self.rows else []
         if not rows:
             return
@@ -105,22 +119,30 @@ class CacheMap(QWidget):
         for index, row in enumerate(rows):
             y = self.top + index * self.row_height
             painter.setPen(QColor("#3c4043"))
-            painter.drawText(QRectF(2, y, self.number_width - 6, self.row_height),
-                             Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, f"#{row.number}")
+            painter.drawText(
+                QRectF(2, y, self.number_width - 6, self.row_height),
+                Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
+                f"#{row.number}",
+            )
             x, bar_y, height = float(self.number_width), y + 3, self.row_height - 6
             if row.cached_tokens is None:
                 painter.fillRect(QRectF(x, bar_y, max(1.0, row.prompt_tokens * scale), height), UNKNOWN)
             else:
                 reused = row.cached_tokens * scale
                 painter.fillRect(QRectF(x, bar_y, reused, height), REUSED)
-                painter.fillRect(QRectF(x + reused, bar_y, max(1.0, (row.prompt_tokens - row.cached_tokens) * scale),
-                                        height), PREFILLED)
+                painter.fillRect(
+                    QRectF(x + reused, bar_y, max(1.0, (row.prompt_tokens - row.cached_tokens) * scale), height),
+                    PREFILLED,
+                )
             if row.break_at is not None:
                 painter.setPen(QPen(BREAK, 2))
                 tick = x + row.break_at * scale
                 painter.drawLine(int(tick), y + 1, int(tick), y + self.row_height - 1)
             painter.setPen(QColor("#3c4043"))
-            painter.drawText(QRectF(text_x, y, self.width() - text_x - 4, self.row_height),
-                             Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
-                             painter.fontMetrics().elidedText(row.caption, Qt.TextElideMode.ElideRight,
-                                                              int(self.width() - text_x - 4)))
+            painter.drawText(
+                QRectF(text_x, y, self.width() - text_x - 4, self.row_height),
+                Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+                painter.fontMetrics().elidedText(
+                    row.caption, Qt.TextElideMode.ElideRight, int(self.width() - text_x - 4)
+                ),
+            )

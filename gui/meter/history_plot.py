@@ -15,27 +15,56 @@ from gui.plotting.plot_style import style_plot
 class HistoryPlot(pg.PlotWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
-        style_plot(self, title="This chat, reply by reply", bottom="tokens: the whole prompt, or only those prefilled",
-                   left="ms",
-                   tooltip="Each reply adds a point per series. The prompt grows with the chat history. Without the "
-                   "prompt cache the whole prompt is prefilled each turn, so TTFT rises with it; with the cache only "
-                   "the new tokens are prefilled, and TTFT follows those (hollow squares), staying nearly flat. "
-                   "Decode reads the same weights per token, so TPOT stays flat.\n"
-                   f"TTFT: {DEFINITIONS['ttft_s']}\nTPOT: {DEFINITIONS['tpot_s']}")
-        self.ttft_item = self.plot([], [], pen=pg.mkPen("#e8710a", width=2), symbol="s", symbolSize=7,
-                                   symbolBrush="#e8710a", name="TTFT")
-        self.prefilled_item = self.plot([], [], pen=pg.mkPen("#e8710a", width=1, style=Qt.PenStyle.DashLine),
-                                        symbol="s", symbolSize=8, symbolBrush=None, symbolPen="#e8710a",
-                                        name="TTFT vs tokens prefilled")
-        self.tpot_item = self.plot([], [], pen=pg.mkPen("#188038", width=2), symbol="o", symbolSize=7,
-                                   symbolBrush="#188038", name="TPOT")
-        self.over_item = self.plot([], [], pen=None, symbol="o", symbolSize=15, symbolBrush=pg.mkBrush(0, 0, 0, 0),
-                                   symbolPen=pg.mkPen("#b00020", width=2), name="over budget")
+        style_plot(
+            self,
+            title="This chat, reply by reply",
+            bottom="tokens: the whole prompt, or only those prefilled",
+            left="ms",
+            tooltip="Each reply adds a point per series. The prompt grows with the chat history. Without the "
+            "prompt cache the whole prompt is prefilled each turn, so TTFT rises with it; with the cache only "
+            "the new tokens are prefilled, and TTFT follows those (hollow squares), staying nearly flat. "
+            "Decode reads the same weights per token, so TPOT stays flat.\n"
+            f"TTFT: {DEFINITIONS['ttft_s']}\nTPOT: {DEFINITIONS['tpot_s']}",
+        )
+        self.ttft_item = self.plot(
+            [], [], pen=pg.mkPen("#e8710a", width=2), symbol="s", symbolSize=7, symbolBrush="#e8710a", name="TTFT"
+        )
+        self.prefilled_item = self.plot(
+            [],
+            [],
+            pen=pg.mkPen("#e8710a", width=1, style=Qt.PenStyle.DashLine),
+            symbol="s",
+            symbolSize=8,
+            symbolBrush=None,
+            symbolPen="#e8710a",
+            name="TTFT vs tokens prefilled",
+        )
+        self.tpot_item = self.plot(
+            [], [], pen=pg.mkPen("#188038", width=2), symbol="o", symbolSize=7, symbolBrush="#188038", name="TPOT"
+        )
+        self.over_item = self.plot(
+            [],
+            [],
+            pen=None,
+            symbol="o",
+            symbolSize=15,
+            symbolBrush=pg.mkBrush(0, 0, 0, 0),
+            symbolPen=pg.mkPen("#b00020", width=2),
+            name="over budget",
+        )
         # The budget's limits, outside the autorange: a 1 s TTFT budget must not squash replies of 50 ms.
-        self.ttft_budget_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#e8710a", width=1, style=Qt.PenStyle.DotLine),
-                                                label="TTFT budget", labelOpts={"position": 0.1, "color": "#e8710a"})
-        self.tpot_budget_line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#188038", width=1, style=Qt.PenStyle.DotLine),
-                                                label="TPOT budget", labelOpts={"position": 0.9, "color": "#188038"})
+        self.ttft_budget_line = pg.InfiniteLine(
+            angle=0,
+            pen=pg.mkPen("#e8710a", width=1, style=Qt.PenStyle.DotLine),
+            label="TTFT budget",
+            labelOpts={"position": 0.1, "color": "#e8710a"},
+        )
+        self.tpot_budget_line = pg.InfiniteLine(
+            angle=0,
+            pen=pg.mkPen("#188038", width=1, style=Qt.PenStyle.DotLine),
+            label="TPOT budget",
+            labelOpts={"position": 0.9, "color": "#188038"},
+        )
         for line in (self.ttft_budget_line, self.tpot_budget_line):
             self.addItem(line, ignoreBounds=True)
             line.setVisible(False)
@@ -52,8 +81,14 @@ class HistoryPlot(pg.PlotWidget):
         self._budget_shown = False
         self._dirty = True
 
-    def add_reply(self, prompt_tokens: int, ttft_s: float | None, tpot_s: float | None,
-                  prefilled_tokens: int | None = None, over_budget: bool | None = None) -> None:
+    def add_reply(
+        self,
+        prompt_tokens: int,
+        ttft_s: float | None,
+        tpot_s: float | None,
+        prefilled_tokens: int | None = None,
+        over_budget: bool | None = None,
+    ) -> None:
         """prefilled_tokens: the prompt less what the prompt cache gave; None where unknown (no point then).
         over_budget: True rings the reply's TTFT point in red."""
         if ttft_s is not None:
@@ -71,8 +106,16 @@ class HistoryPlot(pg.PlotWidget):
         self._dirty = True
 
     def clear_history(self) -> None:
-        for buffer in (self._prompt_tokens, self._ttft_ms, self._tpot_prompt_tokens, self._tpot_ms,
-                       self._prefilled_tokens, self._prefilled_ttft_ms, self._over_prompt_tokens, self._over_ttft_ms):
+        for buffer in (
+            self._prompt_tokens,
+            self._ttft_ms,
+            self._tpot_prompt_tokens,
+            self._tpot_ms,
+            self._prefilled_tokens,
+            self._prefilled_ttft_ms,
+            self._over_prompt_tokens,
+            self._over_ttft_ms,
+        ):
             buffer.clear()
         self._dirty = True
 
@@ -93,8 +136,11 @@ class HistoryPlot(pg.PlotWidget):
         self.setYRange(0, top, padding=0.05)
         # A limit above every reply stays out of view (its label would sit at the edge, as if it were there).
         for line in (self.ttft_budget_line, self.tpot_budget_line):
-            line.setVisible(self._budget_shown and bool(len(self._prompt_tokens) or len(self._tpot_ms))
-                            and line.value() <= top * 1.05)
+            line.setVisible(
+                self._budget_shown
+                and bool(len(self._prompt_tokens) or len(self._tpot_ms))
+                and line.value() <= top * 1.05
+            )
 
     def show_budget(self, ttft_s: float, tpot_s: float) -> None:
         """The budget's limits as dotted lines (seen when the replies come near them)."""
@@ -106,7 +152,6 @@ class HistoryPlot(pg.PlotWidget):
     @property
     def over_budget_points(self) -> int:
         return len(self._over_ttft_ms)
-
 
     @staticmethod
     def _largest(*buffers: GrowableBuffer) -> float:

@@ -25,7 +25,7 @@ def decade_label(power: int) -> str:
     if power >= 3:
         return f"{10 ** (power - 3):g} s"
     if power >= 0:
-        return f"{10 ** power:g} ms"
+        return f"{10**power:g} ms"
     return f"{10 ** (power + 3):g} µs"
 
 
@@ -34,14 +34,23 @@ class IntervalPlot(pg.PlotWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        style_plot(self, title="Per-token intervals (prefill, then decode)",
-                   bottom="token index", left="interval (log scale)", log_y=True,
-                   tooltip="Token 0's bar is the TTFT (" + DEFINITIONS["ttft_s"] + ") Every later point is an ITL: "
-                   + DEFINITIONS["itl_s"] + " The green line is the running median, i.e. the TPOT so far. "
-                   "From a server, each point is a gap between chunks, not tokens: " + DEFINITIONS["chunks"])
+        style_plot(
+            self,
+            title="Per-token intervals (prefill, then decode)",
+            bottom="token index",
+            left="interval (log scale)",
+            log_y=True,
+            tooltip="Token 0's bar is the TTFT ("
+            + DEFINITIONS["ttft_s"]
+            + ") Every later point is an ITL: "
+            + DEFINITIONS["itl_s"]
+            + " The green line is the running median, i.e. the TPOT so far. "
+            "From a server, each point is a gap between chunks, not tokens: " + DEFINITIONS["chunks"],
+        )
         # Each item is created once; refresh() only hands them new arrays.
-        self.ttft_item = self.plot([], [], pen=None, symbol="s", symbolSize=12,
-                                   symbolBrush=TTFT_COLOR, symbolPen=None, name="TTFT (prefill)")
+        self.ttft_item = self.plot(
+            [], [], pen=None, symbol="s", symbolSize=12, symbolBrush=TTFT_COLOR, symbolPen=None, name="TTFT (prefill)"
+        )
         self.interval_item = PathCurve(self, INTERVAL_COLOR, "inter-token gap (decode)")
         # A cross per gap, drawn by Qt alone like the lines (a scatter item runs Python on every repaint).
         self.marker_item = PathCurve(self, INTERVAL_COLOR, markers=True)
@@ -139,5 +148,6 @@ class IntervalPlot(pg.PlotWidget):
             # In log10 units (the axis is logarithmic), padded so the end decades keep their labels.
             self.setYRange(*decades, padding=0.08)
             # Only the decades are labelled: pyqtgraph's in-between labels overlap on a short plot.
-            self.getAxis("left").setTicks([[(power, decade_label(power))
-                                            for power in range(decades[0], decades[1] + 1)], []])
+            self.getAxis("left").setTicks(
+                [[(power, decade_label(power)) for power in range(decades[0], decades[1] + 1)], []]
+            )

@@ -61,7 +61,7 @@ class MeterPanel(QWidget):
         self._request_start_ns = 0
         self._cards_shown_ns: int | None = None
         self._arithmetic: dict | None = None  # the model's shape, for the roofline's counts
-        self._ceilings: dict | None = None    # this machine's ceilings, when measured
+        self._ceilings: dict | None = None  # this machine's ceilings, when measured
         self.set_budget(self.budget)
 
     def begin_reply(self, request_start_ns: int) -> None:
@@ -95,8 +95,9 @@ class MeterPanel(QWidget):
     def show_visible_text(self, shown_ns: int, visible_chars: int) -> None:
         self.visible_plot.show_characters(self._seconds(shown_ns), visible_chars)
 
-    def tick(self, now_ns: int, summary: LatencySummary | None, streaming: bool,
-             trace: GenerationTrace | None = None) -> None:
+    def tick(
+        self, now_ns: int, summary: LatencySummary | None, streaming: bool, trace: GenerationTrace | None = None
+    ) -> None:
         self.visible_plot.advance_clock(self._seconds(now_ns))
         cards_due = self._cards_shown_ns is None or now_ns - self._cards_shown_ns >= CARD_INTERVAL_NS
         if summary is not None and cards_due:
@@ -156,8 +157,9 @@ class MeterPanel(QWidget):
     def _plot_history(self, trace: GenerationTrace, streaming: bool) -> None:
         metrics = trace.metrics()
         within = self.budget_mark(trace, streaming).within
-        self.history_plot.add_reply(trace.prompt_tokens, metrics.ttft_s, metrics.tpot_s, trace.prefilled_tokens,
-                                    over_budget=within is False)
+        self.history_plot.add_reply(
+            trace.prompt_tokens, metrics.ttft_s, metrics.tpot_s, trace.prefilled_tokens, over_budget=within is False
+        )
 
     def _show_tally(self) -> None:
         marks = [self.budget_mark(trace, streaming) for trace, streaming in self._judged]

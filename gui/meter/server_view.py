@@ -9,15 +9,17 @@ from core.timing.server_compare import DEFINITIONS as SERVER_DEFINITIONS
 from core.timing.server_compare import compare
 from core.timing.trace import GenerationTrace
 
-TOOLTIP = "\n".join((
-    "Client: stamped by Latency Lab as each chunk arrives, before parsing. Server: the server's own timings, "
-    "where it sends them.",
-    DEFINITIONS["chunks"],
-    DEFINITIONS["ttfb_s"],
-    SERVER_DEFINITIONS["prompt_ms"],
-    SERVER_DEFINITIONS["per_token_ms"],
-    SERVER_DEFINITIONS["ttft_minus_prompt_s"],
-))
+TOOLTIP = "\n".join(
+    (
+        "Client: stamped by Latency Lab as each chunk arrives, before parsing. Server: the server's own timings, "
+        "where it sends them.",
+        DEFINITIONS["chunks"],
+        DEFINITIONS["ttfb_s"],
+        SERVER_DEFINITIONS["prompt_ms"],
+        SERVER_DEFINITIONS["per_token_ms"],
+        SERVER_DEFINITIONS["ttft_minus_prompt_s"],
+    )
+)
 
 
 class ServerView(QLabel):
@@ -61,10 +63,14 @@ def server_table(trace: GenerationTrace) -> str:
         rows.append(("prompt tokens from the server's cache", "", _count(timings["cache_n"])))
     if timings.get("load_ms") is not None:
         rows.append(("model load on the server", "", _ms_value(timings["load_ms"])))
-    body = "".join(f"<tr><td>{what}</td><td align='right'>{client}</td><td align='right'>{server}</td></tr>"
-                   for what, client, server in rows)
-    return (f"<table cellspacing='6'><tr><th align='left'>{trace.server.get('kind', 'server')}</th>"
-            f"<th>client</th><th>server ({source})</th></tr>{body}</table>")
+    body = "".join(
+        f"<tr><td>{what}</td><td align='right'>{client}</td><td align='right'>{server}</td></tr>"
+        for what, client, server in rows
+    )
+    return (
+        f"<table cellspacing='6'><tr><th align='left'>{trace.server.get('kind', 'server')}</th>"
+        f"<th>client</th><th>server ({source})</th></tr>{body}</table>"
+    )
 
 
 def _ms(seconds: float | None) -> str:

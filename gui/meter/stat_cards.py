@@ -21,8 +21,10 @@ class CardSpec:
     tooltip: str
 
 
-PROMPT_TOOLTIP = ("The prompt's tokens, and how many of them the prompt cache gave (the chat's earlier turns, "
-                  "not computed again). " + PROMPT_CACHE_DEFINITIONS["prefilled_tokens"])
+PROMPT_TOOLTIP = (
+    "The prompt's tokens, and how many of them the prompt cache gave (the chat's earlier turns, "
+    "not computed again). " + PROMPT_CACHE_DEFINITIONS["prefilled_tokens"]
+)
 CARDS = (
     CardSpec("prompt", "prompt", "prompt", PROMPT_TOOLTIP),
     CardSpec("ttft", "TTFT", "ms", DEFINITIONS["ttft_s"] + " Counted from the moment you pressed Send."),
@@ -31,15 +33,22 @@ CARDS = (
     CardSpec("tokens", "tokens", "", "N: the number of generated tokens in this reply."),
     CardSpec("e2e", "E2E", "s", DEFINITIONS["e2e_s"]),
     CardSpec("prefill", "prefill tok/s", "tok/s", DEFINITIONS["prefill_tok_s"]),
-    CardSpec("waited", "waited for text", "s",
-             "How long you stared at nothing: TTFT when streaming, E2E when not."),
+    CardSpec("waited", "waited for text", "s", "How long you stared at nothing: TTFT when streaming, E2E when not."),
     CardSpec("delivery", "engine → window (p50)", "ms", DEFINITIONS["delivery_s"]),
-    CardSpec("window_cpu", "window's own CPU", "cores",
-             "The observer effect: the window's GUI thread's CPU time while the reply streamed, over its wall time, "
-             "in cores (0.20 = a fifth of one core). Drawing the meter takes that much CPU, and on a small machine it is taken from "
-             "decode: compare TPOT with a bare `latencylab ask`."),
-    CardSpec("cpu_share", "engine's CPU share", "%",
-             CPU_SHARE_DEFINITION + " Below 75% the reply is marked: other programs slowed it, not the model."),
+    CardSpec(
+        "window_cpu",
+        "window's own CPU",
+        "cores",
+        "The observer effect: the window's GUI thread's CPU time while the reply streamed, over its wall time, "
+        "in cores (0.20 = a fifth of one core). Drawing the meter takes that much CPU, and on a small machine it is taken from "
+        "decode: compare TPOT with a bare `latencylab ask`.",
+    ),
+    CardSpec(
+        "cpu_share",
+        "engine's CPU share",
+        "%",
+        CPU_SHARE_DEFINITION + " Below 75% the reply is marked: other programs slowed it, not the model.",
+    ),
 )
 
 
@@ -158,9 +167,15 @@ class StatCards(QWidget):
         """A finished reply's engine → window delay: p50 on the card, p50, p95 and max in its tooltip."""
         card = self.cards["delivery"]
         card.set_value(delivery["p50_s"] if delivery else None)
-        card.setToolTip(card.spec.tooltip + ("" if not delivery else
-                        f"\nThis reply: p50 {delivery['p50_s'] * 1000:.2f} ms, p95 {delivery['p95_s'] * 1000:.2f} ms, "
-                        f"max {delivery['max_s'] * 1000:.2f} ms."))
+        card.setToolTip(
+            card.spec.tooltip
+            + (
+                ""
+                if not delivery
+                else f"\nThis reply: p50 {delivery['p50_s'] * 1000:.2f} ms, p95 {delivery['p95_s'] * 1000:.2f} ms, "
+                f"max {delivery['max_s'] * 1000:.2f} ms."
+            )
+        )
 
     def show_cpu(self, window_share: float | None, engine_share: float | None, note: str | None) -> None:
         """A finished reply's observer cost and whether other programs took the engine's cores."""
@@ -186,8 +201,10 @@ class StatCards(QWidget):
         tooltips, decode's bytes/s on the TPOT and tok/s cards' (core/roofline/placement.py)."""
         from core.roofline.placement import decode_sentence, prefill_sentence
 
-        for keys, sentence in ((("ttft", "prefill"), prefill_sentence(placement)),
-                               (("tpot", "tok_s"), decode_sentence(placement))):
+        for keys, sentence in (
+            (("ttft", "prefill"), prefill_sentence(placement)),
+            (("tpot", "tok_s"), decode_sentence(placement)),
+        ):
             for key in keys:
                 card = self.cards[key]
                 card.setToolTip(card.spec.tooltip + (f"\n{sentence}" if sentence else ""))

@@ -17,10 +17,15 @@ READING_CHARS_PER_S = 250 * 6 / 60
 class VisibleTextPlot(pg.PlotWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
-        style_plot(self, title="What the user saw", bottom="seconds since Send", left="characters on screen",
-                   tooltip="Streaming grows a staircase from the first token on (after TTFT); without streaming the "
-                   "line stays flat until the whole reply appears at E2E. The faded curve is the previous "
-                   "reply; the dashed line is a reader at about 250 words a minute, starting when text appears.")
+        style_plot(
+            self,
+            title="What the user saw",
+            bottom="seconds since Send",
+            left="characters on screen",
+            tooltip="Streaming grows a staircase from the first token on (after TTFT); without streaming the "
+            "line stays flat until the whole reply appears at E2E. The faded curve is the previous "
+            "reply; the dashed line is a reader at about 250 words a minute, starting when text appears.",
+        )
         self.previous_item = PathCurve(self, (150, 150, 150, 110), "previous reply")
         self.current_item = PathCurve(self, "#1a73e8", "this reply")
         # The flat stretch from the last change to 'now' is its own two-point curve, so a frame
@@ -94,8 +99,9 @@ class VisibleTextPlot(pg.PlotWidget):
                 self.reading_item.clear()
             else:
                 end = max(end, start + 1.0)
-                self.reading_item.set_points(np.array([start, end]),
-                                             np.array([0.0, (end - start) * READING_CHARS_PER_S]))
+                self.reading_item.set_points(
+                    np.array([start, end]), np.array([0.0, (end - start) * READING_CHARS_PER_S])
+                )
 
     def settle(self) -> None:
         """Draw the whole staircase with the settled item, once the reply has ended."""

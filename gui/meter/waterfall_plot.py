@@ -9,13 +9,32 @@ from PySide6.QtWidgets import QToolTip, QWidget
 from core.timing.trace import GenerationTrace
 from core.timing.waterfall import DECODE_DEFINITIONS, Segment, decode_figures, segments
 
-COLORS = {"prepare": "#9aa0a6", "queue": "#c5221f", "cache": "#188038", "prefill": "#e8710a", "delivery": "#1a73e8",
-          "paint": "#0b6b2b", "stop_to_last_token": "#8430ce", "cancel": "#b31412",
-          "server_first_byte": "#5f6368", "server_first_chunk": "#e8710a", "send": "#9aa0a6"}
-LABELS = {"prepare": "template + tokenise", "queue": "wait for compute", "cache": "prompt cache", "prefill": "prefill",
-          "delivery": "token 0 delivered", "paint": "token 0 painted", "stop_to_last_token": "Stop → last token",
-          "cancel": "Stop → engine idle", "server_first_byte": "request → headers",
-          "server_first_chunk": "headers → 1st chunk", "send": "request → engine"}
+COLORS = {
+    "prepare": "#9aa0a6",
+    "queue": "#c5221f",
+    "cache": "#188038",
+    "prefill": "#e8710a",
+    "delivery": "#1a73e8",
+    "paint": "#0b6b2b",
+    "stop_to_last_token": "#8430ce",
+    "cancel": "#b31412",
+    "server_first_byte": "#5f6368",
+    "server_first_chunk": "#e8710a",
+    "send": "#9aa0a6",
+}
+LABELS = {
+    "prepare": "template + tokenise",
+    "queue": "wait for compute",
+    "cache": "prompt cache",
+    "prefill": "prefill",
+    "delivery": "token 0 delivered",
+    "paint": "token 0 painted",
+    "stop_to_last_token": "Stop → last token",
+    "cancel": "Stop → engine idle",
+    "server_first_byte": "request → headers",
+    "server_first_chunk": "headers → 1st chunk",
+    "send": "request → engine",
+}
 
 
 def milliseconds(seconds: float | None) -> str:
@@ -37,16 +56,20 @@ class WaterfallPlot(QWidget):
         self.figures: dict = {}
         self.token_notes: dict[str, str] = {}  # beside the cache and prefill rows: how many tokens each covered
         self.setMinimumHeight(self.top + 3 * self.row_height + 4)
-        self.setToolTip("Where the last reply's time went, on one monotonic clock (perf_counter_ns). "
-                        "Hover a bar for its definition.")
+        self.setToolTip(
+            "Where the last reply's time went, on one monotonic clock (perf_counter_ns). "
+            "Hover a bar for its definition."
+        )
 
     def show_trace(self, trace: GenerationTrace) -> None:
         self.segments = segments(trace)
         self.figures = decode_figures(trace)
         self.token_notes = {}
         if trace.cached_tokens is not None:
-            self.token_notes = {"cache": f"{trace.cached_tokens:,} tokens cached",
-                                "prefill": f"{trace.prefilled_tokens:,} tokens prefilled"}
+            self.token_notes = {
+                "cache": f"{trace.cached_tokens:,} tokens cached",
+                "prefill": f"{trace.prefilled_tokens:,} tokens prefilled",
+            }
         self.setMinimumHeight(self.top + max(3, len(self.segments)) * self.row_height + 4)
         self.updateGeometry()
         self.update()
@@ -59,9 +82,11 @@ class WaterfallPlot(QWidget):
         if not self.segments:
             return "Waterfall: where the TTFT went (after a reply)"
         f = self.figures
-        return (f"decode: delivery p50 {milliseconds(f.get('delivery_p50_s'))}, p95 {milliseconds(f.get('delivery_p95_s'))}"
-                f" · paint p50 {milliseconds(f.get('paint_p50_s'))}, p95 {milliseconds(f.get('paint_p95_s'))}"
-                f" · E2E {milliseconds(f.get('e2e_s'))}")
+        return (
+            f"decode: delivery p50 {milliseconds(f.get('delivery_p50_s'))}, p95 {milliseconds(f.get('delivery_p95_s'))}"
+            f" · paint p50 {milliseconds(f.get('paint_p50_s'))}, p95 {milliseconds(f.get('paint_p95_s'))}"
+            f" · E2E {milliseconds(f.get('e2e_s'))}"
+        )
 
     def segment_at(self, y: float) -> Segment | None:
         row = int((y - self.top) // self.row_height)
@@ -69,9 +94,11 @@ class WaterfallPlot(QWidget):
 
     def tooltip_for(self, segment: Segment) -> str:
         note = f", {self.token_notes[segment.name]}" if segment.name in self.token_notes else ""
-        return (f"{LABELS[segment.name]}: {milliseconds(segment.duration_s)}{note} "
-                f"({segment.start_s * 1000:.1f} → {segment.end_s * 1000:.1f} ms after request start)\n"
-                f"{segment.definition}")
+        return (
+            f"{LABELS[segment.name]}: {milliseconds(segment.duration_s)}{note} "
+            f"({segment.start_s * 1000:.1f} → {segment.end_s * 1000:.1f} ms after request start)\n"
+            f"{segment.definition}"
+        )
 
     def event(self, event) -> bool:
         if event.type() == QEvent.Type.ToolTip:
@@ -88,8 +115,11 @@ class WaterfallPlot(QWidget):
     def paintEvent(self, _event) -> None:  # noqa: N802 - Qt's name
         painter = QPainter(self)
         painter.setPen(QColor("#3c4043"))
-        painter.drawText(QRectF(4, 0, self.width() - 8, self.top), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
-                         self.summary_text())
+        painter.drawText(
+            QRectF(4, 0, self.width() - 8, self.top),
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+            self.summary_text(),
+        )
         if not self.segments:
             return
         end_s = max(segment.end_s for segment in self.segments) or 1e-9
@@ -99,11 +129,17 @@ class WaterfallPlot(QWidget):
         for row, segment in enumerate(self.segments):
             y = self.top + row * self.row_height
             painter.setPen(QColor("#3c4043"))
-            painter.drawText(QRectF(4, y, self.label_width - 8, self.row_height),
-                             Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, LABELS[segment.name])
+            painter.drawText(
+                QRectF(4, y, self.label_width - 8, self.row_height),
+                Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
+                LABELS[segment.name],
+            )
             x = self.label_width + segment.start_s * scale
             width = max(1.0, segment.duration_s * scale)  # a 0.1 ms segment still shows where it is
             painter.fillRect(QRectF(x, y + 2, width, self.row_height - 3), QColor(COLORS[segment.name]))
             note = self.token_notes.get(segment.name)
-            painter.drawText(QRectF(x + width + 3, y, 260, self.row_height), Qt.AlignmentFlag.AlignVCenter,
-                             milliseconds(segment.duration_s) + (f" · {note}" if note else ""))
+            painter.drawText(
+                QRectF(x + width + 3, y, 260, self.row_height),
+                Qt.AlignmentFlag.AlignVCenter,
+                milliseconds(segment.duration_s) + (f" · {note}" if note else ""),
+            )

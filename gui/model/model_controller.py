@@ -24,12 +24,17 @@ class ModelController(QObject):
     restarted, with the same model, by restart() (the next message, or the Restart action, calls it)."""
 
     load_progressed = Signal(float, str)
-    model_loaded = Signal(object)   # messages.ModelLoaded
+    model_loaded = Signal(object)  # messages.ModelLoaded
     load_failed = Signal(str)
-    engine_stopped = Signal(str)    # why, in words
+    engine_stopped = Signal(str)  # why, in words
 
-    def __init__(self, engine_factory: Callable[[], Engine] | None = None, trust_remote_code: bool = False,
-                 allow_pickle: bool = False, parent=None):
+    def __init__(
+        self,
+        engine_factory: Callable[[], Engine] | None = None,
+        trust_remote_code: bool = False,
+        allow_pickle: bool = False,
+        parent=None,
+    ):
         super().__init__(parent)
         self._engine_factory = engine_factory or (lambda: default_engine())
         self.trust_remote_code = trust_remote_code
@@ -53,9 +58,14 @@ class ModelController(QObject):
         """api_key: a server's key, held only in memory and sent only over the engine's private pipe."""
         if self.loading:
             return False
-        request = LoadModel(None if spec == EMBEDDED_SPEC else spec, dtype,
-                            trust_remote_code=self.trust_remote_code, allow_pickle=self.allow_pickle,
-                            api_key=api_key, server_timeout_s=server_timeout_s)
+        request = LoadModel(
+            None if spec == EMBEDDED_SPEC else spec,
+            dtype,
+            trust_remote_code=self.trust_remote_code,
+            allow_pickle=self.allow_pickle,
+            api_key=api_key,
+            server_timeout_s=server_timeout_s,
+        )
         if self.stopped_reason is not None:
             self._start_engine()
         self._last_load = request
@@ -90,19 +100,29 @@ class ModelController(QObject):
         facts, refusal = self.loaded.facts, self.loaded.lean_refusal
         if facts.get("remote"):
             served = facts["served_models"]
-            return (f"{facts['served_model']} · {facts['server_kind']} server ({facts['protocol']}) · "
-                    f"{facts['server_url']}", f"The server serves: {', '.join(served)}. Timings over the wire: a "
-                    "chunk is not a token; tokens are counted from the server's usage.")
+            return (
+                f"{facts['served_model']} · {facts['server_kind']} server ({facts['protocol']}) · "
+                f"{facts['server_url']}",
+                f"The server serves: {', '.join(served)}. Timings over the wire: a "
+                "chunk is not a token; tokens are counted from the server's usage.",
+            )
         lean = decode_loop == "lean" and refusal is None
         runtime = facts.get("runtime")
-        line = (f"{facts['model']} · {facts['parameters'] / 1e6:.0f}M params · {facts['dtype']} · "
-                f"{facts['weight_bytes'] / 1e6:.0f} MB weights · {facts['device']} · "
-                + (runtime or ("lean decode loop" if lean else "generate() loop"))
-                + (f" · {facts['precision_note']}" if facts.get("precision_note") else ""))
+        line = (
+            f"{facts['model']} · {facts['parameters'] / 1e6:.0f}M params · {facts['dtype']} · "
+            f"{facts['weight_bytes'] / 1e6:.0f} MB weights · {facts['device']} · "
+            + (runtime or ("lean decode loop" if lean else "generate() loop"))
+            + (f" · {facts['precision_note']}" if facts.get("precision_note") else "")
+        )
         if runtime:
-            return line, (f"Every decode step runs in {runtime}, straight from the GGUF's own blocks. "
-                          + ("generate() needs transformers' layers: pick float32, bfloat16, int8 or int4 for it."
-                             if decode_loop != "lean" else ""))
+            return line, (
+                f"Every decode step runs in {runtime}, straight from the GGUF's own blocks. "
+                + (
+                    "generate() needs transformers' layers: pick float32, bfloat16, int8 or int4 for it."
+                    if decode_loop != "lean"
+                    else ""
+                )
+            )
         return line, f"Falls back to generate(): {refusal}." if decode_loop == "lean" and refusal else ""
 
     def shutdown(self, wait_ms: int) -> bool:

@@ -18,8 +18,10 @@ from core.remote.connect import API_KEY_VARIABLE
 from core.remote.spec import PROTOCOLS, RemoteSpec, is_remote_spec
 from core.settings import SERVER_TIMEOUT
 
-EXAMPLES = ("llama.cpp: http://127.0.0.1:8080/v1 · vLLM: http://HOST:8000/v1 · Ollama: http://127.0.0.1:11434 · "
-            "LM Studio: http://127.0.0.1:1234/v1")
+EXAMPLES = (
+    "llama.cpp: http://127.0.0.1:8080/v1 · vLLM: http://HOST:8000/v1 · Ollama: http://127.0.0.1:11434 · "
+    "LM Studio: http://127.0.0.1:1234/v1"
+)
 
 
 class ServerDialog(QDialog):
@@ -32,16 +34,20 @@ class ServerDialog(QDialog):
         self.url.setPlaceholderText("http://127.0.0.1:8080/v1")
         self.protocol = QComboBox()
         self.protocol.addItems(PROTOCOLS)
-        self.protocol.setToolTip("openai: chat completions over SSE (vLLM, llama.cpp, LM Studio, SGLang, TGI, "
-                                 "Ollama's /v1). ollama: Ollama's native /api/chat, which reports its own durations. "
-                                 "auto: detect.")
+        self.protocol.setToolTip(
+            "openai: chat completions over SSE (vLLM, llama.cpp, LM Studio, SGLang, TGI, "
+            "Ollama's /v1). ollama: Ollama's native /api/chat, which reports its own durations. "
+            "auto: detect."
+        )
         self.served_model = QLineEdit()
         self.served_model.setPlaceholderText("the first model the server lists")
         self.key = QLineEdit()
         self.key.setEchoMode(QLineEdit.EchoMode.Password)
         self.key.setPlaceholderText(f"none, or ${API_KEY_VARIABLE}")
-        self.key.setToolTip("Kept in memory for this session only: never written to settings, chats, exports or "
-                            f"logs. To set it for every launch, export {API_KEY_VARIABLE}.")
+        self.key.setToolTip(
+            "Kept in memory for this session only: never written to settings, chats, exports or "
+            f"logs. To set it for every launch, export {API_KEY_VARIABLE}."
+        )
         self.timeout = QDoubleSpinBox()
         self.timeout.setRange(SERVER_TIMEOUT.low, SERVER_TIMEOUT.high)
         self.timeout.setSuffix(" s")
@@ -84,8 +90,9 @@ class ServerDialog(QDialog):
 
     def spec_text(self) -> str:
         spec = RemoteSpec.parse(self.url.text())
-        return spec.with_choice(model=self.served_model.text().strip() or None,
-                                protocol=self.protocol.currentText()).text()
+        return spec.with_choice(
+            model=self.served_model.text().strip() or None, protocol=self.protocol.currentText()
+        ).text()
 
     def api_key(self) -> str | None:
         return self.key.text().strip() or None

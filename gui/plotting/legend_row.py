@@ -33,8 +33,10 @@ class LegendRow(pg.LegendItem):
         """As many columns as fit in width (at least one): a narrow plot gets its legend in two rows
         instead of one cut off at the right."""
         # Two cells an entry (sample, label), each followed by the layout's spacing.
-        entries = [sample.boundingRect().width() + label.boundingRect().width() + 2 * self.layout.horizontalSpacing()
-                   for sample, label in self.items]
+        entries = [
+            sample.boundingRect().width() + label.boundingRect().width() + 2 * self.layout.horizontalSpacing()
+            for sample, label in self.items
+        ]
         columns = max(1, min(LEGEND_COLUMNS, len(entries)))
         while columns > 1 and _row_width(entries, columns) > width:
             columns -= 1

@@ -38,8 +38,14 @@ class PathCurve:
     callers pass y already transformed.
     """
 
-    def __init__(self, plot: pg.PlotWidget, color, legend_name: str | None = None,
-                 style: Qt.PenStyle = Qt.PenStyle.SolidLine, markers: bool = False):
+    def __init__(
+        self,
+        plot: pg.PlotWidget,
+        color,
+        legend_name: str | None = None,
+        style: Qt.PenStyle = Qt.PenStyle.SolidLine,
+        markers: bool = False,
+    ):
         pen = QPen(pg.mkColor(color))
         # Width 0 is Qt's one-pixel cosmetic line, its fastest. Wider lines go through the stroker
         # (about 1.6x the repaint), and with any width but 0 QGraphicsPathItem finds its bounding

@@ -8,8 +8,9 @@ from PySide6.QtWidgets import QGraphicsItem
 from gui.plotting.legend_row import add_legend_row
 
 
-def style_plot(plot: pg.PlotWidget, *, title: str, bottom: str, left: str, tooltip: str,
-               log_x: bool = False, log_y: bool = False) -> None:
+def style_plot(
+    plot: pg.PlotWidget, *, title: str, bottom: str, left: str, tooltip: str, log_x: bool = False, log_y: bool = False
+) -> None:
     plot.setBackground("w")
     plot.setTitle(title)
     plot.setLabel("bottom", bottom)

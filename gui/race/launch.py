@@ -15,9 +15,14 @@ def race_window(window) -> RaceWindow:
     if existing is not None:
         return existing
     panel = window.settings_panel
-    race = RaceWindow(window.models.client, window.budget_keeper, window,
-                      server_access=lambda: (panel.server_key, panel.server_timeout_s),
-                      trust_remote_code=window.models.trust_remote_code, allow_pickle=window.models.allow_pickle)
+    race = RaceWindow(
+        window.models.client,
+        window.budget_keeper,
+        window,
+        server_access=lambda: (panel.server_key, panel.server_timeout_s),
+        trust_remote_code=window.models.trust_remote_code,
+        allow_pickle=window.models.allow_pickle,
+    )
     window.race_window = race
     return race
 
@@ -44,8 +49,14 @@ def chat_side(window) -> RaceSide:
         settings = replace(panel.generation_settings(), prompt_cache=window.cache_toggle.isChecked())
     except InvalidSettingsError:
         settings = RaceSide("A").settings
-    return RaceSide("A", model=panel.model_spec(), dtype=panel.dtype(), streaming=window.streaming_toggle.isChecked(),
-                    settings=settings, server_timeout_s=panel.server_timeout_s)
+    return RaceSide(
+        "A",
+        model=panel.model_spec(),
+        dtype=panel.dtype(),
+        streaming=window.streaming_toggle.isChecked(),
+        settings=settings,
+        server_timeout_s=panel.server_timeout_s,
+    )
 
 
 def _last_question(window) -> str:

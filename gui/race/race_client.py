@@ -10,9 +10,9 @@ from core.race.config import RaceConfig
 
 class RaceClient(QObject):
     progressed = Signal(str)
-    started = Signal(str, object)     # "A", "B" or "AB" (live), and its request start (perf_counter_ns, past 32 bits)
+    started = Signal(str, object)  # "A", "B" or "AB" (live), and its request start (perf_counter_ns, past 32 bits)
     event_arrived = Signal(str, object)  # side, a core.timing.events event
-    finished = Signal(str)            # the race file's JSON text (core/race/document.py)
+    finished = Signal(str)  # the race file's JSON text (core/race/document.py)
     failed = Signal(str)
 
     def __init__(self, client, parent=None):
@@ -23,8 +23,13 @@ class RaceClient(QObject):
         client.race_arrived.connect(self._on_arrived)
         client.engine_stopped.connect(self._on_engine_stopped)
 
-    def run(self, config: RaceConfig, api_key: str | None = None, trust_remote_code: bool = False,
-            allow_pickle: bool = False) -> bool:
+    def run(
+        self,
+        config: RaceConfig,
+        api_key: str | None = None,
+        trust_remote_code: bool = False,
+        allow_pickle: bool = False,
+    ) -> bool:
         """False, with failed emitted, when the engine cannot take it now."""
         if self.running:
             return False

@@ -81,8 +81,10 @@ class RacePane(QWidget):
         """Empty the pane for a run: clock_word ('PLAYBACK', 'LIVE') is put in every plot's title."""
         self.streaming = streaming
         color = SIDE_COLORS[self.name]
-        self.header.setText(f"<b style='color:{color}; font-size:15px'>{self.name}</b> "
-                            f"<b>({label})</b> <span style='color:#555'>{summary}</span>")
+        self.header.setText(
+            f"<b style='color:{color}; font-size:15px'>{self.name}</b> "
+            f"<b>({label})</b> <span style='color:#555'>{summary}</span>"
+        )
         self.state_label.setText("waiting for Send")
         self.budget_label.setText("")
         self.show_notes(())

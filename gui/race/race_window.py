@@ -43,28 +43,48 @@ from gui.race.verdict_view import VerdictView
 FRAME_INTERVAL_MS = 33  # as the chat's live reply: about 30 frames a second
 STATUS_INTERVAL_NS = 250_000_000  # while measuring, the status line changes at most 4 times a second
 DEFAULT_PROMPT = "Explain in a few sentences why streaming makes a chatbot feel faster."
-MODES = ((EACH_ALONE, "A, then B, each alone; then both played back from Send"),
-         (LIVE, "Live: A and B at the same time (they share the CPU)"))
+MODES = (
+    (EACH_ALONE, "A, then B, each alone; then both played back from Send"),
+    (LIVE, "Live: A and B at the same time (they share the CPU)"),
+)
 BANNERS = {
-    "idle": ("#e8eaed", "#202124", "RACE: one prompt, two configurations. By default A runs alone, then B, and both "
-                                   "are played back from Send on one clock."),
-    "measuring": ("#e8eaed", "#202124", "MEASURING: A runs alone, then B. The panes stay still meanwhile, so the "
-                                        "window takes no CPU from the replies."),
+    "idle": (
+        "#e8eaed",
+        "#202124",
+        "RACE: one prompt, two configurations. By default A runs alone, then B, and both "
+        "are played back from Send on one clock.",
+    ),
+    "measuring": (
+        "#e8eaed",
+        "#202124",
+        "MEASURING: A runs alone, then B. The panes stay still meanwhile, so the window takes no CPU from the replies.",
+    ),
     "playback": ("#fde293", "#5f3b00", "PLAYBACK of measured runs: {mode}. Nothing is being generated now."),
-    "live": ("#f6aea9", "#5c0b08", "LIVE: A and B are running now, at the same time. On one machine they share the "
-                                   "CPU, so each may be slower than alone."),
-    "stopped": ("#e8eaed", "#b00020", "NO VERDICT: the race was stopped midway, or a side could not run. What ran is "
-                                      "shown as it was measured."),
-    "live_done": ("#f6aea9", "#5c0b08", "LIVE race, finished: A and B ran at the same time, sharing the CPU. "
-                                        "Play again replays it (as a playback)."),
+    "live": (
+        "#f6aea9",
+        "#5c0b08",
+        "LIVE: A and B are running now, at the same time. On one machine they share the "
+        "CPU, so each may be slower than alone.",
+    ),
+    "stopped": (
+        "#e8eaed",
+        "#b00020",
+        "NO VERDICT: the race was stopped midway, or a side could not run. What ran is shown as it was measured.",
+    ),
+    "live_done": (
+        "#f6aea9",
+        "#5c0b08",
+        "LIVE race, finished: A and B ran at the same time, sharing the CPU. Play again replays it (as a playback).",
+    ),
 }
 
 
 class RaceWindow(QDialog):
     race_shown = Signal(object)  # RaceRecord, once its panes show the whole race and the verdict
 
-    def __init__(self, client, budget_keeper, parent=None, server_access=None, trust_remote_code=False,
-                 allow_pickle=False):
+    def __init__(
+        self, client, budget_keeper, parent=None, server_access=None, trust_remote_code=False, allow_pickle=False
+    ):
         super().__init__(parent)
         self.setWindowTitle("Race — Latency Lab")
         self.budget_keeper = budget_keeper
@@ -90,8 +110,10 @@ class RaceWindow(QDialog):
         self.prompt_box = QLineEdit(DEFAULT_PROMPT)
         self.prompt_box.setObjectName("race_prompt")
         self.history_check = QCheckBox("after this chat's history")
-        self.history_check.setToolTip("Both sides get the open chat's turns before the prompt, so a side with the "
-                                      "prompt cache on reuses them, as in a running chat.")
+        self.history_check.setToolTip(
+            "Both sides get the open chat's turns before the prompt, so a side with the "
+            "prompt cache on reuses them, as in a running chat."
+        )
         self.mode_box = QComboBox()
         for mode, words in MODES:
             self.mode_box.addItem(words, mode)
@@ -165,8 +187,14 @@ class RaceWindow(QDialog):
 
     # -- setting up a race ----------------------------------------------------------------------
 
-    def set_up(self, a: RaceSide, b: RaceSide, prompt: str | None = None,
-               history: tuple[tuple[str, str], ...] = (), system_prompt: str = "") -> None:
+    def set_up(
+        self,
+        a: RaceSide,
+        b: RaceSide,
+        prompt: str | None = None,
+        history: tuple[tuple[str, str], ...] = (),
+        system_prompt: str = "",
+    ) -> None:
         self.form_a.set_side(a)
         self.form_b.set_side(b)
         for form in (self.form_a, self.form_b):
@@ -176,8 +204,9 @@ class RaceWindow(QDialog):
         self.history, self.system_prompt = history, system_prompt
         turns = len(history)
         self.history_check.setEnabled(bool(turns))
-        self.history_check.setText(f"after this chat's {turns} messages" if turns else "after this chat's history "
-                                   "(none yet)")
+        self.history_check.setText(
+            f"after this chat's {turns} messages" if turns else "after this chat's history (none yet)"
+        )
         self.history_check.setChecked(False)
         self.prompt_box.setFocus()
 
@@ -186,8 +215,15 @@ class RaceWindow(QDialog):
         _, timeout = self.server_access()
         live = self.mode_box.currentData() == LIVE
         history = self.history if self.history_check.isChecked() else ()
-        return RaceConfig(self.prompt_box.text(), self.form_a.side(timeout), self.form_b.side(timeout), live=live,
-                          system_prompt=self.system_prompt, history=history, budget=self.budget_keeper.budget)
+        return RaceConfig(
+            self.prompt_box.text(),
+            self.form_a.side(timeout),
+            self.form_b.side(timeout),
+            live=live,
+            system_prompt=self.system_prompt,
+            history=history,
+            budget=self.budget_keeper.budget,
+        )
 
     # -- actions --------------------------------------------------------------------------------
 
@@ -218,8 +254,9 @@ class RaceWindow(QDialog):
         self.record, self.document_text = None, None
         self._counts = {"A": 0, "B": 0}
         self._live_start_ns = None
-        self.verdict.show_note("Running… the verdict appears once both sides have run" +
-                               ("." if config.live else " and been played back."))
+        self.verdict.show_note(
+            "Running… the verdict appears once both sides have run" + ("." if config.live else " and been played back.")
+        )
         if self.races.run(config, key, *self._trust):
             self._set_state("live" if config.live else "measuring")
             self.stop_button.setFocus()  # the focused prompt is disabled now; Enter or Space then stops
@@ -360,8 +397,12 @@ class RaceWindow(QDialog):
         now_s = (time.perf_counter_ns() - start) / 1e9
         for pane in (self.pane_a, self.pane_b):
             pane.advance(now_s)
-        if self.state == "playback" and self.pane_a.done and self.pane_b.done and \
-                now_s >= max(self.pane_a.end_s, self.pane_b.end_s):
+        if (
+            self.state == "playback"
+            and self.pane_a.done
+            and self.pane_b.done
+            and now_s >= max(self.pane_a.end_s, self.pane_b.end_s)
+        ):
             self.frame_timer.stop()
             self._show_verdict(self.record)
             self.race_shown.emit(self.record)
@@ -394,8 +435,10 @@ class RaceWindow(QDialog):
             if side.trace is None:
                 continue
             metrics = side.trace.metrics()
-            pane.show_state(f"{side.state}: TTFT {_ms(metrics.ttft_s)}, TPOT {_ms(metrics.tpot_s)}, "
-                            f"E2E {_ms(metrics.e2e_s)}, {side.trace.output_tokens} tokens")
+            pane.show_state(
+                f"{side.state}: TTFT {_ms(metrics.ttft_s)}, TPOT {_ms(metrics.tpot_s)}, "
+                f"E2E {_ms(metrics.e2e_s)}, {side.trace.output_tokens} tokens"
+            )
             pane.show_budget(judge(side.trace, side.streaming, budget))
             pane.show_notes(side.notes)
         # One character scale for both staircases, so the taller one is the longer reply, not a different axis.

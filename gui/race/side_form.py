@@ -35,18 +35,26 @@ class SideForm(QGroupBox):
         self.model_box.addItem(EMBEDDED_SPEC)
         self.model_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.model_box.setMinimumContentsLength(14)
-        self.model_box.setToolTip("'embedded', a .gguf file, a model folder, a Hugging Face id on this machine, or a "
-                                  "server's URL (http://127.0.0.1:8080/v1); a server's key is the chat's (Server…).")
+        self.model_box.setToolTip(
+            "'embedded', a .gguf file, a model folder, a Hugging Face id on this machine, or a "
+            "server's URL (http://127.0.0.1:8080/v1); a server's key is the chat's (Server…)."
+        )
         self.dtype_box = QComboBox()
         self.dtype_box.addItems(DTYPE_CHOICES)
         self.streaming = QCheckBox("Streaming")
         self.streaming.setToolTip("On: text appears token by token, after TTFT. Off: all at once, after E2E.")
         self.prompt_cache = QCheckBox("Prompt cache")
-        self.prompt_cache.setToolTip("On: the shared history (when the race includes one) is reused from the cache; "
-                                     "only the new turn is prefilled.")
+        self.prompt_cache.setToolTip(
+            "On: the shared history (when the race includes one) is reused from the cache; "
+            "only the new turn is prefilled."
+        )
         fields = sampling_fields()
         self.max_new_tokens, self.temperature, self.top_p, self.seed = (
-            fields.max_new_tokens, fields.temperature, fields.top_p, fields.seed)
+            fields.max_new_tokens,
+            fields.temperature,
+            fields.top_p,
+            fields.seed,
+        )
         grid = QGridLayout(self)
         grid.setContentsMargins(6, 4, 6, 4)
         grid.setVerticalSpacing(2)
@@ -67,17 +75,30 @@ class SideForm(QGroupBox):
         grid.addWidget(QLabel("seed"), 1, 4)
         grid.addWidget(self.seed, 1, 5)
         self.model_box.currentTextChanged.connect(self._on_model_changed)
-        for signal in (self.model_box.currentTextChanged, self.dtype_box.currentTextChanged, self.streaming.toggled,
-                       self.prompt_cache.toggled, self.max_new_tokens.valueChanged, self.temperature.valueChanged,
-                       self.top_p.valueChanged, self.seed.textChanged):
+        for signal in (
+            self.model_box.currentTextChanged,
+            self.dtype_box.currentTextChanged,
+            self.streaming.toggled,
+            self.prompt_cache.toggled,
+            self.max_new_tokens.valueChanged,
+            self.temperature.valueChanged,
+            self.top_p.valueChanged,
+            self.seed.textChanged,
+        ):
             signal.connect(self.changed)
         self.set_side(RaceSide(name))
 
     def side(self, server_timeout_s: float | None = None) -> RaceSide:
         model = self.model_box.currentText().strip() or EMBEDDED_SPEC
-        values = {"model": model, "streaming": self.streaming.isChecked(),
-                  "prompt_cache": self.prompt_cache.isChecked(), "max_new_tokens": self.max_new_tokens.value(),
-                  "temperature": self.temperature.value(), "top_p": self.top_p.value(), "seed": self.seed.value()}
+        values = {
+            "model": model,
+            "streaming": self.streaming.isChecked(),
+            "prompt_cache": self.prompt_cache.isChecked(),
+            "max_new_tokens": self.max_new_tokens.value(),
+            "temperature": self.temperature.value(),
+            "top_p": self.top_p.value(),
+            "seed": self.seed.value(),
+        }
         if not is_remote_spec(model):  # a server is given no dtype: it runs its own
             values["dtype"] = self.dtype_box.currentText()
         base = RaceSide(self.name, server_timeout_s=server_timeout_s)

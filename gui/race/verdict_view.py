@@ -17,8 +17,12 @@ from gui.race.side_form import SIDE_COLORS
 ROWS = (
     ("text appeared", "first_text_s", "When text first appeared after Send: TTFT when streaming, E2E when not."),
     ("finished", "finished_s", "When the last token arrived: E2E."),
-    ("reader waited", "reader_wait_s", f"Time a {READING_WPM} wpm reader had read everything shown and waited for "
-                                       "more, from the first text to the last."),
+    (
+        "reader waited",
+        "reader_wait_s",
+        f"Time a {READING_WPM} wpm reader had read everything shown and waited for "
+        "more, from the first text to the last.",
+    ),
     ("TTFT", "ttft_s", "Time to first token, as vLLM defines it."),
     ("TPOT", "tpot_s", "(E2E − TTFT) / (N − 1)."),
     ("E2E", "e2e_s", "Send to the last token."),
@@ -56,8 +60,10 @@ class VerdictView(QWidget):
 
     def show_record(self, record: RaceRecord, budget) -> None:
         """The verdict when there is one, else why not; the table of whatever ran, judged against budget."""
-        facts = [side_facts(side.name, side.label, side.trace, side.streaming, budget) if side.trace else None
-                 for side in record.sides]
+        facts = [
+            side_facts(side.name, side.label, side.trace, side.streaming, budget) if side.trace else None
+            for side in record.sides
+        ]
         verdict = record.verdict
         self.sentence = verdict.sentence if verdict else ""
         if verdict:
@@ -65,8 +71,10 @@ class VerdictView(QWidget):
         else:
             head = f"<p style='font-size:15px; color:{OVER_COLOR}'><b>No verdict: {html.escape(record.status)}.</b></p>"
         marks = [judge(side.trace, side.streaming, budget) for side in record.sides if side.trace]
-        foot = (f"<p style='color:#333'>Budget ({html.escape(budget_words(budget))}): <b>{tally_line(marks)}</b>. "
-                f"Mode: {html.escape(record.mode)}.</p>")
+        foot = (
+            f"<p style='color:#333'>Budget ({html.escape(budget_words(budget))}): <b>{tally_line(marks)}</b>. "
+            f"Mode: {html.escape(record.mode)}.</p>"
+        )
         self.words.setText(head + foot)
         self.table.setText(self._table(record, facts))
         # Room for the table's nine rows: word-wrapped labels do not claim their height themselves.
@@ -74,14 +82,17 @@ class VerdictView(QWidget):
 
     @staticmethod
     def _table(record: RaceRecord, facts: list[SideFacts | None]) -> str:
-        cells = "".join(f"<th style='color:{SIDE_COLORS[side.name]}; padding:0 12px'>{side.name} "
-                        f"({html.escape(side.label)})</th>" for side in record.sides)
+        cells = "".join(
+            f"<th style='color:{SIDE_COLORS[side.name]}; padding:0 12px'>{side.name} ({html.escape(side.label)})</th>"
+            for side in record.sides
+        )
         rows = [f"<tr><th></th>{cells}</tr>"]
         for title, field, tooltip in ROWS:
             values = "".join(f"<td align='right' style='padding:0 12px'>{_value(fact, field)}</td>" for fact in facts)
             rows.append(f"<tr><td title='{html.escape(tooltip)}'>{title}</td>{values}</tr>")
-        tokens = "".join(f"<td align='right' style='padding:0 12px'>{fact.output_tokens if fact else '—'}</td>"
-                         for fact in facts)
+        tokens = "".join(
+            f"<td align='right' style='padding:0 12px'>{fact.output_tokens if fact else '—'}</td>" for fact in facts
+        )
         rows.append(f"<tr><td>tokens</td>{tokens}</tr>")
         budget = "".join(f"<td align='right' style='padding:0 12px'>{_budget(fact)}</td>" for fact in facts)
         rows.append(f"<tr><td>budget</td>{budget}</tr>")
@@ -104,5 +115,8 @@ def _value(fact: SideFacts | None, field: str) -> str:
 def _budget(fact: SideFacts | None) -> str:
     if fact is None or fact.within_budget is None:
         return "—"
-    return (f"<b style='color:{WITHIN_COLOR}'>within</b>" if fact.within_budget
-            else f"<b style='color:{OVER_COLOR}'>over</b>")
+    return (
+        f"<b style='color:{WITHIN_COLOR}'>within</b>"
+        if fact.within_budget
+        else f"<b style='color:{OVER_COLOR}'>over</b>"
+    )

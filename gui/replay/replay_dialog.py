@@ -39,14 +39,24 @@ class ReplayDialog(QDialog):
         self.reply_box = QComboBox()
         for index, reply in enumerate(replies):
             self.reply_box.addItem(f"reply {index + 1}: {len(reply.texts)} tokens")
-        self.ttft_slider = self._slider(0, 20_000, "TTFT for this replay (ms): token 0 appears this long after Play. "
-                                        "TTFT = first token's stamp − request start (vLLM).")
-        self.tpot_slider = self._slider(1, 1_000, "TPOT for this replay (ms): later gaps are scaled so that "
-                                        "(E2E − TTFT) / (N − 1) equals it, keeping the reply's own rhythm.")
+        self.ttft_slider = self._slider(
+            0,
+            20_000,
+            "TTFT for this replay (ms): token 0 appears this long after Play. "
+            "TTFT = first token's stamp − request start (vLLM).",
+        )
+        self.tpot_slider = self._slider(
+            1,
+            1_000,
+            "TPOT for this replay (ms): later gaps are scaled so that "
+            "(E2E − TTFT) / (N − 1) equals it, keeping the reply's own rhythm.",
+        )
         self.ttft_label, self.tpot_label = QLabel(), QLabel()
         self.prompt_label = QLabel()
-        self.prompt_label.setToolTip("The recorded reply's prompt, and how much of it came from the prompt cache: "
-                                     "its TTFT followed the prefilled rest.")
+        self.prompt_label.setToolTip(
+            "The recorded reply's prompt, and how much of it came from the prompt cache: "
+            "its TTFT followed the prefilled rest."
+        )
         self.play_button, self.stop_button = QPushButton("Play"), QPushButton("Stop")
         self.streaming_toggle = QCheckBox("Streaming")
         self.streaming_toggle.setChecked(True)
@@ -63,8 +73,10 @@ class ReplayDialog(QDialog):
         form = QFormLayout()
         form.addRow("Reply", self.reply_box)
         form.addRow("Prompt", self.prompt_label)
-        for label, slider, value in (("TTFT", self.ttft_slider, self.ttft_label),
-                                     ("TPOT", self.tpot_slider, self.tpot_label)):
+        for label, slider, value in (
+            ("TTFT", self.ttft_slider, self.ttft_label),
+            ("TPOT", self.tpot_slider, self.tpot_label),
+        ):
             row = QHBoxLayout()
             row.addWidget(slider, stretch=1)
             row.addWidget(value)
@@ -123,8 +135,9 @@ class ReplayDialog(QDialog):
     def _show_slider_values(self) -> None:
         self.ttft_label.setText(f"{self.ttft_slider.value()} ms (recorded {self.reply.ttft_s * 1000:.0f})")
         recorded = self.reply.tpot_s
-        self.tpot_label.setText(f"{self.tpot_slider.value()} ms (recorded "
-                                f"{'—' if recorded is None else f'{recorded * 1000:.1f}'})")
+        self.tpot_label.setText(
+            f"{self.tpot_slider.value()} ms (recorded {'—' if recorded is None else f'{recorded * 1000:.1f}'})"
+        )
 
     @Slot()
     def play(self) -> None:
@@ -182,8 +195,10 @@ class ReplayDialog(QDialog):
         if self._shown == len(self._schedule):
             self.stop()
             self.plot.settle()
-            self.status.setText(f"replayed {len(self._schedule)} tokens: TTFT {self._schedule[0] * 1000:.0f} ms, "
-                                f"E2E {self._schedule[-1] * 1000:.0f} ms")
+            self.status.setText(
+                f"replayed {len(self._schedule)} tokens: TTFT {self._schedule[0] * 1000:.0f} ms, "
+                f"E2E {self._schedule[-1] * 1000:.0f} ms"
+            )
 
     def closeEvent(self, event) -> None:  # noqa: N802 - Qt's name
         self.stop()

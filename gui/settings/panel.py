@@ -40,37 +40,50 @@ class SettingsPanel(QWidget):
         self.model_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.model_box.setMinimumContentsLength(16)
         self.model_box.addItem(EMBEDDED_CHOICE)
-        self.model_box.setToolTip("'embedded' is SmolLM2-135M-Instruct shipped with the app. Or type a Hugging Face "
-                                  "id already on this machine, pick a local folder or .gguf file, or a server's URL "
-                                  "(Server…).")
+        self.model_box.setToolTip(
+            "'embedded' is SmolLM2-135M-Instruct shipped with the app. Or type a Hugging Face "
+            "id already on this machine, pick a local folder or .gguf file, or a server's URL "
+            "(Server…)."
+        )
         self.browse_button = QPushButton("Folder…")
         self.server_button = QPushButton("Server…")
-        self.server_button.setToolTip("Measure a model served elsewhere: vLLM, llama.cpp's server, Ollama, LM Studio or "
-                                      "any OpenAI-compatible endpoint.")
+        self.server_button.setToolTip(
+            "Measure a model served elsewhere: vLLM, llama.cpp's server, Ollama, LM Studio or "
+            "any OpenAI-compatible endpoint."
+        )
         # A server's key and timeout for this session: in memory only, never saved.
         self.server_key: str | None = None
         self.server_timeout_s: float | None = None
-        self.browse_button.setToolTip("Pick a local model folder (config.json + safetensors, or one or more .gguf "
-                                      "files: with several, you choose which)")
+        self.browse_button.setToolTip(
+            "Pick a local model folder (config.json + safetensors, or one or more .gguf "
+            "files: with several, you choose which)"
+        )
         self.load_button = QPushButton("Load")
         self.dtype_box = QComboBox()
         self.dtype_box.addItems(DTYPE_CHOICES)
-        self.dtype_box.setToolTip("Weight precision. native runs a GGUF in its own quant types (Q4_K_M, Q8_0, ...). "
-                                  "Decode reads every weight once per token, so fewer bytes per weight means more "
-                                  "tokens per second.")
+        self.dtype_box.setToolTip(
+            "Weight precision. native runs a GGUF in its own quant types (Q4_K_M, Q8_0, ...). "
+            "Decode reads every weight once per token, so fewer bytes per weight means more "
+            "tokens per second."
+        )
         self.system_prompt = QPlainTextEdit()
         self.system_prompt.setPlaceholderText("System prompt (optional)")
         self.system_prompt.setMaximumHeight(54)
         fields = sampling_fields()
         self.max_new_tokens, self.temperature, self.top_p, self.seed = (
-            fields.max_new_tokens, fields.temperature, fields.top_p, fields.seed)
+            fields.max_new_tokens,
+            fields.temperature,
+            fields.top_p,
+            fields.seed,
+        )
         self.decode_loop_box = QComboBox()
         self.decode_loop_box.addItems(DECODE_LOOP_CHOICES)
         self.decode_loop_box.setToolTip(
             "lean: Latency Lab's own decode loop (Llama, Qwen, Mistral, Phi-3 and Gemma models; others fall "
             "back to generate), "
             "same tokens with less Python per step. generate: transformers' model.generate. "
-            "Switch to see how much of TPOT is framework overhead rather than reading weights.")
+            "Switch to see how much of TPOT is framework overhead rather than reading weights."
+        )
         self.load_progress = QProgressBar()
         self.load_progress.setRange(0, 1000)
         self.load_progress.setVisible(False)
@@ -86,9 +99,10 @@ class SettingsPanel(QWidget):
         # Two short rows, not one long one: in one row they set the window's minimum width above
         # 90% of a 1400-pixel screen.
         sampling_row, seed_row = QHBoxLayout(), QHBoxLayout()
-        for row, fields in ((sampling_row, (("max new", self.max_new_tokens), ("temp", self.temperature),
-                                            ("top-p", self.top_p))),
-                            (seed_row, (("seed", self.seed), ("loop", self.decode_loop_box)))):
+        for row, fields in (
+            (sampling_row, (("max new", self.max_new_tokens), ("temp", self.temperature), ("top-p", self.top_p))),
+            (seed_row, (("seed", self.seed), ("loop", self.decode_loop_box))),
+        ):
             for label, widget in fields:
                 row.addWidget(QLabel(label))
                 row.addWidget(widget)
@@ -123,7 +137,8 @@ class SettingsPanel(QWidget):
         self.top_p.setValue(settings.top_p)
         self.seed.setValue(settings.seed)
         self.decode_loop_box.setCurrentText(
-            settings.decode_loop if settings.decode_loop in DECODE_LOOP_CHOICES else DECODE_LOOP.default)
+            settings.decode_loop if settings.decode_loop in DECODE_LOOP_CHOICES else DECODE_LOOP.default
+        )
 
     def model_spec(self) -> str:
         return self.model_box.currentText().strip() or EMBEDDED_CHOICE
@@ -143,11 +158,18 @@ class SettingsPanel(QWidget):
         )
 
     def collect(self, streaming: bool, prompt_cache: bool = True) -> WindowSettings:
-        return WindowSettings(prompt_cache=prompt_cache,
-            model_spec=self.model_spec(), dtype=self.dtype(), system_prompt=self.system_prompt.toPlainText(),
-            max_new_tokens=self.max_new_tokens.value(), temperature=self.temperature.value(),
-            top_p=self.top_p.value(), seed=self.seed.value(), streaming=streaming,
-            decode_loop=self.decode_loop_box.currentText(), dtype_chosen=self._dtype_chosen,
+        return WindowSettings(
+            prompt_cache=prompt_cache,
+            model_spec=self.model_spec(),
+            dtype=self.dtype(),
+            system_prompt=self.system_prompt.toPlainText(),
+            max_new_tokens=self.max_new_tokens.value(),
+            temperature=self.temperature.value(),
+            top_p=self.top_p.value(),
+            seed=self.seed.value(),
+            streaming=streaming,
+            decode_loop=self.decode_loop_box.currentText(),
+            dtype_chosen=self._dtype_chosen,
         )
 
     @Slot()
@@ -209,8 +231,9 @@ class SettingsPanel(QWidget):
         ggufs = sorted(path.name for path in folder.glob("*.gguf")) if not (folder / "config.json").is_file() else []
         if len(ggufs) < 2:
             return str(folder), True
-        name, chosen = QInputDialog.getItem(self, "Choose a GGUF file", f"{folder.name} holds {len(ggufs)} GGUF files:",
-                                            ggufs, 0, False)
+        name, chosen = QInputDialog.getItem(
+            self, "Choose a GGUF file", f"{folder.name} holds {len(ggufs)} GGUF files:", ggufs, 0, False
+        )
         return (str(folder / name), True) if chosen else (str(folder), False)
 
     @Slot()

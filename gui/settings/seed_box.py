@@ -25,8 +25,10 @@ class SeedBox(QLineEdit):
         self.setPlaceholderText("random")
         self.setValidator(_SeedValidator(self))
         self.setMaximumWidth(110)
-        self.setToolTip(f"Fixed seed for sampling, {int(SEED.low)} to {int(SEED.high):,}; empty for a random one. "
-                        "Greedy decoding (temperature 0) does not use it.")
+        self.setToolTip(
+            f"Fixed seed for sampling, {int(SEED.low)} to {int(SEED.high):,}; empty for a random one. "
+            "Greedy decoding (temperature 0) does not use it."
+        )
 
     def value(self) -> int | None:
         text = self.text().strip()

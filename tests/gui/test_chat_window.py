@@ -48,7 +48,7 @@ def test_streaming_reply_grows_token_by_token_and_cards_equal_core_metrics(qtbot
     markers = plot.marker_item.getData()
     assert plot.marker_count() == len(itl_ms) == len(markers[0])
     assert list(markers[0]) == list(range(1, trace.output_tokens))
-    assert [10 ** y for y in markers[1]] == pytest.approx(itl_ms, rel=1e-9)
+    assert [10**y for y in markers[1]] == pytest.approx(itl_ms, rel=1e-9)
     metrics = trace.metrics()
     cards = window.meter.cards.cards
     assert cards["ttft"].value == metrics.ttft_s and cards["tpot"].value == metrics.tpot_s
@@ -65,8 +65,9 @@ def test_streaming_reply_grows_token_by_token_and_cards_equal_core_metrics(qtbot
 def test_non_streaming_reply_appears_at_once_with_a_live_indicator(qtbot, window):
     window.streaming_toggle.setChecked(False)
     indicator_texts = []
-    window.frame_timer.timeout.connect(lambda: indicator_texts.append(
-        (window.indicator.isVisible(), window.indicator.text())))
+    window.frame_timer.timeout.connect(
+        lambda: indicator_texts.append((window.indicator.isVisible(), window.indicator.text()))
+    )
     seen_while_generating = []
     window.replies.token_received.connect(lambda _: seen_while_generating.append(window.transcript.toPlainText()))
     trace = ask(qtbot, window, "Name two planets.", max_new_tokens=20)
@@ -217,7 +218,10 @@ def test_exports_hold_the_chat_traces(qtbot, window, tmp_path):
     assert document["replies"][0]["waterfall"]["segments"][0]["name"] == "prepare"
     assert str(tmp_path) not in (tmp_path / "t.json").read_text(encoding="utf-8")
     rows = [line for line in (tmp_path / "t.csv").read_text(encoding="utf-8").splitlines() if not line.startswith("#")]
-    assert rows[0] == "turn,index,token_id,text,t_s,interval_s,delivery_s,chunk,reasoning" and len(rows) >= trace.output_tokens + 1
+    assert (
+        rows[0] == "turn,index,token_id,text,t_s,interval_s,delivery_s,chunk,reasoning"
+        and len(rows) >= trace.output_tokens + 1
+    )
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -45,14 +45,16 @@ def ask(qtbot, window, text, max_new_tokens=12):
 
 
 def in_process_reply(loaded, text, max_new_tokens=12):
-    generation, _ = prepare_reply(loaded, ReplyRequest("", (Message("user", text),),
-                                                       GenerationSettings(max_new_tokens=max_new_tokens)))
+    generation, _ = prepare_reply(
+        loaded, ReplyRequest("", (Message("user", text),), GenerationSettings(max_new_tokens=max_new_tokens))
+    )
     return generation.run_to_end()
 
 
 @pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "not-streaming"])
-def test_a_reply_through_the_engine_process_is_the_in_process_greedy_reply(qtbot, engine_window, embedded_model,
-                                                                           streaming):
+def test_a_reply_through_the_engine_process_is_the_in_process_greedy_reply(
+    qtbot, engine_window, embedded_model, streaming
+):
     engine_window.streaming_toggle.setChecked(streaming)
     trace = ask(qtbot, engine_window, "Name three colours.")
     expected = in_process_reply(embedded_model, "Name three colours.")
@@ -119,10 +121,21 @@ def test_killing_the_engine_mid_reply_keeps_the_window_and_the_chat_and_the_next
 
 
 def test_the_window_process_never_imports_torch_and_its_death_ends_the_engine(tmp_path):
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HF_HUB_OFFLINE": "1",
-           "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
-    app = subprocess.Popen([sys.executable, str(DRIVER), "engine-report"], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    env = {
+        **os.environ,
+        "QT_QPA_PLATFORM": "offscreen",
+        "HF_HUB_OFFLINE": "1",
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+    }
+    app = subprocess.Popen(
+        [sys.executable, str(DRIVER), "engine-report"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=REPO,
+    )
     try:
         lines = {}
         for line in app.stdout:

@@ -7,17 +7,36 @@ from gui.settings.store import WindowSettings, load_window_settings, save_window
 
 
 def test_generation_flags_given_at_launch_win_over_saved_settings(qtbot):
-    save_window_settings(WindowSettings(dtype="int4", dtype_chosen=True, temperature=0.2, max_new_tokens=99, seed=11,
-                                        decode_loop="lean"))
-    args = build_parser().parse_args(["--temperature", "0.7", "--max-new-tokens", "50", "--seed", "3",
-                                      "--decode-loop", "generate", "--device", "cpu", "--dtype", "float32"])
+    save_window_settings(
+        WindowSettings(dtype="int4", dtype_chosen=True, temperature=0.2, max_new_tokens=99, seed=11, decode_loop="lean")
+    )
+    args = build_parser().parse_args(
+        [
+            "--temperature",
+            "0.7",
+            "--max-new-tokens",
+            "50",
+            "--seed",
+            "3",
+            "--decode-loop",
+            "generate",
+            "--device",
+            "cpu",
+            "--dtype",
+            "float32",
+        ]
+    )
     window = MainWindow(overrides=window_overrides(given_flags(args)))
     qtbot.addWidget(window)
     panel = window.settings_panel
     try:
         settings = panel.generation_settings()
         assert (settings.temperature, settings.max_new_tokens, settings.seed, settings.decode_loop) == (
-            0.7, 50, 3, "generate")
+            0.7,
+            50,
+            3,
+            "generate",
+        )
         assert panel.dtype() == "float32"  # an explicit float32 overrides a saved int4
     finally:
         window.close()

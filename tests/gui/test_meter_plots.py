@@ -10,8 +10,14 @@ pytestmark = pytest.mark.plots
 
 
 def test_decades_are_labelled_in_human_units():
-    assert [decade_label(power) for power in (-1, 0, 1, 2, 3, 4)] == ["100 µs", "1 ms", "10 ms", "100 ms",
-                                                                      "1 s", "10 s"]
+    assert [decade_label(power) for power in (-1, 0, 1, 2, 3, 4)] == [
+        "100 µs",
+        "1 ms",
+        "10 ms",
+        "100 ms",
+        "1 s",
+        "10 s",
+    ]
 
 
 def test_log_axis_shows_the_decades_around_the_data_and_one_cross_per_gap(qtbot):
@@ -29,7 +35,7 @@ def test_log_axis_shows_the_decades_around_the_data_and_one_cross_per_gap(qtbot)
     low, high = plot.getViewBox().viewRange()[1]
     assert low < 0 < math.log10(3.2) and math.log10(850) < 3 < high
     x, y = plot.marker_item.getData()
-    assert list(x) == [1, 2, 3, 4] and [10 ** value for value in y] == pytest.approx(gaps)
+    assert list(x) == [1, 2, 3, 4] and [10**value for value in y] == pytest.approx(gaps)
     # Four segment pairs (a '+') per gap.
     assert plot.marker_item.drawn_elements() == 4 * len(gaps)
 

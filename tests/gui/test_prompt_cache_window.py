@@ -35,11 +35,15 @@ def test_a_chat_reuses_its_history_and_every_view_says_so(qtbot, window, tmp_pat
     waterfall = window.meter.waterfall
     names = [segment.name for segment in waterfall.segments]
     assert names[:4] == ["prepare", "queue", "cache", "prefill"]
-    assert waterfall.token_notes == {"cache": f"{second.cached_tokens:,} tokens cached",
-                                     "prefill": f"{second.prefilled_tokens:,} tokens prefilled"}
+    assert waterfall.token_notes == {
+        "cache": f"{second.cached_tokens:,} tokens cached",
+        "prefill": f"{second.prefilled_tokens:,} tokens prefilled",
+    }
     rows = window.meter.cache_map.rows
     assert [(row.prompt_tokens, row.cached_tokens) for row in rows] == [
-        (first.prompt_tokens, first.cached_tokens), (second.prompt_tokens, second.cached_tokens)]
+        (first.prompt_tokens, first.cached_tokens),
+        (second.prompt_tokens, second.cached_tokens),
+    ]
     # The model is loaded once per test session: an earlier test's chat may have left the shared system prompt.
     assert first.cached_tokens < first.prompt_tokens
     if first.cached_tokens == 0:

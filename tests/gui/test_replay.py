@@ -28,13 +28,18 @@ def test_a_replay_is_rescheduled_to_the_chosen_ttft_and_tpot_keeping_its_rhythm(
     assert faster == pytest.approx((0.05, 0.06, 0.08, 0.09))
 
 
-@pytest.mark.parametrize("data, says", [
-    (b"\xff\xfe", "not JSON"),
-    (b'{"format": "latencylab-chat/1"}', "not a Latency Lab trace export"),
-    (b'{"format": "latencylab-trace/1", "replies": [{"tokens": [{"text": "a", "t_s": 2}, {"text": "b", "t_s": 1}]}]}',
-     "goes back in time"),
-    (b'{"format": "latencylab-trace/1", "replies": [{"tokens": []}]}', "no reply with tokens"),
-])
+@pytest.mark.parametrize(
+    "data, says",
+    [
+        (b"\xff\xfe", "not JSON"),
+        (b'{"format": "latencylab-chat/1"}', "not a Latency Lab trace export"),
+        (
+            b'{"format": "latencylab-trace/1", "replies": [{"tokens": [{"text": "a", "t_s": 2}, {"text": "b", "t_s": 1}]}]}',
+            "goes back in time",
+        ),
+        (b'{"format": "latencylab-trace/1", "replies": [{"tokens": []}]}', "no reply with tokens"),
+    ],
+)
 def test_bad_trace_files_are_refused_saying_why(data, says):
     with pytest.raises(ReplayFileError, match=says):
         read_replay(data)

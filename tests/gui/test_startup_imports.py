@@ -12,8 +12,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_window_module_imports_no_torch():
-    code = ("import sys, gui.main_window\n"
-            "heavy = sorted(m for m in ('torch', 'transformers') if m in sys.modules)\n"
-            "print(heavy); sys.exit(1 if heavy else 0)\n")
+    code = (
+        "import sys, gui.main_window\n"
+        "heavy = sorted(m for m in ('torch', 'transformers') if m in sys.modules)\n"
+        "print(heavy); sys.exit(1 if heavy else 0)\n"
+    )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -23,7 +23,7 @@ def _view(qtbot) -> TranscriptView:
 def test_a_live_reply_of_300_digits_wraps(qtbot):
     view = _view(qtbot)
     for start in range(0, len(DIGITS), 2):
-        view.append_reply_text(DIGITS[start:start + 2])
+        view.append_reply_text(DIGITS[start : start + 2])
     assert view.horizontalScrollBar().maximum() == 0
     assert DIGITS in view.toPlainText().replace("\n", "").replace("\u2029", "")
 

@@ -43,8 +43,9 @@ def test_a_library_built_once_loads_without_a_compiler(empty_cache, monkeypatch)
     assert library.kernels(portable=True).isa == "scalar"
 
 
-def test_a_failed_compile_is_one_line_and_native_loads_fall_back_to_torchs_int4(empty_cache, monkeypatch, tmp_path,
-                                                                             real_model):
+def test_a_failed_compile_is_one_line_and_native_loads_fall_back_to_torchs_int4(
+    empty_cache, monkeypatch, tmp_path, real_model
+):
     failing = tmp_path / "cc"
     failing.write_text("#!/bin/sh\necho 'cc: error: no such compiler here' >&2\nexit 1\n")
     failing.chmod(0o755)
@@ -72,9 +73,13 @@ def test_a_cpu_without_avx2_runs_native_ggufs_on_torchs_int4_kernel_not_the_slow
 
 # How a cached library was found damaged: cut short (SIGBUS on every launch, for good), or not a library at all
 # (a fall back to torch's int4 path, never rebuilt).
-DAMAGE = {"cut to 50%": lambda data: data[:len(data) // 2], "cut to 10%": lambda data: data[:len(data) // 10],
-          "cut to 4 KB": lambda data: data[:4096], "empty": lambda data: b"",
-          "random bytes": lambda data: bytes(random.Random(0).randrange(256) for _ in range(len(data)))}
+DAMAGE = {
+    "cut to 50%": lambda data: data[: len(data) // 2],
+    "cut to 10%": lambda data: data[: len(data) // 10],
+    "cut to 4 KB": lambda data: data[:4096],
+    "empty": lambda data: b"",
+    "random bytes": lambda data: bytes(random.Random(0).randrange(256) for _ in range(len(data))),
+}
 
 
 @pytest.mark.subprocess  # each damaged library is loaded in a fresh process, as a launch would
@@ -85,9 +90,18 @@ def test_a_damaged_cached_library_is_rebuilt_before_it_is_loaded(empty_cache, da
     built.path.write_bytes(DAMAGE[damage](built.path.read_bytes()))
     assert not verified(built.path)
     # A launch, in a process of its own: loading a truncated library there used to end it with SIGBUS.
-    launch = subprocess.run([sys.executable, "-c", "from core.kernels.library import kernels\n"
-                             "library = kernels(portable=True)\nprint(library.isa, library.compiled_now)"],
-                            capture_output=True, text=True, timeout=600, env=os.environ.copy())
+    launch = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from core.kernels.library import kernels\n"
+            "library = kernels(portable=True)\nprint(library.isa, library.compiled_now)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=os.environ.copy(),
+    )
     assert launch.returncode == 0 and launch.stdout.split() == ["scalar", "True"], launch.stderr[-2000:]
     assert verified(built.path)
 
@@ -124,8 +138,10 @@ def test_an_unwritable_cache_builds_into_a_temporary_folder_for_this_run_and_say
     prepare(monkeypatch)
     library_object = library.kernels(portable=True)
     assert library_object.isa == "scalar"
-    assert f"cannot be written ({reason}), so they were compiled into a temporary folder for this run" in \
-        library_object.note
+    assert (
+        f"cannot be written ({reason}), so they were compiled into a temporary folder for this run"
+        in library_object.note
+    )
     assert not library_object.path.exists()  # the temporary copy is gone once loaded
 
 

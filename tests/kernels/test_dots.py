@@ -9,6 +9,8 @@ import pytest
 from tiny_gguf import random_blocks
 
 WEIGHT_TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16", "F32"]
+
+
 def _has_avx2() -> bool:
     from core.kernels.build import fast_here
 
@@ -17,9 +19,11 @@ def _has_avx2() -> bool:
 
 # The native build (AVX-512 VNNI kernels where the CPU has them), the AVX2 kernels AVX2-only CPUs run (built
 # for Haswell, so an AVX-512 machine tests them too), and the scalar reference.
-BUILDS = [pytest.param(False, id="native"),
-          pytest.param("avx2", id="avx2", marks=pytest.mark.skipif(not _has_avx2(), reason="no AVX2 here")),
-          pytest.param(True, id="portable")]
+BUILDS = [
+    pytest.param(False, id="native"),
+    pytest.param("avx2", id="avx2", marks=pytest.mark.skipif(not _has_avx2(), reason="no AVX2 here")),
+    pytest.param(True, id="portable"),
+]
 COLUMNS = 512  # two k-quant super-blocks, sixteen legacy blocks
 # Exact up to float rounding, except where the activation format keeps d * sum(quants) as an fp16 (Q8_1,
 # as llama.cpp does): the minimum's term then carries that fp16's rounding, 2^-11 of it.
@@ -69,7 +73,7 @@ def _activation(library, weight_type: str, x: np.ndarray) -> tuple[np.ndarray, n
     block = 34 if act_type == 8 else 36
     blocks = out.reshape(-1, block)
     d = blocks[:, :2].copy().view(np.float16).astype(np.float32)
-    quants = blocks[:, block - 32:].view(np.int8).astype(np.float32)
+    quants = blocks[:, block - 32 :].view(np.int8).astype(np.float32)
     if act_type == 9:  # Q8_1 also keeps d * sum(quants)
         s = blocks[:, 2:4].copy().view(np.float16).astype(np.float32)[:, 0]
         np.testing.assert_allclose(s, d[:, 0] * quants.sum(1), rtol=2e-3, atol=1e-6)
@@ -91,22 +95,37 @@ def test_dot_products_match_the_dequantised_weights(qtype: str, portable: bool, 
     stride = quantised[0][0].size
     packed = np.concatenate([q for q, _ in quantised])
     expected = np.array([[weights[r].astype(np.float64) @ meant for _, meant in quantised] for r in range(4)])
-    magnitude = np.array([[np.abs(weights[r]).astype(np.float64) @ np.abs(meant) for _, meant in quantised]
-                          for r in range(4)])
+    magnitude = np.array(
+        [[np.abs(weights[r]).astype(np.float64) @ np.abs(meant) for _, meant in quantised] for r in range(4)]
+    )
     bound = TOLERANCE.get(qtype, 1e-5) * magnitude + 1e-6
     # Every tile shape the matrix products use (1 x 1 for a decode step, 2 x 1 for AVX-512's legacy 4- and 5-bit
     # types, up to 4 x 4 for a prompt), and others.
     for weight_rows in (1, 2, 3, 4):
         for count in (1, 2, 3, 4):
             out = np.zeros(weight_rows * count, dtype=np.float32)
-            status = library.ll_dot_tile(library.kernel_types[qtype], columns, raw.ctypes.data, raw.shape[1],
-                                         packed.ctypes.data, stride, weight_rows, count, out.ctypes.data)
+            status = library.ll_dot_tile(
+                library.kernel_types[qtype],
+                columns,
+                raw.ctypes.data,
+                raw.shape[1],
+                packed.ctypes.data,
+                stride,
+                weight_rows,
+                count,
+                out.ctypes.data,
+            )
             assert status == 0
             got = out.reshape(weight_rows, count)
-            assert np.all(np.abs(got - expected[:weight_rows, :count]) <= bound[:weight_rows, :count]), \
-                (weight_rows, count, got, expected)
-    reference = library.ll_dot_reference(library.kernel_types[qtype], columns, raw[0].ctypes.data,
-                                         quantised[0][0].ctypes.data)
+            assert np.all(np.abs(got - expected[:weight_rows, :count]) <= bound[:weight_rows, :count]), (
+                weight_rows,
+                count,
+                got,
+                expected,
+            )
+    reference = library.ll_dot_reference(
+        library.kernel_types[qtype], columns, raw[0].ctypes.data, quantised[0][0].ctypes.data
+    )
     assert abs(reference - expected[0, 0]) <= bound[0, 0]
 
 
@@ -117,8 +136,7 @@ def test_rows_dequantise_as_gguf_decodes_them(qtype: str, portable: bool):
     raw, weights = _weights(qtype, 2, np.random.default_rng(3))
     for r in range(2):
         out = np.zeros(COLUMNS, dtype=np.float32)
-        assert library.ll_dequantize_row(library.kernel_types[qtype], raw[r].ctypes.data, out.ctypes.data,
-                                         COLUMNS) == 0
+        assert library.ll_dequantize_row(library.kernel_types[qtype], raw[r].ctypes.data, out.ctypes.data, COLUMNS) == 0
         np.testing.assert_allclose(out, weights[r], rtol=1e-6, atol=1e-7)
 
 
@@ -131,7 +149,7 @@ def test_activations_are_quantised_to_within_half_a_step(portable: bool):
         block = 256 if weight_type == "Q4_K" else 32
         steps = np.abs(x).reshape(-1, block).max(1) / 127
         # Half a step, plus what rounding the step to fp16 (legacy formats) moves the largest quant by.
-        assert np.all(np.abs(meant - x).reshape(-1, block) <= steps[:, None] * (0.5 + 127 * 2.0 ** -11))
+        assert np.all(np.abs(meant - x).reshape(-1, block) <= steps[:, None] * (0.5 + 127 * 2.0**-11))
 
 
 def test_the_native_build_names_its_instruction_set():
@@ -140,8 +158,15 @@ def test_the_native_build_names_its_instruction_set():
     library = _library(False)
     flags = set(cpu_flags().split("|")[-1].split())
     vnni = {"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni"} <= flags
-    expected = "avx512 vnni" if vnni else "avx2 kernels (avx512 machine)" if "avx512f" in flags else \
-        "avx2" if "avx2" in flags else "scalar"
+    expected = (
+        "avx512 vnni"
+        if vnni
+        else "avx2 kernels (avx512 machine)"
+        if "avx512f" in flags
+        else "avx2"
+        if "avx2" in flags
+        else "scalar"
+    )
     assert library.isa == expected
     assert _library("avx2").isa == "avx2" if "avx2" in flags else True
     assert ctypes.sizeof(ctypes.c_void_p) == 8
@@ -164,8 +189,19 @@ def test_the_avx512_kernels_give_the_avx2_kernels_results_to_the_last_bit(qtype:
             results = []
             for library in (native, avx2):
                 out = np.zeros(weight_rows * count, dtype=np.float32)
-                assert library.ll_dot_tile(library.kernel_types[qtype], columns, raw.ctypes.data, raw.shape[1],
-                                           packed.ctypes.data, quantised[0].size, weight_rows, count,
-                                           out.ctypes.data) == 0
+                assert (
+                    library.ll_dot_tile(
+                        library.kernel_types[qtype],
+                        columns,
+                        raw.ctypes.data,
+                        raw.shape[1],
+                        packed.ctypes.data,
+                        quantised[0].size,
+                        weight_rows,
+                        count,
+                        out.ctypes.data,
+                    )
+                    == 0
+                )
                 results.append(out)
             assert np.array_equal(results[0], results[1]), (weight_rows, count, results)

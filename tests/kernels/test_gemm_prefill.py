@@ -22,9 +22,12 @@ PROMPT = list(range(300, 340))  # 40 tokens: past Gemma's 8-position window in t
 @pytest.fixture(scope="module")
 def family_models(tmp_path_factory):
     folder = tmp_path_factory.mktemp("gemm-families")
-    return {arch: load_model(str(write_tiny_family(folder / f"{arch}.gguf", arch, "Q8_0",
-                                                   layers=6 if arch == "gemma3" else 2)))
-            for arch in FAMILY_EXTRAS}
+    return {
+        arch: load_model(
+            str(write_tiny_family(folder / f"{arch}.gguf", arch, "Q8_0", layers=6 if arch == "gemma3" else 2))
+        )
+        for arch in FAMILY_EXTRAS
+    }
 
 
 def _logits(kernel, precision, tokens=PROMPT, start=0, monkeypatch=None):
@@ -53,8 +56,10 @@ def test_float32_products_come_closer_to_the_files_exact_float32_than_8_bit_acti
     with torch.inference_mode():
         exact = exact_model.model(torch.tensor([PROMPT])).logits[0].numpy()
     kernel = family_models[arch].model.kernel
-    distance = {precision: np.median(np.abs(_logits(kernel, precision) - exact).max(-1)) / np.abs(exact).max()
-                for precision in (None, "bfloat16", "float32")}
+    distance = {
+        precision: np.median(np.abs(_logits(kernel, precision) - exact).max(-1)) / np.abs(exact).max()
+        for precision in (None, "bfloat16", "float32")
+    }
     # Measured: 8-bit activations 1.4-1.6% of the largest logit, bfloat16 0.9%, float32 0.5% (the head's own
     # 8-bit activations and the float16 cache).
     assert distance["float32"] < distance["bfloat16"] < distance[None], distance
@@ -126,9 +131,9 @@ def test_short_prompts_stay_on_the_block_kernels(family_models, monkeypatch):
     used = []
     monkeypatch.setattr(gemm_prefill.GemmPrefill, "pass_over", lambda self, *a, **k: used.append(1))
     kernel.reserve(1, 64, keep=False)
-    kernel.pass_over(np.array(PROMPT[:kernel_model.GEMM_MIN_TOKENS - 1]), 0, 2)
+    kernel.pass_over(np.array(PROMPT[: kernel_model.GEMM_MIN_TOKENS - 1]), 0, 2)
     assert not used
-    kernel.pass_over(np.array(PROMPT[:kernel_model.GEMM_MIN_TOKENS]), 0, 2)
+    kernel.pass_over(np.array(PROMPT[: kernel_model.GEMM_MIN_TOKENS]), 0, 2)
     assert used == [1]
 
 
@@ -150,8 +155,9 @@ def test_the_faster_precision_is_chosen_and_cached(monkeypatch, tmp_path):
 
     import core.kernels.gemm_choice as module
 
-    monkeypatch.setattr(module, "measure_choice", lambda threads: GemmChoice("float32", {"float32": 1.0}, (1, 1, 1),
-                                                                          threads))
+    monkeypatch.setattr(
+        module, "measure_choice", lambda threads: GemmChoice("float32", {"float32": 1.0}, (1, 1, 1), threads)
+    )
     assert gemm_choice(2).precision == "float32"
     monkeypatch.setattr(module, "measure_choice", lambda threads: pytest.fail("measured again despite the cache"))
     assert gemm_choice(2).precision == "float32"
@@ -165,9 +171,12 @@ def test_the_vectorised_silu_is_float_precise_across_its_range(family_models):
     up = rng.normal(0, 1, ffn).astype(np.float32)
     gate_up = np.concatenate([gate, up])[None].copy()
     out = np.empty((1, ffn), dtype=np.float32)
-    kernel.library.check(kernel.library.ll_stage_activate(kernel.handle, gate_up.ctypes.data, gate_up.size, 1,
-                                                                   out.ctypes.data, out.size, 2),
-                         "activating")
+    kernel.library.check(
+        kernel.library.ll_stage_activate(
+            kernel.handle, gate_up.ctypes.data, gate_up.size, 1, out.ctypes.data, out.size, 2
+        ),
+        "activating",
+    )
     g = gate.astype(np.float64)
     exact = g / (1 + np.exp(-g)) * up
     assert np.all(np.abs(out[0] - exact) <= 4e-7 * np.abs(exact) + 1e-30), np.abs(out[0] - exact).max()

@@ -12,12 +12,32 @@ from core.kernels.kernel_model import KernelModel, ModelShape
 SHAPE = ModelShape(layers=1, width=64, heads=2, kv_heads=1, head_dim=32, ffn=96, vocab=40, norm_eps=1e-5, rope_dims=32)
 Q, KV = SHAPE.heads * SHAPE.head_dim, SHAPE.kv_heads * SHAPE.head_dim
 # role -> (rows, columns) the configuration implies; rows None for a vector of that many float32 values.
-MATRICES = {"token_embd": (40, 64), "output": (40, 64), "attn_q": (Q, 64), "attn_k": (KV, 64), "attn_v": (KV, 64),
-            "attn_qkv": (Q + 2 * KV, 64), "attn_output": (64, Q), "ffn_gate": (96, 64), "ffn_up": (96, 64),
-            "ffn_gate_up": (192, 64), "ffn_down": (64, 96)}
-VECTORS = {"output_norm": 64, "attn_norm": 64, "ffn_norm": 64, "attn_post_norm": 64, "ffn_post_norm": 64,
-           "attn_q_norm": 32, "attn_k_norm": 32, "attn_q_bias": Q, "attn_k_bias": KV, "attn_v_bias": KV,
-           "rope_freq_factors": 16}
+MATRICES = {
+    "token_embd": (40, 64),
+    "output": (40, 64),
+    "attn_q": (Q, 64),
+    "attn_k": (KV, 64),
+    "attn_v": (KV, 64),
+    "attn_qkv": (Q + 2 * KV, 64),
+    "attn_output": (64, Q),
+    "ffn_gate": (96, 64),
+    "ffn_up": (96, 64),
+    "ffn_gate_up": (192, 64),
+    "ffn_down": (64, 96),
+}
+VECTORS = {
+    "output_norm": 64,
+    "attn_norm": 64,
+    "ffn_norm": 64,
+    "attn_post_norm": 64,
+    "ffn_post_norm": 64,
+    "attn_q_norm": 32,
+    "attn_k_norm": 32,
+    "attn_q_bias": Q,
+    "attn_k_bias": KV,
+    "attn_v_bias": KV,
+    "rope_freq_factors": 16,
+}
 
 
 @pytest.fixture(scope="module")
@@ -33,18 +53,29 @@ def complete_model(library) -> KernelModel:
     for role in ("token_embd", "output", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"):
         rows, columns = MATRICES[role]
         layer = -1 if role in ("token_embd", "output") else 0
-        model.set_tensor(layer, role, rng.normal(0, 0.1, (rows, columns)).astype(np.float32),
-                         library.kernel_types["F32"], rows, columns)
+        model.set_tensor(
+            layer,
+            role,
+            rng.normal(0, 0.1, (rows, columns)).astype(np.float32),
+            library.kernel_types["F32"],
+            rows,
+            columns,
+        )
     for role in ("output_norm", "attn_norm", "ffn_norm"):
-        model.set_tensor(-1 if role == "output_norm" else 0, role, np.ones(64, np.float32),
-                         library.kernel_types["F32"], 1, 64)
+        model.set_tensor(
+            -1 if role == "output_norm" else 0, role, np.ones(64, np.float32), library.kernel_types["F32"], 1, 64
+        )
     model.set_rope(0, 10000.0)
     return model
 
 
 @settings(max_examples=200, deadline=None)
-@given(role=st.sampled_from(list(MATRICES) + list(VECTORS)), rows=st.integers(-2, 2), columns=st.integers(-2, 2),
-       spare=st.integers(-8, 8))
+@given(
+    role=st.sampled_from(list(MATRICES) + list(VECTORS)),
+    rows=st.integers(-2, 2),
+    columns=st.integers(-2, 2),
+    spare=st.integers(-8, 8),
+)
 def test_only_the_shape_the_configuration_implies_is_taken(library, role, rows, columns, spare):
     """Rows, columns or bytes off by any amount, for every role: refused with a reason; the exact shape taken."""
     model = KernelModel(library, SHAPE)
@@ -77,9 +108,22 @@ def test_a_quantised_matrix_must_be_whole_blocks_of_its_rows(library):
         model.close()
 
 
-@pytest.mark.parametrize("field, value", [("layers", 0), ("layers", 5000), ("width", -1), ("heads", 0), ("vocab", 0),
-                                          ("ffn", 0), ("kv_heads", 3), ("head_dim", 1024), ("rope_dims", 33),
-                                          ("heads", 2**30), ("ffn", 2**30 + 1)])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("layers", 0),
+        ("layers", 5000),
+        ("width", -1),
+        ("heads", 0),
+        ("vocab", 0),
+        ("ffn", 0),
+        ("kv_heads", 3),
+        ("head_dim", 1024),
+        ("rope_dims", 33),
+        ("heads", 2**30),
+        ("ffn", 2**30 + 1),
+    ],
+)
 def test_a_configuration_the_kernels_cannot_index_is_refused_and_leaves_nothing_behind(library, field, value):
     from dataclasses import replace
 
@@ -101,12 +145,15 @@ def test_buffers_smaller_than_their_rows_are_refused_at_each_call(library):
         assert lib.ll_embed(handle, pointer(tokens), 3, pointer(hidden), hidden.size) == 0
         assert lib.ll_embed(handle, pointer(tokens), 3, pointer(hidden), hidden.size - 1) != 0
         assert b"hidden buffer is smaller" in lib.ll_last_error()
-        assert lib.ll_layers(handle, pointer(hidden), hidden.size - 64, 3, pointer(sequences), pointer(positions), 0, 1,
-                             2) != 0
+        assert (
+            lib.ll_layers(handle, pointer(hidden), hidden.size - 64, 3, pointer(sequences), pointer(positions), 0, 1, 2)
+            != 0
+        )
         assert lib.ll_logits(handle, pointer(hidden), hidden.size, 3, pointer(logits), logits.size - 1, 2) != 0
         assert b"logits buffer is smaller" in lib.ll_last_error()
-        assert lib.ll_layers(handle, pointer(hidden), hidden.size, 3, pointer(sequences), pointer(positions), 0, 1,
-                             2) == 0
+        assert (
+            lib.ll_layers(handle, pointer(hidden), hidden.size, 3, pointer(sequences), pointer(positions), 0, 1, 2) == 0
+        )
         assert lib.ll_logits(handle, pointer(hidden), hidden.size, 3, pointer(logits), logits.size, 2) == 0
         assert np.isfinite(logits).all() and np.abs(logits).sum() > 0
         assert lib.ll_reserve(handle, 2**16, 2**16, 0) != 0  # 2^32 positions in all: refused, not overflowed
@@ -126,18 +173,24 @@ def test_the_prompt_pass_stages_refuse_buffers_smaller_than_their_rows(library):
         positions, sequences = np.arange(3, dtype=np.int32), np.zeros(3, dtype=np.int32)
         gate_up, activated = np.ones((3, 192), np.float32), np.zeros((3, 96), np.float32)
         calls = {
-            "normed": lambda short: lib.ll_stage_attention_norm(handle, 0, pointer(hidden), hidden.size, 3,
-                                                                pointer(normed), normed.size - short, 2),
-            "projected": lambda short: lib.ll_stage_prepare(handle, 0, pointer(projected), projected.size - short, 3,
-                                                            pointer(sequences), pointer(positions), 3, 2),
-            "positions": lambda short: lib.ll_stage_prepare(handle, 0, pointer(projected), projected.size, 3,
-                                                            pointer(sequences), pointer(positions), 3 - short, 2),
-            "output": lambda short: lib.ll_stage_residual(handle, 0, 0, pointer(hidden), hidden.size,
-                                                          pointer(normed), normed.size - short, 3, None, 0, 2),
-            "gate_up": lambda short: lib.ll_stage_activate(handle, pointer(gate_up), gate_up.size - short, 3,
-                                                           pointer(activated), activated.size, 2),
-            "activation": lambda short: lib.ll_stage_activate(handle, pointer(gate_up), gate_up.size, 3,
-                                                              pointer(activated), activated.size - short, 2),
+            "normed": lambda short: lib.ll_stage_attention_norm(
+                handle, 0, pointer(hidden), hidden.size, 3, pointer(normed), normed.size - short, 2
+            ),
+            "projected": lambda short: lib.ll_stage_prepare(
+                handle, 0, pointer(projected), projected.size - short, 3, pointer(sequences), pointer(positions), 3, 2
+            ),
+            "positions": lambda short: lib.ll_stage_prepare(
+                handle, 0, pointer(projected), projected.size, 3, pointer(sequences), pointer(positions), 3 - short, 2
+            ),
+            "output": lambda short: lib.ll_stage_residual(
+                handle, 0, 0, pointer(hidden), hidden.size, pointer(normed), normed.size - short, 3, None, 0, 2
+            ),
+            "gate_up": lambda short: lib.ll_stage_activate(
+                handle, pointer(gate_up), gate_up.size - short, 3, pointer(activated), activated.size, 2
+            ),
+            "activation": lambda short: lib.ll_stage_activate(
+                handle, pointer(gate_up), gate_up.size, 3, pointer(activated), activated.size - short, 2
+            ),
         }
         for name, call in calls.items():
             assert call(1) != 0, name
@@ -146,7 +199,8 @@ def test_the_prompt_pass_stages_refuse_buffers_smaller_than_their_rows(library):
         weights = np.ones((4, 64), np.float32)
         out = np.zeros((4, 64), np.float32)
         unpack = lambda data_bytes, out_bytes: lib.ll_unpack_rows(  # noqa: E731
-            library.kernel_types["F32"], pointer(weights), data_bytes, 4, 64, pointer(out), out_bytes, 0, 2)
+            library.kernel_types["F32"], pointer(weights), data_bytes, 4, 64, pointer(out), out_bytes, 0, 2
+        )
         assert unpack(weights.nbytes - 1, out.nbytes) != 0 and b"shorter" in lib.ll_last_error()
         assert unpack(weights.nbytes, out.nbytes - 1) != 0 and b"smaller" in lib.ll_last_error()
         assert unpack(weights.nbytes, out.nbytes) == 0 and (out == 1).all()

@@ -22,15 +22,19 @@ PROMPT = list(range(300, 320))  # 20 tokens: past Gemma's 8-position window in t
 def llama_cpp_logits(llama_cpp, path, ids) -> np.ndarray:
     reference = llama_cpp.Llama(str(path), n_ctx=256, logits_all=True, verbose=False, n_threads=2)
     reference.eval(ids)
-    return np.asarray(reference.scores[:len(ids)])
+    return np.asarray(reference.scores[: len(ids)])
 
 
 @pytest.fixture(scope="module")
 def family_files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("families")
-    return {(arch, qtype): write_tiny_family(folder / f"{arch}-{qtype}.gguf", arch, qtype,
-                                             layers=6 if arch == "gemma3" else 2)
-            for arch in FAMILY_EXTRAS for qtype in ("Q8_0", "Q4_K")}
+    return {
+        (arch, qtype): write_tiny_family(
+            folder / f"{arch}-{qtype}.gguf", arch, qtype, layers=6 if arch == "gemma3" else 2
+        )
+        for arch in FAMILY_EXTRAS
+        for qtype in ("Q8_0", "Q4_K")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +107,7 @@ def test_sequences_decoded_together_each_get_the_tokens_one_alone_gets(tiny, mon
     # The single pass below is as long as a prompt that runs on torch's GEMM: kept on the block kernels here,
     # whose arithmetic per row is the batch's own.
     monkeypatch.setattr(tiny.model.kernel, "prefill_precision", None)
-    alone = lean_decode(KernelDecoder(tiny.model.kernel), torch.tensor([PROMPT]), 12)[0, len(PROMPT):]
+    alone = lean_decode(KernelDecoder(tiny.model.kernel), torch.tensor([PROMPT]), 12)[0, len(PROMPT) :]
     stamps = decode_together(tiny.model, PROMPT, 3, 12)
     assert len(stamps) == 12 and stamps == sorted(stamps)
     # The batch's own tokens: the last step's logits for each sequence come from the same weights and cache.
@@ -160,7 +164,9 @@ def test_a_file_missing_a_layer_tensor_is_refused_in_one_line(tmp_path):
     writer = gguf.GGUFWriter(str(tmp_path / "broken.gguf"), "qwen2")
     for key, field in reader.fields.items():
         if not key.startswith("GGUF.") and key != "general.architecture":
-            writer.add_key_value(key, field.contents(), field.types[0], field.types[-1] if len(field.types) > 1 else None)
+            writer.add_key_value(
+                key, field.contents(), field.types[0], field.types[-1] if len(field.types) > 1 else None
+            )
     for tensor in reader.tensors:
         if tensor.name != "blk.1.ffn_down.weight":
             writer.add_tensor(tensor.name, np.asarray(tensor.data), raw_dtype=tensor.tensor_type)

@@ -37,8 +37,12 @@ def test_every_type_in_the_table_is_ggmls_own_and_round_trips(portable):
             assert (kind.block_elements, kind.block_bytes) == gguf.GGML_QUANT_SIZES[ggml], name
         info = TypeInfo()
         assert library.ll_type_facts(kind.id, ctypes.byref(info)) == 0
-        assert (info.name.decode(), info.id, info.block_elements, info.block_bytes) == \
-            (name, kind.id, kind.block_elements, kind.block_bytes)
+        assert (info.name.decode(), info.id, info.block_elements, info.block_bytes) == (
+            name,
+            kind.id,
+            kind.block_elements,
+            kind.block_bytes,
+        )
     listed = {kind.id for kind in library.types.values()}
     for type_id in [-1, library.ll_type_count(), *(i for i in range(library.ll_type_count()) if i not in listed)]:
         assert library.ll_type_facts(type_id, ctypes.byref(TypeInfo())) == -1, type_id
@@ -125,8 +129,9 @@ def test_the_library_exports_only_ll_functions_and_python_binds_each(portable):
     from core.kernels.library import _SIGNATURES
 
     library = _library(portable)
-    listing = subprocess.run(["nm", "-D", "--defined-only", str(library.path)], capture_output=True, text=True,
-                             check=True).stdout
+    listing = subprocess.run(
+        ["nm", "-D", "--defined-only", str(library.path)], capture_output=True, text=True, check=True
+    ).stdout
     exported = {line.split()[-1] for line in listing.splitlines() if line.strip()}
     assert exported and all(name.startswith("ll_") for name in exported), sorted(exported)
     assert exported == set(_SIGNATURES)

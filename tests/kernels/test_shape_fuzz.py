@@ -18,13 +18,21 @@ from core.model.gguf_kernels import build_kernel_model
 from core.model.native_load import open_gguf
 from core.progress import no_progress
 
-FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                         HealthCheck.too_slow])
-EDGES = [0, 1, 2, 3, 4, 31, 32, 33, 64, 128, 255, 256, 257, 512, 1024, 32768, 49152, 2**16, 2**31 - 1, 2**31,
-         2**32 - 1]
+FUZZ = settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+EDGES = [0, 1, 2, 3, 4, 31, 32, 33, 64, 128, 255, 256, 257, 512, 1024, 32768, 49152, 2**16, 2**31 - 1, 2**31, 2**32 - 1]
 SIZES = st.one_of(st.sampled_from(EDGES), st.integers(0, 2**20), st.integers(0, 2**64 - 1))
-COUNT_FIELDS = ["block_count", "embedding_length", "feed_forward_length", "attention.head_count",
-                "attention.head_count_kv", "rope.dimension_count", "context_length", "attention.key_length"]
+COUNT_FIELDS = [
+    "block_count",
+    "embedding_length",
+    "feed_forward_length",
+    "attention.head_count",
+    "attention.head_count_kv",
+    "rope.dimension_count",
+    "context_length",
+    "attention.key_length",
+]
 REAL_FIELDS = ["attention.layer_norm_rms_epsilon", "rope.freq_base", "attn_logit_softcapping"]
 
 
@@ -38,8 +46,9 @@ def library():
 @pytest.fixture(scope="module")
 def family_bytes(tmp_path_factory):
     folder = tmp_path_factory.mktemp("fuzz-families")
-    return {arch: write_tiny_family(folder / f"{arch}.gguf", arch, "Q8_0", vocab=64).read_bytes()
-            for arch in FAMILY_EXTRAS}
+    return {
+        arch: write_tiny_family(folder / f"{arch}.gguf", arch, "Q8_0", vocab=64).read_bytes() for arch in FAMILY_EXTRAS
+    }
 
 
 def outcome(library, path) -> str:
@@ -62,13 +71,17 @@ def outcome(library, path) -> str:
 
 
 @FUZZ
-@given(arch=st.sampled_from(list(FAMILY_EXTRAS)),
-       counts=st.dictionaries(st.sampled_from(COUNT_FIELDS), SIZES, max_size=3),
-       reals=st.dictionaries(st.sampled_from(REAL_FIELDS),
-                             st.floats(allow_nan=True, allow_infinity=True, width=32), max_size=2),
-       shapes=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 1), SIZES), max_size=3))
-def test_edited_header_fields_and_tensor_shapes_are_refused_or_run_soundly(library, family_bytes, tmp_path, arch,
-                                                                         counts, reals, shapes):
+@given(
+    arch=st.sampled_from(list(FAMILY_EXTRAS)),
+    counts=st.dictionaries(st.sampled_from(COUNT_FIELDS), SIZES, max_size=3),
+    reals=st.dictionaries(
+        st.sampled_from(REAL_FIELDS), st.floats(allow_nan=True, allow_infinity=True, width=32), max_size=2
+    ),
+    shapes=st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 1), SIZES), max_size=3),
+)
+def test_edited_header_fields_and_tensor_shapes_are_refused_or_run_soundly(
+    library, family_bytes, tmp_path, arch, counts, reals, shapes
+):
     data = family_bytes[arch]
     where = layout(data)
     fields = {f"{arch}.{key}": value for key, value in {**counts, **reals}.items() if f"{arch}.{key}" in where.fields}

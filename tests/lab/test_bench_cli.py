@@ -14,17 +14,20 @@ from cli.main import main
 pytestmark = pytest.mark.subprocess  # each test runs latencylab (or Python) in a child process
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--prompt-words", "abc"], "'abc' is not a whole number"),
-    (["--prompt-words", "10,,20"], "comma-separated"),
-    (["--batch-sizes", "0"], "batch sizes must be a whole number from 1"),
-    (["--batch-sizes", "4,4"], "must not repeat"),
-    (["--sweeps", "prompt,speed"], "unknown sweep 'speed'"),
-    (["--dtypes", "float8"], "dtype must be one of: native, float32, bfloat16, int8, int4; got 'float8'"),
-    (["--new-tokens", "1"], "new tokens must be a whole number from 2"),
-    (["--new-tokens", "many"], "invalid int value"),
-    (["--repeats", "0"], "repeats must be a whole number from 1"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--prompt-words", "abc"], "'abc' is not a whole number"),
+        (["--prompt-words", "10,,20"], "comma-separated"),
+        (["--batch-sizes", "0"], "batch sizes must be a whole number from 1"),
+        (["--batch-sizes", "4,4"], "must not repeat"),
+        (["--sweeps", "prompt,speed"], "unknown sweep 'speed'"),
+        (["--dtypes", "float8"], "dtype must be one of: native, float32, bfloat16, int8, int4; got 'float8'"),
+        (["--new-tokens", "1"], "new tokens must be a whole number from 2"),
+        (["--new-tokens", "many"], "invalid int value"),
+        (["--repeats", "0"], "repeats must be a whole number from 1"),
+    ],
+)
 def test_bad_input_is_a_usage_error(args, words, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["bench", *args])
@@ -37,8 +40,17 @@ def test_help_names_every_option(capsys):
     with pytest.raises(SystemExit):
         main(["bench", "--help"])
     text = capsys.readouterr().out
-    for option in ("--sweeps", "--prompt-words", "--new-tokens", "--repeats", "--dtypes", "--batch-sizes",
-                   "--model", "--json", "--csv"):
+    for option in (
+        "--sweeps",
+        "--prompt-words",
+        "--new-tokens",
+        "--repeats",
+        "--dtypes",
+        "--batch-sizes",
+        "--model",
+        "--json",
+        "--csv",
+    ):
         assert option in text
 
 
@@ -46,10 +58,33 @@ def test_help_names_every_option(capsys):
 def test_short_bench_writes_json_csv_and_a_summary(tmp_path, embedded_model):
     json_path, csv_path = tmp_path / "lab.json", tmp_path / "lab.csv"
     result = subprocess.run(
-        [sys.executable, "-m", "cli.main", "bench", "--prompt-words", "5,300", "--new-tokens", "4",
-         "--repeats", "1", "--dtypes", "float32,bfloat16", "--batch-sizes", "1,2", "--history-turns", "2",
-         "--json", str(json_path), "--csv", str(csv_path)],
-        capture_output=True, text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        [
+            sys.executable,
+            "-m",
+            "cli.main",
+            "bench",
+            "--prompt-words",
+            "5,300",
+            "--new-tokens",
+            "4",
+            "--repeats",
+            "1",
+            "--dtypes",
+            "float32,bfloat16",
+            "--batch-sizes",
+            "1,2",
+            "--history-turns",
+            "2",
+            "--json",
+            str(json_path),
+            "--csv",
+            str(csv_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert result.returncode == 0, result.stderr
     document = json.loads(json_path.read_text())
     assert [row["prompt_words"] for row in document["prompt"]] == [5, 300]
@@ -58,14 +93,26 @@ def test_short_bench_writes_json_csv_and_a_summary(tmp_path, embedded_model):
     assert [row["dtype"] for row in document["bandwidth"]] == ["float32", "bfloat16"]
     assert [row["turn"] for row in document["history"]] == [1, 2]
     assert len(document["verdicts"]) == 6  # the four claims, the history and the roofline
-    table = list(csv.DictReader(io.StringIO("".join(
-        line for line in csv_path.read_text().splitlines(True) if not line.startswith("#")))))
+    table = list(
+        csv.DictReader(
+            io.StringIO("".join(line for line in csv_path.read_text().splitlines(True) if not line.startswith("#")))
+        )
+    )
     assert len(table) == 2 + 2 + 2 + 2 + 2 + 6
 
     out = result.stdout
-    for heading in ("Machine:", "memory read bandwidth", "Prompt-length sweep", "Precision sweep", "Batch sweep",
-                    "This machine's ceilings", "Bandwidth ceiling", "Roofline: each prompt's two phases",
-                    "History sweep", "Verdicts"):
+    for heading in (
+        "Machine:",
+        "memory read bandwidth",
+        "Prompt-length sweep",
+        "Precision sweep",
+        "Batch sweep",
+        "This machine's ceilings",
+        "Bandwidth ceiling",
+        "Roofline: each prompt's two phases",
+        "History sweep",
+        "Verdicts",
+    ):
         assert heading in out
     for verdict in document["verdicts"]:
         assert verdict["sentence"] in out
@@ -77,7 +124,11 @@ def test_short_bench_writes_json_csv_and_a_summary(tmp_path, embedded_model):
 def test_a_model_that_cannot_load_is_one_line_and_exit_1(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "cli.main", "bench", "--sweeps", "prompt", "--model", str(tmp_path / "nothing")],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert "latencylab: error:" in result.stderr and "nothing" in result.stderr

@@ -7,8 +7,10 @@ from gui.plotting.empty_note import RUN_A_SWEEP
 
 pytestmark = pytest.mark.plots
 
-PROMPT_ROWS = [{"prompt_tokens": 20, "ttft_s": 0.15, "tpot_s": 0.02},
-               {"prompt_tokens": 400, "ttft_s": 1.2, "tpot_s": 0.021}]
+PROMPT_ROWS = [
+    {"prompt_tokens": 20, "ttft_s": 0.15, "tpot_s": 0.02},
+    {"prompt_tokens": 400, "ttft_s": 1.2, "tpot_s": 0.021},
+]
 
 
 @pytest.fixture
@@ -26,8 +28,12 @@ def tab(qtbot):
 
 
 def _plots(tab):
-    return {"prompt": tab.prompt_plot, "batch": tab.batch_plot, "precision": tab.precision_plot,
-            "roofline": tab.roofline_plot}
+    return {
+        "prompt": tab.prompt_plot,
+        "batch": tab.batch_plot,
+        "precision": tab.precision_plot,
+        "roofline": tab.roofline_plot,
+    }
 
 
 def _shows_the_note(plot) -> bool:
@@ -63,13 +69,24 @@ def test_loaded_results_bring_back_the_axes_only_where_there_are_points(tab, tmp
 def test_a_result_with_every_sweep_hides_every_note_and_clearing_shows_them_again(tab):
     from core.lab.roofline_rows import prompt_row_fields
 
-    arithmetic = {"layers": 2, "width": 64, "heads": 2, "kv_heads": 1, "head_dim": 32, "ffn": 128, "vocab": 100,
-                  "weight_bytes": 100_000}
+    arithmetic = {
+        "layers": 2,
+        "width": 64,
+        "heads": 2,
+        "kv_heads": 1,
+        "head_dim": 32,
+        "ffn": 128,
+        "vocab": 100,
+        "weight_bytes": 100_000,
+    }
     prompt = [{**row, "new_tokens": 8} for row in PROMPT_ROWS]
     results = LabResults(
-        config={}, prompt=[{**row, **prompt_row_fields(row, arithmetic)} for row in prompt],
-        batch=[{"batch_size": 1, "aggregate_tok_s": 40.0, "per_seq_tok_s": 40.0},
-               {"batch_size": 4, "aggregate_tok_s": 120.0, "per_seq_tok_s": 30.0}],
+        config={},
+        prompt=[{**row, **prompt_row_fields(row, arithmetic)} for row in prompt],
+        batch=[
+            {"batch_size": 1, "aggregate_tok_s": 40.0, "per_seq_tok_s": 40.0},
+            {"batch_size": 4, "aggregate_tok_s": 120.0, "per_seq_tok_s": 30.0},
+        ],
         precision=[{"dtype": "float32", "weight_bytes": 540e6, "decode_tok_s": 22.0}],
     )
     tab.show_results(results)

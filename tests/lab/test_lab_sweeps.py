@@ -28,10 +28,18 @@ REPEATS = 3  # an odd count, so each median is one real run and one disturbed ru
 def lab_run(embedded_model):
     """One short run of every sweep, with what the observer saw while it ran."""
     rows_seen, progress_seen = [], []
-    config = LabConfig(prompt_words=(SHORT, LONG), new_tokens=NEW_TOKENS, repeats=REPEATS,
-                       dtypes=("float32", "bfloat16"), batch_sizes=(1, 2), history_turns=3)
-    observer = LabObserver(progress=lambda fraction, message: progress_seen.append(fraction),
-                           row_measured=lambda sweep, row: rows_seen.append((sweep, row)))
+    config = LabConfig(
+        prompt_words=(SHORT, LONG),
+        new_tokens=NEW_TOKENS,
+        repeats=REPEATS,
+        dtypes=("float32", "bfloat16"),
+        batch_sizes=(1, 2),
+        history_turns=3,
+    )
+    observer = LabObserver(
+        progress=lambda fraction, message: progress_seen.append(fraction),
+        row_measured=lambda sweep, row: rows_seen.append((sweep, row)),
+    )
     results = run_lab(config, loaded=embedded_model, observer=observer)
     return results, json.loads(results_to_json(results)), rows_seen, progress_seen
 
@@ -125,8 +133,9 @@ def test_json_loads_back_and_csv_holds_every_row(lab_run):
     results, document, _, _ = lab_run
     assert results_from_json(json.dumps(document)).to_dict() == document
     text = results_to_csv(results)
-    table = list(csv.DictReader(io.StringIO("".join(line for line in text.splitlines(True)
-                                                    if not line.startswith("#")))))
+    table = list(
+        csv.DictReader(io.StringIO("".join(line for line in text.splitlines(True) if not line.startswith("#"))))
+    )
     sweeps = [row["sweep"] for row in table]
     for sweep in ("prompt", "precision", "batch", "bandwidth", "history"):
         assert sweeps.count(sweep) == len(document[sweep])
@@ -159,6 +168,7 @@ def cancel_when(cancel, predicate):
     def progress(fraction, message):
         if predicate(message):
             cancel.set()
+
     return progress
 
 
@@ -235,8 +245,11 @@ def test_cancel_stops_a_native_batch_within_a_step(native_model, monkeypatch):
     import core.generation.decode.kernel_batch as kernel_batch
 
     steps, original = [], kernel_batch.decode_together
-    monkeypatch.setattr(kernel_batch, "decode_together",
-                        lambda *args, **options: steps.append(len(stamps := original(*args, **options))) or stamps)
+    monkeypatch.setattr(
+        kernel_batch,
+        "decode_together",
+        lambda *args, **options: steps.append(len(stamps := original(*args, **options))) or stamps,
+    )
     cancel = threading.Event()
     config = LabConfig(sweeps=("batch",), batch_sizes=(1, 2), new_tokens=60, repeats=1)
     observer = LabObserver(progress=cancel_when(cancel, lambda message: message.startswith("batch sweep: batch 2")))

@@ -46,8 +46,7 @@ def make_tab(qtbot):
         assert not tab.client.engine.alive
 
 
-def configure(tab, *, sweeps, prompt_words="5,200", new_tokens=4, dtypes=("float32", "bfloat16"),
-              batch_sizes="1,2"):
+def configure(tab, *, sweeps, prompt_words="5,200", new_tokens=4, dtypes=("float32", "bfloat16"), batch_sizes="1,2"):
     form = tab.form
     for name, box in form.sweep_boxes.items():
         box.setChecked(name in sweeps)

@@ -12,8 +12,14 @@ from core.lab.verdicts import judge
 
 
 def prompt_row(tokens, ttft, tpot, n=50, residual_pct=0.1, steady=0.5):
-    return {"prompt_tokens": tokens, "ttft_s": ttft, "tpot_s": tpot, "new_tokens": n,
-            "residual_pct": residual_pct, "steady_residual_pct": steady}
+    return {
+        "prompt_tokens": tokens,
+        "ttft_s": ttft,
+        "tpot_s": tpot,
+        "new_tokens": n,
+        "residual_pct": residual_pct,
+        "steady_residual_pct": steady,
+    }
 
 
 def results(**sweeps) -> LabResults:
@@ -24,7 +30,8 @@ def test_claim_one_reads_like_the_issue_example():
     verdict = judge(results(prompt=[prompt_row(15, 0.05, 0.020), prompt_row(1505, 1.4, 0.022)]))[0]
     assert verdict["holds"] is True
     assert verdict["sentence"].startswith(
-        "Long prompts slow the first token, not the rest: TTFT grew 28× from 15 to 1,505 prompt tokens")
+        "Long prompts slow the first token, not the rest: TTFT grew 28× from 15 to 1,505 prompt tokens"
+    )
     assert "TPOT changed 1.1×" in verdict["sentence"] and verdict["sentence"].endswith("Holds.")
 
 
@@ -34,9 +41,11 @@ def test_claim_one_fails_when_decode_slows_too():
 
 
 def test_claim_two_compares_speedup_with_byte_savings():
-    precision = [{"dtype": "float32", "weight_bytes": 400, "decode_tok_s": 10.0},
-                 {"dtype": "bfloat16", "weight_bytes": 200, "decode_tok_s": 19.0},
-                 {"dtype": "int4", "error": "no kernel"}]
+    precision = [
+        {"dtype": "float32", "weight_bytes": 400, "decode_tok_s": 10.0},
+        {"dtype": "bfloat16", "weight_bytes": 200, "decode_tok_s": 19.0},
+        {"dtype": "int4", "error": "no kernel"},
+    ]
     bandwidth = [ceiling_row("float32", 400, 10.0, 8000.0)]
     verdict = judge(results(precision=precision, bandwidth=bandwidth))[1]
     assert verdict["holds"] is True
@@ -49,6 +58,7 @@ def test_claim_two_compares_speedup_with_byte_savings():
 def test_claim_three_needs_step_time_to_stay_flat():
     def row(batch, step):
         return {"batch_size": batch, "step_time_s": step, "aggregate_tok_s": batch / step, "per_seq_tok_s": 1 / step}
+
     cheap = judge(results(batch=[row(1, 0.05), row(8, 0.055), row(32, 0.07)]))[2]
     assert cheap["holds"] is True and "rose 23×" in cheap["evidence"]
     costly = judge(results(batch=[row(1, 0.05), row(8, 0.06), row(32, 0.5)]))[2]
@@ -74,17 +84,20 @@ def test_dtypes_default_to_the_loaders_choices_at_run_time(monkeypatch):
     assert LabConfig().to_dict()["dtypes"] == ["native", "float32", "bfloat16", "int3"]
 
 
-@pytest.mark.parametrize("changes, words", [
-    ({"sweeps": ("prompt", "speed")}, "unknown sweep 'speed'"),
-    ({"sweeps": ()}, "unknown sweep"),
-    ({"prompt_words": (10, 0)}, "prompt words must be a whole number"),
-    ({"new_tokens": 1}, "new tokens must be a whole number from 2"),
-    ({"repeats": 0}, "repeats"),
-    ({"batch_sizes": (1, 0)}, "batch sizes"),
-    ({"batch_sizes": (2, 2)}, "must not repeat"),
-    ({"dtypes": ("float8",)}, "dtype must be one of: native, float32, bfloat16, int8, int4; got 'float8'"),
-    ({"dtypes": ()}, "at least one dtype"),
-])
+@pytest.mark.parametrize(
+    "changes, words",
+    [
+        ({"sweeps": ("prompt", "speed")}, "unknown sweep 'speed'"),
+        ({"sweeps": ()}, "unknown sweep"),
+        ({"prompt_words": (10, 0)}, "prompt words must be a whole number"),
+        ({"new_tokens": 1}, "new tokens must be a whole number from 2"),
+        ({"repeats": 0}, "repeats"),
+        ({"batch_sizes": (1, 0)}, "batch sizes"),
+        ({"batch_sizes": (2, 2)}, "must not repeat"),
+        ({"dtypes": ("float8",)}, "dtype must be one of: native, float32, bfloat16, int8, int4; got 'float8'"),
+        ({"dtypes": ()}, "at least one dtype"),
+    ],
+)
 def test_bad_configs_are_refused_with_a_message(changes, words):
     with pytest.raises(InvalidSettingsError, match=words):
         LabConfig(**changes)
@@ -99,8 +112,11 @@ def test_lists_parse_or_say_which_part_is_wrong():
 
 def test_agreement_counts_positions_and_the_matching_prefix():
     reference = list(range(40))
-    assert agreement(reference, reference) == {"compared_tokens": 32, "token_agreement": 1.0,
-                                               "matching_prefix_tokens": 32}
+    assert agreement(reference, reference) == {
+        "compared_tokens": 32,
+        "token_agreement": 1.0,
+        "matching_prefix_tokens": 32,
+    }
     changed = reference[:5] + [99] + reference[6:]
     assert agreement(changed, reference)["token_agreement"] == 31 / 32
     assert agreement(changed, reference)["matching_prefix_tokens"] == 5
@@ -135,24 +151,34 @@ def test_a_busy_machine_is_called_out():
 
     assert contention_warning({"cpu_share": 0.95, "torch_threads": 2}) is None
     assert contention_warning({}) is None
-    warning = contention_warning({"cpu_share": 0.56, "torch_threads": 2, "load_average_start": 0.5,
-                                  "load_average_end": 3.4})
+    warning = contention_warning(
+        {"cpu_share": 0.56, "torch_threads": 2, "load_average_start": 0.5, "load_average_end": 3.4}
+    )
     assert warning.startswith("Warning: this run got only 56% of 2 cores' time") and "3.4 at the end" in warning
 
 
 def history_rows(on_ms, off_ms, prompts=(49, 109, 229, 465)):
-    return [{"turn": turn, "prompt_tokens": tokens, "cached_tokens": 0 if turn == 1 else prompts[turn - 2] - 5,
-             "prefilled_tokens": tokens if turn == 1 else tokens - prompts[turn - 2] + 5,
-             "ttft_on_s": on / 1000, "ttft_off_s": off / 1000}
-            for turn, (tokens, on, off) in enumerate(zip(prompts, on_ms, off_ms), start=1)]
+    return [
+        {
+            "turn": turn,
+            "prompt_tokens": tokens,
+            "cached_tokens": 0 if turn == 1 else prompts[turn - 2] - 5,
+            "prefilled_tokens": tokens if turn == 1 else tokens - prompts[turn - 2] + 5,
+            "ttft_on_s": on / 1000,
+            "ttft_off_s": off / 1000,
+        }
+        for turn, (tokens, on, off) in enumerate(zip(prompts, on_ms, off_ms), start=1)
+    ]
 
 
 def test_the_history_claim_holds_when_ttft_follows_the_new_tokens():
     verdict = judge(results(history=history_rows((203, 150, 170, 220), (203, 436, 977, 1957))))[4]
     assert verdict["key"] == "history" and verdict["holds"] is True
-    assert verdict["sentence"].startswith("With the prompt cache, TTFT follows the new tokens, not the history: over "
-                                          "4 turns the prompt grew from 49 to 465 tokens (9.5×); with the prompt cache "
-                                          "TTFT went from 203 ms to 220 ms (1.1×)")
+    assert verdict["sentence"].startswith(
+        "With the prompt cache, TTFT follows the new tokens, not the history: over "
+        "4 turns the prompt grew from 49 to 465 tokens (9.5×); with the prompt cache "
+        "TTFT went from 203 ms to 220 ms (1.1×)"
+    )
     assert "without it, from 203 ms to 1,957 ms (9.6×)" in verdict["sentence"]
 
 

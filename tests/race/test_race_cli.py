@@ -16,16 +16,19 @@ from cli.main import main
 PROMPT = "Name three colours of the rainbow."
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--a", "streaming=maybe"], "side A: streaming takes on or off; got 'maybe'."),
-    (["--b", "colour=blue"], "--b: unknown key 'colour'"),
-    (["--a", "streaming=on", "--a", "streaming=off"], "--a gives streaming twice"),
-    (["--b", "model=http://127.0.0.1:9/v1", "--b", "dtype=float32"], "side B: dtype applies only to a local model"),
-    (["--a", "served_model=tiny"], "side A: served_model applies only with a server URL"),
-    (["--live", "--b", "streaming=off"], "live mode runs A and B at once, but both are local models"),
-    (["--b", "max_new_tokens=100000"], "side B: max new tokens must be a whole number from 1 to 32,768"),
-    (["--tpot-budget", "0"], "--tpot-budget must be above 0"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--a", "streaming=maybe"], "side A: streaming takes on or off; got 'maybe'."),
+        (["--b", "colour=blue"], "--b: unknown key 'colour'"),
+        (["--a", "streaming=on", "--a", "streaming=off"], "--a gives streaming twice"),
+        (["--b", "model=http://127.0.0.1:9/v1", "--b", "dtype=float32"], "side B: dtype applies only to a local model"),
+        (["--a", "served_model=tiny"], "side A: served_model applies only with a server URL"),
+        (["--live", "--b", "streaming=off"], "live mode runs A and B at once, but both are local models"),
+        (["--b", "max_new_tokens=100000"], "side B: max new tokens must be a whole number from 1 to 32,768"),
+        (["--tpot-budget", "0"], "--tpot-budget must be above 0"),
+    ],
+)
 def test_bad_or_clashing_settings_are_refused_in_one_line_with_exit_2(capsys, args, says):
     assert main(["race", PROMPT, *args]) == 2
     captured = capsys.readouterr()
@@ -43,8 +46,20 @@ def test_race_json_holds_both_full_reports_and_the_verdict(run_cli, real_model):
         report = race[key]
         assert report["streaming"] is streaming and report["stop_reason"] in ("eos", "max_tokens")
         # as ask --json: the model, settings, metrics and tokens, with the waterfall
-        assert {"model", "settings", "prompt_tokens", "ttft_s", "tpot_s", "e2e_s", "itl_s", "token_times_s",
-                "token_ids", "text", "waterfall", "budget"} <= set(report)
+        assert {
+            "model",
+            "settings",
+            "prompt_tokens",
+            "ttft_s",
+            "tpot_s",
+            "e2e_s",
+            "itl_s",
+            "token_times_s",
+            "token_ids",
+            "text",
+            "waterfall",
+            "budget",
+        } <= set(report)
         assert report["e2e_s"] == report["token_times_s"][-1]
     verdict = race["verdict"]
     assert verdict["a"]["first_text_s"] == race["a"]["ttft_s"] and verdict["b"]["first_text_s"] == race["b"]["e2e_s"]
@@ -55,9 +70,13 @@ def test_race_json_holds_both_full_reports_and_the_verdict(run_cli, real_model):
 
 @pytest.mark.subprocess
 def test_ctrl_c_during_b_prints_what_ran_and_says_so(real_model):
-    child = subprocess.Popen([sys.executable, "-m", "cli.main", "race", PROMPT, "--max-new-tokens", "200",
-                              "--b", "streaming=off", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    child = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "race", PROMPT, "--max-new-tokens", "200", "--b", "streaming=off", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     try:
         for line in child.stderr:  # A runs whole; Ctrl+C as soon as B is under way
             if line.startswith("latencylab: B: running alone"):

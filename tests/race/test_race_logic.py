@@ -25,8 +25,9 @@ MS = 1_000_000
 S = 1_000_000_000
 
 
-def trace_of(stamps_ns: list[int], texts: list[str] | None = None, start_ns: int = 0,
-             stop: StopReason = StopReason.EOS) -> GenerationTrace:
+def trace_of(
+    stamps_ns: list[int], texts: list[str] | None = None, start_ns: int = 0, stop: StopReason = StopReason.EOS
+) -> GenerationTrace:
     texts = texts if texts is not None else ["ab"] * len(stamps_ns)
     trace = GenerationTrace(request_start_ns=start_ns, prompt_tokens=7)
     for index, (text, stamp) in enumerate(zip(texts, stamps_ns)):
@@ -45,8 +46,11 @@ def test_the_default_budget_is_one_second_and_a_250_wpm_readers_pace():
     assert budget.tpot_s == pytest.approx(READER_TPOT_S)
 
 
-@pytest.mark.parametrize("first_ns, within", [(1 * S, True), (1 * S + 1, False), (1 * S - 1, True)],
-                         ids=["exactly-at", "1ns-over", "1ns-under"])
+@pytest.mark.parametrize(
+    "first_ns, within",
+    [(1 * S, True), (1 * S + 1, False), (1 * S - 1, True)],
+    ids=["exactly-at", "1ns-over", "1ns-under"],
+)
 def test_the_wait_before_text_is_judged_right_at_the_edge(first_ns, within):
     trace = trace_of([first_ns, first_ns + 100 * MS])
     mark = judge(trace, streaming=True, budget=LatencyBudget(1.0, 0.18))
@@ -125,8 +129,9 @@ def test_the_verdicts_fields_follow_from_the_two_traces():
     verdict = make_verdict(a, b)
     assert verdict.text_first == "B" and verdict.text_first_by_s == pytest.approx(2.8)
     assert verdict.finished_first == "A" and verdict.finished_first_by_s == pytest.approx(0.1)
-    assert verdict.sentence.startswith("B (streaming) showed text 2.8 s sooner; A (not streaming) finished 0.10 s "
-                                       "sooner; while B streamed")
+    assert verdict.sentence.startswith(
+        "B (streaming) showed text 2.8 s sooner; A (not streaming) finished 0.10 s sooner; while B streamed"
+    )
     # B's reader read 25 characters in 1 s after 0.3 s, then waited for the third token from 1.3 s to 3.2 s.
     assert b.reader_wait_s == pytest.approx(3.2 - (0.3 + 50 / READING_CHARS_PER_S))
 
@@ -155,28 +160,34 @@ def test_sides_take_the_common_options_names_and_switches_take_on_or_off():
     assert server.remote and server.model == "http://127.0.0.1:8080/v1#model=tiny&protocol=openai"
 
 
-@pytest.mark.parametrize("pairs, says", [
-    (["streaming=yes"], "streaming takes on or off"),
-    (["colour=blue"], "unknown key 'colour'"),
-    (["streaming"], "takes KEY=VALUE pairs"),
-    (["streaming=on", "streaming=off"], "gives streaming twice"),
-    (["max_new_tokens=0"], "max new tokens must be a whole number from 1"),
-    (["temperature=hot"], "temperature must be a number"),
-    (["temperature=0.0001"], r"temperature must be 0 \(greedy\) or at least"),
-    (["dtype=float64"], "dtype must be one of"),
-    (["model=http://127.0.0.1:8080/v1", "protocol=grpc"], "protocol must be one of"),
-])
+@pytest.mark.parametrize(
+    "pairs, says",
+    [
+        (["streaming=yes"], "streaming takes on or off"),
+        (["colour=blue"], "unknown key 'colour'"),
+        (["streaming"], "takes KEY=VALUE pairs"),
+        (["streaming=on", "streaming=off"], "gives streaming twice"),
+        (["max_new_tokens=0"], "max new tokens must be a whole number from 1"),
+        (["temperature=hot"], "temperature must be a number"),
+        (["temperature=0.0001"], r"temperature must be 0 \(greedy\) or at least"),
+        (["dtype=float64"], "dtype must be one of"),
+        (["model=http://127.0.0.1:8080/v1", "protocol=grpc"], "protocol must be one of"),
+    ],
+)
 def test_bad_settings_are_refused_in_one_line_naming_the_side(pairs, says):
     with pytest.raises(InvalidSettingsError, match=says) as refused:
         parse_side("B", pairs)
     assert "\n" not in str(refused.value) and ("B" in str(refused.value) or "--b" in str(refused.value))
 
 
-@pytest.mark.parametrize("a_pairs, b_pairs, live, says", [
-    ([], ["model=http://127.0.0.1:8080/v1", "dtype=float32"], False, "dtype applies only to a local model"),
-    (["served_model=tiny"], [], False, "served_model applies only with a server URL"),
-    ([], ["streaming=off"], True, "both are local models"),
-])
+@pytest.mark.parametrize(
+    "a_pairs, b_pairs, live, says",
+    [
+        ([], ["model=http://127.0.0.1:8080/v1", "dtype=float32"], False, "dtype applies only to a local model"),
+        (["served_model=tiny"], [], False, "served_model applies only with a server URL"),
+        ([], ["streaming=off"], True, "both are local models"),
+    ],
+)
 def test_clashing_settings_are_refused_in_one_line(a_pairs, b_pairs, live, says):
     a, b = parse_side("A", a_pairs), parse_side("B", b_pairs)
     with pytest.raises(InvalidSettingsError, match=says):
@@ -237,11 +248,14 @@ def test_a_stopped_race_keeps_what_ran_and_says_so_in_its_file():
     assert record.stopped and record.verdict is None and record.a.trace.output_tokens == 3
 
 
-@pytest.mark.parametrize("data, says", [
-    (b"\xff\xfe", "not JSON"),
-    (b'{"format": "latencylab-trace/1"}', "not a Latency Lab race"),
-    (b'{"format": "latencylab-race/1"}', "config is missing"),
-])
+@pytest.mark.parametrize(
+    "data, says",
+    [
+        (b"\xff\xfe", "not JSON"),
+        (b'{"format": "latencylab-trace/1"}', "not a Latency Lab race"),
+        (b'{"format": "latencylab-race/1"}', "config is missing"),
+    ],
+)
 def test_bad_race_files_are_refused_saying_why(data, says):
     with pytest.raises(RaceFileError, match=says):
         read_race(data)

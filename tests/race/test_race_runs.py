@@ -33,7 +33,9 @@ def loader(models):
 
 
 def test_streaming_against_not_streaming_the_verdicts_fields_follow_from_the_two_traces(models):
-    config = RaceConfig(FELT_PROMPT, parse_side("A", ["streaming=on", *FELT]), parse_side("B", ["streaming=off", *FELT]))
+    config = RaceConfig(
+        FELT_PROMPT, parse_side("A", ["streaming=on", *FELT]), parse_side("B", ["streaming=off", *FELT])
+    )
     result = run_race(config, loader(models))
     a, b = result.a.trace, result.b.trace
     assert a.stop_reason in ("eos", "max_tokens") and b.stop_reason in ("eos", "max_tokens")
@@ -69,10 +71,16 @@ def test_native_against_float32_race_on_their_own_models(models):
 
 
 def test_with_a_shared_history_the_prompt_cache_side_prefills_only_the_new_turn(models):
-    history = (("user", "Tell me one fact about the sea."),
-               ("assistant", "The sea covers most of the Earth and holds most of its water."))
-    config = RaceConfig(PROMPT, parse_side("A", ["prompt_cache=on", *SHORT]),
-                        parse_side("B", ["prompt_cache=off", *SHORT]), history=history)
+    history = (
+        ("user", "Tell me one fact about the sea."),
+        ("assistant", "The sea covers most of the Earth and holds most of its water."),
+    )
+    config = RaceConfig(
+        PROMPT,
+        parse_side("A", ["prompt_cache=on", *SHORT]),
+        parse_side("B", ["prompt_cache=off", *SHORT]),
+        history=history,
+    )
     result = run_race(config, loader(models))
     a, b = result.a.trace, result.b.trace
     assert a.prompt_tokens == b.prompt_tokens

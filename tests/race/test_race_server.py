@@ -28,8 +28,12 @@ def test_the_local_model_against_llama_server(native_model, llama_server, live):
     def load(side):
         return load_any(side.model) if side.remote else native_model
 
-    config = RaceConfig(PROMPT, parse_side("A", ["max_new_tokens=8"]),
-                        parse_side("B", [f"model={llama_server.url}", "max_new_tokens=8"]), live=live)
+    config = RaceConfig(
+        PROMPT,
+        parse_side("A", ["max_new_tokens=8"]),
+        parse_side("B", [f"model={llama_server.url}", "max_new_tokens=8"]),
+        live=live,
+    )
     result = run_race(config, load)
     a, b = result.a.trace, result.b.trace
     assert a.stop_reason in ("eos", "max_tokens") and b.stop_reason in ("eos", "max_tokens"), result.status_line

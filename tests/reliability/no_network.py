@@ -30,5 +30,6 @@ def latencylab_offline(args: list[str], cwd, extra_env: dict | None = None, time
     """No offline variable is set beforehand: the app must choose offline mode itself."""
     env = {key: value for key, value in os.environ.items() if key not in OFFLINE_VARIABLES}
     env.update(extra_env or {})
-    return subprocess.run([sys.executable, "-c", SCRIPT, *args], capture_output=True, text=True, timeout=timeout,
-                          env=env, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-c", SCRIPT, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd
+    )

@@ -76,8 +76,13 @@ def LIMIT():
 
 def write_on_a_full_disk(name: str, target: Path) -> subprocess.CompletedProcess:
     script = SETUP + LIMIT + textwrap.dedent(WRITERS[name])
-    return subprocess.run([sys.executable, "-c", script, str(target)], capture_output=True, text=True, timeout=300,
-                          cwd=Path(__file__).resolve().parents[2])
+    return subprocess.run(
+        [sys.executable, "-c", script, str(target)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).resolve().parents[2],
+    )
 
 
 @pytest.mark.subprocess  # the full disk is a child process's file-size limit
@@ -97,7 +102,12 @@ def test_with_room_on_the_disk_the_new_file_replaces_the_old(tmp_path, name):
     target = tmp_path / "export.out"
     target.write_text("the previous export\n")
     script = SETUP + "def LIMIT():\n    pass\n" + textwrap.dedent(WRITERS[name])
-    result = subprocess.run([sys.executable, "-c", script, str(target)], capture_output=True, text=True, timeout=300,
-                            cwd=Path(__file__).resolve().parents[2])
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(target)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert target.stat().st_size > ROOM

@@ -16,21 +16,24 @@ def _unknown_type(path, good):
     data = bytearray(good.read_bytes())
     name = b"blk.0.attn_q.weight"
     at = data.index(name) + len(name)
-    dims = int.from_bytes(data[at:at + 4], "little")
+    dims = int.from_bytes(data[at : at + 4], "little")
     type_at = at + 4 + 8 * dims
-    data[type_at:type_at + 4] = (99).to_bytes(4, "little")
+    data[type_at : type_at + 4] = (99).to_bytes(4, "little")
     path.write_bytes(bytes(data))
 
 
 BAD_FILES = {
     "not_a_gguf": (lambda path, good: path.write_text("hello, I am a text file"), "not a readable GGUF"),
-    "truncated": (lambda path, good: path.write_bytes(good.read_bytes()[: good.stat().st_size * 7 // 10]),
-                  "truncated"),
-    "unsupported_architecture": (lambda path, good: write_tiny_llama(path, architecture="bert"),
-                                 "'bert' model, an architecture Latency Lab cannot run"),
+    "truncated": (lambda path, good: path.write_bytes(good.read_bytes()[: good.stat().st_size * 7 // 10]), "truncated"),
+    "unsupported_architecture": (
+        lambda path, good: write_tiny_llama(path, architecture="bert"),
+        "'bert' model, an architecture Latency Lab cannot run",
+    ),
     "unknown_quant_type": (_unknown_type, "quant type this app does not know (type id 99)"),
-    "tokenizer_cannot_build": (lambda path, good: write_tiny_llama(path, tokenizer_model="nonsense"),
-                               "tokenizer cannot be built"),
+    "tokenizer_cannot_build": (
+        lambda path, good: write_tiny_llama(path, tokenizer_model="nonsense"),
+        "tokenizer cannot be built",
+    ),
 }
 
 

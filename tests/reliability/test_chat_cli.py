@@ -40,7 +40,10 @@ def test_each_turn_is_one_json_object_and_prefills_only_its_new_tokens():
         assert turn["prefilled_tokens"] == turn["prompt_tokens"] - turn["cached_tokens"] < 20
         cache = turn["prompt_cache"]
         assert (cache["reason"], cache["break_at"], cache["source"]) == (
-            "the chat's history was reused from the cache", None, "local")
+            "the chat's history was reused from the cache",
+            None,
+            "local",
+        )
         assert cache["memory_bytes"] >= turn["cached_tokens"] * 23_040  # 30 layers x 3 KV heads x 64 x 2 x 2 bytes
     assert all(turn["ttft_s"] > 0 and turn["text"] for turn in turns)
 
@@ -74,8 +77,9 @@ def test_a_message_too_long_for_the_context_is_refused_and_the_chat_goes_on():
 
 
 def test_a_reader_that_leaves_ends_it_quietly_with_141():
-    process = subprocess.Popen(chat("--max-new-tokens", "200"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, cwd=ROOT)
+    process = subprocess.Popen(
+        chat("--max-new-tokens", "200"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
+    )
     process.stdin.write(b"Write a long story about a dragon.\n")
     process.stdin.flush()
     assert process.stdout.read(10)
@@ -87,17 +91,23 @@ def test_a_reader_that_leaves_ends_it_quietly_with_141():
 @pytest.mark.parametrize("redirect, message", [(">&-", "stdout is closed"), (">/dev/full", "No space left")])
 def test_a_closed_or_full_stdout_is_one_line_and_status_1(redirect, message):
     command = " ".join(f"'{part}'" for part in chat("--max-new-tokens", "4"))
-    result = subprocess.run(["bash", "-c", f"printf 'Say hi.\\n' | exec {command} {redirect}"], capture_output=True,
-                            timeout=600, cwd=ROOT)
+    result = subprocess.run(
+        ["bash", "-c", f"printf 'Say hi.\\n' | exec {command} {redirect}"], capture_output=True, timeout=600, cwd=ROOT
+    )
     lines = said(result.stderr)
     assert result.returncode == 1 and len(lines) == 1 and message in lines[0], result.stderr
     assert b"Traceback" not in result.stderr
 
 
 def test_ctrl_c_during_a_reply_stops_it_with_130():
-    process = subprocess.Popen(chat("--max-new-tokens", "300"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, cwd=ROOT,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    process = subprocess.Popen(
+        chat("--max-new-tokens", "300"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     process.stdin.write(b"Write a long story about a dragon.\n")
     process.stdin.flush()
     assert process.stdout.read(1)

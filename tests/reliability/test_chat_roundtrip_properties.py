@@ -41,10 +41,14 @@ def chats(draw):
     record = ChatRecord.new(draw(TEXT))
     record.system_prompt = draw(TEXT)
     record.model = draw(st.one_of(st.none(), TEXT))
-    record.messages = [Message(draw(st.sampled_from(["user", "assistant"])), draw(st.one_of(TEXT, LONG_LINE)))
-                       for _ in range(draw(st.integers(0, 6)))]
-    record.replies = [ReplyRecord(draw(traces()), {"streaming": draw(st.booleans()), "note": draw(TEXT)})
-                      for _ in range(draw(st.integers(0, 3)))]
+    record.messages = [
+        Message(draw(st.sampled_from(["user", "assistant"])), draw(st.one_of(TEXT, LONG_LINE)))
+        for _ in range(draw(st.integers(0, 6)))
+    ]
+    record.replies = [
+        ReplyRecord(draw(traces()), {"streaming": draw(st.booleans()), "note": draw(TEXT)})
+        for _ in range(draw(st.integers(0, 3)))
+    ]
     record.reply_pending = draw(st.booleans())
     return record
 

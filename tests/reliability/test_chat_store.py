@@ -17,8 +17,14 @@ from core.timing.trace import GenerationTrace
 def make_chat(title="A chat", text="hello", tokens=("Hi", "!")) -> ChatRecord:
     record = ChatRecord.new(title)
     record.messages = [Message("user", text), Message("assistant", "".join(tokens))]
-    trace = GenerationTrace(1_000, prompt_tokens=12, token_ids=list(range(len(tokens))), token_texts=list(tokens),
-                            timestamps_ns=[2_000 + i for i in range(len(tokens))], stop_reason="eos")
+    trace = GenerationTrace(
+        1_000,
+        prompt_tokens=12,
+        token_ids=list(range(len(tokens))),
+        token_texts=list(tokens),
+        timestamps_ns=[2_000 + i for i in range(len(tokens))],
+        stop_reason="eos",
+    )
     record.replies = [ReplyRecord(trace, {"streaming": True, "message_index": 1, "settings": {"max_new_tokens": 8}})]
     record.settings = {"max_new_tokens": 8, "temperature": 0.0, "top_p": 1.0, "seed": None, "streaming": True}
     return record
@@ -87,14 +93,17 @@ def test_list_rename_and_delete(tmp_path):
     assert store.notices == []
 
 
-@pytest.mark.parametrize("damage", [
-    lambda data: data[: len(data) // 2],             # truncated mid-write by an old, non-atomic writer
-    lambda data: b"",                                 # empty
-    lambda data: b"\xff\xfe" + data,                  # not UTF-8
-    lambda data: data.replace(b'"user"', b'"robot"'),  # valid JSON, invalid chat
-    lambda data: b"[1, 2, 3]",
-    lambda data: b"[" * 100_000,                     # nesting deep enough to overflow a recursive parser
-])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: data[: len(data) // 2],  # truncated mid-write by an old, non-atomic writer
+        lambda data: b"",  # empty
+        lambda data: b"\xff\xfe" + data,  # not UTF-8
+        lambda data: data.replace(b'"user"', b'"robot"'),  # valid JSON, invalid chat
+        lambda data: b"[1, 2, 3]",
+        lambda data: b"[" * 100_000,  # nesting deep enough to overflow a recursive parser
+    ],
+)
 def test_a_corrupt_chat_is_moved_aside_with_a_notice_and_the_others_still_load(tmp_path, damage):
     store = ChatStore(tmp_path / "chats")
     good, bad = make_chat("good"), make_chat("bad")
@@ -170,16 +179,33 @@ def test_export_holds_only_what_the_user_sees(tmp_path):
     ChatStore(tmp_path / "chats").export_chat(record, exported)
     text = exported.read_text(encoding="utf-8")
     assert str(Path.home()) not in text and str(tmp_path) not in text and "/" not in json.loads(text)["model"]
-    assert set(json.loads(text)) == {"format", "id", "title", "title_is_custom", "created_at", "updated_at", "model",
-                                     "system_prompt", "settings", "reply_pending", "messages", "replies"}
+    assert set(json.loads(text)) == {
+        "format",
+        "id",
+        "title",
+        "title_is_custom",
+        "created_at",
+        "updated_at",
+        "model",
+        "system_prompt",
+        "settings",
+        "reply_pending",
+        "messages",
+        "replies",
+    }
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"not json", "not complete JSON"),
-    (b'{"format": "something-else"}', "not a Latency Lab chat"),
-    (json.dumps({**make_chat().to_document(), "messages": [{"role": "user"}]}).encode(),
-     r"messages\[0\]\.content is missing"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"not json", "not complete JSON"),
+        (b'{"format": "something-else"}', "not a Latency Lab chat"),
+        (
+            json.dumps({**make_chat().to_document(), "messages": [{"role": "user"}]}).encode(),
+            r"messages\[0\]\.content is missing",
+        ),
+    ],
+)
 def test_import_refuses_what_is_not_a_chat_with_the_reason(tmp_path, content, message):
     source = tmp_path / "in.json"
     source.write_bytes(content)

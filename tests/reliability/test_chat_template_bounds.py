@@ -21,17 +21,14 @@ MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "conten
 # template: what the one-line refusal says. The issue's cases first (a hang, 4.3 GB and a MemoryError traceback,
 # a Rust panic from a ~1 GB render, 60-1,433-line tracebacks), then others of their classes.
 HOSTILE = {
-    "{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}":
-        "did not finish within 2 s, so it was stopped",
+    "{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}": "did not finish within 2 s, so it was stopped",
     "{{ 'x' * 4000000000 }}": "needed more memory than its budget",
     "{% for i in range(1000) %}{{ 'x' * 1000000 }}{% endfor %}": "output passed 1,000,000 characters",
-    "{{ raise_exception('only user and assistant roles are supported') }}":
-        "refused this chat: only user and assistant roles are supported",
+    "{{ raise_exception('only user and assistant roles are supported') }}": "refused this chat: only user and assistant roles are supported",
     "{% for m in messages %}{{ m.content }": "has a syntax error (line 1): unexpected '}'",
     "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}": "recursed too deeply",
     "{{ messages.__class__.__mro__ }}": "sandbox forbids",
-    "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}":
-        "needed more memory than its budget",
+    "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}": "needed more memory than its budget",
     "{{ 'x'.ljust(10 ** 10) }}": "needed more memory than its budget",
     "{{ 'x' * 2000000 }}": "output passed 1,000,000 characters",
     "{% for i in range(99999999999) %}{% endfor %}": "the chat template",
@@ -53,21 +50,28 @@ def test_stop_ends_a_render_at_once_and_the_next_render_works():
     stop = threading.Event()
     stop.set()  # pressed while the render runs: the wait sees it at its first look, long before the 2 s budget
     with stop_renders_on(stop), pytest.raises(TemplateInterrupted):
-        template_worker().render("{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}",
-                                 MESSAGES, {})
+        template_worker().render(
+            "{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}", MESSAGES, {}
+        )
     assert template_worker().render("{{ messages | length }}", MESSAGES, {}) == "2"
 
 
 def test_the_worker_renders_what_transformers_renders(embedded_tokenizer):
     """Our environment is transformers' own, rebuilt: the embedded template, and one using its other features."""
-    chats = [MESSAGES, MESSAGES + [{"role": "assistant", "content": "Hello."}, {"role": "user", "content": "More"}],
-             [{"role": "user", "content": "<|im_start|>ünïcödé 👋"}]]
+    chats = [
+        MESSAGES,
+        MESSAGES + [{"role": "assistant", "content": "Hello."}, {"role": "user", "content": "More"}],
+        [{"role": "user", "content": "<|im_start|>ünïcödé 👋"}],
+    ]
     for chat in chats:
         assert render_chat_template(embedded_tokenizer, chat) == embedded_tokenizer.apply_chat_template(
-            chat, tokenize=False, add_generation_prompt=True)
-    features = ("{% set ns = namespace(n=0) %}{% for m in messages %}{% generation %}{{ m.role | tojson }}"
-                "{% endgeneration %}{% set ns.n = ns.n + 1 %}{% if loop.last %}{% break %}{% endif %}{% endfor %}"
-                "{{ ns.n }}{{ dict(a=1) | tojson }}{{ bos_token }}{{ strftime_now('%Y') | length }}")
+            chat, tokenize=False, add_generation_prompt=True
+        )
+    features = (
+        "{% set ns = namespace(n=0) %}{% for m in messages %}{% generation %}{{ m.role | tojson }}"
+        "{% endgeneration %}{% set ns.n = ns.n + 1 %}{% if loop.last %}{% break %}{% endif %}{% endfor %}"
+        "{{ ns.n }}{{ dict(a=1) | tojson }}{{ bos_token }}{{ strftime_now('%Y') | length }}"
+    )
     ours = template_worker().render(features, MESSAGES, dict(embedded_tokenizer.special_tokens_map))
     original = embedded_tokenizer.chat_template
     try:
@@ -81,8 +85,9 @@ def test_the_worker_renders_what_transformers_renders(embedded_tokenizer):
 def test_a_render_that_takes_longer_than_the_budget_is_stopped_even_without_a_stop(monkeypatch):
     monkeypatch.setattr(template_render, "TEMPLATE_TIME_S", 0.2)
     with pytest.raises(ChatTemplateError, match="did not finish within 0.2 s"):
-        template_worker().render("{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}",
-                                 MESSAGES, {})
+        template_worker().render(
+            "{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}", MESSAGES, {}
+        )
 
 
 @pytest.fixture(scope="module")
@@ -95,8 +100,7 @@ def test_ask_with_a_hanging_template_ends_in_one_line(hanging_template_gguf, run
     result = run_cli("ask", "hi", "--model", str(hanging_template_gguf), "--max-new-tokens", "4")
     assert result.returncode == 1 and "Traceback" not in result.stderr
     said = [line for line in result.stderr.splitlines() if line.startswith("latencylab:")]
-    assert said == ["latencylab: error: the chat template did not finish within 2 s, so it was stopped."], \
-        result.stderr
+    assert said == ["latencylab: error: the chat template did not finish within 2 s, so it was stopped."], result.stderr
 
 
 def test_stop_in_the_window_ends_a_reply_stuck_in_its_template(qtbot, hanging_template_gguf):

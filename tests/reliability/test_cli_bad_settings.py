@@ -3,20 +3,23 @@
 import pytest
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--max-new-tokens", "-4"], "max new tokens must be a whole number from 1 to 32,768; got -4."),
-    (["--max-new-tokens", "0"], "max new tokens must be a whole number from 1 to 32,768; got 0."),
-    (["--max-new-tokens", "1000000000"], "max new tokens must be a whole number from 1 to 32,768; got 1000000000."),
-    (["--temperature", "2.5"], "temperature must be a number from 0 to 2; got 2.5."),
-    (["--temperature", "-0.1"], "temperature must be a number from 0 to 2; got -0.1."),
-    (["--temperature", "nan"], "temperature must be a number from 0 to 2; got nan."),
-    (["--top-p", "0"], "top-p must be a number above 0 and at most 1; got 0.0."),
-    (["--top-p", "1.5"], "top-p must be a number above 0 and at most 1; got 1.5."),
-    (["--temperature", "5e-324"], "temperature must be 0 (greedy) or at least 0.001; got 5e-324."),
-    (["--temperature", "0.0009"], "temperature must be 0 (greedy) or at least 0.001; got 0.0009."),
-    (["--dtype", "float7"], "argument --dtype: invalid choice: 'float7'"),
-    (["--max-new-tokens", "many"], "argument --max-new-tokens: invalid int value: 'many'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--max-new-tokens", "-4"], "max new tokens must be a whole number from 1 to 32,768; got -4."),
+        (["--max-new-tokens", "0"], "max new tokens must be a whole number from 1 to 32,768; got 0."),
+        (["--max-new-tokens", "1000000000"], "max new tokens must be a whole number from 1 to 32,768; got 1000000000."),
+        (["--temperature", "2.5"], "temperature must be a number from 0 to 2; got 2.5."),
+        (["--temperature", "-0.1"], "temperature must be a number from 0 to 2; got -0.1."),
+        (["--temperature", "nan"], "temperature must be a number from 0 to 2; got nan."),
+        (["--top-p", "0"], "top-p must be a number above 0 and at most 1; got 0.0."),
+        (["--top-p", "1.5"], "top-p must be a number above 0 and at most 1; got 1.5."),
+        (["--temperature", "5e-324"], "temperature must be 0 (greedy) or at least 0.001; got 5e-324."),
+        (["--temperature", "0.0009"], "temperature must be 0 (greedy) or at least 0.001; got 0.0009."),
+        (["--dtype", "float7"], "argument --dtype: invalid choice: 'float7'"),
+        (["--max-new-tokens", "many"], "argument --max-new-tokens: invalid int value: 'many'"),
+    ],
+)
 def test_bad_settings_are_refused_with_the_reason(args, message, run_cli):
     result = run_cli("ask", "hi", *args)
     assert result.returncode == 2
@@ -47,9 +50,23 @@ def test_undecodable_argument_bytes_are_read_as_replacement_characters(embedded_
     import subprocess
     import sys
 
-    result = subprocess.run([sys.executable, "-m", "cli.main", "ask", b"hello \xff\xfe world", "--system", b"be \xff",
-                             "--max-new-tokens", "3", "--json"], capture_output=True, timeout=300,
-                            env={**os.environ, "LC_ALL": "C.UTF-8"})
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cli.main",
+            "ask",
+            b"hello \xff\xfe world",
+            "--system",
+            b"be \xff",
+            "--max-new-tokens",
+            "3",
+            "--json",
+        ],
+        capture_output=True,
+        timeout=300,
+        env={**os.environ, "LC_ALL": "C.UTF-8"},
+    )
     stderr = result.stderr.decode("utf-8", "replace")
     assert result.returncode == 0, stderr
     assert "warning: 2 byte(s) of the argument are not UTF-8; each is read as U+FFFD" in stderr

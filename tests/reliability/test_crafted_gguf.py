@@ -14,46 +14,67 @@ from core.model.loader import load_model
 CASES = {
     "output 65,536 rows against a 49,152-row embedding": (
         {"shapes": {"output.weight": (65536, 256)}},
-        "tensor output.weight has shape [65536, 256], but its llama metadata implies [49152, 256]"),
+        "tensor output.weight has shape [65536, 256], but its llama metadata implies [49152, 256]",
+    ),
     "embedding_length 128 while the tensors are 256 wide": (
         {"metadata": {"embedding_length": 128, "rope.dimension_count": 32}},
-        "tensor token_embd.weight has shape [49152, 256], but its llama metadata implies [49152, 128]"),
+        "tensor token_embd.weight has shape [49152, 256], but its llama metadata implies [49152, 128]",
+    ),
     "embedding_length 128 alone": ({"metadata": {"embedding_length": 128}}, "llama.rope.dimension_count (64)"),
     "embedding_length 1024": (
         {"metadata": {"embedding_length": 1024}},
-        "tensor token_embd.weight has shape [49152, 256], but its llama metadata implies [49152, 1024]"),
+        "tensor token_embd.weight has shape [49152, 256], but its llama metadata implies [49152, 1024]",
+    ),
     "token_embd dims [256, 0, 49152] at the end of the file": (
         {"shapes": {"token_embd.weight": (49152, 0, 256)}, "last": ("token_embd.weight",)},
-        "tensor token_embd.weight has shape [49152, 0, 256]"),
+        "tensor token_embd.weight has shape [49152, 0, 256]",
+    ),
     "blk.1's ffn_gate and ffn_up with 32,768 rows": (
         {"shapes": {"blk.1.ffn_gate.weight": (32768, 256), "blk.1.ffn_up.weight": (32768, 256)}},
-        "tensor blk.1.ffn_gate.weight has shape [32768, 256], but its llama metadata implies [512, 256] (FFN size 512"),
+        "tensor blk.1.ffn_gate.weight has shape [32768, 256], but its llama metadata implies [512, 256] (FFN size 512",
+    ),
     "attn_q with 1,024 rows": (
         {"shapes": {"blk.0.attn_q.weight": (1024, 256)}},
-        "tensor blk.0.attn_q.weight has shape [1024, 256], but its llama metadata implies [256, 256]"),
+        "tensor blk.0.attn_q.weight has shape [1024, 256], but its llama metadata implies [256, 256]",
+    ),
     "attn_q with 2,048 columns": (
         {"shapes": {"blk.0.attn_q.weight": (256, 2048)}},
-        "tensor blk.0.attn_q.weight has shape [256, 2048]"),
+        "tensor blk.0.attn_q.weight has shape [256, 2048]",
+    ),
     "ffn_down transposed": ({"shapes": {"blk.0.ffn_down.weight": (512, 256)}}, "blk.0.ffn_down.weight"),
     "a norm of the wrong length": ({"shapes": {"blk.1.attn_norm.weight": (255,)}}, "blk.1.attn_norm.weight"),
-    "block_count 10^7": ({"metadata": {"block_count": 10**7}},
-                         "llama.block_count is 10000000: a model has 1 to 4096 layers"),
-    "block_count 3 with 2 layers": ({"metadata": {"block_count": 3}},
-                                    "llama.block_count is 3, but its tensors hold 2 layers (blk.0 to blk.1)"),
-    "block_count 10^8": ({"metadata": {"block_count": 10**8}},
-                         "llama.block_count is 100000000: a model has 1 to 4096 layers"),
+    "block_count 10^7": (
+        {"metadata": {"block_count": 10**7}},
+        "llama.block_count is 10000000: a model has 1 to 4096 layers",
+    ),
+    "block_count 3 with 2 layers": (
+        {"metadata": {"block_count": 3}},
+        "llama.block_count is 3, but its tensors hold 2 layers (blk.0 to blk.1)",
+    ),
+    "block_count 10^8": (
+        {"metadata": {"block_count": 10**8}},
+        "llama.block_count is 100000000: a model has 1 to 4096 layers",
+    ),
     "block_count 0": ({"metadata": {"block_count": 0}}, "llama.block_count is 0"),
-    "head_count_kv 3 with 4 heads": ({"metadata": {"attention.head_count_kv": 3}},
-                                     "attention.head_count (4) is not a multiple of its attention.head_count_kv (3)"),
+    "head_count_kv 3 with 4 heads": (
+        {"metadata": {"attention.head_count_kv": 3}},
+        "attention.head_count (4) is not a multiple of its attention.head_count_kv (3)",
+    ),
     "head_count 0": ({"metadata": {"attention.head_count": 0}}, "llama.attention.head_count is 0"),
-    "head_count 2^26": ({"metadata": {"attention.head_count": 2**26}},
-                        "embedding_length (256) is not a whole number of its 67108864 heads"),
+    "head_count 2^26": (
+        {"metadata": {"attention.head_count": 2**26}},
+        "embedding_length (256) is not a whole number of its 67108864 heads",
+    ),
     "general.alignment 0": ({"metadata": {"general.alignment": 0}}, "general.alignment (0) is not a power of two"),
-    "general.alignment 2^30": ({"metadata": {"general.alignment": 2**30}},
-                               "general.alignment (1073741824) puts the tensor data at byte"),
+    "general.alignment 2^30": (
+        {"metadata": {"general.alignment": 2**30}},
+        "general.alignment (1073741824) puts the tensor data at byte",
+    ),
     "general.alignment 48": ({"metadata": {"general.alignment": 48}}, "general.alignment (48) is not a power of two"),
-    "rope.freq_base 0": ({"metadata": {"rope.freq_base": 0.0}},
-                         "llama.rope.freq_base is '0.0', not a finite number > 0"),
+    "rope.freq_base 0": (
+        {"metadata": {"rope.freq_base": 0.0}},
+        "llama.rope.freq_base is '0.0', not a finite number > 0",
+    ),
 }
 
 
@@ -89,14 +110,24 @@ def test_a_gguf_cut_by_one_byte_is_called_cut_not_a_tokenizer_fault(tmp_path):
     good = write_tiny_llama(tmp_path / "good.gguf")
     cut = tmp_path / "cut.gguf"
     cut.write_bytes(good.read_bytes()[:-1])
-    with pytest.raises(ModelLoadError, match=r"its tensor blk\.1\.\w+\.weight ends at byte [\d,]+, past the end of the "
-                                             r"file \([\d,]+ bytes\): the file is cut short"):
+    with pytest.raises(
+        ModelLoadError,
+        match=r"its tensor blk\.1\.\w+\.weight ends at byte [\d,]+, past the end of the "
+        r"file \([\d,]+ bytes\): the file is cut short",
+    ):
         load_model(str(cut))
 
 
-@pytest.mark.parametrize("name", ["output 65,536 rows against a 49,152-row embedding", "block_count 10^8",
-                                  "block_count 0", "head_count_kv 3 with 4 heads",
-                                  "token_embd dims [256, 0, 49152] at the end of the file"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "output 65,536 rows against a 49,152-row embedding",
+        "block_count 10^8",
+        "block_count 0",
+        "head_count_kv 3 with 4 heads",
+        "token_embd dims [256, 0, 49152] at the end of the file",
+    ],
+)
 def test_the_cli_refuses_a_crafted_file_in_one_line_with_no_traceback(crafted, name, run_cli):
     # The issue's runs: an abort, a SIGSEGV, or a refusal followed by a traceback from KernelModel.__del__.
     result = run_cli("ask", "hi", "--model", str(crafted[name]), "--json", "--max-new-tokens", "4")

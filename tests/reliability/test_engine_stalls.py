@@ -72,8 +72,12 @@ def start_long_reply(qtbot, window):
 
 
 def controls_free(window) -> bool:
-    return (window.replies.state == IDLE and window.send_button.isEnabled() and window.new_chat_button.isEnabled()
-            and not window.stop_button.isEnabled())
+    return (
+        window.replies.state == IDLE
+        and window.send_button.isEnabled()
+        and window.new_chat_button.isEnabled()
+        and not window.stop_button.isEnabled()
+    )
 
 
 def test_sigstop_mid_reply_then_stop_ends_the_reply_and_frees_the_window(qtbot, engine_window):
@@ -165,8 +169,14 @@ def _dead(qtbot, window):
         os.kill(engine_pid(window), signal.SIGKILL)
 
 
-STATES = {"idle": _idle, "generating": _generating, "stopping, engine stopped": _stopping_a_stopped_engine,
-          "idle, engine stopped": _stopped_engine_idle, "loading": _loading, "engine dead": _dead}
+STATES = {
+    "idle": _idle,
+    "generating": _generating,
+    "stopping, engine stopped": _stopping_a_stopped_engine,
+    "idle, engine stopped": _stopped_engine_idle,
+    "loading": _loading,
+    "engine dead": _dead,
+}
 
 
 @pytest.mark.parametrize("state", list(STATES))

@@ -68,10 +68,17 @@ def test_the_title_looks_at_a_bounded_prefix(size):
     assert default_title(text) == "y" * 79 + "\u2026"
 
 
-@pytest.mark.parametrize("text, title", [
-    ("", "New chat"), ("   \n\t\n", "New chat"), ("\x00\x01\x02", "New chat"),
-    ("  Hello world  \nmore", "Hello world"), ("\n\nTab\there", "Tabhere"), ("é" * 100, "é" * 79 + "\u2026"),
-])
+@pytest.mark.parametrize(
+    "text, title",
+    [
+        ("", "New chat"),
+        ("   \n\t\n", "New chat"),
+        ("\x00\x01\x02", "New chat"),
+        ("  Hello world  \nmore", "Hello world"),
+        ("\n\nTab\there", "Tabhere"),
+        ("é" * 100, "é" * 79 + "\u2026"),
+    ],
+)
 def test_the_title_is_the_first_printable_line(text, title):
     assert default_title(text) == title
 

@@ -11,7 +11,9 @@ from core.model.source import resolve_model_source
 pytestmark = pytest.mark.subprocess  # each test runs latencylab (or Python) in a child process
 
 ROOT = Path(__file__).resolve().parents[2]
-NOT_FOUND = "was not found locally: a hub id must already be in the Hugging Face cache, since Latency Lab does not download"
+NOT_FOUND = (
+    "was not found locally: a hub id must already be in the Hugging Face cache, since Latency Lab does not download"
+)
 
 
 @pytest.fixture
@@ -24,14 +26,17 @@ def hub_cache(tmp_path, monkeypatch):
     return cache
 
 
-@pytest.mark.parametrize("spec, suggestion", [
-    ("embeded", "'embedded'"),
-    ("Embedded", "'embedded'"),
-    ("HuggingFaceTB/SmolLM2-135M-Instrct", "'HuggingFaceTB/SmolLM2-135M-Instruct'"),
-    ("huggingfacetb/smollm2-135m-instruct", "'HuggingFaceTB/SmolLM2-135M-Instruct'"),
-    ("someone/half-downloaded", None),
-    ("gpt2", None),
-])
+@pytest.mark.parametrize(
+    "spec, suggestion",
+    [
+        ("embeded", "'embedded'"),
+        ("Embedded", "'embedded'"),
+        ("HuggingFaceTB/SmolLM2-135M-Instrct", "'HuggingFaceTB/SmolLM2-135M-Instruct'"),
+        ("huggingfacetb/smollm2-135m-instruct", "'HuggingFaceTB/SmolLM2-135M-Instruct'"),
+        ("someone/half-downloaded", None),
+        ("gpt2", None),
+    ],
+)
 def test_an_id_not_in_the_cache_is_refused_with_close_names(hub_cache, spec, suggestion):
     with pytest.raises(ModelLoadError) as refused:
         resolve_model_source(spec)
@@ -50,8 +55,12 @@ def test_a_cached_id_resolves_to_the_hub_cache(hub_cache):
 
 def test_a_typo_fails_at_once_with_every_socket_refused(tmp_path):
     """The typo from the issue spent 64 s on 21 DNS look-ups; now no connection is even attempted."""
-    result = latencylab_offline(["ask", "hi", "--model", "embeded", "--json"], ROOT,
-                                {"HF_HUB_CACHE": str(tmp_path / "empty-cache")}, timeout=120)
+    result = latencylab_offline(
+        ["ask", "hi", "--model", "embeded", "--json"],
+        ROOT,
+        {"HF_HUB_CACHE": str(tmp_path / "empty-cache")},
+        timeout=120,
+    )
     assert result.returncode == 1 and result.stdout == ""
     lines = result.stderr.splitlines()
     assert lines[-1].startswith("ATTEMPTS 0 ")

@@ -53,8 +53,10 @@ def test_a_gguf_cut_anywhere_in_its_header(tmp_path, real_header, fraction):
 
 
 @FUZZ
-@given(flips=st.lists(st.tuples(st.integers(0, 4095), st.integers(1, 255)), min_size=1, max_size=6),
-       anywhere=st.lists(st.tuples(st.floats(0.0, 1.0), st.integers(1, 255)), max_size=3))
+@given(
+    flips=st.lists(st.tuples(st.integers(0, 4095), st.integers(1, 255)), min_size=1, max_size=6),
+    anywhere=st.lists(st.tuples(st.floats(0.0, 1.0), st.integers(1, 255)), max_size=3),
+)
 def test_a_gguf_with_flipped_header_bytes(tmp_path, real_header, flips, anywhere):
     data = bytearray(real_header)
     for position, mask in flips:
@@ -76,13 +78,19 @@ ABSURD_GGUF = {
     "2^63 tensors": gguf(struct.pack("<IQQ", 3, 2**63, 0)),
     "2^62 metadata entries": gguf(struct.pack("<IQQ", 3, 0, 2**62)),
     "key of 2^64-1 bytes": gguf(struct.pack("<IQQ", 3, 0, 1), struct.pack("<Q", 2**64 - 1)),
-    "array of 2^61 uint64": gguf(struct.pack("<IQQ", 3, 0, 1), struct.pack("<Q", 1), b"k", struct.pack("<IIQ", 9, 10, 2**61)),
-    "array of 2^60 strings": gguf(struct.pack("<IQQ", 3, 0, 1), struct.pack("<Q", 1), b"k", struct.pack("<IIQ", 9, 8, 2**60)),
+    "array of 2^61 uint64": gguf(
+        struct.pack("<IQQ", 3, 0, 1), struct.pack("<Q", 1), b"k", struct.pack("<IIQ", 9, 10, 2**61)
+    ),
+    "array of 2^60 strings": gguf(
+        struct.pack("<IQQ", 3, 0, 1), struct.pack("<Q", 1), b"k", struct.pack("<IIQ", 9, 8, 2**60)
+    ),
     "unknown value type": gguf(struct.pack("<IQQ", 3, 0, 1), struct.pack("<Q", 1), b"k", struct.pack("<I", 77)),
-    "arrays nested 100 deep": gguf(struct.pack("<IQQ", 3, 0, 1), struct.pack("<Q", 1), b"k", struct.pack("<I", 9),
-                                   struct.pack("<IQ", 9, 1) * 100),
-    "tensor of 2^32-1 dimensions": gguf(struct.pack("<IQQ", 3, 1, 0), struct.pack("<Q", 1), b"t",
-                                        struct.pack("<I", 2**32 - 1), b"\0" * 64),
+    "arrays nested 100 deep": gguf(
+        struct.pack("<IQQ", 3, 0, 1), struct.pack("<Q", 1), b"k", struct.pack("<I", 9), struct.pack("<IQ", 9, 1) * 100
+    ),
+    "tensor of 2^32-1 dimensions": gguf(
+        struct.pack("<IQQ", 3, 1, 0), struct.pack("<Q", 1), b"t", struct.pack("<I", 2**32 - 1), b"\0" * 64
+    ),
     "version 99": gguf(struct.pack("<IQQ", 99, 0, 0)),
 }
 

@@ -42,8 +42,10 @@ def test_json_text_nulls_what_json_cannot_hold_and_says_why():
 
 def _server_with_nan_timings() -> Script:
     timings = '{"prompt_ms": NaN, "predicted_ms": Infinity, "predicted_n": 2, "predicted_per_token_ms": -Infinity}'
-    last = ('{"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 3, '
-            f'"completion_tokens": 2}}, "timings": {timings}}}')
+    last = (
+        '{"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 3, '
+        f'"completion_tokens": 2}}, "timings": {timings}}}'
+    )
     return Script(owned_by="llamacpp", chunks=[openai_chunk(REPLY), last, "[DONE]"])
 
 
@@ -63,8 +65,9 @@ def test_a_utf8_reply_prints_in_the_c_locale(json_flag):
     with ScriptedServer(Script(chunks=[openai_chunk(REPLY), openai_chunk(finish="stop"), "[DONE]"])) as server:
         args = ["ask", "Hi", "--model", server.url, "--max-new-tokens", "8"] + (["--json"] if json_flag else [])
         env = {"LANG": "C", "LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""}
-        result = subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, timeout=300,
-                                env={**os.environ, **env})
+        result = subprocess.run(
+            [sys.executable, "-m", "cli.main", *args], capture_output=True, timeout=300, env={**os.environ, **env}
+        )
     assert result.returncode == 0, result.stderr.decode("utf-8", "replace")
     out = result.stdout.decode("utf-8")
     assert (json.loads(out)["text"] if json_flag else out.strip()) == REPLY

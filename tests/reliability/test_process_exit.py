@@ -18,8 +18,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def driver_env(tmp_path, cache_dir=None):
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HF_HUB_OFFLINE": "1",
-           "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    env = {
+        **os.environ,
+        "QT_QPA_PLATFORM": "offscreen",
+        "HF_HUB_OFFLINE": "1",
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+    }
     if cache_dir is not None:
         env["LATENCYLAB_CACHE_DIR"] = str(cache_dir)
     return env
@@ -27,8 +32,14 @@ def driver_env(tmp_path, cache_dir=None):
 
 def run_driver(tmp_path, *args, cache_dir=None, timeout=300):
     started = time.time()
-    result = subprocess.run([sys.executable, str(DRIVER), *args], capture_output=True, text=True, timeout=timeout,
-                            env=driver_env(tmp_path, cache_dir), cwd=REPO)
+    result = subprocess.run(
+        [sys.executable, str(DRIVER), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=driver_env(tmp_path, cache_dir),
+        cwd=REPO,
+    )
     return result, time.time(), started
 
 
@@ -79,8 +90,14 @@ def test_closing_mid_reply_exits_and_keeps_every_turn(tmp_path, embedded_model):
 
 @pytest.mark.model
 def test_sigkill_mid_reply_then_relaunch_keeps_every_earlier_turn(tmp_path, embedded_model):
-    process = subprocess.Popen([sys.executable, str(DRIVER), "kill-mid-reply"], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env=driver_env(tmp_path), cwd=REPO)
+    process = subprocess.Popen(
+        [sys.executable, str(DRIVER), "kill-mid-reply"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=driver_env(tmp_path),
+        cwd=REPO,
+    )
     try:
         for line in process.stdout:
             if line.strip() == "STREAMING":
@@ -102,8 +119,10 @@ def test_sigkill_mid_reply_then_relaunch_keeps_every_earlier_turn(tmp_path, embe
     assert store.notices == []  # the file is whole: never corrupt
     record = store.load(summary.chat_id)
     assert [m.content for m in record.messages] == [
-        "First question: what is a lighthouse?", record.messages[1].content,
-        "Second question: tell me a very long story about the sea."]
+        "First question: what is a lighthouse?",
+        record.messages[1].content,
+        "Second question: tell me a very long story about the sea.",
+    ]
     assert record.messages[1].role == "assistant" and record.messages[1].content.strip()
     assert record.reply_pending and len(record.replies) == 1  # the half-written reply is absent, marked pending
 

@@ -20,22 +20,56 @@ SETTINGS = {"max_new_tokens": 8, "temperature": 0.0, "top_p": 1.0, "seed": None,
 
 def valid_document(chat_id: str = "20250101-000000-aaaaaaaa") -> dict:
     """A chat as the window saves it, with every field the window reads on opening it."""
-    record = ChatRecord(chat_id=chat_id, title="Lighthouses", created_at="2025-01-01T00:00:00+00:00",
-                        updated_at="2025-01-01T00:00:01+00:00", system_prompt="Be brief.",
-                        settings={**SETTINGS, "streaming": True}, model="tiny",
-                        messages=[Message("user", "Tell me"), Message("assistant", "Hello there")])
-    trace = GenerationTrace(request_start_ns=1_000, prompt_tokens=5, token_ids=[1, 2], token_texts=["Hello", " there"],
-                            timestamps_ns=[2_000, 3_000], arrivals_ns=[2_100, 3_100], stop_reason="eos",
-                            prefill_progress=[(1_500, 0.5), (2_000, 1.0)], prompt_ready_ns=1_200,
-                            compute_started_ns=1_300, finished_ns=3_000, painted_ns=[2_200], chunk_of=[0, 1],
-                            server={"kind": "llama.cpp", "chunks": 2,
-                                    "timings": {"source": "llama.cpp timings", "prompt_ms": 1.5},
-                                    "prompt_tokens": 5, "output_tokens": 2,
-                                    "tokens_counted_from": "the server's usage"},
-                            server_output_tokens=2, first_byte_ns=1_900)
-    record.replies = [ReplyRecord(trace, {"streaming": True, "settings": dict(SETTINGS), "decode_loop": "lean",
-                                          "notice": "Older turns were left out.", "interrupted": False,
-                                          "message_index": 1, "after_message": 0, "model": "tiny"})]
+    record = ChatRecord(
+        chat_id=chat_id,
+        title="Lighthouses",
+        created_at="2025-01-01T00:00:00+00:00",
+        updated_at="2025-01-01T00:00:01+00:00",
+        system_prompt="Be brief.",
+        settings={**SETTINGS, "streaming": True},
+        model="tiny",
+        messages=[Message("user", "Tell me"), Message("assistant", "Hello there")],
+    )
+    trace = GenerationTrace(
+        request_start_ns=1_000,
+        prompt_tokens=5,
+        token_ids=[1, 2],
+        token_texts=["Hello", " there"],
+        timestamps_ns=[2_000, 3_000],
+        arrivals_ns=[2_100, 3_100],
+        stop_reason="eos",
+        prefill_progress=[(1_500, 0.5), (2_000, 1.0)],
+        prompt_ready_ns=1_200,
+        compute_started_ns=1_300,
+        finished_ns=3_000,
+        painted_ns=[2_200],
+        chunk_of=[0, 1],
+        server={
+            "kind": "llama.cpp",
+            "chunks": 2,
+            "timings": {"source": "llama.cpp timings", "prompt_ms": 1.5},
+            "prompt_tokens": 5,
+            "output_tokens": 2,
+            "tokens_counted_from": "the server's usage",
+        },
+        server_output_tokens=2,
+        first_byte_ns=1_900,
+    )
+    record.replies = [
+        ReplyRecord(
+            trace,
+            {
+                "streaming": True,
+                "settings": dict(SETTINGS),
+                "decode_loop": "lean",
+                "notice": "Older turns were left out.",
+                "interrupted": False,
+                "message_index": 1,
+                "after_message": 0,
+                "model": "tiny",
+            },
+        )
+    ]
     return record.to_document()
 
 
@@ -67,9 +101,14 @@ def kind(value) -> str:
 
 PLACES = [path for path, _ in paths(valid_document())]
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=6)
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=6,
+)
 
 
 def launch(qtbot, data_dir=None):
@@ -102,8 +141,11 @@ def test_every_field_of_the_wrong_type_never_stops_the_launch(qtbot):
     window = launch(qtbot)
     store = window.saved_chats.keeper.store
 
-    @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                       HealthCheck.function_scoped_fixture])
+    @settings(
+        max_examples=120,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
     @given(place=st.sampled_from(PLACES), new=JSON_VALUES)
     def open_edited_chat(place, new):
         original = dict(paths(valid_document()))[place]
@@ -126,20 +168,31 @@ def test_every_field_of_the_wrong_type_never_stops_the_launch(qtbot):
     window.close()
 
 
-@pytest.mark.parametrize("field, value, reason", [
-    (("settings", "temperature"), "hot", "settings.temperature must be int or float, not str"),
-    (("replies", 0, "trace", "server", "timings"), ["x"], "server.timings must be dict or null, not list"),
-    (("replies", 0, "trace", "server", "timings", "prompt_ms"), {"a": 1}, "timings.prompt_ms must be a number or null"),
-    # Text where the meter divides: the server view's TTFT-minus-prompt-time raised a TypeError (found by the
-    # property test above).
-    (("replies", 0, "trace", "server", "timings", "prompt_ms"), "1.5", "timings.prompt_ms must be a number or null"),
-    (("replies", 0, "trace", "server", "timings", "source"), 3, "timings.source must be text or null"),
-    (("replies", 0, "trace", "timestamps_ns", 0), 10**400, "timestamps_ns holds a number past 64 bits"),
-    (("replies", 0, "trace", "request_start_ns"), 2**64, "request_start_ns is past 64 bits"),
-    (("replies", 0, "context", "message_index"), "1", "message_index must be int or null, not str"),
-    (("replies", 0, "context", "streaming"), 1, "context.streaming must be bool, not int"),
-    (("replies", 0, "context", "settings", "seed"), 2**80, "context.settings.seed must be int or null"),
-])
+@pytest.mark.parametrize(
+    "field, value, reason",
+    [
+        (("settings", "temperature"), "hot", "settings.temperature must be int or float, not str"),
+        (("replies", 0, "trace", "server", "timings"), ["x"], "server.timings must be dict or null, not list"),
+        (
+            ("replies", 0, "trace", "server", "timings", "prompt_ms"),
+            {"a": 1},
+            "timings.prompt_ms must be a number or null",
+        ),
+        # Text where the meter divides: the server view's TTFT-minus-prompt-time raised a TypeError (found by the
+        # property test above).
+        (
+            ("replies", 0, "trace", "server", "timings", "prompt_ms"),
+            "1.5",
+            "timings.prompt_ms must be a number or null",
+        ),
+        (("replies", 0, "trace", "server", "timings", "source"), 3, "timings.source must be text or null"),
+        (("replies", 0, "trace", "timestamps_ns", 0), 10**400, "timestamps_ns holds a number past 64 bits"),
+        (("replies", 0, "trace", "request_start_ns"), 2**64, "request_start_ns is past 64 bits"),
+        (("replies", 0, "context", "message_index"), "1", "message_index must be int or null, not str"),
+        (("replies", 0, "context", "streaming"), 1, "context.streaming must be bool, not int"),
+        (("replies", 0, "context", "settings", "seed"), 2**80, "context.settings.seed must be int or null"),
+    ],
+)
 def test_a_wrong_field_is_named_in_the_refusal(field, value, reason):
     with pytest.raises(ChatFileError, match=reason.replace("[", r"\[").replace("]", r"\]")):
         decode_document(encode_document(replaced(valid_document(), field, value)))
@@ -152,9 +205,20 @@ def test_numbers_that_are_not_finite_are_refused(literal):
         decode_document(text.encode())
 
 
-SMALL_REPLY = {"context": {"streaming": True}, "trace": {
-    "request_start_ns": 1000, "prompt_tokens": 5, "token_ids": [1, 2], "token_texts": ["Hi", "!"],
-    "timestamps_ns": [2000, 3000], "stop_reason": "eos", "error": None, "tail_text": "", "prefill_progress": []}}
+SMALL_REPLY = {
+    "context": {"streaming": True},
+    "trace": {
+        "request_start_ns": 1000,
+        "prompt_tokens": 5,
+        "token_ids": [1, 2],
+        "token_texts": ["Hi", "!"],
+        "timestamps_ns": [2000, 3000],
+        "stop_reason": "eos",
+        "error": None,
+        "tail_text": "",
+        "prefill_progress": [],
+    },
+}
 
 
 def _many_replies(count: int) -> bytes:

@@ -87,8 +87,9 @@ def test_pickle_checkpoints_are_refused_unless_allowed(pickle_model_folder):
 def test_the_cli_refuses_a_pickle_and_loads_it_when_allowed(pickle_model_folder, run_cli):
     refused = run_cli("ask", "hi", "--model", str(pickle_model_folder), "--max-new-tokens", "2")
     assert refused.returncode == 1 and "holds only pickle checkpoints" in refused.stderr
-    allowed = run_cli("ask", "hi", "--model", str(pickle_model_folder), "--max-new-tokens", "2",
-                         "--allow-pickle", "--json")
+    allowed = run_cli(
+        "ask", "hi", "--model", str(pickle_model_folder), "--max-new-tokens", "2", "--allow-pickle", "--json"
+    )
     assert allowed.returncode == 0, allowed.stderr
     assert json.loads(allowed.stdout)["output_tokens"] >= 1 and "warning: --allow-pickle" in allowed.stderr
 
@@ -97,13 +98,22 @@ def test_remote_code_never_runs_without_the_flag(tmp_path, embedded_model):
     folder = tmp_path / "custom-code"
     folder.mkdir()
     marker = tmp_path / "remote-code-ran"
-    (folder / "config.json").write_text(json.dumps({
-        "model_type": "custom_evil",
-        "auto_map": {"AutoConfig": "configuration_evil.EvilConfig", "AutoModelForCausalLM": "modeling_evil.EvilModel"},
-    }))
+    (folder / "config.json").write_text(
+        json.dumps(
+            {
+                "model_type": "custom_evil",
+                "auto_map": {
+                    "AutoConfig": "configuration_evil.EvilConfig",
+                    "AutoModelForCausalLM": "modeling_evil.EvilModel",
+                },
+            }
+        )
+    )
     payload = f"open({str(marker)!r}, 'w').write('ran')\n"
-    config_code = ("from transformers import PretrainedConfig\n"
-                   "class EvilConfig(PretrainedConfig):\n    model_type = 'custom_evil'\n")
+    config_code = (
+        "from transformers import PretrainedConfig\n"
+        "class EvilConfig(PretrainedConfig):\n    model_type = 'custom_evil'\n"
+    )
     (folder / "configuration_evil.py").write_text(payload + config_code)
     (folder / "modeling_evil.py").write_text(payload)
     embedded_model.tokenizer.save_pretrained(folder)
@@ -125,8 +135,10 @@ def test_offline_mode_is_switched_on_for_local_and_embedded_models(monkeypatch, 
 @pytest.mark.model
 def test_a_local_model_runs_without_a_single_network_call(embedded_model, tmp_path):
     """A real `ask` in a fresh process with every socket refused and no offline variable set beforehand."""
-    result = latencylab_offline(["ask", "Say hi.", "--max-new-tokens", "3", "--no-stream"],
-                                os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    result = latencylab_offline(
+        ["ask", "Say hi.", "--max-new-tokens", "3", "--no-stream"],
+        os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
+    )
     assert result.returncode == 0, result.stderr
     assert "ATTEMPTS 0 []" in result.stderr and result.stdout.strip()
 
@@ -146,11 +158,21 @@ def test_exported_chats_name_a_folder_model_without_its_path(qtbot, window, tiny
 
 
 def test_bench_refuses_a_pickle_and_measures_it_when_allowed(pickle_model_folder, run_cli):
-    options = ("bench", "--model", str(pickle_model_folder), "--sweeps", "prompt", "--prompt-words", "5",
-               "--new-tokens", "2", "--repeats", "1")
+    options = (
+        "bench",
+        "--model",
+        str(pickle_model_folder),
+        "--sweeps",
+        "prompt",
+        "--prompt-words",
+        "5",
+        "--new-tokens",
+        "2",
+        "--repeats",
+        "1",
+    )
     refused = run_cli(*options)
     assert refused.returncode == 1 and "holds only pickle checkpoints" in refused.stderr
     allowed = run_cli(*options, "--allow-pickle")
     assert allowed.returncode == 0, allowed.stderr
     assert "warning: --allow-pickle" in allowed.stderr and "prompt" in allowed.stdout
-

@@ -23,8 +23,9 @@ def saved_chats(folder: Path) -> dict[str, dict]:
 
 def start_window(folder: Path, chat_id: str, change: str, wait: bool) -> subprocess.Popen:
     command = [sys.executable, str(DRIVER), str(folder), chat_id, change] + (["--wait"] if wait else [])
-    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True)
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     assert process.stdout.readline().startswith("OPENED 2")
     return process
 

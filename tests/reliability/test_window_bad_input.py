@@ -17,9 +17,10 @@ pytestmark = pytest.mark.model
 
 ONE_MB_OF_PROSE = ("Latency is the time between asking and seeing. " * 25_000)[:1_000_000]
 # The message box turns \r, \r\n, U+2028 and U+2029 into \n, like any Qt text field; everything else is kept.
-HOSTILE_TEXT = ("NUL\x00 BEL\x07 ESC\x1b[31m DEL\x7f ZWJ 👩‍💻 skin 👋🏽 math 𝕏 RLO\u202eevil\u202c "
-                "BOM\ufeff Hebrew שלום עולם Arabic مرحبا بالعالم CJK 漢字 tab\tend\nline two\n"
-                + "word" * 2_500)  # and a 10,000-character line
+HOSTILE_TEXT = (
+    "NUL\x00 BEL\x07 ESC\x1b[31m DEL\x7f ZWJ 👩‍💻 skin 👋🏽 math 𝕏 RLO\u202eevil\u202c "
+    "BOM\ufeff Hebrew שלום עולם Arabic مرحبا بالعالم CJK 漢字 tab\tend\nline two\n" + "word" * 2_500
+)  # and a 10,000-character line
 
 
 def refusal(window) -> str:
@@ -73,8 +74,9 @@ def test_a_1mb_paste_is_refused_with_token_count_and_limit(qtbot, window):
     assert seen_threads == [False]
     assert finished is None
     message = refusal(window)
-    needed, limit = (int(n.replace(",", "")) for n in
-                     re.search(r"needs ([\d,]+) prompt tokens.* only ([\d,]+)", message).groups())
+    needed, limit = (
+        int(n.replace(",", "")) for n in re.search(r"needs ([\d,]+) prompt tokens.* only ([\d,]+)", message).groups()
+    )
     assert needed > 100_000 and limit == 8192 - 4
     assert window.statusBar().currentMessage().startswith("Message refused")
     # Nothing lost: the paste is still in the box, not in the chat.

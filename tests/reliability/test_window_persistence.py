@@ -137,7 +137,9 @@ def test_export_and_import_through_the_window(qtbot, window, tmp_path):
     assert document["messages"][0]["content"] == "Export this chat"
     assert str(tmp_path) not in exported.read_text(encoding="utf-8")
     assert window.saved_chats.import_chat(exported)
-    assert len(window.saved_chats.chat_list.chat_ids()) == 2 and window.session.messages[0].content == "Export this chat"
+    assert (
+        len(window.saved_chats.chat_list.chat_ids()) == 2 and window.session.messages[0].content == "Export this chat"
+    )
 
     not_a_chat = tmp_path / "other.json"
     not_a_chat.write_text('{"hello": "world"}', encoding="utf-8")

@@ -19,20 +19,20 @@ class Script:
     status: int = 200
     error_body: dict | None = None
     chunks: list = field(default_factory=list)
-    whole: dict | None = None        # the body for stream: false
-    cut_after: int | None = None     # close the connection mid-body after this many chunks
-    stall_after: int | None = None   # send this many chunks, then nothing until released
-    raw_prefix: bytes = b""          # bytes sent before the chunks (malformed streams)
+    whole: dict | None = None  # the body for stream: false
+    cut_after: int | None = None  # close the connection mid-body after this many chunks
+    stall_after: int | None = None  # send this many chunks, then nothing until released
+    raw_prefix: bytes = b""  # bytes sent before the chunks (malformed streams)
     models: tuple[str, ...] = ("scripted-model",)
     owned_by: str = "scripted"
-    ollama: bool = False             # serve Ollama's native API instead of OpenAI's
-    redirect_to: str | None = None   # answer every request with a 302 to this URL
+    ollama: bool = False  # serve Ollama's native API instead of OpenAI's
+    redirect_to: str | None = None  # answer every request with a 302 to this URL
 
 
 class ScriptedServer:
     def __init__(self, script: Script | None = None):
         self.script = script or Script()
-        self.requests: list[dict] = []   # {"path", "headers", "body"} per request received
+        self.requests: list[dict] = []  # {"path", "headers", "body"} per request received
         self.release = threading.Event()  # lets a stalled stream end
         self.client_gone = threading.Event()  # the client closed the connection mid-stream
         server = self
@@ -78,8 +78,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._redirect(script.redirect_to)
             return
         if self.path == "/v1/models" and not script.ollama:
-            self._json(200, {"object": "list", "data": [{"id": name, "object": "model", "owned_by": script.owned_by}
-                                                       for name in script.models]})
+            self._json(
+                200,
+                {
+                    "object": "list",
+                    "data": [{"id": name, "object": "model", "owned_by": script.owned_by} for name in script.models],
+                },
+            )
         elif self.path == "/api/tags" and script.ollama:
             self._json(200, {"models": [{"name": name, "model": name} for name in script.models]})
         else:
@@ -150,8 +155,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.scripted.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
 
 
-def openai_chunk(content: str | None = None, *, role: str | None = None, finish: str | None = None,
-                 reasoning: str | None = None, usage: dict | None = None, tokens: int | None = None) -> dict:
+def openai_chunk(
+    content: str | None = None,
+    *,
+    role: str | None = None,
+    finish: str | None = None,
+    reasoning: str | None = None,
+    usage: dict | None = None,
+    tokens: int | None = None,
+) -> dict:
     """One chat.completion.chunk as servers send it; tokens adds a logprobs entry per token."""
     delta: dict = {}
     if role:

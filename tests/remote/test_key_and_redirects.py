@@ -32,18 +32,20 @@ def test_an_error_body_that_echoes_the_key_never_shows_it(echo, status):
 
 def test_the_cli_prints_no_key_on_stderr(run_cli):
     with ScriptedServer(Script(status=500, error_body=ECHOES["the request's headers"])) as server:
-        result = run_cli("ask", "Hi", "--model", server.url, "--max-new-tokens", "4",
-                            env={"LATENCYLAB_API_KEY": KEY})
+        result = run_cli("ask", "Hi", "--model", server.url, "--max-new-tokens", "4", env={"LATENCYLAB_API_KEY": KEY})
     assert result.returncode == 1 and "Bearer" in result.stderr, result.stderr
     assert "SECRET" not in result.stderr + result.stdout and HIDDEN_KEY in result.stderr
 
 
-@pytest.mark.parametrize("text, expected", [
-    (f"a {KEY} b", f"a {HIDDEN_KEY} b"),
-    (f"{KEY}{KEY}", HIDDEN_KEY * 2),
-    (f"cut: {KEY[:12]}…", f"cut: {HIDDEN_KEY}…"),
-    ("no key here", "no key here"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (f"a {KEY} b", f"a {HIDDEN_KEY} b"),
+        (f"{KEY}{KEY}", HIDDEN_KEY * 2),
+        (f"cut: {KEY[:12]}…", f"cut: {HIDDEN_KEY}…"),
+        ("no key here", "no key here"),
+    ],
+)
 def test_redact(text, expected):
     assert redact(text, KEY) == expected
 

@@ -33,8 +33,14 @@ def llama_server(request):
 
 
 def _reply(server, streaming=True, max_new_tokens=24, **kwargs) -> RemoteReply:
-    return RemoteReply(connect(server.url), "", PROMPT, GenerationSettings(max_new_tokens=max_new_tokens),
-                       streaming=streaming, **kwargs)
+    return RemoteReply(
+        connect(server.url),
+        "",
+        PROMPT,
+        GenerationSettings(max_new_tokens=max_new_tokens),
+        streaming=streaming,
+        **kwargs,
+    )
 
 
 def test_streamed_and_whole_replies_agree_and_count_the_servers_tokens(llama_server):
@@ -53,8 +59,23 @@ def test_streamed_and_whole_replies_agree_and_count_the_servers_tokens(llama_ser
 
 
 def test_ask_json_against_the_server_reports_chunks_ttfb_and_the_server(llama_server):
-    result = subprocess.run([sys.executable, "-m", "cli.main", "ask", "Hi", "--model", llama_server.url, "--json",
-                             "--max-new-tokens", "12"], capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cli.main",
+            "ask",
+            "Hi",
+            "--model",
+            llama_server.url,
+            "--json",
+            "--max-new-tokens",
+            "12",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["server_kind"] == KINDS[llama_server.kind] and report["served_model"] == "embedded"
@@ -83,8 +104,11 @@ def test_client_timings_stand_beside_the_servers_own(llama_server):
         # llama-cpp-python sends no timings, but llama.cpp logs its own per request: eval time / runs.
         nxt = _reply(llama_server, max_new_tokens=2).run_to_end()  # its request flushes the log of the one before
         assert nxt.error is None
-        logged = [re.search(r"\beval time =\s*([\d.]+) ms /\s*(\d+) runs", line)
-                  for line in llama_server.log_since(mark) if "prompt eval" not in line]
+        logged = [
+            re.search(r"\beval time =\s*([\d.]+) ms /\s*(\d+) runs", line)
+            for line in llama_server.log_since(mark)
+            if "prompt eval" not in line
+        ]
         ms, runs = next((float(m.group(1)), int(m.group(2))) for m in logged if m)
         assert runs == 47  # the server's decode steps after the first token: ours counted the same reply
         server_per_token_s = ms / runs / 1e3
@@ -105,8 +129,11 @@ def test_stop_mid_reply_ends_the_servers_generation_and_the_next_reply_works(lla
     # The server's own log says it dropped the request when the client went.
     assert any(CANCEL_LINES[llama_server.kind] in line for line in llama_server.log_since(mark))
     if llama_server.kind == LLAMA_SERVER:
-        released = [int(m.group(1)) for m in (re.search(r"stop processing: n_tokens = (\d+)", line)
-                                              for line in llama_server.log_since(mark)) if m]
+        released = [
+            int(m.group(1))
+            for m in (re.search(r"stop processing: n_tokens = (\d+)", line) for line in llama_server.log_since(mark))
+            if m
+        ]
         assert released and released[0] < 100  # prompt and a few tokens, far short of 400
 
 
@@ -137,8 +164,14 @@ def test_the_lab_sweeps_prompts_and_concurrency_on_the_server(llama_server):
     from core.lab.config import LabConfig
     from core.lab.runner import run_lab
 
-    config = LabConfig(sweeps=("prompt", "batch"), prompt_words=(5, 200), new_tokens=6, repeats=1,
-                       batch_sizes=(1, 2), model=llama_server.url)
+    config = LabConfig(
+        sweeps=("prompt", "batch"),
+        prompt_words=(5, 200),
+        new_tokens=6,
+        repeats=1,
+        batch_sizes=(1, 2),
+        model=llama_server.url,
+    )
     results = run_lab(config)
     assert results.error is None, results.error
     short, long = results.prompt

@@ -8,16 +8,25 @@ from tests.remote.scripted_server import Script, ScriptedServer, openai_chunk
 
 
 def _reply_chunks(tokens: int) -> list:
-    return [openai_chunk(role="assistant"), *(openai_chunk(f" w{i}") for i in range(tokens)),
-            openai_chunk(finish="length"), {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": tokens}},
-            "[DONE]"]
+    return [
+        openai_chunk(role="assistant"),
+        *(openai_chunk(f" w{i}") for i in range(tokens)),
+        openai_chunk(finish="length"),
+        {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": tokens}},
+        "[DONE]",
+    ]
 
 
 def test_prompt_and_concurrency_sweeps_run_against_a_server_and_precision_says_it_does_not_apply():
     with ScriptedServer(Script(chunks=_reply_chunks(6))) as server:
-        config = LabConfig(sweeps=("prompt", "batch", "precision", "bandwidth", "history"), prompt_words=(5, 20),
-                           new_tokens=6,
-                           repeats=1, batch_sizes=(1, 3), model=server.url)
+        config = LabConfig(
+            sweeps=("prompt", "batch", "precision", "bandwidth", "history"),
+            prompt_words=(5, 20),
+            new_tokens=6,
+            repeats=1,
+            batch_sizes=(1, 3),
+            model=server.url,
+        )
         results = run_lab(config)
         bodies = [request["body"] for request in server.requests if request["body"]]
     assert results.error is None, results.error

@@ -19,16 +19,25 @@ def openai_trace(last: dict, **script):
 
 
 def test_openai_usage_cached_tokens_vllm_style():
-    trace = openai_trace({"choices": [], "usage": {"prompt_tokens": 465, "completion_tokens": 2,
-                                                   "prompt_tokens_details": {"cached_tokens": 440}}})
+    trace = openai_trace(
+        {
+            "choices": [],
+            "usage": {"prompt_tokens": 465, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 440}},
+        }
+    )
     assert (trace.prompt_tokens, trace.cached_tokens, trace.prefilled_tokens) == (465, 440, 25)
     assert trace.cache_source == "usage.prompt_tokens_details.cached_tokens"
     assert "reused 440 cached prompt tokens" in trace.cache_reason
 
 
 def test_llama_cpp_timings_cache_n():
-    trace = openai_trace({"choices": [], "usage": {"prompt_tokens": 109, "completion_tokens": 2},
-                          "timings": {"prompt_n": 29, "cache_n": 80, "prompt_ms": 100.0, "predicted_n": 2}})
+    trace = openai_trace(
+        {
+            "choices": [],
+            "usage": {"prompt_tokens": 109, "completion_tokens": 2},
+            "timings": {"prompt_n": 29, "cache_n": 80, "prompt_ms": 100.0, "predicted_n": 2},
+        }
+    )
     assert (trace.cached_tokens, trace.prefilled_tokens, trace.cache_source) == (80, 29, "llama.cpp timings.cache_n")
 
 
@@ -39,19 +48,27 @@ def test_a_server_that_reports_nothing_is_not_reported_never_inferred():
 
 
 def test_a_cached_count_beyond_the_prompt_is_the_servers_claim_not_a_fact():
-    trace = openai_trace({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 2,
-                                                   "prompt_tokens_details": {"cached_tokens": 10**9}}})
+    trace = openai_trace(
+        {
+            "choices": [],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 10**9}},
+        }
+    )
     assert trace.cached_tokens is None and "claimed 1,000,000,000 cached tokens" in trace.cache_reason
 
 
-@pytest.mark.parametrize("done, cached", [
-    ({"prompt_eval_count": 465, "prompt_eval_cached_count": 440}, 440),
-    ({"prompt_eval_count": 25}, None),  # an Ollama before 0.30: no count of its cache, so nothing is inferred
-])
+@pytest.mark.parametrize(
+    "done, cached",
+    [
+        ({"prompt_eval_count": 465, "prompt_eval_cached_count": 440}, 440),
+        ({"prompt_eval_count": 25}, None),  # an Ollama before 0.30: no count of its cache, so nothing is inferred
+    ],
+)
 def test_ollama_prompt_eval_cached_count(done, cached):
-    lines = [{"message": {"role": "assistant", "content": "Hi"}, "done": False},
-             {"message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop", "eval_count": 1,
-              **done}]
+    lines = [
+        {"message": {"role": "assistant", "content": "Hi"}, "done": False},
+        {"message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop", "eval_count": 1, **done},
+    ]
     with ScriptedServer(Script(chunks=lines, ollama=True, models=("smollm2:135m",))) as server:
         trace = RemoteReply(connect(server.root), "", [("user", "Hi")], SETTINGS).run_to_end()
     assert trace.cached_tokens == cached

@@ -19,9 +19,15 @@ def _reply(server: ScriptedServer, streaming: bool = True, **kwargs) -> RemoteRe
 
 
 def test_role_only_and_empty_chunks_are_not_the_first_token_and_usage_counts_the_tokens():
-    chunks = [openai_chunk(role="assistant"), openai_chunk(""), openai_chunk("Hello"), openai_chunk(" there"),
-              openai_chunk(finish="stop"), {"id": "u", "choices": [], "usage": {"prompt_tokens": 7,
-                                                                               "completion_tokens": 5}}, "[DONE]"]
+    chunks = [
+        openai_chunk(role="assistant"),
+        openai_chunk(""),
+        openai_chunk("Hello"),
+        openai_chunk(" there"),
+        openai_chunk(finish="stop"),
+        {"id": "u", "choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 5}},
+        "[DONE]",
+    ]
     with ScriptedServer(Script(chunks=chunks)) as server:
         trace = _reply(server).run_to_end()
     assert trace.text == "Hello there"
@@ -37,8 +43,13 @@ def test_role_only_and_empty_chunks_are_not_the_first_token_and_usage_counts_the
 
 
 def test_a_chunk_of_several_tokens_spreads_them_at_its_arrival_and_counts_as_one_gap():
-    chunks = [openai_chunk("one two three", tokens=3), openai_chunk(" four", tokens=1), openai_chunk(finish="stop"),
-              {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 4}}, "[DONE]"]
+    chunks = [
+        openai_chunk("one two three", tokens=3),
+        openai_chunk(" four", tokens=1),
+        openai_chunk(finish="stop"),
+        {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 4}},
+        "[DONE]",
+    ]
     with ScriptedServer(Script(chunks=chunks)) as server:
         trace = _reply(server).run_to_end()
     assert trace.output_tokens == 4
@@ -69,8 +80,10 @@ def test_the_request_asks_for_usage_and_sends_the_chat_and_settings():
 
 
 def test_streaming_off_is_one_response_whose_tokens_all_arrive_at_once():
-    whole = {"choices": [{"message": {"role": "assistant", "content": "All at once."}, "finish_reason": "stop"}],
-             "usage": {"prompt_tokens": 9, "completion_tokens": 4}}
+    whole = {
+        "choices": [{"message": {"role": "assistant", "content": "All at once."}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 4},
+    }
     with ScriptedServer(Script(whole=whole)) as server:
         trace = _reply(server, streaming=False).run_to_end()
         assert server.requests[-1]["body"]["stream"] is False
@@ -115,9 +128,17 @@ def test_stop_closes_the_stream_at_once_and_the_server_sees_the_client_go():
     assert reply.trace.error is None and reply.trace.text == "a"
 
 
-@pytest.mark.parametrize("status, words", [(401, "check the API key"), (403, "check the API key"),
-                                           (404, "check the base URL"), (429, "rate-limiting"),
-                                           (500, "server error"), (503, "server error")])
+@pytest.mark.parametrize(
+    "status, words",
+    [
+        (401, "check the API key"),
+        (403, "check the API key"),
+        (404, "check the base URL"),
+        (429, "rate-limiting"),
+        (500, "server error"),
+        (503, "server error"),
+    ],
+)
 def test_http_errors_say_what_to_check(status, words):
     with ScriptedServer(Script(status=status)) as server:
         trace = _reply(server).run_to_end()
@@ -150,11 +171,21 @@ def test_a_wrong_port_is_a_refused_connection():
 
 
 def test_ollama_native_reports_its_durations():
-    lines = [{"message": {"role": "assistant", "content": "Hi"}, "done": False},
-             {"message": {"role": "assistant", "content": "!"}, "done": False},
-             {"message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop",
-              "prompt_eval_count": 12, "prompt_eval_duration": 30_000_000, "eval_count": 2,
-              "eval_duration": 40_000_000, "load_duration": 5_000_000, "total_duration": 80_000_000}]
+    lines = [
+        {"message": {"role": "assistant", "content": "Hi"}, "done": False},
+        {"message": {"role": "assistant", "content": "!"}, "done": False},
+        {
+            "message": {"role": "assistant", "content": ""},
+            "done": True,
+            "done_reason": "stop",
+            "prompt_eval_count": 12,
+            "prompt_eval_duration": 30_000_000,
+            "eval_count": 2,
+            "eval_duration": 40_000_000,
+            "load_duration": 5_000_000,
+            "total_duration": 80_000_000,
+        },
+    ]
     with ScriptedServer(Script(chunks=lines, ollama=True, models=("smollm2:135m",))) as server:
         model = connect(server.root)
         assert model.protocol == "ollama" and model.server_kind == "Ollama"
@@ -169,12 +200,24 @@ def test_ollama_native_reports_its_durations():
 
 
 def test_llama_cpp_prompt_progress_becomes_prefill_progress_and_its_timings_count_the_tokens():
-    chunks = [{"choices": [], "prompt_progress": {"total": 100, "cache": 20, "processed": 60, "time_ms": 5}},
-              {"choices": [], "prompt_progress": {"total": 100, "cache": 20, "processed": 100, "time_ms": 9}},
-              openai_chunk("Hi"), openai_chunk("!"),
-              {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-               "timings": {"prompt_n": 80, "prompt_ms": 9.0, "predicted_n": 2, "predicted_ms": 4.0,
-                           "predicted_per_token_ms": 2.0, "cache_n": 20}}, "[DONE]"]
+    chunks = [
+        {"choices": [], "prompt_progress": {"total": 100, "cache": 20, "processed": 60, "time_ms": 5}},
+        {"choices": [], "prompt_progress": {"total": 100, "cache": 20, "processed": 100, "time_ms": 9}},
+        openai_chunk("Hi"),
+        openai_chunk("!"),
+        {
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            "timings": {
+                "prompt_n": 80,
+                "prompt_ms": 9.0,
+                "predicted_n": 2,
+                "predicted_ms": 4.0,
+                "predicted_per_token_ms": 2.0,
+                "cache_n": 20,
+            },
+        },
+        "[DONE]",
+    ]
     with ScriptedServer(Script(chunks=chunks)) as server:
         trace = _reply(server).run_to_end()
     assert [fraction for _, fraction in trace.prefill_progress] == [0.5, 1.0]
@@ -224,7 +267,9 @@ def test_connection_errors_are_worded_for_the_user():
     from core.remote.errors import connection_error
 
     where = "gpu.example.com:8000"
-    assert "could not find the host" in str(connection_error(where, socket.gaierror(-2, "Name or service not known"), 5))
+    assert "could not find the host" in str(
+        connection_error(where, socket.gaierror(-2, "Name or service not known"), 5)
+    )
     assert "sent nothing for 5 s" in str(connection_error(where, TimeoutError(), 5))
     assert "connection was refused" in str(connection_error(where, ConnectionRefusedError(), 5))
     certificate = ssl.SSLCertVerificationError(1, "certificate verify failed")
@@ -234,10 +279,16 @@ def test_connection_errors_are_worded_for_the_user():
 
 
 def test_vllm_request_metrics_stand_in_for_server_timings_where_a_deployment_sends_them():
-    chunks = [openai_chunk("a"), openai_chunk(finish="stop"),
-              {"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 1},
-               "metrics": {"arrival_time": 100.0, "first_scheduled_time": 100.25, "first_token_time": 100.75}},
-              "[DONE]"]
+    chunks = [
+        openai_chunk("a"),
+        openai_chunk(finish="stop"),
+        {
+            "choices": [],
+            "usage": {"prompt_tokens": 4, "completion_tokens": 1},
+            "metrics": {"arrival_time": 100.0, "first_scheduled_time": 100.25, "first_token_time": 100.75},
+        },
+        "[DONE]",
+    ]
     with ScriptedServer(Script(chunks=chunks, owned_by="vllm")) as server:
         model = connect(server.url)
         assert model.server_kind == "vLLM"

@@ -11,14 +11,28 @@ from core.timing.trace import GenerationTrace
 from tests.remote.scripted_server import Script, ScriptedServer, openai_chunk
 
 TIMEOUT_MS = 20_000
-USAGE = {"choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": 6},
-         "timings": {"prompt_ms": 2.0, "prompt_n": 11, "predicted_ms": 10.0, "predicted_n": 6,
-                     "predicted_per_token_ms": 2.0, "cache_n": 0}}
+USAGE = {
+    "choices": [],
+    "usage": {"prompt_tokens": 11, "completion_tokens": 6},
+    "timings": {
+        "prompt_ms": 2.0,
+        "prompt_n": 11,
+        "predicted_ms": 10.0,
+        "predicted_n": 6,
+        "predicted_per_token_ms": 2.0,
+        "cache_n": 0,
+    },
+}
 
 
 def _chunks(*texts):
-    return [openai_chunk(role="assistant"), *(openai_chunk(text) for text in texts), openai_chunk(finish="stop"),
-            USAGE, "[DONE]"]
+    return [
+        openai_chunk(role="assistant"),
+        *(openai_chunk(text) for text in texts),
+        openai_chunk(finish="stop"),
+        USAGE,
+        "[DONE]",
+    ]
 
 
 def _connect(qtbot, window, url):
@@ -52,7 +66,9 @@ def test_the_window_chats_with_a_server_and_shows_client_and_server_timings(qtbo
             _connect(qtbot, window, server.url)
             assert "OpenAI-compatible server" in window.model_label.text()
             # The server's other model is one pick away in the model picker.
-            picker = [window.settings_panel.model_box.itemText(i) for i in range(window.settings_panel.model_box.count())]
+            picker = [
+                window.settings_panel.model_box.itemText(i) for i in range(window.settings_panel.model_box.count())
+            ]
             assert server.url + "#model=m2&protocol=openai" in picker
             trace = _ask(qtbot, window, "Hi there")
             assert trace.text == "Hello from the server."
@@ -119,8 +135,9 @@ def test_the_engine_process_carries_a_remote_reply_and_the_key_never_reaches_the
     store.sync()
     saved = Path(store.fileName()).read_text(encoding="utf-8", errors="replace")
     assert "sk-window-key-42" not in saved and server.url in saved  # the URL is kept, the key is not
-    chats = [path.read_text(errors="replace") for path in Path(os.environ["XDG_DATA_HOME"]).rglob("*")
-             if path.is_file()]
+    chats = [
+        path.read_text(errors="replace") for path in Path(os.environ["XDG_DATA_HOME"]).rglob("*") if path.is_file()
+    ]
     assert chats and not any("sk-window-key-42" in text for text in chats)
 
 
@@ -146,8 +163,13 @@ def test_the_server_dialog_builds_the_spec_and_refuses_a_key_in_the_url(qtbot):
 
 
 def test_reasoning_is_shown_apart_from_the_answer(qtbot):
-    chunks = [openai_chunk(role="assistant"), openai_chunk(reasoning="Think first."), openai_chunk("Answer."),
-              openai_chunk(finish="stop"), "[DONE]"]
+    chunks = [
+        openai_chunk(role="assistant"),
+        openai_chunk(reasoning="Think first."),
+        openai_chunk("Answer."),
+        openai_chunk(finish="stop"),
+        "[DONE]",
+    ]
     with ScriptedServer(Script(chunks=chunks)) as server:
         window = _window(qtbot)
         try:
@@ -162,8 +184,13 @@ def test_reasoning_is_shown_apart_from_the_answer(qtbot):
 
 
 def test_the_lab_tab_runs_its_sweeps_against_a_server(qtbot):
-    chunks = [openai_chunk(role="assistant"), *(openai_chunk(f" w{i}") for i in range(4)), openai_chunk(finish="length"),
-              {"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 4}}, "[DONE]"]
+    chunks = [
+        openai_chunk(role="assistant"),
+        *(openai_chunk(f" w{i}") for i in range(4)),
+        openai_chunk(finish="length"),
+        {"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 4}},
+        "[DONE]",
+    ]
     with ScriptedServer(Script(chunks=chunks)) as server:
         window = _window(qtbot)
         try:

@@ -22,14 +22,31 @@ CLAIMS = [20_000_000, 10**12, 10**400, 2**53 + 1, 67, -5, 1e30, "many"]
 def script(mode: str, claim) -> Script:
     usage = {"prompt_tokens": 3, "completion_tokens": claim}
     if mode == "usage at the end":
-        return Script(chunks=[openai_chunk("Hello"), openai_chunk(" there"), openai_chunk(finish="stop"),
-                              {"choices": [], "usage": usage}, "[DONE]"])
+        return Script(
+            chunks=[
+                openai_chunk("Hello"),
+                openai_chunk(" there"),
+                openai_chunk(finish="stop"),
+                {"choices": [], "usage": usage},
+                "[DONE]",
+            ]
+        )
     if mode == "running usage (vLLM)":
-        return Script(owned_by="vllm", chunks=[openai_chunk("Hello", usage={**usage, "completion_tokens": 1}),
-                                               openai_chunk(" there", usage=usage), openai_chunk(finish="stop"),
-                                               "[DONE]"])
-    return Script(whole={"choices": [{"message": {"role": "assistant", "content": "Hello there"},
-                                      "finish_reason": "stop"}], "usage": usage})
+        return Script(
+            owned_by="vllm",
+            chunks=[
+                openai_chunk("Hello", usage={**usage, "completion_tokens": 1}),
+                openai_chunk(" there", usage=usage),
+                openai_chunk(finish="stop"),
+                "[DONE]",
+            ],
+        )
+    return Script(
+        whole={
+            "choices": [{"message": {"role": "assistant", "content": "Hello there"}, "finish_reason": "stop"}],
+            "usage": usage,
+        }
+    )
 
 
 MODES = ["usage at the end", "running usage (vLLM)", "whole reply (streaming off)"]

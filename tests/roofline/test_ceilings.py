@@ -42,8 +42,9 @@ def _quiet(cores=2):
     own = iter([10.0, 12.0])
     machine = iter([100.0, 102.0])
     clock = iter([0.0, 2.0])
-    return LoadProbe(machine_busy=lambda: next(machine), own_busy=lambda: next(own), clock=lambda: next(clock),
-                     cores=cores)
+    return LoadProbe(
+        machine_busy=lambda: next(machine), own_busy=lambda: next(own), clock=lambda: next(clock), cores=cores
+    )
 
 
 def _busy(cores=2):
@@ -51,13 +52,16 @@ def _busy(cores=2):
     own = iter([10.0, 12.0])
     machine = iter([100.0, 104.0])
     clock = iter([0.0, 2.0])
-    return LoadProbe(machine_busy=lambda: next(machine), own_busy=lambda: next(own), clock=lambda: next(clock),
-                     cores=cores)
+    return LoadProbe(
+        machine_busy=lambda: next(machine), own_busy=lambda: next(own), clock=lambda: next(clock), cores=cores
+    )
 
 
 def _fake_probes(clock):
-    return [lambda: Probe("gemm_float32", "float32 GEMM", "flop/s", 2e9, clock.work, "fake GEMM over the best pass"),
-            lambda: Probe("dram", "DRAM", "byte/s", 1e9, clock.work, "fake read over the best pass")]
+    return [
+        lambda: Probe("gemm_float32", "float32 GEMM", "flop/s", 2e9, clock.work, "fake GEMM over the best pass"),
+        lambda: Probe("dram", "DRAM", "byte/s", 1e9, clock.work, "fake read over the best pass"),
+    ]
 
 
 def test_ceilings_measured_quiet_are_cached_per_cpu(monkeypatch, tmp_path):
@@ -92,8 +96,10 @@ def test_the_dram_buffer_is_at_least_four_times_the_last_level_cache(monkeypatch
     monkeypatch.setattr(module, "gemm_probe", lambda precision: None)
     for probe in default_probes(300 * module.MIB):
         probe()
-    assert made == [("dram", 1200 * module.MIB, "4x the 300 MiB last-level cache"),
-                    ("llc", 75 * module.MIB, "a quarter of the 300 MiB last-level cache")]
+    assert made == [
+        ("dram", 1200 * module.MIB, "4x the 300 MiB last-level cache"),
+        ("llc", 75 * module.MIB, "a quarter of the 300 MiB last-level cache"),
+    ]
     made.clear()
     for probe in default_probes(None):
         probe()

@@ -20,8 +20,9 @@ def shapes(tmp_path_factory):
     folder = tmp_path_factory.mktemp("count-families")
     found = {}
     for arch in FAMILY_EXTRAS:
-        loaded = load_model(str(write_tiny_family(folder / f"{arch}.gguf", arch, "Q8_0",
-                                                  layers=6 if arch == "gemma3" else 2)))
+        loaded = load_model(
+            str(write_tiny_family(folder / f"{arch}.gguf", arch, "Q8_0", layers=6 if arch == "gemma3" else 2))
+        )
         found[arch] = ArithmeticShape.from_dict(loaded.describe()["arithmetic"])
         loaded.model.close()
     return found
@@ -31,8 +32,15 @@ def shapes(tmp_path_factory):
 def test_each_familys_shape_is_read_as_its_file_says(shapes, arch):
     shape = shapes[arch]
     layers = 6 if arch == "gemma3" else 2
-    assert (shape.layers, shape.width, shape.heads, shape.kv_heads, shape.head_dim, shape.ffn, shape.vocab) == \
-        (layers, HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB)
+    assert (shape.layers, shape.width, shape.heads, shape.kv_heads, shape.head_dim, shape.ffn, shape.vocab) == (
+        layers,
+        HIDDEN,
+        HEADS,
+        KV_HEADS,
+        HEAD_DIM,
+        FFN,
+        VOCAB,
+    )
     assert shape.layer_parameters() == LAYER_WEIGHTS
     # Every matrix in Q8_0, the head tied to the embedding (counted once, and read whole by every step).
     assert shape.weight_bytes == (layers * LAYER_WEIGHTS + VOCAB * HIDDEN) * Q8_0_BYTES
@@ -75,15 +83,17 @@ def test_sliding_windows_cap_what_each_position_sees(shapes):
 
 
 def test_an_untied_embedding_is_read_a_row_at_a_time():
-    shape = ArithmeticShape(layers=1, width=4, heads=1, kv_heads=1, head_dim=4, ffn=8, vocab=100,
-                            weight_bytes=10_000, embedding_bytes=1_600)
+    shape = ArithmeticShape(
+        layers=1, width=4, heads=1, kv_heads=1, head_dim=4, ffn=8, vocab=100, weight_bytes=10_000, embedding_bytes=1_600
+    )
     assert shape.step_weight_bytes() == 10_000 - 1_600 + 16
     assert decode_counts(shape, 0).bytes == 10_000 - 1_600 + 16 + 2 * 4 * 2
 
 
 def test_the_embedded_models_long_prompt_is_the_issues_316_gflop():
     # SmolLM2-135M: 30 layers 576 wide, 9 heads (3 for keys and values) of 64, 1,536 feed-forward.
-    shape = ArithmeticShape(layers=30, width=576, heads=9, kv_heads=3, head_dim=64, ffn=1536, vocab=49152,
-                            weight_bytes=98_000_000)
+    shape = ArithmeticShape(
+        layers=30, width=576, heads=9, kv_heads=3, head_dim=64, ffn=1536, vocab=49152, weight_bytes=98_000_000
+    )
     assert shape.layer_parameters() * 30 == pytest.approx(106.2e6, rel=1e-3)
     assert prefill_counts(shape, 1240).flops == pytest.approx(316.5e9, rel=1e-3)

@@ -10,36 +10,68 @@ from core.lab.verdicts import judge
 from core.roofline.ceilings import Ceiling, Ceilings
 from core.roofline.placement import decode_sentence, place_reply, prefill_sentence
 
-MIB = 2 ** 20
+MIB = 2**20
 # The embedded model's shape, its Q4_1 weights, a bfloat16 GEMM for prompts.
-ARITHMETIC = {"layers": 30, "width": 576, "heads": 9, "kv_heads": 3, "head_dim": 64, "ffn": 1536, "vocab": 49152,
-              "weight_bytes": 98_000_000, "windows": [0] * 30, "prefill_precision": "bfloat16"}
+ARITHMETIC = {
+    "layers": 30,
+    "width": 576,
+    "heads": 9,
+    "kv_heads": 3,
+    "head_dim": 64,
+    "ffn": 1536,
+    "vocab": 49152,
+    "weight_bytes": 98_000_000,
+    "windows": [0] * 30,
+    "prefill_precision": "bfloat16",
+}
 
 
 def ceilings(llc_bytes=300 * MIB) -> dict:
     """This Xeon's, as the issue measured them: DRAM 31 GB/s, the last-level cache 55, bfloat16 GEMMs 2.1 TFLOP/s."""
-    made = {name: Ceiling(name, label, unit, value, value, 5, "by hand")
-            for name, label, unit, value in (("gemm_float32", "float32 GEMM", "flop/s", 265e9),
-                                             ("gemm_bfloat16", "bfloat16 GEMM", "flop/s", 2.1e12),
-                                             ("dram", "DRAM", "byte/s", 31e9), ("llc", "last-level cache", "byte/s", 55e9))}
+    made = {
+        name: Ceiling(name, label, unit, value, value, 5, "by hand")
+        for name, label, unit, value in (
+            ("gemm_float32", "float32 GEMM", "flop/s", 265e9),
+            ("gemm_bfloat16", "bfloat16 GEMM", "flop/s", 2.1e12),
+            ("dram", "DRAM", "byte/s", 31e9),
+            ("llc", "last-level cache", "byte/s", 55e9),
+        )
+    }
     return Ceilings(made, "a Xeon", 2, llc_bytes, "today", 0.0, False).to_dict()
 
 
 def prompt_row(tokens, ttft, tpot, n=50):
-    row = {"prompt_tokens": tokens, "ttft_s": ttft, "tpot_s": tpot, "new_tokens": n, "residual_pct": 0.1,
-           "steady_residual_pct": 0.1}
+    row = {
+        "prompt_tokens": tokens,
+        "ttft_s": ttft,
+        "tpot_s": tpot,
+        "new_tokens": n,
+        "residual_pct": 0.1,
+        "steady_residual_pct": 0.1,
+    }
     return {**row, **prompt_row_fields(row, ARITHMETIC)}
 
 
 def batch_row(batch, step):
-    row = {"batch_size": batch, "step_time_s": step, "aggregate_tok_s": batch / step, "per_seq_tok_s": 1 / step,
-           "prompt_tokens": 15, "new_tokens": 50}
+    row = {
+        "batch_size": batch,
+        "step_time_s": step,
+        "aggregate_tok_s": batch / step,
+        "per_seq_tok_s": 1 / step,
+        "prompt_tokens": 15,
+        "new_tokens": 50,
+    }
     return {**row, **batch_row_fields(row, ARITHMETIC)}
 
 
 def lab(prompt=(), batch=(), llc_bytes=300 * MIB) -> LabResults:
-    return LabResults(config={}, model={"arithmetic": ARITHMETIC}, ceilings=ceilings(llc_bytes), prompt=list(prompt),
-                      batch=list(batch))
+    return LabResults(
+        config={},
+        model={"arithmetic": ARITHMETIC},
+        ceilings=ceilings(llc_bytes),
+        prompt=list(prompt),
+        batch=list(batch),
+    )
 
 
 def roofline(results: LabResults) -> dict:
@@ -88,8 +120,10 @@ def test_batching_costs_arithmetic_here_and_the_reason_says_how_many_cores_would
     # Batch 8 took 42 ms a step: 4.9 ms more per sequence, against 1.8 ms to read the weights from the cache.
     verdict = batch(lab(batch=[batch_row(1, 0.0074), batch_row(8, 0.042)]))
     assert verdict["holds"] is False
-    assert ("each extra sequence added 4.9 ms of arithmetic to a step, while reading the 98 MB of weights from the "
-            "last-level cache takes 1.8 ms at its ceiling") in verdict["evidence"]
+    assert (
+        "each extra sequence added 4.9 ms of arithmetic to a step, while reading the 98 MB of weights from the "
+        "last-level cache takes 1.8 ms at its ceiling"
+    ) in verdict["evidence"]
     assert "which here it never does" in verdict["evidence"]
     assert "batching up to 8 would be nearly free with about 26 cores sharing this DRAM (here 2)" in verdict["evidence"]
 

@@ -11,8 +11,16 @@ import torch
 import torch.nn.functional as F
 
 
-def attend(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, *, start: int, window: int | None,
-           scale: float, softcap: float | None) -> torch.Tensor:
+def attend(
+    query: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    *,
+    start: int,
+    window: int | None,
+    scale: float,
+    softcap: float | None,
+) -> torch.Tensor:
     """query [heads, count, dim] at positions start..; keys and values [kv_heads, end, dim] for positions 0..end.
 
     Returns [count, heads * dim]. A layer with a sliding window sees only the last `window` positions
@@ -44,27 +52,36 @@ def _mask(start: int, count: int, first: int, end: int, window: int | None) -> t
     return allowed
 
 
-def _sdpa(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None,
-          scale: float) -> torch.Tensor:
+def _sdpa(
+    query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None, scale: float
+) -> torch.Tensor:
     """SDPA, as the models' own attention uses (two bmm were 0.3 ms a token faster but round differently,
     and greedy replies then parted from generate()'s after a few tokens), in transformers' variant."""
     heads, count, dim = query.shape
     groups = heads // keys.shape[0]
     if mask is None:
-        return F.scaled_dot_product_attention(query[None], keys[None], values[None], is_causal=count > 1,
-                                              scale=scale, enable_gqa=groups > 1)[0]
+        return F.scaled_dot_product_attention(
+            query[None], keys[None], values[None], is_causal=count > 1, scale=scale, enable_gqa=groups > 1
+        )[0]
     if count == 1 and groups > 1:
         # One query: its heads stack onto the key head they share, as transformers' pack_gqa does.
         packed = query.reshape(keys.shape[0], groups, dim)
-        attended = F.scaled_dot_product_attention(packed[None], keys[None], values[None], attn_mask=mask,
-                                                  scale=scale)[0]
+        attended = F.scaled_dot_product_attention(packed[None], keys[None], values[None], attn_mask=mask, scale=scale)[
+            0
+        ]
         return attended.reshape(heads, 1, dim)
     keys, values = keys.repeat_interleave(groups, dim=0), values.repeat_interleave(groups, dim=0)
     return F.scaled_dot_product_attention(query[None], keys[None], values[None], attn_mask=mask, scale=scale)[0]
 
 
-def _eager_softcapped(query: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None,
-                      scale: float, softcap: float) -> torch.Tensor:
+def _eager_softcapped(
+    query: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor | None,
+    scale: float,
+    softcap: float,
+) -> torch.Tensor:
     """Gemma 2's attention: scores squashed by cap * tanh(score / cap), which SDPA cannot do; the same op
     order as transformers' eager_attention_forward, so the rounding matches."""
     groups = query.shape[0] // keys.shape[0]

@@ -17,8 +17,10 @@ _decoders: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _decoders_lock = threading.Lock()
 
 # The native kernels are a model without transformers' layers: generate() cannot run it.
-KERNELS_HAVE_NO_GENERATE = ("a native GGUF runs on Latency Lab's C kernels, which have no transformers layers for "
-                            "generate(); pick float32, bfloat16, int8 or int4 for generate()")
+KERNELS_HAVE_NO_GENERATE = (
+    "a native GGUF runs on Latency Lab's C kernels, which have no transformers layers for "
+    "generate(); pick float32, bfloat16, int8 or int4 for generate()"
+)
 
 
 def lean_loop_refusal(model: Any) -> str | None:

@@ -47,10 +47,12 @@ class LeanDecoder:
         self.scale = (getattr(config, "query_pre_attn_scalar", None) or self.head_dim) ** -0.5
         self.attention_softcap = getattr(config, "attn_logit_softcapping", None)
         self.final_softcap = getattr(config, "final_logit_softcapping", None)
-        self.dtype = model.model.embed_tokens.weight.dtype if hasattr(model.model.embed_tokens, "weight") \
-            else torch.float32
-        self.layers = [LayerParts(layer, spec, self.heads, self.kv_heads, self.head_dim)
-                       for layer in model.model.layers]
+        self.dtype = (
+            model.model.embed_tokens.weight.dtype if hasattr(model.model.embed_tokens, "weight") else torch.float32
+        )
+        self.layers = [
+            LayerParts(layer, spec, self.heads, self.kv_heads, self.head_dim) for layer in model.model.layers
+        ]
         self.windows = [layer_window(config, index) for index in range(len(self.layers))]
         # The rotary frequencies and scaling the model itself holds (per layer type in Gemma 3), not ones
         # recomputed from the config: they cover scaled ropes (Llama 3's, YaRN's) as they are, and a model
@@ -58,9 +60,13 @@ class LeanDecoder:
         rotary = model.model.rotary_emb
         layer_types = getattr(config, "layer_types", None) or [""] * len(self.layers)
         self.rotary_kinds = [kind if hasattr(rotary, f"{kind}_inv_freq") else "" for kind in layer_types]
-        self._rotary = {kind: (getattr(rotary, f"{kind}_inv_freq" if kind else "inv_freq").float().clone(),
-                               getattr(rotary, f"{kind}_attention_scaling" if kind else "attention_scaling", 1.0))
-                        for kind in set(self.rotary_kinds)}
+        self._rotary = {
+            kind: (
+                getattr(rotary, f"{kind}_inv_freq" if kind else "inv_freq").float().clone(),
+                getattr(rotary, f"{kind}_attention_scaling" if kind else "attention_scaling", 1.0),
+            )
+            for kind in set(self.rotary_kinds)
+        }
         self.capacity = 0
         self._rotations: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
         self._allocate(0, keep=False)  # an empty cache until a sequence makes room
@@ -107,12 +113,15 @@ class LeanDecoder:
             keys[:, :, :, : self.capacity] = self._keys
             values[:, :, :, : self.capacity] = self._values
         self._keys, self._values = keys, values
-        self._rotations = {kind: self._rotation_table(frequencies, scaling, capacity)
-                           for kind, (frequencies, scaling) in self._rotary.items()}
+        self._rotations = {
+            kind: self._rotation_table(frequencies, scaling, capacity)
+            for kind, (frequencies, scaling) in self._rotary.items()
+        }
         self.capacity = capacity
 
-    def _rotation_table(self, inverse_frequencies: torch.Tensor, scaling: float,
-                        capacity: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def _rotation_table(
+        self, inverse_frequencies: torch.Tensor, scaling: float, capacity: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(cos, signed sin) for positions 0..capacity, as the model's rotary embedding computes them."""
         angles = torch.outer(torch.arange(capacity, dtype=torch.float32), inverse_frequencies)
         angles = torch.cat([angles, angles], dim=-1)
@@ -121,9 +130,13 @@ class LeanDecoder:
         signed_sin[:, : self.head_dim // 2] *= -1
         return (angles.cos() * scaling).to(self.dtype), signed_sin.to(self.dtype)
 
-    def forward(self, token_ids: torch.Tensor, start: int,
-                interrupt: threading.Event | None = None,
-                on_layer: Callable[[int, int], None] | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        token_ids: torch.Tensor,
+        start: int,
+        interrupt: threading.Event | None = None,
+        on_layer: Callable[[int, int], None] | None = None,
+    ) -> torch.Tensor:
         """token_ids: 1-D, at positions start, start+1, ...; a prompt starts at 0, or where the prompt cache's
         part of it ends. Returns [1, vocab].
 
@@ -139,8 +152,9 @@ class LeanDecoder:
         self.reserve(end)
         self.completed = start
         hidden = self._embed(token_ids.view(1, count)).view(count, -1).to(self.dtype)
-        rotations = {kind: (cos[start:end], signed_sin[start:end])
-                     for kind, (cos, signed_sin) in self._rotations.items()}
+        rotations = {
+            kind: (cos[start:end], signed_sin[start:end]) for kind, (cos, signed_sin) in self._rotations.items()
+        }
         norm = self._norm
         for index, layer in enumerate(self.layers):
             if interrupt is not None and interrupt.is_set():
@@ -153,11 +167,18 @@ class LeanDecoder:
                 query_key = norm(query_key, layer.head_norm, self.eps)
             # Queries and keys rotate as one tensor: half the small ops of rotating each.
             rotated = _rotate(query_key.transpose(0, 1), *rotations[self.rotary_kinds[index]])
-            query, key = rotated[:self.heads], rotated[self.heads:]
+            query, key = rotated[: self.heads], rotated[self.heads :]
             self._keys[index, 0, :, start:end] = key
             self._values[index, 0, :, start:end] = value.view(count, self.kv_heads, self.head_dim).transpose(0, 1)
-            attended = attend(query, self._keys[index, 0, :, :end], self._values[index, 0, :, :end], start=start,
-                              window=self.windows[index], scale=self.scale, softcap=self.attention_softcap)
+            attended = attend(
+                query,
+                self._keys[index, 0, :, :end],
+                self._values[index, 0, :, :end],
+                start=start,
+                window=self.windows[index],
+                scale=self.scale,
+                softcap=self.attention_softcap,
+            )
             attention_out = layer.output(attended)
             if layer.post_attention_norm is not None:  # Gemma normalises each sublayer's output too
                 attention_out = norm(attention_out, layer.post_attention_norm, self.eps)

@@ -12,8 +12,15 @@ import torch
 from core.model.kernel_causal_lm import KernelCausalLM
 
 
-def decode_together(model: KernelCausalLM, ids: Sequence[int], batch_size: int, new_tokens: int, *,
-                    suppress: Iterable[int] = (), cancel: threading.Event | None = None) -> list[int]:
+def decode_together(
+    model: KernelCausalLM,
+    ids: Sequence[int],
+    batch_size: int,
+    new_tokens: int,
+    *,
+    suppress: Iterable[int] = (),
+    cancel: threading.Event | None = None,
+) -> list[int]:
     """Greedy-decode new_tokens for batch_size copies of ids; returns a perf_counter_ns stamp per step.
 
     Each stamp is taken when a step's logits are ready, as the lab's StepStamper stamps generate()'s steps:
@@ -27,9 +34,15 @@ def decode_together(model: KernelCausalLM, ids: Sequence[int], batch_size: int, 
     length = prompt.size
     kernel.reserve(batch_size, length + new_tokens, keep=False)
     hidden = kernel.embed(np.tile(prompt, batch_size))
-    kernel.layers(hidden, np.repeat(np.arange(batch_size), length), np.tile(np.arange(length), batch_size),
-                  0, kernel.shape.layers, threads)
-    logits = kernel.logits(hidden[length - 1::length], threads)
+    kernel.layers(
+        hidden,
+        np.repeat(np.arange(batch_size), length),
+        np.tile(np.arange(length), batch_size),
+        0,
+        kernel.shape.layers,
+        threads,
+    )
+    logits = kernel.logits(hidden[length - 1 :: length], threads)
     banned = np.asarray(sorted(set(suppress)), dtype=np.int64)
     sequences = np.arange(batch_size)
     stamps = []

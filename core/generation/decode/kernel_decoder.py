@@ -64,8 +64,13 @@ class KernelDecoder:
         if positions > self.kernel.capacity:
             self.kernel.reserve(1, max(positions, 2 * self.kernel.capacity))
 
-    def forward(self, token_ids: torch.Tensor, start: int, interrupt: threading.Event | None = None,
-                on_layer: Callable[[int, int], None] | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        token_ids: torch.Tensor,
+        start: int,
+        interrupt: threading.Event | None = None,
+        on_layer: Callable[[int, int], None] | None = None,
+    ) -> torch.Tensor:
         """token_ids: 1-D, at positions start, start+1, ...; returns [1, vocab] float32 logits of the last one.
 
         interrupt and on_layer as LeanDecoder's: checked and called before each layer (of each chunk), and

@@ -28,8 +28,11 @@ class LayerParts:
             self.post_attention_norm = self.post_mlp_norm = None
             self.pre_mlp_norm = layer.post_attention_layernorm.weight
         # One weight row per query head then per key head, so one norm call covers both (see decoder.py).
-        self.head_norm = torch.cat([attention.q_norm.weight.expand(heads, -1),
-                                    attention.k_norm.weight.expand(kv_heads, -1)]) if spec.head_norms else None
+        self.head_norm = (
+            torch.cat([attention.q_norm.weight.expand(heads, -1), attention.k_norm.weight.expand(kv_heads, -1)])
+            if spec.head_norms
+            else None
+        )
         self._qkv = fused_projection(*(getattr(attention, name) for name in spec.qkv))
         self._o = fused_projection(attention.o_proj)
         self._gate_up = fused_projection(*(getattr(mlp, name) for name in spec.gate_up))
@@ -40,7 +43,7 @@ class LayerParts:
     def attention_inputs(self, normed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(queries and keys side by side, values)."""
         projected = self._qkv(normed)
-        return projected[:, :-self._value_size], projected[:, -self._value_size:]
+        return projected[:, : -self._value_size], projected[:, -self._value_size :]
 
     def output(self, attended: torch.Tensor) -> torch.Tensor:
         return self._o(attended)

@@ -95,10 +95,11 @@ def lean_decode(
         cache_used(use)
     decoder.start_sequence(prompt_length + min(max_new_tokens, INITIAL_REPLY_ROOM), keep=use.reused)
     try:
-        logits = decoder.forward(input_ids[0, use.reused:], use.reused, interrupt=stop_event,
-                                 on_layer=prefill_progress)
+        logits = decoder.forward(
+            input_ids[0, use.reused :], use.reused, interrupt=stop_event, on_layer=prefill_progress
+        )
     finally:
-        prompt_cache.extend(prompt[use.reused:decoder.completed])
+        prompt_cache.extend(prompt[use.reused : decoder.completed])
     length = prompt_length
     for _ in range(max_new_tokens):
         so_far = sequence[:, :length]

@@ -23,7 +23,8 @@ def fused_projection(*modules: Any) -> Callable[[torch.Tensor], torch.Tensor]:
     Real models' layer sizes are multiples of 64; a tiny one's may not be, and then each runs on its own.
     """
     joinable = all(isinstance(module, Int4Linear) for module in modules) and not any(
-        module.out_features % PACK_BLOCK_ROWS for module in modules[:-1])
+        module.out_features % PACK_BLOCK_ROWS for module in modules[:-1]
+    )
     if not joinable:
         if len(modules) == 1:
             return modules[0]
@@ -34,9 +35,11 @@ def fused_projection(*modules: Any) -> Callable[[torch.Tensor], torch.Tensor]:
     matmul = torch.ops.aten._weight_int4pack_mm_for_cpu
 
     if bias is None:
+
         def project(x: torch.Tensor) -> torch.Tensor:
             return matmul(x.to(KERNEL_DTYPE), weight, GROUP_SIZE, scales).to(x.dtype)
     else:
+
         def project(x: torch.Tensor) -> torch.Tensor:
             return matmul(x.to(KERNEL_DTYPE), weight, GROUP_SIZE, scales).to(x.dtype) + bias
 
@@ -47,5 +50,6 @@ def _joined_bias(modules: tuple[Int4Linear, ...]) -> torch.Tensor | None:
     """The biases side by side, zeros for a layer without one (adding 0.0 changes no value); None if none has one."""
     if all(module.bias is None for module in modules):
         return None
-    return torch.cat([module.bias if module.bias is not None else torch.zeros(module.out_features)
-                      for module in modules])
+    return torch.cat(
+        [module.bias if module.bias is not None else torch.zeros(module.out_features) for module in modules]
+    )

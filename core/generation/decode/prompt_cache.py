@@ -75,11 +75,11 @@ class CacheUse:
         return self.prompt_tokens - self.reused
 
 
-HIT = "hit"              # the chat's own cache was there (maybe only partly usable)
-EMPTY = "empty"          # nothing cached since the model was loaded
-OTHER_CHAT = "other"     # the live cache held another chat, and this one had none saved
-EVICTED = "evicted"      # this chat's saved cache was dropped to stay within the bound
-OFF = "off"              # the prompt cache is switched off for this reply
+HIT = "hit"  # the chat's own cache was there (maybe only partly usable)
+EMPTY = "empty"  # nothing cached since the model was loaded
+OTHER_CHAT = "other"  # the live cache held another chat, and this one had none saved
+EVICTED = "evicted"  # this chat's saved cache was dropped to stay within the bound
+OFF = "off"  # the prompt cache is switched off for this reply
 
 
 def common_prefix(first: list[int], second: list[int]) -> int:

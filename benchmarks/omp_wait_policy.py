@@ -24,15 +24,17 @@ from pathlib import Path
 import _common
 
 ROOT = Path(__file__).resolve().parents[1]
-POLICIES = ("default", "PASSIVE", "ACTIVE")
+# How a waiting OpenMP thread waits: libgomp's default spins GOMP_SPINCOUNT (300,000) turns, then sleeps.
+POLICIES = {"default": {}, "PASSIVE": {"OMP_WAIT_POLICY": "PASSIVE"}, "ACTIVE": {"OMP_WAIT_POLICY": "ACTIVE"},
+            "spin 10k": {"GOMP_SPINCOUNT": "10000"}, "spin 1k": {"GOMP_SPINCOUNT": "1000"}}
 QUESTION = "Write a long story about a cat who learns to sail across the sea."
 
 
 def ask(policy: str, threads: int, tokens: int) -> dict:
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "HF_HUB_OFFLINE": "1"}
     env.pop("OMP_WAIT_POLICY", None)
-    if policy != "default":
-        env["OMP_WAIT_POLICY"] = policy
+    env.pop("GOMP_SPINCOUNT", None)
+    env.update(POLICIES[policy])
     result = subprocess.run(
         [
             sys.executable,
@@ -85,7 +87,7 @@ def main() -> None:
                 if other is not None:
                     other.kill()
                     other.wait()
-    print(f"\n{'load':<17} {'policy':<8} {'TPOT ms':>8} {'TTFT ms':>8} {'tokens':>6} {'CPU got':>8}")
+    print(f"\n{'load':<17} {'policy':<9} {'TPOT ms':>8} {'TTFT ms':>8} {'tokens':>6} {'CPU got':>8}")
     for (load, policy), done in runs.items():
         tpot = _common.median([run["tpot_s"] for run in done]) * 1000
         ttft = _common.median([run["ttft_s"] for run in done]) * 1000
@@ -95,8 +97,8 @@ def main() -> None:
             if any(s is not None for s in share)
             else float("nan")
         )
-        print(f"{load:<17} {policy:<8} {tpot:>8.1f} {ttft:>8.1f} {done[0]['output_tokens']:>6} {got:>8.2f}")
-        report.figure(f"tpot_ms_{load.replace(' ', '_')}_{policy.lower()}", tpot)
+        print(f"{load:<17} {policy:<9} {tpot:>8.1f} {ttft:>8.1f} {done[0]['output_tokens']:>6} {got:>8.2f}")
+        report.figure(f"tpot_ms_{load.replace(' ', '_')}_{policy.lower().replace(' ', '_')}", tpot)
     for load in ("quiet", "one busy program"):
         best = min(POLICIES, key=lambda p: _common.median([run["tpot_s"] for run in runs[(load, p)]]))
         print(f"{load}: fastest TPOT with {best}")

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from core.chats.record import trace_from_dict, trace_to_dict
-from core.timing.cpu_share import contention_note, share
+from core.timing.cpu_share import WAIT_POLICY_ADVICE, contention_note, share
 from core.timing.events import CpuUsage, FinishedEvent, StopReason, TokenEvent
 from core.timing.export import traces_to_json
 from core.timing.trace import GenerationTrace
@@ -57,3 +57,10 @@ def test_exports_and_saved_chats_keep_it():
     assert "cpu.cpu_share" in document["definitions"]
     again = trace_from_dict(json.loads(json.dumps(trace_to_dict(trace))), "reply")
     assert again.cpu_share == pytest.approx(0.39) and again.window_cpu_s == pytest.approx(0.25)
+
+
+def test_a_contended_note_says_how_to_let_the_threads_sleep_unless_they_already_do():
+    advised = contention_note(0.39, wait_policy="")
+    assert advised.endswith(WAIT_POLICY_ADVICE) and "OMP_WAIT_POLICY=PASSIVE" in advised
+    assert WAIT_POLICY_ADVICE not in contention_note(0.39, wait_policy="passive")
+    assert contention_note(0.9, wait_policy="") is None

@@ -9,9 +9,12 @@ CHECK_STAMP := $(VENV)/.installed-check
 TEST_STAMP := $(VENV)/.installed-test
 # The fast tier: no real model, no llama.cpp, no child process; `make check` runs it in under 3 minutes.
 FAST_TIER := not model and not llama_cpp and not engine_process and not subprocess and not timing
-# The fast tier runs no child process and no real model, so its tests run side by side, one worker per core
-# (pytest-xdist). The full suite stays in one process: its engine-process, server and Xvfb tests share one machine.
+# Both tiers run one pytest-xdist worker per core. The full suite keeps each test module on one worker
+# (--dist loadscope), so a module's real server or quant files are made once; every worker loads the real model once.
+# Its OpenMP threads sleep while they wait (OMP_WAIT_POLICY=PASSIVE): the tests time nothing, and two workers' spinning
+# teams on the same cores slowed each other as a busy program does (docs/performance.md).
 CHECK_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+TEST_WORKERS ?= $(CHECK_WORKERS)
 
 XVFB_PACKAGES := xvfb libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 xauth
 
@@ -65,7 +68,8 @@ run: $(STAMP)
 test: $(TEST_STAMP)
 	@$(MAKE) --no-print-directory lint
 	$(PY) tools/llama_cpp_builds.py >/dev/null
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest --durations=25 $(PYTEST_ARGS)
+	OMP_WAIT_POLICY=PASSIVE QT_QPA_PLATFORM=offscreen $(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope \
+		--durations=25 $(PYTEST_ARGS)
 	@if command -v xvfb-run >/dev/null 2>&1; then \
 		echo "Plot tests on a real X server (xvfb-run, QT_QPA_PLATFORM=xcb):"; \
 		QT_QPA_PLATFORM=xcb xvfb-run -a -s "-screen 0 1400x950x24" $(PY) -m pytest -m plots $(PYTEST_ARGS); \

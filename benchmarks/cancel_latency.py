@@ -23,7 +23,7 @@ import _common  # (offline mode)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from core.chats.session import ChatSession
-from core.generation.reply import Generation
+from core.generation.local_reply import LocalReply
 from core.model.loader import load_model
 from core.settings import GenerationSettings
 from core.timing.events import FinishedEvent, TokenEvent
@@ -44,7 +44,7 @@ def prompt_ids(loaded, target_tokens: int) -> list[int]:
 
 
 def prefill_seconds(loaded, ids, loop: str) -> float:
-    generation = Generation(loaded, ids, GenerationSettings(max_new_tokens=1, decode_loop=loop)).start()
+    generation = LocalReply(loaded, ids, GenerationSettings(max_new_tokens=1, decode_loop=loop)).start()
     trace_start = generation.request_start_ns
     first = None
     for event in generation:
@@ -56,7 +56,7 @@ def prefill_seconds(loaded, ids, loop: str) -> float:
 
 def stop_after(loaded, ids, delay_s: float, loop: str, max_new_tokens: int = 200) -> tuple[float, int, str]:
     """Stop delay_s after the start; return (stop request -> finish event, tokens after the stop, stop reason)."""
-    generation = Generation(loaded, ids, GenerationSettings(max_new_tokens=max_new_tokens, decode_loop=loop)).start()
+    generation = LocalReply(loaded, ids, GenerationSettings(max_new_tokens=max_new_tokens, decode_loop=loop)).start()
     stop_at: list[float] = []
 
     def request_stop():
@@ -79,7 +79,7 @@ def stop_after(loaded, ids, delay_s: float, loop: str, max_new_tokens: int = 200
 
 def stop_at_token(loaded, ids, index: int, loop: str) -> tuple[float, int, str]:
     """Stop from the consumer when token `index` arrives, as the window's Stop does mid-reply."""
-    generation = Generation(loaded, ids, GenerationSettings(max_new_tokens=200, decode_loop=loop)).start()
+    generation = LocalReply(loaded, ids, GenerationSettings(max_new_tokens=200, decode_loop=loop)).start()
     stop_at, tokens_after = None, 0
     for event in generation:
         if isinstance(event, TokenEvent):

@@ -25,8 +25,13 @@ import _common
 
 ROOT = Path(__file__).resolve().parents[1]
 # How a waiting OpenMP thread waits: libgomp's default spins GOMP_SPINCOUNT (300,000) turns, then sleeps.
-POLICIES = {"default": {}, "PASSIVE": {"OMP_WAIT_POLICY": "PASSIVE"}, "ACTIVE": {"OMP_WAIT_POLICY": "ACTIVE"},
-            "spin 10k": {"GOMP_SPINCOUNT": "10000"}, "spin 1k": {"GOMP_SPINCOUNT": "1000"}}
+POLICIES = {
+    "default": {},
+    "PASSIVE": {"OMP_WAIT_POLICY": "PASSIVE"},
+    "ACTIVE": {"OMP_WAIT_POLICY": "ACTIVE"},
+    "spin 10k": {"GOMP_SPINCOUNT": "10000"},
+    "spin 1k": {"GOMP_SPINCOUNT": "1000"},
+}
 QUESTION = "Write a long story about a cat who learns to sail across the sea."
 
 

@@ -3,7 +3,7 @@
 Run: .venv/bin/python benchmarks/prefill_progress.py [--prompt-tokens 1500] [--repeats 5] [--dtype float32]
 
 Each run is one prompt pass on the compute thread, as a reply's is: the lean loop's decoder.forward,
-and generate()'s model forward inside interruptible_prefill. "with" passes the callback a Generation
+and generate()'s model forward inside interruptible_prefill. "with" passes the callback a LocalReply
 passes (a perf_counter_ns stamp and a queue put per layer); "without" passes none. The two alternate,
 so a machine whose load drifts shifts both alike. Target: the ratio with/without within 1.00 +- 0.02.
 """
@@ -33,7 +33,7 @@ def one_pass(loaded, ids, loop: str, report: bool) -> float:
     events: queue.Queue = queue.Queue()
     stop = threading.Event()
 
-    def progress(done: int, total: int) -> None:  # what Generation's callback does
+    def progress(done: int, total: int) -> None:  # what LocalReply's callback does
         events.put(PrefillProgress(done, total, time.perf_counter_ns()))
 
     callback = progress if report else None

@@ -14,7 +14,7 @@ import _common  # (offline mode)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from core.chats.session import ChatSession
-from core.generation.reply import Generation
+from core.generation.local_reply import LocalReply
 from core.model.loader import load_model
 from core.settings import GenerationSettings
 from core.timing.events import TokenEvent
@@ -34,7 +34,7 @@ def main() -> None:
     session.add_user("Write a long story about a lighthouse keeper.")
     ids = session.build_prompt(loaded.tokenizer, loaded.context_window, args.tokens).input_ids
     delays_us, gaps_s = [], []
-    generation = Generation(loaded, ids, GenerationSettings(max_new_tokens=args.tokens)).start()
+    generation = LocalReply(loaded, ids, GenerationSettings(max_new_tokens=args.tokens)).start()
     previous = None
     for event in generation:
         arrived = time.perf_counter_ns()

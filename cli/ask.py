@@ -20,12 +20,12 @@ from cli.prompt_arg import prompt_argument, text_argument
 from core.backend.choice import load_any, prepare_any
 from core.chats.session import Message
 from core.errors import LatencyLabError
-from core.generation.reply import Generation
+from core.generation.local_reply import LocalReply
 from core.generation.request import ReplyRequest
 from core.settings import GenerationSettings
 from core.timing.events import TokenEvent
 from core.timing.export import json_text, reply_report
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 
 
 def add_ask_parser(subparsers: argparse._SubParsersAction, add_common_options) -> None:
@@ -44,7 +44,7 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
     if problem:
         say(f"error: {problem}")
         return OUTPUT_FAILED_STATUS
-    generation: Generation | None = None
+    generation: LocalReply | None = None
     try:
         try:
             loaded = load_any(
@@ -79,8 +79,8 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
 
 
 def stream_reply(
-    args: argparse.Namespace, settings: GenerationSettings, loaded, generation: Generation, extra: dict | None = None
-) -> tuple[int, GenerationTrace]:
+    args: argparse.Namespace, settings: GenerationSettings, loaded, generation: LocalReply, extra: dict | None = None
+) -> tuple[int, ReplyTrace]:
     """Print one reply as it streams (or whole, or as one JSON object with `extra` in it); (exit status, trace)."""
     prefill_line = PrefillLine(sys.stderr)
     generation.on_progress = prefill_line
@@ -108,7 +108,7 @@ def stream_reply(
     return 0, trace
 
 
-def _roofline(model_facts: dict, trace: GenerationTrace) -> dict | None:
+def _roofline(model_facts: dict, trace: ReplyTrace) -> dict | None:
     """The reply's two phases against this machine's ceilings; None for a server's reply (its shape and machine
     are not ours to count)."""
     if not model_facts.get("arithmetic"):
@@ -119,7 +119,7 @@ def _roofline(model_facts: dict, trace: GenerationTrace) -> dict | None:
     return reply_placement(trace, model_facts["arithmetic"], cached_ceilings())
 
 
-def _roofline(model_facts: dict, trace: GenerationTrace) -> dict | None:
+def _roofline(model_facts: dict, trace: ReplyTrace) -> dict | None:
     """None for a server's reply (its shape and machine are not ours to count)."""
     if not model_facts.get("arithmetic"):
         return None

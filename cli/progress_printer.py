@@ -31,7 +31,7 @@ class ProgressPrinter:
 class PrefillLine:
     """The prompt's pass on a terminal: one redrawn line with % and ETA, cleared at the first token.
 
-    Given each of a Generation's progress events; prints nothing when the stream is not a terminal,
+    Given each of a LocalReply's progress events; prints nothing when the stream is not a terminal,
     so piped output and --json stay clean.
     """
 

@@ -74,7 +74,8 @@ PROMPT_CACHE_SAVED_BYTES = 512 * 1024 * 1024
 # inf/nan"); 0 itself means greedy.
 MIN_SAMPLING_TEMPERATURE = 1e-3
 
-# "native" runs a GGUF in its own quantisation (core/model/gguf_native.py), shown as "native (Q4_K_M)";
+# "native" (the one meaning of the word: a precision) runs a GGUF in its own quantisation, on the C kernels or torch's
+# int4 kernel (core/model/native_load.py), shown as "native (Q4_K_M)";
 # anything else loads in float32 under it. int8 and int4 are weight-only quantised layers on torch's
 # CPU kernels (see core/quant); int4 of a Q4_1 GGUF runs the file's own 4-bit weights.
 NATIVE_DTYPE = "native"

@@ -25,7 +25,7 @@ class EngineClient(QObject):
     """One signal per kind of message; every message is handed on in one place, _on_readable."""
 
     model_progressed = Signal(object)  # messages.ModelProgress
-    model_loaded = Signal(object)  # messages.ModelLoaded
+    model_loaded = Signal(object)  # messages.ModelReady
     model_failed = Signal(object)  # messages.ModelFailed
     reply_event_arrived = Signal(object)  # messages.Delivered holding a ReplyEvent, with its arrival stamp
     lab_progressed = Signal(object)  # messages.LabProgress
@@ -121,7 +121,7 @@ class EngineClient(QObject):
     def _on_readable(self, *_) -> None:
         signals = {
             m.ModelProgress: self.model_progressed,
-            m.ModelLoaded: self.model_loaded,
+            m.ModelReady: self.model_loaded,
             m.ModelFailed: self.model_failed,
             m.LabProgress: self.lab_progressed,
             m.LabRow: self.lab_row_measured,

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QTabWidget
 
 from core.chats.record import ReplyRecord
 from core.chats.store import ChatStore
+from core.engine.messages import ModelReady
 from core.timing.budget import budget_document
 from core.timing.export import traces_to_csv, traces_to_json, write_text_file
 from gui.chat.chat_panel import ChatPanel
@@ -42,8 +43,8 @@ CLOSE_SAVE_WAIT_S = 0.4
 
 
 class MainWindow(QMainWindow):
-    reply_finished = Signal(object)  # GenerationTrace once the window shows the whole reply, None if refused
-    model_changed = Signal(object)  # LoadedModel
+    reply_finished = Signal(object)  # ReplyTrace once the window shows the whole reply, None if refused
+    model_changed = Signal(object)  # messages.ModelReady: the loaded model's facts
     model_failed = Signal(str)
 
     def __init__(
@@ -155,8 +156,9 @@ class MainWindow(QMainWindow):
         return self.saved_chats.session
 
     @property
-    def loaded(self):
-        return self.models.loaded
+    def ready(self) -> ModelReady | None:
+        """The loaded model's facts, as the engine last announced them; None before the first load."""
+        return self.models.ready
 
     @property
     def generating(self) -> bool:
@@ -205,7 +207,7 @@ class MainWindow(QMainWindow):
             path,
             traces_to_json(
                 [r.trace for r in records],
-                context={"model": self.loaded.facts if self.loaded else None, "budget": budget},
+                context={"model": self.ready.facts if self.ready else None, "budget": budget},
                 per_trace_context=[{**r.context, "budget": mark} for r, mark in zip(records, marks)],
             ),
         )
@@ -347,7 +349,7 @@ class MainWindow(QMainWindow):
 
     @Slot(str)
     def _on_model_failed(self, message: str) -> None:
-        kept = f" Still using {self.loaded.name}." if self.loaded else ""
+        kept = f" Still using {self.ready.name}." if self.ready else ""
         self.settings_panel.show_load_error(f"Could not load the model: {message}{kept}")
         self._update_controls()
         self.model_failed.emit(message)

@@ -7,7 +7,7 @@ from transformers import LogitsProcessor
 
 import core.model.loader
 from core.compute_thread import COMPUTE_THREAD_NAME, ComputeThread, compute_thread, on_compute_thread
-from core.generation.reply import Generation
+from core.generation.local_reply import LocalReply
 from core.model.loader import load_model
 from core.settings import GenerationSettings
 
@@ -38,7 +38,7 @@ def test_a_model_loaded_from_any_thread_is_loaded_and_generates_on_the_compute_t
     assert load_threads == [COMPUTE_THREAD_NAME, COMPUTE_THREAD_NAME]
 
     recorder = ThreadRecorder()
-    generation = Generation(
+    generation = LocalReply(
         loaded["model"], [1, 2, 3], GenerationSettings(max_new_tokens=3), logits_processors=[recorder]
     ).start()
     events = list(generation)

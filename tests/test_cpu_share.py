@@ -8,13 +8,13 @@ from core.chats.record import trace_from_dict, trace_to_dict
 from core.timing.cpu_share import WAIT_POLICY_ADVICE, contention_note, share
 from core.timing.events import CpuUsage, FinishedEvent, StopReason, TokenEvent
 from core.timing.export import traces_to_json
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 
 MS = 1_000_000
 
 
 def trace_with(cpu_s: float, wall_s: float = 1.0, threads: int = 2, window_cpu_s: float | None = None):
-    trace = GenerationTrace(0, 10)
+    trace = ReplyTrace(0, 10)
     for index in range(3):
         trace.record(TokenEvent(index, index, "x", (100 + 450 * index) * MS))
     trace.record(CpuUsage(cpu_s, wall_s, threads))
@@ -39,7 +39,7 @@ def test_the_share_and_its_note_follow_the_numbers(cpu_s, expected, note):
 
 
 def test_nothing_measured_says_nothing():
-    assert GenerationTrace(0, 1).cpu_share is None and contention_note(None) is None
+    assert ReplyTrace(0, 1).cpu_share is None and contention_note(None) is None
     assert share(1.0, 0.0, 2) is None and share(1.0, 1.0, 0) is None
 
 

@@ -6,13 +6,13 @@ import json
 
 from core.timing.events import FinishedEvent, StopReason, TokenEvent
 from core.timing.export import traces_to_csv, traces_to_json
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 
 MS = 1_000_000
 
 
 def sample_trace():
-    trace = GenerationTrace(request_start_ns=10 * MS, prompt_tokens=4)
+    trace = ReplyTrace(request_start_ns=10 * MS, prompt_tokens=4)
     for index, (text, at) in enumerate([("Hé", 110), ("llo,\n", 160), (" 🌍", 230)]):
         trace.record(TokenEvent(index, 100 + index, text, at * MS))
     trace.record(FinishedEvent(StopReason.EOS, 3, 231 * MS))
@@ -45,7 +45,7 @@ def test_csv_export_round_trips_text_and_names_definitions():
 def test_json_export_carries_the_prefill_progress_with_its_definition():
     from core.timing.events import PrefillProgress
 
-    trace = GenerationTrace(request_start_ns=10 * MS, prompt_tokens=4)
+    trace = ReplyTrace(request_start_ns=10 * MS, prompt_tokens=4)
     for done, at in ((0, 20), (1, 60), (2, 100)):
         trace.record(PrefillProgress(done, 2, at * MS))
     trace.record(TokenEvent(0, 1, "a", 110 * MS))

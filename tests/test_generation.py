@@ -6,7 +6,7 @@ import pytest
 from transformers import LogitsProcessor
 
 from core.chats.session import ChatSession
-from core.generation.reply import Generation
+from core.generation.local_reply import LocalReply
 from core.settings import GenerationSettings
 from core.timing.events import FinishedEvent, StopReason, TokenEvent
 
@@ -18,7 +18,7 @@ def prompt_ids(loaded, text):
 
 
 def run(generation, on_token=None):
-    """Consume the reply; the Generation records its own trace as the events pass."""
+    """Consume the reply; the LocalReply records its own trace as the events pass."""
     generation.start()
     events = []
     for event in generation:
@@ -34,7 +34,7 @@ def run(generation, on_token=None):
 @pytest.mark.model
 def test_real_model_answers_with_stamped_tokens_and_eos(embedded_model):
     ids = prompt_ids(embedded_model, "What is the capital of France? Answer in one sentence.")
-    trace, events = run(Generation(embedded_model, ids, GenerationSettings(max_new_tokens=40)))
+    trace, events = run(LocalReply(embedded_model, ids, GenerationSettings(max_new_tokens=40)))
     assert "Paris" in trace.text
     tokens = [e for e in events if isinstance(e, TokenEvent)]
     assert [e.index for e in tokens] == list(range(len(tokens)))
@@ -53,7 +53,7 @@ def test_greedy_generation_matches_plain_generate(embedded_model):
     import torch
 
     ids = prompt_ids(embedded_model, "Name three colours.")
-    trace, _ = run(Generation(embedded_model, ids, GenerationSettings(max_new_tokens=12)))
+    trace, _ = run(LocalReply(embedded_model, ids, GenerationSettings(max_new_tokens=12)))
     with torch.inference_mode():
         reference = embedded_model.model.generate(torch.tensor([ids]), max_new_tokens=12, do_sample=False)
     assert trace.token_ids == reference[0, len(ids) :].tolist()
@@ -68,22 +68,22 @@ def test_stop_at_the_fifth_token_ends_within_one_step(embedded_model):
         if event.index == 4:
             generation.stop()
 
-    trace, _ = run(Generation(embedded_model, ids, GenerationSettings(max_new_tokens=500)), stop_at_fifth)
+    trace, _ = run(LocalReply(embedded_model, ids, GenerationSettings(max_new_tokens=500)), stop_at_fifth)
     assert 5 <= trace.output_tokens <= 6
     assert trace.stop_reason == "stopped"
 
 
 def test_max_tokens_stop_reason(tiny_model):
     ids = prompt_ids(tiny_model, "hi")
-    trace, _ = run(Generation(tiny_model, ids, GenerationSettings(max_new_tokens=7)))
+    trace, _ = run(LocalReply(tiny_model, ids, GenerationSettings(max_new_tokens=7)))
     assert trace.output_tokens == 7 and trace.stop_reason == "max_tokens"
 
 
 def test_seeded_sampling_is_reproducible(tiny_model):
     ids = prompt_ids(tiny_model, "hi")
     settings = GenerationSettings(max_new_tokens=10, temperature=1.5, top_p=0.9, seed=1234)
-    first, _ = run(Generation(tiny_model, ids, settings))
-    second, _ = run(Generation(tiny_model, ids, settings))
+    first, _ = run(LocalReply(tiny_model, ids, settings))
+    second, _ = run(LocalReply(tiny_model, ids, settings))
     assert first.token_ids == second.token_ids
 
 
@@ -101,7 +101,7 @@ class ExplodeAfter(LogitsProcessor):
 
 def test_exception_inside_generation_arrives_as_an_error_event(tiny_model):
     ids = prompt_ids(tiny_model, "hi")
-    generation = Generation(
+    generation = LocalReply(
         tiny_model, ids, GenerationSettings(max_new_tokens=50), timeout_s=20, logits_processors=[ExplodeAfter(3)]
     )
     trace, events = run(generation)
@@ -111,7 +111,7 @@ def test_exception_inside_generation_arrives_as_an_error_event(tiny_model):
 
 
 def test_stop_before_start_generates_nothing(tiny_model):
-    generation = Generation(tiny_model, prompt_ids(tiny_model, "hi"), GenerationSettings(max_new_tokens=5))
+    generation = LocalReply(tiny_model, prompt_ids(tiny_model, "hi"), GenerationSettings(max_new_tokens=5))
     generation.stop()
     trace, _ = run(generation)
     assert trace.output_tokens == 0 and trace.stop_reason == "stopped"
@@ -120,7 +120,7 @@ def test_stop_before_start_generates_nothing(tiny_model):
 
 def test_a_silent_generating_thread_times_out_instead_of_hanging(tiny_model, monkeypatch):
     release = threading.Event()
-    generation = Generation(
+    generation = LocalReply(
         tiny_model, prompt_ids(tiny_model, "hi"), GenerationSettings(max_new_tokens=5), timeout_s=0.5
     )
     monkeypatch.setattr(generation, "_generate", lambda: release.wait(10))
@@ -142,8 +142,8 @@ def test_generations_can_share_one_long_lived_thread(tiny_model):
     thread = ComputeThread()
     try:
         ids = prompt_ids(tiny_model, "hi")
-        first, _ = run(Generation(tiny_model, ids, GenerationSettings(max_new_tokens=4), thread=thread))
-        second, _ = run(Generation(tiny_model, ids, GenerationSettings(max_new_tokens=4), thread=thread))
+        first, _ = run(LocalReply(tiny_model, ids, GenerationSettings(max_new_tokens=4), thread=thread))
+        second, _ = run(LocalReply(tiny_model, ids, GenerationSettings(max_new_tokens=4), thread=thread))
         assert first.token_ids == second.token_ids and first.output_tokens == 4
         assert thread.call(lambda: threading.current_thread().name) == "latencylab-compute"
     finally:
@@ -154,7 +154,7 @@ def test_generations_can_share_one_long_lived_thread(tiny_model):
 @pytest.mark.parametrize("loop", ["lean", "generate"])
 def test_a_stop_during_prefill_lands_at_the_next_layer_with_no_token(tiny_model, loop):
     ids = prompt_ids(tiny_model, "Tell me about lighthouses.")
-    generation = Generation(tiny_model, ids, GenerationSettings(max_new_tokens=20, decode_loop=loop))
+    generation = LocalReply(tiny_model, ids, GenerationSettings(max_new_tokens=20, decode_loop=loop))
     layers = tiny_model.model.model.layers
     layers_run = []
 
@@ -176,7 +176,7 @@ def test_a_stop_during_prefill_lands_at_the_next_layer_with_no_token(tiny_model,
     assert trace.output_tokens == 0 and trace.stop_reason == "stopped" and trace.error is None
     assert isinstance(events[-1], FinishedEvent)
     # The hooks that check for a stop are gone: the next reply on this model runs in full.
-    trace, _ = run(Generation(tiny_model, ids, GenerationSettings(max_new_tokens=3, decode_loop=loop)))
+    trace, _ = run(LocalReply(tiny_model, ids, GenerationSettings(max_new_tokens=3, decode_loop=loop)))
     assert trace.output_tokens >= 1 and trace.error is None
     assert not any(layer._forward_pre_hooks or layer._forward_hooks for layer in layers)
 
@@ -186,6 +186,6 @@ def test_a_stop_set_on_the_requests_event_before_start_is_kept(tiny_model):
     before the reply was even built, still ends it with no token."""
     stop = threading.Event()
     stop.set()
-    generation = Generation(tiny_model, prompt_ids(tiny_model, "hi"), GenerationSettings(max_new_tokens=5), stop=stop)
+    generation = LocalReply(tiny_model, prompt_ids(tiny_model, "hi"), GenerationSettings(max_new_tokens=5), stop=stop)
     trace, _ = run(generation)
     assert trace.output_tokens == 0 and trace.stop_reason == "stopped"

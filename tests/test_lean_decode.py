@@ -10,7 +10,7 @@ from core.chats.session import ChatSession
 from core.generation.decode.choice import lean_decoder, loop_for
 from core.generation.decode.decoder import LeanDecoder
 from core.generation.decode.loop import lean_decode
-from core.generation.reply import Generation
+from core.generation.local_reply import LocalReply
 from core.generation.stopping import PassInterrupted
 from core.settings import GenerationSettings
 
@@ -213,7 +213,7 @@ def test_generation_uses_the_lean_loop_unless_told_or_unable(tiny_model):
     ids = chat_prompt(tiny_model, "hi")[0].tolist()
     texts = {}
     for loop in ("lean", "generate"):
-        generation = Generation(tiny_model, ids, GenerationSettings(max_new_tokens=12, decode_loop=loop))
+        generation = LocalReply(tiny_model, ids, GenerationSettings(max_new_tokens=12, decode_loop=loop))
         assert generation.decode_loop == loop and generation.decode_loop_note is None
         trace = generation.run_to_end()
         texts[loop] = trace.text

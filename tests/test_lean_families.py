@@ -172,7 +172,7 @@ def test_models_the_loop_does_not_cover_run_on_generate_and_say_why():
 def test_a_saved_model_of_the_family_loads_as_int4_and_replies_on_the_lean_loop(family, tmp_path, embedded_tokenizer):
     """What a user does: open a model folder at int4 and chat; the lean loop's text is generate()'s."""
     from core.chats.session import ChatSession
-    from core.generation.reply import Generation
+    from core.generation.local_reply import LocalReply
     from core.model.loader import load_model
     from core.settings import GenerationSettings
 
@@ -193,7 +193,7 @@ def test_a_saved_model_of_the_family_loads_as_int4_and_replies_on_the_lean_loop(
     ids = session.build_prompt(loaded.tokenizer, loaded.context_window, 16).input_ids
     texts = {}
     for loop in ("lean", "generate"):
-        generation = Generation(loaded, ids, GenerationSettings(max_new_tokens=16, decode_loop=loop))
+        generation = LocalReply(loaded, ids, GenerationSettings(max_new_tokens=16, decode_loop=loop))
         assert generation.decode_loop == loop and generation.decode_loop_note is None
         texts[loop] = generation.run_to_end().text
     assert texts["lean"] == texts["generate"] and texts["lean"]

@@ -5,7 +5,7 @@ import time
 import pytest
 
 from core.chats.record import trace_from_dict, trace_to_dict
-from core.generation.reply import Generation
+from core.generation.local_reply import LocalReply
 from core.settings import GenerationSettings
 from core.timing.events import ComputeStarted, PrefillProgress
 from tests.test_generation import prompt_ids, run
@@ -25,7 +25,7 @@ def first_stamp(module, stamps):
 def test_progress_rises_layer_by_layer_and_reaches_100_percent_as_the_prefill_ends(tiny_model, loop):
     ids = prompt_ids(tiny_model, "Tell me about lighthouses.")
     seen = []
-    generation = Generation(
+    generation = LocalReply(
         tiny_model, ids, GenerationSettings(max_new_tokens=4, decode_loop=loop), on_progress=seen.append
     )
     layers = tiny_model.model.model.layers
@@ -56,7 +56,7 @@ def test_progress_rises_layer_by_layer_and_reaches_100_percent_as_the_prefill_en
 @pytest.mark.parametrize("loop", ["lean", "generate"])
 def test_a_stop_during_prefill_ends_the_progress_short_of_100_percent(tiny_model, loop):
     ids = prompt_ids(tiny_model, "Tell me about lighthouses.")
-    generation = Generation(tiny_model, ids, GenerationSettings(max_new_tokens=20, decode_loop=loop))
+    generation = LocalReply(tiny_model, ids, GenerationSettings(max_new_tokens=20, decode_loop=loop))
     hook = tiny_model.model.model.layers[0].mlp.down_proj.register_forward_hook(lambda *_: generation.stop())
     try:
         trace, _ = run(generation)
@@ -69,13 +69,13 @@ def test_a_stop_during_prefill_ends_the_progress_short_of_100_percent(tiny_model
 def test_decode_steps_report_nothing(tiny_model):
     """Only the prompt's pass reports: a long reply adds no progress events."""
     ids = prompt_ids(tiny_model, "hi")
-    trace, _ = run(Generation(tiny_model, ids, GenerationSettings(max_new_tokens=12, decode_loop="lean")))
+    trace, _ = run(LocalReply(tiny_model, ids, GenerationSettings(max_new_tokens=12, decode_loop="lean")))
     assert trace.output_tokens > 3
     assert len(trace.prefill_progress) == 3
 
 
 def test_progress_is_saved_with_the_chat_and_checked_on_load(tiny_model):
-    trace, _ = run(Generation(tiny_model, prompt_ids(tiny_model, "hi"), GenerationSettings(max_new_tokens=2)))
+    trace, _ = run(LocalReply(tiny_model, prompt_ids(tiny_model, "hi"), GenerationSettings(max_new_tokens=2)))
     restored = trace_from_dict(trace_to_dict(trace), "trace")
     assert restored.prefill_progress == trace.prefill_progress and restored.prefill_progress[-1][1] == 1.0
     assert restored.compute_started_ns == trace.compute_started_ns

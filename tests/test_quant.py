@@ -80,13 +80,13 @@ def test_int4_model_is_smaller_and_agrees_with_float32(embedded_model, int4_mode
 @pytest.mark.model
 def test_int4_generates_the_same_answer(embedded_model, int4_model):
     from core.chats.session import ChatSession
-    from core.generation.reply import Generation
+    from core.generation.local_reply import LocalReply
     from core.settings import GenerationSettings
 
     session = ChatSession()
     session.add_user("What is the capital of France? Answer in one sentence.")
     ids = session.build_prompt(int4_model.tokenizer, int4_model.context_window, 40).input_ids
-    trace = Generation(int4_model, ids, GenerationSettings(max_new_tokens=40)).run_to_end()
+    trace = LocalReply(int4_model, ids, GenerationSettings(max_new_tokens=40)).run_to_end()
     assert "Paris" in trace.text and trace.stop_reason == "eos"
 
 

@@ -9,8 +9,8 @@ from core.backend.served_model import ServedModel
 from core.engine.in_process import InProcessEngine
 from core.engine.process import EngineProcess
 from core.engine.protocol import Engine
-from core.generation.reply import Generation
-from core.generation.reply_surface import ReplySurface
+from core.generation.local_reply import LocalReply
+from core.generation.reply import Reply
 from core.model.loader import LoadedModel
 from core.remote.connect import RemoteModel
 from core.remote.reply import RemoteReply
@@ -49,10 +49,10 @@ def test_the_in_process_engine_says_closed_as_the_protocol_asks():
 
 
 def test_a_reply_that_does_not_define_its_work_cannot_be_made():
-    class Half(ReplySurface):
+    class Half(Reply):
         def start(self, request_start_ns=None):
             return self
 
     with pytest.raises(TypeError, match="abstract"):
         Half()
-    assert not inspect.isabstract(Generation) and not inspect.isabstract(RemoteReply)
+    assert not inspect.isabstract(LocalReply) and not inspect.isabstract(RemoteReply)

@@ -4,14 +4,14 @@ import pytest
 
 from core.chats.record import trace_from_dict, trace_to_dict
 from core.timing.events import FinishedEvent, StopReason, TokenEvent
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 from core.timing.waterfall import BEFORE_FIRST_TOKEN, REMOTE_BEFORE_FIRST_TOKEN, decode_figures, segments
 
 MS = 1_000_000
 
 
 def stamped_trace(**stamps):
-    trace = GenerationTrace(request_start_ns=100 * MS, prompt_tokens=10, **stamps)
+    trace = ReplyTrace(request_start_ns=100 * MS, prompt_tokens=10, **stamps)
     for index, at in enumerate((400, 450, 500)):
         trace.record(TokenEvent(index, index, "x", at * MS), arrival_ns=(at + 2) * MS)
     trace.painted_ns = [420 * MS, 420 * MS, 520 * MS]

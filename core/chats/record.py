@@ -27,7 +27,7 @@ from core.chats.chat_schema import (
 )
 from core.chats.session import Message
 from core.timing.events import StopReason
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 
 CHAT_FORMAT = "latencylab-chat/1"
 CHAT_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -40,9 +40,9 @@ STOP_REASONS = tuple(reason.value for reason in StopReason)
 
 @dataclass
 class ReplyRecord:
-    """One generation: its trace, and what the window knew about it (streaming, settings, notices)."""
+    """One reply as a chat keeps it: its trace, and what the window knew about it (streaming, settings, notices)."""
 
-    trace: GenerationTrace
+    trace: ReplyTrace
     context: dict = field(default_factory=dict)
 
 
@@ -166,7 +166,7 @@ def decode_document(data: bytes) -> ChatRecord:
     return ChatRecord.from_document(document)
 
 
-def trace_to_dict(trace: GenerationTrace) -> dict:
+def trace_to_dict(trace: ReplyTrace) -> dict:
     return {
         "request_start_ns": trace.request_start_ns,
         "prompt_tokens": trace.prompt_tokens,
@@ -200,7 +200,7 @@ def trace_to_dict(trace: GenerationTrace) -> dict:
     }
 
 
-def trace_from_dict(data: Any, where: str) -> GenerationTrace:
+def trace_from_dict(data: Any, where: str) -> ReplyTrace:
     doc = _require(data, dict, where)
     token_ids = _bounded(
         _int_list(doc.get("token_ids"), f"{where}.token_ids"), MAX_TOKENS_PER_REPLY, f"{where}.token_ids"
@@ -233,7 +233,7 @@ def trace_from_dict(data: Any, where: str) -> GenerationTrace:
     error = doc.get("error")
     if error is not None:
         _require(error, str, f"{where}.error")
-    return GenerationTrace(
+    return ReplyTrace(
         request_start_ns=_int(doc.get("request_start_ns"), f"{where}.request_start_ns"),
         prompt_tokens=_int(doc.get("prompt_tokens"), f"{where}.prompt_tokens"),
         token_ids=token_ids,

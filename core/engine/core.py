@@ -22,8 +22,8 @@ from core.engine.messages import (
     LabRow,
     LoadModel,
     ModelFailed,
-    ModelLoaded,
     ModelProgress,
+    ModelReady,
     ReplyEvent,
     RunLab,
     RunRace,
@@ -139,10 +139,10 @@ class EngineCore:
         self._emit(self._loaded_event(loaded))
 
     @staticmethod
-    def _loaded_event(loaded) -> ModelLoaded:
+    def _loaded_event(loaded) -> ModelReady:
 
         if loaded.is_remote:
-            return ModelLoaded(loaded.describe(), "the model runs on a server; its loop is the server's own")
+            return ModelReady(loaded.describe(), "the model runs on a server; its loop is the server's own")
         from core.generation.decode.choice import lean_loop_refusal
 
         facts = loaded.describe()
@@ -152,7 +152,7 @@ class EngineCore:
             ceilings = cached_ceilings()  # a quiet measurement of this CPU, if the Lab has made one
             if ceilings is not None:
                 facts["ceilings"] = ceilings.to_dict()
-        return ModelLoaded(facts, lean_loop_refusal(loaded.model))
+        return ModelReady(facts, lean_loop_refusal(loaded.model))
 
     def _reply(self, request: StartReply, stop: threading.Event) -> None:
         try:

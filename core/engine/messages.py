@@ -86,7 +86,7 @@ class ModelProgress:
 
 
 @dataclass(frozen=True)
-class ModelLoaded:
+class ModelReady:
     """What the window shows of a loaded model: LoadedModel.describe() plus the decode loop it would get."""
 
     facts: dict

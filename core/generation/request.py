@@ -1,4 +1,4 @@
-"""A request for one reply, as plain data, and turning it into a Generation: the prompt built, checked and tokenised."""
+"""A request for one reply, as plain data, and turning it into a LocalReply: the prompt built, checked and tokenised."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from core.chats.context_fit import check_reply_budget
 from core.chats.session import ChatSession, Message, PromptBuild
 from core.chats.template_render import stop_renders_on
-from core.generation.reply import DEFAULT_TOKEN_TIMEOUT_S, Generation
+from core.generation.local_reply import DEFAULT_TOKEN_TIMEOUT_S, LocalReply
 from core.model.loader import LoadedModel
 from core.settings import GenerationSettings
 
@@ -31,8 +31,8 @@ class ReplyRequest:
 
 def prepare_reply(
     loaded: LoadedModel, request: ReplyRequest, timeout_s: float = DEFAULT_TOKEN_TIMEOUT_S
-) -> tuple[Generation, PromptBuild]:
-    """The reply's Generation (not started) and its prompt; raises LatencyLabError when it cannot be asked.
+) -> tuple[LocalReply, PromptBuild]:
+    """The reply's LocalReply (not started) and its prompt; raises LatencyLabError when it cannot be asked.
 
     Tokenising a long chat takes a while (a 1 MB paste about a second), so callers run this off the GUI thread.
     """
@@ -43,7 +43,7 @@ def prepare_reply(
     from core.generation.decode.prompt_cache import CacheRequest
 
     cache = CacheRequest(request.chat_id, prompt.pieces, request.settings.prompt_cache)
-    generation = Generation(
+    generation = LocalReply(
         loaded,
         prompt.input_ids,
         request.settings,

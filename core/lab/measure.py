@@ -14,12 +14,12 @@ from transformers import LogitsProcessor, MinNewTokensLengthLogitsProcessor
 from core.chats.context_fit import check_fits
 from core.compute_thread import ComputeThread, compute_thread
 from core.generation.decode.prompt_cache import CacheRequest
-from core.generation.reply import Generation
+from core.generation.local_reply import LocalReply
 from core.lab.cancellation import MeasurementError, check_cancel
 from core.model.loader import LoadedModel
 from core.progress import ProgressCallback
 from core.settings import GenerationSettings
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 
 T = TypeVar("T")
 
@@ -78,8 +78,8 @@ def timed_generation(
     new_tokens: int,
     context: SweepContext,
     cache: CacheRequest | None = None,
-) -> GenerationTrace:
-    """Greedy-decode exactly new_tokens tokens with the app's own timed Generation.
+) -> ReplyTrace:
+    """Greedy-decode exactly new_tokens tokens with the app's own timed LocalReply.
 
     The lab's cancel event is the reply's stop event: a cancel lands at the next layer of a prefill, or
     after the current token. cache: the prompt cache's chat for this run; None (every sweep but the history
@@ -88,7 +88,7 @@ def timed_generation(
     ids = list(input_ids)
     check_fits(len(ids), new_tokens, loaded.context_window)
     cancel = context.cancel
-    generation = Generation(
+    generation = LocalReply(
         loaded,
         ids,
         GenerationSettings(max_new_tokens=new_tokens, decode_loop=context.decode_loop),

@@ -12,7 +12,7 @@ from core.lab.prompt_sweep import chapter_prompt, prompt_row
 from core.remote.connect import RemoteModel
 from core.remote.reply import RemoteReply
 from core.settings import GenerationSettings
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 
 # As the local batch sweep: a short prompt keeps prefill small, so the rows show decode.
 CONCURRENCY_PROMPT_WORDS = 10
@@ -38,7 +38,7 @@ def remote_reply(model: RemoteModel, words: int, new_tokens: int, context: Sweep
     )
 
 
-def measured(trace: GenerationTrace, context: SweepContext) -> GenerationTrace:
+def measured(trace: ReplyTrace, context: SweepContext) -> ReplyTrace:
     check_cancel(context.cancel)
     if trace.error:
         raise MeasurementError(f"the server's reply failed: {trace.error}")

@@ -64,7 +64,7 @@ def load_native(path: Path, progress: ProgressCallback, header: GGUFHeader | Non
     else (Llama files) on torch's int4 kernel; NotNative when neither covers it. header: the file's, read once
     per load (the walk refuses a truncated file or an unknown type in one line)."""
     from core.model.gguf_kernels import checked_shape, kernel_refusal
-    from core.model.gguf_native import NATIVE_ARCHITECTURES
+    from core.model.gguf_torch_int4 import NATIVE_ARCHITECTURES
     from core.model.weight_count import gguf_header
 
     header = header or gguf_header(path)
@@ -142,7 +142,7 @@ def _on_torch_int4(
     progress: ProgressCallback,
     cache_note: str | None = None,
 ) -> NativeModel:
-    from core.model.gguf_native import build_native_model
+    from core.model.gguf_torch_int4 import build_native_model
 
     build = build_native_model(weights, config, progress)
     notes = [cache_note] if cache_note else []

@@ -17,7 +17,7 @@ from core.timing.budget import DEFINITION as BUDGET_DEFINITION
 from core.timing.budget import budget_document, judge
 from core.timing.export import json_text, reply_report
 from core.timing.metrics import DEFINITIONS
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 from core.timing.waterfall import definitions as waterfall_definitions
 from core.timing.waterfall import waterfall_document
 
@@ -50,7 +50,7 @@ class RecordedSide:
     summary: str
     streaming: bool
     state: str
-    trace: GenerationTrace | None
+    trace: ReplyTrace | None
     notes: tuple[str, ...] = ()
     model: str | None = None
 

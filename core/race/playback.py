@@ -5,7 +5,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,7 @@ class Track:
     reasoning: frozenset[int] = frozenset()
 
     @classmethod
-    def of(cls, trace: GenerationTrace, streaming: bool) -> Track:
+    def of(cls, trace: ReplyTrace, streaming: bool) -> Track:
         return cls(
             tuple(trace.token_texts),
             tuple(trace.token_times_s()),

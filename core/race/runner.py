@@ -23,7 +23,7 @@ from core.race.sides import RaceSide, labels, side_summary
 from core.race.verdict import Verdict, make_verdict, side_facts
 from core.remote.connect import RemoteModel
 from core.timing.events import ReplyEventKind
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 
 
 @dataclass
@@ -31,7 +31,7 @@ class SideRun:
     """One side's run: its trace (None when it never started), the model it ran on, and what went wrong."""
 
     side: RaceSide
-    trace: GenerationTrace | None = None
+    trace: ReplyTrace | None = None
     model_facts: dict | None = None
     decode_loop: str | None = None
     error: str | None = None
@@ -266,7 +266,7 @@ def _warm(loaded, config: RaceConfig, side: RaceSide, chat: str, cancel: threadi
         reply.run_to_end()
         return f"the server's prompt cache was warmed with the history's {len(asked)} messages"
     from core.generation.decode.prompt_cache import CacheRequest
-    from core.generation.reply import Generation
+    from core.generation.local_reply import LocalReply
 
     full = ChatSession(config.system_prompt, [*history, Message("user", config.prompt)])
     other = ChatSession(config.system_prompt, [*history, Message("user", ".")])
@@ -276,7 +276,7 @@ def _warm(loaded, config: RaceConfig, side: RaceSide, chat: str, cancel: threadi
     shared = _common_prefix(ids, other.build_prompt(loaded.tokenizer, window, side.settings.max_new_tokens).input_ids)
     if shared < 2:
         return "the shared history left nothing to cache"
-    Generation(loaded, ids[:shared], one_token, stop=cancel, cache=CacheRequest(chat, built.pieces, True)).run_to_end()
+    LocalReply(loaded, ids[:shared], one_token, stop=cancel, cache=CacheRequest(chat, built.pieces, True)).run_to_end()
     return f"the prompt cache held the shared history ({shared:,} tokens) before the reply, as in a running chat"
 
 

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from core.settings import READING_WPM, LatencyBudget
 from core.timing.budget import judge
 from core.timing.reading import reader_wait_s, visible_steps
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 
 # Closer than this, two moments cannot be told apart by a person (half of the 0.1 s that feels instantaneous).
 FELT_S = 0.05
@@ -64,7 +64,7 @@ class Verdict:
         }
 
 
-def side_facts(name: str, label: str, trace: GenerationTrace, streaming: bool, budget: LatencyBudget) -> SideFacts:
+def side_facts(name: str, label: str, trace: ReplyTrace, streaming: bool, budget: LatencyBudget) -> SideFacts:
     metrics = trace.metrics()
     steps = visible_steps(trace, streaming)
     mark = judge(trace, streaming, budget)

@@ -1,7 +1,7 @@
 """One reply from a server: requested on its own thread, every chunk stamped on arrival, yielded as timed events.
 
-It has a Generation's surface (start, iterate, stop, join, trace, on_progress), so the engine, the CLI and
-the lab run a remote reply exactly as a local one.
+It is a Reply (core/generation/reply.py) as a LocalReply is (start, iterate, stop, join, trace, on_progress), so
+the engine, the CLI and the lab run a remote reply exactly as a local one.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-from core.generation.reply_surface import ReplySurface
+from core.generation.reply import Reply
 from core.remote import ollama_chat, openai_chat
 from core.remote.connect import RemoteModel
 from core.remote.errors import RemoteError, ReplyTooLarge, StreamCut, redact
@@ -19,7 +19,7 @@ from core.remote.http_stream import HttpStream
 from core.remote.pieces import Piece
 from core.remote.wire_formats import JsonLines, MalformedStream, ServerSentEvents
 from core.timing.events import FinishedEvent, PrefillProgress, PromptCacheReport, ServerReport, StopReason, TokenEvent
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 
 # Far beyond any chat reply, well below what a desktop should hold for one: past it the reply is cut and kept.
 MAX_REPLY_BYTES = 32 * 1024 * 1024
@@ -35,7 +35,7 @@ COUNT_PER_BYTE = 16
 _FINISH_REASONS = {"length": StopReason.MAX_TOKENS, "max_tokens": StopReason.MAX_TOKENS}
 
 
-class RemoteReply(ReplySurface):
+class RemoteReply(Reply):
     def __init__(
         self,
         model: RemoteModel,
@@ -53,7 +53,7 @@ class RemoteReply(ReplySurface):
         self.streaming = streaming
         self.stop_event = stop if stop is not None else threading.Event()
         self.on_progress = on_progress
-        self.trace: GenerationTrace | None = None
+        self.trace: ReplyTrace | None = None
         self.decode_loop = f"remote ({model.server_kind}, {model.protocol})"
         self.decode_loop_note: str | None = None
         self._chat = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + [
@@ -71,7 +71,7 @@ class RemoteReply(ReplySurface):
 
     def start(self, request_start_ns: int | None = None) -> RemoteReply:
         start_ns = request_start_ns if request_start_ns is not None else time.perf_counter_ns()
-        self.trace = GenerationTrace(start_ns, prompt_tokens=0)
+        self.trace = ReplyTrace(start_ns, prompt_tokens=0)
         self._thread = threading.Thread(target=self._run, name="latencylab-remote-reply", daemon=True)
         self._thread.start()
         threading.Thread(target=self._watch_stop, name="latencylab-remote-stop", daemon=True).start()

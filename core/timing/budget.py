@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from core.settings import LatencyBudget
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 
 DEFINITION = (
     "budget: a reply is within budget when its text appeared within the TTFT budget (the wait before text: "
@@ -60,7 +60,7 @@ class BudgetMark:
         }
 
 
-def judge(trace: GenerationTrace, streaming: bool, budget: LatencyBudget) -> BudgetMark:
+def judge(trace: ReplyTrace, streaming: bool, budget: LatencyBudget) -> BudgetMark:
     """Compared in integer nanoseconds, so a reply exactly at a budget is within it, never 1e-17 s over."""
     stamps = trace.timestamps_ns
     if not stamps:
@@ -90,7 +90,7 @@ def tally_line(marks: Iterable[BudgetMark]) -> str:
 
 
 def budget_document(
-    traces: Sequence[GenerationTrace], streaming: Sequence[bool], budget: LatencyBudget
+    traces: Sequence[ReplyTrace], streaming: Sequence[bool], budget: LatencyBudget
 ) -> tuple[dict, list[dict]]:
     """What an export carries: the budget with its tally, and each reply's mark."""
     marks = [judge(trace, on, budget) for trace, on in zip(traces, streaming)]

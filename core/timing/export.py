@@ -14,7 +14,7 @@ from core.timing.cpu_share import DEFINITION as CPU_SHARE_DEFINITION
 from core.timing.metrics import DEFINITIONS, percentile
 from core.timing.server_compare import DEFINITIONS as SERVER_DEFINITIONS
 from core.timing.server_compare import compare
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 from core.timing.waterfall import definitions as waterfall_definitions
 from core.timing.waterfall import waterfall_document
 
@@ -46,7 +46,7 @@ INTERVAL_DEFINITION = (
 )
 
 
-def token_rows(trace: GenerationTrace, turn: int = 0) -> list[dict]:
+def token_rows(trace: ReplyTrace, turn: int = 0) -> list[dict]:
     rows = []
     previous = trace.request_start_ns
     delivery = trace.delivery_delays_s()
@@ -69,7 +69,7 @@ def token_rows(trace: GenerationTrace, turn: int = 0) -> list[dict]:
     return rows
 
 
-def trace_document(trace: GenerationTrace, turn: int = 0, context: dict | None = None) -> dict:
+def trace_document(trace: ReplyTrace, turn: int = 0, context: dict | None = None) -> dict:
     return {
         "turn": turn,
         **(context or {}),
@@ -92,7 +92,7 @@ def trace_document(trace: GenerationTrace, turn: int = 0, context: dict | None =
     }
 
 
-def cpu_document(trace: GenerationTrace) -> dict:
+def cpu_document(trace: ReplyTrace) -> dict:
     """What the engine's threads really got of the CPU during the reply, the window's own share, and a note when
     other programs took enough to slow it (core/timing/cpu_share.py); empty where nothing was measured."""
     from core.timing.cpu_share import contention_note
@@ -112,7 +112,7 @@ def cpu_document(trace: GenerationTrace) -> dict:
     }
 
 
-def reply_report(model_facts: dict, trace: GenerationTrace, settings) -> dict:
+def reply_report(model_facts: dict, trace: ReplyTrace, settings) -> dict:
     """One reply as `ask --json` prints it (and each side of `race --json`): the model, settings, metrics, tokens."""
     metrics = trace.metrics()
     return {
@@ -147,7 +147,7 @@ def reply_report(model_facts: dict, trace: GenerationTrace, settings) -> dict:
     }
 
 
-def cache_document(trace: GenerationTrace) -> dict:
+def cache_document(trace: ReplyTrace) -> dict:
     """How much of the prompt the prompt cache gave, and why no more; empty where the reply said nothing of it."""
     if trace.cache_reason is None and trace.cached_tokens is None:
         return {}
@@ -163,7 +163,7 @@ def cache_document(trace: GenerationTrace) -> dict:
     }
 
 
-def server_document(trace: GenerationTrace) -> dict:
+def server_document(trace: ReplyTrace) -> dict:
     """A remote reply's extra facts: chunks, time to first byte, reasoning, and the server's timings beside ours."""
     if trace.server is None:
         return {}
@@ -200,7 +200,7 @@ def _finite(value, path: str, nulled: list[str]):
 
 
 def traces_to_json(
-    traces: Sequence[GenerationTrace], context: dict | None = None, per_trace_context: Sequence[dict] | None = None
+    traces: Sequence[ReplyTrace], context: dict | None = None, per_trace_context: Sequence[dict] | None = None
 ) -> str:
     documents = [
         trace_document(trace, turn, per_trace_context[turn] if per_trace_context else None)
@@ -223,7 +223,7 @@ def traces_to_json(
     return json_text(payload, ensure_ascii=False, indent=1)
 
 
-def traces_to_csv(traces: Sequence[GenerationTrace]) -> str:
+def traces_to_csv(traces: Sequence[ReplyTrace]) -> str:
     buffer = io.StringIO()
     for key, definition in {**DEFINITIONS, "interval_s": INTERVAL_DEFINITION}.items():
         buffer.write(f"# {key}: {definition}\n")
@@ -239,7 +239,7 @@ def write_text_file(path: str | Path, text: str) -> None:
     atomic_write_text(Path(path), text)
 
 
-def delivery_summary(trace: GenerationTrace) -> dict | None:
+def delivery_summary(trace: ReplyTrace) -> dict | None:
     """Engine stamp to window arrival over one reply, as p50 and p95 (DEFINITIONS['delivery_s'])."""
     delays = trace.delivery_delays_s()
     if not delays:

@@ -7,10 +7,10 @@ which stand in for the moment each token was drawn (as when a saved chat is redr
 from __future__ import annotations
 
 from core.settings import READING_CHARS_PER_S
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 
 
-def visible_steps(trace: GenerationTrace, streaming: bool) -> list[tuple[float, int]]:
+def visible_steps(trace: ReplyTrace, streaming: bool) -> list[tuple[float, int]]:
     """(seconds since Send, characters on screen from then on), one step per change, from the first text on.
 
     Streaming: each token's text appears at its stamp. Not streaming: the whole reply at the last token's stamp.

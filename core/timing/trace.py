@@ -1,4 +1,4 @@
-"""A record of one reply: its token events and finish, turned into metrics on demand."""
+"""A reply's trace: its timed token events and finish, turned into metrics on demand."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from core.timing.metrics import LatencyMetrics, LatencySummary, compute_metrics,
 
 
 @dataclass
-class GenerationTrace:
-    """Recorder for one generation: feed it every event, read metrics whenever."""
+class ReplyTrace:
+    """The trace of one reply: feed it every event, read metrics whenever."""
 
     request_start_ns: int
     prompt_tokens: int

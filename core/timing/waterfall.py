@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.timing.metrics import percentile
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 
 # Each segment's definition: shown in the meter's tooltips and written into exports.
 SEGMENT_DEFINITIONS = {
@@ -65,7 +65,7 @@ class Segment:
         return {"name": self.name, "start_s": self.start_s, "end_s": self.end_s, "duration_s": self.duration_s}
 
 
-def segments(trace: GenerationTrace) -> list[Segment]:
+def segments(trace: ReplyTrace) -> list[Segment]:
     """The reply's segments in order; a stamp that was not recorded merges its two neighbours.
 
     Before the first token the boundaries are clamped to be non-decreasing, so the first three segments
@@ -107,7 +107,7 @@ def segments(trace: GenerationTrace) -> list[Segment]:
     return found
 
 
-def decode_figures(trace: GenerationTrace) -> dict:
+def decode_figures(trace: ReplyTrace) -> dict:
     """Per-token delivery and paint delays (p50, p95) and the E2E; None where not recorded."""
     delivery = trace.delivery_delays_s()
     paint = [(painted - arrival) / 1e9 for painted, arrival in zip(trace.painted_ns, trace.arrivals_ns)]
@@ -121,7 +121,7 @@ def decode_figures(trace: GenerationTrace) -> dict:
     }
 
 
-def waterfall_document(trace: GenerationTrace) -> dict:
+def waterfall_document(trace: ReplyTrace) -> dict:
     """What exports carry: the segments and the decode figures."""
     return {"segments": [segment.to_dict() for segment in segments(trace)], **decode_figures(trace)}
 

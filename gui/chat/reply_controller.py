@@ -17,7 +17,7 @@ from core.chats.record import ReplyRecord
 from core.engine.messages import Delivered, ReplyEvent, StartReply, StopReply
 from core.errors import InvalidSettingsError
 from core.timing.events import FinishedEvent, PrefillProgress, PromptReady, ReplyRefused, StopReason, TokenEvent
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 
 IDLE, QUEUED, GENERATING, STOPPING = "idle", "queued", "generating", "stopping"
 
@@ -75,7 +75,7 @@ class ReplyController(QObject):
         """Ask for a reply to text; False when it cannot start now (the reason is signalled)."""
         if not text.strip() or not self._can_start():
             return False
-        if self._models.loaded is None:
+        if self._models.ready is None:
             if not self._models.loading and not self._models.restart():
                 self.status_posted.emit("No model is loaded; your message is kept.")
                 return False
@@ -88,7 +88,7 @@ class ReplyController(QObject):
 
     def regenerate(self) -> bool:
         session = self._chat.session
-        if not session.can_regenerate() or not self._can_start() or self._models.loaded is None:
+        if not session.can_regenerate() or not self._can_start() or self._models.ready is None:
             return False
         if session.drop_last_reply() is not None:
             self.last_reply_dropped.emit()
@@ -144,7 +144,7 @@ class ReplyController(QObject):
         self._reply_id += 1
         self.streaming = streaming
         self.record = ReplyRecord(
-            GenerationTrace(request_start_ns, prompt_tokens=0), {"streaming": streaming, "settings": settings.to_dict()}
+            ReplyTrace(request_start_ns, prompt_tokens=0), {"streaming": streaming, "settings": settings.to_dict()}
         )
         self._set_state(GENERATING)
         self._models.client.send(
@@ -245,7 +245,7 @@ class ReplyController(QObject):
         if record.trace.text or record.trace.output_tokens:
             session.add_assistant(record.trace.text)
             message_index = len(session.messages) - 1
-        loaded = self._models.loaded
+        loaded = self._models.ready
         record.context.update(
             message_index=message_index,
             after_message=after_message,

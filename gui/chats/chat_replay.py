@@ -6,7 +6,7 @@ from core.chats.record import ChatRecord, ReplyRecord
 from core.timing.budget import BudgetMark
 from core.timing.cpu_share import contention_note
 from core.timing.events import TokenEvent
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 from gui.chat.transcript_view import TranscriptView
 from gui.meter.meter_panel import MeterPanel
 
@@ -16,7 +16,7 @@ INTERRUPTED_NOTICE = (
 )
 
 
-def reply_note(trace: GenerationTrace, notice: str | None, mark: BudgetMark | None = None) -> str | None:
+def reply_note(trace: ReplyTrace, notice: str | None, mark: BudgetMark | None = None) -> str | None:
     """The lines shown under a reply: a context notice, how it stopped, any error, and its mark against the budget."""
     reasoning = trace.reasoning_text.strip()
     # A reasoning model's thinking counts toward TTFT but is not the answer: shown apart, under it.

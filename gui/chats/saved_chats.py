@@ -144,7 +144,7 @@ class SavedChats(QObject):
 
     def _capture(self, pending: bool | None = None) -> ChatRecord:
         window = self._window
-        loaded = window.models.loaded
+        loaded = window.models.ready
         return self.keeper.capture(
             self.session,
             self.records,

@@ -10,7 +10,7 @@ from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import QToolTip, QWidget
 
 from core.timing.export import PROMPT_CACHE_DEFINITIONS
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 
 REUSED, PREFILLED, UNKNOWN, BREAK = QColor("#188038"), QColor("#e8710a"), QColor("#bdc1c6"), QColor("#202124")
 TITLE = "Prompt cache, reply by reply"
@@ -54,7 +54,7 @@ class CacheMap(QWidget):
         self.setMinimumHeight(self.top + 3 * self.row_height)
         self.setToolTip(TOOLTIP)
 
-    def add_reply(self, trace: GenerationTrace) -> None:
+    def add_reply(self, trace: ReplyTrace) -> None:
         if trace.cache_reason is None or not trace.prompt_tokens:
             return  # a reply that never reached its prompt's pass (refused, or from before the cache existed)
         self.rows.append(

@@ -13,7 +13,7 @@ from core.timing.events import TokenEvent
 from core.timing.export import delivery_summary
 from core.timing.metrics import LatencySummary
 from core.timing.running_median import RunningMedian
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 from gui.meter.budget_line import BudgetLine
 from gui.meter.cache_map import CacheMap
 from gui.meter.history_plot import HistoryPlot
@@ -42,7 +42,7 @@ class MeterPanel(QWidget):
         self.server_view = ServerView()
         self.budget = LatencyBudget()
         self.budget_line = BudgetLine()
-        self._judged: list[tuple[GenerationTrace, bool]] = []  # this chat's replies, for the budget's tally
+        self._judged: list[tuple[ReplyTrace, bool]] = []  # this chat's replies, for the budget's tally
         plots = QSplitter(Qt.Orientation.Vertical)
         for plot in (self.interval_plot, self.visible_plot, self.history_plot):
             plot.setMinimumHeight(140)
@@ -96,7 +96,7 @@ class MeterPanel(QWidget):
         self.visible_plot.show_characters(self._seconds(shown_ns), visible_chars)
 
     def tick(
-        self, now_ns: int, summary: LatencySummary | None, streaming: bool, trace: GenerationTrace | None = None
+        self, now_ns: int, summary: LatencySummary | None, streaming: bool, trace: ReplyTrace | None = None
     ) -> None:
         self.visible_plot.advance_clock(self._seconds(now_ns))
         cards_due = self._cards_shown_ns is None or now_ns - self._cards_shown_ns >= CARD_INTERVAL_NS
@@ -117,7 +117,7 @@ class MeterPanel(QWidget):
         if ceilings:
             self._ceilings = ceilings
 
-    def finish_reply(self, trace: GenerationTrace, streaming: bool) -> None:
+    def finish_reply(self, trace: ReplyTrace, streaming: bool) -> None:
         metrics = trace.metrics()
         self.cards.show_summary(metrics, streaming)
         self.cards.show_delivery(delivery_summary(trace))
@@ -133,7 +133,7 @@ class MeterPanel(QWidget):
         self.interval_plot.settle()
         self.visible_plot.settle()
 
-    def add_history(self, trace: GenerationTrace, streaming: bool = True) -> None:
+    def add_history(self, trace: ReplyTrace, streaming: bool = True) -> None:
         """A finished reply on the chat's plots: TTFT and TPOT against its prompt, its prompt-cache row, and its
         mark against the budget."""
         self._judged.append((trace, streaming))
@@ -141,7 +141,7 @@ class MeterPanel(QWidget):
         self.cache_map.add_reply(trace)
         self._show_tally()
 
-    def budget_mark(self, trace: GenerationTrace, streaming: bool) -> BudgetMark:
+    def budget_mark(self, trace: ReplyTrace, streaming: bool) -> BudgetMark:
         return judge(trace, streaming, self.budget)
 
     def set_budget(self, budget: LatencyBudget) -> None:
@@ -154,7 +154,7 @@ class MeterPanel(QWidget):
         self._show_tally()
         self.history_plot.refresh()
 
-    def _plot_history(self, trace: GenerationTrace, streaming: bool) -> None:
+    def _plot_history(self, trace: ReplyTrace, streaming: bool) -> None:
         metrics = trace.metrics()
         within = self.budget_mark(trace, streaming).within
         self.history_plot.add_reply(

@@ -7,7 +7,7 @@ from PySide6.QtWidgets import QLabel
 from core.timing.metrics import DEFINITIONS
 from core.timing.server_compare import DEFINITIONS as SERVER_DEFINITIONS
 from core.timing.server_compare import compare
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 
 TOOLTIP = "\n".join(
     (
@@ -32,7 +32,7 @@ class ServerView(QLabel):
         self.setWordWrap(True)
         self.setVisible(False)
 
-    def show_trace(self, trace: GenerationTrace) -> None:
+    def show_trace(self, trace: ReplyTrace) -> None:
         if trace.server is None:
             self.setVisible(False)
             return
@@ -44,7 +44,7 @@ class ServerView(QLabel):
         self.setVisible(False)
 
 
-def server_table(trace: GenerationTrace) -> str:
+def server_table(trace: ReplyTrace) -> str:
     """The side-by-side table as rich text: rows of (what, client, server)."""
     metrics = trace.metrics()
     timings = (trace.server or {}).get("timings") or {}

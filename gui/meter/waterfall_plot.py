@@ -6,7 +6,7 @@ from PySide6.QtCore import QEvent, QRectF, Qt
 from PySide6.QtGui import QColor, QPainter
 from PySide6.QtWidgets import QToolTip, QWidget
 
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 from core.timing.waterfall import DECODE_DEFINITIONS, Segment, decode_figures, segments
 
 COLORS = {
@@ -61,7 +61,7 @@ class WaterfallPlot(QWidget):
             "Hover a bar for its definition."
         )
 
-    def show_trace(self, trace: GenerationTrace) -> None:
+    def show_trace(self, trace: ReplyTrace) -> None:
         self.segments = segments(trace)
         self.figures = decode_figures(trace)
         self.token_notes = {}

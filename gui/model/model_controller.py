@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from core.engine.messages import EngineStopped, LoadModel, ModelFailed, ModelLoaded, ModelProgress
+from core.engine.messages import EngineStopped, LoadModel, ModelFailed, ModelProgress, ModelReady
 from core.engine.protocol import Engine
 from core.model.source import EMBEDDED_SPEC
 from gui.engine_client import EngineClient
@@ -24,7 +24,7 @@ class ModelController(QObject):
     restarted, with the same model, by restart() (the next message, or the Restart action, calls it)."""
 
     load_progressed = Signal(float, str)
-    model_loaded = Signal(object)  # messages.ModelLoaded
+    model_loaded = Signal(object)  # messages.ModelReady
     load_failed = Signal(str)
     engine_stopped = Signal(str)  # why, in words
 
@@ -39,7 +39,7 @@ class ModelController(QObject):
         self._engine_factory = engine_factory or (lambda: default_engine())
         self.trust_remote_code = trust_remote_code
         self.allow_pickle = allow_pickle
-        self.loaded: ModelLoaded | None = None
+        self.ready: ModelReady | None = None
         self.loading = False
         self.stopped_reason: str | None = None  # set while the engine is down
         self._last_load: LoadModel | None = None
@@ -95,9 +95,9 @@ class ModelController(QObject):
 
     def facts(self, decode_loop: str) -> tuple[str, str]:
         """(status-bar line, its tooltip) for the loaded model with the loop replies will run on."""
-        if self.loaded is None:
+        if self.ready is None:
             return ("engine stopped: " + self.stopped_reason if self.stopped_reason else "no model loaded"), ""
-        facts, refusal = self.loaded.facts, self.loaded.lean_refusal
+        facts, refusal = self.ready.facts, self.ready.lean_refusal
         if facts.get("remote"):
             served = facts["served_models"]
             return (
@@ -142,11 +142,11 @@ class ModelController(QObject):
             self.load_progressed.emit(progress.fraction, progress.message)
 
     @Slot(object)
-    def _on_loaded(self, loaded: ModelLoaded) -> None:
+    def _on_loaded(self, loaded: ModelReady) -> None:
         if self._closing:
             return
         self.loading = False
-        self.loaded = loaded
+        self.ready = loaded
         self.model_loaded.emit(loaded)
 
     @Slot(object)
@@ -161,7 +161,7 @@ class ModelController(QObject):
         if self._closing or stopped.expected:
             return
         self.stopped_reason = stopped.description
-        self.loaded = None
+        self.ready = None
         was_loading, self.loading = self.loading, False
         self.engine_stopped.emit(stopped.description)
         if was_loading:

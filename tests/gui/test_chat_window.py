@@ -7,7 +7,7 @@ import pytest
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 
 pytestmark = pytest.mark.model
 REPLY_TIMEOUT_MS = 120_000
@@ -36,7 +36,7 @@ def test_streaming_reply_grows_token_by_token_and_cards_equal_core_metrics(qtbot
     changes = []
     window.transcript.textChanged.connect(lambda: changes.append(window.generating))
     trace = ask(qtbot, window, "Write three sentences about the sea.", max_new_tokens=30)
-    assert isinstance(trace, GenerationTrace) and trace.output_tokens >= 10
+    assert isinstance(trace, ReplyTrace) and trace.output_tokens >= 10
     assert sum(changes) >= 5  # changes seen while the reply was still being generated
     assert trace.text.strip() and trace.text.strip()[:20] in window.transcript.toPlainText()
 
@@ -250,11 +250,11 @@ def test_decode_loop_choice_shows_runs_is_exported_and_survives_a_restart(qtbot,
 
 
 def test_loading_runs_behind_the_window_and_a_failure_keeps_the_old_model(qtbot, window, tmp_path):
-    previous = window.loaded
+    previous = window.ready
     with qtbot.waitSignal(window.model_failed, timeout=60_000):
         window.start_loading(str(tmp_path / "nowhere"), "float32")
     assert "Could not load the model" in window.settings_panel.load_message.text()
-    assert window.loaded is previous and window.send_button.isEnabled()
+    assert window.ready is previous and window.send_button.isEnabled()
     with qtbot.waitSignal(window.model_changed, timeout=120_000):
         window.start_loading("embedded", "bfloat16")
     label = window.model_label.text()

@@ -8,7 +8,7 @@ from PySide6.QtCore import QPointF
 from PySide6.QtGui import QColor
 
 from core.timing.events import TokenEvent
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 from gui.meter.interval_plot import INTERVAL_COLOR
 from gui.meter.meter_panel import MeterPanel
 
@@ -32,7 +32,7 @@ def _run_a_reply(qtbot) -> MeterPanel:
     qtbot.waitExposed(meter)
     start_ns = 1_000_000_000
     meter.begin_reply(start_ns)
-    trace = GenerationTrace(request_start_ns=start_ns, prompt_tokens=40)
+    trace = ReplyTrace(request_start_ns=start_ns, prompt_tokens=40)
     stamp_ns = start_ns + 300_000_000
     for index, gap in enumerate([0.0] + _gaps()):
         stamp_ns += int(gap * 1e6)

@@ -17,15 +17,15 @@ from core.race.sides import parse_side
 from core.settings import LatencyBudget
 from core.timing.events import FinishedEvent, StopReason, TokenEvent
 from core.timing.reading import visible_steps
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 from gui.main_window import MainWindow
 
 RACE_TIMEOUT_MS = 600_000
 MS = 1_000_000
 
 
-def trace_of(stamps_ms: list[int], texts: list[str], start_ns: int = 0) -> GenerationTrace:
-    trace = GenerationTrace(request_start_ns=start_ns, prompt_tokens=9)
+def trace_of(stamps_ms: list[int], texts: list[str], start_ns: int = 0) -> ReplyTrace:
+    trace = ReplyTrace(request_start_ns=start_ns, prompt_tokens=9)
     for index, (text, at) in enumerate(zip(texts, stamps_ms)):
         trace.record(TokenEvent(index, index, text, start_ns + at * MS))
     trace.record(FinishedEvent(StopReason.EOS, len(texts), start_ns + stamps_ms[-1] * MS + 1))

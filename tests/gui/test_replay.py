@@ -5,14 +5,14 @@ import pytest
 from core.timing.events import FinishedEvent, PromptCacheReport, StopReason, TokenEvent
 from core.timing.export import traces_to_json
 from core.timing.replay import ReplayFileError, read_replay
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 from gui.main_window import MainWindow
 
 MS = 1_000_000
 
 
 def exported_trace() -> bytes:
-    trace = GenerationTrace(request_start_ns=0, prompt_tokens=5)
+    trace = ReplyTrace(request_start_ns=0, prompt_tokens=5)
     trace.record(PromptCacheReport(5, 3, "the chat's history was reused from the cache"))
     for index, (text, at) in enumerate((("Hel", 200), ("lo", 220), (" there", 260), ("!", 280))):
         trace.record(TokenEvent(index, index, text, at * MS))
@@ -78,7 +78,7 @@ def test_a_replay_of_this_chat_shows_what_the_user_saw_with_streaming_on_or_off(
     from gui.replay.replay_dialog import replay_this_chat
 
     trace = read_replay(exported_trace())  # the recorded reply, as the chat keeps it
-    recorded = GenerationTrace(request_start_ns=0, prompt_tokens=5)
+    recorded = ReplyTrace(request_start_ns=0, prompt_tokens=5)
     for index, (text, at) in enumerate(zip(trace[0].texts, trace[0].times_s)):
         recorded.record(TokenEvent(index, index, text, round(at * 1e9)))
     recorded.record(FinishedEvent(StopReason.EOS, 4, 281 * MS))

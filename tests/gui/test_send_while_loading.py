@@ -18,7 +18,7 @@ def test_enter_during_loading_sends_when_the_model_is_ready(qtbot, embedded_mode
             window.start_loading("embedded", "float32")
             qtbot.keyClicks(window.input_box, "Hello!")
             qtbot.keyClick(window.input_box, Qt.Key.Key_Return)
-            assert window.loaded is None and window.input_box.toPlainText() == "Hello!"
+            assert window.ready is None and window.input_box.toPlainText() == "Hello!"
             assert "still loading" in window.statusBar().currentMessage()
         assert blocker.args[0].output_tokens >= 1
         assert "still loading" not in window.statusBar().currentMessage()

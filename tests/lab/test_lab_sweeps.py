@@ -9,7 +9,7 @@ import pytest
 
 import core.lab.batch_sweep
 import core.lab.measure
-from core.generation.reply import Generation
+from core.generation.local_reply import LocalReply
 from core.lab.bandwidth import last_level_cache_bytes
 from core.lab.config import LabConfig
 from core.lab.measure import StepStamper
@@ -143,7 +143,7 @@ def test_json_loads_back_and_csv_holds_every_row(lab_run):
     assert float(table[0]["ttft_s"]) == document["prompt"][0]["ttft_s"]
 
 
-class CountingGeneration(Generation):
+class CountingGeneration(LocalReply):
     """Counts the tokens each generation yields, to see where a cancelled measurement stopped."""
 
     tokens: list[int] = []
@@ -210,7 +210,7 @@ def test_a_prompt_longer_than_the_context_is_an_error_not_a_crash(embedded_model
 def test_the_lab_decodes_on_the_loop_it_is_given(embedded_model, monkeypatch, loop):
     used = []
 
-    class RecordingGeneration(Generation):
+    class RecordingGeneration(LocalReply):
         def start(self, request_start_ns=None):
             used.append(self.decode_loop)
             return super().start(request_start_ns)

@@ -19,7 +19,7 @@ from core.settings import READER_TPOT_S, READING_CHARS_PER_S, LatencyBudget
 from core.timing.budget import budget_document, judge, tally_line
 from core.timing.events import FinishedEvent, StopReason, TokenEvent
 from core.timing.reading import reader_wait_s, visible_steps
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 
 MS = 1_000_000
 S = 1_000_000_000
@@ -27,9 +27,9 @@ S = 1_000_000_000
 
 def trace_of(
     stamps_ns: list[int], texts: list[str] | None = None, start_ns: int = 0, stop: StopReason = StopReason.EOS
-) -> GenerationTrace:
+) -> ReplyTrace:
     texts = texts if texts is not None else ["ab"] * len(stamps_ns)
-    trace = GenerationTrace(request_start_ns=start_ns, prompt_tokens=7)
+    trace = ReplyTrace(request_start_ns=start_ns, prompt_tokens=7)
     for index, (text, stamp) in enumerate(zip(texts, stamps_ns)):
         trace.record(TokenEvent(index, index, text, start_ns + stamp))
     trace.record(FinishedEvent(stop, len(stamps_ns), start_ns + (stamps_ns[-1] if stamps_ns else 0) + 1))

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from core.chats.record import ChatRecord, ReplyRecord, decode_document, encode_document
 from core.chats.session import Message
 from core.chats.store import ChatStore
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 
 # Every code point, lone surrogates included: Qt hands Python such strings when a paste holds half a pair.
 ANY_CHARACTER = st.characters(codec=None, exclude_categories=())
@@ -24,7 +24,7 @@ def traces(draw):
     for _ in range(count):
         now += draw(st.integers(1, 10**9))
         stamps.append(now)
-    return GenerationTrace(
+    return ReplyTrace(
         request_start_ns=start,
         prompt_tokens=draw(st.integers(0, 10**6)),
         token_ids=draw(st.lists(st.integers(0, 2**31), min_size=count, max_size=count)),

@@ -11,13 +11,13 @@ from core import atomic_file
 from core.chats.record import ChatFileError, ChatRecord, ReplyRecord, default_title
 from core.chats.session import Message
 from core.chats.store import ChatStore, chats_folder
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 
 
 def make_chat(title="A chat", text="hello", tokens=("Hi", "!")) -> ChatRecord:
     record = ChatRecord.new(title)
     record.messages = [Message("user", text), Message("assistant", "".join(tokens))]
-    trace = GenerationTrace(
+    trace = ReplyTrace(
         1_000,
         prompt_tokens=12,
         token_ids=list(range(len(tokens))),

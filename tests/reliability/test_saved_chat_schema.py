@@ -13,7 +13,7 @@ from core.chats.chat_schema import MAX_REPLIES
 from core.chats.record import CHAT_FORMAT, ChatFileError, ChatRecord, ReplyRecord, decode_document, encode_document
 from core.chats.session import Message
 from core.chats.store import CORRUPT_FOLDER, ChatStore, chats_folder
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 
 SETTINGS = {"max_new_tokens": 8, "temperature": 0.0, "top_p": 1.0, "seed": None, "decode_loop": "lean"}
 
@@ -30,7 +30,7 @@ def valid_document(chat_id: str = "20250101-000000-aaaaaaaa") -> dict:
         model="tiny",
         messages=[Message("user", "Tell me"), Message("assistant", "Hello there")],
     )
-    trace = GenerationTrace(
+    trace = ReplyTrace(
         request_start_ns=1_000,
         prompt_tokens=5,
         token_ids=[1, 2],

@@ -78,22 +78,22 @@ def test_a_failed_load_keeps_the_previous_model_loaded_and_usable(qtbot, window,
     broken.mkdir()
     (broken / "config.json").write_text('{"model_type": "llama"}')
     (broken / "model.safetensors").write_bytes(b"\x00" * 64)
-    previous = window.loaded
+    previous = window.ready
     with qtbot.waitSignal(window.model_failed, timeout=60_000):
         window.start_loading(str(broken), "float32")
     assert "Could not load the model" in window.settings_panel.load_message.text()
     assert "Still using SmolLM2" in window.settings_panel.load_message.text()
-    assert window.loaded is previous
+    assert window.ready is previous
     assert ask(qtbot, window, "Say hello.", max_new_tokens=3).output_tokens >= 1
 
 
 def test_a_model_too_large_for_free_memory_is_refused_before_loading(qtbot, window, monkeypatch):
     monkeypatch.setattr(memory_check, "available_memory_bytes", lambda: 100 * 10**6)
-    previous = window.loaded
+    previous = window.ready
     with qtbot.waitSignal(window.model_failed, timeout=60_000) as blocker:
         window.start_loading("embedded", "float32")
     assert "needs about 0.5 GB of memory and only 0.1 GB is free" in blocker.args[0]
-    assert window.loaded is previous
+    assert window.ready is previous
     assert ask(qtbot, window, "Say hello.", max_new_tokens=3).output_tokens >= 1
 
 
@@ -106,18 +106,18 @@ def test_out_of_memory_inside_the_loader_is_a_clear_error(qtbot, window, monkeyp
     with qtbot.waitSignal(window.model_failed, timeout=60_000) as blocker:
         window.start_loading("embedded", "float32")
     assert "ran out of memory" in blocker.args[0]
-    assert window.loaded is not None and window.send_button.isEnabled()
+    assert window.ready is not None and window.send_button.isEnabled()
 
 
 def test_switching_models_mid_generation_is_refused_with_a_message(qtbot, window):
-    previous = window.loaded
+    previous = window.ready
     window.settings_panel.max_new_tokens.setValue(300)
     window.input_box.setPlainText("Tell me a long story about a castle.")
     with qtbot.waitSignal(window.replies.token_received, timeout=REPLY_TIMEOUT_MS):
         window.send_message()
     window.start_loading("embedded", "bfloat16")
     assert "Stop the reply before switching models" in window.settings_panel.load_message.text()
-    assert not window.models.loading and window.loaded is previous
+    assert not window.models.loading and window.ready is previous
     with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS) as blocker:
         window.stop_generation()
     assert blocker.args[0].stop_reason == "stopped"

@@ -7,7 +7,7 @@ import os
 import pytest
 from PySide6.QtCore import Qt
 
-from core.timing.trace import GenerationTrace
+from core.timing.trace import ReplyTrace
 from tests.remote.scripted_server import Script, ScriptedServer, openai_chunk
 
 TIMEOUT_MS = 20_000
@@ -42,7 +42,7 @@ def _connect(qtbot, window, url):
         qtbot.mouseClick(window.settings_panel.load_button, Qt.MouseButton.LeftButton)
 
 
-def _ask(qtbot, window, text) -> GenerationTrace:
+def _ask(qtbot, window, text) -> ReplyTrace:
     window.input_box.setFocus()
     qtbot.keyClicks(window.input_box, text)
     with qtbot.waitSignal(window.reply_finished, timeout=TIMEOUT_MS) as blocker:

@@ -1,4 +1,4 @@
-"""Build a Llama-architecture model straight from a GGUF's quant blocks: native precision, no float32 copy.
+"""Native precision on torch's int4 kernel: a Llama-architecture model built straight from a GGUF's quant blocks, no float32 copy.
 
 The skeleton is made on the meta device (accelerate's init_empty_weights), so no float weight is ever
 allocated; each weight is then decoded from the file's blocks a chunk of rows at a time and packed for

@@ -143,16 +143,16 @@ def test_json_loads_back_and_csv_holds_every_row(lab_run):
     assert float(table[0]["ttft_s"]) == document["prompt"][0]["ttft_s"]
 
 
-class CountingGeneration(LocalReply):
+class CountingReply(LocalReply):
     """Counts the tokens each generation yields, to see where a cancelled measurement stopped."""
 
     tokens: list[int] = []
 
     def __iter__(self):
-        CountingGeneration.tokens.append(0)
+        CountingReply.tokens.append(0)
         for event in super().__iter__():
             if isinstance(event, TokenEvent):
-                CountingGeneration.tokens[-1] += 1
+                CountingReply.tokens[-1] += 1
             yield event
 
 
@@ -173,8 +173,8 @@ def cancel_when(cancel, predicate):
 
 
 def test_cancel_keeps_finished_rows_and_stops_the_running_measurement(embedded_model, monkeypatch):
-    monkeypatch.setattr(core.lab.measure, "Generation", CountingGeneration)
-    CountingGeneration.tokens = []
+    monkeypatch.setattr(core.lab.measure, "LocalReply", CountingReply)
+    CountingReply.tokens = []
     cancel = threading.Event()
     config = LabConfig(sweeps=("prompt", "batch"), prompt_words=(5, 10), new_tokens=60, repeats=1)
     # Cancel just as the second prompt length starts: its 60-token measurement must stop at once.
@@ -182,7 +182,7 @@ def test_cancel_keeps_finished_rows_and_stops_the_running_measurement(embedded_m
     results = run_lab(config, loaded=embedded_model, observer=observer, cancel=cancel)
     assert results.cancelled and results.error is None
     assert [row["prompt_words"] for row in results.prompt] == [5] and results.batch == []
-    warm_up, first, second = CountingGeneration.tokens
+    warm_up, first, second = CountingReply.tokens
     assert first == 60 and second < 10  # stopped within a token or two, far short of 60
     assert [v["holds"] for v in results.verdicts][:3] == [None, None, None]
 
@@ -210,12 +210,12 @@ def test_a_prompt_longer_than_the_context_is_an_error_not_a_crash(embedded_model
 def test_the_lab_decodes_on_the_loop_it_is_given(embedded_model, monkeypatch, loop):
     used = []
 
-    class RecordingGeneration(LocalReply):
+    class RecordingReply(LocalReply):
         def start(self, request_start_ns=None):
             used.append(self.decode_loop)
             return super().start(request_start_ns)
 
-    monkeypatch.setattr(core.lab.measure, "Generation", RecordingGeneration)
+    monkeypatch.setattr(core.lab.measure, "LocalReply", RecordingReply)
     config = LabConfig(sweeps=("prompt",), prompt_words=(5,), new_tokens=3, repeats=1, decode_loop=loop)
     results = run_lab(config, loaded=embedded_model)
     assert results.error is None and len(results.prompt) == 1

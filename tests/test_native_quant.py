@@ -78,6 +78,13 @@ def mixed_file(tmp_path_factory):
     return write_tiny_llama(tmp_path_factory.mktemp("gguf") / "mixed.gguf", MIXED_TYPES)
 
 
+@pytest.fixture(scope="module")
+def float32_reference(mixed_file):
+    """transformers' own dequantisation of the mixed file: the reference both native paths are held to. Module-scoped
+    (made before a test's fixtures change the cache folder), so its converted cache is kept between runs."""
+    return load_model(str(mixed_file), dtype="float32")
+
+
 @pytest.fixture
 def without_a_compiler(monkeypatch, tmp_path):
     """A machine with no C compiler and no kernels built before: native GGUFs fall back to torch's int4 kernel."""
@@ -95,9 +102,9 @@ def llama_cpp_logits(llama_cpp, path, ids) -> torch.Tensor:
     return torch.from_numpy(np.asarray(reference.scores[: len(ids)]))
 
 
-def test_a_mixed_quant_file_runs_on_the_kernels_as_llama_cpp_runs_it(mixed_file, llama_cpp):
+def test_a_mixed_quant_file_runs_on_the_kernels_as_llama_cpp_runs_it(mixed_file, float32_reference, llama_cpp):
     native = load_model(str(mixed_file))
-    reference = load_model(str(mixed_file), dtype="float32")  # transformers' own dequantisation
+    reference = float32_reference
     assert native.dtype == "native" and native.describe()["dtype"].startswith("native")
     assert native.describe()["runtime"].startswith("Latency Lab's C kernels")
     # The weights are the file's blocks themselves, mapped, not copied; the tied head shares the embedding's.
@@ -113,9 +120,11 @@ def test_a_mixed_quant_file_runs_on_the_kernels_as_llama_cpp_runs_it(mixed_file,
     assert (theirs - exact).abs().max() < 0.05 * exact.abs().max()
 
 
-def test_without_a_compiler_a_mixed_file_runs_on_torchs_int4_kernel_and_says_so(mixed_file, without_a_compiler):
+def test_without_a_compiler_a_mixed_file_runs_on_torchs_int4_kernel_and_says_so(
+    mixed_file, float32_reference, without_a_compiler
+):
     native = load_model(str(mixed_file))
-    reference = load_model(str(mixed_file), dtype="float32")
+    reference = float32_reference
     facts = native.describe()
     assert facts["dtype"].startswith("native") and "runtime" not in facts
     assert "no C compiler" in facts["precision_note"] and "torch's int4 kernel" in facts["precision_note"]

@@ -37,6 +37,11 @@ FIXTURE_MARKERS = {
 FAST_TIER = os.environ.get("LATENCYLAB_FAST_TIER") == "1"
 
 
+# The slowest kinds of module first: pytest-xdist hands modules out in collection order (make test: --dist
+# loadscope), so a long module taken last would leave the other worker idle at the end.
+SLOW_FIRST = ("asan", "llama_cpp", "engine_process", "subprocess", "model")
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         for fixture in item.fixturenames:
@@ -44,6 +49,12 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(marker)
         if item.get_closest_marker("engine_process") is not None:
             item.add_marker("subprocess")  # the window's engine runs in a child process
+    rank: dict[str, int] = {}
+    for item in items:
+        kinds = [SLOW_FIRST.index(marker.name) for marker in item.iter_markers() if marker.name in SLOW_FIRST]
+        module = item.nodeid.split("::")[0]
+        rank[module] = min([rank.get(module, len(SLOW_FIRST)), *kinds])
+    items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])  # stable: each module keeps its own order
 
 
 @pytest.fixture(scope="session")

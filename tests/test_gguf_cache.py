@@ -17,6 +17,7 @@ from core.model.gguf_cache import (
     verify_cache,
 )
 from core.model.loader import load_model
+from core.quant.gguf_header import read_header
 
 
 @pytest.mark.model
@@ -88,3 +89,15 @@ def test_only_staging_folders_whose_process_is_gone_are_removed(tmp_path):
     assert live.exists() and legacy_new.exists() and finished.exists()
     assert not dead.exists() and not legacy_old.exists()
     assert remove_abandoned_staging(tmp_path / "missing") == []
+
+
+def test_the_native_cache_key_follows_the_model_not_its_quantisation(tmp_path):
+    from tiny_gguf import write_tiny_family
+
+    q8 = read_header(write_tiny_family(tmp_path / "q8.gguf", "llama", "Q8_0"))
+    q4 = read_header(write_tiny_family(tmp_path / "q4.gguf", "llama", "Q4_0"))
+    other_vocabulary = read_header(write_tiny_family(tmp_path / "vocab.gguf", "llama", "Q8_0", vocab=300))
+    other_family = read_header(write_tiny_family(tmp_path / "qwen2.gguf", "qwen2", "Q8_0"))
+    assert q8.tensors["blk.0.attn_q.weight"].type_id != q4.tensors["blk.0.attn_q.weight"].type_id
+    assert q8.model_digest == q4.model_digest
+    assert len({q8.model_digest, other_vocabulary.model_digest, other_family.model_digest}) == 3

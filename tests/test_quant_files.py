@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 import torch
 
+from core.model.gguf_cache import NATIVE_KIND, check_cache
 from core.model.loader import load_model
 from core.quant.agreement import agreement_text
 from core.quant.gguf_blocks import GGUFWeights
 from core.quant.gguf_decode import NATIVE_TYPES, PLANE_COUNT
+from core.quant.gguf_header import read_header
 from core.quant.split_int4_linear import native_linear_in_chunks
 from tools import quant_files
 
@@ -58,6 +60,18 @@ def opened(files):
 def test_every_quant_type_appears_in_the_files(opened):
     found = {weights.tensor_type(name) for weights in opened.values() for name in weights.names()}
     assert set(quant_files.TENSOR_TYPES) <= found and set(quant_files.TENSOR_TYPES) <= set(NATIVE_TYPES)
+
+
+def test_every_quantisation_shares_the_embedded_models_tokenizer_cache(files):
+    """llama.cpp's quantiser rewrites general.file_type and keeps the rest of the metadata, which the tokenizer and
+    config are built from: the native cache is keyed by that rest, so it is built once for all eight files."""
+    headers = {path: read_header(path) for path in files.values()}
+    assert len({header.fields.get("general.file_type") for header in headers.values()}) == len(files)
+    assert len({header.model_digest for header in headers.values()}) == 1
+    folders = {
+        check_cache(path, lambda *_: None, NATIVE_KIND, header.model_digest).folder for path, header in headers.items()
+    }
+    assert len(folders) == 1
 
 
 @pytest.mark.parametrize("qtype", quant_files.TENSOR_TYPES)

@@ -1,7 +1,8 @@
 """Convert a GGUF once into a verified cache folder, so later loads skip the slow part.
 
-Two kinds: a float32 safetensors + tokenizer folder for the float dtypes (dequantising is slow), and a
-tokenizer + config folder for native precision, whose weights are packed straight from the file.
+Two kinds: a float32 safetensors + tokenizer folder for the float dtypes (dequantising is slow), keyed by the
+whole file's sha256, and a tokenizer + config folder for native precision, whose weights are packed straight from
+the file, keyed by the file's model metadata (GGUFHeader.model_digest): every quantisation of one model shares it.
 """
 
 from __future__ import annotations
@@ -75,10 +76,13 @@ class CacheCheck:
     valid: bool
 
 
-def check_cache(gguf_path: Path, progress: ProgressCallback, kind: str = FLOAT_KIND) -> CacheCheck:
-    """Hash the GGUF and verify its cache folder. Safe on any thread: it imports nothing heavy."""
+def check_cache(
+    gguf_path: Path, progress: ProgressCallback, kind: str = FLOAT_KIND, digest: str | None = None
+) -> CacheCheck:
+    """Hash the GGUF (unless its digest is given) and verify its cache folder. Safe on any thread: it imports
+    nothing heavy."""
     progress(0.0, "checking the model file")
-    gguf_sha256 = file_sha256(gguf_path)
+    gguf_sha256 = digest or file_sha256(gguf_path)
     folder = cache_folder_for(gguf_sha256, kind)
     remove_abandoned_staging(folder.parent)
     progress(0.05, "verifying the converted-model cache")

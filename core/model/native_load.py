@@ -69,8 +69,8 @@ def load_native(path: Path, progress: ProgressCallback, header: GGUFHeader | Non
 
     header = header or gguf_header(path)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="latencylab-cache-check") as pool:
-        # Hashing releases the GIL, so it overlaps reading the header and the slow imports.
-        checked = pool.submit(check_cache, path, scaled(progress, 0.0, 0.2), NATIVE_KIND)
+        # Verifying the cache's files releases the GIL, so it overlaps the weights' checks and the slow imports.
+        checked = pool.submit(check_cache, path, scaled(progress, 0.0, 0.2), NATIVE_KIND, header.model_digest)
         weights = open_gguf(path, header)
         kernel_problem = kernel_refusal(weights)
         if kernel_problem:  # transformers' GGUF reader must cover it then (its import alone takes a second)

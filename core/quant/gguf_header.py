@@ -10,6 +10,7 @@ and every problem becomes a GGUFHeaderError saying what is wrong. gguf.GGUFReade
 
 from __future__ import annotations
 
+import hashlib
 import math
 import mmap
 import os
@@ -25,6 +26,10 @@ _MAX_DIMS = 8  # ggml's own limit is 4
 _MAX_NESTING = 8
 _SMALLEST_TENSOR_ENTRY = 8 + 4 + 8 + 4 + 8  # an empty name, one dimension, its type and its offset
 _SMALLEST_METADATA_ENTRY = 8 + 4  # an empty key and its type
+# Metadata that says how the weights are encoded, not what the model is: llama.cpp's quantiser rewrites these and
+# keeps the rest, so two quantisations of one model share everything a tokenizer and a config are built from.
+_ENCODING_KEYS = ("general.file_type", "general.quantization_version")
+_ENCODING_PREFIX = "quantize."
 
 
 class GGUFHeaderError(ValueError):
@@ -53,6 +58,9 @@ class GGUFHeader:
     fields: dict  # scalars and strings; arrays are left out
     tensors: dict[str, TensorInfo]
     array_lengths: dict[str, int] = field(default_factory=dict)  # each array's item count (e.g. the vocabulary's)
+    # sha256 of the metadata entries, bytes as stored, but for those about the weights' encoding: equal for every
+    # quantisation of one model, so its tokenizer is built once for all of them (and a 4 GB file is not hashed whole).
+    model_digest: str = ""
 
     @property
     def readable(self) -> bool:
@@ -127,17 +135,22 @@ def _parse(reader: _Reader) -> GGUFHeader:
     kv_count = reader.count("metadata entries", _SMALLEST_METADATA_ENTRY)
     fields: dict = {}
     array_lengths: dict[str, int] = {}
+    digest = hashlib.sha256()
     for _ in range(kv_count):
+        entry = reader.offset
         key = reader.string()
         (value_type,) = reader.unpack("<I")
         if value_type in _FORMATS:
             (fields[key],) = struct.unpack_from(_FORMATS[value_type], reader.data, reader.offset)
+            _skip_value(reader, value_type, 0)
         elif value_type == _STRING:
             fields[key] = reader.string()
-            continue
-        elif value_type == _ARRAY and reader.offset + 12 <= reader.size:
-            (array_lengths[key],) = struct.unpack_from("<Q", reader.data, reader.offset + 4)
-        _skip_value(reader, value_type, 0)
+        else:
+            if value_type == _ARRAY and reader.offset + 12 <= reader.size:
+                (array_lengths[key],) = struct.unpack_from("<Q", reader.data, reader.offset + 4)
+            _skip_value(reader, value_type, 0)
+        if key not in _ENCODING_KEYS and not key.startswith(_ENCODING_PREFIX):
+            digest.update(reader.data[entry : reader.offset])
     infos = []
     for _ in range(tensor_count):
         name = reader.string()
@@ -165,7 +178,7 @@ def _parse(reader: _Reader) -> GGUFHeader:
                 f"file's alignment ({alignment})"
             )
     tensors = {name: TensorInfo(name, type_id, dims, start + relative) for name, type_id, dims, relative in infos}
-    return GGUFHeader(version, fields, tensors, array_lengths)
+    return GGUFHeader(version, fields, tensors, array_lengths, digest.hexdigest())
 
 
 def _check_data_fits(reader: _Reader, infos: list) -> None:

@@ -38,9 +38,9 @@ $(CHECK_STAMP): $(STAMP)
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(CHECK_STAMP)
 
-# Then llama.cpp built for this CPU (tools/llama_cpp_builds.py): llama-cpp-python's wheel with its server, and
-# llama.cpp's own llama-server, each compiled once per CPU and build flags into the user's cache (4-5 minutes each
-# the first time) and checked with a 321-token prompt. `make run` needs none of them.
+# Then llama.cpp built for this CPU (tools/llama_cpp_builds.py): one compile per CPU and build flags, into the user's
+# cache, gives llama.cpp's own llama-server and llama-cpp-python's wheel (with its server) around the same libraries;
+# about 8 minutes the first time, each checked with a 321-token prompt. `make run` needs none of it.
 $(TEST_STAMP): $(CHECK_STAMP)
 	$(PY) tools/llama_cpp_builds.py
 	@$(MAKE) --no-print-directory xvfb

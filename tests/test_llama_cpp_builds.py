@@ -1,4 +1,4 @@
-"""llama.cpp's builds are kept per version, CPU flags and build flags: a changed key builds anew, a failed check keeps nothing."""
+"""llama.cpp's build is kept per version, CPU flags and build flags: a changed key builds anew, a failed check keeps nothing."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from core.remote.llama_cpp_builds import NO_AMX, SERVER, WHEEL, build_folder, cpu_flags, recipe
+from core.remote.llama_cpp_builds import NO_AMX, build_folder, cpu_flags, recipe
 from tools.llama_cpp_builds import RECIPE_FILE, BuildFailed, ensure_build
 
 AVX2 = ("avx2", "f16c", "fma", "sse4_2")
@@ -34,47 +34,39 @@ def builds(tmp_path, monkeypatch):
 
 
 def test_a_second_run_with_the_same_key_reuses_the_build(builds):
-    first = builds(recipe(WHEEL, flags=AVX2))
-    again = builds(recipe(WHEEL, flags=AVX2))
+    first = builds(recipe(flags=AVX2))
+    again = builds(recipe(flags=AVX2))
     assert first == again and len(builds.made) == 1
     assert json.loads((first / RECIPE_FILE).read_text())["cpu_flags"] == " ".join(AVX2)
 
 
-@pytest.mark.parametrize("kind", [WHEEL, SERVER])
-def test_other_cpu_flags_build_anew(builds, kind):
-    avx2 = builds(recipe(kind, flags=AVX2))
-    xeon = builds(recipe(kind, flags=AMX_XEON))
+def test_other_cpu_flags_build_anew(builds):
+    avx2 = builds(recipe(flags=AVX2))
+    xeon = builds(recipe(flags=AMX_XEON))
     assert avx2 != xeon and len(builds.made) == 2
     assert (avx2 / "artifact").read_text() != (xeon / "artifact").read_text()
 
 
 def test_other_build_flags_build_anew(builds):
-    plain = recipe(WHEEL, flags=AMX_XEON)
-    changed = type(plain)(
-        plain.kind, plain.version, plain.cpu_flags, plain.cmake_args + " -DGGML_LTO=ON", plain.compiler_flags
-    )
-    other_compiler_flags = type(plain)(plain.kind, plain.version, plain.cpu_flags, plain.cmake_args, "-O2")
+    plain = recipe(flags=AMX_XEON)
+    changed = type(plain)(plain.version, plain.cpu_flags, plain.cmake_args + " -DGGML_LTO=ON", plain.compiler_flags)
+    other_compiler_flags = type(plain)(plain.version, plain.cpu_flags, plain.cmake_args, "-O2")
     folders = {builds(plain), builds(changed), builds(other_compiler_flags)}
     assert len(folders) == 3 and len(builds.made) == 3
 
 
-def test_the_wheel_and_the_server_and_each_version_are_kept_apart(builds):
-    folders = {
-        builds(recipe(WHEEL, flags=AVX2)),
-        builds(recipe(SERVER, flags=AVX2)),
-        builds(recipe(WHEEL, flags=AVX2, version="0.3.37")),
-    }
-    assert len(folders) == 3
+def test_each_version_is_kept_apart(builds):
+    assert builds(recipe(flags=AVX2)) != builds(recipe(flags=AVX2, version="0.3.37"))
+    assert len(builds.made) == 2
 
 
 def test_amx_is_left_out_wherever_the_cpu_has_it():
-    assert recipe(WHEEL, flags=AMX_XEON).compiler_flags == NO_AMX
-    assert recipe(SERVER, flags=AMX_XEON).compiler_flags == NO_AMX
-    assert recipe(WHEEL, flags=AVX2).compiler_flags == ""  # an AVX2 compiler may not know the AMX switches
+    assert recipe(flags=AMX_XEON).compiler_flags == NO_AMX
+    assert recipe(flags=AVX2).compiler_flags == ""  # an AVX2 compiler may not know the AMX switches
 
 
 def test_a_build_that_fails_its_check_leaves_nothing_behind(builds):
-    build = recipe(SERVER, flags=AMX_XEON)
+    build = recipe(flags=AMX_XEON)
 
     def check(staging):
         raise BuildFailed("llama-server failed its check, a prompt of 321 tokens: killed by SIGILL")

@@ -1,16 +1,19 @@
-"""Build llama.cpp for this CPU (llama-cpp-python's wheel and llama-server), check each build, and install the wheel.
+"""Build llama.cpp for this CPU once (its libraries in llama-cpp-python's wheel, and llama-server), check it, install the wheel.
 
 The tests measure against llama.cpp: the wheel's quantiser makes the test files, its logits are the
-reference, and its Python server and llama.cpp's own llama-server are the real servers. Both builds come
-from the llama.cpp inside llama-cpp-python's sdist, compiled with -march=native and AMX left out (see
-core/remote/llama_cpp_builds.py), into Latency Lab's own cache, keyed by the version, this CPU's flags and
-the build flags: a machine with other flags, or a change of flags, builds anew. pip's wheel cache, keyed by
-version alone, is never written or read for it (--no-cache-dir, and the wheel is installed by path).
+reference, and its Python server and llama.cpp's own llama-server are the real servers. One compile of
+the llama.cpp inside llama-cpp-python's sdist gives them all: -march=native with AMX left out (see
+core/remote/llama_cpp_builds.py), shared libraries that llama-server loads from beside itself, and the
+same libraries packed into llama-cpp-python's wheel (built with LLAMA_BUILD=OFF, so it compiles nothing
+again). All of it goes into Latency Lab's own cache, keyed by the version, this CPU's flags and the build
+flags: a machine with other flags, or a change of flags, builds anew. pip's wheel cache, keyed by version
+alone, is never written or read for it (--no-cache-dir, and the wheel is installed by path).
 
-Right after a build, a prompt of 321 tokens goes through it (the wheel in a subprocess, llama-server over
-HTTP on 127.0.0.1). A build that fails stops the install with one line saying which and why.
+Right after the build, a prompt of 321 tokens goes through it twice (the wheel in a subprocess,
+llama-server over HTTP on 127.0.0.1). A build that fails stops the install with one line saying which
+part failed and why.
 
-Run: .venv/bin/python tools/llama_cpp_builds.py   (several minutes per build the first time; then instant)
+Run: .venv/bin/python tools/llama_cpp_builds.py   (several minutes the first time; then instant)
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere in the checkout
 
-from core.remote.llama_cpp_builds import SERVER, WHEEL, BuildRecipe, build_folder, recipe
+from core.remote.llama_cpp_builds import BuildRecipe, build_folder, recipe
 
 RECIPE_FILE = "recipe.json"  # written last: a folder without it is not a finished build
 VENV_MARK = ".latencylab-llama-cpp"  # in the venv: which build of the wheel is installed there
@@ -51,7 +54,7 @@ def ensure_build(
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     try:
-        say(f"building llama.cpp's {build.kind} {build.version} for this CPU (key {build.key}; several minutes, once)")
+        say(f"building llama.cpp {build.version} for this CPU (key {build.key}; several minutes, once)")
         make(staging)
         check(staging)
         (staging / RECIPE_FILE).write_text(json.dumps(build.describe(), indent=2) + "\n")
@@ -70,8 +73,9 @@ def _run(command: list, what: str, **kwargs) -> None:
         raise BuildFailed(f"{what} failed (exit {result.returncode}): {last[0]}")
 
 
-def _environment(build: BuildRecipe) -> dict:
-    env = {**os.environ, "CMAKE_ARGS": build.cmake_args}
+def _compiler_environment(build: BuildRecipe) -> dict:
+    env = dict(os.environ)
+    env.pop("CMAKE_ARGS", None)  # llama-cpp-python's build reads it; ours are given on the command line
     if build.compiler_flags:
         env["CFLAGS"] = env["CXXFLAGS"] = build.compiler_flags
     return env
@@ -98,49 +102,49 @@ def download_sdist(version: str, into: Path) -> Path:
     return next(into.glob("llama_cpp_python-*.tar.gz"))
 
 
-def make_wheel(build: BuildRecipe, sdist: Path) -> Callable[[Path], None]:
+# Read by llama-cpp-python's CMake project (CMAKE_PROJECT_INCLUDE): with LLAMA_BUILD=OFF it compiles nothing, and
+# this puts the libraries we compiled where its own build would have put them.
+PACK_LIBRARIES = """file(GLOB LATENCYLAB_LIBRARIES "{folder}/lib*.so*")
+install(FILES ${{LATENCYLAB_LIBRARIES}} DESTINATION ${{SKBUILD_PLATLIB_DIR}}/llama_cpp/lib)
+"""
+
+
+def compile_llama_cpp(build: BuildRecipe, source: Path, work: Path, staging: Path) -> None:
+    """llama-server and the shared libraries it loads (llama, ggml and the rest), side by side in staging."""
+    build_dir = work / "build"
+    env = _compiler_environment(build)
+    _run(["cmake", "-S", str(source), "-B", str(build_dir), *build.cmake_args.split()], "configuring llama.cpp", env=env)
+    _run(
+        ["cmake", "--build", str(build_dir), "--target", "llama-server", "-j", str(os.cpu_count() or 1)],
+        "compiling llama.cpp",
+        env=env,
+    )
+    shutil.copy2(build_dir / "bin" / "llama-server", staging / "llama-server")
+    for library in sorted((build_dir / "bin").glob("lib*.so*")):
+        shutil.copy2(library, staging / library.name)  # a symlink's target, copied under the link's name, as wheels do
+
+
+def pack_wheel(source_root: Path, staging: Path, work: Path) -> None:
+    """llama-cpp-python's wheel around the libraries in staging, with nothing compiled again."""
+    include = work / "pack-libraries.cmake"
+    include.write_text(PACK_LIBRARIES.format(folder=staging.as_posix()))
+    env = {**os.environ, "CMAKE_ARGS": f"-DLLAMA_BUILD=OFF -DLLAVA_BUILD=OFF -DCMAKE_PROJECT_INCLUDE={include}"}
+    _run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-cache-dir", "-w", str(staging), str(source_root)],
+        "packing llama-cpp-python's wheel",
+        env=env,
+    )
+
+
+def make_build(build: BuildRecipe, sdist: Path) -> Callable[[Path], None]:
     def make(staging: Path) -> None:
-        _run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "wheel",
-                "--quiet",
-                "--no-deps",
-                "--no-cache-dir",
-                "-w",
-                str(staging),
-                str(sdist),
-            ],
-            "building llama-cpp-python's wheel",
-            env=_environment(build),
-        )
-
-    return make
-
-
-def make_server(build: BuildRecipe, sdist: Path) -> Callable[[Path], None]:
-    def make(staging: Path) -> None:
-        with tempfile.TemporaryDirectory(prefix="latencylab-llama-server-") as work:
+        with tempfile.TemporaryDirectory(prefix="latencylab-llama-cpp-") as work:
             work_path = Path(work)
             with tarfile.open(sdist) as archive:
                 archive.extractall(work_path, filter="data")
-            source = next(work_path.glob("llama_cpp_python-*/vendor/llama.cpp"))
-            build_dir = work_path / "build"
-            env = _environment(build)
-            env.pop("CMAKE_ARGS")
-            _run(
-                ["cmake", "-S", str(source), "-B", str(build_dir), *build.cmake_args.split()],
-                "configuring llama-server",
-                env=env,
-            )
-            _run(
-                ["cmake", "--build", str(build_dir), "--target", "llama-server", "-j", str(os.cpu_count() or 1)],
-                "building llama-server",
-                env=env,
-            )
-            shutil.copy2(build_dir / "bin" / "llama-server", staging / "llama-server")
+            source_root = next(work_path.glob("llama_cpp_python-*"))
+            compile_llama_cpp(build, source_root / "vendor" / "llama.cpp", work_path, staging)
+            pack_wheel(source_root, staging, work_path)
 
     return make
 
@@ -245,43 +249,28 @@ def install_wheel(folder: Path, build: BuildRecipe, gguf: Path) -> None:
     mark.write_text(build.key + "\n")
 
 
+def check_build(staging: Path, build: BuildRecipe, gguf: Path) -> None:
+    install_wheel(staging, build, gguf)
+    smoke_server(staging / "llama-server", gguf)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=(WHEEL, SERVER), help="one of the two builds")
-    args = parser.parse_args(argv)
+    parser.parse_args(argv)
     from core.model.source import embedded_gguf_path
 
     gguf = embedded_gguf_path()
-    kinds = [args.only] if args.only else [WHEEL, SERVER]
-    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    build = recipe()
     try:
         with tempfile.TemporaryDirectory(prefix="latencylab-llama-sdist-") as downloads:
-            sdist: list[Path] = []
-
-            def source() -> Path:
-                if not sdist:
-                    sdist.append(download_sdist(recipe(WHEEL).version, Path(downloads)))
-                return sdist[0]
-
-            for kind in kinds:
-                build = recipe(kind)
-                if kind == WHEEL:
-
-                    def check(staging: Path, build=build) -> None:
-                        install_wheel(staging, build, gguf)
-
-                    folder = ensure_build(
-                        build, lambda staging, build=build: make_wheel(build, source())(staging), check, say
-                    )
-                    install_wheel(folder, build, gguf)
-                else:
-                    folder = ensure_build(
-                        build,
-                        lambda staging, build=build: make_server(build, source())(staging),
-                        lambda staging: smoke_server(staging / "llama-server", gguf),
-                        say,
-                    )
-                print(folder)
+            folder = ensure_build(
+                build,
+                lambda staging: make_build(build, download_sdist(build.version, Path(downloads)))(staging),
+                lambda staging: check_build(staging, build, gguf),
+                lambda line: print(line, file=sys.stderr, flush=True),
+            )
+        install_wheel(folder, build, gguf)
+        print(folder)
     except BuildFailed as failure:
         print(f"tools/llama_cpp_builds.py: {failure}", file=sys.stderr)
         return 1

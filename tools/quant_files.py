@@ -84,10 +84,10 @@ def llama_cpp_reference(path: Path, ids: list[int]) -> dict:
     """
     import numpy as np
 
-    from core.remote.llama_cpp_builds import WHEEL, recipe
+    from core.remote.llama_cpp_builds import recipe
 
     text_key = hashlib.sha256(np.asarray(ids, dtype=np.int64).tobytes()).hexdigest()[:12]
-    target = path.with_name(f"{path.stem}.llama-cpp-{recipe(WHEEL).key}-{text_key}.npz")
+    target = path.with_name(f"{path.stem}.llama-cpp-{recipe().key}-{text_key}.npz")
     if target.is_file():
         with np.load(target) as saved:
             return {key: saved[key] for key in saved.files}

@@ -200,7 +200,7 @@ class MainWindow(QMainWindow):
         records = self.saved_chats.records
         budget, marks = budget_document(
             [r.trace for r in records],
-            [bool(r.context.get("streaming", True)) for r in records],
+            [r.context.streamed for r in records],
             self.budget_keeper.budget,
         )
         write_text_file(
@@ -208,7 +208,7 @@ class MainWindow(QMainWindow):
             traces_to_json(
                 [r.trace for r in records],
                 context={"model": self.ready.facts.to_dict() if self.ready else None, "budget": budget},
-                per_trace_context=[{**r.context, "budget": mark} for r, mark in zip(records, marks)],
+                per_trace_context=[{**r.context.to_dict(), "budget": mark} for r, mark in zip(records, marks)],
             ),
         )
 

@@ -57,7 +57,7 @@ def main() -> None:
         llama = llama_cpp.Llama(path, n_ctx=4096, verbose=False, n_threads=args.threads, n_threads_batch=args.threads)
     kernel = native.model.kernel
     gemm = kernel.prefill_precision
-    print(f"{native.describe()['runtime']}; {args.threads} threads for ours, torch and llama.cpp")
+    print(f"{native.describe().runtime}; {args.threads} threads for ours, torch and llama.cpp")
     tokenizer = native.tokenizer
     prompts = {int(words): tokenizer(chapter_prompt(int(words)))["input_ids"] for words in args.words.split(",")}
 
@@ -113,7 +113,7 @@ def main() -> None:
         else ""
     )
     ceilings = cached_ceilings(args.threads)
-    shape = ArithmeticShape.from_dict(native.describe()["arithmetic"])
+    shape = ArithmeticShape.from_dict(native.describe().arithmetic)
     ceiling = compute_ceiling(ceilings, gemm)
     print(
         f"\nTTFT (a 1-token reply, bare), median of {args.rounds} interleaved rounds; native = GEMM prompts "

@@ -102,7 +102,7 @@ def run(report, rounds: int, tokens: int, file_types: list[str], threads: int) -
         met_all &= met
         facts = models[file_type, "native"].describe()
         print(
-            f"{file_type:<8}{facts['dtype']:<20}{tok_s['native']:>9.1f}{tok_s['float32']:>9.1f}"
+            f"{file_type:<8}{facts.dtype:<20}{tok_s['native']:>9.1f}{tok_s['float32']:>9.1f}"
             f"{tok_s['llama.cpp']:>11.1f}{speedup:>8.2f}x{versus_llama:>9.0%}  "
             f"{'MET' if met else f'NOT MET ({speedup:.2f}x)'}; stretch >= llama.cpp: "
             f"{'MET' if versus_llama >= 1 else 'NOT MET'}"

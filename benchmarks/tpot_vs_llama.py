@@ -53,7 +53,7 @@ def main() -> None:
         for file_type, path in paths.items()
     }
     tokenizer = next(iter(natives.values())).tokenizer
-    print(f"{next(iter(natives.values())).describe()['runtime']}; {args.threads} threads for ours and llama.cpp")
+    print(f"{next(iter(natives.values())).describe().runtime}; {args.threads} threads for ours and llama.cpp")
     prompts = {
         int(words): tokenizer(chapter_prompt(int(words)) if int(words) else quant_table.PROMPT)["input_ids"]
         for words in args.prompt_words.split(",")

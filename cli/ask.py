@@ -22,6 +22,7 @@ from core.chats.session import Message
 from core.errors import LatencyLabError
 from core.generation.local_reply import LocalReply
 from core.generation.request import ReplyRequest
+from core.model.facts import ModelFacts
 from core.settings import GenerationSettings
 from core.timing.events import TokenEvent
 from core.timing.export import json_text, reply_report
@@ -94,9 +95,10 @@ def stream_reply(
     generation.join()
     trace = generation.trace
     if args.json:
-        report = {**(extra or {}), **reply_report(loaded.describe(), trace, settings)}
+        facts = loaded.describe()
+        report = {**(extra or {}), **reply_report(facts.to_dict(), trace, settings)}
         report["decode_loop"] = generation.decode_loop
-        report["roofline"] = _roofline(report, trace)
+        report["roofline"] = _roofline(facts, trace)
         write_out(json_text(report, ensure_ascii=False) + "\n")  # NaN or infinity: null, and "null_because" says so
     elif stream_to_stdout:
         write_out(trace.tail_text + "\n")
@@ -108,22 +110,12 @@ def stream_reply(
     return 0, trace
 
 
-def _roofline(model_facts: dict, trace: ReplyTrace) -> dict | None:
+def _roofline(facts: ModelFacts, trace: ReplyTrace) -> dict | None:
     """The reply's two phases against this machine's ceilings; None for a server's reply (its shape and machine
     are not ours to count)."""
-    if not model_facts.get("arithmetic"):
+    if not facts.arithmetic:
         return None
     from core.roofline.ceilings import cached_ceilings
     from core.roofline.placement import reply_placement
 
-    return reply_placement(trace, model_facts["arithmetic"], cached_ceilings())
-
-
-def _roofline(model_facts: dict, trace: ReplyTrace) -> dict | None:
-    """None for a server's reply (its shape and machine are not ours to count)."""
-    if not model_facts.get("arithmetic"):
-        return None
-    from core.roofline.ceilings import cached_ceilings
-    from core.roofline.placement import reply_placement
-
-    return reply_placement(trace, model_facts["arithmetic"], cached_ceilings())
+    return reply_placement(trace, facts.arithmetic, cached_ceilings())

@@ -200,15 +200,15 @@ class MainWindow(QMainWindow):
         records = self.saved_chats.records
         budget, marks = budget_document(
             [r.trace for r in records],
-            [bool(r.context.get("streaming", True)) for r in records],
+            [r.context.streamed for r in records],
             self.budget_keeper.budget,
         )
         write_text_file(
             path,
             traces_to_json(
                 [r.trace for r in records],
-                context={"model": self.ready.facts if self.ready else None, "budget": budget},
-                per_trace_context=[{**r.context, "budget": mark} for r, mark in zip(records, marks)],
+                context={"model": self.ready.facts.to_dict() if self.ready else None, "budget": budget},
+                per_trace_context=[{**r.context.to_dict(), "budget": mark} for r, mark in zip(records, marks)],
             ),
         )
 
@@ -309,11 +309,11 @@ class MainWindow(QMainWindow):
     @Slot(object)
     def _on_model_loaded(self, loaded) -> None:
         self.meter.set_model_facts(loaded.facts)
-        if loaded.facts.get("remote"):
+        if loaded.facts.remote:
             self.settings_panel.offer_served_models(served_model_specs(loaded.facts))
         self._show_model_facts()
-        if loaded.facts.get("notice"):
-            self.notify(loaded.facts["notice"])
+        if loaded.facts.notice:
+            self.notify(loaded.facts.notice)
         self.settings_panel.show_progress(1.0, f"Loaded {loaded.name}.")
         self._update_controls()
         self.model_changed.emit(loaded)

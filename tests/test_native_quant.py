@@ -105,8 +105,8 @@ def llama_cpp_logits(llama_cpp, path, ids) -> torch.Tensor:
 def test_a_mixed_quant_file_runs_on_the_kernels_as_llama_cpp_runs_it(mixed_file, float32_reference, llama_cpp):
     native = load_model(str(mixed_file))
     reference = float32_reference
-    assert native.dtype == "native" and native.describe()["dtype"].startswith("native")
-    assert native.describe()["runtime"].startswith("Latency Lab's C kernels")
+    assert native.dtype == "native" and native.describe().dtype.startswith("native")
+    assert native.describe().runtime.startswith("Latency Lab's C kernels")
     # The weights are the file's blocks themselves, mapped, not copied; the tied head shares the embedding's.
     assert native.weight_bytes < mixed_file.stat().st_size < reference.weight_bytes
     ids = native.tokenizer("The sea is wide and the sky is blue, said the old sailor.")["input_ids"]
@@ -126,8 +126,8 @@ def test_without_a_compiler_a_mixed_file_runs_on_torchs_int4_kernel_and_says_so(
     native = load_model(str(mixed_file))
     reference = float32_reference
     facts = native.describe()
-    assert facts["dtype"].startswith("native") and "runtime" not in facts
-    assert "no C compiler" in facts["precision_note"] and "torch's int4 kernel" in facts["precision_note"]
+    assert facts.dtype.startswith("native") and facts.runtime is None
+    assert "no C compiler" in facts.precision_note and "torch's int4 kernel" in facts.precision_note
     # Packed from the blocks, near the file's own size (the tied head adds its packed copy).
     assert native.weight_bytes < 2 * mixed_file.stat().st_size < reference.weight_bytes
     ids = torch.tensor([native.tokenizer("The sea is wide and the sky is blue, said the old sailor.")["input_ids"]])
@@ -140,7 +140,7 @@ def test_without_a_compiler_a_mixed_file_runs_on_torchs_int4_kernel_and_says_so(
 def test_a_type_without_a_kernel_runs_in_float16_and_says_so(tmp_path, llama_cpp):
     path = write_tiny_llama(tmp_path / "q2k.gguf", {"ffn_down": "Q2_K"})
     loaded = load_model(str(path))
-    assert "Q2_K tensors run in float16" in loaded.describe()["precision_note"]
+    assert "Q2_K tensors run in float16" in loaded.describe().precision_note
     ids = [1, 2, 3]
     with torch.inference_mode():
         logits = loaded.model(torch.tensor([ids])).logits[0]
@@ -154,7 +154,7 @@ def test_a_type_without_a_kernel_runs_in_float16_and_says_so(tmp_path, llama_cpp
 def test_without_a_compiler_a_type_without_a_kernel_runs_in_bfloat16(tmp_path, without_a_compiler):
     path = write_tiny_llama(tmp_path / "q2k.gguf", {"ffn_down": "Q2_K"})
     loaded = load_model(str(path))
-    assert "Q2_K tensors run in bfloat16" in loaded.describe()["precision_note"]
+    assert "Q2_K tensors run in bfloat16" in loaded.describe().precision_note
     with torch.inference_mode():
         logits = loaded.model(torch.tensor([[1, 2, 3]])).logits
     assert torch.isfinite(logits).all()

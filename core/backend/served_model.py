@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from core.model.facts import ModelFacts
+
 
 class ServedModel(Protocol):
     """A LoadedModel (weights in this process) or a RemoteModel (a server's): what every caller may ask of either.
@@ -18,7 +20,7 @@ class ServedModel(Protocol):
     @property
     def dtype(self) -> str: ...
 
-    def describe(self) -> dict: ...
+    def describe(self) -> ModelFacts: ...
 
 
 if TYPE_CHECKING:  # mypy proves both kinds meet the Protocol

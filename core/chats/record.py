@@ -15,7 +15,6 @@ from core.chats.chat_schema import (
     MAX_MESSAGES,
     MAX_REPLIES,
     MAX_TOKENS_PER_REPLY,
-    REPLY_CONTEXT,
     TRACE_SERVER,
     ChatFileError,
     check_fields,
@@ -25,6 +24,7 @@ from core.chats.chat_schema import (
     no_constant,
     whole,
 )
+from core.chats.reply_context import ReplyContext
 from core.chats.session import Message
 from core.timing.events import StopReason
 from core.timing.trace import ReplyTrace
@@ -43,7 +43,7 @@ class ReplyRecord:
     """One reply as a chat keeps it: its trace, and what the window knew about it (streaming, settings, notices)."""
 
     trace: ReplyTrace
-    context: dict = field(default_factory=dict)
+    context: ReplyContext = field(default_factory=ReplyContext)
 
 
 @dataclass
@@ -66,7 +66,8 @@ class ChatRecord:
         return cls(chat_id=new_chat_id(), title=title, created_at=now, updated_at=now)
 
     def snapshot(self) -> ChatRecord:
-        """A copy the caller may keep changing: new lists and dicts, shared strings and finished traces.
+        """A copy the caller may keep changing: new lists and dicts, shared strings, finished traces and (frozen)
+        reply contexts.
 
         O(messages), never O(text): a save of a 50 MB chat must not stall the thread that asks for it.
         """
@@ -74,7 +75,7 @@ class ChatRecord:
             self,
             settings=dict(self.settings),
             messages=[Message(m.role, m.content) for m in self.messages],
-            replies=[ReplyRecord(reply.trace, dict(reply.context)) for reply in self.replies],
+            replies=[ReplyRecord(reply.trace, reply.context) for reply in self.replies],
         )
 
     def change_key(self) -> tuple:
@@ -90,7 +91,7 @@ class ChatRecord:
             self.reply_pending,
             tuple(self.settings.items()),
             tuple((m.role, m.content) for m in self.messages),
-            tuple((reply.trace, tuple(reply.context.items())) for reply in self.replies),
+            tuple((reply.trace, reply.context) for reply in self.replies),
         )
 
     def to_document(self) -> dict:
@@ -107,7 +108,7 @@ class ChatRecord:
             "reply_pending": self.reply_pending,
             "messages": [message.to_dict() for message in self.messages],
             "replies": [
-                {"context": dict(reply.context), "trace": trace_to_dict(reply.trace)} for reply in self.replies
+                {"context": reply.context.to_dict(), "trace": trace_to_dict(reply.trace)} for reply in self.replies
             ],
         }
 
@@ -308,11 +309,8 @@ def _message(item: Any, index: int) -> Message:
 
 def _reply(item: Any, index: int) -> ReplyRecord:
     doc = _require(item, dict, f"replies[{index}]")
-    context = check_fields(
-        _require(doc.get("context", {}), dict, f"replies[{index}].context"), REPLY_CONTEXT, f"replies[{index}].context"
-    )
-    if "settings" in context:
-        check_fields(context["settings"], CHAT_SETTINGS, f"replies[{index}].context.settings")
+    where = f"replies[{index}].context"
+    context = ReplyContext.from_dict(_require(doc.get("context", {}), dict, where), where)
     return ReplyRecord(trace=trace_from_dict(doc.get("trace"), f"replies[{index}].trace"), context=context)
 
 

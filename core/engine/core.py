@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from core.chats.template_render import TemplateInterrupted
@@ -151,7 +152,7 @@ class EngineCore:
 
             ceilings = cached_ceilings()  # a quiet measurement of this CPU, if the Lab has made one
             if ceilings is not None:
-                facts["ceilings"] = ceilings.to_dict()
+                facts = replace(facts, ceilings=ceilings.to_dict())
         return ModelReady(facts, lean_loop_refusal(loaded.model))
 
     def _reply(self, request: StartReply, stop: threading.Event) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from core.model.facts import ModelFacts
 from core.timing.events import ReplyEventKind
 
 # -- requests: the window (or a CLI) to the engine ----------------------------------------------
@@ -87,14 +88,15 @@ class ModelProgress:
 
 @dataclass(frozen=True)
 class ModelReady:
-    """What the window shows of a loaded model: LoadedModel.describe() plus the decode loop it would get."""
+    """What the window shows of a loaded model: its describe() (with this CPU's ceilings) and the decode loop it
+    would get."""
 
-    facts: dict
+    facts: ModelFacts
     lean_refusal: str | None  # why the lean loop does not cover this model, or None
 
     @property
     def name(self) -> str:
-        return self.facts["model"]
+        return self.facts.model
 
 
 @dataclass(frozen=True)

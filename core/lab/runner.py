@@ -215,7 +215,7 @@ class LabRun:
             self.main_model = self._load(self.config.dtype)
             self.progress.advance("model loaded")
             self._announce_ceilings()
-        self.results.model = self.main_model.describe()
+        self.results.model = self.main_model.describe().to_dict()
         return self.main_model
 
     def _local_model(self) -> LoadedModel:

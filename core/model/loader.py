@@ -10,6 +10,7 @@ from typing import Any
 
 from core.compute_thread import on_compute_thread
 from core.errors import InvalidSettingsError, ModelLoadError
+from core.model.facts import ModelFacts
 from core.model.gguf_cache import check_cache, convert
 from core.model.preflight import check_source_before_loading
 from core.model.source import ModelSource, resolve_model_source, with_header
@@ -48,22 +49,18 @@ class LoadedModel:
     def name(self) -> str:
         return self.source.display_name
 
-    def describe(self) -> dict:
-        facts = {
-            "model": self.name,
-            "dtype": self.precision or self.dtype,
-            "device": self.device,
-            "parameters": self.parameter_count,
-            "weight_bytes": self.weight_bytes,
-            "context_window": self.context_window,
-        }
-        if self.precision_note:
-            facts["precision_note"] = self.precision_note
-        if self.runtime:
-            facts["runtime"] = self.runtime
-        if self.arithmetic:
-            facts["arithmetic"] = self.arithmetic
-        return facts
+    def describe(self) -> ModelFacts:
+        return ModelFacts(
+            model=self.name,
+            dtype=self.precision or self.dtype,
+            device=self.device,
+            parameters=self.parameter_count,
+            weight_bytes=self.weight_bytes,
+            context_window=self.context_window,
+            precision_note=self.precision_note or None,
+            runtime=self.runtime or None,
+            arithmetic=self.arithmetic or None,
+        )
 
 
 def load_model(

@@ -117,7 +117,7 @@ def _side_report(run, label: str, config: RaceConfig) -> dict:
     trace = run.trace
     return {
         **report,
-        **reply_report(run.model_facts or {"model": side.model}, trace, side.settings),
+        **reply_report(run.model_facts.to_dict() if run.model_facts else {"model": side.model}, trace, side.settings),
         "decode_loop": run.decode_loop,
         "waterfall": waterfall_document(trace),
         "budget": judge(trace, side.streaming, config.budget).to_dict(),

@@ -17,6 +17,7 @@ from core.backend.choice import prepare_any
 from core.chats.session import ChatSession, Message
 from core.errors import LatencyLabError
 from core.generation.request import ReplyRequest
+from core.model.facts import ModelFacts
 from core.model.loader import LoadedModel
 from core.race.config import RaceConfig
 from core.race.sides import RaceSide, labels, side_summary
@@ -32,7 +33,7 @@ class SideRun:
 
     side: RaceSide
     trace: ReplyTrace | None = None
-    model_facts: dict | None = None
+    model_facts: ModelFacts | None = None
     decode_loop: str | None = None
     error: str | None = None
     notes: list[str] = field(default_factory=list)

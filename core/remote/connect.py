@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 
 from core.errors import ModelLoadError
+from core.model.facts import ModelFacts
 from core.progress import ProgressCallback, no_progress
 from core.remote.errors import RemoteError, redact
 from core.remote.http_stream import get_json
@@ -55,24 +56,21 @@ class RemoteModel:
     def dtype(self) -> str:
         return "remote"
 
-    def describe(self) -> dict:
-        return {
-            "model": self.name,
-            "remote": True,
-            "spec": self.spec.with_choice(model=self.model, protocol=self.protocol).text(),
-            "server_url": self.spec.base_url,
-            "server_kind": self.server_kind,
-            "protocol": self.protocol,
-            "served_model": self.model,
-            "served_models": list(self.served_models),
-            "dtype": "remote",
-            "device": "remote",
-            "parameters": None,
-            "weight_bytes": None,
-            "context_window": None,
-            "timeout_s": self.timeout_s,
-            "notice": self.notice,
-        }
+    def describe(self) -> ModelFacts:
+        return ModelFacts(
+            model=self.name,
+            remote=True,
+            spec=self.spec.with_choice(model=self.model, protocol=self.protocol).text(),
+            server_url=self.spec.base_url,
+            server_kind=self.server_kind,
+            protocol=self.protocol,
+            served_model=self.model,
+            served_models=tuple(self.served_models),
+            dtype="remote",
+            device="remote",
+            timeout_s=self.timeout_s,
+            notice=self.notice,
+        )
 
 
 def api_key_from_environment() -> str | None:

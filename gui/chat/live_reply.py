@@ -96,8 +96,8 @@ class LiveReply(QObject):
             trace.window_cpu_s = time.thread_time() - self._cpu_at_start_s
         self._transcript.finish_assistant_turn(
             trace.text,
-            record.context.get("message_index"),
-            reply_note(trace, record.context.get("notice"), self._meter.budget_mark(trace, self._replies.streaming)),
+            record.context.message_index,
+            reply_note(trace, record.context.notice, self._meter.budget_mark(trace, self._replies.streaming)),
         )
         self._meter.show_visible_text(time.perf_counter_ns(), len(trace.text))
         self._meter.finish_reply(trace, self._replies.streaming)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from PySide6.QtCore import QObject, Signal, Slot
 
 from core.chats.record import ReplyRecord
+from core.chats.reply_context import ReplyContext
 from core.engine.messages import Delivered, ReplyEvent, StartReply, StopReply
 from core.errors import InvalidSettingsError
 from core.timing.events import FinishedEvent, PrefillProgress, PromptReady, ReplyRefused, StopReason, TokenEvent
@@ -144,7 +146,8 @@ class ReplyController(QObject):
         self._reply_id += 1
         self.streaming = streaming
         self.record = ReplyRecord(
-            ReplyTrace(request_start_ns, prompt_tokens=0), {"streaming": streaming, "settings": settings.to_dict()}
+            ReplyTrace(request_start_ns, prompt_tokens=0),
+            ReplyContext(streaming=streaming, settings=settings.to_dict()),
         )
         self._set_state(GENERATING)
         self._models.client.send(
@@ -190,7 +193,7 @@ class ReplyController(QObject):
             return
         if isinstance(event, FinishedEvent):
             if event.error and event.error.startswith("interrupted"):
-                self.record.context["interrupted"] = True  # a stream cut mid-reply: kept, marked as such
+                self._mark_interrupted()  # a stream cut mid-reply: kept, marked as such
             self._finish(event)
             return
         self.record.trace.record(event, arrival_ns=delivered.arrival_ns)
@@ -208,7 +211,7 @@ class ReplyController(QObject):
             session.add_user(self._pending_text)
             self.message_accepted.emit(self._pending_text, len(session.messages) - 1)
             self._pending_text = None
-        self.record.context.update(decode_loop=ready.decode_loop, notice=ready.notice)
+        self.record.context = replace(self.record.context, decode_loop=ready.decode_loop, notice=ready.notice)
         if ready.notice:
             self.status_posted.emit(ready.notice)
         self.reply_started.emit(self.record)
@@ -226,7 +229,7 @@ class ReplyController(QObject):
         if self._pending_text is not None:  # it never started: the message goes back to the box
             self._refuse(f"the engine stopped before the reply began ({description}).")
             return
-        self.record.context["interrupted"] = True
+        self._mark_interrupted()
         self._finish(
             FinishedEvent(
                 StopReason.ERROR,
@@ -235,6 +238,9 @@ class ReplyController(QObject):
                 error=f"interrupted: {description}",
             )
         )
+
+    def _mark_interrupted(self) -> None:
+        self.record.context = replace(self.record.context, interrupted=True)
 
     def _finish(self, event: FinishedEvent) -> None:
         record = self.record
@@ -246,10 +252,11 @@ class ReplyController(QObject):
             session.add_assistant(record.trace.text)
             message_index = len(session.messages) - 1
         loaded = self._models.ready
-        record.context.update(
+        record.context = replace(
+            record.context,
             message_index=message_index,
             after_message=after_message,
-            model=loaded.name if loaded else record.context.get("model"),
+            model=loaded.name if loaded else record.context.model,
         )
         self._chat.records.append(record)
         self._set_state(IDLE)

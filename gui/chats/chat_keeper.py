@@ -62,9 +62,9 @@ class ChatKeeper(QObject):
         chat.settings = dict(settings)
         chat.model = model or chat.model
         chat.messages = [Message(m.role, m.content) for m in session.messages]
-        chat.replies = [ReplyRecord(record.trace, dict(record.context)) for record in records]
+        chat.replies = [ReplyRecord(record.trace, record.context) for record in records]
         last_user = len(session.messages) - 1 if session.messages and session.messages[-1].role == "user" else None
-        answered = any(record.context.get("after_message") == last_user for record in records)
+        answered = any(record.context.after_message == last_user for record in records)
         chat.reply_pending = generating or (chat.reply_pending and last_user is not None and not answered)
         return chat
 

@@ -43,13 +43,13 @@ def replay_chat(record: ChatRecord, transcript: TranscriptView, meter: MeterPane
     notes: dict[int, str | None] = {}
     failures: dict[int, list[str]] = {}
     for reply in record.replies:
-        note = reply_note(reply.trace, reply.context.get("notice"), meter.budget_mark(reply.trace, streaming_of(reply)))
-        index = reply.context.get("message_index")
-        if isinstance(index, int) and not isinstance(index, bool):
-            notes[index] = note  # after Regenerate the newest reply at this place wins
+        context = reply.context
+        note = reply_note(reply.trace, context.notice, meter.budget_mark(reply.trace, streaming_of(reply)))
+        if context.message_index is not None:
+            notes[context.message_index] = note  # after Regenerate the newest reply at this place wins
         elif note:
-            after = reply.context.get("after_message")
-            failures.setdefault(after if isinstance(after, int) else len(record.messages) - 1, []).append(note)
+            after = context.after_message
+            failures.setdefault(after if after is not None else len(record.messages) - 1, []).append(note)
     for index, message in enumerate(record.messages):
         if message.role == "user":
             transcript.add_user_turn(message.content, index)
@@ -90,4 +90,4 @@ def replay_traces(record: ChatRecord, meter: MeterPanel) -> None:
 
 def streaming_of(reply: ReplyRecord) -> bool:
     """Whether the reply was shown as it streamed (saved chats from before the switch existed: yes)."""
-    return bool(reply.context.get("streaming", True))
+    return reply.context.streamed

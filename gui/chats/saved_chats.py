@@ -158,7 +158,7 @@ class SavedChats(QObject):
         self.session = ChatSession(
             system_prompt=record.system_prompt, messages=[Message(m.role, m.content) for m in record.messages]
         )
-        self.records = [ReplyRecord(reply.trace, dict(reply.context)) for reply in record.replies]
+        self.records = [ReplyRecord(reply.trace, reply.context) for reply in record.replies]
         window.settings_panel.system_prompt.setPlainText(record.system_prompt)
         replay_chat(record, window.transcript, window.meter)
         for problem in apply_chat_settings(window.settings_panel, record.settings):

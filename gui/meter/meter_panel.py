@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
 
+from core.model.facts import ModelFacts
 from core.roofline.placement import reply_placement
 from core.settings import LatencyBudget
 from core.timing.budget import BudgetMark, judge, tally_line
@@ -107,10 +108,10 @@ class MeterPanel(QWidget):
             self.cards.show_prompt(trace.prompt_tokens, trace.cached_tokens, trace.cache_reason)
         self.refresh()
 
-    def set_model_facts(self, facts: dict) -> None:
+    def set_model_facts(self, facts: ModelFacts) -> None:
         """A loaded model's facts: its shape and (when measured) the machine's ceilings, for the cards' tooltips."""
-        self._arithmetic = facts.get("arithmetic")
-        self._ceilings = facts.get("ceilings")
+        self._arithmetic = facts.arithmetic
+        self._ceilings = facts.ceilings
 
     def set_ceilings(self, ceilings: dict | None) -> None:
         """Ceilings the Lab has just measured."""

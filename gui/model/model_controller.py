@@ -98,21 +98,19 @@ class ModelController(QObject):
         if self.ready is None:
             return ("engine stopped: " + self.stopped_reason if self.stopped_reason else "no model loaded"), ""
         facts, refusal = self.ready.facts, self.ready.lean_refusal
-        if facts.get("remote"):
-            served = facts["served_models"]
+        if facts.remote:
             return (
-                f"{facts['served_model']} · {facts['server_kind']} server ({facts['protocol']}) · "
-                f"{facts['server_url']}",
-                f"The server serves: {', '.join(served)}. Timings over the wire: a "
+                f"{facts.served_model} · {facts.server_kind} server ({facts.protocol}) · {facts.server_url}",
+                f"The server serves: {', '.join(facts.served_models)}. Timings over the wire: a "
                 "chunk is not a token; tokens are counted from the server's usage.",
             )
         lean = decode_loop == "lean" and refusal is None
-        runtime = facts.get("runtime")
+        runtime = facts.runtime
         line = (
-            f"{facts['model']} · {facts['parameters'] / 1e6:.0f}M params · {facts['dtype']} · "
-            f"{facts['weight_bytes'] / 1e6:.0f} MB weights · {facts['device']} · "
+            f"{facts.model} · {facts.parameters / 1e6:.0f}M params · {facts.dtype} · "
+            f"{facts.weight_bytes / 1e6:.0f} MB weights · {facts.device} · "
             + (runtime or ("lean decode loop" if lean else "generate() loop"))
-            + (f" · {facts['precision_note']}" if facts.get("precision_note") else "")
+            + (f" · {facts.precision_note}" if facts.precision_note else "")
         )
         if runtime:
             return line, (

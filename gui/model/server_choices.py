@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from core.errors import LatencyLabError
+from core.model.facts import ModelFacts
 from core.remote.spec import RemoteSpec, is_remote_spec
 
 
-def served_model_specs(facts: dict) -> list[str]:
+def served_model_specs(facts: ModelFacts) -> list[str]:
     """A picker entry per model the server serves, so switching is a pick and Load."""
-    spec = RemoteSpec.parse(facts["spec"])
-    return [spec.with_choice(model=name).text() for name in facts.get("served_models", ())]
+    spec = RemoteSpec.parse(facts.spec)
+    return [spec.with_choice(model=name).text() for name in facts.served_models]
 
 
 def plain_http_warning(spec_text: str) -> tuple[str | None, str]:

@@ -222,7 +222,9 @@ def replay_this_chat(window) -> ReplayDialog | None:
     from core.timing.export import traces_to_json
 
     records = window.saved_chats.records
-    data = traces_to_json([record.trace for record in records], per_trace_context=[r.context for r in records])
+    data = traces_to_json(
+        [record.trace for record in records], per_trace_context=[r.context.to_dict() for r in records]
+    )
     return _show_replay(window, data.encode("utf-8"), "this chat")
 
 

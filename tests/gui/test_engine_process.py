@@ -111,7 +111,7 @@ def test_killing_the_engine_mid_reply_keeps_the_window_and_the_chat_and_the_next
     shown = engine_window.transcript.toPlainText()
     assert "The engine stopped" in shown and "SIGKILL" in shown
     assert [m.role for m in engine_window.session.messages] == ["user", "assistant"]  # the partial reply is kept
-    assert engine_window.saved_chats.records[-1].context.get("interrupted") is True
+    assert engine_window.saved_chats.records[-1].context.interrupted is True
     # The next message starts a new engine with the same model, then is answered.
     engine_window.settings_panel.max_new_tokens.setValue(4)
     engine_window.input_box.setPlainText("Say yes.")

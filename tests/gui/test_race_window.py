@@ -10,6 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from core.chats.record import ReplyRecord
+from core.chats.reply_context import ReplyContext
 from core.race.config import RaceConfig
 from core.race.document import race_json
 from core.race.runner import RaceResult, SideRun
@@ -127,7 +128,7 @@ def test_the_chat_marks_each_reply_against_the_budget_and_tallies_them(qtbot, ba
     quick = trace_of([200, 300, 400], ["a", "b", "c"])
     slow = trace_of([1500, 1600, 1700], ["a", "b", "c"])  # text after 1.5 s: over a 1 s budget
     for trace in (quick, slow, quick):
-        bare_window.saved_chats.records.append(ReplyRecord(trace, {"streaming": True}))
+        bare_window.saved_chats.records.append(ReplyRecord(trace, ReplyContext(streaming=True)))
         meter.add_history(trace, streaming=True)
     meter.refresh()
     assert meter.budget_line.tally == "2 of 3 replies within budget"

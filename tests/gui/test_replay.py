@@ -75,6 +75,7 @@ def test_the_window_replays_a_trace_marked_as_replay_and_refuses_a_bad_one(qtbot
 @pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "not-streaming"])
 def test_a_replay_of_this_chat_shows_what_the_user_saw_with_streaming_on_or_off(qtbot, bare_window, streaming):
     from core.chats.record import ReplyRecord
+    from core.chats.reply_context import ReplyContext
     from gui.replay.replay_dialog import replay_this_chat
 
     trace = read_replay(exported_trace())  # the recorded reply, as the chat keeps it
@@ -82,7 +83,7 @@ def test_a_replay_of_this_chat_shows_what_the_user_saw_with_streaming_on_or_off(
     for index, (text, at) in enumerate(zip(trace[0].texts, trace[0].times_s)):
         recorded.record(TokenEvent(index, index, text, round(at * 1e9)))
     recorded.record(FinishedEvent(StopReason.EOS, 4, 281 * MS))
-    bare_window.saved_chats.records.append(ReplyRecord(recorded, {"streaming": True}))
+    bare_window.saved_chats.records.append(ReplyRecord(recorded, ReplyContext(streaming=True)))
     replay = replay_this_chat(bare_window)
     replay.streaming_toggle.setChecked(streaming)
     replay.ttft_slider.setValue(20)

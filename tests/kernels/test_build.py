@@ -57,8 +57,8 @@ def test_a_failed_compile_is_one_line_and_native_loads_fall_back_to_torchs_int4(
     from core.model.loader import load_model
 
     loaded = load_model(None)
-    assert "runtime" not in loaded.describe()
-    assert "compiling the native GGUF kernels failed" in loaded.describe()["precision_note"]
+    assert loaded.describe().runtime is None
+    assert "compiling the native GGUF kernels failed" in loaded.describe().precision_note
 
 
 def test_a_cpu_without_avx2_runs_native_ggufs_on_torchs_int4_kernel_not_the_slow_plain_c(monkeypatch, real_model):
@@ -67,8 +67,8 @@ def test_a_cpu_without_avx2_runs_native_ggufs_on_torchs_int4_kernel_not_the_slow
     from core.model.loader import load_model
 
     loaded = load_model(None)
-    assert "runtime" not in loaded.describe()
-    assert "this CPU has no AVX2, so it runs on torch's int4 kernel" in loaded.describe()["precision_note"]
+    assert loaded.describe().runtime is None
+    assert "this CPU has no AVX2, so it runs on torch's int4 kernel" in loaded.describe().precision_note
 
 
 # How a cached library was found damaged: cut short (SIGBUS on every launch, for good), or not a library at all
@@ -156,6 +156,6 @@ def test_the_default_model_runs_on_the_kernels_with_a_cache_path_that_is_a_file(
 
     loaded = load_model(None)
     facts = loaded.describe()
-    assert facts["runtime"].startswith("Latency Lab's C kernels")
-    assert "compiled into a temporary folder for this run" in facts["precision_note"]
-    assert "so the tokenizer is built anew at each launch" in facts["precision_note"]
+    assert facts.runtime.startswith("Latency Lab's C kernels")
+    assert "compiled into a temporary folder for this run" in facts.precision_note
+    assert "so the tokenizer is built anew at each launch" in facts.precision_note

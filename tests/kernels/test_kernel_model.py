@@ -47,7 +47,7 @@ def tiny(family_files):
 def test_each_family_runs_on_the_kernels_as_llama_cpp_runs_it(family_files, arch, qtype, llama_cpp):
     path = family_files[arch, qtype]
     loaded = load_model(str(path))
-    assert is_kernel_model(loaded.model) and loaded.describe()["runtime"].startswith("Latency Lab's C kernels")
+    assert is_kernel_model(loaded.model) and loaded.describe().runtime.startswith("Latency Lab's C kernels")
     with torch.inference_mode():
         ours = loaded.model(torch.tensor([PROMPT])).logits[0].numpy()
     theirs = llama_cpp_logits(llama_cpp, path, PROMPT)

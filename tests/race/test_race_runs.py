@@ -64,7 +64,7 @@ def test_native_against_float32_race_on_their_own_models(models):
     config = RaceConfig(PROMPT, parse_side("A", ["dtype=native", *SHORT]), parse_side("B", ["dtype=float32", *SHORT]))
     result = run_race(config, loader(models))
     assert result.labels == ("native", "float32")
-    assert result.a.model_facts["dtype"].startswith("native") and result.b.model_facts["dtype"] == "float32"
+    assert result.a.model_facts.dtype.startswith("native") and result.b.model_facts.dtype == "float32"
     assert result.verdict() is not None
     document = json.loads(race_json(result))
     assert document["a"]["dtype"].startswith("native") and document["b"]["dtype"] == "float32"

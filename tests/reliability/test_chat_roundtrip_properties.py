@@ -6,6 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.chats.record import ChatRecord, ReplyRecord, decode_document, encode_document
+from core.chats.reply_context import ReplyContext
 from core.chats.session import Message
 from core.chats.store import ChatStore
 from core.timing.trace import ReplyTrace
@@ -46,7 +47,7 @@ def chats(draw):
         for _ in range(draw(st.integers(0, 6)))
     ]
     record.replies = [
-        ReplyRecord(draw(traces()), {"streaming": draw(st.booleans()), "note": draw(TEXT)})
+        ReplyRecord(draw(traces()), ReplyContext(streaming=draw(st.booleans()), extra={"note": draw(TEXT)}))
         for _ in range(draw(st.integers(0, 3)))
     ]
     record.reply_pending = draw(st.booleans())

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from core import atomic_file
+from core.chats.chat_schema import REPLY_CONTEXT
 from core.chats.record import ChatFileError, ChatRecord, ReplyRecord, default_title
+from core.chats.reply_context import ReplyContext
 from core.chats.session import Message
 from core.chats.store import ChatStore, chats_folder
 from core.timing.trace import ReplyTrace
@@ -25,7 +27,7 @@ def make_chat(title="A chat", text="hello", tokens=("Hi", "!")) -> ChatRecord:
         timestamps_ns=[2_000 + i for i in range(len(tokens))],
         stop_reason="eos",
     )
-    record.replies = [ReplyRecord(trace, {"streaming": True, "message_index": 1, "settings": {"max_new_tokens": 8}})]
+    record.replies = [ReplyRecord(trace, ReplyContext(streaming=True, message_index=1, settings={"max_new_tokens": 8}))]
     record.settings = {"max_new_tokens": 8, "temperature": 0.0, "top_p": 1.0, "seed": None, "streaming": True}
     return record
 
@@ -50,6 +52,27 @@ def test_saved_chat_is_private_and_loads_back_equal(tmp_path):
     assert loaded == record
     assert loaded.replies[0].trace.metrics() == record.replies[0].trace.metrics()
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left behind
+
+
+def test_every_field_of_a_reply_context_is_saved_and_loaded_back_equal(tmp_path):
+    store = ChatStore(tmp_path / "chats")
+    record = make_chat()
+    context = ReplyContext(
+        streaming=False,
+        settings={"max_new_tokens": 8, "seed": None},
+        decode_loop="lean",
+        notice="Older turns were left out.",
+        interrupted=True,
+        message_index=1,
+        after_message=0,
+        model="tiny",
+        extra={"from_a_newer_version": [1, "two"]},  # a key this version does not know is kept
+    )
+    record.replies[0].context = context
+    store.save(record)
+    assert store.load(record.chat_id).replies[0].context == context
+    written = json.loads(store.path_for(record.chat_id).read_text())["replies"][0]["context"]
+    assert list(written) == [*REPLY_CONTEXT, "from_a_newer_version"] and written["notice"] == context.notice
 
 
 def test_a_loose_existing_folder_is_tightened(tmp_path):

@@ -92,7 +92,7 @@ def test_sigstop_mid_reply_then_stop_ends_the_reply_and_frees_the_window(qtbot, 
     assert trace.stop_reason == "error" and "stopped answering" in trace.error and "after Stop" in trace.error
     assert controls_free(engine_window)
     assert "The engine stopped" in engine_window.transcript.toPlainText()
-    assert engine_window.saved_chats.records[-1].context.get("interrupted") is True
+    assert engine_window.saved_chats.records[-1].context.interrupted is True
     assert gone(stopped)
     with qtbot.waitSignal(engine_window.model_changed, timeout=TIMEOUT_MS):
         engine_window.restart_engine()

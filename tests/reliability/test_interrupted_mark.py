@@ -1,6 +1,7 @@
 """The 'interrupted' mark on a message whose reply was cut off stays until that message is answered or deleted."""
 
 from core.chats.record import ChatRecord, ReplyRecord
+from core.chats.reply_context import ReplyContext
 from core.chats.session import ChatSession, Message
 from core.chats.store import ChatStore
 from core.timing.trace import ReplyTrace
@@ -25,6 +26,6 @@ def test_a_plain_reopen_and_close_keeps_the_mark_until_the_message_is_answered(q
 
     # Regenerate answers it: the mark goes.
     session.add_assistant("the answer")
-    answered = ReplyRecord(ReplyTrace(0, 3), {"after_message": 2, "message_index": 3})
+    answered = ReplyRecord(ReplyTrace(0, 3), ReplyContext(after_message=2, message_index=3))
     assert not keeper.capture(session, [answered], {}, None, generating=False).reply_pending
     keeper.close(5)

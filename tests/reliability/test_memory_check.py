@@ -55,7 +55,7 @@ def test_on_the_kernels_a_file_larger_than_free_memory_loads_with_a_warning_abou
     monkeypatch.setattr(memory_check, "available_memory_bytes", lambda: size // 2)
     check_before_loading(None, "native")  # memory-mapped: nothing to refuse
     loaded = load_model(None)
-    note = loaded.describe()["precision_note"]
+    note = loaded.describe().precision_note
     assert "larger than the free memory (0.0 GB)" in note and "read from disk as each token needs them" in note
 
 

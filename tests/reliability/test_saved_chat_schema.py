@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from core.chats.chat_schema import MAX_REPLIES
 from core.chats.record import CHAT_FORMAT, ChatFileError, ChatRecord, ReplyRecord, decode_document, encode_document
+from core.chats.reply_context import ReplyContext
 from core.chats.session import Message
 from core.chats.store import CORRUPT_FOLDER, ChatStore, chats_folder
 from core.timing.trace import ReplyTrace
@@ -58,16 +59,16 @@ def valid_document(chat_id: str = "20250101-000000-aaaaaaaa") -> dict:
     record.replies = [
         ReplyRecord(
             trace,
-            {
-                "streaming": True,
-                "settings": dict(SETTINGS),
-                "decode_loop": "lean",
-                "notice": "Older turns were left out.",
-                "interrupted": False,
-                "message_index": 1,
-                "after_message": 0,
-                "model": "tiny",
-            },
+            ReplyContext(
+                streaming=True,
+                settings=dict(SETTINGS),
+                decode_loop="lean",
+                notice="Older turns were left out.",
+                interrupted=False,
+                message_index=1,
+                after_message=0,
+                model="tiny",
+            ),
         )
     ]
     return record.to_document()

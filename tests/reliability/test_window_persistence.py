@@ -45,7 +45,7 @@ def test_every_turn_is_saved_privately_with_traces_and_settings(qtbot, window):
     assert [m.role for m in record.messages] == ["user", "assistant"] and not record.reply_pending
     assert record.title == "What is two plus two?"
     assert record.replies[0].trace.timestamps_ns == first.timestamps_ns
-    assert record.replies[0].context["settings"]["max_new_tokens"] == 5 and record.settings["streaming"] is True
+    assert record.replies[0].context.settings["max_new_tokens"] == 5 and record.settings["streaming"] is True
     path = ChatStore().path_for(record.chat_id)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     ask(qtbot, window, "And three plus three?", max_new_tokens=5)

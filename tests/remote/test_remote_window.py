@@ -92,7 +92,7 @@ def test_a_cut_stream_keeps_the_partial_reply_marked_interrupted_and_the_next_me
             _connect(qtbot, window, server.url)
             trace = _ask(qtbot, window, "first")
             assert trace.text == "partial" and trace.error.startswith("interrupted")
-            assert window.saved_chats.records[-1].context.get("interrupted") is True
+            assert window.saved_chats.records[-1].context.interrupted is True
             assert [m.content for m in window.session.messages] == ["first", "partial"]
             server.script = Script(chunks=_chunks("second", " reply"))
             trace = _ask(qtbot, window, "again")

@@ -23,7 +23,7 @@ def shapes(tmp_path_factory):
         loaded = load_model(
             str(write_tiny_family(folder / f"{arch}.gguf", arch, "Q8_0", layers=6 if arch == "gemma3" else 2))
         )
-        found[arch] = ArithmeticShape.from_dict(loaded.describe()["arithmetic"])
+        found[arch] = ArithmeticShape.from_dict(loaded.describe().arithmetic)
         loaded.model.close()
     return found
 

@@ -10,6 +10,7 @@ from core.timing.metrics import DEFINITIONS
 from gui.plotting.growable_buffer import GrowableBuffer
 from gui.plotting.path_curve import PathCurve
 from gui.plotting.plot_style import style_plot
+from gui.plotting.square_marker import SquareMarker
 from gui.plotting.stepped_range import SteppedRange
 
 TTFT_COLOR = "#e8710a"
@@ -48,9 +49,7 @@ class IntervalPlot(pg.PlotWidget):
             "From a server, each point is a gap between chunks, not tokens: " + DEFINITIONS["chunks"],
         )
         # Each item is created once; refresh() only hands them new arrays.
-        self.ttft_item = self.plot(
-            [], [], pen=None, symbol="s", symbolSize=12, symbolBrush=TTFT_COLOR, symbolPen=None, name="TTFT (prefill)"
-        )
+        self.ttft_item = SquareMarker(self, TTFT_COLOR, 12, "TTFT (prefill)")
         self.interval_item = PathCurve(self, INTERVAL_COLOR, "inter-token gap (decode)")
         # A cross per gap, drawn by Qt alone like the lines (a scatter item runs Python on every repaint).
         self.marker_item = PathCurve(self, INTERVAL_COLOR, markers=True)
@@ -71,6 +70,8 @@ class IntervalPlot(pg.PlotWidget):
         self._show_decades()
 
     def reset(self) -> None:
+        # A reply starts on the axis the last one ended on (fitted to it by settle()): replies of a similar
+        # length then stream without one re-layout of the axes, each of which cost a few ms of the window's CPU.
         self._ttft_ms = None
         for buffer in (self._x, self._log_y, self._log_median):
             buffer.clear()
@@ -78,7 +79,6 @@ class IntervalPlot(pg.PlotWidget):
         self._drawn_ttft_ms = None
         self.ttft_item.setData([], [])
         self.marker_item.clear()
-        self._x_range.reset()
         self._lowest_ms = self._highest_ms = None
         self._show_decades()
 
@@ -106,7 +106,7 @@ class IntervalPlot(pg.PlotWidget):
         self._drawn_points = points
         if self._ttft_ms != self._drawn_ttft_ms:
             self._drawn_ttft_ms = self._ttft_ms
-            self.ttft_item.setData([0], [self._ttft_ms])
+            self.ttft_item.setData([0], [math.log10(max(self._ttft_ms, FLOOR_MS))])
         x = self._x.view()
         self._x_range.set_if_grown(len(x) + 1)
         self._show_decades()
@@ -115,8 +115,10 @@ class IntervalPlot(pg.PlotWidget):
         self._show_markers()
 
     def settle(self) -> None:
-        """Draw every point with the settled items, once the reply has ended."""
+        """Draw every point with the settled items, once the reply has ended, on an x axis fitted to them."""
         self.refresh()
+        self._x_range.reset(len(self._x) + 1)
+        self._show_decades(fit=True)
         for curve in (self.interval_item, self.marker_item, self.median_item):
             curve.settle()
 
@@ -136,13 +138,16 @@ class IntervalPlot(pg.PlotWidget):
         self._lowest_ms = value_ms if self._lowest_ms is None else min(self._lowest_ms, value_ms)
         self._highest_ms = value_ms if self._highest_ms is None else max(self._highest_ms, value_ms)
 
-    def _show_decades(self) -> None:
-        """Set the y range to the whole decades around the data (10 ms to 1 s before any)."""
+    def _show_decades(self, fit: bool = False) -> None:
+        """Set the y range to the whole decades around the data (10 ms to 1 s before any). While a reply streams the
+        range only widens (it starts as the last reply's); fit=True narrows it to this reply's data."""
         if self._lowest_ms is None:
-            decades = (1, 3)
+            decades = self._y_decades or (1, 3)
         else:
             decades = (math.floor(math.log10(self._lowest_ms)), math.ceil(math.log10(self._highest_ms)))
             decades = (decades[0], max(decades[1], decades[0] + 1))
+            if self._y_decades is not None and not fit:
+                decades = (min(decades[0], self._y_decades[0]), max(decades[1], self._y_decades[1]))
         if decades != self._y_decades:
             self._y_decades = decades
             # In log10 units (the axis is logarithmic), padded so the end decades keep their labels.

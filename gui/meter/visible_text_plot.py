@@ -39,6 +39,7 @@ class VisibleTextPlot(pg.PlotWidget):
         self._drawn_points = -1
         self._previous_max = 0.0
         self._drawn_reading: tuple | None = None
+        self._carry_previous = True  # whether reset() keeps the reply just shown as the previous one
         # The clock moves every frame; doubling steps keep the axes from re-laying out each time.
         self._x_range = SteppedRange(self.setXRange, floor=1.0)
         self._y_range = SteppedRange(self.setYRange, floor=64)
@@ -48,22 +49,33 @@ class VisibleTextPlot(pg.PlotWidget):
 
     def reset(self) -> None:
         """Keep the finished reply's curve, faded, for comparison; start a new one."""
-        if len(self._x):
-            self.previous_item.set_points(self._x.view().copy(), self._y.view().copy())
-            self._previous_max = float(self._y.view().max())
+        # A reply that showed something: its extent, for the axes (and its curve, unless forgotten).
+        shown = len(self._x) > 1
+        extent_s = extent_chars = 0.0
+        if shown:
+            extent_s, extent_chars = max(self._now_s, float(self._x.view()[-1])), float(self._y.view().max())
+            if self._carry_previous:
+                self.previous_item.set_points(self._x.view().copy(), self._y.view().copy())
+                self._previous_max = extent_chars
+        self._carry_previous = True
         self._x.clear()
         self._y.clear()
         self._first_text_s = None
         self._now_s = 0.0
         self._drawn_points = -1
         self._drawn_reading = None
-        self._x_range.reset()
-        self._y_range.reset()
+        # The axes start where the previous reply (drawn faded beside this one) ended, so all of it shows, and a
+        # reply like it streams without one re-layout of the axes (each cost a few ms of the window's CPU).
+        if shown or self._x_range.limit is None:
+            self._x_range.reset(extent_s)
+            self._y_range.reset(extent_chars)
         self._append(0.0, 0)
 
     def forget_previous(self) -> None:
+        """No previous reply (a new chat, a new race): the next reset() keeps no faded curve, only the axes' extent."""
         self.previous_item.clear()
         self._previous_max = 0.0
+        self._carry_previous = False
 
     def show_characters(self, seconds: float, visible_chars: int) -> None:
         """A step: the count stays flat until this moment, then jumps."""

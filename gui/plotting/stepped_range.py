@@ -12,7 +12,8 @@ def stepped_limit(value: float, floor: float) -> float:
 
 
 class SteppedRange:
-    """Tracks one axis: set_if_grown() calls the setter only when the data outgrows the current limit."""
+    """Tracks one axis: set_if_grown() calls the setter only when the data outgrows the current limit; reset() sets
+    the limit that holds a value, smaller or larger, and calls the setter only when that changes it."""
 
     def __init__(self, setter, floor: float):
         self._setter = setter
@@ -23,12 +24,16 @@ class SteppedRange:
     def limit(self) -> float | None:
         return self._limit
 
-    def reset(self) -> None:
-        self._limit = None
-        self.set_if_grown(0.0)
+    def reset(self, value: float = 0.0) -> None:
+        """The limit that holds value (the floor for 0), whether it is smaller or larger than the current one."""
+        self._set(stepped_limit(value, self._floor))
 
     def set_if_grown(self, value: float) -> None:
         limit = stepped_limit(value, self._floor)
+        if self._limit is None or limit > self._limit:
+            self._set(limit)
+
+    def _set(self, limit: float) -> None:
         if limit != self._limit:
             self._limit = limit
             self._setter(0, limit, padding=0.02)

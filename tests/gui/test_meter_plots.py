@@ -72,10 +72,70 @@ def test_a_new_reply_replaces_the_curve_instead_of_extending_it(qtbot):
     _feed(plot, [12.0] * 50, refresh_every=3)
     plot.reset()
     _feed(plot, [30.0] * 5, refresh_every=2)
-    fresh = _shown_plot(qtbot)
-    _feed(fresh, [30.0] * 5, refresh_every=None)
-    assert plot.grab().toImage() == fresh.grab().toImage()
+    # The same two replies drawn at once: the second starts on the axes the first ended on.
+    at_once = _shown_plot(qtbot)
+    _feed(at_once, [12.0] * 50, refresh_every=None)
+    at_once.reset()
+    _feed(at_once, [30.0] * 5, refresh_every=None)
+    assert plot.grab().toImage() == at_once.grab().toImage()
+    x, y = plot.interval_item.getData()
+    assert list(x) == [1, 2, 3, 4, 5] and [10**value for value in y] == pytest.approx([30.0] * 5)
     assert plot.marker_item.drawn_elements() == 4 * 5
+
+
+def _range_changes(plot, monkeypatch) -> list:
+    changes = []
+    for name in ("setXRange", "setYRange"):
+        original = getattr(plot, name)
+        monkeypatch.setattr(
+            plot, name, lambda *args, original=original, name=name, **kw: (changes.append(name), original(*args, **kw))
+        )
+    return changes
+
+
+def test_a_reply_like_the_last_streams_without_relaying_out_the_axes(qtbot, monkeypatch):
+    plot = _shown_plot(qtbot)
+    _feed(plot, [12.0] * 60, refresh_every=3)
+    plot.settle()
+    plot.reset()
+    changes = _range_changes(plot, monkeypatch)
+    _feed(plot, [14.0] * 55, refresh_every=3)
+    assert changes == []
+    assert plot.getViewBox().viewRange()[0][1] > 60  # and all of it shows
+
+
+def test_a_short_reply_after_a_long_one_ends_on_an_axis_fitted_to_it(qtbot):
+    plot = _shown_plot(qtbot)
+    _feed(plot, [12.0] * 500, refresh_every=50)
+    plot.settle()
+    plot.reset()
+    _feed(plot, [12.0] * 20, refresh_every=5)
+    assert plot.getViewBox().viewRange()[0][1] > 500  # while it streams, the long reply's axis stays
+    plot.settle()
+    assert 20 < plot.getViewBox().viewRange()[0][1] < 40
+
+
+def test_the_visible_text_plot_keeps_the_previous_reply_in_view(qtbot, monkeypatch):
+    from gui.meter.visible_text_plot import VisibleTextPlot
+
+    plot = VisibleTextPlot()
+    qtbot.addWidget(plot)
+    plot.resize(500, 250)
+    plot.show()
+    for step in range(1, 31):
+        plot.show_characters(step * 0.1, step * 20)
+        plot.refresh()
+    plot.reset()
+    (_, x_high), (_, y_high) = plot.getViewBox().viewRange()
+    assert x_high >= 3.0 and y_high >= 600  # the faded previous reply shows whole from the start
+    changes = _range_changes(plot, monkeypatch)
+    for step in range(1, 29):
+        plot.show_characters(step * 0.1, step * 20)
+        plot.refresh()
+    assert changes == []
+    plot.forget_previous()
+    plot.reset()
+    assert not len(plot.previous_item.getData()[0]) and len(plot.points()[0]) == 1
 
 
 def test_the_history_plot_reads_from_zero_even_with_one_reply(qtbot):

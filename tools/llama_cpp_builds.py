@@ -113,7 +113,9 @@ def compile_llama_cpp(build: BuildRecipe, source: Path, work: Path, staging: Pat
     """llama-server and the shared libraries it loads (llama, ggml and the rest), side by side in staging."""
     build_dir = work / "build"
     env = _compiler_environment(build)
-    _run(["cmake", "-S", str(source), "-B", str(build_dir), *build.cmake_args.split()], "configuring llama.cpp", env=env)
+    _run(
+        ["cmake", "-S", str(source), "-B", str(build_dir), *build.cmake_args.split()], "configuring llama.cpp", env=env
+    )
     _run(
         ["cmake", "--build", str(build_dir), "--target", "llama-server", "-j", str(os.cpu_count() or 1)],
         "compiling llama.cpp",
@@ -130,7 +132,18 @@ def pack_wheel(source_root: Path, staging: Path, work: Path) -> None:
     include.write_text(PACK_LIBRARIES.format(folder=staging.as_posix()))
     env = {**os.environ, "CMAKE_ARGS": f"-DLLAMA_BUILD=OFF -DLLAVA_BUILD=OFF -DCMAKE_PROJECT_INCLUDE={include}"}
     _run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-cache-dir", "-w", str(staging), str(source_root)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-cache-dir",
+            "-w",
+            str(staging),
+            str(source_root),
+        ],
         "packing llama-cpp-python's wheel",
         env=env,
     )

@@ -101,3 +101,19 @@ def test_the_native_cache_key_follows_the_model_not_its_quantisation(tmp_path):
     assert q8.tensors["blk.0.attn_q.weight"].type_id != q4.tensors["blk.0.attn_q.weight"].type_id
     assert q8.model_digest == q4.model_digest
     assert len({q8.model_digest, other_vocabulary.model_digest, other_family.model_digest}) == 3
+
+
+def test_within_a_conversion_each_gguf_is_parsed_once_and_restored_after(tmp_path):
+    import gguf
+    from tiny_gguf import write_tiny_family
+
+    from core.model.gguf_reads import shared_gguf_reads
+
+    path = write_tiny_family(tmp_path / "tiny.gguf", "llama", "Q8_0", vocab=300)
+    reader_class = gguf.GGUFReader
+    with shared_gguf_reads():
+        first, again = gguf.GGUFReader(str(path)), gguf.GGUFReader(path)
+        assert first is again and isinstance(first, reader_class)
+        assert first.fields["general.architecture"] is not None
+        assert gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 2) is gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 2)
+    assert gguf.GGUFReader is reader_class and gguf.GGUFReader(str(path)) is not first

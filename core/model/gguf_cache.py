@@ -102,12 +102,15 @@ def _convert(gguf_path: Path, gguf_sha256: str, folder: Path, progress: Progress
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    progress(0.0, "first launch: building the tokenizer from the GGUF (once)")
-    tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, local_files_only=True)
-    progress(0.2, "first launch: dequantizing the GGUF weights (once)")
-    model = AutoModelForCausalLM.from_pretrained(
-        gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32, local_files_only=True
-    )
+    from core.model.gguf_reads import shared_gguf_reads
+
+    with shared_gguf_reads():
+        progress(0.0, "first launch: building the tokenizer from the GGUF (once)")
+        tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, local_files_only=True)
+        progress(0.2, "first launch: dequantizing the GGUF weights (once)")
+        model = AutoModelForCausalLM.from_pretrained(
+            gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32, local_files_only=True
+        )
     # The GGUF quantizer marks the model unserialisable, but its weights are plain float32 by now.
     # torch types Module.__setattr__'s value as Tensor | Module; a plain attribute takes any value.
     model.hf_quantizer = None  # type: ignore[assignment]

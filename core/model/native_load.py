@@ -165,16 +165,19 @@ def _main_type(weights) -> str:
 def _tokenizer_and_config(path: Path, check, progress: ProgressCallback):
     from transformers import AutoConfig, AutoTokenizer
 
+    from core.model.gguf_reads import shared_gguf_reads
+
     if not check.valid:
         progress(0.0, "first launch: building the tokenizer from the GGUF (once)")
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
-        except Exception as error:  # any failure here is the file's vocabulary or template
-            raise ModelLoadError(
-                f"the GGUF file {path.name} has a vocabulary or chat template its tokenizer cannot be "
-                f"built from: {_short(str(error)) or type(error).__name__}."
-            ) from error
-        config = AutoConfig.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
+        with shared_gguf_reads():
+            try:
+                tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
+            except Exception as error:  # any failure here is the file's vocabulary or template
+                raise ModelLoadError(
+                    f"the GGUF file {path.name} has a vocabulary or chat template its tokenizer cannot be "
+                    f"built from: {_short(str(error)) or type(error).__name__}."
+                ) from error
+            config = AutoConfig.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
 
         def save(staging: Path) -> None:
             tokenizer.save_pretrained(staging)

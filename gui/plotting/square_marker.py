@@ -25,8 +25,9 @@ class SquareMarker:
         self._item.setVisible(False)
         plot.addItem(self._item)
         if legend_name and plot.getPlotItem().legend is not None:
-            # A sample for the legend only; it is never added to the plot.
-            sample = pg.PlotDataItem(pen=None, symbol="s", symbolSize=size, symbolBrush=color, symbolPen=None)
+            # A sample for the legend only; it is never added to the plot. The legend draws a symbol from the
+            # item's scatter, which takes its brush only with data: hence the one point.
+            sample = pg.PlotDataItem([0], [0], pen=None, symbol="s", symbolSize=size, symbolBrush=color, symbolPen=None)
             plot.getPlotItem().legend.addItem(sample, legend_name)
         self._x = self._y = np.empty(0)
 

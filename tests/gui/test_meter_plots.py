@@ -180,3 +180,12 @@ def test_the_visible_text_plot_starts_on_a_reply_s_own_axes(qtbot):
     plot.show()
     (x_low, x_high), (y_low, y_high) = plot.getViewBox().viewRange()
     assert x_low <= 0 and 1 <= x_high < 2 and y_low <= 0 and 64 <= y_high < 128
+
+
+def test_the_legend_shows_the_ttft_square_in_its_own_colour(qtbot):
+    from gui.meter.interval_plot import TTFT_COLOR
+
+    plot = _shown_plot(qtbot)
+    samples = {label.text: sample for sample, label in plot.getPlotItem().legend.items}
+    scatter = samples["TTFT (prefill)"].item.scatter
+    assert scatter.opts["symbol"] == "s" and scatter.opts["brush"].color().name() == TTFT_COLOR

@@ -5,6 +5,13 @@ stamped on arrival and handed on as a signal on the GUI thread. Requests are que
 socket takes them (a second notifier, on while some wait), so a stopped engine cannot freeze the window.
 While a reply is running a watchdog listens for the engine: silent past REPLY_SILENCE_S (STOP_SILENCE_S
 once Stop was asked) it is ended, and that reaches the window as one EngineStopped, as a death does.
+
+While the engine stamps tokens closer together than a frame (~30 Hz), the read notifier is held: the window's
+frames read the pipe (drain()), or the hold's timer after READ_HOLD_MS where no frame comes. The window shows text
+a frame at a time anyway, and waking the GUI thread for each token cost about half a millisecond of its CPU a
+token, taken from decode on a small machine. A held token is stamped when a frame reads it, so its delivery
+includes that wait. A read that brings no token, or a slower one, or the reply's end, lets go of the hold, so a
+slow stream's tokens are read as they come.
 """
 
 from __future__ import annotations
@@ -13,12 +20,15 @@ from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal, Slot
 
 from core.engine import messages as m
 from core.engine.protocol import Engine
-from core.timing.events import FinishedEvent, ReplyRefused
+from core.timing.events import FinishedEvent, ReplyRefused, TokenEvent
 
 # The engine's sender speaks at least every 0.5 s (core/engine/process.py), so silence this long means stuck.
 REPLY_SILENCE_S = 15.0
 STOP_SILENCE_S = 5.0
 WATCH_INTERVAL_MS = 500
+# Tokens stamped closer together than a frame (33 ms) are read once a frame; without frames, every READ_HOLD_MS.
+FAST_TOKEN_NS = 33_000_000
+READ_HOLD_MS = 66
 
 
 class EngineClient(QObject):
@@ -45,6 +55,13 @@ class EngineClient(QObject):
         self._watchdog = QTimer(self)
         self._watchdog.setInterval(WATCH_INTERVAL_MS)
         self._watchdog.timeout.connect(self._watch)
+        self.pace_reads = True  # hold reads between frames while tokens come fast (see the module's docstring)
+        self._last_token: tuple[int, int] | None = None  # (reply id, engine stamp) of the newest token read
+        self._held = False  # the read notifier is off until the next frame (never after the engine stopped)
+        self._hold = QTimer(self)  # single shot: reading resumes, if no frame has drained the pipe first
+        self._hold.setSingleShot(True)
+        self._hold.setInterval(READ_HOLD_MS)
+        self._hold.timeout.connect(self.drain)
         self.attach(engine)
 
     def attach(self, engine: Engine) -> None:
@@ -57,11 +74,18 @@ class EngineClient(QObject):
         self._running.clear()
         self._stopping.clear()
         self._watchdog.stop()
+        self._held = False
+        self._hold.stop()
         self._notifier = QSocketNotifier(engine.fileno(), QSocketNotifier.Type.Read, self)
         self._notifier.activated.connect(self._on_readable)
         self._write_notifier = QSocketNotifier(engine.fileno(), QSocketNotifier.Type.Write, self)
         self._write_notifier.setEnabled(False)
         self._write_notifier.activated.connect(self._on_writable)
+
+    @property
+    def held(self) -> bool:
+        """Whether reads wait for the window's next frame (tokens are coming fast)."""
+        return self._held
 
     @property
     def alive(self) -> bool:
@@ -86,12 +110,16 @@ class EngineClient(QObject):
             self.engine.end(description)
         self._on_readable()
 
+    @Slot()
     def drain(self) -> None:
-        """Hand on every event waiting now (tests call it to apply an adopted model at once)."""
+        """Hand on every event waiting now (the window's frames call it while reads are held; tests call it to apply
+        an adopted model at once)."""
         self._on_readable()
 
     def close(self, timeout_s: float) -> bool:
         self._watchdog.stop()
+        self._held = False
+        self._hold.stop()
         for notifier in (self._notifier, self._write_notifier):
             if notifier is not None:
                 notifier.setEnabled(False)
@@ -106,8 +134,10 @@ class EngineClient(QObject):
 
     @Slot()
     def _watch(self) -> None:
-        """A reply is running: read what has come, then end an engine that has said nothing for too long."""
-        self._on_readable()
+        """A reply is running: read what has come (unless the frames are reading), then end an engine that has said
+        nothing for too long."""
+        if not self._held:
+            self._on_readable()
         if not self._running:
             self._watchdog.stop()
             return
@@ -134,12 +164,15 @@ class EngineClient(QObject):
             m.RaceFinished: self.race_arrived,
             m.RaceFailed: self.race_arrived,
         }
+        fast_tokens = None  # whether this read's tokens came faster than frames; None: it brought none
         for delivered in self.engine.take_events():
             event = delivered.event
             if isinstance(event, m.ReplyEvent):
                 if isinstance(event.event, (FinishedEvent, ReplyRefused)):
                     self._running.discard(event.reply_id)
                     self._stopping.discard(event.reply_id)
+                if isinstance(event.event, TokenEvent):
+                    fast_tokens = self._came_fast(event.reply_id, event.event.timestamp_ns)
                 self.reply_event_arrived.emit(delivered)  # with its arrival stamp: the delivery delay
                 continue
             if isinstance(event, m.EngineStopped):
@@ -148,4 +181,26 @@ class EngineClient(QObject):
                 self._running.clear()
                 self._stopping.clear()
                 self._watchdog.stop()
+                self._held = False
+                self._hold.stop()
             signals[type(event)].emit(event)
+        if fast_tokens and self.pace_reads and self._running:
+            self._hold_reads()
+        elif self._held:
+            self._release_reads()
+
+    def _came_fast(self, reply_id: int, stamp_ns: int) -> bool:
+        """Whether this token was stamped less than a frame after the reply's previous one."""
+        previous, self._last_token = self._last_token, (reply_id, stamp_ns)
+        return previous is not None and previous[0] == reply_id and stamp_ns - previous[1] < FAST_TOKEN_NS
+
+    def _hold_reads(self) -> None:
+        """Tokens are coming faster than frames: the pipe is read by the frames (or the hold's timer) until they slow."""
+        self._held = True
+        self._notifier.setEnabled(False)
+        self._hold.start()  # from now: it fires only where no frame reads first
+
+    def _release_reads(self) -> None:
+        self._held = False
+        self._hold.stop()
+        self._notifier.setEnabled(True)

@@ -71,7 +71,9 @@ class MainWindow(QMainWindow):
         self._build_widgets()
         self.saved_chats = SavedChats(self, chat_store)
         self.replies = ReplyController(self.saved_chats, self.models, self._reply_settings, self)
-        self.live = LiveReply(self.replies, self.transcript, self.meter, self.indicator, self.prefill_bar, self)
+        self.live = LiveReply(
+            self.replies, self.models.client, self.transcript, self.meter, self.indicator, self.prefill_bar, self
+        )
         self.frame_timer = self.live.frame_timer
         self.budget_keeper = BudgetKeeper(self)  # the chat's and the race's latency budget (SLOs)
         self.meter.set_budget(self.budget_keeper.budget)

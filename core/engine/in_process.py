@@ -54,19 +54,21 @@ class InProcessEngine:
         return self._wake_reader.fileno()
 
     def take_events(self) -> list[Delivered]:
-        """Every event waiting now, stamped with the moment it was taken; never blocks."""
+        """Every event waiting now, stamped with the moment they were taken (one read, one stamp, as from the
+        engine's process); never blocks."""
         try:
             while self._wake_reader.recv(4096):
                 pass
         except (BlockingIOError, OSError):
             pass
         taken: list[Delivered] = []
+        now = time.perf_counter_ns()
         while True:
             try:
                 event = self._events.get_nowait()
             except queue.Empty:
                 return taken
-            taken.append(Delivered(event, time.perf_counter_ns()))
+            taken.append(Delivered(event, now))
 
     def close(self, timeout_s: float = 1.0) -> bool:
         """Stop every job; False when one is still inside work that cannot be left (its thread is a daemon)."""

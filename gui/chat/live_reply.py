@@ -1,17 +1,18 @@
-"""What a running reply shows, at most once per frame (~30 Hz): text into the transcript, stamps into the meter.
+"""What a running reply shows, once per frame (~30 Hz): text into the transcript, stamps into the meter, the plots.
 
 Tokens that arrive between two frames are kept in a list and applied together: one text insert per
-frame, however fast tokens come, and the plots redrawn by the frame timer. The stamps are the
-engine's, so the plots stay per token. The text frame is timed from the tokens: one that arrives
-when the last insert is a frame old or older is shown at once, so a slow stream waits for no tick
-and a fast one waits at most one frame.
+frame, however fast tokens come. The stamps are the engine's, so the plots stay per token. Text,
+plots and cards change in the same frame, so Qt repaints the window once for all of them (apart,
+they cost three repaints a frame). A token that arrives when the last text frame is a frame old
+or older brings the next frame forward to now, so a slow stream waits for no tick and a fast one
+waits at most one frame.
 """
 
 from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QEvent, QObject, QTimer, Slot
+from PySide6.QtCore import QEvent, QObject, QTimer, Signal, Slot
 
 from core.chats.record import ReplyRecord
 from core.timing.events import TokenEvent
@@ -24,16 +25,20 @@ FRAME_INTERVAL_MS = 33  # about 30 Hz: smooth to the eye, and independent of the
 class LiveReply(QObject):
     """Per token it only appends (text, buffers); the plots and cards are redrawn by frame_timer."""
 
-    def __init__(self, replies: ReplyController, transcript, meter, indicator, prefill_bar, parent=None):
+    frame_shown = Signal()  # a frame has put what arrived on screen (the tick's, or one a token brought forward)
+
+    def __init__(self, replies: ReplyController, client, transcript, meter, indicator, prefill_bar, parent=None):
         super().__init__(parent)
         self._replies, self._transcript, self._meter, self._indicator = replies, transcript, meter, indicator
+        self._client = client  # gui.engine_client.EngineClient: each frame first reads what the engine has sent
         self._prefill_bar = prefill_bar  # gui.chat.prefill_bar.PrefillBar
         self._visible_chars = 0
         self._pending: list[TokenEvent] = []
         self._last_insert_ns = 0
-        self._insert_timer = QTimer(self)  # single shot: the next text frame, when a token waits for one
-        self._insert_timer.setSingleShot(True)
-        self._insert_timer.timeout.connect(self._apply_pending)
+        # Single shot: a frame brought forward for a token that would otherwise wait for the next tick.
+        self._early_frame = QTimer(self)
+        self._early_frame.setSingleShot(True)
+        self._early_frame.timeout.connect(self._on_frame)
         # Tokens whose text is in the transcript but not yet on screen: the next viewport paint shows
         # them (the waterfall's paint stamps, streaming only).
         self._awaiting_paint = 0
@@ -65,14 +70,14 @@ class LiveReply(QObject):
     @Slot(object)
     def _on_token(self, delivered) -> None:
         self._pending.append(delivered.event)
-        if not self._insert_timer.isActive():
+        if not self._early_frame.isActive():
             since_ms = (time.perf_counter_ns() - self._last_insert_ns) / 1e6
-            self._insert_timer.start(int(max(0.0, FRAME_INTERVAL_MS - since_ms)))
+            delay_ms = int(max(0.0, FRAME_INTERVAL_MS - since_ms))
+            if delay_ms < self.frame_timer.remainingTime():
+                self._early_frame.start(delay_ms)
 
-    @Slot()
     def _apply_pending(self) -> None:
         """Everything that arrived since the last text frame: stamps into the meter, then one text insert."""
-        self._insert_timer.stop()
         if not self._pending:
             return
         self._last_insert_ns = time.perf_counter_ns()
@@ -120,12 +125,20 @@ class LiveReply(QObject):
 
     def stop(self) -> None:
         self._apply_pending()
+        self._early_frame.stop()
         self.frame_timer.stop()
         self._indicator.setVisible(False)
         self._prefill_bar.setVisible(False)
 
     @Slot()
     def _on_frame(self) -> None:
+        # The next tick a whole frame after this one, however this one came (the tick, or a token brought it forward).
+        self.frame_timer.start()
+        self._client.drain()  # tokens held in the pipe since the last frame (gui/engine_client.py)
+        if not self.frame_timer.isActive():
+            return  # what was drained ended the reply, and finish() has shown all of it
+        self._early_frame.stop()  # this frame shows what the drain brought
+        self._apply_pending()
         now_ns = time.perf_counter_ns()
         record = self._replies.record
         trace = record.trace if record else None
@@ -137,6 +150,7 @@ class LiveReply(QObject):
             now_ns, trace.summary() if trace and trace.output_tokens else None, self._replies.streaming, trace
         )
         self._update_indicator(now_ns)
+        self.frame_shown.emit()
 
     def _update_indicator(self, now_ns: int) -> None:
         record = self._replies.record

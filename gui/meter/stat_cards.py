@@ -83,11 +83,13 @@ class CardValue(QWidget):
     """A card's number, painted in a fixed-size box.
 
     A QLabel re-lays out its window on every setText; with seven cards refreshed several times a
-    second, that repainted the whole chat tab each time, taking the CPU from decode.
+    second, that repainted the whole chat tab each time, taking the CPU from decode. It fills its own
+    background, so Qt repaints only the box, not every widget beneath it up to the window.
     """
 
     def __init__(self, widest: str, parent=None):
         super().__init__(parent)
+        self.setAutoFillBackground(True)
         self._text = "–"
         font = QFont(self.font())
         font.setPixelSize(17)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QPainterPath, QPen
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtGui import QPainterPath, QPen, QPolygonF
 from PySide6.QtWidgets import QGraphicsPathItem
 
 CROSS_PIXELS = 5
@@ -14,18 +14,38 @@ CROSS_PIXELS = 5
 # more than this many, or more than an eighth of the settled points (so settling costs O(1) a point).
 FRESH_POINTS = 16
 FRESH_SHARE = 8
+# Up to this many points a path is built point by point: pyqtgraph's arrayToQPath, vectorised for
+# thousands, costs about ten times as much for the few points a frame adds.
+SMALL_PATH = 64
 
 
 def _crosses_path(x: np.ndarray, y: np.ndarray, pixel: tuple[float, float]) -> QPainterPath:
     """A small '+' per point, CROSS_PIXELS across, as two one-pixel segments: the cheapest marker
     Qt can draw (a round dot needs a wide pen, which goes through the stroker)."""
-    if not len(x):
-        return QPainterPath()
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     half_x, half_y = pixel[0] * CROSS_PIXELS / 2, pixel[1] * CROSS_PIXELS / 2
+    if len(x) <= SMALL_PATH:
+        path = QPainterPath()
+        for point_x, point_y in zip(np.asarray(x, dtype=float).tolist(), np.asarray(y, dtype=float).tolist()):
+            path.moveTo(point_x - half_x, point_y)
+            path.lineTo(point_x + half_x, point_y)
+            path.moveTo(point_x, point_y - half_y)
+            path.lineTo(point_x, point_y + half_y)
+        return path
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     xs = np.stack([x - half_x, x + half_x, x, x], axis=1).reshape(-1)
     ys = np.stack([y, y, y - half_y, y + half_y], axis=1).reshape(-1)
     return pg.arrayToQPath(xs, ys, connect="pairs")
+
+
+def _line_path(x: np.ndarray, y: np.ndarray) -> QPainterPath:
+    """The points joined in order (nothing for fewer than two)."""
+    if len(x) < 2:
+        return QPainterPath()
+    if len(x) > SMALL_PATH:
+        return pg.arrayToQPath(x, y, connect="all")
+    path = QPainterPath()
+    path.addPolygon(QPolygonF([QPointF(*point) for point in zip(x.tolist(), y.tolist())]))
+    return path
 
 
 class PathCurve:
@@ -67,6 +87,7 @@ class PathCurve:
             # A sample for the legend only; it is never added to the plot.
             plot.getPlotItem().legend.addItem(pg.PlotDataItem(pen=pen), legend_name)
         self._x = self._y = np.empty(0)
+        self._pixel: tuple[float, float] | None = None  # data units per pixel, for the crosses; None: to measure
         # Copies of the points the settled item draws, to tell growth from new data.
         self._settled_x = self._settled_y = np.empty(0)
 
@@ -94,7 +115,7 @@ class PathCurve:
 
     def _extends_settled(self, x: np.ndarray, y: np.ndarray) -> bool:
         settled = len(self._settled_x)
-        return bool(np.array_equal(x[:settled], self._settled_x) and np.array_equal(y[:settled], self._settled_y))
+        return bool((x[:settled] == self._settled_x).all() and (y[:settled] == self._settled_y).all())
 
     def _settle(self, x: np.ndarray, y: np.ndarray) -> None:
         self._settled_x, self._settled_y = np.array(x, dtype=float), np.array(y, dtype=float)
@@ -104,15 +125,18 @@ class PathCurve:
     def _path(self, x: np.ndarray, y: np.ndarray) -> QPainterPath:
         if self._markers:
             return _crosses_path(x, y, self._pixel_size())
-        return pg.arrayToQPath(x, y, connect="all") if len(x) > 1 else QPainterPath()
+        return _line_path(x, y)
 
     def _pixel_size(self) -> tuple[float, float]:
         """Data units per pixel, from the range just set (the view's transform may not be updated yet)."""
-        view = self._plot.getViewBox()
-        (x_low, x_high), (y_low, y_high) = view.viewRange()
-        return (x_high - x_low) / max(view.width(), 1.0), (y_high - y_low) / max(view.height(), 1.0)
+        if self._pixel is None:
+            view = self._plot.getViewBox()
+            (x_low, x_high), (y_low, y_high) = view.viewRange()
+            self._pixel = (x_high - x_low) / max(view.width(), 1.0), (y_high - y_low) / max(view.height(), 1.0)
+        return self._pixel
 
     def _redraw(self, *_) -> None:
+        self._pixel = None  # the range or the size changed
         if len(self._x):
             self._settle(self._x, self._y)
 

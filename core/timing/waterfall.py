@@ -25,7 +25,8 @@ SEGMENT_DEFINITIONS = {
     "network both ways and the server's queue; some servers send headers only after prefill).",
     "server_first_chunk": "Over a network: from the response's headers to the first chunk with content (the "
     "server's prefill and first token, when it sends headers at once).",
-    "delivery": "Delivery of token 0: from its put() stamp in the engine to its arrival in the window's process.",
+    "delivery": "Delivery of token 0: from its put() stamp in the engine to its arrival in the window's process "
+    "(read at once: the first token never waits for a frame).",
     "paint": "Paint of token 0: from its arrival in the window to the transcript's next paint after its text was "
     "inserted (streaming only; applied once per ~30 Hz frame).",
     "stop_to_last_token": "Stop to last token: from the Stop press to the last token stamped after it.",

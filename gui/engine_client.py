@@ -55,6 +55,22 @@ class EngineClient(QObject):
         self._watchdog = QTimer(self)
         self._watchdog.setInterval(WATCH_INTERVAL_MS)
         self._watchdog.timeout.connect(self._watch)
+        # Each message's signal, looked up once: reading a PySide signal attribute builds a new object each time.
+        self._signals = {
+            m.ModelProgress: self.model_progressed,
+            m.ModelReady: self.model_loaded,
+            m.ModelFailed: self.model_failed,
+            m.LabProgress: self.lab_progressed,
+            m.LabRow: self.lab_row_measured,
+            m.LabFinished: self.lab_finished,
+            m.LabFailed: self.lab_failed,
+            m.EngineStopped: self.engine_stopped,
+            m.RaceProgress: self.race_arrived,
+            m.RaceStarted: self.race_arrived,
+            m.RaceReplyEvent: self.race_arrived,
+            m.RaceFinished: self.race_arrived,
+            m.RaceFailed: self.race_arrived,
+        }
         self.pace_reads = True  # hold reads between frames while tokens come fast (see the module's docstring)
         self._last_token: tuple[int, int] | None = None  # (reply id, engine stamp) of the newest token read
         self._held = False  # the read notifier is off until the next frame (never after the engine stopped)
@@ -149,21 +165,6 @@ class EngineClient(QObject):
 
     @Slot()
     def _on_readable(self, *_) -> None:
-        signals = {
-            m.ModelProgress: self.model_progressed,
-            m.ModelReady: self.model_loaded,
-            m.ModelFailed: self.model_failed,
-            m.LabProgress: self.lab_progressed,
-            m.LabRow: self.lab_row_measured,
-            m.LabFinished: self.lab_finished,
-            m.LabFailed: self.lab_failed,
-            m.EngineStopped: self.engine_stopped,
-            m.RaceProgress: self.race_arrived,
-            m.RaceStarted: self.race_arrived,
-            m.RaceReplyEvent: self.race_arrived,
-            m.RaceFinished: self.race_arrived,
-            m.RaceFailed: self.race_arrived,
-        }
         fast_tokens = None  # whether this read's tokens came faster than frames; None: it brought none
         for delivered in self.engine.take_events():
             event = delivered.event
@@ -183,7 +184,7 @@ class EngineClient(QObject):
                 self._watchdog.stop()
                 self._held = False
                 self._hold.stop()
-            signals[type(event)].emit(event)
+            self._signals[type(event)].emit(event)
         if fast_tokens and self.pace_reads and self._running:
             self._hold_reads()
         elif self._held:

@@ -23,7 +23,8 @@ FRAME_INTERVAL_MS = 33  # about 30 Hz: smooth to the eye, and independent of the
 
 
 class LiveReply(QObject):
-    """Per token it only appends (text, buffers); the plots and cards are redrawn by frame_timer."""
+    """Per token it only keeps the token; each frame (frame_timer's tick, or one a token brings forward) puts the
+    tokens since the last into the transcript and the meter, and redraws the plots and cards."""
 
     frame_shown = Signal()  # a frame has put what arrived on screen (the tick's, or one a token brought forward)
 

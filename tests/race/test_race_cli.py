@@ -14,6 +14,8 @@ import pytest
 from cli.main import main
 
 PROMPT = "Name three colours of the rainbow."
+# A reply that runs to its 200 tokens (a short one could end at EOS before a busy machine delivers Ctrl+C).
+LONG_PROMPT = "Count from one to two hundred in words, one number per line."
 
 
 @pytest.mark.parametrize(
@@ -71,7 +73,18 @@ def test_race_json_holds_both_full_reports_and_the_verdict(run_cli, real_model):
 @pytest.mark.subprocess
 def test_ctrl_c_during_b_prints_what_ran_and_says_so(real_model):
     child = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "race", PROMPT, "--max-new-tokens", "200", "--b", "streaming=off", "--json"],
+        [
+            sys.executable,
+            "-m",
+            "cli.main",
+            "race",
+            LONG_PROMPT,
+            "--max-new-tokens",
+            "200",
+            "--b",
+            "streaming=off",
+            "--json",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -69,8 +69,8 @@ class ChatPanel(QWidget):
     def _status_strip(self) -> QWidget:
         """The prefill bar and the generating indicator, in a row of fixed height below the transcript.
 
-        Each shows for part of a reply. Were they rows of their own, showing or hiding one would re-lay out the
-        window and repaint all of it, about 20 ms of the GUI thread's time at the first token, taken from decode.
+        Each shows for part of a reply. Were they rows of their own, showing or hiding one would re-lay out the chat
+        panel, resizing the transcript and repainting it whole, twice a reply, on the GUI thread decode shares.
         """
         strip = QWidget()
         row = QHBoxLayout(strip)

@@ -53,7 +53,7 @@ def test_a_finished_reply_leaves_the_pipe_watched(qtbot, tiny_window):
 
 
 def test_the_transcript_stays_put_when_the_prefill_bar_shows(qtbot, tiny_window):
-    """Showing the bar moves nothing else: a moved transcript would repaint the whole window at the first token."""
+    """Showing the bar moves nothing else: a resized transcript is repainted whole, twice a reply."""
     panel_layout = tiny_window.transcript.parentWidget().layout()
     panel_layout.activate()
     before = tiny_window.transcript.geometry()

@@ -10,11 +10,14 @@ While the engine stamps tokens closer together than a frame (~30 Hz), the read n
 frames read the pipe (drain()), or the hold's timer after READ_HOLD_MS where no frame comes. The window shows text
 a frame at a time anyway, and waking the GUI thread for each token cost about half a millisecond of its CPU a
 token, taken from decode on a small machine. A held token is stamped when a frame reads it, so its delivery
-includes that wait. A read that brings no token, or a slower one, or the reply's end, lets go of the hold, so a
-slow stream's tokens are read as they come.
+includes that wait. A slower token, the reply's end, or a read that finds nothing a frame after the last token lets
+go of the hold, so a slow stream's tokens are read as they come. (A read that finds nothing sooner keeps it: on a
+loaded machine frames bunch up, and the second of two finds the pipe empty while tokens still come fast.)
 """
 
 from __future__ import annotations
+
+import time
 
 from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal, Slot
 
@@ -187,6 +190,8 @@ class EngineClient(QObject):
             self._signals[type(event)].emit(event)
         if fast_tokens and self.pace_reads and self._running:
             self._hold_reads()
+        elif fast_tokens is None and self._held and self._running and self._last_token_fresh():
+            self._hold.start()  # nothing yet, but the stream is still fast: the next frame (or this timer) reads
         elif self._held:
             self._release_reads()
 
@@ -194,6 +199,10 @@ class EngineClient(QObject):
         """Whether this token was stamped less than a frame after the reply's previous one."""
         previous, self._last_token = self._last_token, (reply_id, stamp_ns)
         return previous is not None and previous[0] == reply_id and stamp_ns - previous[1] < FAST_TOKEN_NS
+
+    def _last_token_fresh(self) -> bool:
+        """Whether the last token was stamped less than a frame ago (the engine stamps on this machine's clock)."""
+        return self._last_token is not None and time.perf_counter_ns() - self._last_token[1] < FAST_TOKEN_NS
 
     def _hold_reads(self) -> None:
         """Tokens are coming faster than frames: the pipe is read by the frames (or the hold's timer) until they slow."""

@@ -1,5 +1,6 @@
 """The window's pace while a reply streams: the pipe read a frame at a time, and a layout that stays put."""
 
+from core.timing.events import TokenEvent
 from gui.engine_client import FAST_TOKEN_NS, EngineClient
 
 TOKENS = 40
@@ -20,16 +21,16 @@ def streamed_trace(qtbot, window, paced: bool, frames: list | None = None):
 
 
 def test_tokens_faster_than_frames_are_read_once_a_frame(qtbot, tiny_window):
-    # The tiny model makes several tokens a frame of 33 ms.
+    # The tiny model makes several tokens a frame of 33 ms (fewer on a loaded machine: the bound counts its gaps).
     frames: list = []
     trace = streamed_trace(qtbot, tiny_window, paced=True, frames=frames)
     reads = len(set(trace.arrivals_ns))
     # One read a frame while tokens come faster than frames. The first two tokens (the second shows the stream is
-    # fast), and each after a gap of a frame or more, are read as they come: no frame may be due.
+    # fast), and each after a gap of a frame or more, are read as they come: no frame may be due. So is the last
+    # read, whose drain ends the reply and is shown by finish(), not by a frame.
     stamps = trace.timestamps_ns
     slow = 2 + sum(later - earlier >= FAST_TOKEN_NS for earlier, later in zip(stamps, stamps[1:]))
-    assert reads <= len(frames) + slow, f"{reads} reads in {len(frames)} frames, {slow} slow tokens"
-    assert reads <= TOKENS // 2
+    assert reads <= len(frames) + slow + 1, f"{reads} reads in {len(frames)} frames, {slow} slow tokens"
     # A token is stamped when the window reads it, never before the engine made it.
     assert all(arrival >= made for arrival, made in zip(trace.arrivals_ns, trace.timestamps_ns))
     assert trace.arrivals_ns == sorted(trace.arrivals_ns)
@@ -37,11 +38,28 @@ def test_tokens_faster_than_frames_are_read_once_a_frame(qtbot, tiny_window):
     assert tiny_window.meter.interval_plot.interval_item.getData()[0].size == TOKENS - 1
 
 
+def held_at_each_token(qtbot, window, paced: bool) -> list[bool]:
+    """Whether the pipe's reads were held (left to the frames) as each of a reply's tokens was handed on."""
+    client: EngineClient = window.models.client
+    held: list[bool] = []
+
+    def note(delivered) -> None:
+        if isinstance(delivered.event.event, TokenEvent):
+            held.append(client.held)
+
+    client.reply_event_arrived.connect(note)
+    try:
+        streamed_trace(qtbot, window, paced=paced)
+    finally:
+        client.reply_event_arrived.disconnect(note)
+    return held
+
+
 def test_unpaced_reads_follow_the_tokens(qtbot, tiny_window):
-    """The same reply with pacing off: the window wakes for the tokens as they come (what pacing saves)."""
-    paced_reads = len(set(streamed_trace(qtbot, tiny_window, paced=True).arrivals_ns))
-    unpaced_reads = len(set(streamed_trace(qtbot, tiny_window, paced=False).arrivals_ns))
-    assert unpaced_reads > paced_reads
+    """The same reply with pacing off: the pipe is never left to the frames, so each token wakes the window as it
+    comes (what pacing saves). With pacing on, fast tokens wait for a frame."""
+    assert any(held_at_each_token(qtbot, tiny_window, paced=True))
+    assert not any(held_at_each_token(qtbot, tiny_window, paced=False))
 
 
 def test_a_finished_reply_leaves_the_pipe_watched(qtbot, tiny_window):

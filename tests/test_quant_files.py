@@ -24,12 +24,16 @@ pytestmark = [pytest.mark.model, pytest.mark.subprocess]
 
 ALL_FILE_TYPES = ("Q4_1", *quant_files.FILE_TYPES)  # Q4_1: the embedded file itself
 # Teacher-forced over the fixed 321-token text (README has the figures of every file), against llama.cpp's batched
-# pass. Where all of llama.cpp's own variants agree with it, ours must too (the issue's 97%); and wherever ours picks
-# another token, that token must be a near tie in llama.cpp's own logits: no further below its top-1 than the widest
-# gap at which llama.cpp's own variants part from their batched pass on this CPU, with half of that again to spare.
-# Both judge against llama.cpp on the CPU at hand, so they hold wherever its kernels (AVX2, AVX-512) round otherwise.
+# pass. Where all of llama.cpp's own variants agree with it, ours must too (the issue's 97%). Our logits for its best
+# tokens must lie as close to its batched pass as its own variants' do (root mean square, a quarter to spare). And
+# wherever ours picks another token, that token must be a near tie in llama.cpp's own logits: a top-1 changes when two
+# logits move towards each other by the gap, so no further below its top-1 than twice the most that any of its own
+# variants moves one of those logits on this CPU. (The widest gap at which its variants' top-1 parted, with half again
+# to spare, was the bound before: one position's tail, 0.30 logits for Q8_0 on an AVX2 EPYC while its own variants
+# parted at 0.68 on Q5_1 there, so it failed on one CPU and not another.) All judge against llama.cpp on the CPU at
+# hand, so they hold wherever its kernels (AVX2, AVX-512) round otherwise.
 MIN_AGREEMENT_WHERE_SETTLED = 0.97
-NEAR_TIE_MARGIN = 1.5
+LOGIT_SPREAD_MARGIN = 1.25
 # A prompt's pass on torch's GEMM (the default for 32+ tokens where the CPU's GEMM is faster) multiplies the file's
 # weights unpacked to bfloat16 or float32 by unquantised activations, where llama.cpp and our block kernels multiply
 # them by 8-bit activations: it rounds unlike all of llama.cpp's variants, so its near ties are its own. It is held to
@@ -127,6 +131,9 @@ def test_greedy_agreement_with_llama_cpp_on_the_same_file(files, file_type):
     native = load_model(str(path))
     ids = native.tokenizer(agreement_text())["input_ids"]
     assert len(ids) > 300
+    reference = quant_files.llama_cpp_reference(path, ids)
+    theirs, top_ids, top_logits = reference["top1 batched"], reference["top ids"], reference["top logits batched"]
+    others = [name for name in quant_files.LLAMA_CPP_VARIANTS if name != "batched"]
     kernel = native.model.kernel
     gemm = kernel.prefill_precision
     ours = {}
@@ -134,12 +141,9 @@ def test_greedy_agreement_with_llama_cpp_on_the_same_file(files, file_type):
         for prompt_path, precision in (("block kernels", None), (f"{gemm} GEMM", gemm)):
             if prompt_path == "block kernels" or gemm is not None:
                 kernel.prefill_precision = precision
-                ours[prompt_path] = native.model(torch.tensor([ids])).logits[0].argmax(-1).numpy()
+                logits = native.model(torch.tensor([ids])).logits[0].float().numpy()
+                ours[prompt_path] = (logits.argmax(-1), np.take_along_axis(logits, top_ids, axis=-1))
     kernel.prefill_precision = gemm
-    reference = quant_files.llama_cpp_reference(path, ids)
-    theirs = reference["top1 batched"]
-    variants = {name: reference[f"top1 {name}"] for name in quant_files.LLAMA_CPP_VARIANTS if name != "batched"}
-    top_ids, top_logits = reference["top ids"], reference["top logits"]
 
     def widest_gap(choice) -> float:
         """How far below llama.cpp's batched top-1 (in its own logits) the widest differing choice lies; infinite
@@ -150,22 +154,31 @@ def test_greedy_agreement_with_llama_cpp_on_the_same_file(files, file_type):
             gaps.append(top_logits[at, 0] - top_logits[at, rank[0]] if rank.size else np.inf)
         return float(max(gaps, default=0.0))
 
-    settled = np.logical_and.reduce([other == theirs for other in variants.values()])
-    their_gap = max(widest_gap(other) for other in variants.values())
-    llama_with_itself = min(float((other == theirs).mean()) for other in variants.values())
+    def spread(logits) -> float:
+        """Root mean square of the difference from llama.cpp's batched logits, over its best TOP tokens."""
+        return float(np.sqrt(np.mean((logits - top_logits) ** 2)))
+
+    settled = np.logical_and.reduce([reference[f"top1 {name}"] == theirs for name in others])
+    llama_with_itself = min(float((reference[f"top1 {name}"] == theirs).mean()) for name in others)
+    their_gap = max(widest_gap(reference[f"top1 {name}"]) for name in others)
+    their_move = max(float(np.abs(reference[f"top logits {name}"] - top_logits).max()) for name in others)
+    their_spread = max(spread(reference[f"top logits {name}"]) for name in others)
     judged = {}
-    for prompt_path, choice in ours.items():
+    for prompt_path, (choice, logits) in ours.items():
         with_llama = float((choice == theirs).mean())
         where_settled = float((choice == theirs)[settled].mean())
-        judged[prompt_path] = (with_llama, where_settled, widest_gap(choice))
+        judged[prompt_path] = (with_llama, where_settled, widest_gap(choice), spread(logits))
         print(
             f"{file_type}, prompt on the {prompt_path}: native~llama.cpp {with_llama:.1%} (its own variants at least "
             f"{llama_with_itself:.1%}); {where_settled:.1%} at the {settled.sum()} positions all of its variants "
-            f"settle; widest near tie {judged[prompt_path][2]:.3f} logits (llama.cpp's own variants: {their_gap:.3f})"
+            f"settle; widest near tie {judged[prompt_path][2]:.3f} logits (its variants: {their_gap:.3f}, and they "
+            f"move a logit up to {their_move:.3f}); spread {judged[prompt_path][3]:.3f} logits (its variants: "
+            f"{their_spread:.3f})"
         )
-    for prompt_path, (with_llama, where_settled, ours_gap) in judged.items():
+    for prompt_path, (with_llama, where_settled, ours_gap, ours_spread) in judged.items():
         assert where_settled >= MIN_AGREEMENT_WHERE_SETTLED, prompt_path
         if prompt_path == "block kernels":  # the decode path's arithmetic, llama.cpp's own
-            assert ours_gap <= NEAR_TIE_MARGIN * their_gap, prompt_path
+            assert ours_gap <= 2 * their_move, prompt_path
+            assert ours_spread <= LOGIT_SPREAD_MARGIN * their_spread, prompt_path
         else:
             assert with_llama >= llama_with_itself - MAX_SHORTFALL_AGAINST_LLAMA_CPP, prompt_path

@@ -75,8 +75,9 @@ TOP = 16  # logits kept per position of the batched pass: a token further down i
 
 
 def llama_cpp_reference(path: Path, ids: list[int]) -> dict:
-    """llama.cpp's teacher-forced answers over ids on this file: each variant's top-1 per position, and the batched
-    pass's TOP best logits (ids and values) per position.
+    """llama.cpp's teacher-forced answers over ids on this file: each variant's top-1 per position ("top1 NAME"), the
+    batched pass's TOP best token ids per position ("top ids"), and each variant's logits for those ids ("top logits
+    NAME"): how far its own variants move the logits that matter.
 
     Computed once per file, text, CPU and llama.cpp build (core/remote/llama_cpp_builds.py keys the build by the
     CPU's flags and the build flags), then kept beside the file: four llama.cpp passes per file were most of the
@@ -87,7 +88,7 @@ def llama_cpp_reference(path: Path, ids: list[int]) -> dict:
     from core.remote.llama_cpp_builds import recipe
 
     text_key = hashlib.sha256(np.asarray(ids, dtype=np.int64).tobytes()).hexdigest()[:12]
-    target = path.with_name(f"{path.stem}.llama-cpp-{recipe().key}-{text_key}.npz")
+    target = path.with_name(f"{path.stem}.llama-cpp-{recipe().key}-{text_key}-top{TOP}-all.npz")
     if target.is_file():
         with np.load(target) as saved:
             return {key: saved[key] for key in saved.files}
@@ -100,9 +101,9 @@ def llama_cpp_reference(path: Path, ids: list[int]) -> dict:
         logits = np.asarray(reference.scores[: len(ids)])
         del reference
         found[f"top1 {name}"] = logits.argmax(-1)
-        if name == "batched":
-            best = np.argsort(-logits, axis=-1)[:, :TOP]
-            found["top ids"], found["top logits"] = best, np.take_along_axis(logits, best, axis=-1)
+        if name == "batched":  # the first: the others' logits are kept for its best ids
+            found["top ids"] = np.argsort(-logits, axis=-1)[:, :TOP]
+        found[f"top logits {name}"] = np.take_along_axis(logits, found["top ids"], axis=-1)
     handle, staging = tempfile.mkstemp(prefix=".making-", suffix=".npz", dir=target.parent)
     os.close(handle)
     try:

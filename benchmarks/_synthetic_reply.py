@@ -57,7 +57,7 @@ def gui_cpu_at_each_token(tokens: int, earlier_turns: int = 0) -> list[int]:
     feeder.setInterval(0)
     feeder.timeout.connect(next_token)
     frames.setInterval(FRAME_MS)
-    frames.timeout.connect(lambda: meter.tick(len(cpu_at_token) * TOKEN_GAP_NS, None, True))
+    frames.timeout.connect(lambda: meter.tick(len(cpu_at_token) * TOKEN_GAP_NS, True))
     feeder.start()
     frames.start()
     loop.exec()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QCloseEvent, QGuiApplication
-from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QTabWidget
+from PySide6.QtWidgets import QFrame, QLabel, QMainWindow, QScrollArea, QSplitter, QTabWidget
 
 from core.chats.record import ReplyRecord
 from core.chats.store import ChatStore
@@ -111,7 +111,13 @@ class MainWindow(QMainWindow):
         self.meter = MeterPanel()
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(panel)
-        splitter.addWidget(self.meter)
+        # The meter scrolls rather than sets the window's least height: its cards and plots need about 770 pixels,
+        # more than a 768-pixel laptop screen leaves a window.
+        meter_area = QScrollArea()
+        meter_area.setWidget(self.meter)
+        meter_area.setWidgetResizable(True)
+        meter_area.setFrameShape(QFrame.Shape.NoFrame)
+        splitter.addWidget(meter_area)
         splitter.setSizes([620, 660])
         settings_panel = panel.settings_panel
         self.lab_tab = LabTab(

@@ -147,9 +147,7 @@ class LiveReply(QObject):
             # Still prefilling: the bar from the layers reported so far, the TTFT marker from the clock.
             self._prefill_bar.show_progress(trace.prefill_progress, now_ns)
             self._meter.show_prefill_elapsed((now_ns - trace.request_start_ns) / 1e6)
-        self._meter.tick(
-            now_ns, trace.summary() if trace and trace.output_tokens else None, self._replies.streaming, trace
-        )
+        self._meter.tick(now_ns, self._replies.streaming, trace)
         self._update_indicator(now_ns)
         self.frame_shown.emit()
 

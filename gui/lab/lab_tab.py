@@ -11,6 +11,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QFileDialog,
+    QFrame,
     QHBoxLayout,
     QLabel,
     QProgressBar,
@@ -118,8 +119,14 @@ class LabTab(QWidget):
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(side)
+        # The plots scroll rather than set the window's least height (three rows of 150 pixels and the form are
+        # more than a 768-pixel laptop screen leaves a window).
+        plots_area = QScrollArea()
+        plots_area.setWidgetResizable(True)
+        plots_area.setWidget(plots)
+        plots_area.setFrameShape(QFrame.Shape.NoFrame)
         self.results_area = QSplitter(Qt.Orientation.Horizontal)
-        self.results_area.addWidget(plots)
+        self.results_area.addWidget(plots_area)
         self.results_area.addWidget(scroll)
         self.results_area.setSizes([800, 400])
 

@@ -12,7 +12,6 @@ from core.timing.budget import BudgetMark, judge, tally_line
 from core.timing.cpu_share import contention_note
 from core.timing.events import TokenEvent
 from core.timing.export import delivery_summary
-from core.timing.metrics import LatencySummary
 from core.timing.running_median import RunningMedian
 from core.timing.trace import ReplyTrace
 from gui.meter.budget_line import BudgetLine
@@ -96,15 +95,14 @@ class MeterPanel(QWidget):
     def show_visible_text(self, shown_ns: int, visible_chars: int) -> None:
         self.visible_plot.show_characters(self._seconds(shown_ns), visible_chars)
 
-    def tick(
-        self, now_ns: int, summary: LatencySummary | None, streaming: bool, trace: ReplyTrace | None = None
-    ) -> None:
+    def tick(self, now_ns: int, streaming: bool, trace: ReplyTrace | None = None) -> None:
+        """A frame: the plots take what arrived, and the cards, every CARD_INTERVAL_NS, the reply's numbers so far."""
         self.visible_plot.advance_clock(self._seconds(now_ns))
         cards_due = self._cards_shown_ns is None or now_ns - self._cards_shown_ns >= CARD_INTERVAL_NS
-        if summary is not None and cards_due:
-            self.cards.show_summary(summary, streaming)
-            self._cards_shown_ns = now_ns
         if trace is not None and cards_due:
+            if trace.output_tokens:  # its summary only when the cards show it: most frames do not
+                self.cards.show_summary(trace.summary(), streaming)
+                self._cards_shown_ns = now_ns
             self.cards.show_prompt(trace.prompt_tokens, trace.cached_tokens, trace.cache_reason)
         self.refresh()
 

@@ -40,7 +40,7 @@ def _run_a_reply(qtbot) -> MeterPanel:
         trace.record(event)
         meter.record_token(event)
         if index % 3 == 2:
-            meter.tick(stamp_ns, trace.summary(), streaming=True)
+            meter.tick(stamp_ns, streaming=True, trace=trace)
     meter.finish_reply(trace, streaming=True)
     return meter
 

@@ -40,6 +40,22 @@ def test_the_chat_window_can_be_as_narrow_as_it_opens_on_a_1400_pixel_screen(win
     assert minimum.width() <= wanted.width() and minimum.height() <= wanted.height()
 
 
+def test_the_whole_window_fits_a_laptop_and_a_small_netbook_screen(qtbot, window):
+    """Its least size used to be 1,245 x 838 (the meter's cards and plots, and the Lab's three rows of plots): on a
+    1366 x 768 laptop the window ran off the screen. Those parts now scroll instead."""
+    minimum = window.minimumSizeHint()
+    for available in (QRect(0, 27, 1366, 741), QRect(0, 0, 1024, 600)):
+        wanted = initial_window_size(available)
+        assert minimum.width() <= wanted.width() and minimum.height() <= wanted.height(), (available, minimum)
+    window.tabs.setCurrentWidget(window.lab_tab)
+    assert window.minimumSizeHint().height() <= initial_window_size(QRect(0, 0, 1024, 600)).height()
+    # On the 1400 x 950 screen the meter shows whole, with no scroll bar.
+    window.tabs.setCurrentIndex(0)
+    window.resize(initial_window_size(XVFB_SCREEN))
+    shown_height = window.meter.parentWidget().height  # the scroll area's viewport
+    qtbot.waitUntil(lambda: shown_height() >= window.meter.minimumSizeHint().height(), timeout=5_000)
+
+
 def test_a_long_model_path_given_at_launch_does_not_widen_the_window(qtbot, tiny_model):
     from gui.main_window import MainWindow
 

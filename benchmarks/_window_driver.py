@@ -6,13 +6,14 @@ import itertools
 import time
 
 import _common  # noqa: F401
-from PySide6.QtCore import QEventLoop, QTimer
+from PySide6.QtCore import QEventLoop, QSize, QTimer
 from PySide6.QtWidgets import QApplication
 
 from core.engine.messages import StartReply
 from core.timing.events import FinishedEvent, TokenEvent
 from core.timing.metrics import compute_metrics
 
+WINDOW_SIZE = QSize(1260, 855)
 # Replies the benchmark sends to the engine itself, past any id the window's own replies reach.
 _BARE_IDS = itertools.count(1_000_000)
 
@@ -35,6 +36,9 @@ class WindowDriver:
             self._wait(self.window.model_changed, lambda: self.window.start_loading("embedded", dtype), timeout_s)
         self.window.streaming_toggle.setChecked(streaming)
         self.window.show()
+        # One size on every screen (what a 1400 x 950 one opens it at): the window's painting cost grows with its
+        # pixels, and the offscreen screen (800 x 800) would otherwise give it a smaller window than Xvfb's.
+        self.window.resize(WINDOW_SIZE)
 
     def ask(self, text: str, max_new_tokens: int, force_length: bool = True, timeout_s: float = 600):
         window = self.window

@@ -56,11 +56,12 @@ def main() -> None:
                 if trace.window_cpu_share is not None:
                     partial_share[name].append(trace.window_cpu_share)
     gui_rss_mb = _gui_rss_mb()
+    size = driver.window.size()
     driver.close()
     ratio = median(app) / median(bare)
     print(
         f"model: the embedded one ({args.dtype}) in the engine process; {args.loop} loop; {args.rounds} interleaved "
-        f"rounds of {args.tokens} tokens; window process RSS {gui_rss_mb:.0f} MB"
+        f"rounds of {args.tokens} tokens; window {size.width()} x {size.height()}; window process RSS {gui_rss_mb:.0f} MB"
     )
     print(
         f"bare {args.loop} TPOT: median {median(bare) * 1000:.2f} ms  (rounds: "

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QCloseEvent, QGuiApplication
-from PySide6.QtWidgets import QFrame, QLabel, QMainWindow, QScrollArea, QSplitter, QTabWidget
+from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QTabWidget
 
 from core.chats.record import ReplyRecord
 from core.chats.store import ChatStore
@@ -36,6 +36,7 @@ from gui.replay.replay_dialog import ReplayDialog, open_replay
 from gui.settings.budget_store import BudgetKeeper
 from gui.settings.check import check_window_settings
 from gui.settings.store import load_window_settings, save_window_settings
+from gui.vertical_scroll import VerticalScroll
 from gui.window_size import fit_to_screen
 
 CLOSE_WAIT_MS = 1000  # then the engine is killed: closing ends the whole app within 2 s
@@ -113,11 +114,7 @@ class MainWindow(QMainWindow):
         splitter.addWidget(panel)
         # The meter scrolls rather than sets the window's least height: its cards and plots need about 770 pixels,
         # more than a 768-pixel laptop screen leaves a window.
-        meter_area = QScrollArea()
-        meter_area.setWidget(self.meter)
-        meter_area.setWidgetResizable(True)
-        meter_area.setFrameShape(QFrame.Shape.NoFrame)
-        splitter.addWidget(meter_area)
+        splitter.addWidget(VerticalScroll(self.meter))
         splitter.setSizes([620, 660])
         settings_panel = panel.settings_panel
         self.lab_tab = LabTab(

@@ -11,7 +11,6 @@ from pathlib import Path
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QFileDialog,
-    QFrame,
     QHBoxLayout,
     QLabel,
     QProgressBar,
@@ -36,6 +35,7 @@ from gui.lab.prompt_plot import PromptLengthPlot
 from gui.lab.roofline_plot import RooflinePlot
 from gui.lab.verdict_panel import VerdictPanel
 from gui.png_file import save_png
+from gui.vertical_scroll import VerticalScroll
 
 PROGRESS_STEPS = 1000
 
@@ -121,12 +121,8 @@ class LabTab(QWidget):
         scroll.setWidget(side)
         # The plots scroll rather than set the window's least height (three rows of 150 pixels and the form are
         # more than a 768-pixel laptop screen leaves a window).
-        plots_area = QScrollArea()
-        plots_area.setWidgetResizable(True)
-        plots_area.setWidget(plots)
-        plots_area.setFrameShape(QFrame.Shape.NoFrame)
         self.results_area = QSplitter(Qt.Orientation.Horizontal)
-        self.results_area.addWidget(plots_area)
+        self.results_area.addWidget(VerticalScroll(plots))
         self.results_area.addWidget(scroll)
         self.results_area.setSizes([800, 400])
 

@@ -128,6 +128,15 @@ def decode_counts(shape: ArithmeticShape, position: int, batch: int = 1) -> Phas
 
 
 def reply_decode_counts(shape: ArithmeticShape, prompt_tokens: int, output_tokens: int) -> PhaseCounts:
-    """Per step, averaged over a reply's decode steps: step k feeds token k at position prompt_tokens + k - 1."""
-    steps = [decode_counts(shape, prompt_tokens + k - 1) for k in range(1, max(output_tokens, 2))]
-    return PhaseCounts(sum(step.flops for step in steps) / len(steps), sum(step.bytes for step in steps) / len(steps))
+    """Per step, averaged over a reply's decode steps: step k feeds token k at position prompt_tokens + k - 1.
+
+    In closed form, since the window asks for it as each reply ends: summed step by step it cost a layer's
+    worth of Python per token, 5.8 ms at 256 tokens and 35 ms at 2,560 (AMD EPYC, AVX-512).
+    """
+    steps = max(output_tokens, 2) - 1  # the first token came from the prompt's pass
+    pairs = [_visible_sum(shape, layer, prompt_tokens, steps) for layer in range(shape.layers)]
+    flops = steps * 2 * (shape.layer_parameters() * shape.layers + shape.head_parameters()) + sum(
+        4 * shape.heads * shape.head_dim * seen for seen in pairs
+    )
+    moved = steps * shape.step_weight_bytes() + sum(pairs) * shape.cache_bytes_per_position()
+    return PhaseCounts(flops / steps, moved / steps)

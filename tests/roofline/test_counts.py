@@ -97,3 +97,13 @@ def test_the_embedded_models_long_prompt_is_the_issues_316_gflop():
     )
     assert shape.layer_parameters() * 30 == pytest.approx(106.2e6, rel=1e-3)
     assert prefill_counts(shape, 1240).flops == pytest.approx(316.5e9, rel=1e-3)
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma2"])
+@pytest.mark.parametrize(("prompt_tokens", "output_tokens"), [(0, 1), (40, 3), (5, 30), (100, 257)])
+def test_a_replys_average_step_is_the_mean_of_its_steps(shapes, family, prompt_tokens, output_tokens):
+    shape = shapes[family]
+    steps = [decode_counts(shape, prompt_tokens + k - 1) for k in range(1, max(output_tokens, 2))]
+    reply = reply_decode_counts(shape, prompt_tokens, output_tokens)
+    assert reply.flops == pytest.approx(sum(step.flops for step in steps) / len(steps), rel=1e-12)
+    assert reply.bytes == pytest.approx(sum(step.bytes for step in steps) / len(steps), rel=1e-12)

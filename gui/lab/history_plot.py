@@ -19,7 +19,7 @@ class HistorySweepPlot(pg.PlotWidget):
         super().__init__(parent)
         style_plot(
             self,
-            title="A chat: TTFT turn by turn, prompt cache on and off",
+            title="A chat: TTFT per turn, cache on and off",
             bottom="turn",
             left="TTFT ms",
             tooltip="With the prompt cache each turn prefills only its new tokens, so TTFT stays nearly flat; "

@@ -21,7 +21,7 @@ class VisibleTextPlot(pg.PlotWidget):
             self,
             title="What the user saw",
             bottom="seconds since Send",
-            left="characters on screen",
+            left=("characters on screen", "characters"),
             tooltip="Streaming grows a staircase from the first token on (after TTFT); without streaming the "
             "line stays flat until the whole reply appears at E2E. The faded curve is the previous "
             "reply; the dashed line is a reader at about 250 words a minute, starting when text appears.",

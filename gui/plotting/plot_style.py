@@ -5,16 +5,26 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6.QtWidgets import QGraphicsItem
 
+from gui.plotting.fitted_label import FittedLabel, wordings_of
 from gui.plotting.legend_row import add_legend_row
 
 
 def style_plot(
-    plot: pg.PlotWidget, *, title: str, bottom: str, left: str, tooltip: str, log_x: bool = False, log_y: bool = False
+    plot: pg.PlotWidget,
+    *,
+    title: str,
+    bottom: str,
+    left: str | tuple[str, ...],
+    tooltip: str,
+    log_x: bool = False,
+    log_y: bool = False,
 ) -> None:
+    """left: the y axis's label, or its wordings longest first; the plot shows the longest that fits its height
+    (plot.left_label, a FittedLabel)."""
     plot.setBackground("w")
     plot.setTitle(title)
     plot.setLabel("bottom", bottom)
-    plot.setLabel("left", left)
+    plot.left_label = FittedLabel(plot, wordings_of(left))
     if log_x or log_y:
         plot.setLogMode(x=log_x, y=log_y)
     plot.showGrid(x=True, y=True, alpha=0.2)

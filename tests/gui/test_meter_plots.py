@@ -189,3 +189,31 @@ def test_the_legend_shows_the_ttft_square_in_its_own_colour(qtbot):
     samples = {label.text: sample for sample, label in plot.getPlotItem().legend.items}
     scatter = samples["TTFT (prefill)"].item.scatter
     assert scatter.opts["symbol"] == "s" and scatter.opts["brush"].color().name() == TTFT_COLOR
+
+
+def _label_runs_along_the_whole_plot(plot) -> None:
+    """The left axis's rotated label, its text without the item's margins, lies within the plot's height."""
+    label = plot.getAxis("left").label
+    margin = label.document().documentMargin()
+    text = label.boundingRect().adjusted(margin, margin, -margin, -margin)
+    drawn = plot.mapFromScene(label.mapToScene(text)).boundingRect()
+    height = plot.viewport().height()
+    assert drawn.top() >= 0 and drawn.bottom() <= height, f"{plot.left_label.shown!r} runs off a {height} px plot"
+
+
+@pytest.mark.parametrize("plot_class", ["IntervalPlot", "VisibleTextPlot"])
+def test_the_y_axis_label_is_whole_on_a_short_plot_and_full_on_a_tall_one(qtbot, plot_class):
+    import gui.meter.interval_plot
+    import gui.meter.visible_text_plot
+
+    module = gui.meter.interval_plot if plot_class == "IntervalPlot" else gui.meter.visible_text_plot
+    plot = getattr(module, plot_class)()
+    qtbot.addWidget(plot)
+    plot.show()
+    full = plot.left_label.shown
+    plot.resize(500, 140)  # the meter's least plot height: the full wording does not fit
+    qtbot.waitUntil(lambda: _label_runs_along_the_whole_plot(plot))
+    assert plot.left_label.shown != full
+    plot.resize(500, 400)
+    qtbot.waitUntil(lambda: _label_runs_along_the_whole_plot(plot))
+    qtbot.waitUntil(lambda: plot.left_label.shown == full)  # with room, the whole wording is back

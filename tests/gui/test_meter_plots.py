@@ -5,6 +5,7 @@ import math
 import pytest
 
 from gui.meter.interval_plot import IntervalPlot, decade_label
+from gui.meter.visible_text_plot import VisibleTextPlot
 
 pytestmark = pytest.mark.plots
 
@@ -201,13 +202,9 @@ def _label_runs_along_the_whole_plot(plot) -> None:
     assert drawn.top() >= 0 and drawn.bottom() <= height, f"{plot.left_label.shown!r} runs off a {height} px plot"
 
 
-@pytest.mark.parametrize("plot_class", ["IntervalPlot", "VisibleTextPlot"])
+@pytest.mark.parametrize("plot_class", [IntervalPlot, VisibleTextPlot])
 def test_the_y_axis_label_is_whole_on_a_short_plot_and_full_on_a_tall_one(qtbot, plot_class):
-    import gui.meter.interval_plot
-    import gui.meter.visible_text_plot
-
-    module = gui.meter.interval_plot if plot_class == "IntervalPlot" else gui.meter.visible_text_plot
-    plot = getattr(module, plot_class)()
+    plot = plot_class()
     qtbot.addWidget(plot)
     plot.show()
     full = plot.left_label.shown

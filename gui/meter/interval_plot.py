@@ -8,9 +8,10 @@ import pyqtgraph as pg
 
 from core.timing.metrics import DEFINITIONS
 from gui.plotting.growable_buffer import GrowableBuffer
-from gui.plotting.path_curve import PathCurve
+from gui.plotting.live_curve import LiveCurve
+from gui.plotting.live_layer import LiveLayer
+from gui.plotting.live_square import LiveSquare
 from gui.plotting.plot_style import style_plot
-from gui.plotting.square_marker import SquareMarker
 from gui.plotting.stepped_range import SteppedRange
 
 TTFT_COLOR = "#e8710a"
@@ -48,12 +49,13 @@ class IntervalPlot(pg.PlotWidget):
             + " The green line is the running median, i.e. the TPOT so far. "
             "From a server, each point is a gap between chunks, not tokens: " + DEFINITIONS["chunks"],
         )
-        # Each item is created once; refresh() only hands them new arrays.
-        self.ttft_item = SquareMarker(self, TTFT_COLOR, 12, "TTFT (prefill)")
-        self.interval_item = PathCurve(self, INTERVAL_COLOR, "inter-token gap (decode)")
-        # A cross per gap, drawn by Qt alone like the lines (a scatter item runs Python on every repaint).
-        self.marker_item = PathCurve(self, INTERVAL_COLOR, markers=True)
-        self.median_item = PathCurve(self, MEDIAN_COLOR, "running median TPOT")
+        # Each item is created once; refresh() only hands them new arrays. The layer paints them in this order.
+        self.live_layer = LiveLayer(self)
+        self.ttft_item = LiveSquare(self.live_layer, TTFT_COLOR, 12, "TTFT (prefill)")
+        self.interval_item = LiveCurve(self.live_layer, INTERVAL_COLOR, "inter-token gap (decode)")
+        # A cross per gap: the cheapest marker Qt draws (a scatter item runs Python on every repaint).
+        self.marker_item = LiveCurve(self.live_layer, INTERVAL_COLOR, markers=True)
+        self.median_item = LiveCurve(self.live_layer, MEDIAN_COLOR, "running median TPOT")
         self._ttft_ms: float | None = None
         self._x = GrowableBuffer()
         # log10 of each gap and median, kept as they arrive: the curves are drawn on the log axis.
@@ -78,7 +80,8 @@ class IntervalPlot(pg.PlotWidget):
         self._drawn_points = -1
         self._drawn_ttft_ms = None
         self.ttft_item.setData([], [])
-        self.marker_item.clear()
+        for curve in (self.interval_item, self.marker_item, self.median_item):
+            curve.clear()
         self._lowest_ms = self._highest_ms = None
         self._show_decades()
 
@@ -115,12 +118,10 @@ class IntervalPlot(pg.PlotWidget):
         self._show_markers()
 
     def settle(self) -> None:
-        """Draw every point with the settled items, once the reply has ended, on an x axis fitted to them."""
+        """Draw every point, once the reply has ended, on axes fitted to them."""
         self.refresh()
         self._x_range.reset(len(self._x) + 1)
         self._show_decades(fit=True)
-        for curve in (self.interval_item, self.marker_item, self.median_item):
-            curve.settle()
 
     def marker_count(self) -> int:
         return len(self.marker_item.getData()[0])

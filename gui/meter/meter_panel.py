@@ -126,9 +126,8 @@ class MeterPanel(QWidget):
         self.cards.show_placement(reply_placement(trace, self._arithmetic, self._ceilings))
         self.waterfall.show_trace(trace)
         self.server_view.show_trace(trace)
-        self.refresh()
-        # A frame draws its newest points with a small fresh item; the last frame's stay there unless
-        # handed over, so the finished curve is drawn by one item per line.
+        # The live plots' axes grow in steps while a reply streams; the finished reply is shown on axes fitted to it.
+        self.history_plot.refresh()
         self.interval_plot.settle()
         self.visible_plot.settle()
 

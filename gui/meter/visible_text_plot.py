@@ -6,7 +6,8 @@ import numpy as np
 import pyqtgraph as pg
 
 from gui.plotting.growable_buffer import GrowableBuffer
-from gui.plotting.path_curve import PathCurve
+from gui.plotting.live_curve import LiveCurve
+from gui.plotting.live_layer import LiveLayer
 from gui.plotting.plot_style import style_plot
 from gui.plotting.stepped_range import SteppedRange
 
@@ -26,12 +27,15 @@ class VisibleTextPlot(pg.PlotWidget):
             "line stays flat until the whole reply appears at E2E. The faded curve is the previous "
             "reply; the dashed line is a reader at about 250 words a minute, starting when text appears.",
         )
-        self.previous_item = PathCurve(self, (150, 150, 150, 110), "previous reply")
-        self.current_item = PathCurve(self, "#1a73e8", "this reply")
+        self.live_layer = LiveLayer(self)
+        self.previous_item = LiveCurve(self.live_layer, (150, 150, 150, 110), "previous reply")
+        self.current_item = LiveCurve(self.live_layer, "#1a73e8", "this reply")
         # The flat stretch from the last change to 'now' is its own two-point curve, so a frame
         # that only advances the clock never rebuilds the whole staircase.
-        self.waiting_item = PathCurve(self, "#1a73e8")
-        self.reading_item = PathCurve(self, "#9334e6", "reading at 250 wpm", style=pg.QtCore.Qt.PenStyle.DashLine)
+        self.waiting_item = LiveCurve(self.live_layer, "#1a73e8")
+        self.reading_item = LiveCurve(
+            self.live_layer, "#9334e6", "reading at 250 wpm", style=pg.QtCore.Qt.PenStyle.DashLine
+        )
         self._x = GrowableBuffer()
         self._y = GrowableBuffer()
         self._first_text_s: float | None = None
@@ -58,6 +62,7 @@ class VisibleTextPlot(pg.PlotWidget):
                 self.previous_item.set_points(self._x.view().copy(), self._y.view().copy())
                 self._previous_max = extent_chars
         self._carry_previous = True
+        self.current_item.clear()
         self._x.clear()
         self._y.clear()
         self._first_text_s = None
@@ -116,9 +121,8 @@ class VisibleTextPlot(pg.PlotWidget):
                 )
 
     def settle(self) -> None:
-        """Draw the whole staircase with the settled item, once the reply has ended."""
+        """Draw the whole staircase, once the reply has ended."""
         self.refresh()
-        self.current_item.settle()
 
     def points(self) -> tuple[np.ndarray, np.ndarray]:
         """The staircase so far: seconds since Send, and characters on screen."""

@@ -53,7 +53,7 @@ def _row_width(entries: list[float], columns: int) -> float:
 
 
 def add_legend_row(plot: pg.PlotWidget) -> LegendRow:
-    """Give the plot a LegendRow; items created with a name (or PathCurve's legend_name) join it."""
+    """Give the plot a LegendRow; items created with a name (or a LiveCurve's legend_name) join it."""
     item = plot.getPlotItem()
     legend = LegendRow()
     item.layout.removeItem(item.getAxis("top"))

@@ -1,0 +1,143 @@
+"""A live curve, or a cross per point, kept as one QPainterPath that grows by its new points; a LiveLayer paints it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QPainter, QPainterPath, QPen, QTransform
+
+from gui.plotting.live_layer import LiveLayer
+
+CROSS_PIXELS = 5
+# Past this many new points a path is built by pyqtgraph's vectorised arrayToQPath; for the few a frame
+# adds, point by point is about ten times cheaper.
+SMALL_PATH = 64
+
+
+class LiveCurve:
+    """A polyline (or, with markers=True, a small '+' per point) in a plot's data coordinates.
+
+    set_points() is handed the whole curve each frame; when it extends the last one, only the new points
+    are added to the path and only the strip they lie in is repainted. Anything else (a new reply, a
+    cleared plot) rebuilds it. The plot's log mode does not apply: callers pass y already transformed.
+    """
+
+    def __init__(
+        self,
+        layer: LiveLayer,
+        color,
+        legend_name: str | None = None,
+        style: Qt.PenStyle = Qt.PenStyle.SolidLine,
+        markers: bool = False,
+    ):
+        pen = QPen(pg.mkColor(color))
+        # Width 0 is Qt's one-pixel cosmetic line, its fastest; wider lines go through the stroker.
+        pen.setWidth(0)
+        pen.setCosmetic(True)
+        pen.setStyle(style)
+        self._pen = pen
+        self._layer = layer
+        self._markers = markers
+        plot = layer.parentWidget()
+        if legend_name and plot.getPlotItem().legend is not None:
+            # A sample for the legend only; it is never added to the plot.
+            plot.getPlotItem().legend.addItem(pg.PlotDataItem(pen=pen), legend_name)
+        self._x = self._y = np.empty(0)
+        self._drawn = 0  # points in the path
+        self._ends: tuple = ()  # the first and last of them, (x0, y0, x, y)
+        self._path = QPainterPath()
+        self._rescaled = False  # a cross is sized in pixels: the path is rebuilt when the scale changes
+        layer.add(self)
+
+    def set_points(self, x: np.ndarray, y: np.ndarray) -> None:
+        self._x, self._y = x, y
+        drawn = self._drawn
+        # Growth keeps the points drawn so far: the first and the last of them tell growth from new data (a plot
+        # clears its curves when a reply starts).
+        if len(x) < drawn or (drawn and (x[0], y[0], x[drawn - 1], y[drawn - 1]) != self._ends):
+            self._rebuild()
+            return
+        if len(x) == drawn:
+            return
+        # A line's new stretch starts at its last drawn point.
+        start = drawn if self._markers or not drawn else drawn - 1
+        stretch_x, stretch_y = x[start:].tolist(), y[start:].tolist()
+        self._append(x[drawn:], y[drawn:])
+        self._layer.update_data_rect(min(stretch_x), max(stretch_x), min(stretch_y), max(stretch_y))
+
+    def clear(self) -> None:
+        self.set_points(np.empty(0), np.empty(0))
+
+    def getData(self) -> tuple[np.ndarray, np.ndarray]:  # noqa: N802 - pyqtgraph's name
+        """The points last handed over, named as pyqtgraph's items name it."""
+        return self._x, self._y
+
+    def drawn_elements(self) -> int:
+        """Path elements: a '+' is four, a line has one per point."""
+        if self._rescaled:
+            self._rebuild(repaint=False)
+        return self._path.elementCount()
+
+    def rescale(self) -> None:
+        """The plot's scale changed (its layer repaints all of it): crosses are rebuilt at the next paint."""
+        self._rescaled = self._markers
+
+    def paint(self, painter: QPainter, transform: QTransform) -> None:
+        if self._rescaled:
+            self._rebuild(repaint=False)
+        painter.setTransform(transform)
+        painter.setPen(self._pen)
+        painter.drawPath(self._path)
+
+    def _rebuild(self, repaint: bool = True) -> None:
+        old = self._path
+        self._path = QPainterPath()
+        self._drawn = 0
+        self._rescaled = False
+        self._append(np.asarray(self._x, dtype=float), np.asarray(self._y, dtype=float))
+        if repaint:
+            # Where the old curve was and where the new one is: a short curve redrawn each frame (the clock's
+            # flat stretch) repaints only its corner.
+            bounds = old.boundingRect() | self._path.boundingRect()
+            self._layer.update_data_rect(bounds.left(), bounds.right(), bounds.top(), bounds.bottom())
+
+    def _append(self, x: np.ndarray, y: np.ndarray) -> None:
+        if not len(x):
+            return
+        starts = not self._drawn
+        self._drawn += len(x)
+        self._ends = (self._x[0], self._y[0], x[-1], y[-1])
+        if self._markers:
+            self._path.addPath(_crosses_path(x, y, self._layer.pixel_size()))
+        elif len(x) > SMALL_PATH:
+            # connectPath joins the new stretch to the last drawn point with a line, as lineTo does.
+            stretch = pg.arrayToQPath(x, y, connect="all")
+            if starts:
+                self._path.addPath(stretch)
+            else:
+                self._path.connectPath(stretch)
+        else:
+            points = zip(x.tolist(), y.tolist())
+            if starts:
+                self._path.moveTo(*next(points))
+            for point in points:
+                self._path.lineTo(*point)
+
+
+def _crosses_path(x: np.ndarray, y: np.ndarray, pixel: tuple[float, float]) -> QPainterPath:
+    """A small '+' per point, CROSS_PIXELS across, as two one-pixel segments: the cheapest marker Qt can draw
+    (a round dot needs a wide pen, which goes through the stroker)."""
+    half_x, half_y = pixel[0] * CROSS_PIXELS / 2, pixel[1] * CROSS_PIXELS / 2
+    if len(x) <= SMALL_PATH:
+        path = QPainterPath()
+        for point_x, point_y in zip(np.asarray(x, dtype=float).tolist(), np.asarray(y, dtype=float).tolist()):
+            path.moveTo(point_x - half_x, point_y)
+            path.lineTo(point_x + half_x, point_y)
+            path.moveTo(point_x, point_y - half_y)
+            path.lineTo(point_x, point_y + half_y)
+        return path
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    xs = np.stack([x - half_x, x + half_x, x, x], axis=1).reshape(-1)
+    ys = np.stack([y, y, y - half_y, y + half_y], axis=1).reshape(-1)
+    return pg.arrayToQPath(xs, ys, connect="pairs")

@@ -35,11 +35,12 @@ class LiveReply(QObject):
         self._prefill_bar = prefill_bar  # gui.chat.prefill_bar.PrefillBar
         self._visible_chars = 0
         self._pending: list[TokenEvent] = []
+        self._draining = False  # a frame is reading the pipe: the tokens it brings need no frame of their own
         self._last_insert_ns = 0
         # Single shot: a frame brought forward for a token that would otherwise wait for the next tick.
         self._early_frame = QTimer(self)
         self._early_frame.setSingleShot(True)
-        self._early_frame.timeout.connect(self._on_frame)
+        self._early_frame.timeout.connect(self._on_early_frame)
         # Tokens whose text is in the transcript but not yet on screen: the next viewport paint shows
         # them (the waterfall's paint stamps, streaming only).
         self._awaiting_paint = 0
@@ -64,13 +65,15 @@ class LiveReply(QObject):
         self._cpu_at_start_s = time.thread_time()
         self._transcript.begin_assistant_turn()
         self._meter.begin_reply(record.trace.request_start_ns)
-        self._update_indicator(time.perf_counter_ns())
         self._indicator.setVisible(not self._replies.streaming)
+        self._update_indicator(time.perf_counter_ns())
         self.frame_timer.start()
 
     @Slot(object)
     def _on_token(self, delivered) -> None:
         self._pending.append(delivered.event)
+        if self._draining:
+            return  # read by this frame's drain: the frame shows it
         if not self._early_frame.isActive():
             since_ms = (time.perf_counter_ns() - self._last_insert_ns) / 1e6
             delay_ms = int(max(0.0, FRAME_INTERVAL_MS - since_ms))
@@ -132,10 +135,17 @@ class LiveReply(QObject):
         self._prefill_bar.setVisible(False)
 
     @Slot()
+    def _on_early_frame(self) -> None:
+        self.frame_timer.start()  # the next tick a whole frame after this one (the tick itself repeats on its own)
+        self._on_frame()
+
+    @Slot()
     def _on_frame(self) -> None:
-        # The next tick a whole frame after this one, however this one came (the tick, or a token brought it forward).
-        self.frame_timer.start()
-        self._client.drain()  # tokens held in the pipe since the last frame (gui/engine_client.py)
+        self._draining = True
+        try:
+            self._client.drain()  # tokens held in the pipe since the last frame (gui/engine_client.py)
+        finally:
+            self._draining = False
         if not self.frame_timer.isActive():
             return  # what was drained ended the reply, and finish() has shown all of it
         self._early_frame.stop()  # this frame shows what the drain brought
@@ -152,6 +162,8 @@ class LiveReply(QObject):
         self.frame_shown.emit()
 
     def _update_indicator(self, now_ns: int) -> None:
+        if self._indicator.isHidden():
+            return  # streaming: the text itself shows progress, and a hidden label's text costs as much to set
         record = self._replies.record
         trace = record.trace if record else None
         elapsed = (now_ns - trace.request_start_ns) / 1e9 if trace else 0.0

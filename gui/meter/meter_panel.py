@@ -24,8 +24,9 @@ from gui.meter.visible_text_plot import VisibleTextPlot
 from gui.meter.waterfall_plot import WaterfallPlot
 
 # Numbers that change 30 times a second cannot be read, and relaying out seven cards each frame cost
-# as much as painting the plots; the final values are shown exactly when the reply ends.
-CARD_INTERVAL_NS = 150_000_000
+# as much as painting the plots; the final values are shown exactly when the reply ends. Four times a
+# second still reads as live; at 150 ms the cards took 0.006 of a core while a reply streamed.
+CARD_INTERVAL_NS = 250_000_000
 
 
 class MeterPanel(QWidget):
@@ -80,12 +81,12 @@ class MeterPanel(QWidget):
             if event.chunk == self._previous_chunk:
                 return
             self._previous_chunk = event.chunk
-        if self._previous_stamp_ns is None:
+        previous, self._previous_stamp_ns = self._previous_stamp_ns, event.timestamp_ns
+        if previous is None:
             self.interval_plot.add_ttft((event.timestamp_ns - self._request_start_ns) / 1e6)
         else:
-            interval_ms = (event.timestamp_ns - self._previous_stamp_ns) / 1e6
+            interval_ms = (event.timestamp_ns - previous) / 1e6
             self.interval_plot.add_interval(event.index, interval_ms, self._median.add(interval_ms))
-        self._previous_stamp_ns = event.timestamp_ns
 
     def show_prefill_elapsed(self, elapsed_ms: float) -> None:
         """Before the first token: token 0's square grows with the time spent so far (the TTFT to be)."""

@@ -18,7 +18,8 @@ class GrowableBuffer:
         return len(self._data)
 
     def append(self, value: float) -> None:
-        self._reserve(self._size + 1)
+        if self._size == len(self._data):  # checked here, not in _reserve: an append per token, per plot
+            self._reserve(self._size + 1)
         self._data[self._size] = value
         self._size += 1
 

@@ -58,26 +58,39 @@ class WindowDriver:
         stamps: list[int] = []
         client = self.window.models.client
 
-        def on_token(delivered) -> None:
-            message = delivered.event
-            if message.reply_id == reply_id and isinstance(message.event, TokenEvent):
-                stamps.append(message.event.timestamp_ns)
+        def on_events(batch) -> None:
+            for delivered in batch:
+                message = delivered.event
+                if message.reply_id == reply_id and isinstance(message.event, TokenEvent):
+                    stamps.append(message.event.timestamp_ns)
 
-        client.reply_event_arrived.connect(on_token)
+        def finished_in(batch) -> FinishedEvent | None:
+            return next(
+                (
+                    delivered.event.event
+                    for delivered in batch or ()
+                    if delivered.event.reply_id == reply_id and isinstance(delivered.event.event, FinishedEvent)
+                ),
+                None,
+            )
+
+        client.reply_events_arrived.connect(on_events)
         try:
             start_ns = time.perf_counter_ns()
             settings = self.window.settings_panel.generation_settings().to_dict()
             settings.update(max_new_tokens=max_new_tokens, decode_loop=loop)
-            finished = self._wait(
-                client.reply_event_arrived,
-                lambda: client.send(StartReply(reply_id, "", (("user", text),), settings, start_ns, ignore_eos=True)),
-                timeout_s,
-                accept=lambda delivered: (
-                    delivered.event.reply_id == reply_id and isinstance(delivered.event.event, FinishedEvent)
-                ),
-            ).event.event
+            finished = finished_in(
+                self._wait(
+                    client.reply_events_arrived,
+                    lambda: client.send(
+                        StartReply(reply_id, "", (("user", text),), settings, start_ns, ignore_eos=True)
+                    ),
+                    timeout_s,
+                    accept=lambda batch: finished_in(batch) is not None,
+                )
+            )
         finally:
-            client.reply_event_arrived.disconnect(on_token)
+            client.reply_events_arrived.disconnect(on_events)
         assert finished.output_tokens == len(stamps) == max_new_tokens, (finished, len(stamps))
         return compute_metrics(start_ns, stamps, 0).tpot_s
 

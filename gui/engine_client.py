@@ -40,7 +40,9 @@ class EngineClient(QObject):
     model_progressed = Signal(object)  # messages.ModelProgress
     model_loaded = Signal(object)  # messages.ModelReady
     model_failed = Signal(object)  # messages.ModelFailed
-    reply_event_arrived = Signal(object)  # messages.Delivered holding a ReplyEvent, with its arrival stamp
+    # A list of messages.Delivered, each holding a ReplyEvent with its arrival stamp: one signal for the reply events
+    # of one read, in order (a frame reads several tokens; each signal emitted costs the GUI thread ~0.1 ms under load).
+    reply_events_arrived = Signal(object)
     lab_progressed = Signal(object)  # messages.LabProgress
     lab_row_measured = Signal(object)  # messages.LabRow
     lab_finished = Signal(object)  # messages.LabFinished
@@ -169,6 +171,7 @@ class EngineClient(QObject):
     @Slot()
     def _on_readable(self, *_) -> None:
         fast_tokens = None  # whether this read's tokens came faster than frames; None: it brought none
+        replies: list[m.Delivered] = []  # this read's reply events, handed on together
         for delivered in self.engine.take_events():
             event = delivered.event
             if isinstance(event, m.ReplyEvent):
@@ -177,8 +180,11 @@ class EngineClient(QObject):
                     self._stopping.discard(event.reply_id)
                 if isinstance(event.event, TokenEvent):
                     fast_tokens = self._came_fast(event.reply_id, event.event.timestamp_ns)
-                self.reply_event_arrived.emit(delivered)  # with its arrival stamp: the delivery delay
+                replies.append(delivered)  # with its arrival stamp: the delivery delay
                 continue
+            if replies:  # in order: the reply events that came before this message first
+                self.reply_events_arrived.emit(replies)
+                replies = []
             if isinstance(event, m.EngineStopped):
                 self._notifier.setEnabled(False)
                 self._write_notifier.setEnabled(False)
@@ -188,6 +194,8 @@ class EngineClient(QObject):
                 self._held = False
                 self._hold.stop()
             self._signals[type(event)].emit(event)
+        if replies:
+            self.reply_events_arrived.emit(replies)
         if fast_tokens and self.pace_reads and self._running:
             self._hold_reads()
         elif fast_tokens is None and self._held and self._running and self._last_token_fresh():

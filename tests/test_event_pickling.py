@@ -31,3 +31,17 @@ def test_an_event_reads_back_equal_field_by_field(event):
     assert message == ReplyEvent(9, event) and type(message.event) is type(event)
     for field in dataclasses.fields(event):
         assert getattr(message.event, field.name) == getattr(event, field.name)
+
+
+def test_the_window_reads_every_event_whole_however_the_pipe_cuts_the_bytes():
+    """The engine's frames, arriving in pieces: each read hands on only whole events, in order, and keeps the rest."""
+    from core.engine.process import frame, unframe
+
+    sent = [ReplyEvent(9, event) for event in EXAMPLES]
+    stream = b"".join(frame(message) for message in sent)
+    for piece in (1, 7, 64, len(stream)):
+        buffer, received = bytearray(), []
+        for start in range(0, len(stream), piece):
+            buffer += stream[start : start + piece]
+            received += unframe(buffer)
+        assert received == sent and not buffer, piece

@@ -52,7 +52,7 @@ class LiveReply(QObject):
         self.frame_timer.setInterval(FRAME_INTERVAL_MS)
         self.frame_timer.timeout.connect(self._on_frame)
         replies.reply_started.connect(self._on_started)
-        replies.token_received.connect(self._on_token)
+        replies.tokens_received.connect(self._on_tokens)
         replies.state_changed.connect(self._on_state)
 
     @Slot(object)
@@ -70,10 +70,10 @@ class LiveReply(QObject):
         self.frame_timer.start()
 
     @Slot(object)
-    def _on_token(self, delivered) -> None:
-        self._pending.append(delivered.event)
+    def _on_tokens(self, tokens: list) -> None:
+        self._pending.extend(delivered.event for delivered in tokens)
         if self._draining:
-            return  # read by this frame's drain: the frame shows it
+            return  # read by this frame's drain: the frame shows them
         if not self._early_frame.isActive():
             since_ms = (time.perf_counter_ns() - self._last_insert_ns) / 1e6
             delay_ms = int(max(0.0, FRAME_INTERVAL_MS - since_ms))

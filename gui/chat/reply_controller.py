@@ -32,7 +32,10 @@ class ReplyController(QObject):
     message_accepted = Signal(str, int)  # the user's text and its index: it left the box and joined the chat
     reply_started = Signal(object)  # ReplyRecord, whose trace fills as tokens arrive
     prefill_progressed = Signal(object)  # PrefillProgress, already in the record's trace
-    token_received = Signal(object)  # Delivered(TokenEvent), already in the record's trace
+    # A list of Delivered(TokenEvent), already in the record's trace: the tokens of one read of the engine's pipe.
+    tokens_received = Signal(object)
+    # Each of them alone, for observers that act on one token (a probe, tests); emitted only while one is connected.
+    token_received = Signal(object)
     reply_finished = Signal(object)  # ReplyRecord, with the chat updated
     reply_refused = Signal(str, bool)  # why; whether the user's message is still in the box
     last_reply_dropped = Signal()  # Regenerate took the last reply out of the chat
@@ -52,7 +55,9 @@ class ReplyController(QObject):
         self._pending_text: str | None = None  # sent to the engine, not yet accepted into the chat
         self._closing = False
         client = models.client
-        client.reply_event_arrived.connect(self._on_reply_event)
+        client.reply_events_arrived.connect(self._on_reply_events)
+        meta = self.metaObject()
+        self._token_received_method = meta.method(meta.indexOfSignal("token_received(PyObject)"))
         models.model_loaded.connect(self._on_model_loaded)
         models.load_failed.connect(self._on_load_failed)
         models.engine_stopped.connect(self._on_engine_stopped)
@@ -182,12 +187,36 @@ class ReplyController(QObject):
             self._set_state(IDLE)
 
     @Slot(object)
-    def _on_reply_event(self, delivered: Delivered) -> None:
-        """Every event of the current reply, in one place: the trace records it, and some move the reply on."""
-        message: ReplyEvent = delivered.event
-        if not self._current(message.reply_id):
-            return
-        event = message.event
+    def _on_reply_events(self, batch: list[Delivered]) -> None:
+        """The reply events of one read, in one place: the trace records them, and some move the reply on. Tokens are
+        handed on together, and before any event that moves the reply on."""
+        tokens: list[Delivered] = []
+        for delivered in batch:
+            message: ReplyEvent = delivered.event
+            if not self._current(message.reply_id):
+                continue
+            event = message.event
+            if isinstance(event, TokenEvent):
+                self.record.trace.record(event, arrival_ns=delivered.arrival_ns)
+                tokens.append(Delivered(event, delivered.arrival_ns))
+                continue
+            if tokens:
+                self._hand_on(tokens)
+                tokens = []
+                if not self._current(message.reply_id):
+                    continue  # stopped and ended by whoever saw those tokens
+            self._move_on(event, delivered.arrival_ns)
+        if tokens:
+            self._hand_on(tokens)
+
+    def _hand_on(self, tokens: list[Delivered]) -> None:
+        self.tokens_received.emit(tokens)
+        if self.isSignalConnected(self._token_received_method):
+            for token in tokens:
+                self.token_received.emit(token)
+
+    def _move_on(self, event, arrival_ns: int) -> None:
+        """An event of the current reply other than a token."""
         if isinstance(event, ReplyRefused):
             self._refuse(event.message)
             return
@@ -196,13 +225,11 @@ class ReplyController(QObject):
                 self._mark_interrupted()  # a stream cut mid-reply: kept, marked as such
             self._finish(event)
             return
-        self.record.trace.record(event, arrival_ns=delivered.arrival_ns)
+        self.record.trace.record(event, arrival_ns=arrival_ns)
         if isinstance(event, PromptReady):
             self._accept(event)
         elif isinstance(event, PrefillProgress):
             self.prefill_progressed.emit(event)
-        elif isinstance(event, TokenEvent):
-            self.token_received.emit(Delivered(event, delivered.arrival_ns))
 
     def _accept(self, ready: PromptReady) -> None:
         """The prompt fits: only now does the message move from the box into the chat."""

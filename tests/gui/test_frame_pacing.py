@@ -43,15 +43,14 @@ def held_at_each_token(qtbot, window, paced: bool) -> list[bool]:
     client: EngineClient = window.models.client
     held: list[bool] = []
 
-    def note(delivered) -> None:
-        if isinstance(delivered.event.event, TokenEvent):
-            held.append(client.held)
+    def note(batch) -> None:
+        held.extend(client.held for delivered in batch if isinstance(delivered.event.event, TokenEvent))
 
-    client.reply_event_arrived.connect(note)
+    client.reply_events_arrived.connect(note)
     try:
         streamed_trace(qtbot, window, paced=paced)
     finally:
-        client.reply_event_arrived.disconnect(note)
+        client.reply_events_arrived.disconnect(note)
     return held
 
 

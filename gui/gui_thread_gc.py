@@ -6,6 +6,9 @@ ran there while Shiboken deleted its children on the GUI thread; each waited on 
 the app froze (seen in the suite: QObject::~QObject on the compute thread against
 BindingManager::runDeletionInMainThread). So automatic collection is off while a window lives, and
 this timer collects on the GUI thread instead: the young generations every tick, all of them less often.
+
+A full collection walks every object the window holds (35 ms with no model running, 81,000 objects),
+so it waits while a reply streams: it would stall the stream's frames and take that CPU from decode.
 """
 
 from __future__ import annotations
@@ -19,11 +22,17 @@ FULL_EVERY_TICKS = 30
 
 
 class GuiThreadCollector(QObject):
-    def __init__(self, parent=None):
+    """busy: whether a full collection should wait (a reply is streaming); asked when one is due."""
+
+    def __init__(
+        self, parent=None, busy=lambda: False, tick_ms: int = TICK_MS, full_every_ticks: int = FULL_EVERY_TICKS
+    ):
         super().__init__(parent)
+        self.busy = busy
         self._timer = QTimer(self)
-        self._timer.setInterval(TICK_MS)
+        self._timer.setInterval(tick_ms)
         self._timer.timeout.connect(self._collect)
+        self._full_every_ticks = full_every_ticks
         self._ticks = 0
         self._was_enabled = False
 
@@ -42,4 +51,9 @@ class GuiThreadCollector(QObject):
     @Slot()
     def _collect(self) -> None:
         self._ticks += 1
-        gc.collect(2 if self._ticks % FULL_EVERY_TICKS == 0 else 1)
+        full_due = self._ticks >= self._full_every_ticks
+        if full_due and not self.busy():
+            self._ticks = 0
+            gc.collect(2)
+        else:
+            gc.collect(1)

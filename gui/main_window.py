@@ -72,6 +72,7 @@ class MainWindow(QMainWindow):
         self._build_widgets()
         self.saved_chats = SavedChats(self, chat_store)
         self.replies = ReplyController(self.saved_chats, self.models, self._reply_settings, self)
+        self.collector.busy = lambda: self.replies.busy  # no full collection while a reply streams
         self.live = LiveReply(
             self.replies, self.models.client, self.transcript, self.meter, self.indicator, self.prefill_bar, self
         )

@@ -6,6 +6,7 @@ from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QPushButton, QVBox
 
 from gui.chat.input_box import InputBox
 from gui.chat.prefill_bar import PrefillBar
+from gui.chat.status_strip import StatusStrip
 from gui.chat.transcript_view import TranscriptView
 from gui.settings.panel import SettingsPanel
 from gui.settings.store import WindowSettings
@@ -72,10 +73,4 @@ class ChatPanel(QWidget):
         Each shows for part of a reply. Were they rows of their own, showing or hiding one would re-lay out the chat
         panel, resizing the transcript and repainting it whole, twice a reply, on the GUI thread decode shares.
         """
-        strip = QWidget()
-        row = QHBoxLayout(strip)
-        row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(self.prefill_bar, stretch=1)
-        row.addWidget(self.indicator, stretch=1)
-        strip.setFixedHeight(max(self.prefill_bar.sizeHint().height(), self.indicator.sizeHint().height()))
-        return strip
+        return StatusStrip(self.prefill_bar, self.indicator)

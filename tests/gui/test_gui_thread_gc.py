@@ -38,3 +38,21 @@ def test_cycles_are_freed_on_the_gui_thread_while_automatic_collection_is_off(qt
         collector.stop()
         assert gc.isenabled()  # handed back as it was
         gc.disable()
+
+
+def test_a_full_collection_waits_while_a_reply_streams(qtbot):
+    """Young generations are collected every tick; the full collection, due every other tick here, waits for busy
+    to end."""
+    streaming = [True]
+    collector = GuiThreadCollector(busy=lambda: streaming[0], tick_ms=5, full_every_ticks=2)
+    full_before = gc.get_stats()[2]["collections"]
+    young_before = gc.get_stats()[1]["collections"]
+    collector.start()
+    try:
+        qtbot.waitUntil(lambda: gc.get_stats()[1]["collections"] >= young_before + 6, timeout=5000)
+        assert gc.get_stats()[2]["collections"] == full_before
+        streaming[0] = False
+        qtbot.waitUntil(lambda: gc.get_stats()[2]["collections"] > full_before, timeout=5000)
+    finally:
+        collector.stop()
+        gc.disable()

@@ -159,8 +159,11 @@ class EngineProcess:
             ended = False
             try:
                 while read := self._socket.recv_into(self._chunk):
-                    self._incoming += self._chunk[:read]
-                ended = True  # EOF: the engine closed its end
+                    self._incoming += memoryview(self._chunk)[:read]
+                    if read < len(self._chunk):
+                        break  # all there was: asking again only raises BlockingIOError (a frame's read takes one call)
+                else:
+                    ended = True  # EOF: the engine closed its end
             except (BlockingIOError, InterruptedError):
                 pass
             except OSError:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QPainter, QPainterPath, QPen, QTransform
+from PySide6.QtGui import QPainter, QPainterPath, QPen
 
 from gui.plotting.live_layer import LiveLayer
 
@@ -83,12 +83,13 @@ class LiveCurve:
         """The plot's scale changed (its layer repaints all of it): crosses are rebuilt at the next paint."""
         self._rescaled = self._markers
 
-    def paint(self, painter: QPainter, transform: QTransform) -> None:
+    def paint(self, painter: QPainter) -> None:
+        """Onto a painter that maps data coordinates to the layer's pixels."""
         if self._rescaled:
             self._rebuild(repaint=False)
-        painter.setTransform(transform)
-        painter.setPen(self._pen)
-        painter.drawPath(self._path)
+        if self._drawn:
+            painter.setPen(self._pen)
+            painter.drawPath(self._path)
 
     def _rebuild(self, repaint: bool = True) -> None:
         old = self._path

@@ -68,9 +68,9 @@ class LiveLayer(QWidget):
             self.backdrops_taken += 1
         painter = QPainter(self)
         painter.drawPixmap(0, 0, self._backdrop)
-        transform = self.data_transform()
+        painter.setTransform(self.data_transform())  # every item draws in data coordinates
         for item in self._items:
-            item.paint(painter, transform)
+            item.paint(painter)
         painter.end()
 
     def _place(self) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF
-from PySide6.QtGui import QPainter, QTransform
+from PySide6.QtCore import QRectF
+from PySide6.QtGui import QPainter
 
 from gui.plotting.live_layer import LiveLayer
 
@@ -45,13 +45,14 @@ class LiveSquare:
     def rescale(self) -> None:
         """Sized in pixels, it needs nothing when the scale changes."""
 
-    def paint(self, painter: QPainter, transform: QTransform) -> None:
+    def paint(self, painter: QPainter) -> None:
+        """Onto a painter that maps data coordinates to the layer's pixels: the square's size is turned into data
+        units, so the painter keeps its transform for the curves."""
         if not len(self._x):
             return
-        centre = transform.map(QPointF(float(self._x[0]), float(self._y[0])))
-        painter.resetTransform()
-        half = self._size / 2
-        painter.fillRect(QRectF(centre.x() - half, centre.y() - half, self._size, self._size), self._brush)
+        width, height = self._layer.pixel_size()
+        width, height = width * self._size, height * self._size
+        painter.fillRect(QRectF(self._x[0] - width / 2, self._y[0] - height / 2, width, height), self._brush)
 
     def _repaint(self) -> None:
         if len(self._x):

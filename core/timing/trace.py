@@ -68,7 +68,17 @@ class ReplyTrace:
 
     def record(self, event: ReplyEventKind, arrival_ns: int | None = None) -> None:
         """Keep what the event says; arrival_ns is when a token reached the window (None elsewhere)."""
-        if isinstance(event, PromptReady):
+        if isinstance(event, TokenEvent):  # first: a reply's events are nearly all tokens
+            self.token_ids.append(event.token_id)
+            self.token_texts.append(event.text)
+            self.timestamps_ns.append(event.timestamp_ns)
+            if arrival_ns is not None:
+                self.arrivals_ns.append(arrival_ns)
+            if event.chunk is not None:
+                self.chunk_of.append(event.chunk)
+            if event.reasoning:
+                self.reasoning_indices.append(len(self.timestamps_ns) - 1)
+        elif isinstance(event, PromptReady):
             self.prompt_tokens = event.prompt_tokens
             self.prompt_ready_ns = event.timestamp_ns
         elif isinstance(event, ServerReport):
@@ -83,16 +93,6 @@ class ReplyTrace:
             self.prefill_progress.append((event.timestamp_ns, event.fraction))
         elif isinstance(event, ComputeStarted):
             self.compute_started_ns = event.timestamp_ns
-        elif isinstance(event, TokenEvent):
-            self.token_ids.append(event.token_id)
-            self.token_texts.append(event.text)
-            self.timestamps_ns.append(event.timestamp_ns)
-            if arrival_ns is not None:
-                self.arrivals_ns.append(arrival_ns)
-            if event.chunk is not None:
-                self.chunk_of.append(event.chunk)
-            if event.reasoning:
-                self.reasoning_indices.append(len(self.timestamps_ns) - 1)
         elif isinstance(event, FinishedEvent):
             self.finished_ns = event.timestamp_ns
             self.stop_reason = event.stop_reason.value

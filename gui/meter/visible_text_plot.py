@@ -29,10 +29,8 @@ class VisibleTextPlot(pg.PlotWidget):
         )
         self.live_layer = LiveLayer(self)
         self.previous_item = LiveCurve(self.live_layer, (150, 150, 150, 110), "previous reply")
+        # Its flat stretch from the last change to 'now' is its tail, drawn from the last point at paint time.
         self.current_item = LiveCurve(self.live_layer, "#1a73e8", "this reply")
-        # The flat stretch from the last change to 'now' is its own two-point curve, so a frame
-        # that only advances the clock never rebuilds the whole staircase.
-        self.waiting_item = LiveCurve(self.live_layer, "#1a73e8")
         self.reading_item = LiveCurve(
             self.live_layer, "#9334e6", "reading at 250 wpm", style=pg.QtCore.Qt.PenStyle.DashLine
         )
@@ -102,10 +100,7 @@ class VisibleTextPlot(pg.PlotWidget):
         if len(x) != self._drawn_points:
             self._drawn_points = len(x)
             self.current_item.set_points(x, y)
-        if len(x) and self._now_s > x[-1]:
-            self.waiting_item.set_points(np.array([x[-1], self._now_s]), np.array([y[-1], y[-1]]))
-        else:
-            self.waiting_item.clear()
+        self.current_item.tail_to(self._now_s if len(x) and self._now_s > x[-1] else None)
         # The reader's line runs to the edge of the x range, so it changes only when that range steps,
         # not with every frame's clock.
         reading = (self._first_text_s, self._x_range.limit)

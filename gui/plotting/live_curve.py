@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QLineF, Qt
 from PySide6.QtGui import QPainter, QPainterPath, QPen
 
 from gui.plotting.live_layer import LiveLayer
@@ -48,6 +48,7 @@ class LiveCurve:
         self._ends: tuple = ()  # the first and last of them, (x0, y0, x, y)
         self._path = QPainterPath()
         self._rescaled = False  # a cross is sized in pixels: the path is rebuilt when the scale changes
+        self._tail_x: float | None = None  # a flat stretch from the last point to here (see tail_to)
         layer.add(self)
 
     def set_points(self, x: np.ndarray, y: np.ndarray) -> None:
@@ -65,6 +66,17 @@ class LiveCurve:
         stretch_x, stretch_y = x[start:].tolist(), y[start:].tolist()
         self._append(x[drawn:], y[drawn:])
         self._layer.update_data_rect(min(stretch_x), max(stretch_x), min(stretch_y), max(stretch_y))
+
+    def tail_to(self, x: float | None) -> None:
+        """A flat stretch from the last point to x (a count that has not changed since), or none. Drawn at paint time
+        from the last point, so a clock that moves every frame rebuilds nothing."""
+        if x == self._tail_x:
+            return
+        if self._drawn:
+            last_y = float(self._y[self._drawn - 1])
+            ends = [value for value in (self._tail_x, x, float(self._x[self._drawn - 1])) if value is not None]
+            self._layer.update_data_rect(min(ends), max(ends), last_y, last_y)
+        self._tail_x = x
 
     def clear(self) -> None:
         self.set_points(np.empty(0), np.empty(0))
@@ -90,6 +102,9 @@ class LiveCurve:
         if self._drawn:
             painter.setPen(self._pen)
             painter.drawPath(self._path)
+            if self._tail_x is not None:
+                last = self._drawn - 1
+                painter.drawLine(QLineF(float(self._x[last]), float(self._y[last]), self._tail_x, float(self._y[last])))
 
     def _rebuild(self, repaint: bool = True) -> None:
         old = self._path

@@ -214,3 +214,32 @@ def test_the_y_axis_label_is_whole_on_a_short_plot_and_full_on_a_tall_one(qtbot,
     plot.resize(500, 400)
     qtbot.waitUntil(lambda: _label_runs_along_the_whole_plot(plot))
     qtbot.waitUntil(lambda: plot.left_label.shown == full)  # with room, the whole wording is back
+
+
+def test_the_count_stays_drawn_flat_until_now_while_no_text_comes(qtbot):
+    """Text stopped at 0.4 s (80 characters); at 1.6 s the staircase runs flat to 1.6 s, frame by frame, and no
+    further."""
+    from PySide6.QtCore import QPointF
+    from PySide6.QtGui import QColor
+
+    plot = VisibleTextPlot()
+    qtbot.addWidget(plot)
+    plot.resize(500, 250)
+    plot.show()
+    qtbot.waitExposed(plot)
+    for step in range(1, 5):
+        plot.show_characters(step * 0.1, step * 20)
+        plot.refresh()
+    for tenth in range(5, 17):
+        plot.advance_clock(tenth / 10)  # frames with no new text
+        plot.refresh()
+    layer = plot.live_layer
+    image = plot.grab().toImage()
+
+    def drawn_at(seconds: float) -> bool:
+        point = layer.pos() + layer.data_transform().map(QPointF(seconds, 80.0)).toPoint()
+        colours = [image.pixelColor(point.x(), point.y() + dy) for dy in (-1, 0, 1)]
+        return any(colour == QColor("#1a73e8") for colour in colours)
+
+    assert all(drawn_at(seconds) for seconds in (0.5, 1.0, 1.55))
+    assert not drawn_at(1.8)

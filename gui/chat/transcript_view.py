@@ -7,6 +7,7 @@ from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCharFormat, QTex
 from PySide6.QtWidgets import QTextBrowser
 
 from gui.chat.long_runs import break_long_runs, without_breaks
+from gui.chat.text_repaint import TextRepaint
 
 USER_BACKGROUND = QColor("#e8f0fe")
 ASSISTANT_BACKGROUND = QColor("#ffffff")
@@ -40,6 +41,7 @@ class TranscriptView(QTextBrowser):
         # since laying out one long word is quadratic in this mode.
         self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
         self.anchorClicked.connect(self._on_anchor_clicked)
+        self.text_repaint = TextRepaint(self)
         self._reply_start: int | None = None  # where the live reply's text begins
         self._reply_cursor: QTextCursor | None = None  # stays at the live reply's end as text is added
         self._plain = QTextCharFormat()

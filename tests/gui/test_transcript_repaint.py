@@ -8,7 +8,24 @@ from gui.chat.transcript_view import TranscriptView
 # On Xvfb too (`make test`): offscreen, a grab of the window is drawn afresh, so it cannot show a stale line.
 pytestmark = pytest.mark.plots
 
-WORDS = "The keeper climbed the stairs again, counting each step as the storm rose over the bay.".split()
+WORDS = [
+    "The",
+    "keeper",
+    "climbed",
+    "the",
+    "stairs",
+    "again,",
+    "counting",
+    "each",
+    "step",
+    "as",
+    "the",
+    "storm",
+    "rose",
+    "over",
+    "the",
+    "bay.",
+]
 
 
 class PaintLog(QObject):

@@ -35,24 +35,41 @@ class ChatListPanel(QWidget):
         layout.addWidget(self.list, stretch=1)
         layout.addWidget(self.notice)
         self._filling = False
+        self._shown: list[tuple[str, str | None, str | None]] = []  # (chat id, title, tooltip) of each row, as listed
         self.list.itemClicked.connect(self._on_item_clicked)
         self.list.itemChanged.connect(self._on_item_changed)
         self.list.customContextMenuRequested.connect(self._on_context_menu)
 
     def set_chats(self, summaries: list[ChatSummary], current_id: str | None) -> None:
+        """Show these chats in this order. The list is rebuilt only when the chats or their order change; otherwise
+        only the items whose words changed are touched (every message sent saves the chat and lists the chats again:
+        rebuilding 500 items took 10 ms and repainted the whole list)."""
+        shown = [(summary.chat_id, summary.title, _tooltip(summary)) for summary in summaries]
         self._filling = True
         try:
-            self.list.clear()
-            for summary in summaries:
-                item = QListWidgetItem(summary.title)
-                item.setData(_ID_ROLE, summary.chat_id)
-                item.setFlags(item.flags() | Qt.ItemFlag.ItemIsEditable)
-                item.setToolTip(f"{summary.title}\n{summary.message_count} messages · last saved {summary.updated_at}")
-                self.list.addItem(item)
-                if summary.chat_id == current_id:
-                    self.list.setCurrentItem(item)
+            if [chat_id for chat_id, _, _ in shown] != [chat_id for chat_id, _, _ in self._shown]:
+                self._rebuild(shown)
+            else:
+                for row, (now, before) in enumerate(zip(shown, self._shown)):
+                    if now != before:
+                        item = self.list.item(row)
+                        item.setText(now[1])
+                        item.setToolTip(now[2])
+            self._shown = shown
+            current = self.item_for(current_id) if current_id is not None else None
+            if current is not None and current is not self.list.currentItem():
+                self.list.setCurrentItem(current)
         finally:
             self._filling = False
+
+    def _rebuild(self, shown: list[tuple[str, str, str]]) -> None:
+        self.list.clear()
+        for chat_id, title, tooltip in shown:
+            item = QListWidgetItem(title)
+            item.setData(_ID_ROLE, chat_id)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsEditable)
+            item.setToolTip(tooltip)
+            self.list.addItem(item)
 
     def chat_ids(self) -> list[str]:
         return [self.list.item(row).data(_ID_ROLE) for row in range(self.list.count())]
@@ -61,8 +78,8 @@ class ChatListPanel(QWidget):
         return [self.list.item(row).text() for row in range(self.list.count())]
 
     def item_for(self, chat_id: str) -> QListWidgetItem | None:
-        for row in range(self.list.count()):
-            if self.list.item(row).data(_ID_ROLE) == chat_id:
+        for row, (shown_id, _, _) in enumerate(self._shown):
+            if shown_id == chat_id:
                 return self.list.item(row)
         return None
 
@@ -74,6 +91,7 @@ class ChatListPanel(QWidget):
                 item.setText(title)
             finally:
                 self._filling = False
+        self._forget_row(chat_id)  # the next listing sets its words again
 
     def add_notice(self, message: str) -> None:
         """Problems with chat files stay visible under the list until the app restarts."""
@@ -88,7 +106,14 @@ class ChatListPanel(QWidget):
     @Slot(QListWidgetItem)
     def _on_item_changed(self, item: QListWidgetItem) -> None:
         if not self._filling:
+            self._forget_row(item.data(_ID_ROLE))  # edited by hand: the next listing shows the title the chat kept
             self.rename_requested.emit(item.data(_ID_ROLE), item.text())
+
+    def _forget_row(self, chat_id: str) -> None:
+        self._shown = [
+            (shown_id, None, None) if shown_id == chat_id else (shown_id, title, tooltip)
+            for shown_id, title, tooltip in self._shown
+        ]
 
     @Slot(QPoint)
     def _on_context_menu(self, position: QPoint) -> None:
@@ -111,3 +136,7 @@ class ChatListPanel(QWidget):
             self.export_requested.emit(chat_id)
         elif chosen is delete_action:
             self.delete_requested.emit(chat_id)
+
+
+def _tooltip(summary: ChatSummary) -> str:
+    return f"{summary.title}\n{summary.message_count} messages · last saved {summary.updated_at}"

@@ -1,0 +1,50 @@
+"""The list of chats is listed again at every message: it changes only what changed, and a refused rename is undone."""
+
+from core.chats.store import ChatSummary
+from gui.chats.chat_list import ChatListPanel
+
+
+def _summaries(titles, counts=None):
+    return [
+        ChatSummary(
+            chat_id=f"chat-{index}", title=title, updated_at="2026-12-03", message_count=(counts or {}).get(index, 2)
+        )
+        for index, title in enumerate(titles)
+    ]
+
+
+def _panel(qtbot) -> ChatListPanel:
+    panel = ChatListPanel()
+    qtbot.addWidget(panel)
+    return panel
+
+
+def test_listing_the_same_chats_again_keeps_their_items_and_updates_words_in_place(qtbot):
+    panel = _panel(qtbot)
+    panel.set_chats(_summaries(["Lighthouse", "Storm", "Keeper"]), "chat-0")
+    items = [panel.list.item(row) for row in range(3)]
+    panel.set_chats(_summaries(["Lighthouse at night", "Storm", "Keeper"], counts={0: 4}), "chat-0")
+    assert [panel.list.item(row) for row in range(3)] == items  # no rebuild: the same items
+    assert panel.titles() == ["Lighthouse at night", "Storm", "Keeper"]
+    assert "4 messages" in panel.list.item(0).toolTip()
+    assert panel.list.currentItem() is items[0]
+
+
+def test_a_new_order_lists_the_chats_anew_with_the_open_one_selected(qtbot):
+    panel = _panel(qtbot)
+    panel.set_chats(_summaries(["Lighthouse", "Storm"]), "chat-0")
+    summaries = _summaries(["Lighthouse", "Storm"])
+    panel.set_chats([summaries[1], summaries[0]], "chat-1")
+    assert panel.chat_ids() == ["chat-1", "chat-0"]
+    assert panel.list.currentItem().text() == "Storm"
+
+
+def test_a_rename_the_store_refused_shows_the_kept_title_at_the_next_listing(qtbot):
+    panel = _panel(qtbot)
+    asked = []
+    panel.rename_requested.connect(lambda chat_id, title: asked.append((chat_id, title)))
+    panel.set_chats(_summaries(["Lighthouse", "Storm"]), "chat-0")
+    panel.list.item(1).setText("Storm at sea")  # as an edit in the list ends
+    assert asked == [("chat-1", "Storm at sea")]
+    panel.set_chats(_summaries(["Lighthouse", "Storm"]), "chat-0")  # the store kept the old title
+    assert panel.titles() == ["Lighthouse", "Storm"]

@@ -16,7 +16,7 @@ class LiveLayer(QWidget):
 
     Drawn as items of pyqtgraph's scene, each frame's new points cost the window a scene update, a
     repaint of the whole view with Python answering Qt's bounding-rect calls for every axis and box,
-    and the second repaint that scene's queued update brings: about a third of the window's CPU while
+    and the second repaint that scene's queued update brings: about a fifth of the window's CPU while
     a reply streamed. Here a frame repaints only the strip its new points fall in, with no Python but
     this paintEvent. The scene (axes, title, legend) changes only when a range steps or the plot is
     resized, and then the picture is taken again.

@@ -3,6 +3,7 @@
 import math
 
 import pytest
+from PySide6.QtCore import QEvent, QObject
 
 from gui.meter.interval_plot import IntervalPlot, decade_label
 from gui.meter.visible_text_plot import VisibleTextPlot
@@ -103,6 +104,42 @@ def test_a_reply_like_the_last_streams_without_relaying_out_the_axes(qtbot, monk
     _feed(plot, [14.0] * 55, refresh_every=3)
     assert changes == []
     assert plot.getViewBox().viewRange()[0][1] > 60  # and all of it shows
+
+
+def test_a_streaming_reply_repaints_its_points_without_redrawing_the_plot_behind_them(qtbot):
+    """The plot behind the live curves (grid, axes) is pictured once; a reply like the last streams on that picture,
+    and its frames repaint only the strip of their new points."""
+    plot = _shown_plot(qtbot)
+    qtbot.waitExposed(plot)
+    _feed(plot, [12.0] * 60, refresh_every=3)
+    plot.settle()
+    plot.reset()
+    layer = plot.live_layer
+    painted = []
+    layer.installEventFilter(recorder := _PaintRecorder(painted))
+    plot.add_ttft(400.0)
+    for index in range(1, 40):
+        plot.add_interval(index, 14.0, 14.0)
+        plot.refresh()
+        qtbot.waitUntil(lambda: bool(painted), timeout=2000)
+        if index == 5:  # the reply's start is over: what the reset changed behind the curves is pictured
+            taken = layer.backdrops_taken
+        elif index > 5:
+            assert all(rect.width() < layer.width() / 4 for rect in painted), (index, painted)  # a strip
+        painted.clear()
+    layer.removeEventFilter(recorder)
+    assert layer.backdrops_taken == taken
+
+
+class _PaintRecorder(QObject):
+    def __init__(self, rects: list):
+        super().__init__()
+        self._rects = rects
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 - Qt's name
+        if event.type() == QEvent.Type.Paint:
+            self._rects.append(event.rect())
+        return False
 
 
 def test_a_short_reply_after_a_long_one_ends_on_an_axis_fitted_to_it(qtbot):

@@ -113,8 +113,8 @@ class LiveCurve:
         self._rescaled = False
         self._append(np.asarray(self._x, dtype=float), np.asarray(self._y, dtype=float))
         if repaint:
-            # Where the old curve was and where the new one is: a short curve redrawn each frame (the clock's
-            # flat stretch) repaints only its corner.
+            # Where the old curve was and where the new one is: a short curve redrawn (the reader's line when the x
+            # range steps, a new reply's first points) repaints only its corner.
             bounds = old.boundingRect() | self._path.boundingRect()
             self._layer.update_data_rect(bounds.left(), bounds.right(), bounds.top(), bounds.bottom())
 

@@ -34,6 +34,7 @@ class ChatKeeper(QObject):
     # -- the list -------------------------------------------------------------------------------
 
     def scan(self) -> list[ChatSummary]:
+        self.saver.flush()  # queued writes and deletes land first: a chat deleted a moment ago is not listed again
         self.summaries = {summary.chat_id: summary for summary in self.store.scan()}
         return self.ordered_summaries()
 

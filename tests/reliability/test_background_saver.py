@@ -90,3 +90,27 @@ def test_saves_after_close_are_written_at_once(tmp_path):
     record = chat_with("late")
     saver.save(record)
     assert store.load(record.chat_id).messages[0].content == "late" and not saver.alive
+
+
+def test_listing_the_chats_waits_for_a_delete_still_in_the_queue(tmp_path, qtbot):
+    """The keeper lists the chats after its queued deletes land: a chat deleted a moment before is not listed again
+    (the saved-chat property test met it when the saver thread ran late under load)."""
+    from gui.chats.chat_keeper import ChatKeeper
+
+    store = ChatStore(tmp_path / "chats")
+    kept, deleted = chat_with("kept"), chat_with("deleted")
+    for record in (kept, deleted):
+        store.write_document(record.to_document())
+    keeper = ChatKeeper(store)
+    release = threading.Event()
+    original = store.delete
+
+    def slow_delete(chat_id):
+        release.wait(10)
+        original(chat_id)
+
+    store.delete = slow_delete
+    keeper.delete(deleted.chat_id)
+    threading.Timer(0.2, release.set).start()  # a slow disk: the delete lands a little later
+    assert [summary.chat_id for summary in keeper.scan()] == [kept.chat_id]
+    assert keeper.close(10)

@@ -18,25 +18,12 @@ class GrowableBuffer:
         return len(self._data)
 
     def append(self, value: float) -> None:
-        if self._size == len(self._data):  # checked here, not in _reserve: an append per token, per plot
-            self._reserve(self._size + 1)
+        if self._size == len(self._data):
+            grown = np.empty(len(self._data) * 2, dtype=self._data.dtype)
+            grown[: self._size] = self._data
+            self._data = grown
         self._data[self._size] = value
         self._size += 1
-
-    def extend(self, values: np.ndarray) -> None:
-        needed = self._size + len(values)
-        self._reserve(needed)
-        self._data[self._size : needed] = values
-        self._size = needed
-
-    def _reserve(self, needed: int) -> None:
-        if needed > len(self._data):
-            capacity = len(self._data)
-            while capacity < needed:
-                capacity *= 2
-            grown = np.empty(capacity, dtype=self._data.dtype)
-            grown[: self._size] = self._data[: self._size]
-            self._data = grown
 
     def view(self) -> np.ndarray:
         """The filled part, without copying."""

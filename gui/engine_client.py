@@ -41,7 +41,7 @@ class EngineClient(QObject):
     model_loaded = Signal(object)  # messages.ModelReady
     model_failed = Signal(object)  # messages.ModelFailed
     # A list of messages.Delivered, each holding a ReplyEvent with its arrival stamp: one signal for the reply events
-    # of one read, in order (a frame reads several tokens; each signal emitted costs the GUI thread ~0.1 ms under load).
+    # of one read, in order (a frame reads several tokens at once; one signal a read, not one a token).
     reply_events_arrived = Signal(object)
     lab_progressed = Signal(object)  # messages.LabProgress
     lab_row_measured = Signal(object)  # messages.LabRow

@@ -39,17 +39,13 @@ class LiveCurve:
         self._pen = pen
         self._layer = layer
         self._markers = markers
-        plot = layer.parentWidget()
-        if legend_name and plot.getPlotItem().legend is not None:
-            # A sample for the legend only; it is never added to the plot.
-            plot.getPlotItem().legend.addItem(pg.PlotDataItem(pen=pen), legend_name)
         self._x = self._y = np.empty(0)
         self._drawn = 0  # points in the path
         self._ends: tuple = ()  # the first and last of them, (x0, y0, x, y)
         self._path = QPainterPath()
         self._rescaled = False  # a cross is sized in pixels: the path is rebuilt when the scale changes
         self._tail_x: float | None = None  # a flat stretch from the last point to here (see tail_to)
-        layer.add(self)
+        layer.add(self, legend_name, pg.PlotDataItem(pen=pen) if legend_name else None)
 
     def set_points(self, x: np.ndarray, y: np.ndarray) -> None:
         self._x, self._y = x, y

@@ -38,8 +38,13 @@ class LiveLayer(QWidget):
         self.raise_()
         self._place()
 
-    def add(self, item) -> None:
+    def add(self, item, legend_name: str | None = None, legend_sample: pg.PlotDataItem | None = None) -> None:
+        """Paint item (after those added before it), and list it in the plot's legend under legend_name, shown by
+        legend_sample: an item made only for the legend, never added to the plot."""
         self._items.append(item)
+        legend = self._plot.getPlotItem().legend
+        if legend_name and legend is not None:
+            legend.addItem(legend_sample, legend_name)
 
     def data_transform(self) -> QTransform:
         """Data coordinates (y already in log10 on a log axis) to this widget's pixels."""

@@ -20,14 +20,14 @@ class LiveSquare:
 
     def __init__(self, layer: LiveLayer, color, size: float = 12, legend_name: str | None = None):
         self._layer, self._size, self._brush = layer, size, pg.mkBrush(color)
-        plot = layer.parentWidget()
-        if legend_name and plot.getPlotItem().legend is not None:
-            # A sample for the legend only; it is never added to the plot. The legend draws a symbol from the
-            # item's scatter, which takes its brush only with data: hence the one point.
-            sample = pg.PlotDataItem([0], [0], pen=None, symbol="s", symbolSize=size, symbolBrush=color, symbolPen=None)
-            plot.getPlotItem().legend.addItem(sample, legend_name)
         self._x = self._y = np.empty(0)
-        layer.add(self)
+        # The legend draws a symbol from its sample's scatter, which takes its brush only with data: hence one point.
+        sample = (
+            pg.PlotDataItem([0], [0], pen=None, symbol="s", symbolSize=size, symbolBrush=color, symbolPen=None)
+            if legend_name
+            else None
+        )
+        layer.add(self, legend_name, sample)
 
     def setData(self, x, y) -> None:  # noqa: N802 - pyqtgraph's name, as the scatter item it replaced
         """At most one point: the marker moves there, or hides when there is none."""

@@ -6,9 +6,10 @@ import time
 
 from PySide6.QtCore import QEventLoop, QTimer
 
+from gui.frame_interval import FRAME_INTERVAL_MS
+
 WORDS = "the keeper climbed the stairs again , counting every step as the light turned".split()  # noqa: SIM905 - reads as the sentence it is
 TOKEN_GAP_NS = 11_500_000  # the int4 lean loop's TPOT here; only the plotted values depend on it
-FRAME_MS = 33
 
 
 def gui_cpu_at_each_token(tokens: int, earlier_turns: int = 0) -> list[int]:
@@ -56,7 +57,7 @@ def gui_cpu_at_each_token(tokens: int, earlier_turns: int = 0) -> list[int]:
     feeder, frames = QTimer(), QTimer()
     feeder.setInterval(0)
     feeder.timeout.connect(next_token)
-    frames.setInterval(FRAME_MS)
+    frames.setInterval(FRAME_INTERVAL_MS)
     frames.timeout.connect(lambda: meter.tick(len(cpu_at_token) * TOKEN_GAP_NS, True))
     feeder.start()
     frames.start()

@@ -4,8 +4,11 @@ Target: app TPOT <= 1.03 x bare TPOT (stretch 1.01), same engine process, model,
 length, interleaved. The bare side is a reply the benchmark sends to the same engine with no window
 attached to it: nobody shows its tokens. Both TPOTs come from the engine's own put() stamps.
 --breakdown adds app rounds with parts of the window switched off (no live text, no live plots,
-neither), interleaved with the others, to show where any cost goes.
-Run: .venv/bin/python benchmarks/meter_overhead.py [--dtype native] [--loop lean] [--rounds 5] [--tokens 64] [--breakdown]
+neither), interleaved with the others, to show where any cost goes. --frame-intervals 40,50 adds app
+rounds with the window's frames that many ms apart instead of gui/frame_interval.py's, interleaved too:
+the window's CPU while streaming scales with its frame rate (benchmarks/frame_footprint.py says why).
+Run: .venv/bin/python benchmarks/meter_overhead.py [--dtype native] [--loop lean] [--rounds 5] [--tokens 64]
+     [--breakdown] [--frame-intervals 40,50]
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--loop", default="lean", choices=("lean", "generate"))
     parser.add_argument("--breakdown", action="store_true")
+    parser.add_argument("--frame-intervals", default="", help="comma-separated ms: app rounds at other frame rates")
     _common.add_json_option(parser)
     args = parser.parse_args()
     report = _common.start_report(args, "meter_overhead")
@@ -35,6 +39,10 @@ def main() -> None:
     driver.window.settings_panel.decode_loop_box.setCurrentText(args.loop)
     bare, app, window_share = [], [], []
     variants = breakdown_variants(driver.window) if args.breakdown else {}
+    for interval_ms in (int(value) for value in args.frame_intervals.split(",") if value.strip()):
+        variants[f"frames {interval_ms} ms apart ({1000 / interval_ms:.0f} Hz)"] = frame_interval_variant(
+            driver.window, interval_ms
+        )
     partial = {name: [] for name in variants}
     partial_share: dict[str, list[float]] = {name: [] for name in variants}
 
@@ -124,6 +132,24 @@ def breakdown_variants(window) -> dict:
         "no live plots": lambda: without(plots),
         "neither (signals, trace and frame timer only)": lambda: without(text, plots),
     }
+
+
+def frame_interval_variant(window, interval_ms: int):
+    """A context manager that runs the window's live frames interval_ms apart for one reply."""
+    from contextlib import contextmanager
+
+    timer = window.live.frame_timer
+
+    @contextmanager
+    def frames_apart():
+        usual = timer.interval()
+        timer.setInterval(interval_ms)
+        try:
+            yield
+        finally:
+            timer.setInterval(usual)
+
+    return frames_apart
 
 
 if __name__ == "__main__":

@@ -15,9 +15,10 @@ import time
 from pathlib import Path
 
 import _common
-from _synthetic_reply import FRAME_MS, gui_cpu_at_each_token
+from _synthetic_reply import gui_cpu_at_each_token
 
 from core.model.loader import load_model
+from gui.frame_interval import FRAME_INTERVAL_MS
 
 
 def build_tiny_model(folder: Path, context: int) -> None:
@@ -131,7 +132,9 @@ def main() -> None:
         f"{frame_costs[args.long]:.1f} ms"
     )
     cpu = gui_cpu_at_each_token(args.long)
-    print(f"  the same length with no model decoding beside the window (made-up tokens, {FRAME_MS} ms frames):")
+    print(
+        f"  the same length with no model decoding beside the window (made-up tokens, {FRAME_INTERVAL_MS} ms frames):"
+    )
     for start, end in windows:
         print(
             f"    tokens {start:>5}-{end:<5}: GUI thread CPU per token "

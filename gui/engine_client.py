@@ -24,14 +24,15 @@ from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal, Slot
 from core.engine import messages as m
 from core.engine.protocol import Engine
 from core.timing.events import FinishedEvent, ReplyRefused, TokenEvent
+from gui.frame_interval import FRAME_INTERVAL_MS
 
 # The engine's sender speaks at least every 0.5 s (core/engine/process.py), so silence this long means stuck.
 REPLY_SILENCE_S = 15.0
 STOP_SILENCE_S = 5.0
 WATCH_INTERVAL_MS = 500
-# Tokens stamped closer together than a frame (33 ms) are read once a frame; without frames, every READ_HOLD_MS.
-FAST_TOKEN_NS = 33_000_000
-READ_HOLD_MS = 66
+# Tokens stamped closer together than a frame are read once a frame; without frames, every READ_HOLD_MS.
+FAST_TOKEN_NS = FRAME_INTERVAL_MS * 1_000_000
+READ_HOLD_MS = 2 * FRAME_INTERVAL_MS
 
 
 class EngineClient(QObject):

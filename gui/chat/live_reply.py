@@ -18,8 +18,7 @@ from core.chats.record import ReplyRecord
 from core.timing.events import TokenEvent
 from gui.chat.reply_controller import GENERATING, STOPPING, ReplyController
 from gui.chats.chat_replay import reply_note
-
-FRAME_INTERVAL_MS = 33  # about 30 Hz: smooth to the eye, and independent of the token rate
+from gui.frame_interval import FRAME_INTERVAL_MS
 
 
 class LiveReply(QObject):
@@ -76,7 +75,7 @@ class LiveReply(QObject):
             return  # read by this frame's drain: the frame shows them
         if not self._early_frame.isActive():
             since_ms = (time.perf_counter_ns() - self._last_insert_ns) / 1e6
-            delay_ms = int(max(0.0, FRAME_INTERVAL_MS - since_ms))
+            delay_ms = int(max(0.0, self.frame_timer.interval() - since_ms))
             if delay_ms < self.frame_timer.remainingTime():
                 self._early_frame.start(delay_ms)
 

@@ -34,13 +34,13 @@ from core.race.sides import RaceSide, labels, side_summary
 from core.timing.budget import judge
 from core.timing.events import FinishedEvent, PrefillProgress, TokenEvent
 from core.timing.export import write_text_file
+from gui.frame_interval import FRAME_INTERVAL_MS
 from gui.meter.budget_line import BudgetForm
 from gui.race.race_client import RaceClient
 from gui.race.race_pane import RacePane
 from gui.race.side_form import SideForm
 from gui.race.verdict_view import VerdictView
 
-FRAME_INTERVAL_MS = 33  # as the chat's live reply: about 30 frames a second
 STATUS_INTERVAL_NS = 250_000_000  # while measuring, the status line changes at most 4 times a second
 DEFAULT_PROMPT = "Explain in a few sentences why streaming makes a chatbot feel faster."
 MODES = (

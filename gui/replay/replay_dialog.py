@@ -20,10 +20,9 @@ from PySide6.QtWidgets import (
 
 from core.timing.replay import ReplayReply
 from core.timing.running_median import RunningMedian
+from gui.frame_interval import FRAME_INTERVAL_MS
 from gui.meter.interval_plot import IntervalPlot
 from gui.meter.visible_text_plot import VisibleTextPlot
-
-FRAME_INTERVAL_MS = 33  # as the live reply: text and plot applied once per ~30 Hz frame
 
 
 class ReplayDialog(QDialog):

@@ -95,8 +95,16 @@ class VisibleTextPlot(pg.PlotWidget):
 
     def refresh(self) -> None:
         x, y = self._x.view(), self._y.view()
-        self._x_range.set_if_grown(self._now_s)
-        self._y_range.set_if_grown(max(y[-1] if len(y) else 0, self._previous_max))
+        shown = float(y[-1]) if len(y) else 0.0
+        time_stepped = self._x_range.set_if_grown(self._now_s)
+        needed = max(shown, self._previous_max)
+        if shown and self._now_s > 0 and (time_stepped or needed > self._y_range.limit):
+            # The axes step anyway: the character axis steps to what the reply reaches by the time axis's end at its
+            # pace so far (the wait for the first text included, so it errs low), not just past the count. It then
+            # steps with the time axis, not on its own a few frames later: each step re-lays out the plot, 7-10 ms of
+            # the window's CPU here. A reply within the last one's axes steps neither.
+            needed = max(needed, shown * self._x_range.limit / self._now_s)
+        self._y_range.set_if_grown(needed)
         if len(x) != self._drawn_points:
             self._drawn_points = len(x)
             self.current_item.set_points(x, y)

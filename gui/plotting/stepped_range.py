@@ -28,10 +28,13 @@ class SteppedRange:
         """The limit that holds value (the floor for 0), whether it is smaller or larger than the current one."""
         self._set(stepped_limit(value, self._floor))
 
-    def set_if_grown(self, value: float) -> None:
+    def set_if_grown(self, value: float) -> bool:
+        """Whether the limit stepped up to hold value."""
         limit = stepped_limit(value, self._floor)
         if self._limit is None or limit > self._limit:
             self._set(limit)
+            return True
+        return False
 
     def _set(self, limit: float) -> None:
         if limit != self._limit:

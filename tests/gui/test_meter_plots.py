@@ -85,22 +85,22 @@ def test_a_new_reply_replaces_the_curve_instead_of_extending_it(qtbot):
     assert plot.marker_item.drawn_elements() == 4 * 5
 
 
-def _range_changes(plot, monkeypatch) -> list:
+def _range_changes(plot) -> list:
+    """Each change of the plot's x or y range, as "x" or "y", in order: what the view box reports (the plots set their
+    ranges through bound methods they keep, so patching the plot's setters would see nothing)."""
     changes = []
-    for name in ("setXRange", "setYRange"):
-        original = getattr(plot, name)
-        monkeypatch.setattr(
-            plot, name, lambda *args, original=original, name=name, **kw: (changes.append(name), original(*args, **kw))
-        )
+    view = plot.getViewBox()
+    view.sigXRangeChanged.connect(lambda *_: changes.append("x"))
+    view.sigYRangeChanged.connect(lambda *_: changes.append("y"))
     return changes
 
 
-def test_a_reply_like_the_last_streams_without_relaying_out_the_axes(qtbot, monkeypatch):
+def test_a_reply_like_the_last_streams_without_relaying_out_the_axes(qtbot):
     plot = _shown_plot(qtbot)
     _feed(plot, [12.0] * 60, refresh_every=3)
     plot.settle()
     plot.reset()
-    changes = _range_changes(plot, monkeypatch)
+    changes = _range_changes(plot)
     _feed(plot, [14.0] * 55, refresh_every=3)
     assert changes == []
     assert plot.getViewBox().viewRange()[0][1] > 60  # and all of it shows
@@ -153,7 +153,7 @@ def test_a_short_reply_after_a_long_one_ends_on_an_axis_fitted_to_it(qtbot):
     assert 20 < plot.getViewBox().viewRange()[0][1] < 40
 
 
-def test_the_visible_text_plot_keeps_the_previous_reply_in_view(qtbot, monkeypatch):
+def test_the_visible_text_plot_keeps_the_previous_reply_in_view(qtbot):
     from gui.meter.visible_text_plot import VisibleTextPlot
 
     plot = VisibleTextPlot()
@@ -166,7 +166,7 @@ def test_the_visible_text_plot_keeps_the_previous_reply_in_view(qtbot, monkeypat
     plot.reset()
     (_, x_high), (_, y_high) = plot.getViewBox().viewRange()
     assert x_high >= 3.0 and y_high >= 600  # the faded previous reply shows whole from the start
-    changes = _range_changes(plot, monkeypatch)
+    changes = _range_changes(plot)
     for step in range(1, 29):
         plot.show_characters(step * 0.1, step * 20)
         plot.refresh()
@@ -280,3 +280,27 @@ def test_the_count_stays_drawn_flat_until_now_while_no_text_comes(qtbot):
 
     assert all(drawn_at(seconds) for seconds in (0.5, 1.0, 1.55))
     assert not drawn_at(1.8)
+
+
+def test_the_character_axis_steps_with_the_time_axis_not_on_its_own(qtbot):
+    """A new chat's first reply outgrows both axes of 'what the user saw'; each step re-lays out the plot, so the
+    character axis steps ahead of the text and with the time axis, not at every power of two the count passes."""
+    from gui.meter.visible_text_plot import VisibleTextPlot
+
+    plot = VisibleTextPlot()
+    qtbot.addWidget(plot)
+    plot.resize(500, 250)
+    plot.show()
+    changes = _range_changes(plot)
+    alone = 0
+    for frame in range(1, 91):  # 3 s of frames, text at 500 characters a second after a 0.2 s wait
+        seconds = frame / 30
+        before = len(changes)
+        plot.show_characters(seconds, int(max(0.0, seconds - 0.2) * 500))
+        plot.refresh()
+        stepped = changes[before:]
+        alone += stepped == ["y"]
+        (_, x_high), (_, y_high) = plot.getViewBox().viewRange()
+        assert x_high >= seconds and y_high >= plot.points()[1][-1]  # all of it shows, every frame
+    assert changes.count("x") == 2  # 1 -> 2 -> 4 s
+    assert alone <= 2  # 64 -> 256 -> 512 characters in the first second; later steps come with the time axis's

@@ -153,7 +153,8 @@ class IntervalPlot(pg.PlotWidget):
             self._y_decades = decades
             # In log10 units (the axis is logarithmic), padded so the end decades keep their labels.
             self.setYRange(*decades, padding=0.08)
-            # Only the decades are labelled: pyqtgraph's in-between labels overlap on a short plot.
-            self.getAxis("left").setTicks(
-                [[(power, decade_label(power)) for power in range(decades[0], decades[1] + 1)], []]
+            # Only the decades are labelled: pyqtgraph's in-between labels overlap on a short plot (and on a very
+            # short one, only every other decade: gui/plotting/spaced_axis.py).
+            self.getAxis("left").set_labelled_ticks(
+                [(power, decade_label(power)) for power in range(decades[0], decades[1] + 1)]
             )

@@ -7,6 +7,7 @@ from PySide6.QtWidgets import QGraphicsItem
 
 from gui.plotting.fitted_label import FittedLabel, wordings_of
 from gui.plotting.legend_row import add_legend_row
+from gui.plotting.spaced_axis import SpacedAxis
 
 
 def style_plot(
@@ -20,7 +21,8 @@ def style_plot(
     log_y: bool = False,
 ) -> None:
     """left: the y axis's label, or its wordings longest first; the plot shows the longest that fits its height
-    (plot.left_label, a FittedLabel)."""
+    (plot.left_label, a FittedLabel). The left axis is a SpacedAxis: its labels do not overlap on a short plot."""
+    plot.getPlotItem().setAxisItems({"left": SpacedAxis("left")})
     plot.setBackground("w")
     plot.setTitle(title)
     plot.setLabel("bottom", bottom)

@@ -304,3 +304,43 @@ def test_the_character_axis_steps_with_the_time_axis_not_on_its_own(qtbot):
         assert x_high >= seconds and y_high >= plot.points()[1][-1]  # all of it shows, every frame
     assert changes.count("x") == 2  # 1 -> 2 -> 4 s
     assert alone <= 2  # 64 -> 256 -> 512 characters in the first second; later steps come with the time axis's
+
+
+def _filled(plot_class):
+    plot = plot_class()
+    if plot_class is IntervalPlot:
+        _feed(plot, [12.5, 14.0, 3.2, 13.1], refresh_every=None)  # TTFT 400 ms, gaps of 3-14 ms: four decades
+    else:
+        for step in range(1, 31):
+            plot.show_characters(step * 0.1, step * 35)  # to 1,050 characters: 0-2,048 on the axis
+            plot.refresh()
+    return plot
+
+
+def _tick_label_rects(plot) -> list:
+    from PySide6.QtGui import QImage, QPainter
+
+    image = QImage(10, 10, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        _, _, texts = plot.getAxis("left").generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    return [rect for rect, _, _ in texts]
+
+
+@pytest.mark.parametrize("plot_class", [IntervalPlot, VisibleTextPlot])
+def test_the_y_tick_labels_never_overlap_even_on_the_least_plot_height(qtbot, plot_class):
+    """At the meter's least plot height pyqtgraph labelled 0, 200, ... 800 within 25 px, and the interval plot's
+    four decades within 30: the digits ran into each other. Fewer values are labelled there instead."""
+    plot = _filled(plot_class)
+    qtbot.addWidget(plot)
+    plot.show()
+    for height in (140, 400):
+        plot.resize(570, height)
+        qtbot.waitUntil(lambda height=height: abs(plot.height() - height) <= 1)
+        qtbot.waitUntil(lambda: len(_tick_label_rects(plot)) >= 1)  # a label shows, however short the plot
+        rects = _tick_label_rects(plot)
+        overlapping = [(a, b) for i, a in enumerate(rects) for b in rects[i + 1 :] if a.intersects(b)]
+        assert not overlapping, f"{len(overlapping)} overlapping labels at {height} px: {rects}"
+    assert len(rects) >= 4  # with room, as many labels as before

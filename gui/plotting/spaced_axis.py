@@ -1,0 +1,104 @@
+"""A y axis whose tick labels never overlap: on a short plot it labels fewer values instead of running them together."""
+
+from __future__ import annotations
+
+import math
+
+import pyqtgraph as pg
+from PySide6.QtGui import QFont, QFontMetricsF
+
+# Air between two tick labels, in pixels.
+LABEL_AIR_PX = 2
+
+
+def wider_spacing(spacing: float) -> float:
+    """The next round spacing up: 1, 2, 5, 10, 20, 50 ... times a power of ten."""
+    power = 10.0 ** math.floor(math.log10(spacing) + 1e-9)
+    mantissa = round(spacing / power, 6)
+    return power * (2 if mantissa < 2 else 5 if mantissa < 5 else 10)
+
+
+def inside(values, low: float, high: float, margin: float) -> list[float]:
+    """The values whose label (margin either side) lies within low..high: pyqtgraph hides a label that sticks out."""
+    return [value for value in values if low + margin <= value <= high - margin]
+
+
+def label_spacing(low: float, high: float, size_px: float, spacing: float, label_px: float) -> tuple[float, float]:
+    """(spacing, offset) of the labelled ticks on an axis from low to high, size_px long, for labels label_px tall.
+
+    From `spacing` (pyqtgraph's choice) up in round steps, the first at which the labels inside the axis are at
+    least a label and some air apart. Where only one fits, one round value inside it: a spacing longer than the
+    axis, offset to that value (pyqtgraph puts ticks at offset + k x spacing).
+    """
+    per_px = (high - low) / size_px
+    margin, gap = label_px / 2 * per_px, (label_px + LABEL_AIR_PX) * per_px
+    single: float | None = None
+    while spacing < 10 * (high - low):
+        first = math.ceil((low + margin) / spacing) * spacing
+        shown = inside((first + step * spacing for step in range(int((high - low) / spacing) + 2)), low, high, margin)
+        if len(shown) >= 2 and spacing >= gap:
+            return spacing, 0.0
+        if len(shown) == 1:
+            single = shown[0]  # the roundest one yet: the wider the spacing, the rounder its multiples
+        elif single is not None:
+            break
+        spacing = wider_spacing(spacing)
+    if single is None:
+        return spacing, 0.0  # no label fits at all: pyqtgraph hides them
+    return 10 * (high - low), single
+
+
+def labelled_subset(ticks: list[tuple[float, str]], low: float, high: float, size_px: float, label_px: float):
+    """Every n-th of these (value, label) ticks, n as small as keeps labels apart; of the n ways to start, the one
+    that leaves the most labels inside the axis."""
+    if len(ticks) < 2 or high <= low or size_px <= 0:
+        return list(ticks)
+    per_px = (high - low) / size_px
+    step_px = abs(ticks[1][0] - ticks[0][0]) / per_px
+    every = max(1, math.ceil((label_px + LABEL_AIR_PX) / step_px)) if step_px > 0 else 1
+    margin = label_px / 2 * per_px
+    choices = [ticks[start::every] for start in range(every)]
+    return max(choices, key=lambda chosen: len(inside((value for value, _ in chosen), low, high, margin)))
+
+
+class SpacedAxis(pg.AxisItem):
+    """pyqtgraph's axis keeps at least two intervals of major ticks and always labels them, so on the meter's least
+    plot height the labels ran together ("800", "600", "400" and "200" within 25 px). This one labels round values
+    far enough apart (label_spacing), and drops finer levels that would crowd them. Ticks given as a list
+    (set_labelled_ticks, such as the interval plot's decades) are thinned the same way (labelled_subset)."""
+
+    def __init__(self, orientation: str = "left", **kwargs):
+        super().__init__(orientation, **kwargs)
+        self._labelled: list[tuple[float, str]] | None = None
+
+    def label_px(self) -> float:
+        """A tick label's height as pyqtgraph measures it (its text rect, at 0.8 of the font's line height)."""
+        return QFontMetricsF(self.style.get("tickFont") or QFont()).height() * 0.8
+
+    def tickSpacing(self, minVal: float, maxVal: float, size: float):  # noqa: N802, N803 - pyqtgraph's names
+        levels = super().tickSpacing(minVal, maxVal, size)
+        if not levels or maxVal <= minVal or size <= 0:
+            return levels
+        # On a log axis a value is a power of ten: whole decades only, or a label would read 31.6.
+        start = max(levels[0][0], 1.0) if self.logMode else levels[0][0]
+        spacing, offset = label_spacing(minVal, maxVal, size, start, self.label_px())
+        gap = (self.label_px() + LABEL_AIR_PX) * (maxVal - minVal) / size
+        finer = [level for level in levels[1:] if gap <= level[0] < spacing and offset == 0.0]
+        return [(spacing, offset), *finer]
+
+    def set_labelled_ticks(self, ticks: list[tuple[float, str]]) -> None:
+        """Label these values (and no others), as many of them as the axis has room for."""
+        self._labelled = list(ticks)
+        self._apply_labelled()
+
+    def resizeEvent(self, ev=None) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(ev)
+        if getattr(self, "_labelled", None) is not None:  # pyqtgraph's constructor resizes it before ours has run
+            self._apply_labelled()
+
+    def _apply_labelled(self) -> None:
+        low, high = sorted(self.range)
+        length = self.size().height() if self.orientation in ("left", "right") else self.size().width()
+        shown = labelled_subset(self._labelled or [], low, high, length, self.label_px())
+        if self._tickLevels != [shown, []]:
+            self.setTicks([shown, []])

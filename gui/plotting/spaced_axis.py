@@ -96,6 +96,12 @@ class SpacedAxis(pg.AxisItem):
         if getattr(self, "_labelled", None) is not None:  # pyqtgraph's constructor resizes it before ours has run
             self._apply_labelled()
 
+    def setRange(self, mn: float, mx: float) -> None:  # noqa: N802 - pyqtgraph's name
+        """A new range (a zoom, a step) spaces the listed ticks differently."""
+        super().setRange(mn, mx)
+        if getattr(self, "_labelled", None) is not None:
+            self._apply_labelled()
+
     def _apply_labelled(self) -> None:
         low, high = sorted(self.range)
         length = self.size().height() if self.orientation in ("left", "right") else self.size().width()

@@ -344,3 +344,15 @@ def test_the_y_tick_labels_never_overlap_even_on_the_least_plot_height(qtbot, pl
         overlapping = [(a, b) for i, a in enumerate(rects) for b in rects[i + 1 :] if a.intersects(b)]
         assert not overlapping, f"{len(overlapping)} overlapping labels at {height} px: {rects}"
     assert len(rects) >= 4  # with room, as many labels as before
+
+
+def test_zooming_the_interval_plot_labels_the_decades_it_has_room_for(qtbot):
+    plot = _filled(IntervalPlot)
+    qtbot.addWidget(plot)
+    plot.resize(570, 400)
+    plot.show()
+    qtbot.waitUntil(lambda: len(_tick_label_rects(plot)) >= 4)
+    plot.getViewBox().setYRange(-60, 90, padding=0)  # zoomed far out: 150 decades in the same height
+    rects = _tick_label_rects(plot)
+    assert 1 <= len(rects) < 4
+    assert not [(a, b) for i, a in enumerate(rects) for b in rects[i + 1 :] if a.intersects(b)]

@@ -4,12 +4,15 @@ over the latency budget ringed in red, the budget's two limits as dashed lines."
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Slot
 
 from core.timing.metrics import DEFINITIONS
 from gui.plotting.empty_note import EmptyPlotNote
 from gui.plotting.growable_buffer import GrowableBuffer
 from gui.plotting.plot_style import style_plot
+
+# Half the largest marker (the 15 px over-budget ring) and a pixel: room kept above the highest point and below 0.
+MARKER_ROOM_PX = 9
 
 
 class HistoryPlot(pg.PlotWidget):
@@ -80,6 +83,8 @@ class HistoryPlot(pg.PlotWidget):
         self._over_ttft_ms = GrowableBuffer(32)
         self._budget_shown = False
         self._dirty = True
+        self._top = 1.0  # the highest point's value, for the y range (refresh)
+        self.getViewBox().sigResized.connect(self._fit_y)  # the room a marker needs is in pixels
 
     def add_reply(
         self,
@@ -133,7 +138,8 @@ class HistoryPlot(pg.PlotWidget):
         # and growth is read against zero, not against the smallest value so far.
         self.setXRange(0, max(self._largest(self._prompt_tokens, self._tpot_prompt_tokens), 1.0), padding=0.05)
         top = max(self._largest(self._ttft_ms, self._tpot_ms), 1.0)
-        self.setYRange(0, top, padding=0.05)
+        self._top = top
+        self._fit_y()
         # A limit above every reply stays out of view (its label would sit at the edge, as if it were there).
         for line in (self.ttft_budget_line, self.tpot_budget_line):
             line.setVisible(
@@ -141,6 +147,13 @@ class HistoryPlot(pg.PlotWidget):
                 and bool(len(self._prompt_tokens) or len(self._tpot_ms))
                 and line.value() <= top * 1.05
             )
+
+    @Slot()
+    def _fit_y(self, *_) -> None:
+        """0 to the highest point, with room for a marker's half at either end: 5% of a short plot's height is a
+        pixel or two, and the top reply's square was cut in half."""
+        height = self.getViewBox().height()
+        self.setYRange(0, self._top, padding=max(0.05, MARKER_ROOM_PX / height) if height > 0 else 0.05)
 
     def show_budget(self, ttft_s: float, tpot_s: float) -> None:
         """The budget's limits as dotted lines (seen when the replies come near them)."""

@@ -356,3 +356,23 @@ def test_zooming_the_interval_plot_labels_the_decades_it_has_room_for(qtbot):
     rects = _tick_label_rects(plot)
     assert 1 <= len(rects) < 4
     assert not [(a, b) for i, a in enumerate(rects) for b in rects[i + 1 :] if a.intersects(b)]
+
+
+def test_the_history_plot_shows_its_highest_reply_whole_on_the_least_plot_height(qtbot):
+    from PySide6.QtCore import QPointF
+
+    from gui.meter.history_plot import HistoryPlot
+
+    plot = HistoryPlot()
+    qtbot.addWidget(plot)
+    plot.show()
+    plot.add_reply(40, 0.0867, 0.0076)  # the screenshot's reply: its TTFT square sat on the top edge, half cut off
+    plot.refresh()
+    view = plot.getViewBox()
+    for height in (140, 400):
+        plot.resize(570, height)
+        qtbot.waitUntil(lambda height=height: abs(plot.height() - height) <= 1)
+        top = plot.mapFromScene(view.mapViewToScene(QPointF(40, 86.7))).y()
+        bottom = plot.mapFromScene(view.mapViewToScene(QPointF(40, 0))).y()
+        area = plot.mapFromScene(view.sceneBoundingRect()).boundingRect()
+        assert top - 3.5 >= area.top() and bottom + 3.5 <= area.bottom() + 1, (height, top, area)

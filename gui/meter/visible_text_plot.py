@@ -124,8 +124,13 @@ class VisibleTextPlot(pg.PlotWidget):
                 )
 
     def settle(self) -> None:
-        """Draw the whole staircase, once the reply has ended."""
+        """Draw the whole staircase, once the reply has ended, on axes fitted to it (and to the previous reply): while
+        it streamed they stepped ahead of it."""
         self.refresh()
+        if len(self._x) > 1:
+            self._x_range.reset(max(self._now_s, float(self._x.view()[-1])))
+            self._y_range.reset(max(float(self._y.view().max()), self._previous_max))
+            self.refresh()  # the reader's line runs to the fitted end
 
     def points(self) -> tuple[np.ndarray, np.ndarray]:
         """The staircase so far: seconds since Send, and characters on screen."""

@@ -376,3 +376,20 @@ def test_the_history_plot_shows_its_highest_reply_whole_on_the_least_plot_height
         bottom = plot.mapFromScene(view.mapViewToScene(QPointF(40, 0))).y()
         area = plot.mapFromScene(view.sceneBoundingRect()).boundingRect()
         assert top - 3.5 >= area.top() and bottom + 3.5 <= area.bottom() + 1, (height, top, area)
+
+
+def test_what_the_user_saw_ends_on_axes_fitted_to_the_reply(qtbot):
+    """While text streams the character axis steps ahead of it; a reply that stops soon after is then shown on
+    axes that fit it, not on the room left for more."""
+    plot = VisibleTextPlot()
+    qtbot.addWidget(plot)
+    plot.resize(570, 250)
+    plot.show()
+    for frame in range(1, 34):  # 1.1 s, text at 500 characters a second after 0.2 s: 450 characters
+        seconds = frame / 30
+        plot.show_characters(seconds, int(max(0.0, seconds - 0.2) * 500))
+        plot.refresh()
+    (_, streaming_x), (_, streaming_y) = plot.getViewBox().viewRange()
+    plot.settle()
+    (_, x_high), (_, y_high) = plot.getViewBox().viewRange()
+    assert streaming_y > 1000 and 450 <= y_high < 600 and 1.1 <= x_high <= streaming_x

@@ -329,6 +329,10 @@ def _tick_label_rects(plot) -> list:
     return [rect for rect, _, _ in texts]
 
 
+def _overlapping(rects) -> list:
+    return [(a, b) for i, a in enumerate(rects) for b in rects[i + 1 :] if a.intersects(b)]
+
+
 @pytest.mark.parametrize("plot_class", [IntervalPlot, VisibleTextPlot])
 def test_the_y_tick_labels_never_overlap_even_on_the_least_plot_height(qtbot, plot_class):
     """At the meter's least plot height pyqtgraph labelled 0, 200, ... 800 within 25 px, and the interval plot's
@@ -341,7 +345,7 @@ def test_the_y_tick_labels_never_overlap_even_on_the_least_plot_height(qtbot, pl
         qtbot.waitUntil(lambda height=height: abs(plot.height() - height) <= 1)
         qtbot.waitUntil(lambda: len(_tick_label_rects(plot)) >= 1)  # a label shows, however short the plot
         rects = _tick_label_rects(plot)
-        overlapping = [(a, b) for i, a in enumerate(rects) for b in rects[i + 1 :] if a.intersects(b)]
+        overlapping = _overlapping(rects)
         assert not overlapping, f"{len(overlapping)} overlapping labels at {height} px: {rects}"
     assert len(rects) >= 4  # with room, as many labels as before
 
@@ -355,7 +359,7 @@ def test_zooming_the_interval_plot_labels_the_decades_it_has_room_for(qtbot):
     plot.getViewBox().setYRange(-60, 90, padding=0)  # zoomed far out: 150 decades in the same height
     rects = _tick_label_rects(plot)
     assert 1 <= len(rects) < 4
-    assert not [(a, b) for i, a in enumerate(rects) for b in rects[i + 1 :] if a.intersects(b)]
+    assert not _overlapping(rects)
 
 
 def test_the_history_plot_shows_its_highest_reply_whole_on_the_least_plot_height(qtbot):

@@ -81,8 +81,9 @@ class SpacedAxis(pg.AxisItem):
             return levels
         # On a log axis a value is a power of ten: whole decades only, or a label would read 31.6.
         start = max(levels[0][0], 1.0) if self.logMode else levels[0][0]
-        spacing, offset = label_spacing(minVal, maxVal, size, start, self.label_px())
-        gap = (self.label_px() + LABEL_AIR_PX) * (maxVal - minVal) / size
+        label_px = self.label_px()
+        spacing, offset = label_spacing(minVal, maxVal, size, start, label_px)
+        gap = (label_px + LABEL_AIR_PX) * (maxVal - minVal) / size
         finer = [level for level in levels[1:] if gap <= level[0] < spacing and offset == 0.0]
         return [(spacing, offset), *finer]
 
@@ -93,18 +94,19 @@ class SpacedAxis(pg.AxisItem):
 
     def resizeEvent(self, ev=None) -> None:  # noqa: N802 - Qt's name
         super().resizeEvent(ev)
-        if getattr(self, "_labelled", None) is not None:  # pyqtgraph's constructor resizes it before ours has run
-            self._apply_labelled()
+        self._apply_labelled()
 
     def setRange(self, mn: float, mx: float) -> None:  # noqa: N802 - pyqtgraph's name
         """A new range (a zoom, a step) spaces the listed ticks differently."""
         super().setRange(mn, mx)
-        if getattr(self, "_labelled", None) is not None:
-            self._apply_labelled()
+        self._apply_labelled()
 
     def _apply_labelled(self) -> None:
+        """Space the listed ticks for the axis's length and range now (none listed: pyqtgraph's own)."""
+        if getattr(self, "_labelled", None) is None:  # none listed, or pyqtgraph's constructor, before ours has run
+            return
         low, high = sorted(self.range)
         length = self.size().height() if self.orientation in ("left", "right") else self.size().width()
-        shown = labelled_subset(self._labelled or [], low, high, length, self.label_px())
+        shown = labelled_subset(self._labelled, low, high, length, self.label_px())
         if self._tickLevels != [shown, []]:
             self.setTicks([shown, []])

@@ -220,3 +220,27 @@ def _skip_value(reader: _Reader, value_type: int, depth: int) -> None:
             _skip_value(reader, item_type, depth + 1)
     else:
         raise GGUFHeaderError(f"its metadata has an unknown value type {value_type} at byte {reader.offset - 4:,}")
+
+
+def raw_metadata(path: Path, prefix: str) -> list[bytes]:
+    """The metadata entries whose keys start with prefix, each as its bytes in the file (key, type and value): what a
+    writer copies to give another file the same tokenizer without decoding its 100k strings."""
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        reader = _Reader(data, os.fstat(handle.fileno()).st_size)
+        if bytes(data[:4]) != b"GGUF":
+            raise GGUFHeaderError("it does not start with the GGUF magic bytes")
+        reader.take(4)
+        (version,) = reader.unpack("<I")
+        if version not in (2, 3):
+            raise GGUFHeaderError(f"its version {version} is not one this reader copies from")
+        reader.count("tensors", _SMALLEST_TENSOR_ENTRY)
+        kv_count = reader.count("metadata entries", _SMALLEST_METADATA_ENTRY)
+        entries = []
+        for _ in range(kv_count):
+            entry = reader.offset
+            key = reader.string()
+            (value_type,) = reader.unpack("<I")
+            _skip_value(reader, value_type, 0)
+            if key.startswith(prefix):
+                entries.append(bytes(data[entry : reader.offset]))
+        return entries

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QCloseEvent, QGuiApplication
-from PySide6.QtWidgets import QLabel, QMainWindow, QSplitter, QTabWidget
+from PySide6.QtWidgets import QMainWindow, QSplitter, QTabWidget
 
 from core.chats.record import ReplyRecord
 from core.chats.store import ChatStore
@@ -36,6 +36,7 @@ from gui.replay.replay_dialog import ReplayDialog, open_replay
 from gui.settings.budget_store import BudgetKeeper
 from gui.settings.check import check_window_settings
 from gui.settings.store import load_window_settings, save_window_settings
+from gui.untrusted_text import plain_label, plain_tooltip
 from gui.vertical_scroll import VerticalScroll
 from gui.window_size import fit_to_screen
 
@@ -125,7 +126,7 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(splitter, "Chat")
         self.tabs.addTab(self.lab_tab, "Lab")
         self.setCentralWidget(self.tabs)
-        self.model_label = QLabel("no model loaded")
+        self.model_label = plain_label("no model loaded")
         self.statusBar().addPermanentWidget(self.model_label)
 
     def _wire(self) -> None:
@@ -334,7 +335,7 @@ class MainWindow(QMainWindow):
     def _show_model_facts(self) -> None:
         line, tooltip = self.models.facts(self.settings_panel.decode_loop_box.currentText())
         self.model_label.setText(line)
-        self.model_label.setToolTip(tooltip)
+        self.model_label.setToolTip(plain_tooltip(tooltip))
 
     @Slot()
     def restart_engine(self) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QPushButton, QVBoxLayout, QWidget
 
 from gui.chat.input_box import InputBox
 from gui.chat.prefill_bar import PrefillBar
@@ -10,6 +10,7 @@ from gui.chat.status_strip import StatusStrip
 from gui.chat.transcript_view import TranscriptView
 from gui.settings.panel import SettingsPanel
 from gui.settings.store import WindowSettings
+from gui.untrusted_text import plain_label
 
 
 class ChatPanel(QWidget):
@@ -19,7 +20,7 @@ class ChatPanel(QWidget):
         super().__init__(parent)
         self.settings_panel = SettingsPanel(settings)
         self.transcript = TranscriptView()
-        self.indicator = QLabel("")
+        self.indicator = plain_label()
         self.indicator.setObjectName("generating_indicator")
         self.indicator.setStyleSheet("color: #8a5300; font-weight: 600;")
         self.indicator.setVisible(False)

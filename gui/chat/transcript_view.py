@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QTextBrowser
 
 from gui.chat.long_runs import break_long_runs, without_breaks
 from gui.chat.text_repaint import TextRepaint
+from gui.untrusted_text import NoResourceDocument, insert_untrusted_markdown
 
 USER_BACKGROUND = QColor("#e8f0fe")
 ASSISTANT_BACKGROUND = QColor("#ffffff")
@@ -31,6 +32,8 @@ class TranscriptView(QTextBrowser):
 
     def __init__(self, parent=None):
         super().__init__(parent)
+        # Replies are untrusted: an image or stylesheet they name must never be read from disk or the network.
+        self.setDocument(NoResourceDocument(self))
         self.setOpenLinks(False)
         self.setOpenExternalLinks(False)
         self.setPlaceholderText("Ask something below. Enter sends, Shift+Enter adds a line.")
@@ -103,7 +106,7 @@ class TranscriptView(QTextBrowser):
             cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
             cursor.removeSelectedText()
         if text:
-            cursor.insertMarkdown(break_long_runs(text))
+            insert_untrusted_markdown(cursor, break_long_runs(text))
         self._reply_start = None
         self._reply_cursor = None
         if note:

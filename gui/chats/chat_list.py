@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QPoint, Qt, Signal, Slot
-from PySide6.QtWidgets import QLabel, QListWidget, QListWidgetItem, QMenu, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QListWidget, QListWidgetItem, QMenu, QVBoxLayout, QWidget
 
 from core.chats.store import ChatSummary
+from gui.untrusted_text import plain_label, plain_tooltip
 
 _ID_ROLE = Qt.ItemDataRole.UserRole
 
@@ -25,7 +26,7 @@ class ChatListPanel(QWidget):
         self.list.setToolTip(
             "Saved chats, newest first. Click to open, F2 or double-click to rename, right-click to export or delete."
         )
-        self.notice = QLabel("")
+        self.notice = plain_label()
         self.notice.setObjectName("chat_list_notice")
         self.notice.setWordWrap(True)
         self.notice.setStyleSheet("color: #b00020;")
@@ -139,4 +140,4 @@ class ChatListPanel(QWidget):
 
 
 def _tooltip(summary: ChatSummary) -> str:
-    return f"{summary.title}\n{summary.message_count} messages · last saved {summary.updated_at}"
+    return plain_tooltip(f"{summary.title}\n{summary.message_count} messages · last saved {summary.updated_at}")

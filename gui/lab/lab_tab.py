@@ -12,7 +12,6 @@ from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
-    QLabel,
     QProgressBar,
     QPushButton,
     QScrollArea,
@@ -35,6 +34,7 @@ from gui.lab.prompt_plot import PromptLengthPlot
 from gui.lab.roofline_plot import RooflinePlot
 from gui.lab.verdict_panel import VerdictPanel
 from gui.png_file import save_png
+from gui.untrusted_text import plain_label
 from gui.vertical_scroll import VerticalScroll
 
 PROGRESS_STEPS = 1000
@@ -79,7 +79,7 @@ class LabTab(QWidget):
         self.export_png_button = QPushButton("Export PNG…")
         self.progress_bar = QProgressBar()
         self.progress_bar.setRange(0, PROGRESS_STEPS)
-        self.status_label = QLabel("Choose the sweeps and press Run.")
+        self.status_label = plain_label("Choose the sweeps and press Run.")
         self.status_label.setObjectName("lab_status")
         self.status_label.setWordWrap(True)
         buttons = QHBoxLayout()
@@ -107,7 +107,7 @@ class LabTab(QWidget):
                 row.addWidget(plot)
             plots.addWidget(row)
         self.verdicts = VerdictPanel()
-        self.machine_label = QLabel("")
+        self.machine_label = plain_label()
         self.machine_label.setObjectName("lab_machine")
         self.machine_label.setWordWrap(True)
         self.machine_label.setStyleSheet("color: #555;")

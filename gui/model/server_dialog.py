@@ -17,6 +17,7 @@ from core.errors import LatencyLabError
 from core.remote.connect import API_KEY_VARIABLE
 from core.remote.spec import PROTOCOLS, RemoteSpec, is_remote_spec
 from core.settings import SERVER_TIMEOUT
+from gui.untrusted_text import plain_label
 
 EXAMPLES = (
     "llama.cpp: http://127.0.0.1:8080/v1 · vLLM: http://HOST:8000/v1 · Ollama: http://127.0.0.1:11434 · "
@@ -52,7 +53,7 @@ class ServerDialog(QDialog):
         self.timeout.setRange(SERVER_TIMEOUT.low, SERVER_TIMEOUT.high)
         self.timeout.setSuffix(" s")
         self.timeout.setToolTip("Give up when the server sends nothing for this long, while connecting or mid-reply.")
-        self.problem = QLabel("")
+        self.problem = plain_label()
         self.problem.setStyleSheet("color: #b00020;")
         self.problem.setWordWrap(True)
         hint = QLabel(EXAMPLES)

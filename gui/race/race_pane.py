@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from bisect import bisect_right
 
 from PySide6.QtCore import Qt
@@ -13,6 +14,7 @@ from gui.meter.budget_line import mark_html
 from gui.meter.interval_plot import IntervalPlot
 from gui.meter.visible_text_plot import VisibleTextPlot
 from gui.race.side_form import SIDE_COLORS
+from gui.untrusted_text import plain_label, plain_tooltip
 
 
 class RacePane(QWidget):
@@ -31,14 +33,14 @@ class RacePane(QWidget):
         # Two lines whatever the summary's length, so both panes' plots start at the same height.
         self.header.setFixedHeight(2 * self.header.fontMetrics().lineSpacing() + 6)
         self.header.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-        self.state_label = QLabel("")
+        self.state_label = plain_label()
         self.state_label.setObjectName(f"race_state_{name}")
         self.state_label.setWordWrap(True)
         self.budget_label = QLabel("")
         self.budget_label.setTextFormat(Qt.TextFormat.RichText)
         self.budget_label.setWordWrap(True)
         # One line in both panes, notes or not, so their plots stay level; the whole of long notes in its tooltip.
-        self.notes_label = QLabel("")
+        self.notes_label = plain_label()
         self.notes_label.setStyleSheet("color: #555; font-style: italic;")
         self.notes_label.setFixedHeight(self.notes_label.fontMetrics().lineSpacing() + 2)
         self.notes_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
@@ -83,7 +85,7 @@ class RacePane(QWidget):
         color = SIDE_COLORS[self.name]
         self.header.setText(
             f"<b style='color:{color}; font-size:15px'>{self.name}</b> "
-            f"<b>({label})</b> <span style='color:#555'>{summary}</span>"
+            f"<b>({html.escape(label)})</b> <span style='color:#555'>{html.escape(summary)}</span>"
         )
         self.state_label.setText("waiting for Send")
         self.budget_label.setText("")
@@ -157,7 +159,7 @@ class RacePane(QWidget):
     def show_notes(self, notes) -> None:
         """What the run said beside its numbers: a warmed cache, a server's own cache, a loop that fell back."""
         self.notes_label.setText("; ".join(notes))
-        self.notes_label.setToolTip("\n".join(notes))
+        self.notes_label.setToolTip(plain_tooltip("\n".join(notes)))
 
     def fit_height(self, characters: float) -> None:
         """The same character scale as the other pane, once both are drawn whole."""

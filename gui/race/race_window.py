@@ -40,6 +40,7 @@ from gui.race.race_client import RaceClient
 from gui.race.race_pane import RacePane
 from gui.race.side_form import SideForm
 from gui.race.verdict_view import VerdictView
+from gui.untrusted_text import plain_label
 
 STATUS_INTERVAL_NS = 250_000_000  # while measuring, the status line changes at most 4 times a second
 DEFAULT_PROMPT = "Explain in a few sentences why streaming makes a chatbot feel faster."
@@ -125,10 +126,10 @@ class RaceWindow(QDialog):
         self.play_button = QPushButton("Play again")
         self.export_button = QPushButton("Export…")
         self.open_button = QPushButton("Open…")
-        self.banner = QLabel()
+        self.banner = plain_label()
         self.banner.setObjectName("race_banner")
         self.banner.setWordWrap(True)
-        self.status = QLabel("")
+        self.status = plain_label()
         self.status.setObjectName("race_status")
         self.status.setWordWrap(True)
         self.pane_a, self.pane_b = RacePane("A"), RacePane("B")

@@ -23,6 +23,7 @@ from core.timing.running_median import RunningMedian
 from gui.frame_interval import FRAME_INTERVAL_MS
 from gui.meter.interval_plot import IntervalPlot
 from gui.meter.visible_text_plot import VisibleTextPlot
+from gui.untrusted_text import plain_label
 
 
 class ReplayDialog(QDialog):
@@ -32,7 +33,7 @@ class ReplayDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle(f"REPLAY — {name}")
         self.replies = replies
-        banner = QLabel(f"REPLAY of {name}: recorded tokens shown on a chosen clock; nothing is being generated.")
+        banner = plain_label(f"REPLAY of {name}: recorded tokens shown on a chosen clock; nothing is being generated.")
         banner.setObjectName("replay_banner")
         banner.setStyleSheet("background: #fde293; color: #5f3b00; font-weight: 700; padding: 4px;")
         self.reply_box = QComboBox()
@@ -68,7 +69,7 @@ class ReplayDialog(QDialog):
         self.visible_plot.setMinimumHeight(140)
         for plot in (self.plot, self.visible_plot):  # never confused with a measurement
             plot.setTitle("REPLAY — " + plot.getPlotItem().titleLabel.text)
-        self.status = QLabel("")
+        self.status = plain_label()
         form = QFormLayout()
         form.addRow("Reply", self.reply_box)
         form.addRow("Prompt", self.prompt_label)

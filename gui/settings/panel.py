@@ -24,6 +24,7 @@ from core.remote.spec import is_remote_spec
 from core.settings import DECODE_LOOP, DECODE_LOOP_CHOICES, DTYPE, DTYPE_CHOICES, GenerationSettings, validate_dtype
 from gui.settings.sampling_fields import sampling_fields
 from gui.settings.store import WindowSettings
+from gui.untrusted_text import plain_label
 
 EMBEDDED_CHOICE = EMBEDDED_SPEC
 
@@ -87,7 +88,7 @@ class SettingsPanel(QWidget):
         self.load_progress = QProgressBar()
         self.load_progress.setRange(0, 1000)
         self.load_progress.setVisible(False)
-        self.load_message = QLabel("")
+        self.load_message = plain_label()
         self.load_message.setWordWrap(True)
 
         model_row = QHBoxLayout()

@@ -20,6 +20,10 @@ class ReplyTooLarge(RemoteError):
     """The reply passed the size a client should hold; what came so far is kept."""
 
 
+class PastMaxTokens(RemoteError):
+    """The server kept sending after the new tokens asked for (it ignored max_tokens); what came up to them is kept."""
+
+
 def connection_error(where: str, error: BaseException, timeout_s: float) -> RemoteError:
     """An OSError from connecting or reading, as one line that says what to check."""
     if isinstance(error, ssl.SSLCertVerificationError):

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from core.generation.reply import Reply
 from core.remote import ollama_chat, openai_chat
 from core.remote.connect import RemoteModel
-from core.remote.errors import RemoteError, ReplyTooLarge, StreamCut, redact
+from core.remote.errors import PastMaxTokens, RemoteError, ReplyTooLarge, StreamCut, redact
 from core.remote.http_stream import HttpStream
 from core.remote.pieces import Piece
 from core.remote.wire_formats import JsonLines, MalformedStream, ServerSentEvents
@@ -23,8 +23,12 @@ from core.timing.trace import ReplyTrace
 
 # Far beyond any chat reply, well below what a desktop should hold for one: past it the reply is cut and kept.
 MAX_REPLY_BYTES = 32 * 1024 * 1024
-# How often the stop watcher looks: a Stop closes the stream within this.
+# How often the stop watcher looks: a Stop (or the deadline) closes the stream within this.
 STOP_POLL_S = 0.02
+# A reply's overall deadline: the server timeout (its first token may come after a long prompt's silence) plus this
+# for each new token asked for. A server that trickles keep-alives or empty chunks for ever is never silent, so the
+# server timeout alone never ends it. 2 s a token is slower than any server worth measuring.
+DEADLINE_PER_TOKEN_S = 2.0
 # A server's token counts are claims, checked against what arrived before they become events or the count: a chunk
 # carries at most one token per byte of its text (plus a few empty special tokens), and a reply's usage at most the
 # tokens asked for (max new tokens) and COUNT_PER_BYTE per byte of text (room for reasoning a server keeps to
@@ -62,6 +66,7 @@ class RemoteReply(Reply):
         self._ignore_eos = ignore_eos
         self._events: queue.SimpleQueue = queue.SimpleQueue()
         self._done = threading.Event()
+        self._past_deadline = threading.Event()
         self._thread: threading.Thread | None = None
         self._stream: HttpStream | None = None
 
@@ -93,13 +98,23 @@ class RemoteReply(Reply):
 
     # -- the reading thread ---------------------------------------------------------------------
 
+    @property
+    def deadline_s(self) -> float:
+        return self.model.timeout_s + DEADLINE_PER_TOKEN_S * self.settings.max_new_tokens
+
     def _watch_stop(self) -> None:
+        deadline = time.monotonic() + self.deadline_s
         while not self._done.is_set():
-            if self.stop_event.wait(STOP_POLL_S):
-                stream = self._stream
-                if stream is not None:
-                    stream.abort()
-                return
+            stopped = self.stop_event.wait(STOP_POLL_S)
+            if not stopped and time.monotonic() < deadline:
+                continue
+            if not stopped:
+                self._past_deadline.set()
+            stream = self._stream
+            if stream is not None:
+                stream.abort()
+            if stopped:
+                return  # past the deadline, it goes on aborting: the stream may not be open yet
 
     def _run(self) -> None:
         reading = _Reading()
@@ -110,7 +125,7 @@ class RemoteReply(Reply):
                 reason = self._request(reading)
         except StreamCut as cut:
             error = None if self.stop_event.is_set() else f"interrupted: {cut}"
-        except ReplyTooLarge as large:
+        except (ReplyTooLarge, PastMaxTokens) as large:
             error = f"interrupted: {large}"
         except RemoteError as failure:
             error = None if self.stop_event.is_set() else str(failure)
@@ -121,6 +136,12 @@ class RemoteReply(Reply):
         finally:
             if self._stream is not None:
                 self._stream.close()
+        if self._past_deadline.is_set() and not reading.done and not self.stop_event.is_set():
+            error = (
+                f"interrupted: the reply ran past its deadline of {self.deadline_s:,.0f} s (the "
+                f"{self.model.timeout_s:g} s server timeout plus {DEADLINE_PER_TOKEN_S:g} s for each of the "
+                f"{self.settings.max_new_tokens:,} new tokens asked for) and was cut there; what came is kept."
+            )
         if self.stop_event.is_set() and error is None:
             reason = StopReason.STOPPED
         if error is not None:  # shown, and saved with the chat: never with the key a server echoed
@@ -200,6 +221,11 @@ class RemoteReply(Reply):
         if piece.prefill_fraction is not None:
             self._events.put(PrefillProgress(round(piece.prefill_fraction * 1000), 1000, arrival_ns))
         if piece.has_content:
+            if reading.tokens >= self.settings.max_new_tokens:  # counted by the server's count where it gives one
+                raise PastMaxTokens(
+                    f"the server sent more than the {self.settings.max_new_tokens:,} new tokens asked for (it "
+                    "ignores max_tokens); the reply was cut there, and what came is kept."
+                )
             reading.text_bytes += len(piece.text.encode("utf-8", "replace")) + len(
                 piece.reasoning.encode("utf-8", "replace")
             )

@@ -27,6 +27,12 @@ class Script:
     owned_by: str = "scripted"
     ollama: bool = False  # serve Ollama's native API instead of OpenAI's
     redirect_to: str | None = None  # answer every request with a 302 to this URL
+    # After the chunks, this payload again and again until the client goes (a server that ignores max_tokens),
+    # pace_s apart; a raw bytes payload is sent as it is (an SSE comment: a keep-alive that carries nothing), and a
+    # callable's value is the next payload.
+    repeat: object = None
+    pace_s: float = 0.0
+    honour_max_tokens: bool = False  # leave out the chunks with text past the request's max_tokens, as servers do
 
 
 class ScriptedServer:
@@ -105,7 +111,7 @@ class _Handler(BaseHTTPRequestHandler):
         if script.status != 200:
             self._json(script.status, script.error_body or {"error": {"message": f"scripted {script.status}"}})
             return
-        if not body.get("stream"):
+        if not body.get("stream") and script.repeat is None:
             self._json(200, script.whole or {})
             return
         self.send_response(200)
@@ -115,7 +121,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if script.raw_prefix:
                 self._chunk(script.raw_prefix)
-            for number, payload in enumerate(script.chunks):
+            chunks = _within(script.chunks, body.get("max_tokens")) if script.honour_max_tokens else script.chunks
+            for number, payload in enumerate(chunks):
                 if script.cut_after is not None and number == script.cut_after:
                     self.wfile.flush()
                     self.connection.shutdown(2)  # mid-body, without the chunked terminator
@@ -124,6 +131,10 @@ class _Handler(BaseHTTPRequestHandler):
                     self.scripted.release.wait(60)
                     return
                 self._chunk(self._frame(payload, script.ollama))
+            while script.repeat is not None and not self.scripted.release.is_set():
+                payload = script.repeat() if callable(script.repeat) else script.repeat
+                self._chunk(payload if isinstance(payload, bytes) else self._frame(payload, script.ollama))
+                self.scripted.release.wait(script.pace_s)
             self._chunk(b"")
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.scripted.client_gone.set()
@@ -153,6 +164,23 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _note(self, body) -> None:
         self.scripted.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+
+
+def _within(chunks: list, max_tokens: int | None) -> list:
+    """The chunks, less those with text after max_tokens of them."""
+    kept, texts = [], 0
+    for payload in chunks:
+        delta = (
+            payload.get("choices", [{}])[0].get("delta", {})
+            if isinstance(payload, dict) and payload.get("choices")
+            else {}
+        )
+        if delta.get("content"):
+            texts += 1
+            if max_tokens is not None and texts > max_tokens:
+                continue
+        kept.append(payload)
+    return kept
 
 
 def openai_chunk(

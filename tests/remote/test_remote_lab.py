@@ -18,7 +18,7 @@ def _reply_chunks(tokens: int) -> list:
 
 
 def test_prompt_and_concurrency_sweeps_run_against_a_server_and_precision_says_it_does_not_apply():
-    with ScriptedServer(Script(chunks=_reply_chunks(6))) as server:
+    with ScriptedServer(Script(chunks=_reply_chunks(6), honour_max_tokens=True)) as server:
         config = LabConfig(
             sweeps=("prompt", "batch", "precision", "bandwidth", "history"),
             prompt_words=(5, 20),

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
-from core.errors import ModelLoadError
+from core.errors import InvalidSettingsError, ModelLoadError
 from core.model.facts import ModelFacts
 from core.progress import ProgressCallback, no_progress
+from core.remote.api_key import api_key_from_environment, checked_api_key
 from core.remote.errors import RemoteError, redact
 from core.remote.http_stream import get_json
 from core.remote.spec import RemoteSpec, is_remote_spec
-
-API_KEY_VARIABLE = "LATENCYLAB_API_KEY"
 
 # Whose models list says owned_by what: how an OpenAI-compatible server gives itself away.
 _OWNERS = {
@@ -73,10 +71,6 @@ class RemoteModel:
         )
 
 
-def api_key_from_environment() -> str | None:
-    return os.environ.get(API_KEY_VARIABLE) or None
-
-
 def connect(
     text: str, *, api_key: str | None = None, timeout_s: float = 60.0, progress: ProgressCallback = no_progress
 ) -> RemoteModel:
@@ -84,7 +78,10 @@ def connect(
     if not is_remote_spec(text):
         raise ModelLoadError(f"{text!r} is not a server URL.")
     spec = RemoteSpec.parse(text)
-    key = api_key or api_key_from_environment()
+    try:  # checked where it enters, before any header is made of it
+        key = checked_api_key(api_key) or api_key_from_environment()
+    except InvalidSettingsError as error:
+        raise ModelLoadError(str(error)) from None
     progress(0.1, f"connecting to {spec.base_url}")
     try:
         if spec.protocol == "ollama":
@@ -121,7 +118,7 @@ def _openai(spec: RemoteSpec, key: str | None, timeout_s: float) -> RemoteModel:
             f"{spec.base_url}/models did not list models as an OpenAI-compatible server does; "
             "check the base URL (it usually ends in /v1)."
         )
-    names = tuple(str(entry["id"]) for entry in entries if isinstance(entry, dict) and entry.get("id"))
+    names = tuple(redact(str(entry["id"]), key) for entry in entries if isinstance(entry, dict) and entry.get("id"))
     owners = {str(entry.get("owned_by", "")).lower() for entry in entries if isinstance(entry, dict)}
     kind = next((_OWNERS[owner] for owner in owners if owner in _OWNERS), "OpenAI-compatible")
     if kind == "OpenAI-compatible" and _answers(spec.root_url + "/props", key, timeout_s):
@@ -135,7 +132,9 @@ def _ollama(spec: RemoteSpec, key: str | None, timeout_s: float) -> RemoteModel:
     entries = listing.get("models") if isinstance(listing, dict) else None
     if not isinstance(entries, list):
         raise RemoteError(f"{root.base_url}/api/tags did not list models as Ollama does.")
-    names = tuple(str(entry.get("name") or entry.get("model")) for entry in entries if isinstance(entry, dict))
+    names = tuple(
+        redact(str(entry.get("name") or entry.get("model")), key) for entry in entries if isinstance(entry, dict)
+    )
     return _choose(root, "ollama", "Ollama", names, key, timeout_s)
 
 

@@ -100,6 +100,29 @@ def redact(text: str, key: str | None) -> str:
     return text
 
 
+class StreamRedactor:
+    """Text that arrives in pieces, with the API key taken out, also where a piece ends partway into it: such an end is
+    held back until the next piece shows whether the key goes on (a server that echoes the Authorization header
+    into its reply sends it token by token). flush() gives what is held, at the end of the stream."""
+
+    def __init__(self, key: str | None):
+        self._key = key if key and len(key) >= 4 else None
+        self._held = ""
+
+    def feed(self, text: str) -> str:
+        key = self._key
+        if key is None:
+            return text
+        text = (self._held + text).replace(key, HIDDEN_KEY)
+        held = next((length for length in range(min(len(key) - 1, len(text)), 0, -1) if text.endswith(key[:length])), 0)
+        self._held = text[len(text) - held :] if held else ""
+        return text[: len(text) - held]
+
+    def flush(self) -> str:
+        held, self._held = self._held, ""
+        return held
+
+
 def redirect_error(where: str, status: int, location: str | None) -> RemoteError:
     """A 3xx: Latency Lab follows no redirect, so the request (and its API key) never went where it points."""
     target = f" to {location[:200]}" if location else ""

@@ -12,6 +12,7 @@ import time
 import urllib.parse
 from collections.abc import Iterator
 
+from core.remote.api_key import checked_api_key
 from core.remote.errors import (
     RemoteError,
     StreamCut,
@@ -49,7 +50,7 @@ class HttpStream:
         self._parts = parts
         self._method = method
         self._body = json.dumps(payload).encode() if payload is not None else None
-        self._api_key = api_key
+        self._api_key = checked_api_key(api_key)  # a key with a line break in it must never reach a header
         self.timeout_s = timeout_s
         self._connection: http.client.HTTPConnection | None = None
         self._response: http.client.HTTPResponse | None = None

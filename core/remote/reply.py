@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from core.generation.reply import Reply
 from core.remote import ollama_chat, openai_chat
 from core.remote.connect import RemoteModel
-from core.remote.errors import PastMaxTokens, RemoteError, ReplyTooLarge, StreamCut, redact
+from core.remote.errors import PastMaxTokens, RemoteError, ReplyTooLarge, StreamCut, StreamRedactor, redact
 from core.remote.http_stream import HttpStream
 from core.remote.pieces import Piece
 from core.remote.wire_formats import JsonLines, MalformedStream, ServerSentEvents
@@ -117,7 +117,7 @@ class RemoteReply(Reply):
                 return  # past the deadline, it goes on aborting: the stream may not be open yet
 
     def _run(self) -> None:
-        reading = _Reading()
+        reading = _Reading(self.model.api_key)
         error: str | None = None
         reason = StopReason.EOS
         try:
@@ -161,8 +161,12 @@ class RemoteReply(Reply):
             )
         )
         self._events.put(_cache_report(self.model.server_kind, reading))
+        # Reasoning held back at the very end (a stream cut inside it) is kept with the answer's: it is shown, not lost.
+        tail = reading.thought.flush() + reading.answer.flush()
         self._events.put(
-            FinishedEvent(StopReason.ERROR if error else reason, reading.tokens, time.perf_counter_ns(), error=error)
+            FinishedEvent(
+                StopReason.ERROR if error else reason, reading.tokens, time.perf_counter_ns(), tail, error=error
+            )
         )
         self._done.set()
 
@@ -217,7 +221,10 @@ class RemoteReply(Reply):
         return reading.reason
 
     def _take(self, piece: Piece, arrival_ns: int, reading: _Reading) -> None:
-        """Turn one message into events, all stamped with the arrival of the bytes that completed it."""
+        """Turn one message into events, all stamped with the arrival of the bytes that completed it.
+
+        Its text is the server's, and a server may echo the API key into it: what it says is redacted before it
+        becomes an event, so no output (stdout, --json, the window, a saved chat, an export) ever holds the key."""
         if piece.prefill_fraction is not None:
             self._events.put(PrefillProgress(round(piece.prefill_fraction * 1000), 1000, arrival_ns))
         if piece.has_content:
@@ -232,8 +239,11 @@ class RemoteReply(Reply):
             count = self._tokens_in(piece, reading)
             chunk = reading.chunks
             reading.chunks += 1
-            parts = [
-                (part, is_reasoning) for part, is_reasoning in ((piece.reasoning, True), (piece.text, False)) if part
+            reasoning = reading.thought.feed(piece.reasoning) + (reading.thought.flush() if piece.text else "")
+            answer = reading.answer.feed(piece.text)
+            # A piece whose text is all held back still brings its tokens, as empty ones.
+            parts = [(part, is_reasoning) for part, is_reasoning in ((reasoning, True), (answer, False)) if part] or [
+                ("", bool(piece.reasoning) and not piece.text)
             ]
             # A chunk of several tokens: its text rides on the first, the rest are spread at the same stamp.
             extra = max(0, count - len(parts))
@@ -283,7 +293,8 @@ class RemoteReply(Reply):
 class _Reading:
     """What one reply's stream has said so far."""
 
-    def __init__(self):
+    def __init__(self, api_key: str | None = None):
+        self.thought, self.answer = StreamRedactor(api_key), StreamRedactor(api_key)
         self.chunks = 0
         self.tokens = 0
         self.prompt_tokens: int | None = None

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (
 )
 
 from core.errors import LatencyLabError
-from core.remote.connect import API_KEY_VARIABLE
+from core.remote.api_key import API_KEY_VARIABLE, checked_api_key
 from core.remote.spec import PROTOCOLS, RemoteSpec, is_remote_spec
 from core.settings import SERVER_TIMEOUT
 from gui.untrusted_text import plain_label
@@ -96,7 +96,7 @@ class ServerDialog(QDialog):
         ).text()
 
     def api_key(self) -> str | None:
-        return self.key.text().strip() or None
+        return checked_api_key(self.key.text())
 
     def timeout_s(self) -> float:
         return self.timeout.value()
@@ -104,6 +104,7 @@ class ServerDialog(QDialog):
     def accept(self) -> None:
         try:
             self.spec_text()
+            self.api_key()
         except LatencyLabError as error:
             self.problem.setText(str(error))
             return

@@ -31,13 +31,12 @@ ALL_FILE_TYPES = ("Q4_1", *quant_files.FILE_TYPES)  # Q4_1: the embedded file it
 # variants moves one of those logits on this CPU (one position's widest gap was too thin a sample to judge by:
 # docs/performance.md). All judge against llama.cpp on the CPU at hand, so they hold wherever its kernels (AVX2,
 # AVX-512) round otherwise.
-MIN_AGREEMENT_WHERE_SETTLED = 0.97
+# The kernels sum each block's floats in their own canonical order (the same bits whatever the size of a pass), not
+# in llama.cpp's: held to 96% where llama.cpp settles (97% with llama.cpp's own order; Q5_K_M's file measured 96.3%
+# with the canonical one, its spread within its variants'), and overall to within 2 points of llama.cpp's own least
+# agreeing variant.
+MIN_AGREEMENT_WHERE_SETTLED = 0.96
 LOGIT_SPREAD_MARGIN = 1.25
-# A prompt's pass on torch's GEMM (the default for 32+ tokens where the CPU's GEMM is faster) multiplies the file's
-# weights unpacked to bfloat16 or float32 by unquantised activations, where llama.cpp and our block kernels multiply
-# them by 8-bit activations: it rounds unlike all of llama.cpp's variants, so its near ties are its own. It is held to
-# the 97% where llama.cpp settles, and overall to within 2 points of llama.cpp's own least agreeing variant (the
-# band this test set before the GEMM path existed).
 MAX_SHORTFALL_AGAINST_LLAMA_CPP = 0.02
 
 
@@ -134,16 +133,9 @@ def test_greedy_agreement_with_llama_cpp_on_the_same_file(files, file_type):
     theirs, top_ids, top_logits = reference["top1 batched"], reference["top ids"], reference["top logits batched"]
     others = [name for name in quant_files.LLAMA_CPP_VARIANTS if name != "batched"]
     variants = {name: reference[f"top1 {name}"] for name in others}
-    kernel = native.model.kernel
-    gemm = kernel.prefill_precision
-    ours = {}
     with torch.inference_mode():
-        for prompt_path, precision in (("block kernels", None), (f"{gemm} GEMM", gemm)):
-            if prompt_path == "block kernels" or gemm is not None:
-                kernel.prefill_precision = precision
-                logits = native.model(torch.tensor([ids])).logits[0].float().numpy()
-                ours[prompt_path] = (logits.argmax(-1), np.take_along_axis(logits, top_ids, axis=-1))
-    kernel.prefill_precision = gemm
+        logits = native.model(torch.tensor([ids])).logits[0].float().numpy()
+    ours = {"kernels' GEMM": (logits.argmax(-1), np.take_along_axis(logits, top_ids, axis=-1))}
 
     def widest_gap(choice) -> float:
         """How far below llama.cpp's batched top-1 (in its own logits) the widest differing choice lies; infinite
@@ -177,8 +169,6 @@ def test_greedy_agreement_with_llama_cpp_on_the_same_file(files, file_type):
         )
     for prompt_path, (with_llama, where_settled, ours_gap, ours_spread) in judged.items():
         assert where_settled >= MIN_AGREEMENT_WHERE_SETTLED, prompt_path
-        if prompt_path == "block kernels":  # the decode path's arithmetic, llama.cpp's own
-            assert ours_gap <= 2 * their_move, prompt_path
-            assert ours_spread <= LOGIT_SPREAD_MARGIN * their_spread, prompt_path
-        else:
-            assert with_llama >= llama_with_itself - MAX_SHORTFALL_AGAINST_LLAMA_CPP, prompt_path
+        assert with_llama >= llama_with_itself - MAX_SHORTFALL_AGAINST_LLAMA_CPP, prompt_path
+        assert ours_gap <= 2 * their_move, prompt_path
+        assert ours_spread <= LOGIT_SPREAD_MARGIN * their_spread, prompt_path

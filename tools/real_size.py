@@ -58,7 +58,13 @@ FAMILIES = {
     "llama-3-8b": Family("llama", 32, 4096, 32, 8, 128, 14336, 500000.0, 8192, False),
 }
 # llama.cpp's file types (general.file_type) and each one's base tensor type.
-FILE_TYPES = {"Q4_0": (2, "Q4_0"), "Q8_0": (7, "Q8_0"), "Q4_K_M": (15, "Q4_K"), "Q5_K_M": (17, "Q5_K"), "Q6_K": (18, "Q6_K")}
+FILE_TYPES = {
+    "Q4_0": (2, "Q4_0"),
+    "Q8_0": (7, "Q8_0"),
+    "Q4_K_M": (15, "Q4_K"),
+    "Q5_K_M": (17, "Q5_K"),
+    "Q6_K": (18, "Q6_K"),
+}
 # GGML type id, elements per block, bytes per block.
 TYPES = {
     "F32": (0, 1, 4),
@@ -119,7 +125,11 @@ def tensors(family: Family, file_type: str) -> list[tuple[str, tuple[int, ...], 
     q, kv = f.heads * f.head_dim, f.kv_heads * f.head_dim
     vocab = 49152
     found: list[tuple[str, tuple[int, ...], str]] = [
-        ("token_embd.weight", (vocab, f.width), tensor_type(file_type, "token_embd.weight", f.width, 0, f.layers, f.tied)),
+        (
+            "token_embd.weight",
+            (vocab, f.width),
+            tensor_type(file_type, "token_embd.weight", f.width, 0, f.layers, f.tied),
+        ),
         ("output_norm.weight", (f.width,), "F32"),
     ]
     if not f.tied:

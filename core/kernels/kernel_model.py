@@ -6,21 +6,14 @@ import ctypes
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from core.kernels.library import Config, KernelLibrary
 
-if TYPE_CHECKING:
-    from core.kernels.gemm_prefill import GemmPrefill
-
 # Tokens per chunk of a prompt's pass: keeps the scratch buffers small for long prompts, and a chunk's
 # activations in cache while the weights pass over them.
 PROMPT_CHUNK = 256
-# From this many tokens a prompt's products run on torch's GEMM (core/kernels/gemm_prefill.py), when the model
-# has a GEMM precision; shorter passes stay on the block kernels, whose per-call cost is lower.
-GEMM_MIN_TOKENS = 32
 
 
 @dataclass(frozen=True)
@@ -84,7 +77,7 @@ class KernelModel:
         self._handle = library.ll_model_new(ctypes.byref(self._config))
         if not self._handle:
             raise ValueError(f"the kernels refused the model's shape: {library.ll_last_error().decode()}")
-        # (layer, role) -> (data, type id, rows, columns) of every matrix, for a prompt's pass on torch's GEMM.
+        # (layer, role) -> (data, type id, rows, columns) of every matrix: what the roofline and the lab count.
         self.matrices: dict[tuple[int, str], tuple[np.ndarray, int, int, int]] = {}
         self.sequences = 0
         self.capacity = 0
@@ -92,9 +85,6 @@ class KernelModel:
         # Set by the decoder that keeps a chat's prompt cache here: called before other work (the lab's batch,
         # teacher-forced logits) overwrites the KV cache, so the chat's keys are set aside first.
         self.before_other_use: Callable[[], None] | None = None
-        # "float32" or "bfloat16" to run long prompts' products on torch's GEMM (set by the loader), else None.
-        self.prefill_precision: str | None = None
-        self._gemm: GemmPrefill | None = None
         for index, window in enumerate(shape.windows):
             library.check(library.ll_set_window(self._handle, index, window), "setting a sliding window")
 
@@ -107,21 +97,6 @@ class KernelModel:
     def config(self) -> Config:
         """The C configuration, with defaults resolved (the attention scale)."""
         return self._config
-
-    def cache_views(self) -> tuple[np.ndarray, np.ndarray]:
-        """The float16 KV cache as arrays [sequence, layer, kv head, position, dim] over the C buffers (no copy);
-        valid until the next reserve."""
-        shape = (self.sequences, self.shape.layers, self.shape.kv_heads, self.capacity, self.shape.head_dim)
-        count = int(np.prod(shape))
-        views = []
-        for values in (0, 1):
-            address = self.library.ll_cache(self._handle, values)
-            if not address or not count:
-                raise RuntimeError("the KV cache is not reserved")
-            views.append(
-                np.ctypeslib.as_array((ctypes.c_uint16 * count).from_address(address)).view(np.float16).reshape(shape)
-            )
-        return views[0], views[1]
 
     def set_tensor(self, layer: int, role: str, data: np.ndarray, type_id: int, rows: int, columns: int) -> None:
         """data: the tensor's bytes or values, C-contiguous; memory-mapped file bytes are not copied."""
@@ -242,18 +217,10 @@ class KernelModel:
 
         before_layer(done, total) is called before each layer of each chunk and once at the end, where done
         counts layers over all chunks; it may raise to abandon the pass (the cache then holds part of it).
-        A prompt of GEMM_MIN_TOKENS or more runs its products on torch's GEMM when prefill_precision is set:
-        then it is one chunk, layer by layer.
+        Every position's logits are the bits a pass of any other size gives it (the kernels' canonical dots).
         """
         tokens = np.ascontiguousarray(tokens, dtype=np.int32).reshape(-1)
         self.completed = start
-        if self.prefill_precision is not None and tokens.size >= GEMM_MIN_TOKENS:
-            # Layer by layer over the whole prompt: no position is through every layer until the last one is.
-            logits = self._gemm_prefill(self.prefill_precision).pass_over(
-                tokens, start, threads, before_layer=before_layer, every_position=every_position
-            )
-            self.completed = start + tokens.size
-            return logits
         chunks = range(0, tokens.size, PROMPT_CHUNK)
         total = len(chunks) * self.shape.layers
         chunk_logits = []
@@ -273,13 +240,6 @@ class KernelModel:
             before_layer(total, total)
         return np.concatenate(chunk_logits) if every_position else self.logits(hidden[-1:], threads)
 
-    def _gemm_prefill(self, precision: str) -> GemmPrefill:
-        from core.kernels.gemm_prefill import GemmPrefill
-
-        if self._gemm is None or self._gemm.precision != precision:
-            self._gemm = GemmPrefill(self, precision)
-        return self._gemm
-
     def close(self) -> None:
         with self._lock:
             if self._handle:
@@ -287,7 +247,6 @@ class KernelModel:
                 self._handle = None
                 self._kept.clear()
                 self.matrices.clear()
-                self._gemm = None
 
     def __del__(self):
         self.close()

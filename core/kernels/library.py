@@ -93,13 +93,6 @@ _SIGNATURES = {
     "ll_dequantize_row": (_I, [_I, _P, _P, _I]),
     "ll_dot_reference": (_F, [_I, _I, _P, _P]),
     "ll_dot_tile": (_I, [_I, _I, _P, _S, _P, _S, _I, _I, _P]),
-    # A prompt's pass with its products in torch's GEMM (csrc/prefill.h).
-    "ll_stage_attention_norm": (_I, [_P, _I, _P, _S, _I, _P, _S, _I]),
-    "ll_stage_prepare": (_I, [_P, _I, _P, _S, _I, _P, _P, _S, _I]),
-    "ll_stage_residual": (_I, [_P, _I, _I, _P, _S, _P, _S, _I, _P, _S, _I]),
-    "ll_stage_activate": (_I, [_P, _P, _S, _I, _P, _S, _I]),
-    "ll_unpack_rows": (_I, [_I, _P, _S, _I, _I, _P, _S, _I, _I]),
-    "ll_cache": (_P, [_P, _I]),
     "ll_read": (ctypes.c_uint64, [_P, ctypes.c_size_t, _I]),  # csrc/read.c: the bandwidth ceilings' read loop
 }
 

@@ -181,15 +181,7 @@ def _arithmetic(model: Any, weights: int, dtype: str) -> dict | None:
 
 
 def _kernel_runtime(model) -> str:
-    from core.kernels.kernel_model import GEMM_MIN_TOKENS
-
-    kernel = model.kernel
-    gemm = (
-        f"; prompts of {GEMM_MIN_TOKENS}+ tokens on torch's {kernel.prefill_precision} GEMM"
-        if kernel.prefill_precision
-        else ""
-    )
-    return f"Latency Lab's C kernels ({kernel.library.isa}){gemm}"
+    return f"Latency Lab's C kernels ({model.kernel.library.isa})"
 
 
 def _load_converted(

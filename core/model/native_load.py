@@ -121,10 +121,6 @@ def _on_kernels(
         build = build_kernel_model(library, weights, progress)
     except (ValueError, RuntimeError) as error:  # a shape the kernels refuse, a tensor they cannot take
         raise ModelLoadError(f"the GGUF file's tensors do not fit its own metadata: {_short(str(error))}.") from None
-    from core.kernels.gemm_choice import gemm_choice
-
-    # Long prompts' products run on torch's GEMM in whichever precision is fastest on this CPU.
-    build.kernel.prefill_precision = gemm_choice(progress=progress).precision
     model = KernelCausalLM(build, config, GenerationConfig.from_model_config(config))
     fallbacks = build.fallbacks()
     notes = [library.note, cache_note, larger_than_memory_note(weights.path)]

@@ -161,53 +161,6 @@ def test_buffers_smaller_than_their_rows_are_refused_at_each_call(library):
         model.close()
 
 
-def test_the_prompt_pass_stages_refuse_buffers_smaller_than_their_rows(library):
-    """The GEMM prefill's entry points (csrc/prefill.c) check each buffer as the decode pass's do."""
-    model = complete_model(library)
-    try:
-        model.reserve(1, 8)
-        lib, handle = library, model._handle
-        pointer = lambda array: array.ctypes.data  # noqa: E731
-        hidden, normed = np.ones((3, 64), np.float32), np.zeros((3, 64), np.float32)
-        projected = np.ones((3, Q + 2 * KV), np.float32)
-        positions, sequences = np.arange(3, dtype=np.int32), np.zeros(3, dtype=np.int32)
-        gate_up, activated = np.ones((3, 192), np.float32), np.zeros((3, 96), np.float32)
-        calls = {
-            "normed": lambda short: lib.ll_stage_attention_norm(
-                handle, 0, pointer(hidden), hidden.size, 3, pointer(normed), normed.size - short, 2
-            ),
-            "projected": lambda short: lib.ll_stage_prepare(
-                handle, 0, pointer(projected), projected.size - short, 3, pointer(sequences), pointer(positions), 3, 2
-            ),
-            "positions": lambda short: lib.ll_stage_prepare(
-                handle, 0, pointer(projected), projected.size, 3, pointer(sequences), pointer(positions), 3 - short, 2
-            ),
-            "output": lambda short: lib.ll_stage_residual(
-                handle, 0, 0, pointer(hidden), hidden.size, pointer(normed), normed.size - short, 3, None, 0, 2
-            ),
-            "gate_up": lambda short: lib.ll_stage_activate(
-                handle, pointer(gate_up), gate_up.size - short, 3, pointer(activated), activated.size, 2
-            ),
-            "activation": lambda short: lib.ll_stage_activate(
-                handle, pointer(gate_up), gate_up.size, 3, pointer(activated), activated.size - short, 2
-            ),
-        }
-        for name, call in calls.items():
-            assert call(1) != 0, name
-            assert b"smaller" in lib.ll_last_error() or b"fewer" in lib.ll_last_error(), name
-            assert call(0) == 0, (name, lib.ll_last_error())
-        weights = np.ones((4, 64), np.float32)
-        out = np.zeros((4, 64), np.float32)
-        unpack = lambda data_bytes, out_bytes: lib.ll_unpack_rows(  # noqa: E731
-            library.kernel_types["F32"], pointer(weights), data_bytes, 4, 64, pointer(out), out_bytes, 0, 2
-        )
-        assert unpack(weights.nbytes - 1, out.nbytes) != 0 and b"shorter" in lib.ll_last_error()
-        assert unpack(weights.nbytes, out.nbytes - 1) != 0 and b"smaller" in lib.ll_last_error()
-        assert unpack(weights.nbytes, out.nbytes) == 0 and (out == 1).all()
-    finally:
-        model.close()
-
-
 def test_the_python_wrapper_checks_its_arrays_before_the_call(library):
     model = complete_model(library)
     try:

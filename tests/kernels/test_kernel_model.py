@@ -51,11 +51,12 @@ def test_each_family_runs_on_the_kernels_as_llama_cpp_runs_it(family_files, arch
     with torch.inference_mode():
         ours = loaded.model(torch.tensor([PROMPT])).logits[0].numpy()
     theirs = llama_cpp_logits(llama_cpp, path, PROMPT)
-    # Same arithmetic as llama.cpp (8-bit activations, float16 cache, its rotary angles and GELU): equal to
-    # rounding on these small models. Its SiLU uses its own vectorised exp, so now and then an activation
-    # lands on the other side of an 8-bit rounding boundary: that moves one position's logits by up to ~1%.
+    # llama.cpp's arithmetic (8-bit activations, float16 cache, its rotary angles and GELU), with the blocks' float
+    # sums in the kernels' own canonical order (batch-invariant), not llama.cpp's: equal to rounding, until now
+    # and then an activation lands on the other side of an 8-bit rounding boundary, which moves that position's
+    # logits by up to ~1%, and (through the cache) the later ones.
     error = np.abs(ours - theirs).max(-1) / np.abs(theirs).max()
-    assert np.median(error) < 1e-5 and np.sum(error > 1e-3) <= 1 and error.max() < 0.02, np.round(error, 5)
+    assert error[0] < 1e-5 and error.max() < 0.02, np.round(error, 5)
     assert (ours.argmax(-1) == theirs.argmax(-1)).mean() >= 0.95
 
 
@@ -103,10 +104,7 @@ def test_a_long_replys_cache_is_given_back_by_the_next_short_one(tiny):
     assert decoder.capacity == 64
 
 
-def test_sequences_decoded_together_each_get_the_tokens_one_alone_gets(tiny, monkeypatch):
-    # The single pass below is as long as a prompt that runs on torch's GEMM: kept on the block kernels here,
-    # whose arithmetic per row is the batch's own.
-    monkeypatch.setattr(tiny.model.kernel, "prefill_precision", None)
+def test_sequences_decoded_together_each_get_the_tokens_one_alone_gets(tiny):
     alone = lean_decode(KernelDecoder(tiny.model.kernel), torch.tensor([PROMPT]), 12)[0, len(PROMPT) :]
     stamps = decode_together(tiny.model, PROMPT, 3, 12)
     assert len(stamps) == 12 and stamps == sorted(stamps)
@@ -119,7 +117,7 @@ def test_sequences_decoded_together_each_get_the_tokens_one_alone_gets(tiny, mon
     decoder = KernelDecoder(kernel)
     decoder.start_sequence(len(PROMPT) + 12)
     single = decoder.forward(torch.tensor(PROMPT + alone.tolist()), 0, on_layer=lambda done, total: None)
-    assert np.allclose(logits[0], single[0].numpy(), rtol=0, atol=1e-5 * np.abs(logits[0]).max())
+    assert np.array_equal(logits[0], single[0].numpy())  # a batch of 3, and a pass of 32 rows: the same bits
 
 
 def test_a_stop_during_the_prompt_lands_at_the_next_layer_and_progress_ends_at_the_whole(tiny, monkeypatch):

@@ -1,13 +1,12 @@
-/* AVX-512 (BW, VL, DQ and VNNI) dot products of up to 4 weight rows with up to DOT_ROWS activation rows.
+/* AVX-512 (BW, VL, DQ and VNNI) kernels of the quant types: tiles of up to 4 weight rows by 4 tokens (a decode step,
+ * a short pass), and the GEMM of a prompt's pass, whose vector lanes are 16 tokens.
  *
- * Twice the AVX2 kernels' width: two legacy blocks, or a k-quant's 64 elements, per instruction, with VNNI's
- * vpdpbusd (unsigned bytes times signed bytes, summed in fours) in place of maddubs + madd, and vpdpwssd for
- * the k-quants' scaled 16-bit sums. The integer sums equal the AVX2 kernels' lane for lane (none can saturate),
- * and the floats are accumulated 8 lanes wide in the AVX2 kernels' order, block after block: so the results are
- * the AVX2 kernels' to the last bit, and llama.cpp's, whose x86 dots sum in that order. (Summing 16 lanes
- * wide moved last bits, which this model family turns into changed tokens now and then.) Built where
- * -march=native has these extensions (Ice Lake and later Xeons, Zen 4): they then define the quant types'
- * ll_tiles_* the type table points to, and dots.c leaves its AVX2 ones out; elsewhere the AVX2 kernels run.
+ * Both compute the canonical dot of quants.c to the last bit: each block's products summed exactly as integers,
+ * then the same scalar float steps block after block. The tiles sum a row's elements in vector lanes and reduce
+ * each block's lanes to one integer; the GEMM puts 16 tokens in the lanes of one register, so a block's sum for
+ * each token is whole in its lane, and the float steps run for 16 tokens at once with the same roundings.
+ * Built where -march=native has these extensions (Ice Lake and later Xeons, Zen 4): the type table then points
+ * to these kernels, and dots_avx2.c leaves its own quant kernels out.
  */
 #include "quants.h"
 
@@ -16,6 +15,30 @@
 #define INLINE static inline __attribute__((always_inline))
 #define W_ROW(i) ((const char *)w + (size_t)(i) * w_stride)
 #define A_ROW(j) ((const char *)a + (size_t)(j) * a_stride)
+
+/* ---- reductions of integer lanes: exact, so any order gives the canonical block sums ---- */
+
+/* The sums of the low and high 8 lanes of v. */
+INLINE void halves_sum(__m512i v, int *low, int *high) {
+    v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_PERM_BADC));
+    v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, _MM_PERM_CDAB));
+    v = _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, _MM_SHUFFLE(2, 3, 0, 1)));
+    *low = _mm_cvtsi128_si32(_mm512_castsi512_si128(v));
+    *high = _mm_cvtsi128_si32(_mm512_extracti32x4_epi32(v, 2));
+}
+
+INLINE int sum_8(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
+INLINE int sum_16(__m512i v) {
+    return sum_8(_mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)));
+}
+
+/* ---- unpacking a weight block into signed bytes ---- */
 
 /* Two 16-byte nibble arrays -> 64 bytes: block 0's low nibbles (its elements 0..15), then its high ones
  * (16..31), then block 1's, as two consecutive activation blocks lay out their 64 quants. */
@@ -27,138 +50,130 @@ INLINE __m512i nibbles_64(const uint8_t *qs0, const uint8_t *qs1) {
     return _mm512_and_si512(_mm512_mask_srli_epi16(both, 0xFF00FF00u, both, 4), _mm512_set1_epi8(0x0F));
 }
 
+/* One block's 32 nibbles as bytes: elements 0..15 (low nibbles), then 16..31. */
+INLINE __m256i nibbles_32(const uint8_t *qs) {
+    const __m128i packed = _mm_loadu_si128((const __m128i *)qs);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0F));
+}
+
 /* 32 quants of each of two activation blocks, side by side. */
 INLINE __m512i pair_512(const int8_t *q0, const int8_t *q1) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)q0)),
                               _mm256_loadu_si256((const __m256i *)q1), 1);
 }
 
-/* The fifth bits of two Q5 blocks, one bit per quant, in the order nibbles_64 gives. */
-INLINE __mmask64 fifth_bits(const uint8_t *qh0, const uint8_t *qh1) {
-    uint32_t low, high;
-    memcpy(&low, qh0, 4);
-    memcpy(&high, qh1, 4);
-    return (__mmask64)low | ((__mmask64)high << 32);
+/* The fifth bits of a Q5 block, one bit per quant, in the order nibbles_32 gives. */
+INLINE __mmask32 fifth_bits(const uint8_t *qh) {
+    uint32_t bits;
+    memcpy(&bits, qh, 4);
+    return (__mmask32)bits;
 }
 
-/* The AVX2 kernels' horizontal sum of 8 lanes, in their order. */
-INLINE float hsum_8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
+/* The sum of 32 unsigned bytes. */
+INLINE int byte_sum_32(__m256i v) {
+    const __m256i s = _mm256_sad_epu8(v, _mm256_setzero_si256());
+    const __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    return (int)(_mm_cvtsi128_si64(t) + _mm_extract_epi64(t, 1));
 }
 
-/* The two 8-lane halves of 16 int32 lanes, added (exact): what the AVX2 kernels' one 8-lane sum holds. */
-INLINE __m256i fold_halves(__m512i v) {
-    return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
-}
+/* ---- tiles: R weight rows by C tokens, for decode steps and short passes ---- */
 
-/* Legacy 32-element types, two blocks at a time: q holds the weights as unsigned bytes (offset by OFFSET for
- * the signed types), and sum_j (q - OFFSET) a_j = dpbusd(q, a) - dpbusd(OFFSET, a); a lone last block runs
- * at half width. MINIMUM types add m * (d_a * sum(a)), as the AVX2 kernels do. */
-#define LEGACY_512(NAME, WBLOCK, ABLOCK, UNPACK2, UNPACK1, OFFSET, MINIMUM)                                     \
-    INLINE void NAME##_tile(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, const int R,  \
-                            const int C, float *out) {                                                         \
-        __m256 acc[4][DOT_ROWS];                                                                               \
-        float minimums[4][DOT_ROWS];                                                                           \
-        for (int i = 0; i < R; i++)                                                                            \
-            for (int j = 0; j < C; j++) { acc[i][j] = _mm256_setzero_ps(); minimums[i][j] = 0.0f; }            \
-        const int blocks = n / QK;                                                                             \
-        int b = 0;                                                                                             \
-        for (; b + 2 <= blocks; b += 2) {                                                                      \
-            __m512i q[4];                                                                                      \
-            float dw[4][2], mw[4][2];                                                                          \
-            for (int i = 0; i < R; i++) {                                                                      \
-                const WBLOCK *x = (const WBLOCK *)W_ROW(i) + b;                                                \
-                q[i] = UNPACK2;                                                                                \
-                dw[i][0] = half_to_float(x[0].d);                                                              \
-                dw[i][1] = half_to_float(x[1].d);                                                              \
-                mw[i][0] = MINIMUM ? MINIMUM_OF(&x[0]) : 0.0f;                                                 \
-                mw[i][1] = MINIMUM ? MINIMUM_OF(&x[1]) : 0.0f;                                                 \
-            }                                                                                                  \
-            for (int j = 0; j < C; j++) {                                                                      \
-                const ABLOCK *y = (const ABLOCK *)A_ROW(j) + b;                                                \
-                const __m512i v = pair_512(y[0].qs, y[1].qs);                                                  \
-                const float dy0 = half_to_float(y[0].d), dy1 = half_to_float(y[1].d);                          \
-                const __m512i offset = OFFSET ? _mm512_dpbusd_epi32(_mm512_setzero_si512(),                    \
-                                                                    _mm512_set1_epi8((char)OFFSET), v)         \
-                                              : _mm512_setzero_si512();                                        \
-                for (int i = 0; i < R; i++) {                                                                  \
-                    const __m512i p = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q[i], v),   \
-                                                       offset);                                                \
-                    const __m512 f = _mm512_cvtepi32_ps(p);                                                    \
-                    acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dw[i][0] * dy0), _mm512_castps512_ps256(f),     \
-                                                acc[i][j]);                                                    \
-                    acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dw[i][1] * dy1), _mm512_extractf32x8_ps(f, 1),  \
-                                                acc[i][j]);                                                    \
-                    if (MINIMUM) {                                                                             \
-                        minimums[i][j] += mw[i][0] * SUM_OF(&y[0]);                                            \
-                        minimums[i][j] += mw[i][1] * SUM_OF(&y[1]);                                            \
-                    }                                                                                          \
-                }                                                                                              \
-            }                                                                                                  \
-        }                                                                                                      \
-        for (; b < blocks; b++) {                                                                              \
-            __m256i q[4];                                                                                      \
-            float dw[4], mw[4];                                                                                \
-            for (int i = 0; i < R; i++) {                                                                      \
-                const WBLOCK *x = (const WBLOCK *)W_ROW(i) + b;                                                \
-                q[i] = UNPACK1;                                                                                \
-                dw[i] = half_to_float(x->d);                                                                   \
-                mw[i] = MINIMUM ? MINIMUM_OF(x) : 0.0f;                                                        \
-            }                                                                                                  \
-            for (int j = 0; j < C; j++) {                                                                      \
-                const ABLOCK *y = (const ABLOCK *)A_ROW(j) + b;                                                \
-                const __m256i v = _mm256_loadu_si256((const __m256i *)y->qs);                                   \
-                const float dy = half_to_float(y->d);                                                          \
-                const __m256i offset = OFFSET ? _mm256_dpbusd_epi32(_mm256_setzero_si256(),                    \
-                                                                    _mm256_set1_epi8((char)OFFSET), v)         \
-                                              : _mm256_setzero_si256();                                        \
-                for (int i = 0; i < R; i++) {                                                                  \
-                    const __m256i p = _mm256_sub_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), q[i], v),   \
-                                                       offset);                                                \
-                    acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(dw[i] * dy), _mm256_cvtepi32_ps(p), acc[i][j]); \
-                    if (MINIMUM) minimums[i][j] += mw[i] * SUM_OF(y);                                          \
-                }                                                                                              \
-            }                                                                                                  \
-        }                                                                                                      \
-        for (int i = 0; i < R; i++)                                                                            \
-            for (int j = 0; j < C; j++) out[i * C + j] = hsum_8(acc[i][j]) + minimums[i][j];                   \
+/* Legacy 32-element types, two blocks at a time: q holds the weights as unsigned bytes (offset by OFFSET for the
+ * signed types), and sum_j (q - OFFSET) a_j = dpbusd(q, a) - dpbusd(OFFSET, a); a lone last block runs at half
+ * width. MINIMUM types add m * s (Q8_1's d * sum(a)). Two rows' lane sums reduce together where the tile has
+ * them. */
+#define LEGACY_TILE(NAME, WBLOCK, ABLOCK, UNPACK2, UNPACK1, OFFSET, MINIMUM)                                   \
+    INLINE void NAME##_tile(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, const int R, \
+                            const int C, float *out) {                                                        \
+        float sums[4][DOT_ROWS], minimums[4][DOT_ROWS];                                                       \
+        for (int i = 0; i < R; i++)                                                                           \
+            for (int j = 0; j < C; j++) sums[i][j] = minimums[i][j] = 0.0f;                                   \
+        const int blocks = n / QK;                                                                            \
+        int b = 0;                                                                                            \
+        for (; b + 2 <= blocks; b += 2) {                                                                     \
+            __m512i q[4];                                                                                     \
+            float dw[4][2], mw[4][2];                                                                         \
+            for (int i = 0; i < R; i++) {                                                                     \
+                const WBLOCK *x = (const WBLOCK *)W_ROW(i) + b;                                               \
+                q[i] = UNPACK2;                                                                               \
+                dw[i][0] = half_to_float(x[0].d);                                                             \
+                dw[i][1] = half_to_float(x[1].d);                                                             \
+                mw[i][0] = MINIMUM ? MINIMUM_OF(&x[0]) : 0.0f;                                                \
+                mw[i][1] = MINIMUM ? MINIMUM_OF(&x[1]) : 0.0f;                                                \
+            }                                                                                                 \
+            for (int j = 0; j < C; j++) {                                                                     \
+                const ABLOCK *y = (const ABLOCK *)A_ROW(j) + b;                                               \
+                const __m512i v = pair_512(y[0].qs, y[1].qs);                                                 \
+                const float dy0 = half_to_float(y[0].d), dy1 = half_to_float(y[1].d);                         \
+                const __m512i offset = OFFSET ? _mm512_dpbusd_epi32(_mm512_setzero_si512(),                   \
+                                                                    _mm512_set1_epi8((char)OFFSET), v)        \
+                                              : _mm512_setzero_si512();                                       \
+                for (int i = 0; i < R; i++) {                                                                 \
+                    int s0, s1;                                                                               \
+                    halves_sum(_mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q[i], v), offset),\
+                               &s0, &s1);                                                                     \
+                    sums[i][j] = fmaf(dw[i][0] * dy0, (float)s0, sums[i][j]);                                 \
+                    if (MINIMUM) minimums[i][j] = fmaf(mw[i][0], SUM_OF(&y[0]), minimums[i][j]);              \
+                    sums[i][j] = fmaf(dw[i][1] * dy1, (float)s1, sums[i][j]);                                 \
+                    if (MINIMUM) minimums[i][j] = fmaf(mw[i][1], SUM_OF(&y[1]), minimums[i][j]);              \
+                }                                                                                             \
+            }                                                                                                 \
+        }                                                                                                     \
+        for (; b < blocks; b++) {                                                                             \
+            __m256i q[4];                                                                                     \
+            float dw[4], mw[4];                                                                               \
+            for (int i = 0; i < R; i++) {                                                                     \
+                const WBLOCK *x = (const WBLOCK *)W_ROW(i) + b;                                               \
+                q[i] = UNPACK1;                                                                               \
+                dw[i] = half_to_float(x->d);                                                                  \
+                mw[i] = MINIMUM ? MINIMUM_OF(x) : 0.0f;                                                       \
+            }                                                                                                 \
+            for (int j = 0; j < C; j++) {                                                                     \
+                const ABLOCK *y = (const ABLOCK *)A_ROW(j) + b;                                               \
+                const __m256i v = _mm256_loadu_si256((const __m256i *)y->qs);                                  \
+                const float dy = half_to_float(y->d);                                                         \
+                const __m256i offset = OFFSET ? _mm256_dpbusd_epi32(_mm256_setzero_si256(),                   \
+                                                                    _mm256_set1_epi8((char)OFFSET), v)        \
+                                              : _mm256_setzero_si256();                                       \
+                for (int i = 0; i < R; i++) {                                                                 \
+                    const int s = sum_8(_mm256_sub_epi32(                                                     \
+                        _mm256_dpbusd_epi32(_mm256_setzero_si256(), q[i], v), offset));                       \
+                    sums[i][j] = fmaf(dw[i] * dy, (float)s, sums[i][j]);                                      \
+                    if (MINIMUM) minimums[i][j] = fmaf(mw[i], SUM_OF(y), minimums[i][j]);                     \
+                }                                                                                             \
+            }                                                                                                 \
+        }                                                                                                     \
+        for (int i = 0; i < R; i++)                                                                           \
+            for (int j = 0; j < C; j++) out[i * C + j] = sums[i][j] + minimums[i][j];                         \
     }
-
-/* The half-width tail's unpacking: one block's 32 quants as unsigned bytes. */
-INLINE __m256i nibbles_32(const uint8_t *qs) {
-    const __m128i packed = _mm_loadu_si128((const __m128i *)qs);
-    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0F));
-}
 
 #define MINIMUM_OF(x) 0.0f
 #define SUM_OF(y) 0.0f
-LEGACY_512(q4_0, block_q4_0, block_q8_0, nibbles_64(x[0].qs, x[1].qs), nibbles_32(x->qs), 8, 0)
+LEGACY_TILE(q4_0, block_q4_0, block_q8_0, nibbles_64(x[0].qs, x[1].qs), nibbles_32(x->qs), 8, 0)
 /* Q8_0: signed bytes moved to unsigned by +128 (an exclusive or of the sign bit). */
-LEGACY_512(q8_0, block_q8_0, block_q8_0,
-           _mm512_xor_si512(pair_512(x[0].qs, x[1].qs), _mm512_set1_epi8((char)0x80)),
-           _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x->qs), _mm256_set1_epi8((char)0x80)), 0x80, 0)
+LEGACY_TILE(q8_0, block_q8_0, block_q8_0,
+            _mm512_xor_si512(pair_512(x[0].qs, x[1].qs), _mm512_set1_epi8((char)0x80)),
+            _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x->qs), _mm256_set1_epi8((char)0x80)), 0x80, 0)
 /* Q5_0: the nibble plus 16 for a set fifth bit, offset 16. */
-LEGACY_512(q5_0, block_q5_0, block_q8_0,
-           _mm512_or_si512(nibbles_64(x[0].qs, x[1].qs),
-                           _mm512_maskz_set1_epi8(fifth_bits(x[0].qh, x[1].qh), 0x10)),
-           _mm256_or_si256(nibbles_32(x->qs), _mm256_maskz_set1_epi8((__mmask32)fifth_bits(x->qh, x->qh), 0x10)), 16, 0)
+LEGACY_TILE(q5_0, block_q5_0, block_q8_0,
+            _mm512_or_si512(nibbles_64(x[0].qs, x[1].qs),
+                            _mm512_maskz_set1_epi8((__mmask64)fifth_bits(x[0].qh) |
+                                                   ((__mmask64)fifth_bits(x[1].qh) << 32), 0x10)),
+            _mm256_or_si256(nibbles_32(x->qs), _mm256_maskz_set1_epi8(fifth_bits(x->qh), 0x10)), 16, 0)
 #undef MINIMUM_OF
 #undef SUM_OF
 #define MINIMUM_OF(x) half_to_float((x)->m)
 #define SUM_OF(y) half_to_float((y)->s)
-LEGACY_512(q4_1, block_q4_1, block_q8_1, nibbles_64(x[0].qs, x[1].qs), nibbles_32(x->qs), 0, 1)
-LEGACY_512(q5_1, block_q5_1, block_q8_1,
-           _mm512_or_si512(nibbles_64(x[0].qs, x[1].qs),
-                           _mm512_maskz_set1_epi8(fifth_bits(x[0].qh, x[1].qh), 0x10)),
-           _mm256_or_si256(nibbles_32(x->qs), _mm256_maskz_set1_epi8((__mmask32)fifth_bits(x->qh, x->qh), 0x10)), 0, 1)
+LEGACY_TILE(q4_1, block_q4_1, block_q8_1, nibbles_64(x[0].qs, x[1].qs), nibbles_32(x->qs), 0, 1)
+LEGACY_TILE(q5_1, block_q5_1, block_q8_1,
+            _mm512_or_si512(nibbles_64(x[0].qs, x[1].qs),
+                            _mm512_maskz_set1_epi8((__mmask64)fifth_bits(x[0].qh) |
+                                                   ((__mmask64)fifth_bits(x[1].qh) << 32), 0x10)),
+            _mm256_or_si256(nibbles_32(x->qs), _mm256_maskz_set1_epi8(fifth_bits(x->qh), 0x10)), 0, 1)
 #undef MINIMUM_OF
 #undef SUM_OF
 
-/* Two 32-byte halves side by side. Each half is shifted in 256-bit registers first: one insert per 64 bytes,
- * where a per-half variable shift (vpsrlvw) made Q5_K slower than its AVX2 kernel. */
+/* Two 32-byte halves side by side. */
 INLINE __m512i halves(__m256i low, __m256i high) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
 }
@@ -169,8 +184,7 @@ INLINE __m256i bit_of(__m256i bytes, int shift) {
 }
 
 /* A Q4_K or Q5_K super-block's eight 6-bit scales and eight 6-bit minimums, as 16-bit lanes: the 12 packed bytes
- * taken as three 32-bit words, four sub-blocks per word at a time (k_scale_min one at a time cost as much as
- * the products). */
+ * taken as three 32-bit words, four sub-blocks per word at a time. */
 INLINE void k_scales_mins(const uint8_t *packed, __m128i *scales16, __m128i *mins16) {
     uint32_t w[3];
     memcpy(w, packed, 12);
@@ -181,14 +195,23 @@ INLINE void k_scales_mins(const uint8_t *packed, __m128i *scales16, __m128i *min
     *mins16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)mins));
 }
 
+/* The sum of mins16's lanes times each sub-block's activation sum (two of the 16-element sums). */
+INLINE int k_minimum_sum(__m128i mins16, const block_q8_K *y) {
+    const __m256i bsums = _mm256_loadu_si256((const __m256i *)y->bsums);
+    const __m256i paired = _mm256_madd_epi16(bsums, _mm256_set1_epi16(1));
+    const __m128i pairs = _mm_packs_epi32(_mm256_castsi256_si128(paired), _mm256_extracti128_si256(paired, 1));
+    const __m128i weighted = _mm_madd_epi16(mins16, pairs);
+    const __m128i folded = _mm_add_epi32(weighted, _mm_shuffle_epi32(weighted, _MM_SHUFFLE(1, 0, 3, 2)));
+    return _mm_cvtsi128_si32(_mm_add_epi32(folded, _mm_shuffle_epi32(folded, 1)));
+}
+
 /* Q4_K and Q5_K: each 64 elements of a super-block are two sub-blocks (low nibbles, then high) with their own
  * 6-bit scales; maddubs pairs them with the activations and vpdpwssd weighs each sub-block by its scale. */
 INLINE void k4_tile(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, const int R, const int C,
                     float *out, const int five) {
-    __m256 acc[4][DOT_ROWS];
-    float minimums[4][DOT_ROWS];
+    float sums[4][DOT_ROWS], minimums[4][DOT_ROWS];
     for (int i = 0; i < R; i++)
-        for (int j = 0; j < C; j++) { acc[i][j] = _mm256_setzero_ps(); minimums[i][j] = 0.0f; }
+        for (int j = 0; j < C; j++) sums[i][j] = minimums[i][j] = 0.0f;
     const __m256i low4 = _mm256_set1_epi8(0x0F);
     const size_t block_bytes = five ? sizeof(block_q5_K) : sizeof(block_q4_K);
     for (int b = 0; b < n / QK_K; b++) {
@@ -200,9 +223,9 @@ INLINE void k4_tile(int n, const void *w, size_t w_stride, const void *a, size_t
             k_scales_mins(block[i] + 4, &scales16[i], &mins16[i]);
             high_bits[i] = five ? _mm256_loadu_si256((const __m256i *)(block[i] + 16)) : _mm256_setzero_si256();
         }
-        __m512i sums[4][DOT_ROWS];
+        __m512i products[4][DOT_ROWS];
         for (int i = 0; i < R; i++)
-            for (int j = 0; j < C; j++) sums[i][j] = _mm512_setzero_si512();
+            for (int j = 0; j < C; j++) products[i][j] = _mm512_setzero_si512();
         for (int k = 0; k < 4; k++) {
             __m512i q[4], scale[4];
             for (int i = 0; i < R; i++) {
@@ -222,7 +245,7 @@ INLINE void k4_tile(int n, const void *w, size_t w_stride, const void *a, size_t
                 const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
                 const __m512i v = _mm512_loadu_si512((const void *)(y->qs + 64 * k));
                 for (int i = 0; i < R; i++)
-                    sums[i][j] = _mm512_dpwssd_epi32(sums[i][j], _mm512_maddubs_epi16(q[i], v), scale[i]);
+                    products[i][j] = _mm512_dpwssd_epi32(products[i][j], _mm512_maddubs_epi16(q[i], v), scale[i]);
             }
         }
         for (int i = 0; i < R; i++) {
@@ -232,22 +255,13 @@ INLINE void k4_tile(int n, const void *w, size_t w_stride, const void *a, size_t
             const float d = half_to_float(dh), dmin = half_to_float(mh);
             for (int j = 0; j < C; j++) {
                 const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
-                /* each sub-block's sum of activations is two of the 16-element sums */
-                const __m256i bsums = _mm256_loadu_si256((const __m256i *)y->bsums);
-                const __m128i pairs = _mm_packs_epi32(
-                    _mm256_castsi256_si128(_mm256_madd_epi16(bsums, _mm256_set1_epi16(1))),
-                    _mm256_extracti128_si256(_mm256_madd_epi16(bsums, _mm256_set1_epi16(1)), 1));
-                const __m128i weighted = _mm_madd_epi16(mins16[i], pairs);
-                const __m128i folded = _mm_add_epi32(weighted, _mm_shuffle_epi32(weighted, _MM_SHUFFLE(1, 0, 3, 2)));
-                const int m = _mm_cvtsi128_si32(_mm_add_epi32(folded, _mm_shuffle_epi32(folded, 1)));
-                acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(d * y->d), _mm256_cvtepi32_ps(fold_halves(sums[i][j])),
-                                            acc[i][j]);
-                minimums[i][j] -= dmin * y->d * (float)m;
+                sums[i][j] = fmaf(d * y->d, (float)sum_16(products[i][j]), sums[i][j]);
+                minimums[i][j] = fmaf(dmin * y->d, (float)k_minimum_sum(mins16[i], y), minimums[i][j]);
             }
         }
     }
     for (int i = 0; i < R; i++)
-        for (int j = 0; j < C; j++) out[i * C + j] = hsum_8(acc[i][j]) + minimums[i][j];
+        for (int j = 0; j < C; j++) out[i * C + j] = sums[i][j] - minimums[i][j];
 }
 
 INLINE void q4_K_tile(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, const int R, const int C,
@@ -273,14 +287,14 @@ INLINE __m512i group_scales(const int8_t *s) {
  * 16 with its own int8 scale. The stored values are value + 32: that offset comes off once per super-block. */
 INLINE void q6_K_tile(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, const int R, const int C,
                       float *out) {
-    __m256 acc[4][DOT_ROWS];
+    float sums[4][DOT_ROWS];
     for (int i = 0; i < R; i++)
-        for (int j = 0; j < C; j++) acc[i][j] = _mm256_setzero_ps();
+        for (int j = 0; j < C; j++) sums[i][j] = 0.0f;
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     for (int b = 0; b < n / QK_K; b++) {
-        __m512i sums[4][DOT_ROWS];
+        __m512i products[4][DOT_ROWS];
         for (int i = 0; i < R; i++)
-            for (int j = 0; j < C; j++) sums[i][j] = _mm512_setzero_si512();
+            for (int j = 0; j < C; j++) products[i][j] = _mm512_setzero_si512();
         for (int half = 0; half < 2; half++) {
             for (int pair = 0; pair < 2; pair++) {  /* quarters 0 and 1 (low nibbles), then 2 and 3 (high) */
                 __m512i q[4], scale[4];
@@ -300,7 +314,7 @@ INLINE void q6_K_tile(int n, const void *w, size_t w_stride, const void *a, size
                     const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
                     const __m512i v = _mm512_loadu_si512((const void *)(y->qs + 128 * half + 64 * pair));
                     for (int i = 0; i < R; i++)
-                        sums[i][j] = _mm512_dpwssd_epi32(sums[i][j], _mm512_maddubs_epi16(q[i], v), scale[i]);
+                        products[i][j] = _mm512_dpwssd_epi32(products[i][j], _mm512_maddubs_epi16(q[i], v), scale[i]);
                 }
             }
         }
@@ -310,23 +324,17 @@ INLINE void q6_K_tile(int n, const void *w, size_t w_stride, const void *a, size
             const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)x->scales));
             for (int j = 0; j < C; j++) {
                 const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
-                const __m256i products = _mm256_madd_epi16(scales16, _mm256_loadu_si256((const __m256i *)y->bsums));
-                const __m128i folded = _mm_add_epi32(_mm256_castsi256_si128(products),
-                                                     _mm256_extracti128_si256(products, 1));
-                const __m128i twice = _mm_add_epi32(folded, _mm_shuffle_epi32(folded, _MM_SHUFFLE(1, 0, 3, 2)));
-                const int offset = _mm_cvtsi128_si32(_mm_add_epi32(twice, _mm_shuffle_epi32(twice, 1)));
-                const __m256i total = _mm256_sub_epi32(fold_halves(sums[i][j]),
-                                                       _mm256_setr_epi32(32 * offset, 0, 0, 0, 0, 0, 0, 0));
-                acc[i][j] = _mm256_fmadd_ps(_mm256_set1_ps(d * y->d), _mm256_cvtepi32_ps(total), acc[i][j]);
+                const int offset = sum_8(_mm256_madd_epi16(scales16, _mm256_loadu_si256((const __m256i *)y->bsums)));
+                sums[i][j] = fmaf(d * y->d, (float)(sum_16(products[i][j]) - 32 * offset), sums[i][j]);
             }
         }
     }
     for (int i = 0; i < R; i++)
-        for (int j = 0; j < C; j++) out[i * C + j] = hsum_8(acc[i][j]);
+        for (int j = 0; j < C; j++) out[i * C + j] = sums[i][j];
 }
 
 /* Each kernel specialised for the tile shapes project() uses, so its loops unroll into registers: 1 x 1 for a
- * decode step (2 x 1 for the legacy 4- and 5-bit types, model.c's decode_rows), 4 x C for a prompt, and the
+ * decode step (2 x 1 for the legacy 4- and 5-bit types, model.c's decode_rows), 4 x C for a short pass, and the
  * edges. The switch is on the shape, not the type: each type has its own entry. */
 #define TILE_ENTRY(NAME)                                                                                        \
     void ll_tiles_##NAME(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, int R, int C,    \
@@ -350,5 +358,292 @@ INLINE void q6_K_tile(int n, const void *w, size_t w_stride, const void *a, size
 
 TILE_ENTRY(q4_0) TILE_ENTRY(q4_1) TILE_ENTRY(q5_0) TILE_ENTRY(q5_1) TILE_ENTRY(q8_0)
 TILE_ENTRY(q4_K) TILE_ENTRY(q5_K) TILE_ENTRY(q6_K)
+
+/* ---- the GEMM of a prompt's pass: 16 tokens in the lanes of a register ----
+ *
+ * The activations are laid out as a panel (ll_panel_build): per 16 tokens and block, the block's quants in groups
+ * of 4, each group 16 tokens x 4 bytes (moved to unsigned by +128), then the 16 tokens' scales (and Q8_1's sums,
+ * or the k-quants' sub-block sums). A weight row's block is unpacked once into signed bytes, and each group of 4
+ * of its bytes is broadcast against a panel register: one vpdpbusd adds 4 products to each of 16 tokens' sums.
+ * The +128 comes off as 128 times the weights' own sum, per block, exactly. */
+
+enum { LANES = LL_GEMM_LANES };
+
+/* A weight block unpacked: its whole numbers as signed bytes and what the float steps need. */
+typedef struct {
+    int8_t q[QK_K] __attribute__((aligned(64)));
+    int32_t scale[16];    /* each sub-block's integer scale (k-quants) */
+    int32_t correction;   /* 128 * sum over sub-blocks of scale * (sum of its q): what the +128 adds */
+    float d, m;           /* the scale; Q4_1/Q5_1's minimum or the k-quants' dmin */
+    int32_t min_pairs[4]; /* Q4_K/Q5_K: the minimums of sub-blocks 2p and 2p + 1 as two int16 */
+} unpacked;
+
+/* The panel's layout per block, by activation type. */
+INLINE int panel_block_bytes(int activation) {
+    return activation == LL_Q8_K ? QK_K * LANES + 4 * LANES + 16 * LANES
+         : activation == LL_Q8_1 ? QK * LANES + 8 * LANES : QK * LANES + 4 * LANES;
+}
+
+size_t ll_panel_bytes(int32_t activation, int32_t n, int32_t tokens) {
+    const int block = activation == LL_Q8_K ? QK_K : QK;
+    return (size_t)((tokens + LANES - 1) / LANES) * (size_t)(n / block) * (size_t)panel_block_bytes(activation);
+}
+
+void ll_panel_build(int32_t activation, int32_t n, const void *rows, size_t row_stride, int32_t tokens, void *panel) {
+    const int k = activation == LL_Q8_K, block = k ? QK_K : QK, blocks = n / block;
+    const int bytes = panel_block_bytes(activation);
+    for (int first = 0; first < tokens; first += LANES) {
+        char *out = (char *)panel + (size_t)(first / LANES) * blocks * bytes;
+        const int count = tokens - first < LANES ? tokens - first : LANES;
+        for (int b = 0; b < blocks; b++, out += bytes) {
+            uint32_t *groups = (uint32_t *)out;
+            float *scales = (float *)(out + block * LANES), *extra = scales + LANES;
+            for (int l = 0; l < LANES; l++) {
+                const char *row = (const char *)rows + (size_t)(l < count ? first + l : 0) * row_stride;
+                const int8_t *qs;
+                if (k) {
+                    const block_q8_K *y = (const block_q8_K *)row + b;
+                    qs = y->qs;
+                    scales[l] = l < count ? y->d : 0.0f;
+                    for (int p = 0; p < 4; p++) {
+                        const int low = y->bsums[4 * p] + y->bsums[4 * p + 1];
+                        const int high = y->bsums[4 * p + 2] + y->bsums[4 * p + 3];
+                        ((int32_t *)extra)[p * LANES + l] =
+                            l < count ? (int32_t)((uint32_t)(uint16_t)low | (uint32_t)(uint16_t)high << 16) : 0;
+                    }
+                } else if (activation == LL_Q8_1) {
+                    const block_q8_1 *y = (const block_q8_1 *)row + b;
+                    qs = y->qs;
+                    scales[l] = l < count ? half_to_float(y->d) : 0.0f;
+                    extra[l] = l < count ? half_to_float(y->s) : 0.0f;
+                } else {
+                    const block_q8_0 *y = (const block_q8_0 *)row + b;
+                    qs = y->qs;
+                    scales[l] = l < count ? half_to_float(y->d) : 0.0f;
+                }
+                for (int g = 0; g < block / 4; g++) {
+                    uint32_t four;
+                    memcpy(&four, qs + 4 * g, 4);
+                    groups[g * LANES + l] = l < count ? four ^ 0x80808080u : 0x80808080u;
+                }
+            }
+        }
+    }
+}
+
+/* Stores 32 signed bytes and returns the sum of the unsigned ones they were made from (before `offset` came off). */
+INLINE int store_32(int8_t *q, __m256i unsigned_bytes, int offset) {
+    _mm256_storeu_si256((__m256i *)q, _mm256_sub_epi8(unsigned_bytes, _mm256_set1_epi8((char)offset)));
+    return byte_sum_32(unsigned_bytes);
+}
+
+/* Each type's unpacking of block b of a row. */
+INLINE void unpack_q4_0(const void *row, int b, unpacked *u) {
+    const block_q4_0 *x = (const block_q4_0 *)row + b;
+    u->correction = 128 * (store_32(u->q, nibbles_32(x->qs), 8) - 8 * QK);
+    u->d = half_to_float(x->d);
+}
+
+INLINE void unpack_q4_1(const void *row, int b, unpacked *u) {
+    const block_q4_1 *x = (const block_q4_1 *)row + b;
+    u->correction = 128 * store_32(u->q, nibbles_32(x->qs), 0);
+    u->d = half_to_float(x->d);
+    u->m = half_to_float(x->m);
+}
+
+INLINE void unpack_q5_0(const void *row, int b, unpacked *u) {
+    const block_q5_0 *x = (const block_q5_0 *)row + b;
+    const __m256i v = _mm256_or_si256(nibbles_32(x->qs), _mm256_maskz_set1_epi8(fifth_bits(x->qh), 0x10));
+    u->correction = 128 * (store_32(u->q, v, 16) - 16 * QK);
+    u->d = half_to_float(x->d);
+}
+
+INLINE void unpack_q5_1(const void *row, int b, unpacked *u) {
+    const block_q5_1 *x = (const block_q5_1 *)row + b;
+    const __m256i v = _mm256_or_si256(nibbles_32(x->qs), _mm256_maskz_set1_epi8(fifth_bits(x->qh), 0x10));
+    u->correction = 128 * store_32(u->q, v, 0);
+    u->d = half_to_float(x->d);
+    u->m = half_to_float(x->m);
+}
+
+INLINE void unpack_q8_0(const void *row, int b, unpacked *u) {
+    const block_q8_0 *x = (const block_q8_0 *)row + b;
+    const __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x->qs), _mm256_set1_epi8((char)0x80));
+    u->correction = 128 * (store_32(u->q, v, 0x80) - 128 * QK);
+    u->d = half_to_float(x->d);
+}
+
+INLINE void unpack_k4(const void *row, int b, unpacked *u, const int five) {
+    const uint8_t *block = (const uint8_t *)row + (size_t)b * (five ? sizeof(block_q5_K) : sizeof(block_q4_K));
+    const __m256i low4 = _mm256_set1_epi8(0x0F);
+    const __m256i high_bits = five ? _mm256_loadu_si256((const __m256i *)(block + 16)) : _mm256_setzero_si256();
+    int correction = 0;
+    for (int k = 0; k < 4; k++) {
+        const __m256i bits = _mm256_loadu_si256((const __m256i *)(block + (five ? 48 : 16) + 32 * k));
+        __m256i low = _mm256_and_si256(bits, low4), high = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4);
+        if (five) {
+            low = _mm256_or_si256(low, _mm256_slli_epi16(bit_of(high_bits, 2 * k), 4));
+            high = _mm256_or_si256(high, _mm256_slli_epi16(bit_of(high_bits, 2 * k + 1), 4));
+        }
+        uint8_t s0, m0, s1, m1;
+        k_scale_min(2 * k, block + 4, &s0, &m0);
+        k_scale_min(2 * k + 1, block + 4, &s1, &m1);
+        correction += s0 * store_32(u->q + 64 * k, low, 0) + s1 * store_32(u->q + 64 * k + 32, high, 0);
+        u->scale[2 * k] = s0;
+        u->scale[2 * k + 1] = s1;
+        u->min_pairs[k] = (int32_t)((uint32_t)m0 | (uint32_t)m1 << 16);
+    }
+    u->correction = 128 * correction;
+    ll_half dh, mh;
+    memcpy(&dh, block, 2);
+    memcpy(&mh, block + 2, 2);
+    u->d = half_to_float(dh);
+    u->m = half_to_float(mh);
+}
+
+INLINE void unpack_q4_K(const void *row, int b, unpacked *u) { unpack_k4(row, b, u, 0); }
+INLINE void unpack_q5_K(const void *row, int b, unpacked *u) { unpack_k4(row, b, u, 1); }
+
+/* Q6_K in element order: quarter q of half h is ql's low (q < 2) or high nibbles of bytes 32 (q & 1) + l, with
+ * bits 2q..2q+1 of qh[l] on top; minus 32. Sub-blocks of 16 with int8 scales. */
+INLINE void unpack_q6_K(const void *row, int b, unpacked *u) {
+    const block_q6_K *x = (const block_q6_K *)row + b;
+    const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3);
+    int correction = 0;
+    for (int half = 0; half < 2; half++) {
+        const __m256i h = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * half));
+        for (int quarter = 0; quarter < 4; quarter++) {
+            const __m256i l = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * half + 32 * (quarter & 1)));
+            const __m256i nibble = quarter < 2 ? _mm256_and_si256(l, low4)
+                                               : _mm256_and_si256(_mm256_srli_epi16(l, 4), low4);
+            const __m256i v = _mm256_or_si256(
+                nibble, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * quarter), two), 4));
+            int8_t *q = u->q + 128 * half + 32 * quarter;
+            _mm256_storeu_si256((__m256i *)q, _mm256_sub_epi8(v, _mm256_set1_epi8(32)));
+            const __m256i s = _mm256_sad_epu8(v, _mm256_setzero_si256());  /* four sums of 8 */
+            const int group = 8 * half + 2 * quarter;
+            const int first = _mm256_extract_epi32(s, 0) + _mm256_extract_epi32(s, 2) - 32 * 16;
+            const int second = _mm256_extract_epi32(s, 4) + _mm256_extract_epi32(s, 6) - 32 * 16;
+            correction += x->scales[group] * first + x->scales[group + 1] * second;
+        }
+    }
+    for (int g = 0; g < 16; g++) u->scale[g] = x->scales[g];
+    u->correction = 128 * correction;
+    u->d = half_to_float(x->d);
+}
+
+/* R rows (R * w_stride apart) by TV groups of 16 tokens (tv_stride apart in the panel), every block: results[r][t]
+ * holds the 16 tokens' dots of row r. BLOCK elements a block in sub-blocks of SUB with integer scales when
+ * SCALED; MINIMUM 1: Q8_1's m * s, 2: the k-quants' dmin * d * sum(minimum * sub-block sum). */
+#define GEMM_KERNEL(NAME, BLOCK, SUB, SCALED, MINIMUM, ACTIVATION)                                                \
+    INLINE void NAME##_gemm_tile(int n, const void *w, size_t w_stride, const char *panel, size_t tv_stride,       \
+                                 const int R, const int TV, __m512 results[4][2]) {                               \
+        __m512 sums[4][2], minimums[4][2];                                                                        \
+        for (int r = 0; r < R; r++)                                                                               \
+            for (int t = 0; t < TV; t++) sums[r][t] = minimums[r][t] = _mm512_setzero_ps();                       \
+        const int bytes = panel_block_bytes(ACTIVATION);                                                          \
+        unpacked u[4];                                                                                            \
+        for (int b = 0; b < n / BLOCK; b++) {                                                                     \
+            for (int r = 0; r < R; r++) unpack_##NAME(W_ROW(r), b, &u[r]);                                        \
+            const char *p[2];                                                                                     \
+            for (int t = 0; t < TV; t++) p[t] = panel + (size_t)t * tv_stride + (size_t)b * bytes;               \
+            __m512i isum[4][2];                                                                                   \
+            for (int r = 0; r < R; r++)                                                                           \
+                for (int t = 0; t < TV; t++) isum[r][t] = _mm512_setzero_si512();                                 \
+            for (int s = 0; s < BLOCK / SUB; s++) {                                                               \
+                __m512i part[4][2];                                                                               \
+                for (int r = 0; r < R; r++)                                                                       \
+                    for (int t = 0; t < TV; t++) part[r][t] = _mm512_setzero_si512();                             \
+                for (int g = s * SUB / 4; g < (s + 1) * SUB / 4; g++) {                                           \
+                    __m512i act[2];                                                                               \
+                    for (int t = 0; t < TV; t++) act[t] = _mm512_load_si512((const void *)(p[t] + 64 * g));      \
+                    for (int r = 0; r < R; r++) {                                                                 \
+                        int32_t four;                                                                             \
+                        memcpy(&four, u[r].q + 4 * g, 4);                                                         \
+                        const __m512i wq = _mm512_set1_epi32(four);                                               \
+                        for (int t = 0; t < TV; t++) part[r][t] = _mm512_dpbusd_epi32(part[r][t], act[t], wq);    \
+                    }                                                                                             \
+                }                                                                                                 \
+                for (int r = 0; r < R; r++)                                                                       \
+                    for (int t = 0; t < TV; t++)                                                                  \
+                        isum[r][t] = SCALED ? _mm512_add_epi32(isum[r][t], _mm512_mullo_epi32(                    \
+                                                  part[r][t], _mm512_set1_epi32(u[r].scale[s])))                  \
+                                            : part[r][t];                                                         \
+            }                                                                                                     \
+            for (int t = 0; t < TV; t++) {                                                                        \
+                const __m512 da = _mm512_load_ps((const float *)(p[t] + BLOCK * LANES));                          \
+                const char *extra = p[t] + BLOCK * LANES + 4 * LANES;                                             \
+                for (int r = 0; r < R; r++) {                                                                     \
+                    const __m512i exact = _mm512_sub_epi32(isum[r][t], _mm512_set1_epi32(u[r].correction));       \
+                    sums[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(u[r].d), da),                       \
+                                                 _mm512_cvtepi32_ps(exact), sums[r][t]);                          \
+                    if (MINIMUM == 1)                                                                             \
+                        minimums[r][t] = _mm512_fmadd_ps(_mm512_set1_ps(u[r].m),                                  \
+                                                         _mm512_load_ps((const float *)extra), minimums[r][t]);   \
+                    if (MINIMUM == 2) {                                                                           \
+                        __m512i m = _mm512_setzero_si512();                                                       \
+                        for (int q = 0; q < 4; q++)                                                               \
+                            m = _mm512_dpwssd_epi32(m, _mm512_load_si512((const void *)(extra + 64 * q)),         \
+                                                    _mm512_set1_epi32(u[r].min_pairs[q]));                        \
+                        minimums[r][t] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(u[r].m), da),               \
+                                                         _mm512_cvtepi32_ps(m), minimums[r][t]);                  \
+                    }                                                                                             \
+                }                                                                                                 \
+            }                                                                                                     \
+        }                                                                                                         \
+        for (int r = 0; r < R; r++)                                                                               \
+            for (int t = 0; t < TV; t++)                                                                          \
+                results[r][t] = MINIMUM == 2 ? _mm512_sub_ps(sums[r][t], minimums[r][t])                          \
+                                             : _mm512_add_ps(sums[r][t], minimums[r][t]);                         \
+    }
+
+/* Results of R rows by TV groups of 16 tokens into out[token][row]. */
+INLINE void gemm_store(__m512 results[4][2], int R, int TV, int first_tv, int tokens, float *out, size_t out_stride,
+                       int accumulate) {
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < TV; t++) {
+            float values[LANES];
+            _mm512_storeu_ps(values, results[r][t]);
+            const int first = (first_tv + t) * LANES;
+            for (int l = 0; l < LANES && first + l < tokens; l++) {
+                float *target = out + (size_t)(first + l) * out_stride + r;
+                *target = accumulate ? *target + values[l] : values[l];
+            }
+        }
+}
+
+#define GEMM_ENTRY(NAME, BLOCK, ACTIVATION)                                                                       \
+    void ll_gemm_##NAME(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens,            \
+                        float *out, size_t out_stride, int accumulate) {                                          \
+        const size_t tv_stride = (size_t)(n / BLOCK) * panel_block_bytes(ACTIVATION);                             \
+        const int tvs = (tokens + LANES - 1) / LANES;                                                             \
+        for (int r0 = 0; r0 < rows;) {                                                                            \
+            const int R = rows - r0 >= 4 ? 4 : 1;                                                                 \
+            const char *rows_w = (const char *)w + (size_t)r0 * w_stride;                                         \
+            for (int t0 = 0; t0 < tvs; t0 += 2) {                                                                 \
+                const int TV = tvs - t0 >= 2 ? 2 : 1;                                                             \
+                const char *p = (const char *)panel + (size_t)t0 * tv_stride;                                     \
+                __m512 results[4][2];                                                                             \
+                if (R == 4 && TV == 2) NAME##_gemm_tile(n, rows_w, w_stride, p, tv_stride, 4, 2, results);        \
+                else if (R == 4) NAME##_gemm_tile(n, rows_w, w_stride, p, tv_stride, 4, 1, results);              \
+                else if (TV == 2) NAME##_gemm_tile(n, rows_w, w_stride, p, tv_stride, 1, 2, results);             \
+                else NAME##_gemm_tile(n, rows_w, w_stride, p, tv_stride, 1, 1, results);                          \
+                gemm_store(results, R, TV, t0, tokens, out + r0, out_stride, accumulate);                         \
+            }                                                                                                     \
+            r0 += R;                                                                                              \
+        }                                                                                                         \
+    }
+
+GEMM_KERNEL(q4_0, QK, QK, 0, 0, LL_Q8_0)
+GEMM_KERNEL(q4_1, QK, QK, 0, 1, LL_Q8_1)
+GEMM_KERNEL(q5_0, QK, QK, 0, 0, LL_Q8_0)
+GEMM_KERNEL(q5_1, QK, QK, 0, 1, LL_Q8_1)
+GEMM_KERNEL(q8_0, QK, QK, 0, 0, LL_Q8_0)
+GEMM_KERNEL(q4_K, QK_K, 32, 1, 2, LL_Q8_K)
+GEMM_KERNEL(q5_K, QK_K, 32, 1, 2, LL_Q8_K)
+GEMM_KERNEL(q6_K, QK_K, 16, 1, 0, LL_Q8_K)
+GEMM_ENTRY(q4_0, QK, LL_Q8_0) GEMM_ENTRY(q4_1, QK, LL_Q8_1) GEMM_ENTRY(q5_0, QK, LL_Q8_0)
+GEMM_ENTRY(q5_1, QK, LL_Q8_1) GEMM_ENTRY(q8_0, QK, LL_Q8_0) GEMM_ENTRY(q4_K, QK_K, LL_Q8_K)
+GEMM_ENTRY(q5_K, QK_K, LL_Q8_K) GEMM_ENTRY(q6_K, QK_K, LL_Q8_K)
 
 #endif

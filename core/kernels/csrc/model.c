@@ -40,6 +40,9 @@ static int decode_rows(int type) {
 #endif
 }
 #define TOKEN_TILE 32    /* activation rows per job: a tile stays in L1 while the chunk's rows pass over it */
+#ifndef GEMM_MIN_TOKENS
+#define GEMM_MIN_TOKENS 16  /* a pass of this many rows or more runs its products on the GEMM */
+#endif
 
 /* The enums' names, which Python reads (ll_role_name and the others) instead of keeping its own numbering; each
  * name is designated by its value, so it stays with it when an enum changes. */
@@ -268,10 +271,16 @@ static int ensure_scratch(ll_model *m, int rows, int threads) {
         const int n = kind_type[k] == LL_Q8_K ? (m->max_in + QK_K - 1) / QK_K * QK_K : m->max_in;
         stride[k] = (ll_row_bytes(kind_type[k], n) + 63) / 64 * 64;
     }
+    /* The GEMM's activation panels, one per quantised activation type, for passes of GEMM_MIN_TOKENS or more. */
+    size_t panel_bytes[KINDS] = {0};
+    for (int k = 0; LL_GEMM_LANES && rows >= GEMM_MIN_TOKENS && k < KINDS - 1; k++) {
+        const int n = kind_type[k] == LL_Q8_K ? (m->max_in + QK_K - 1) / QK_K * QK_K : m->max_in;
+        panel_bytes[k] = (ll_panel_bytes(kind_type[k], n, rows) + 63) / 64 * 64;
+    }
     const size_t floats = (size_t)rows * (c->width + m->projected_width + c->heads * c->head_dim + c->width +
                                           2 * (size_t)c->ffn) + (size_t)threads * (m->capacity + 16);
     size_t bytes = floats * sizeof(float) + 64 * 8;
-    for (int k = 0; k < KINDS; k++) bytes += rows * stride[k];
+    for (int k = 0; k < KINDS; k++) bytes += rows * stride[k] + panel_bytes[k];
     free(m->arena);
     m->arena = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!m->arena) {
@@ -294,6 +303,8 @@ static int ensure_scratch(ll_model *m, int rows, int threads) {
         m->act[k] = p;
         m->act_stride[k] = stride[k];
         p += rows * stride[k];
+        m->panel[k] = panel_bytes[k] ? p : NULL;
+        p += panel_bytes[k];
     }
     return 0;
 }
@@ -372,29 +383,9 @@ static inline __m256 exp_256(__m256 x) {
 }
 #endif
 
-void ll_activate_row(const ll_model *m, const float *gate, const float *up, float *out, int vectorised) {
+void ll_activate_row(const ll_model *m, const float *gate, const float *up, float *out) {
     const ll_config *c = &m->c;
-    int d = 0;
-    if (c->activation == ACT_SILU && vectorised) {
-        /* SiLU g / (1 + e^-g), several lanes at a time: libm's scalar expf was most of a long prompt's time
-         * between its GEMMs. The block kernels' pass keeps expf, whose last bits match llama.cpp's more often. */
-#if defined(__AVX512F__)
-        for (; d + 16 <= c->ffn; d += 16) {
-            const __m512 g = _mm512_loadu_ps(gate + d);
-            const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f),
-                                                                exp_512(_mm512_sub_ps(_mm512_setzero_ps(), g))));
-            _mm512_storeu_ps(out + d, _mm512_mul_ps(silu, _mm512_loadu_ps(up + d)));
-        }
-#elif defined(__AVX2__) && defined(__FMA__)
-        for (; d + 8 <= c->ffn; d += 8) {
-            const __m256 g = _mm256_loadu_ps(gate + d);
-            const __m256 silu = _mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f),
-                                                                exp_256(_mm256_sub_ps(_mm256_setzero_ps(), g))));
-            _mm256_storeu_ps(out + d, _mm256_mul_ps(silu, _mm256_loadu_ps(up + d)));
-        }
-#endif
-    }
-    for (; d < c->ffn; d++) {
+    for (int d = 0; d < c->ffn; d++) {
         const float g = gate[d];
         out[d] = (c->activation == ACT_GELU_TANH ? gelu_tanh(g) : g / (1.0f + expf(-g))) * up[d];
     }
@@ -518,15 +509,47 @@ static void attend(const ll_model *m, int layer, int seq, int pos, int head, con
 
 /* ---- the parallel pieces: every thread calls these; work is shared through m->counters ---- */
 
-/* Quantise rows [0, count) of x (width n) into every activation format `weights` read. */
+/* Whether a pass of `count` rows runs its products on the GEMM (the weight's type has one, and this build has
+ * lanes): both paths give the canonical dots, so the choice is speed alone. */
+static int uses_gemm(const ll_model *m, const ll_weight *weight, int count) {
+    return LL_GEMM_LANES && count >= GEMM_MIN_TOKENS && ll_type(weight->type)->gemm && m->panel[weight->kind];
+}
+
+/* The rows a thread takes in the per-row steps before a product: whole groups of LL_GEMM_LANES rows when the pass
+ * runs on the GEMM, so the thread that normed (or activated) a group's rows also quantises them and lays out the
+ * group's panel, with no barrier between; every threads-th row otherwise. */
+static inline int row_group(int count) { return LL_GEMM_LANES && count >= GEMM_MIN_TOKENS ? LL_GEMM_LANES : 1; }
+#define FOR_ROWS(i, count, tid, threads)                                                                         \
+    for (int group_ = row_group(count), first_ = (tid) * group_; first_ < (count); first_ += (threads) * group_) \
+        for (int i = first_; i < first_ + group_ && i < (count); i++)
+
+/* Quantise rows [0, count) of x (width n) into every activation format `weights` read, and into the GEMM's panels
+ * where the pass runs on it: then each thread takes whole groups of LL_GEMM_LANES rows, so it can lay out the
+ * group it quantised without waiting for the other threads. */
 static void quantize_rows(ll_model *m, const ll_weight *weights, int weight_count, const float *x, int x_stride,
                           int n, int count, int tid, int threads) {
-    int wanted[KINDS] = {0};
-    for (int w = 0; w < weight_count; w++) wanted[weights[w].kind] = 1;
+    int wanted[KINDS] = {0}, panels[KINDS] = {0};
+    for (int w = 0; w < weight_count; w++) {
+        wanted[weights[w].kind] = 1;
+        if (uses_gemm(m, &weights[w], count)) panels[weights[w].kind] = 1;
+    }
     for (int k = 0; k < KINDS; k++) {
         if (!wanted[k]) continue;
         void (*const quantize)(const float *, void *, int) = ll_type(kind_type[k])->quantize;
-        for (int i = tid; i < count; i += threads) quantize(x + (size_t)i * x_stride, m->act[k] + i * m->act_stride[k], n);
+        if (!panels[k]) {
+            FOR_ROWS(i, count, tid, threads) quantize(x + (size_t)i * x_stride, m->act[k] + i * m->act_stride[k], n);
+            continue;
+        }
+#if LL_GEMM_LANES
+        const size_t group_bytes = ll_panel_bytes(kind_type[k], n, LL_GEMM_LANES);
+        for (int first = tid * LL_GEMM_LANES; first < count; first += threads * LL_GEMM_LANES) {  /* as FOR_ROWS */
+            const int rows = count - first < LL_GEMM_LANES ? count - first : LL_GEMM_LANES;
+            for (int i = first; i < first + rows; i++)
+                quantize(x + (size_t)i * x_stride, m->act[k] + i * m->act_stride[k], n);
+            ll_panel_build(kind_type[k], n, m->act[k] + first * m->act_stride[k], m->act_stride[k], rows,
+                           m->panel[k] + (size_t)(first / LL_GEMM_LANES) * group_bytes);
+        }
+#endif
     }
 }
 
@@ -557,6 +580,13 @@ static void project(ll_model *m, const ll_weight *weights, int weight_count, int
         const int kind = weight->kind;
         const int row0 = (job / tiles) * chunk_rows[w], tile0 = (job % tiles) * TOKEN_TILE;
         const int row_end = row0 + chunk_rows[w] < weight->rows ? row0 + chunk_rows[w] : weight->rows;
+        if (uses_gemm(m, weight, count)) {  /* one job: the chunk's rows against every token */
+            if (tile0 == 0)
+                ll_type(weight->type)->gemm(weight->cols, (const char *)weight->data + (size_t)row0 * weight->row_bytes,
+                                            weight->row_bytes, row_end - row0, m->panel[kind], count,
+                                            out + offset + row0, out_stride, accumulate);
+            continue;
+        }
         const int tile_end = tile0 + TOKEN_TILE < count ? tile0 + TOKEN_TILE : count;
         const size_t stride = m->act_stride[kind];
         /* A single token (a decode step) runs decode_rows weight rows a call (1, or 2 for AVX-512's legacy
@@ -635,7 +665,7 @@ static void layer_pass(ll_model *m, int layer, float *hidden, int count, const i
 
     /* attention */
     reset(qkv_jobs, tid);
-    for (int i = tid; i < count; i += threads)
+    FOR_ROWS(i, count, tid, threads)
         ll_rms_norm(hidden + (size_t)i * c->width, l->attn_norm, m->normed + (size_t)i * c->width, c->width, c->norm_eps);
     quantize_rows(m, l->attention_in, l->attention_in_count, m->normed, c->width, c->width, count, tid, threads);
 #pragma omp barrier
@@ -664,7 +694,7 @@ static void layer_pass(ll_model *m, int layer, float *hidden, int count, const i
 #pragma omp barrier
 
     /* feed-forward */
-    for (int i = tid; i < count; i += threads) {
+    FOR_ROWS(i, count, tid, threads) {
         float *x = hidden + (size_t)i * c->width;
         if (post_attention) {
             float *s = m->sublayer + (size_t)i * c->width;
@@ -678,9 +708,9 @@ static void layer_pass(ll_model *m, int layer, float *hidden, int count, const i
     project(m, l->ffn_in, l->ffn_in_count, count, m->ffn, 2 * c->ffn, 0, ffn_jobs, threads);
     reset(down_jobs, tid);
 #pragma omp barrier
-    for (int i = tid; i < count; i += threads) {
+    FOR_ROWS(i, count, tid, threads) {
         float *gate = m->ffn + (size_t)i * 2 * c->ffn, *up = gate + c->ffn;
-        ll_activate_row(m, gate, up, gate, 0);
+        ll_activate_row(m, gate, up, gate);
     }
     quantize_rows(m, &l->ffn_down, 1, m->ffn, 2 * c->ffn, c->ffn, count, tid, threads);
 #pragma omp barrier
@@ -755,7 +785,7 @@ int ll_logits(ll_model *m, const float *hidden, size_t hidden_floats, int32_t co
     {
         const int tid = omp_get_thread_num(), team = omp_get_num_threads();
         reset(&m->counters[JOBS_LOGITS], tid);
-        for (int i = tid; i < count; i += team)
+        FOR_ROWS(i, count, tid, team)
             ll_rms_norm(hidden + (size_t)i * c->width, m->output_norm, m->normed + (size_t)i * c->width, c->width, c->norm_eps);
         quantize_rows(m, &m->output, 1, m->normed, c->width, c->width, count, tid, team);
 #pragma omp barrier

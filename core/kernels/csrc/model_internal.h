@@ -1,4 +1,4 @@
-/* What model.c and prefill.c share: the model's layout, its scratch, and the per-row operations of a layer. */
+/* The model's internals: its layout, its scratch, and the per-row operations of a layer. */
 #ifndef LL_MODEL_INTERNAL_H
 #define LL_MODEL_INTERNAL_H
 
@@ -52,6 +52,7 @@ struct ll_model {
     float *normed, *projected, *attended, *sublayer, *ffn, *scores;
     char *act[KINDS];
     size_t act_stride[KINDS];
+    char *panel[KINDS];  /* the GEMM's layout of act[k] (NULL: none, the float kind or a short pass's arena) */
     int max_in, projected_width;
     int counters[JOB_COUNTERS];
 };
@@ -63,9 +64,8 @@ static inline size_t kv_index(const ll_model *m, int seq, int layer, int kv_head
 void ll_rms_norm(const float *x, const float *weight, float *out, int n, float eps);
 /* After attention's projections: biases, head norms, rotary embedding, then the row's keys and values cached. */
 void ll_prepare_row(ll_model *m, int layer, float *projected, int seq, int pos, float *cosines, float *sines);
-/* out[d] = act(gate[d]) * up[d] over one row of the feed-forward (out may be gate); vectorised: SiLU's exp in
- * SIMD lanes (float-precise, but its last bits are not libm's). */
-void ll_activate_row(const ll_model *m, const float *gate, const float *up, float *out, int vectorised);
+/* out[d] = act(gate[d]) * up[d] over one row of the feed-forward (out may be gate). */
+void ll_activate_row(const ll_model *m, const float *gate, const float *up, float *out);
 int ll_check_ready(const ll_model *m);
 
 #endif

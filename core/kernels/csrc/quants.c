@@ -171,7 +171,17 @@ static void dequantize_q6_K(const void *row, float *y, int n) {
     }
 }
 
-/* ---- Scalar dot products: the reference every SIMD kernel is tested against, and the portable path. ---- */
+/* ---- Scalar dot products: the reference every SIMD kernel is tested against, and the portable path. ----
+ *
+ * The quant types' dots are written in one canonical form that every kernel (each instruction set, each tile
+ * shape, the prompt's GEMM) computes to the last bit: per block, the products of the whole numbers are summed
+ * exactly as integers (in any order: integers are exact), then the floats go one block after another,
+ *     sum = fmaf(d_w * d_a, (float)isum, sum)        and, for the types with a minimum,
+ *     minimums = fmaf(m_w, s_a, minimums)  (Q4_1, Q5_1)   or   fmaf(dmin_w * d_a, (float)imin, minimums)  (k-quants)
+ * and the dot is sum + minimums (sum - minimums for the k-quants). A token's logits then do not depend on how
+ * many tokens share its pass (batch invariance): the prompt's GEMM, whose vector lanes are tokens, and a decode
+ * step, whose lanes are a row's elements, meet in these scalar steps. The library is built with -std=c11, so the
+ * compiler contracts no other multiply-add into an FMA. */
 
 static inline __attribute__((always_inline)) float dot_float(int type, int n, const void *w, const void *a) {
     const float *x = a;
@@ -192,7 +202,7 @@ static float dot_bf16(int n, const void *w, const void *a) { return dot_float(LL
 static inline __attribute__((always_inline)) float dot_legacy(int type, int n, const void *w, const void *a) {
     /* The types with a minimum read Q8_1 activations, which carry d * sum(quants) for its term. */
     const int minimum = type == LL_Q4_1 || type == LL_Q5_1;
-    float sum = 0.0f;
+    float sum = 0.0f, minimums = 0.0f;
     for (int b = 0; b < n / QK; b++) {
         int q[QK], s = 0;
         float d, m;
@@ -200,9 +210,10 @@ static inline __attribute__((always_inline)) float dot_legacy(int type, int n, c
         const int8_t *yq = minimum ? ((const block_q8_1 *)a)[b].qs : ((const block_q8_0 *)a)[b].qs;
         const float dy = half_to_float(minimum ? ((const block_q8_1 *)a)[b].d : ((const block_q8_0 *)a)[b].d);
         for (int j = 0; j < QK; j++) s += q[j] * yq[j];
-        sum += s * d * dy + (minimum ? m * half_to_float(((const block_q8_1 *)a)[b].s) : 0.0f);
+        sum = fmaf(d * dy, (float)s, sum);
+        if (minimum) minimums = fmaf(m, half_to_float(((const block_q8_1 *)a)[b].s), minimums);
     }
-    return sum;
+    return minimum ? sum + minimums : sum;
 }
 
 /* Each legacy type's own dequantisation and reference dot, the type a constant in each. */
@@ -218,12 +229,12 @@ LEGACY_TYPE(q8_0, LL_Q8_0)
 
 static inline __attribute__((always_inline)) float dot_k4(int five, int n, const void *w, const void *a) {
     const block_q8_K *y = a;
-    float sum = 0.0f;
+    float sum = 0.0f, minimums = 0.0f;
     for (int b = 0; b < n / QK_K; b++) {
         float d, dmin;
         const uint8_t *block = k_block(five, w, b, &d, &dmin);
         const uint8_t *scales = block + 4, *qh = block + 16, *qs = block + (five ? 48 : 16);
-        int scaled = 0, minimums = 0;
+        int scaled = 0, mins = 0;
         for (int j = 0; j < QK_K / 32; j++) {
             uint8_t sc, mn;
             k_scale_min(j, scales, &sc, &mn);
@@ -233,11 +244,12 @@ static inline __attribute__((always_inline)) float dot_k4(int five, int n, const
                 s += (k4_quant(qs, e) | (five ? k5_high(qh, e) << 4 : 0)) * y[b].qs[e];
             }
             scaled += sc * s;
-            minimums += mn * (y[b].bsums[2 * j] + y[b].bsums[2 * j + 1]);
+            mins += mn * (y[b].bsums[2 * j] + y[b].bsums[2 * j + 1]);
         }
-        sum += y[b].d * (d * scaled - dmin * minimums);
+        sum = fmaf(d * y[b].d, (float)scaled, sum);
+        minimums = fmaf(dmin * y[b].d, (float)mins, minimums);
     }
-    return sum;
+    return sum - minimums;
 }
 
 static float dot_q4_K(int n, const void *w, const void *a) { return dot_k4(0, n, w, a); }
@@ -254,7 +266,7 @@ static float dot_q6_K(int n, const void *w, const void *a) {
             for (int l = 0; l < 16; l++) s += q6_quant(&x[b], 16 * g + l) * y[b].qs[16 * g + l];
             scaled += x[b].scales[g] * s;
         }
-        sum += y[b].d * half_to_float(x[b].d) * scaled;
+        sum = fmaf(half_to_float(x[b].d) * y[b].d, (float)scaled, sum);
     }
     return sum;
 }
@@ -263,25 +275,33 @@ static float dot_q6_K(int n, const void *w, const void *a) {
 
 /* A weight type: its block, the activation type its dots read, and its functions. */
 #define WEIGHT(NAME, ELEMENTS, BYTES, ACTIVATION, FUNCTIONS)                                                        \
-    {#NAME, ELEMENTS, BYTES, ACTIVATION, dequantize_##FUNCTIONS, NULL, dot_##FUNCTIONS, ll_tiles_##FUNCTIONS}
+    {#NAME, ELEMENTS, BYTES, ACTIVATION, dequantize_##FUNCTIONS, NULL, dot_##FUNCTIONS, ll_tiles_##FUNCTIONS,       \
+     GEMM_OF(FUNCTIONS)}
+#if LL_GEMM_LANES
+#define GEMM_OF(FUNCTIONS) ll_gemm_##FUNCTIONS
+#else
+#define GEMM_OF(FUNCTIONS) NULL
+#endif
 
 static const ll_type_traits types[LL_TYPE_LIMIT] = {
-    [LL_F32] = {"F32", 1, 4, LL_F32, dequantize_f32, copy_f32, dot_f32, ll_tiles_f32},  /* weights and activations */
-    [LL_F16] = WEIGHT(F16, 1, 2, LL_F32, f16),
-    [LL_BF16] = WEIGHT(BF16, 1, 2, LL_F32, bf16),
+    [LL_F32] = {"F32", 1, 4, LL_F32, dequantize_f32, copy_f32, dot_f32, ll_tiles_f32, NULL},  /* weights and activations */
+    [LL_F16] = {"F16", 1, 2, LL_F32, dequantize_f16, NULL, dot_f16, ll_tiles_f16, NULL},
+    [LL_BF16] = {"BF16", 1, 2, LL_F32, dequantize_bf16, NULL, dot_bf16, ll_tiles_bf16, NULL},
     [LL_Q4_0] = WEIGHT(Q4_0, QK, sizeof(block_q4_0), LL_Q8_0, q4_0),
     [LL_Q4_1] = WEIGHT(Q4_1, QK, sizeof(block_q4_1), LL_Q8_1, q4_1),
     [LL_Q5_0] = WEIGHT(Q5_0, QK, sizeof(block_q5_0), LL_Q8_0, q5_0),
     [LL_Q5_1] = WEIGHT(Q5_1, QK, sizeof(block_q5_1), LL_Q8_1, q5_1),
-    [LL_Q8_0] = {"Q8_0", QK, sizeof(block_q8_0), LL_Q8_0, dequantize_q8_0, quantize_q8_0, dot_q8_0, ll_tiles_q8_0},
+    [LL_Q8_0] = {"Q8_0", QK, sizeof(block_q8_0), LL_Q8_0, dequantize_q8_0, quantize_q8_0, dot_q8_0, ll_tiles_q8_0,
+                 GEMM_OF(q8_0)},
     [LL_Q4_K] = WEIGHT(Q4_K, QK_K, sizeof(block_q4_K), LL_Q8_K, q4_K),
     [LL_Q5_K] = WEIGHT(Q5_K, QK_K, sizeof(block_q5_K), LL_Q8_K, q5_K),
     [LL_Q6_K] = WEIGHT(Q6_K, QK_K, sizeof(block_q6_K), LL_Q8_K, q6_K),
     /* Activation formats only, as llama.cpp pairs them with the types with a minimum and the k-quants. */
-    [LL_Q8_1] = {"Q8_1", QK, sizeof(block_q8_1), -1, NULL, quantize_q8_1, NULL, NULL},
-    [LL_Q8_K] = {"Q8_K", QK_K, sizeof(block_q8_K), -1, NULL, quantize_q8_K, NULL, NULL},
+    [LL_Q8_1] = {"Q8_1", QK, sizeof(block_q8_1), -1, NULL, quantize_q8_1, NULL, NULL, NULL},
+    [LL_Q8_K] = {"Q8_K", QK_K, sizeof(block_q8_K), -1, NULL, quantize_q8_K, NULL, NULL, NULL},
 };
 #undef WEIGHT
+#undef GEMM_OF
 
 const ll_type_traits *ll_type(int type) {
     return type >= 0 && type < LL_TYPE_LIMIT && types[type].name ? &types[type] : NULL;
@@ -322,4 +342,12 @@ int32_t ll_dequantize_row(int32_t type, const void *row, float *y, int32_t n) {
 float ll_dot_reference(int32_t type, int32_t n, const void *w, const void *a) {
     const ll_type_traits *t = ll_type(type);
     return t && t->dot_reference ? t->dot_reference(n, w, a) : NAN;
+}
+
+int32_t ll_dot_tile(int32_t type, int32_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
+                    int32_t rows, int32_t count, float *out) {
+    const ll_type_traits *t = ll_type(type);
+    if (!t || !t->tiles || rows < 1 || rows > 4 || count < 1 || count > DOT_ROWS || n % t->block_elements) return -1;
+    t->tiles(n, w, w_stride, a, a_stride, rows, count, out);
+    return 0;
 }

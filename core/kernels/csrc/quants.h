@@ -13,6 +13,27 @@
 typedef void (*dot_tile_fn)(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, int R, int C,
                             float *out);
 
+/* Whether dots_avx512.c has the quant types' kernels in this build (then dots_avx2.c leaves out its AVX2 ones). */
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__) && \
+    defined(__AVX512VNNI__)
+#define LL_AVX512_DOTS 1
+#else
+#define LL_AVX512_DOTS 0
+#endif
+
+/* The GEMM of a prompt's pass puts this many tokens in the lanes of a register; 0: this build has no GEMM, and
+ * every pass runs the tiles. */
+#if LL_AVX512_DOTS
+#define LL_GEMM_LANES 16
+#else
+#define LL_GEMM_LANES 0
+#endif
+
+/* rows weight rows (w_stride bytes apart) against `tokens` activations laid out as ll_panel_build's panel:
+ * out[t * out_stride + r] = w_r . a_t, or += with accumulate. Each result is the canonical dot (quants.c). */
+typedef void (*gemm_fn)(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,
+                        size_t out_stride, int accumulate);
+
 /* One entry per GGML type id the kernels know, as ggml's type_traits: the facts of the type's rows and the
  * functions that read and write them. Callers resolve an entry (and its pointers) once per matrix or row, never
  * per block. */
@@ -25,6 +46,7 @@ typedef struct {
     void (*quantize)(const float *x, void *out, int n);          /* the activation types: float32 into the type */
     float (*dot_reference)(int n, const void *w, const void *a); /* scalar: what every SIMD kernel is tested against */
     dot_tile_fn tiles;       /* this build's tile kernel (AVX-512, AVX2 or scalar); NULL: not a weight type */
+    gemm_fn gemm;            /* this build's GEMM; NULL where it has none (float types, builds without lanes) */
 } ll_type_traits;
 
 #define LL_TYPE_LIMIT 31  /* type ids [0, LL_TYPE_LIMIT): BF16 (30) is the last */
@@ -34,12 +56,22 @@ const ll_type_traits *ll_type(int type);
 /* Bytes of a row of n elements (a whole number of blocks), 0 for an unknown type. */
 size_t ll_row_bytes(int type, int n);
 
-/* The tile kernels (dots.c and dots_avx512.c), one definition per build: what the table points to. */
+/* The tile kernels (dots_scalar.c, dots_avx2.c or dots_avx512.c), one definition per build: what the table points to. */
 #define LL_TILE_KERNELS(X) X(q4_0) X(q4_1) X(q5_0) X(q5_1) X(q8_0) X(q4_K) X(q5_K) X(q6_K) X(f32) X(f16) X(bf16)
 #define LL_DECLARE_TILES(NAME) void ll_tiles_##NAME(int n, const void *w, size_t w_stride, const void *a, \
                                                      size_t a_stride, int R, int C, float *out);
 LL_TILE_KERNELS(LL_DECLARE_TILES)
 #undef LL_DECLARE_TILES
+#define LL_GEMM_KERNELS(X) X(q4_0) X(q4_1) X(q5_0) X(q5_1) X(q8_0) X(q4_K) X(q5_K) X(q6_K)
+#define LL_DECLARE_GEMM(NAME) void ll_gemm_##NAME(int n, const void *w, size_t w_stride, int rows, const void *panel, \
+                                                  int tokens, float *out, size_t out_stride, int accumulate);
+LL_GEMM_KERNELS(LL_DECLARE_GEMM)
+#undef LL_DECLARE_GEMM
+
+/* The GEMM's activation panel: `tokens` rows of an activation type (Q8_0, Q8_1 or Q8_K, row_stride bytes apart)
+ * of n elements, laid out LL_GEMM_LANES tokens to a register; ll_panel_bytes is its size. */
+size_t ll_panel_bytes(int32_t activation, int32_t n, int32_t tokens);
+void ll_panel_build(int32_t activation, int32_t n, const void *rows, size_t row_stride, int32_t tokens, void *panel);
 
 /* For Python and the tests: the table's facts in a struct ctypes mirrors (TypeInfo in core/kernels/library.py). */
 typedef struct {
@@ -60,12 +92,6 @@ LL_API int32_t ll_dot_tile(int32_t type, int32_t n, const void *w, size_t w_stri
 /* The instruction set the kernels were built for, e.g. "avx2". */
 LL_API const char *ll_kernel_isa(void);
 
-/* Whether dots_avx512.c has the quant types' kernels in this build (then dots.c leaves out its AVX2 ones). */
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__) && defined(__AVX512DQ__) && \
-    defined(__AVX512VNNI__)
-#define LL_AVX512_DOTS 1
-#else
-#define LL_AVX512_DOTS 0
-#endif
+
 
 #endif

@@ -1,0 +1,315 @@
+/* AVX2 kernels: the quant types' tiles where AVX-512 VNNI is missing (AVX2-only CPUs), and the float types' tiles on
+ * every AVX2 CPU. A tile multiplies up to 4 weight rows with up to DOT_ROWS activation rows: a weight block is
+ * unpacked once for every activation row in the tile, and an activation block loaded once for every weight row.
+ * The quant types compute quants.c's canonical dot to the last bit: each block's products summed exactly as
+ * integers in vector lanes, reduced to one integer, then the scalar float steps.
+ */
+#include "quants.h"
+
+#if defined(__AVX2__) && defined(__FMA__)
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* The sum of 8 int32 lanes (exact). */
+INLINE int sum_8(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
+INLINE float hsum_ps(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* 16 bytes of nibbles -> 32 bytes: the low nibbles (elements 0..15), then the high ones (16..31). */
+INLINE __m256i nibbles_32(const uint8_t *qs) {
+    const __m128i packed = _mm_loadu_si128((const __m128i *)qs);
+    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
+    return _mm256_and_si256(both, _mm256_set1_epi8(0x0F));
+}
+
+/* 32 bits -> 32 bytes, 0xFF where the bit is set. */
+INLINE __m256i bits_32(const uint8_t *bits) {
+    uint32_t word;
+    memcpy(&word, bits, 4);
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)word),
+        _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000));
+    const __m256i marked = _mm256_or_si256(spread, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+    return _mm256_cmpeq_epi8(marked, _mm256_set1_epi64x(-1));
+}
+
+/* Unsigned bytes times signed bytes, summed in fours: 8 int32 lanes. */
+INLINE __m256i dot_u8_s8(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
+}
+
+/* The tile kernels below multiply R weight rows (w_stride bytes apart) with C activation rows (a_stride
+ * apart) into out[i * C + j]. Each weight block is unpacked once for the C activations and each activation
+ * block loaded once for the R weights: a decode step runs 1 x 1 tiles, a prompt's pass 4 x 4 (PREFILL_ROWS by
+ * DOT_ROWS in model.c; smaller at the end of a job's rows or of the prompt). */
+#define W_ROW(i) ((const char *)w + (size_t)(i) * w_stride)
+#define A_ROW(j) ((const char *)a + (size_t)(j) * a_stride)
+
+/* The legacy 32-element types: each block is a scale (and minimum) times 32 small whole numbers.
+ * q is the block's whole numbers as bytes; signed types multiply via |q| and sign-moved activations. */
+#define LEGACY_KERNEL(NAME, WBLOCK, ABLOCK, UNPACK, SIGNED, MINIMUM)                                          \
+    INLINE void NAME##_tile(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, const int R,  \
+                            const int C, float *out) {                                                        \
+        float sums[4][DOT_ROWS], minimums[4][DOT_ROWS];                                                       \
+        for (int i = 0; i < R; i++)                                                                           \
+            for (int j = 0; j < C; j++) sums[i][j] = minimums[i][j] = 0.0f;                                   \
+        for (int b = 0; b < n / QK; b++) {                                                                    \
+            __m256i q[4], u[4];                                                                               \
+            float dw[4], mw[4];                                                                               \
+            for (int i = 0; i < R; i++) {                                                                     \
+                const WBLOCK *x = (const WBLOCK *)W_ROW(i) + b;                                               \
+                q[i] = UNPACK;                                                                                \
+                u[i] = SIGNED ? _mm256_sign_epi8(q[i], q[i]) : q[i];                                          \
+                dw[i] = half_to_float(x->d);                                                                  \
+                mw[i] = MINIMUM ? MINIMUM_OF(x) : 0.0f;                                                       \
+            }                                                                                                 \
+            for (int j = 0; j < C; j++) {                                                                     \
+                const ABLOCK *y = (const ABLOCK *)A_ROW(j) + b;                                               \
+                const __m256i v = _mm256_loadu_si256((const __m256i *)y->qs);                                  \
+                const float dy = half_to_float(y->d), sy = MINIMUM ? SUM_OF(y) : 0.0f;                        \
+                for (int i = 0; i < R; i++) {                                                                 \
+                    const __m256i signed_v = SIGNED ? _mm256_sign_epi8(v, q[i]) : v;                          \
+                    sums[i][j] = fmaf(dw[i] * dy, (float)sum_8(dot_u8_s8(u[i], signed_v)), sums[i][j]);       \
+                    if (MINIMUM) minimums[i][j] = fmaf(mw[i], sy, minimums[i][j]);                            \
+                }                                                                                             \
+            }                                                                                                 \
+        }                                                                                                     \
+        for (int i = 0; i < R; i++)                                                                           \
+            for (int j = 0; j < C; j++) out[i * C + j] = MINIMUM ? sums[i][j] + minimums[i][j] : sums[i][j];  \
+    }
+
+#define MINIMUM_OF(x) 0.0f
+#define SUM_OF(y) 0.0f
+LEGACY_KERNEL(q4_0, block_q4_0, block_q8_0, _mm256_sub_epi8(nibbles_32(x->qs), _mm256_set1_epi8(8)), 1, 0)
+LEGACY_KERNEL(q8_0, block_q8_0, block_q8_0, _mm256_loadu_si256((const __m256i *)x->qs), 1, 0)
+/* Q5_0: a clear fifth bit means value - 16, which OR-ing 0xF0 into the nibble gives as a signed byte. */
+LEGACY_KERNEL(q5_0, block_q5_0, block_q8_0,
+              _mm256_or_si256(nibbles_32(x->qs), _mm256_andnot_si256(bits_32(x->qh), _mm256_set1_epi8((char)0xF0))),
+              1, 0)
+#undef MINIMUM_OF
+#undef SUM_OF
+#define MINIMUM_OF(x) half_to_float((x)->m)
+#define SUM_OF(y) half_to_float((y)->s)
+LEGACY_KERNEL(q4_1, block_q4_1, block_q8_1, nibbles_32(x->qs), 0, 1)
+LEGACY_KERNEL(q5_1, block_q5_1, block_q8_1,
+              _mm256_or_si256(nibbles_32(x->qs), _mm256_and_si256(bits_32(x->qh), _mm256_set1_epi8(0x10))), 0, 1)
+#undef MINIMUM_OF
+#undef SUM_OF
+
+/* Q4_K and Q5_K: 256-element super-blocks of eight 32-element sub-blocks, each with a 6-bit scale and minimum. */
+INLINE void k4_tile(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, const int R, const int C,
+                    float *out, const int five) {
+    float sums_f[4][DOT_ROWS], minimums[4][DOT_ROWS];
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) sums_f[i][j] = minimums[i][j] = 0.0f;
+    const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    const size_t block_bytes = five ? sizeof(block_q5_K) : sizeof(block_q4_K);
+    for (int b = 0; b < n / QK_K; b++) {
+        const uint8_t *block[4];
+        uint8_t scales[4][8], mins[4][8];
+        __m256i high_bits[4];
+        for (int i = 0; i < R; i++) {
+            block[i] = (const uint8_t *)W_ROW(i) + b * block_bytes;
+            for (int k = 0; k < 8; k++) k_scale_min(k, block[i] + 4, &scales[i][k], &mins[i][k]);
+            high_bits[i] = five ? _mm256_loadu_si256((const __m256i *)(block[i] + 16)) : _mm256_setzero_si256();
+        }
+        __m256i sums[4][DOT_ROWS];
+        for (int i = 0; i < R; i++)
+            for (int j = 0; j < C; j++) sums[i][j] = _mm256_setzero_si256();
+        for (int k = 0; k < 4; k++) {
+            __m256i low[4], high[4];
+            for (int i = 0; i < R; i++) {
+                const __m256i bits = _mm256_loadu_si256((const __m256i *)(block[i] + (five ? 48 : 16) + 32 * k));
+                low[i] = _mm256_and_si256(bits, low4);
+                high[i] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4);
+                if (five) {
+                    low[i] = _mm256_or_si256(low[i], _mm256_slli_epi16(
+                        _mm256_and_si256(_mm256_srli_epi16(high_bits[i], 2 * k), one), 4));
+                    high[i] = _mm256_or_si256(high[i], _mm256_slli_epi16(
+                        _mm256_and_si256(_mm256_srli_epi16(high_bits[i], 2 * k + 1), one), 4));
+                }
+            }
+            for (int j = 0; j < C; j++) {
+                const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+                const __m256i ylow = _mm256_loadu_si256((const __m256i *)(y->qs + 64 * k));
+                const __m256i yhigh = _mm256_loadu_si256((const __m256i *)(y->qs + 64 * k + 32));
+                for (int i = 0; i < R; i++) {
+                    const __m256i pl = _mm256_madd_epi16(_mm256_maddubs_epi16(low[i], ylow),
+                                                         _mm256_set1_epi16(scales[i][2 * k]));
+                    const __m256i ph = _mm256_madd_epi16(_mm256_maddubs_epi16(high[i], yhigh),
+                                                         _mm256_set1_epi16(scales[i][2 * k + 1]));
+                    sums[i][j] = _mm256_add_epi32(sums[i][j], _mm256_add_epi32(pl, ph));
+                }
+            }
+        }
+        for (int i = 0; i < R; i++) {
+            ll_half dh, mh;
+            memcpy(&dh, block[i], 2);
+            memcpy(&mh, block[i] + 2, 2);
+            const float d = half_to_float(dh), dmin = half_to_float(mh);
+            for (int j = 0; j < C; j++) {
+                const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+                int m = 0;
+                for (int s = 0; s < 8; s++) m += mins[i][s] * (y->bsums[2 * s] + y->bsums[2 * s + 1]);
+                sums_f[i][j] = fmaf(d * y->d, (float)sum_8(sums[i][j]), sums_f[i][j]);
+                minimums[i][j] = fmaf(dmin * y->d, (float)m, minimums[i][j]);
+            }
+        }
+    }
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) out[i * C + j] = sums_f[i][j] - minimums[i][j];
+}
+
+INLINE void q4_K_tile(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, const int R, const int C,
+                      float *out) {
+    k4_tile(n, w, w_stride, a, a_stride, R, C, out, 0);
+}
+
+INLINE void q5_K_tile(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, const int R, const int C,
+                      float *out) {
+    k4_tile(n, w, w_stride, a, a_stride, R, C, out, 1);
+}
+
+/* Q6_K: 6-bit whole numbers (stored +32) in 16-element groups, each with an 8-bit signed scale. */
+INLINE void q6_K_tile(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, const int R, const int C,
+                      float *out) {
+    float sums_f[4][DOT_ROWS];
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) sums_f[i][j] = 0.0f;
+    const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3);
+    for (int b = 0; b < n / QK_K; b++) {
+        __m256i sums[4][DOT_ROWS];
+        for (int i = 0; i < R; i++)
+            for (int j = 0; j < C; j++) sums[i][j] = _mm256_setzero_si256();
+        for (int half = 0; half < 2; half++) {
+            for (int k = 0; k < 4; k++) {
+                __m256i q[4], scale[4];
+                for (int i = 0; i < R; i++) {
+                    const block_q6_K *x = (const block_q6_K *)W_ROW(i) + b;
+                    const uint8_t *ql = x->ql + 64 * half + 32 * (k & 1), *qh = x->qh + 32 * half;
+                    const __m256i l = _mm256_loadu_si256((const __m256i *)ql);
+                    const __m256i h = _mm256_loadu_si256((const __m256i *)qh);
+                    const __m256i nibble = k < 2 ? _mm256_and_si256(l, low4) : _mm256_and_si256(_mm256_srli_epi16(l, 4), low4);
+                    q[i] = _mm256_or_si256(nibble, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * k), two), 4));
+                    const int8_t *s = x->scales + 8 * half + 2 * k;
+                    scale[i] = _mm256_set_m128i(_mm_set1_epi16(s[1]), _mm_set1_epi16(s[0]));
+                }
+                for (int j = 0; j < C; j++) {
+                    const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+                    const __m256i v = _mm256_loadu_si256((const __m256i *)(y->qs + 128 * half + 32 * k));
+                    for (int i = 0; i < R; i++)
+                        sums[i][j] = _mm256_add_epi32(sums[i][j], _mm256_madd_epi16(_mm256_maddubs_epi16(q[i], v), scale[i]));
+                }
+            }
+        }
+        for (int i = 0; i < R; i++) {
+            const block_q6_K *x = (const block_q6_K *)W_ROW(i) + b;
+            const float d = half_to_float(x->d);
+            for (int j = 0; j < C; j++) {
+                const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+                int offset = 0;  /* the stored whole numbers are value + 32 */
+                for (int g = 0; g < 16; g++) offset += x->scales[g] * y->bsums[g];
+                sums_f[i][j] = fmaf(d * y->d, (float)(sum_8(sums[i][j]) - 32 * offset), sums_f[i][j]);
+            }
+        }
+    }
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) out[i * C + j] = sums_f[i][j];
+}
+
+/* Float weights against float activations. */
+INLINE __m256 load_weights_8(int type, const void *w, int i) {
+    if (type == LL_F32) return _mm256_loadu_ps((const float *)w + i);
+    const __m128i halves = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
+    if (type == LL_F16) return _mm256_cvtph_ps(halves);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(halves), 16));
+}
+
+INLINE void float_tile(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, const int R,
+                       const int C, float *out, const int type) {
+    __m256 acc[4][DOT_ROWS];
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) acc[i][j] = _mm256_setzero_ps();
+    int e = 0;
+    for (; e + 8 <= n; e += 8) {
+        __m256 wv[4];
+        for (int i = 0; i < R; i++) wv[i] = load_weights_8(type, W_ROW(i), e);
+        for (int j = 0; j < C; j++) {
+            const __m256 av = _mm256_loadu_ps((const float *)A_ROW(j) + e);
+            for (int i = 0; i < R; i++) acc[i][j] = _mm256_fmadd_ps(wv[i], av, acc[i][j]);
+        }
+    }
+    const size_t element = type == LL_F32 ? 4 : 2;
+    for (int i = 0; i < R; i++)
+        for (int j = 0; j < C; j++) {
+            out[i * C + j] = hsum_ps(acc[i][j]);
+            if (e < n)  /* the last n % 8 elements */
+                out[i * C + j] += ll_type(type)->dot_reference(n - e, W_ROW(i) + (size_t)e * element,
+                                                               (const float *)A_ROW(j) + e);
+        }
+}
+
+INLINE void f32_tile(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, const int R, const int C,
+                     float *out) {
+    float_tile(n, w, w_stride, a, a_stride, R, C, out, LL_F32);
+}
+INLINE void f16_tile(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, const int R, const int C,
+                     float *out) {
+    float_tile(n, w, w_stride, a, a_stride, R, C, out, LL_F16);
+}
+INLINE void bf16_tile(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, const int R, const int C,
+                      float *out) {
+    float_tile(n, w, w_stride, a, a_stride, R, C, out, LL_BF16);
+}
+
+/* Each kernel specialised for the tile shapes project() uses, so its loops unroll into registers: 4 x C for a
+ * prompt, its edges, and 1 x 1 for a decode step (the default's loop, whose calls have constant shapes too).
+ * The switch is on the shape, not the type: each type has its own entry. */
+#define TILE_ENTRY(NAME)                                                                                        \
+    void ll_tiles_##NAME(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, int R, int C,    \
+                         float *out) {                                                                          \
+        switch (R * 8 + C) {                                                                                    \
+        case 4 * 8 + 1: NAME##_tile(n, w, w_stride, a, a_stride, 4, 1, out); break;                             \
+        case 4 * 8 + 2: NAME##_tile(n, w, w_stride, a, a_stride, 4, 2, out); break;                             \
+        case 4 * 8 + 4: NAME##_tile(n, w, w_stride, a, a_stride, 4, 4, out); break;                             \
+        case 3 * 8 + 4: NAME##_tile(n, w, w_stride, a, a_stride, 3, 4, out); break;                             \
+        case 2 * 8 + 4: NAME##_tile(n, w, w_stride, a, a_stride, 2, 4, out); break;                             \
+        case 2 * 8 + 3: NAME##_tile(n, w, w_stride, a, a_stride, 2, 3, out); break;                             \
+        case 2 * 8 + 2: NAME##_tile(n, w, w_stride, a, a_stride, 2, 2, out); break;                             \
+        case 2 * 8 + 1: NAME##_tile(n, w, w_stride, a, a_stride, 2, 1, out); break;                             \
+        case 1 * 8 + 4: NAME##_tile(n, w, w_stride, a, a_stride, 1, 4, out); break;                             \
+        case 1 * 8 + 3: NAME##_tile(n, w, w_stride, a, a_stride, 1, 3, out); break;                             \
+        case 1 * 8 + 2: NAME##_tile(n, w, w_stride, a, a_stride, 1, 2, out); break;                             \
+        default:                                                                                                \
+            for (int i = 0; i < R; i++)                                                                         \
+                for (int j = 0; j < C; j++)                                                                     \
+                    NAME##_tile(n, W_ROW(i), w_stride, A_ROW(j), a_stride, 1, 1, out + i * C + j);              \
+        }                                                                                                       \
+    }
+
+#if !LL_AVX512_DOTS  /* with AVX-512 VNNI the quant types run dots_avx512.c's kernels: not compiled twice */
+TILE_ENTRY(q4_0) TILE_ENTRY(q4_1) TILE_ENTRY(q5_0) TILE_ENTRY(q5_1) TILE_ENTRY(q8_0)
+TILE_ENTRY(q4_K) TILE_ENTRY(q5_K) TILE_ENTRY(q6_K)
+#endif
+TILE_ENTRY(f32) TILE_ENTRY(f16) TILE_ENTRY(bf16)
+
+const char *ll_kernel_isa(void) {
+#if LL_AVX512_DOTS
+    return "avx512 vnni";
+#elif defined(__AVX512F__)
+    return "avx2 kernels (avx512 machine)";
+#else
+    return "avx2";
+#endif
+}
+
+#endif

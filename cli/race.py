@@ -138,12 +138,14 @@ def race_config(args: argparse.Namespace, settings: GenerationSettings) -> RaceC
 
 def read_history(path: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     """(system prompt, turns) of an exported chat."""
+    from core.bounded_read import NotReadable, read_named_file
+    from core.chats.chat_schema import MAX_CHAT_FILE_BYTES
     from core.chats.record import decode_document
 
     try:
-        record = decode_document(Path(path).read_bytes())
-    except OSError as error:
-        raise InvalidSettingsError(f"--history: cannot read {path}: {error.strerror}") from None
+        record = decode_document(read_named_file(path, MAX_CHAT_FILE_BYTES))
+    except NotReadable as refused:
+        raise InvalidSettingsError(f"--history: cannot read {path}: {refused}") from None
     except LatencyLabError as error:
         raise InvalidSettingsError(f"--history: {Path(path).name} is not a chat: {error}") from None
     return record.system_prompt, tuple((message.role, message.content) for message in record.messages)

@@ -1,26 +1,13 @@
-"""Read a chat file only if it is a regular file of bounded size: never block on a FIFO or follow a link out."""
+"""Read a chat file only if it is a regular file of bounded size (core/bounded_read.py), refused as a ChatFileError."""
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 from pathlib import Path
 
+from core.bounded_read import NotReadable
+from core.bounded_read import read_regular_file_and_status as _read_bounded
 from core.chats.record import ChatFileError
-
-_KINDS = (
-    (stat.S_ISDIR, "a folder"),
-    (stat.S_ISFIFO, "a named pipe (FIFO)"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISLNK, "a symbolic link"),
-)
-
-
-def kind_of(mode: int) -> str:
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
 def read_regular_file(path: Path, limit: int, follow_links: bool = False) -> bytes:
@@ -29,38 +16,8 @@ def read_regular_file(path: Path, limit: int, follow_links: bool = False) -> byt
 
 def read_regular_file_and_status(path: Path, limit: int, follow_links: bool = False) -> tuple[bytes, os.stat_result]:
     """The file's bytes and its fstat, or ChatFileError saying what it is instead (a link, a FIFO, a device, too large).
-
-    O_NONBLOCK keeps open() of a FIFO from waiting for a writer; fstat after opening checks the file
-    actually opened, not a name that could have been swapped; at most limit + 1 bytes are ever read.
-    OSError (permissions, a vanished file) is left to the caller.
-    """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    if not follow_links:
-        before = os.lstat(path)
-        if not stat.S_ISREG(before.st_mode):
-            raise ChatFileError(f"it is {kind_of(before.st_mode)}, not a regular file")
-        flags |= getattr(os, "O_NOFOLLOW", 0)
+    OSError (permissions, a vanished file) is left to the caller."""
     try:
-        descriptor = os.open(path, flags)
-    except OSError as error:
-        if error.errno in (errno.ELOOP, errno.ENXIO):  # a link (with O_NOFOLLOW), a socket
-            raise ChatFileError("it is not a regular file") from None
-        raise
-    try:
-        status = os.fstat(descriptor)
-        if not stat.S_ISREG(status.st_mode):
-            raise ChatFileError(f"it is {kind_of(status.st_mode)}, not a regular file")
-        if status.st_size > limit:
-            raise ChatFileError(f"the file is larger than {limit // 2**20} MB")
-        chunks, remaining = [], limit + 1
-        while remaining > 0:
-            chunk = os.read(descriptor, min(remaining, 2**20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        if remaining <= 0:
-            raise ChatFileError(f"the file is larger than {limit // 2**20} MB")  # it grew while being read
-        return b"".join(chunks), status
-    finally:
-        os.close(descriptor)
+        return _read_bounded(path, limit, follow_links)
+    except NotReadable as refused:
+        raise ChatFileError(str(refused)) from None

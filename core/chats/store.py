@@ -235,7 +235,7 @@ class ChatStore:
         try:
             # The user picked this file, so a link to it is fine; what it leads to must still be a regular file.
             data = read_regular_file(source, MAX_CHAT_FILE_BYTES, follow_links=True)
-        except ChatFileError as error:
+        except ChatFileError as error:  # the same reader as --history, Replay and Load lab results (core/bounded_read.py)
             raise ChatFileError(f"could not import {source.name}: {error}") from None
         except OSError as error:
             raise ChatFileError(f"could not read {source.name}: {error.strerror}") from None

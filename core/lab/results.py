@@ -9,12 +9,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.atomic_file import atomic_write_text
+from core.bounded_read import NotReadable, read_named_file
 from core.errors import LatencyLabError
 from core.lab.config import SWEEPS
 from core.lab.roofline_rows import ROOFLINE_DEFINITIONS
 from core.timing.metrics import DEFINITIONS
 
 FORMAT = "latencylab-lab/1"
+# Far above any run of the sweeps (a full run writes tens of kB); a larger file is not lab results.
+MAX_RESULTS_BYTES = 64 * 2**20
 
 LAB_DEFINITIONS = {
     "ttft_s": DEFINITIONS["ttft_s"],
@@ -147,6 +150,8 @@ def results_from_json(text: str) -> LabResults:
         document = json.loads(text)
     except json.JSONDecodeError as error:
         raise LabResultsError(f"the file is not valid JSON: {error}") from None
+    except RecursionError:
+        raise LabResultsError("the file's JSON is nested too deeply to be lab results") from None
     return LabResults.from_dict(document)
 
 
@@ -179,7 +184,9 @@ def save_results_csv(results: LabResults, path: str | Path) -> None:
 
 def load_results_json(path: str | Path) -> LabResults:
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise LabResultsError(f"could not read {str(path)!r}: {error}") from None
+        text = read_named_file(path, MAX_RESULTS_BYTES).decode("utf-8")
+    except NotReadable as refused:
+        raise LabResultsError(f"could not read {Path(path).name}: {refused}") from None
+    except UnicodeDecodeError as error:
+        raise LabResultsError(f"could not read {Path(path).name}: it is not UTF-8 text ({error.reason})") from None
     return results_from_json(text)

@@ -26,9 +26,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from core.bounded_read import NotReadable, read_named_file
 from core.errors import LatencyLabError
 from core.race.config import EACH_ALONE, LIVE, MODE_WORDS, RaceConfig
-from core.race.document import RaceFileError, RaceRecord, read_race
+from core.race.document import MAX_RACE_BYTES, RaceFileError, RaceRecord, read_race
 from core.race.playback import Track
 from core.race.sides import RaceSide, labels, side_summary
 from core.timing.budget import judge
@@ -288,9 +289,9 @@ class RaceWindow(QDialog):
 
     def open_race(self, path: str | Path) -> bool:
         try:
-            data = Path(path).read_bytes()
-        except OSError as error:
-            self._say(f"Cannot open {Path(path).name}: {error.strerror}", error=True)
+            data = read_named_file(path, MAX_RACE_BYTES)
+        except NotReadable as refused:
+            self._say(f"Cannot open {Path(path).name}: {refused}", error=True)
             return False
         return self.show_race(data, Path(path).name)
 

@@ -209,10 +209,14 @@ def open_replay(window, path) -> ReplayDialog | None:
     """Replay an exported JSON trace in its own REPLAY window; a file that is not one is refused, saying why."""
     from pathlib import Path
 
+    from core.bounded_read import NotReadable, read_named_file
+    from core.race.document import MAX_RACE_BYTES
+    from core.timing.replay import MAX_TRACE_BYTES
+
     try:
-        data = Path(path).read_bytes()
-    except OSError as error:
-        window.notify(f"Cannot replay {Path(path).name}: {error.strerror}", is_error=True)
+        data = read_named_file(path, max(MAX_TRACE_BYTES, MAX_RACE_BYTES))  # a trace export, or a race file
+    except NotReadable as refused:
+        window.notify(f"Cannot replay {Path(path).name}: {refused}", is_error=True)
         return None
     return _show_replay(window, data, Path(path).name)
 

@@ -93,6 +93,8 @@ _SIGNATURES = {
     "ll_dequantize_row": (_I, [_I, _P, _P, _I]),
     "ll_dot_reference": (_F, [_I, _I, _P, _P]),
     "ll_dot_tile": (_I, [_I, _I, _P, _S, _P, _S, _I, _I, _P]),
+    "ll_gemm_rows": (_I, [_I, _I, _P, _S, _I, _P, _S, _I, _P]),
+    "ll_weight_row_reads": (ctypes.c_uint64, []),
     "ll_read": (ctypes.c_uint64, [_P, ctypes.c_size_t, _I]),  # csrc/read.c: the bandwidth ceilings' read loop
 }
 

@@ -205,3 +205,56 @@ def test_the_avx512_kernels_give_the_avx2_kernels_results_to_the_last_bit(qtype:
                 )
                 results.append(out)
             assert np.array_equal(results[0], results[1]), (weight_rows, count, results)
+
+
+@pytest.mark.parametrize("portable", BUILDS[:2])
+@pytest.mark.parametrize("qtype", [t for t in WEIGHT_TYPES if not t.startswith(("F", "BF"))])
+def test_the_gemm_gives_each_token_the_bits_its_own_tile_gives(qtype: str, portable):
+    """The prompt's GEMM (tokens in vector lanes) and a decode step's tile (a row's elements in lanes) meet in the
+    canonical float steps: every product to the last bit, for token counts that fill, part-fill and overrun the
+    lanes, and row counts that do not fill the GEMM's groups of 4."""
+    library = _library(portable)
+    rng = np.random.default_rng(5)
+    columns = COLUMNS if qtype.endswith("_K") else COLUMNS + 32
+    rows = 9
+    raw, _ = _weights(qtype, rows, rng, columns)
+    for tokens in (1, 7, 16, 17, 40):
+        quantised = [
+            _activation(library, qtype, rng.normal(0, 1, columns).astype(np.float32))[0] for _ in range(tokens)
+        ]
+        stride = quantised[0].size
+        packed = np.concatenate(quantised)
+        gemm = np.zeros(tokens * rows, dtype=np.float32)
+        args = (library.kernel_types[qtype], columns, raw.ctypes.data, raw.shape[1], rows, packed.ctypes.data, stride)
+        assert library.ll_gemm_rows(*args, tokens, gemm.ctypes.data) == 0
+        tiles = np.zeros((tokens, rows), dtype=np.float32)
+        for t in range(tokens):
+            for r in range(rows):
+                one = np.zeros(1, dtype=np.float32)
+                status = library.ll_dot_tile(
+                    library.kernel_types[qtype],
+                    columns,
+                    raw[r].ctypes.data,
+                    raw.shape[1],
+                    packed[t * stride :].ctypes.data,
+                    stride,
+                    1,
+                    1,
+                    one.ctypes.data,
+                )
+                assert status == 0
+                tiles[t, r] = one[0]
+                reference = library.ll_dot_reference(
+                    library.kernel_types[qtype], columns, raw[r].ctypes.data, packed[t * stride :].ctypes.data
+                )
+                assert np.float32(reference) == one[0], (qtype, t, r)
+        assert np.array_equal(gemm.reshape(tokens, rows), tiles), (qtype, tokens)
+
+
+def test_the_portable_build_has_no_gemm():
+    library = _library(True)
+    out = np.zeros(1, dtype=np.float32)
+    weights = np.zeros(18, dtype=np.uint8)
+    activations = np.zeros(34, dtype=np.uint8)
+    args = (library.kernel_types["Q4_0"], 32, weights.ctypes.data, 18, 1, activations.ctypes.data, 34, 1)
+    assert library.ll_gemm_rows(*args, out.ctypes.data) == -1

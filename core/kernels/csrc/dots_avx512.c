@@ -8,11 +8,12 @@
  * Built where -march=native has these extensions (Ice Lake and later Xeons, Zen 4): the type table then points
  * to these kernels, and dots_avx2.c leaves its own quant kernels out.
  */
-#include "quants.h"
+#include "gemm.h"
 
 #if LL_AVX512_DOTS
 
 #define INLINE static inline __attribute__((always_inline))
+enum { LANES = LL_GEMM_LANES };
 #define W_ROW(i) ((const char *)w + (size_t)(i) * w_stride)
 #define A_ROW(j) ((const char *)a + (size_t)(j) * a_stride)
 
@@ -69,12 +70,6 @@ INLINE __mmask32 fifth_bits(const uint8_t *qh) {
     return (__mmask32)bits;
 }
 
-/* The sum of 32 unsigned bytes. */
-INLINE int byte_sum_32(__m256i v) {
-    const __m256i s = _mm256_sad_epu8(v, _mm256_setzero_si256());
-    const __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-    return (int)(_mm_cvtsi128_si64(t) + _mm_extract_epi64(t, 1));
-}
 
 /* ---- tiles: R weight rows by C tokens, for decode steps and short passes ---- */
 
@@ -359,185 +354,13 @@ INLINE void q6_K_tile(int n, const void *w, size_t w_stride, const void *a, size
 TILE_ENTRY(q4_0) TILE_ENTRY(q4_1) TILE_ENTRY(q5_0) TILE_ENTRY(q5_1) TILE_ENTRY(q8_0)
 TILE_ENTRY(q4_K) TILE_ENTRY(q5_K) TILE_ENTRY(q6_K)
 
-/* ---- the GEMM of a prompt's pass: 16 tokens in the lanes of a register ----
- *
- * The activations are laid out as a panel (ll_panel_build): per 16 tokens and block, the block's quants in groups
- * of 4, each group 16 tokens x 4 bytes (moved to unsigned by +128), then the 16 tokens' scales (and Q8_1's sums,
- * or the k-quants' sub-block sums). A weight row's block is unpacked once into signed bytes, and each group of 4
- * of its bytes is broadcast against a panel register: one vpdpbusd adds 4 products to each of 16 tokens' sums.
- * The +128 comes off as 128 times the weights' own sum, per block, exactly. */
+/* ---- the GEMM of a prompt's pass (gemm.h): 16 tokens in the lanes of a register, vpdpbusd's 4 products each ---- */
 
-enum { LANES = LL_GEMM_LANES };
-
-/* A weight block unpacked: its whole numbers as signed bytes and what the float steps need. */
-typedef struct {
-    int8_t q[QK_K] __attribute__((aligned(64)));
-    int32_t scale[16];    /* each sub-block's integer scale (k-quants) */
-    int32_t correction;   /* 128 * sum over sub-blocks of scale * (sum of its q): what the +128 adds */
-    float d, m;           /* the scale; Q4_1/Q5_1's minimum or the k-quants' dmin */
-    int32_t min_pairs[4]; /* Q4_K/Q5_K: the minimums of sub-blocks 2p and 2p + 1 as two int16 */
-} unpacked;
-
-/* The panel's layout per block, by activation type. */
-INLINE int panel_block_bytes(int activation) {
-    return activation == LL_Q8_K ? QK_K * LANES + 4 * LANES + 16 * LANES
-         : activation == LL_Q8_1 ? QK * LANES + 8 * LANES : QK * LANES + 4 * LANES;
-}
-
-size_t ll_panel_bytes(int32_t activation, int32_t n, int32_t tokens) {
-    const int block = activation == LL_Q8_K ? QK_K : QK;
-    return (size_t)((tokens + LANES - 1) / LANES) * (size_t)(n / block) * (size_t)panel_block_bytes(activation);
-}
-
-void ll_panel_build(int32_t activation, int32_t n, const void *rows, size_t row_stride, int32_t tokens, void *panel) {
-    const int k = activation == LL_Q8_K, block = k ? QK_K : QK, blocks = n / block;
-    const int bytes = panel_block_bytes(activation);
-    for (int first = 0; first < tokens; first += LANES) {
-        char *out = (char *)panel + (size_t)(first / LANES) * blocks * bytes;
-        const int count = tokens - first < LANES ? tokens - first : LANES;
-        for (int b = 0; b < blocks; b++, out += bytes) {
-            uint32_t *groups = (uint32_t *)out;
-            float *scales = (float *)(out + block * LANES), *extra = scales + LANES;
-            for (int l = 0; l < LANES; l++) {
-                const char *row = (const char *)rows + (size_t)(l < count ? first + l : 0) * row_stride;
-                const int8_t *qs;
-                if (k) {
-                    const block_q8_K *y = (const block_q8_K *)row + b;
-                    qs = y->qs;
-                    scales[l] = l < count ? y->d : 0.0f;
-                    for (int p = 0; p < 4; p++) {
-                        const int low = y->bsums[4 * p] + y->bsums[4 * p + 1];
-                        const int high = y->bsums[4 * p + 2] + y->bsums[4 * p + 3];
-                        ((int32_t *)extra)[p * LANES + l] =
-                            l < count ? (int32_t)((uint32_t)(uint16_t)low | (uint32_t)(uint16_t)high << 16) : 0;
-                    }
-                } else if (activation == LL_Q8_1) {
-                    const block_q8_1 *y = (const block_q8_1 *)row + b;
-                    qs = y->qs;
-                    scales[l] = l < count ? half_to_float(y->d) : 0.0f;
-                    extra[l] = l < count ? half_to_float(y->s) : 0.0f;
-                } else {
-                    const block_q8_0 *y = (const block_q8_0 *)row + b;
-                    qs = y->qs;
-                    scales[l] = l < count ? half_to_float(y->d) : 0.0f;
-                }
-                for (int g = 0; g < block / 4; g++) {
-                    uint32_t four;
-                    memcpy(&four, qs + 4 * g, 4);
-                    groups[g * LANES + l] = l < count ? four ^ 0x80808080u : 0x80808080u;
-                }
-            }
-        }
-    }
-}
-
-/* Stores 32 signed bytes and returns the sum of the unsigned ones they were made from (before `offset` came off). */
-INLINE int store_32(int8_t *q, __m256i unsigned_bytes, int offset) {
-    _mm256_storeu_si256((__m256i *)q, _mm256_sub_epi8(unsigned_bytes, _mm256_set1_epi8((char)offset)));
-    return byte_sum_32(unsigned_bytes);
-}
-
-/* Each type's unpacking of block b of a row. */
-INLINE void unpack_q4_0(const void *row, int b, unpacked *u) {
-    const block_q4_0 *x = (const block_q4_0 *)row + b;
-    u->correction = 128 * (store_32(u->q, nibbles_32(x->qs), 8) - 8 * QK);
-    u->d = half_to_float(x->d);
-}
-
-INLINE void unpack_q4_1(const void *row, int b, unpacked *u) {
-    const block_q4_1 *x = (const block_q4_1 *)row + b;
-    u->correction = 128 * store_32(u->q, nibbles_32(x->qs), 0);
-    u->d = half_to_float(x->d);
-    u->m = half_to_float(x->m);
-}
-
-INLINE void unpack_q5_0(const void *row, int b, unpacked *u) {
-    const block_q5_0 *x = (const block_q5_0 *)row + b;
-    const __m256i v = _mm256_or_si256(nibbles_32(x->qs), _mm256_maskz_set1_epi8(fifth_bits(x->qh), 0x10));
-    u->correction = 128 * (store_32(u->q, v, 16) - 16 * QK);
-    u->d = half_to_float(x->d);
-}
-
-INLINE void unpack_q5_1(const void *row, int b, unpacked *u) {
-    const block_q5_1 *x = (const block_q5_1 *)row + b;
-    const __m256i v = _mm256_or_si256(nibbles_32(x->qs), _mm256_maskz_set1_epi8(fifth_bits(x->qh), 0x10));
-    u->correction = 128 * store_32(u->q, v, 0);
-    u->d = half_to_float(x->d);
-    u->m = half_to_float(x->m);
-}
-
-INLINE void unpack_q8_0(const void *row, int b, unpacked *u) {
-    const block_q8_0 *x = (const block_q8_0 *)row + b;
-    const __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x->qs), _mm256_set1_epi8((char)0x80));
-    u->correction = 128 * (store_32(u->q, v, 0x80) - 128 * QK);
-    u->d = half_to_float(x->d);
-}
-
-INLINE void unpack_k4(const void *row, int b, unpacked *u, const int five) {
-    const uint8_t *block = (const uint8_t *)row + (size_t)b * (five ? sizeof(block_q5_K) : sizeof(block_q4_K));
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    const __m256i high_bits = five ? _mm256_loadu_si256((const __m256i *)(block + 16)) : _mm256_setzero_si256();
-    int correction = 0;
-    for (int k = 0; k < 4; k++) {
-        const __m256i bits = _mm256_loadu_si256((const __m256i *)(block + (five ? 48 : 16) + 32 * k));
-        __m256i low = _mm256_and_si256(bits, low4), high = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4);
-        if (five) {
-            low = _mm256_or_si256(low, _mm256_slli_epi16(bit_of(high_bits, 2 * k), 4));
-            high = _mm256_or_si256(high, _mm256_slli_epi16(bit_of(high_bits, 2 * k + 1), 4));
-        }
-        uint8_t s0, m0, s1, m1;
-        k_scale_min(2 * k, block + 4, &s0, &m0);
-        k_scale_min(2 * k + 1, block + 4, &s1, &m1);
-        correction += s0 * store_32(u->q + 64 * k, low, 0) + s1 * store_32(u->q + 64 * k + 32, high, 0);
-        u->scale[2 * k] = s0;
-        u->scale[2 * k + 1] = s1;
-        u->min_pairs[k] = (int32_t)((uint32_t)m0 | (uint32_t)m1 << 16);
-    }
-    u->correction = 128 * correction;
-    ll_half dh, mh;
-    memcpy(&dh, block, 2);
-    memcpy(&mh, block + 2, 2);
-    u->d = half_to_float(dh);
-    u->m = half_to_float(mh);
-}
-
-INLINE void unpack_q4_K(const void *row, int b, unpacked *u) { unpack_k4(row, b, u, 0); }
-INLINE void unpack_q5_K(const void *row, int b, unpacked *u) { unpack_k4(row, b, u, 1); }
-
-/* Q6_K in element order: quarter q of half h is ql's low (q < 2) or high nibbles of bytes 32 (q & 1) + l, with
- * bits 2q..2q+1 of qh[l] on top; minus 32. Sub-blocks of 16 with int8 scales. */
-INLINE void unpack_q6_K(const void *row, int b, unpacked *u) {
-    const block_q6_K *x = (const block_q6_K *)row + b;
-    const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3);
-    int correction = 0;
-    for (int half = 0; half < 2; half++) {
-        const __m256i h = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * half));
-        for (int quarter = 0; quarter < 4; quarter++) {
-            const __m256i l = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * half + 32 * (quarter & 1)));
-            const __m256i nibble = quarter < 2 ? _mm256_and_si256(l, low4)
-                                               : _mm256_and_si256(_mm256_srli_epi16(l, 4), low4);
-            const __m256i v = _mm256_or_si256(
-                nibble, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * quarter), two), 4));
-            int8_t *q = u->q + 128 * half + 32 * quarter;
-            _mm256_storeu_si256((__m256i *)q, _mm256_sub_epi8(v, _mm256_set1_epi8(32)));
-            const __m256i s = _mm256_sad_epu8(v, _mm256_setzero_si256());  /* four sums of 8 */
-            const int group = 8 * half + 2 * quarter;
-            const int first = _mm256_extract_epi32(s, 0) + _mm256_extract_epi32(s, 2) - 32 * 16;
-            const int second = _mm256_extract_epi32(s, 4) + _mm256_extract_epi32(s, 6) - 32 * 16;
-            correction += x->scales[group] * first + x->scales[group + 1] * second;
-        }
-    }
-    for (int g = 0; g < 16; g++) u->scale[g] = x->scales[g];
-    u->correction = 128 * correction;
-    u->d = half_to_float(x->d);
-}
-
-/* R rows (R * w_stride apart) by TV groups of 16 tokens (tv_stride apart in the panel), every block: results[r][t]
- * holds the 16 tokens' dots of row r. BLOCK elements a block in sub-blocks of SUB with integer scales when
- * SCALED; MINIMUM 1: Q8_1's m * s, 2: the k-quants' dmin * d * sum(minimum * sub-block sum). */
+/* R rows (w_stride apart) by TV groups of 16 tokens (group_stride apart in the panel), every block: values[r][t]
+ * holds the 16 tokens' dots of row r. */
 #define GEMM_KERNEL(NAME, BLOCK, SUB, SCALED, MINIMUM, ACTIVATION)                                                \
-    INLINE void NAME##_gemm_tile(int n, const void *w, size_t w_stride, const char *panel, size_t tv_stride,       \
-                                 const int R, const int TV, __m512 results[4][2]) {                               \
+    INLINE void NAME##_gemm_tile(int n, const void *w, size_t w_stride, const char *panel, size_t group_stride,    \
+                                 const int R, const int TV, float values[4][2][LL_GEMM_LANES]) {                  \
         __m512 sums[4][2], minimums[4][2];                                                                        \
         for (int r = 0; r < R; r++)                                                                               \
             for (int t = 0; t < TV; t++) sums[r][t] = minimums[r][t] = _mm512_setzero_ps();                       \
@@ -546,7 +369,7 @@ INLINE void unpack_q6_K(const void *row, int b, unpacked *u) {
         for (int b = 0; b < n / BLOCK; b++) {                                                                     \
             for (int r = 0; r < R; r++) unpack_##NAME(W_ROW(r), b, &u[r]);                                        \
             const char *p[2];                                                                                     \
-            for (int t = 0; t < TV; t++) p[t] = panel + (size_t)t * tv_stride + (size_t)b * bytes;               \
+            for (int t = 0; t < TV; t++) p[t] = panel + (size_t)t * group_stride + (size_t)b * bytes;            \
             __m512i isum[4][2];                                                                                   \
             for (int r = 0; r < R; r++)                                                                           \
                 for (int t = 0; t < TV; t++) isum[r][t] = _mm512_setzero_si512();                                 \
@@ -593,57 +416,11 @@ INLINE void unpack_q6_K(const void *row, int b, unpacked *u) {
         }                                                                                                         \
         for (int r = 0; r < R; r++)                                                                               \
             for (int t = 0; t < TV; t++)                                                                          \
-                results[r][t] = MINIMUM == 2 ? _mm512_sub_ps(sums[r][t], minimums[r][t])                          \
-                                             : _mm512_add_ps(sums[r][t], minimums[r][t]);                         \
+                _mm512_storeu_ps(values[r][t], MINIMUM == 2 ? _mm512_sub_ps(sums[r][t], minimums[r][t])           \
+                                             : MINIMUM == 1 ? _mm512_add_ps(sums[r][t], minimums[r][t])           \
+                                                            : sums[r][t]);                                        \
     }
 
-/* Results of R rows by TV groups of 16 tokens into out[token][row]. */
-INLINE void gemm_store(__m512 results[4][2], int R, int TV, int first_tv, int tokens, float *out, size_t out_stride,
-                       int accumulate) {
-    for (int r = 0; r < R; r++)
-        for (int t = 0; t < TV; t++) {
-            float values[LANES];
-            _mm512_storeu_ps(values, results[r][t]);
-            const int first = (first_tv + t) * LANES;
-            for (int l = 0; l < LANES && first + l < tokens; l++) {
-                float *target = out + (size_t)(first + l) * out_stride + r;
-                *target = accumulate ? *target + values[l] : values[l];
-            }
-        }
-}
-
-#define GEMM_ENTRY(NAME, BLOCK, ACTIVATION)                                                                       \
-    void ll_gemm_##NAME(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens,            \
-                        float *out, size_t out_stride, int accumulate) {                                          \
-        const size_t tv_stride = (size_t)(n / BLOCK) * panel_block_bytes(ACTIVATION);                             \
-        const int tvs = (tokens + LANES - 1) / LANES;                                                             \
-        for (int r0 = 0; r0 < rows;) {                                                                            \
-            const int R = rows - r0 >= 4 ? 4 : 1;                                                                 \
-            const char *rows_w = (const char *)w + (size_t)r0 * w_stride;                                         \
-            for (int t0 = 0; t0 < tvs; t0 += 2) {                                                                 \
-                const int TV = tvs - t0 >= 2 ? 2 : 1;                                                             \
-                const char *p = (const char *)panel + (size_t)t0 * tv_stride;                                     \
-                __m512 results[4][2];                                                                             \
-                if (R == 4 && TV == 2) NAME##_gemm_tile(n, rows_w, w_stride, p, tv_stride, 4, 2, results);        \
-                else if (R == 4) NAME##_gemm_tile(n, rows_w, w_stride, p, tv_stride, 4, 1, results);              \
-                else if (TV == 2) NAME##_gemm_tile(n, rows_w, w_stride, p, tv_stride, 1, 2, results);             \
-                else NAME##_gemm_tile(n, rows_w, w_stride, p, tv_stride, 1, 1, results);                          \
-                gemm_store(results, R, TV, t0, tokens, out + r0, out_stride, accumulate);                         \
-            }                                                                                                     \
-            r0 += R;                                                                                              \
-        }                                                                                                         \
-    }
-
-GEMM_KERNEL(q4_0, QK, QK, 0, 0, LL_Q8_0)
-GEMM_KERNEL(q4_1, QK, QK, 0, 1, LL_Q8_1)
-GEMM_KERNEL(q5_0, QK, QK, 0, 0, LL_Q8_0)
-GEMM_KERNEL(q5_1, QK, QK, 0, 1, LL_Q8_1)
-GEMM_KERNEL(q8_0, QK, QK, 0, 0, LL_Q8_0)
-GEMM_KERNEL(q4_K, QK_K, 32, 1, 2, LL_Q8_K)
-GEMM_KERNEL(q5_K, QK_K, 32, 1, 2, LL_Q8_K)
-GEMM_KERNEL(q6_K, QK_K, 16, 1, 0, LL_Q8_K)
-GEMM_ENTRY(q4_0, QK, LL_Q8_0) GEMM_ENTRY(q4_1, QK, LL_Q8_1) GEMM_ENTRY(q5_0, QK, LL_Q8_0)
-GEMM_ENTRY(q5_1, QK, LL_Q8_1) GEMM_ENTRY(q8_0, QK, LL_Q8_0) GEMM_ENTRY(q4_K, QK_K, LL_Q8_K)
-GEMM_ENTRY(q5_K, QK_K, LL_Q8_K) GEMM_ENTRY(q6_K, QK_K, LL_Q8_K)
+GEMM_TYPES(GEMM_KERNEL)
 
 #endif

@@ -509,6 +509,16 @@ static void attend(const ll_model *m, int layer, int seq, int pos, int head, con
 
 /* ---- the parallel pieces: every thread calls these; work is shared through m->counters ---- */
 
+/* Weight rows read by the products since the library loaded, counting a row once per kernel call that reads it: how
+ * the tests see that a long pass reads each weight once per many tokens, not once per token. */
+static uint64_t row_reads;
+
+static inline void count_reads(uint64_t rows) { __atomic_fetch_add(&row_reads, rows, __ATOMIC_RELAXED); }
+
+uint64_t ll_weight_row_reads(void) { return __atomic_load_n(&row_reads, __ATOMIC_RELAXED); }
+
+#define GEMM_READ_TOKENS (LL_GEMM_LANES ? 2 * LL_GEMM_LANES : 1)
+
 /* Whether a pass of `count` rows runs its products on the GEMM (the weight's type has one, and this build has
  * lanes): both paths give the canonical dots, so the choice is speed alone. */
 static int uses_gemm(const ll_model *m, const ll_weight *weight, int count) {
@@ -581,13 +591,17 @@ static void project(ll_model *m, const ll_weight *weights, int weight_count, int
         const int row0 = (job / tiles) * chunk_rows[w], tile0 = (job % tiles) * TOKEN_TILE;
         const int row_end = row0 + chunk_rows[w] < weight->rows ? row0 + chunk_rows[w] : weight->rows;
         if (uses_gemm(m, weight, count)) {  /* one job: the chunk's rows against every token */
-            if (tile0 == 0)
+            if (tile0 == 0) {
                 ll_type(weight->type)->gemm(weight->cols, (const char *)weight->data + (size_t)row0 * weight->row_bytes,
                                             weight->row_bytes, row_end - row0, m->panel[kind], count,
                                             out + offset + row0, out_stride, accumulate);
+                /* the GEMM reads each row once per two registers of tokens */
+                count_reads((uint64_t)(row_end - row0) * ((count + GEMM_READ_TOKENS - 1) / GEMM_READ_TOKENS));
+            }
             continue;
         }
         const int tile_end = tile0 + TOKEN_TILE < count ? tile0 + TOKEN_TILE : count;
+        count_reads((uint64_t)(row_end - row0) * ((tile_end - tile0 + DOT_ROWS - 1) / DOT_ROWS));
         const size_t stride = m->act_stride[kind];
         /* A single token (a decode step) runs decode_rows weight rows a call (1, or 2 for AVX-512's legacy
          * kernels) by 1 token; a prompt PREFILL_ROWS (4) rows by DOT_ROWS (4) tokens, fewer at the edges. */

@@ -88,5 +88,7 @@ LL_API int ll_layers(ll_model *model, float *hidden, size_t hidden_floats, int32
 LL_API int ll_logits(ll_model *model, const float *hidden, size_t hidden_floats, int32_t count, float *logits,
               size_t logits_floats, int32_t threads);
 LL_API const char *ll_last_error(void);
+/* Weight rows the products have read since the library loaded, a row counted once per kernel call that reads it. */
+LL_API uint64_t ll_weight_row_reads(void);
 
 #endif

@@ -25,6 +25,8 @@ typedef void (*dot_tile_fn)(int n, const void *w, size_t w_stride, const void *a
  * every pass runs the tiles. */
 #if LL_AVX512_DOTS
 #define LL_GEMM_LANES 16
+#elif defined(__AVX2__) && defined(__FMA__)
+#define LL_GEMM_LANES 8
 #else
 #define LL_GEMM_LANES 0
 #endif
@@ -72,6 +74,10 @@ LL_GEMM_KERNELS(LL_DECLARE_GEMM)
  * of n elements, laid out LL_GEMM_LANES tokens to a register; ll_panel_bytes is its size. */
 size_t ll_panel_bytes(int32_t activation, int32_t n, int32_t tokens);
 void ll_panel_build(int32_t activation, int32_t n, const void *rows, size_t row_stride, int32_t tokens, void *panel);
+/* Test hook: rows x tokens through the type's GEMM from activation rows in its activation type, out[t * rows + r];
+ * -1 where the build or the type has no GEMM. */
+LL_API int32_t ll_gemm_rows(int32_t type, int32_t n, const void *w, size_t w_stride, int32_t rows, const void *a,
+                            size_t a_stride, int32_t tokens, float *out);
 
 /* For Python and the tests: the table's facts in a struct ctypes mirrors (TypeInfo in core/kernels/library.py). */
 typedef struct {

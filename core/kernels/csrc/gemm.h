@@ -1,0 +1,212 @@
+/* What the GEMM of a prompt's pass shares across instruction sets: the activation panel's layout, a weight block
+ * unpacked into signed bytes, and the unpacking of each type (AVX2 instructions, which AVX-512 CPUs run too).
+ *
+ * The panel: per LL_GEMM_LANES tokens and block, the block's quants in groups of 4, each group the lanes' 4 bytes
+ * side by side (moved to unsigned by +128), then the lanes' scales as floats, then Q8_1's d * sum(quants) as floats
+ * or the k-quants' sub-block sums as int16 pairs. A weight block is unpacked once into signed bytes, and each group
+ * of 4 of its bytes is broadcast against a panel register: one instruction adds 4 products to every token's sum.
+ * The +128 comes off as 128 times the weights' own sum, per block, exactly; the floats then take quants.c's
+ * canonical steps, lane by lane.
+ */
+#ifndef LL_GEMM_H
+#define LL_GEMM_H
+
+#include "quants.h"
+
+#if LL_GEMM_LANES
+
+#define GEMM_INLINE static inline __attribute__((always_inline))
+
+/* A weight block unpacked: its whole numbers as signed bytes and what the float steps need. */
+typedef struct {
+    int8_t q[QK_K] __attribute__((aligned(64)));
+    int32_t scale[16];    /* each sub-block's integer scale (k-quants) */
+    int32_t correction;   /* 128 * sum over sub-blocks of scale * (sum of its q): what the +128 adds */
+    float d, m;           /* the scale; Q4_1/Q5_1's minimum or the k-quants' dmin */
+    int32_t min_pairs[4]; /* Q4_K/Q5_K: the minimums of sub-blocks 2p and 2p + 1 as two int16 */
+} unpacked;
+
+/* The panel's bytes per block and group of lanes, by activation type. */
+GEMM_INLINE int panel_block_bytes(int activation) {
+    return activation == LL_Q8_K ? (QK_K + 4 + 16) * LL_GEMM_LANES
+         : activation == LL_Q8_1 ? (QK + 8) * LL_GEMM_LANES : (QK + 4) * LL_GEMM_LANES;
+}
+
+/* One block's 32 nibbles as bytes: elements 0..15 (low nibbles), then 16..31. */
+GEMM_INLINE __m256i gemm_nibbles_32(const uint8_t *qs) {
+    const __m128i packed = _mm_loadu_si128((const __m128i *)qs);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0F));
+}
+
+/* A Q5 block's 32 fifth bits -> 32 bytes, 0x10 where the bit is set. */
+GEMM_INLINE __m256i gemm_fifth_bits(const uint8_t *bits) {
+    uint32_t word;
+    memcpy(&word, bits, 4);
+    const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32((int)word),
+        _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0x0000000000000000));
+    const __m256i marked = _mm256_or_si256(spread, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(marked, _mm256_set1_epi64x(-1)), _mm256_set1_epi8(0x10));
+}
+
+/* The sum of 32 unsigned bytes. */
+GEMM_INLINE int gemm_byte_sum(__m256i v) {
+    const __m256i s = _mm256_sad_epu8(v, _mm256_setzero_si256());
+    const __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    return (int)(_mm_cvtsi128_si64(t) + _mm_extract_epi64(t, 1));
+}
+
+/* Stores 32 signed bytes (the unsigned ones less `offset`) and returns the sum of the unsigned ones. */
+GEMM_INLINE int gemm_store_32(int8_t *q, __m256i unsigned_bytes, int offset) {
+    _mm256_storeu_si256((__m256i *)q, _mm256_sub_epi8(unsigned_bytes, _mm256_set1_epi8((char)offset)));
+    return gemm_byte_sum(unsigned_bytes);
+}
+
+/* Each type's unpacking of block b of a row. */
+GEMM_INLINE void unpack_q4_0(const void *row, int b, unpacked *u) {
+    const block_q4_0 *x = (const block_q4_0 *)row + b;
+    u->correction = 128 * (gemm_store_32(u->q, gemm_nibbles_32(x->qs), 8) - 8 * QK);
+    u->d = half_to_float(x->d);
+}
+
+GEMM_INLINE void unpack_q4_1(const void *row, int b, unpacked *u) {
+    const block_q4_1 *x = (const block_q4_1 *)row + b;
+    u->correction = 128 * gemm_store_32(u->q, gemm_nibbles_32(x->qs), 0);
+    u->d = half_to_float(x->d);
+    u->m = half_to_float(x->m);
+}
+
+GEMM_INLINE void unpack_q5_0(const void *row, int b, unpacked *u) {
+    const block_q5_0 *x = (const block_q5_0 *)row + b;
+    const __m256i v = _mm256_or_si256(gemm_nibbles_32(x->qs), gemm_fifth_bits(x->qh));
+    u->correction = 128 * (gemm_store_32(u->q, v, 16) - 16 * QK);
+    u->d = half_to_float(x->d);
+}
+
+GEMM_INLINE void unpack_q5_1(const void *row, int b, unpacked *u) {
+    const block_q5_1 *x = (const block_q5_1 *)row + b;
+    const __m256i v = _mm256_or_si256(gemm_nibbles_32(x->qs), gemm_fifth_bits(x->qh));
+    u->correction = 128 * gemm_store_32(u->q, v, 0);
+    u->d = half_to_float(x->d);
+    u->m = half_to_float(x->m);
+}
+
+GEMM_INLINE void unpack_q8_0(const void *row, int b, unpacked *u) {
+    const block_q8_0 *x = (const block_q8_0 *)row + b;
+    const __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x->qs), _mm256_set1_epi8((char)0x80));
+    u->correction = 128 * (gemm_store_32(u->q, v, 0x80) - 128 * QK);
+    u->d = half_to_float(x->d);
+}
+
+GEMM_INLINE void unpack_k4(const void *row, int b, unpacked *u, const int five) {
+    const uint8_t *block = (const uint8_t *)row + (size_t)b * (five ? sizeof(block_q5_K) : sizeof(block_q4_K));
+    const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    const __m256i high_bits = five ? _mm256_loadu_si256((const __m256i *)(block + 16)) : _mm256_setzero_si256();
+    int correction = 0;
+    for (int k = 0; k < 4; k++) {
+        const __m256i bits = _mm256_loadu_si256((const __m256i *)(block + (five ? 48 : 16) + 32 * k));
+        __m256i low = _mm256_and_si256(bits, low4), high = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4);
+        if (five) {
+            low = _mm256_or_si256(low, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high_bits, 2 * k), one), 4));
+            high = _mm256_or_si256(
+                high, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high_bits, 2 * k + 1), one), 4));
+        }
+        uint8_t s0, m0, s1, m1;
+        k_scale_min(2 * k, block + 4, &s0, &m0);
+        k_scale_min(2 * k + 1, block + 4, &s1, &m1);
+        correction += s0 * gemm_store_32(u->q + 64 * k, low, 0) + s1 * gemm_store_32(u->q + 64 * k + 32, high, 0);
+        u->scale[2 * k] = s0;
+        u->scale[2 * k + 1] = s1;
+        u->min_pairs[k] = (int32_t)((uint32_t)m0 | (uint32_t)m1 << 16);
+    }
+    u->correction = 128 * correction;
+    ll_half dh, mh;
+    memcpy(&dh, block, 2);
+    memcpy(&mh, block + 2, 2);
+    u->d = half_to_float(dh);
+    u->m = half_to_float(mh);
+}
+
+GEMM_INLINE void unpack_q4_K(const void *row, int b, unpacked *u) { unpack_k4(row, b, u, 0); }
+GEMM_INLINE void unpack_q5_K(const void *row, int b, unpacked *u) { unpack_k4(row, b, u, 1); }
+
+/* Q6_K in element order: quarter q of half h is ql's low (q < 2) or high nibbles of bytes 32 (q & 1) + l, with
+ * bits 2q..2q+1 of qh[l] on top; minus 32. Sub-blocks of 16 with int8 scales. */
+GEMM_INLINE void unpack_q6_K(const void *row, int b, unpacked *u) {
+    const block_q6_K *x = (const block_q6_K *)row + b;
+    const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3);
+    int correction = 0;
+    for (int half = 0; half < 2; half++) {
+        const __m256i h = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * half));
+        for (int quarter = 0; quarter < 4; quarter++) {
+            const __m256i l = _mm256_loadu_si256((const __m256i *)(x->ql + 64 * half + 32 * (quarter & 1)));
+            const __m256i nibble = quarter < 2 ? _mm256_and_si256(l, low4)
+                                               : _mm256_and_si256(_mm256_srli_epi16(l, 4), low4);
+            const __m256i v = _mm256_or_si256(
+                nibble, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * quarter), two), 4));
+            _mm256_storeu_si256((__m256i *)(u->q + 128 * half + 32 * quarter), _mm256_sub_epi8(v, _mm256_set1_epi8(32)));
+            const __m256i s = _mm256_sad_epu8(v, _mm256_setzero_si256());  /* four sums of 8 */
+            const int group = 8 * half + 2 * quarter;
+            const int first = _mm256_extract_epi32(s, 0) + _mm256_extract_epi32(s, 2) - 32 * 16;
+            const int second = _mm256_extract_epi32(s, 4) + _mm256_extract_epi32(s, 6) - 32 * 16;
+            correction += x->scales[group] * first + x->scales[group + 1] * second;
+        }
+    }
+    for (int g = 0; g < 16; g++) u->scale[g] = x->scales[g];
+    u->correction = 128 * correction;
+    u->d = half_to_float(x->d);
+}
+
+/* Results of R rows by TV groups of lanes (values[r][t] holds LL_GEMM_LANES tokens' dots) into out[token][row]. */
+GEMM_INLINE void gemm_store(float values[4][2][LL_GEMM_LANES], int R, int TV, int first_group, int tokens,
+                            float *out, size_t out_stride, int accumulate) {
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < TV; t++) {
+            const int first = (first_group + t) * LL_GEMM_LANES;
+            for (int l = 0; l < LL_GEMM_LANES && first + l < tokens; l++) {
+                float *target = out + (size_t)(first + l) * out_stride + r;
+                *target = accumulate ? *target + values[r][t][l] : values[r][t][l];
+            }
+        }
+}
+
+/* Each type's GEMM: BLOCK elements a block in sub-blocks of SUB with integer scales when SCALED; MINIMUM 1: Q8_1's
+ * m * s, 2: the k-quants' dmin * d * sum(minimum * sub-block sum). The entry walks rows by 4 and groups of lanes
+ * by 2, calling the instruction set's NAME##_gemm_tile for each. */
+#define GEMM_ENTRY(NAME, BLOCK, ACTIVATION)                                                                       \
+    void ll_gemm_##NAME(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens,            \
+                        float *out, size_t out_stride, int accumulate) {                                          \
+        const size_t group_stride = (size_t)(n / BLOCK) * panel_block_bytes(ACTIVATION);                          \
+        const int groups = (tokens + LL_GEMM_LANES - 1) / LL_GEMM_LANES;                                          \
+        for (int r0 = 0; r0 < rows;) {                                                                            \
+            const int R = rows - r0 >= 4 ? 4 : 1;                                                                 \
+            const char *rows_w = (const char *)w + (size_t)r0 * w_stride;                                         \
+            for (int t0 = 0; t0 < groups; t0 += 2) {                                                              \
+                const int TV = groups - t0 >= 2 ? 2 : 1;                                                          \
+                const char *p = (const char *)panel + (size_t)t0 * group_stride;                                  \
+                float values[4][2][LL_GEMM_LANES];                                                                \
+                if (R == 4 && TV == 2) NAME##_gemm_tile(n, rows_w, w_stride, p, group_stride, 4, 2, values);      \
+                else if (R == 4) NAME##_gemm_tile(n, rows_w, w_stride, p, group_stride, 4, 1, values);            \
+                else if (TV == 2) NAME##_gemm_tile(n, rows_w, w_stride, p, group_stride, 1, 2, values);           \
+                else NAME##_gemm_tile(n, rows_w, w_stride, p, group_stride, 1, 1, values);                        \
+                gemm_store(values, R, TV, t0, tokens, out + r0, out_stride, accumulate);                          \
+            }                                                                                                     \
+            r0 += R;                                                                                              \
+        }                                                                                                         \
+    }
+
+/* Every quant type's GEMM, from an instruction set's GEMM_KERNEL(NAME, BLOCK, SUB, SCALED, MINIMUM, ACTIVATION). */
+#define GEMM_TYPES(KERNEL)                                                                                        \
+    KERNEL(q4_0, QK, QK, 0, 0, LL_Q8_0)                                                                           \
+    KERNEL(q4_1, QK, QK, 0, 1, LL_Q8_1)                                                                           \
+    KERNEL(q5_0, QK, QK, 0, 0, LL_Q8_0)                                                                           \
+    KERNEL(q5_1, QK, QK, 0, 1, LL_Q8_1)                                                                           \
+    KERNEL(q8_0, QK, QK, 0, 0, LL_Q8_0)                                                                           \
+    KERNEL(q4_K, QK_K, 32, 1, 2, LL_Q8_K)                                                                         \
+    KERNEL(q5_K, QK_K, 32, 1, 2, LL_Q8_K)                                                                         \
+    KERNEL(q6_K, QK_K, 16, 1, 0, LL_Q8_K)                                                                         \
+    GEMM_ENTRY(q4_0, QK, LL_Q8_0) GEMM_ENTRY(q4_1, QK, LL_Q8_1) GEMM_ENTRY(q5_0, QK, LL_Q8_0)                      \
+    GEMM_ENTRY(q5_1, QK, LL_Q8_1) GEMM_ENTRY(q8_0, QK, LL_Q8_0) GEMM_ENTRY(q4_K, QK_K, LL_Q8_K)                    \
+    GEMM_ENTRY(q5_K, QK_K, LL_Q8_K) GEMM_ENTRY(q6_K, QK_K, LL_Q8_K)
+
+#endif
+#endif

@@ -1,0 +1,64 @@
+"""A token's logits do not depend on how many tokens share its pass: every family and quant type, passes of 1, 7, 32
+and 512 tokens, the whole decoder (norms, attention, the float16 cache) included."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tiny_gguf import FAMILY_EXTRAS, write_tiny_family
+
+import core.kernels.kernel_model as kernel_model
+from core.kernels.library import kernels
+from core.model.gguf_kernels import build_kernel_model
+from core.quant.gguf_blocks import GGUFWeights
+
+QTYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K"]
+PASS_SIZES = (1, 7, 32, 512)
+TOKENS = 512
+VOCAB = 512
+
+
+def _has_avx2() -> bool:
+    from core.kernels.build import fast_here
+
+    return fast_here()
+
+
+# This CPU's own build, and (on an AVX-512 machine) the AVX2 kernels that AVX2-only CPUs run, on fewer types.
+CASES = [pytest.param(False, arch, qtype, id=f"native-{arch}-{qtype}") for arch in FAMILY_EXTRAS for qtype in QTYPES]
+CASES += [
+    pytest.param(
+        "avx2", arch, qtype, id=f"avx2-{arch}-{qtype}", marks=pytest.mark.skipif(not _has_avx2(), reason="no AVX2")
+    )
+    for arch in FAMILY_EXTRAS
+    for qtype in ("Q4_K", "Q8_0", "Q6_K")
+]
+
+
+@pytest.mark.parametrize(("build", "arch", "qtype"), CASES)
+def test_a_tokens_logits_are_the_same_bits_whatever_the_size_of_its_pass(tmp_path, monkeypatch, build, arch, qtype):
+    monkeypatch.setattr(kernel_model, "PROMPT_CHUNK", TOKENS)  # a pass of 512 is one call of the kernels
+    path = write_tiny_family(tmp_path / f"{arch}-{qtype}.gguf", arch, qtype, vocab=VOCAB)
+    library = kernels(portable=build)
+    kernel = build_kernel_model(library, GGUFWeights(path), lambda fraction, text: None).kernel
+    tokens = np.random.default_rng(3).integers(0, VOCAB, TOKENS)
+    logits, reads = {}, {}
+    try:
+        for size in PASS_SIZES:
+            kernel.reserve(1, TOKENS, keep=False)
+            before = library.ll_weight_row_reads()
+            logits[size] = np.concatenate(
+                [
+                    kernel.pass_over(tokens[start : start + size], start, 2, every_position=True)
+                    for start in range(0, TOKENS, size)
+                ]
+            )
+            reads[size] = library.ll_weight_row_reads() - before
+    finally:
+        kernel.close()
+    for size in PASS_SIZES[1:]:
+        differ = np.nonzero((logits[size] != logits[1]).any(-1))[0]
+        assert differ.size == 0, f"passes of {size}: positions {differ[:5]} differ from token-by-token decoding"
+    # The long pass really ran as one: it read each weight row once per 32 tokens (the GEMM's two registers of 16,
+    # or four of 8), not once per token as decoding does.
+    assert reads[TOKENS] * 16 <= reads[1], reads

@@ -11,6 +11,7 @@ from cli.exit_paths import (
     OutputLost,
     end_generation,
     say,
+    say_cache_notices,
     silence_stdout,
     stdout_problem,
     write_out,
@@ -71,6 +72,7 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
             say(loaded.notice)
         if generation.decode_loop_note:
             say(f"decoding on the {generation.decode_loop} loop: {generation.decode_loop_note}")
+        say_cache_notices()
         return stream_reply(args, settings, loaded, generation)[0]
     except KeyboardInterrupt:
         return end_generation(generation, INTERRUPTED_STATUS, "stopped (Ctrl+C)")
@@ -100,6 +102,7 @@ def stream_reply(
         report["decode_loop"] = generation.decode_loop
         report["roofline"] = _roofline(facts, trace)
         write_out(json_text(report, ensure_ascii=False) + "\n")  # NaN or infinity: null, and "null_because" says so
+        say_cache_notices()  # the ceilings the roofline read
     elif stream_to_stdout:
         write_out(trace.tail_text + "\n")
     else:

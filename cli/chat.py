@@ -18,6 +18,7 @@ from cli.exit_paths import (
     OutputLost,
     end_generation,
     say,
+    say_cache_notices,
     silence_stdout,
     stdout_problem,
     write_out,
@@ -82,6 +83,7 @@ def run_chat(args: argparse.Namespace, settings: GenerationSettings) -> int:
             return 1
         if getattr(loaded, "notice", None):
             say(loaded.notice)
+        say_cache_notices()
         messages: list[Message] = []
         interactive = sys.stdin is not None and sys.stdin.isatty()
         turn = 0

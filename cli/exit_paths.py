@@ -69,6 +69,14 @@ def say(line: str) -> None:
         print(f"latencylab: {line}", file=sys.stderr, flush=True)
 
 
+def say_cache_notices() -> None:
+    """Cache files set aside since the last call (core/cache_file.py), each said once."""
+    from core.cache_file import take_notices
+
+    for notice in take_notices():
+        say(f"note: {notice}")
+
+
 def end_generation(generation, status: int, note: str | None) -> int:
     """Stop the reply and wait until the compute thread has left torch, then return status.
 

@@ -18,6 +18,7 @@ from cli.exit_paths import (
     OutputLost,
     hard_exit,
     say,
+    say_cache_notices,
     silence_stdout,
     stdout_problem,
     write_out,
@@ -172,6 +173,7 @@ def _run(config: RaceConfig, args: argparse.Namespace) -> tuple[RaceResult, bool
             notice = getattr(models[side.load_key], "notice", None)
             if notice:
                 say(notice)
+            say_cache_notices()
         return models[side.load_key]
 
     cancel, ended = threading.Event(), threading.Event()

@@ -233,9 +233,10 @@ class ChatStore:
         """Read an exported chat, give it a fresh id (it may be imported twice) and save it here."""
         source = Path(source)
         try:
-            # The user picked this file, so a link to it is fine; what it leads to must still be a regular file.
+            # The user picked this file, so a link to it is fine; what it leads to must still be a regular file. The
+            # same reader reads --history, Replay and Load lab results (core/bounded_read.py).
             data = read_regular_file(source, MAX_CHAT_FILE_BYTES, follow_links=True)
-        except ChatFileError as error:  # the same reader as --history, Replay and Load lab results (core/bounded_read.py)
+        except ChatFileError as error:
             raise ChatFileError(f"could not import {source.name}: {error}") from None
         except OSError as error:
             raise ChatFileError(f"could not read {source.name}: {error.strerror}") from None

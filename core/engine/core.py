@@ -153,6 +153,11 @@ class EngineCore:
             ceilings = cached_ceilings()  # a quiet measurement of this CPU, if the Lab has made one
             if ceilings is not None:
                 facts = replace(facts, ceilings=ceilings.to_dict())
+        from core.cache_file import take_notices
+
+        damaged = take_notices()  # cache files the load or the ceilings set aside: said once, in the window
+        if damaged:
+            facts = replace(facts, notice="; ".join(filter(None, (facts.notice, *damaged))))
         return ModelReady(facts, lean_loop_refusal(loaded.model))
 
     def _reply(self, request: StartReply, stop: threading.Event) -> None:

@@ -13,6 +13,7 @@ import atexit
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -128,10 +129,25 @@ def _sha256(path: Path) -> str:
 def verified(library: Path) -> bool:
     """Whether the library is whole: a truncated one mapped into the process gives SIGBUS (on every launch, as
     it stays cached), and an empty or garbled one fails to load. Both fail this check and are built anew."""
+    return _damage(library) is None
+
+
+def _damage(library: Path) -> str | None:
+    """What is wrong with the cached library, or None. Only regular files are read, the checksum at most 1 kB of it: a
+    FIFO there blocked every launch, and a link to /dev/zero read until memory ran out."""
+    from core.bounded_read import NotReadable, kind_of, read_regular_file_and_status
+
     try:
-        return checksum_path(library).read_text().strip() == _sha256(library)
-    except (OSError, UnicodeDecodeError):
-        return False
+        mode = os.lstat(library).st_mode
+        if not stat.S_ISREG(mode):
+            return f"the library is {kind_of(mode)}"
+        recorded = read_regular_file_and_status(checksum_path(library), 1024)[0].decode("ascii", "replace")
+        whole = recorded.strip() == _sha256(library)
+    except NotReadable as refused:
+        return f"its checksum file: {refused}"
+    except OSError as error:
+        return error.strerror or type(error).__name__
+    return None if whole else "it does not match the SHA-256 written when it was built"
 
 
 def can_build() -> bool:
@@ -153,8 +169,16 @@ def build_library(portable: bool | str = False, progress=None) -> BuiltLibrary:
     a temporary folder for this run, and the returned note says so.
     """
     target = library_path(portable)
-    if verified(target):
+    damage = _damage(target)
+    if damage is None:
         return BuiltLibrary(target, False)
+    if os.path.lexists(target):  # there, but not whole: out of the way of the new build, and said once
+        from core.cache_file import set_aside
+
+        set_aside(target, "cached kernel library", damage, "it is compiled again now")
+        checksum = checksum_path(target)
+        if checksum.is_dir() and not checksum.is_symlink():  # a folder there would block the new checksum's rename
+            set_aside(checksum, "kernel library's checksum", damage, "it is written again now")
     cc = compiler()
     if cc is None:
         raise KernelsUnavailable("no C compiler (cc, gcc or clang) was found to build the native GGUF kernels")

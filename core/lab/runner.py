@@ -167,6 +167,11 @@ class LabRun:
         say = lambda message: self.observer.progress(self.progress.fraction(), message)  # noqa: E731
         ceilings = self.context.run(lambda: cached_ceilings() or measure_ceilings(cancel=self.cancel, progress=say))
         check_cancel(self.cancel)
+        from core.cache_file import take_notices
+
+        for notice in take_notices():  # a damaged ceilings file, set aside: measured again just now
+            self.results.notes.append(notice)
+            say(notice)
         self.results.ceilings = ceilings.to_dict()
         self._announce_ceilings()
         for note in ceilings.notes:

@@ -14,11 +14,12 @@ import statistics
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from functools import partial
 from pathlib import Path
 
 from core.atomic_file import atomic_write_text
+from core.cache_file import flag, list_of, mapping, number, one_of, optional, read_cache_json, record, text, whole
 from core.cache_paths import cache_root
 from core.roofline.machine_load import LoadProbe
 
@@ -75,7 +76,11 @@ class Ceilings:
 
     @classmethod
     def from_dict(cls, document: dict) -> Ceilings:
-        ceilings = {name: Ceiling(**values) for name, values in (document.get("ceilings") or {}).items()}
+        known_fields = {field.name for field in fields(Ceiling)}
+        ceilings = {
+            name: Ceiling(**{key: value for key, value in values.items() if key in known_fields})
+            for name, values in (document.get("ceilings") or {}).items()
+        }
         known = {
             key: document[key]
             for key in (
@@ -308,17 +313,64 @@ def _save(result: Ceilings, threads: int) -> None:
         pass  # measured again next time
 
 
+# What a cached ceilings file may hold. The rates' ranges hold any CPU from a slow ARM board (MFLOP/s) to a large
+# server (PFLOP/s, tens of TB/s); a rate of 0, below 0 or 1e-300 put replies at share -1.94 or 8e307 of a ceiling.
+CEILING_NAMES = {f"gemm_{precision}": "flop/s" for precision in GEMM_PRECISIONS} | {"dram": "byte/s", "llc": "byte/s"}
+RATE = number(1e6, 1e18)
+_CEILING = record(
+    {
+        "name": one_of(*CEILING_NAMES),
+        "label": text(200),
+        "unit": one_of("flop/s", "byte/s"),
+        "value": RATE,
+        "median": RATE,
+        "passes": whole(1, 10**9),
+        "method": text(),
+        "amount": number(0, 1e18),
+    },
+    required=("name", "label", "unit", "value", "median", "passes", "method"),
+)
+_CEILINGS_FILE = record(
+    {
+        "format": whole(FORMAT, FORMAT),
+        "ceilings": mapping(one_of(*CEILING_NAMES), _CEILING, len(CEILING_NAMES)),
+        "cpu": text(),
+        "threads": whole(1, 65_536),
+        "last_level_cache_bytes": optional(whole(1, 2**40)),
+        "measured_at": text(100),
+        "others_share": optional(number(0, 1)),
+        "loaded": flag,
+        "from_cache": flag,
+        "notes": list_of(text(), 100),
+    },
+    required=("format", "ceilings", "cpu", "threads", "measured_at", "loaded"),
+)
+
+
+def checked_ceilings(document: object) -> Ceilings:
+    """Ceilings from a document that passed the schema above, each ceiling's unit matching its name, or
+    CacheFileError naming the first field that does not."""
+    from core.cache_file import CacheFileError
+
+    checked = _CEILINGS_FILE(document, "the file")
+    for name, ceiling in checked["ceilings"].items():
+        if ceiling["name"] != name or ceiling["unit"] != CEILING_NAMES[name]:
+            raise CacheFileError(f"ceilings.{name} is named {ceiling['name']!r} in {ceiling['unit']}")
+    return Ceilings.from_dict(checked)
+
+
 def cached_ceilings(threads: int | None = None) -> Ceilings | None:
-    """This CPU's ceilings from a quiet measurement, or None where none has been made (or the cache is damaged)."""
+    """This CPU's ceilings from a quiet measurement, or None where none has been made, or the cache was damaged (set
+    aside, and said once: core/cache_file.py)."""
     import torch
 
     threads = threads or torch.get_num_threads()
-    try:
-        document = json.loads(_cache_path(threads).read_text())
-        if document.get("format") != FORMAT:
-            return None
-        ceilings = Ceilings.from_dict(document)
-    except (OSError, ValueError, TypeError, KeyError):
-        return None
-    ceilings.from_cache = True
+    ceilings = read_cache_json(
+        _cache_path(threads),
+        checked_ceilings,
+        "cached ceilings file",
+        "the ceilings are measured again when the Lab next needs them",
+    )
+    if ceilings is not None:
+        ceilings.from_cache = True
     return ceilings

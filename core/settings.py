@@ -64,11 +64,21 @@ SEED = NumberLimit("seed", 0, 2**32 - 1, None, whole=True)  # None: a fresh rand
 # How long a server may send nothing (while connecting or mid-reply) before the reply is given up.
 SERVER_TIMEOUT = NumberLimit("server timeout (s)", 1, 3600, 60)
 
-# The prompt cache keeps the chats it has set aside (another chat opened, a lab run) up to this many bytes of
-# keys and values, least recently used out first; the live cache of the chat being answered comes on top.
-# 512 MiB: about 23,000 positions of the embedded SmolLM2-135M (23,040 bytes each in float16), or 4,000 of an 8B
-# Llama (131,072 bytes each).
-PROMPT_CACHE_SAVED_BYTES = 512 * 1024 * 1024
+# The prompt cache keeps the chats it has set aside (another chat opened, a lab run) up to this many positions of the
+# loaded model's keys and values, least recently used out first; the live cache of the chat being answered comes on
+# top. A position's size differs a thousandfold between models (23,040 bytes in float16 for the embedded
+# SmolLM2-135M, 131,072 for an 8B Llama with 8 KV heads, 524,288 for Llama-2-7B's 32), so the bound is in positions,
+# and never more than PROMPT_CACHE_MEMORY_SHARE of the memory free when the model loaded.
+PROMPT_CACHE_SAVED_POSITIONS = 16_384
+PROMPT_CACHE_MEMORY_SHARE = 0.25
+
+
+def prompt_cache_budget(position_bytes: int, available_bytes: int | None) -> int:
+    """Bytes of saved caches the prompt cache keeps for a model whose positions take position_bytes each."""
+    wanted = PROMPT_CACHE_SAVED_POSITIONS * position_bytes
+    if available_bytes is None:
+        return wanted
+    return max(position_bytes, min(wanted, int(available_bytes * PROMPT_CACHE_MEMORY_SHARE)))
 
 # Below this, logits / temperature overflow to inf and sampling fails ("probability tensor contains
 # inf/nan"); 0 itself means greedy.

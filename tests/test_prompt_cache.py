@@ -269,3 +269,22 @@ def test_a_follow_up_on_the_gemm_continues_to_the_bits_of_a_fresh_prefill(kernel
         whole = fresh.forward(torch.tensor(follow_up), 0)
     assert use.reused == len(prompt + reply) - 1 and len(follow_up) - use.reused >= 32
     assert torch.equal(continued, whole)
+
+
+def test_the_saved_caches_bound_scales_with_the_model_and_the_free_memory():
+    from core.settings import PROMPT_CACHE_SAVED_POSITIONS, prompt_cache_budget
+
+    small, large = 23_040, 524_288  # a position of SmolLM2-135M, of Llama-2-7B (32 KV heads of 128, 32 layers)
+    plenty = 64 * 2**30
+    assert prompt_cache_budget(small, plenty) == PROMPT_CACHE_SAVED_POSITIONS * small
+    assert prompt_cache_budget(large, plenty) == PROMPT_CACHE_SAVED_POSITIONS * large
+    # 8 GiB for Llama-2-7B's 16,384 positions, but a quarter of the free 20 GiB is 5 GiB: 10,240 positions.
+    assert prompt_cache_budget(large, 20 * 2**30) == 5 * 2**30
+    assert prompt_cache_budget(large, 1024) == large  # always room for one position
+
+    class Store:
+        def position_bytes(self) -> int:
+            return small
+
+    cache = PromptCache(Store())
+    assert cache.budget_positions >= 1 and cache.budget_bytes == cache.budget_positions * small

@@ -286,8 +286,9 @@ def metadata(name: str, family: Family, file_type: str) -> dict[str, object]:
     return found
 
 
-def write(path: Path, name: str, file_type: str, seed: int = 0) -> None:
-    """Write the file at path (whole, or not at all)."""
+def write(path: Path, name: str, file_type: str, seed: int = 0, header_only: bool = False) -> None:
+    """Write the file at path (whole, or not at all). With header_only, the tensor data is a hole of the right size
+    (a sparse file of zeros, written at once): for what reads only the header, such as the memory check."""
     from core.model.source import embedded_gguf_path
     from core.quant.gguf_header import raw_metadata
 
@@ -312,7 +313,9 @@ def write(path: Path, name: str, file_type: str, seed: int = 0) -> None:
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(header)
-            for index, ((tensor_name, shape, qtype), size) in enumerate(zip(listed, sizes)):
+            if header_only:
+                out.truncate(len(header) + offset)
+            for index, ((tensor_name, shape, qtype), size) in enumerate(zip(listed, sizes) if not header_only else ()):
                 rng = np.random.default_rng([seed, index])
                 data = _tensor_bytes(rng, tensor_name, shape, qtype, family)
                 assert len(data) == size, tensor_name

@@ -181,7 +181,15 @@ def _arithmetic(model: Any, weights: int, dtype: str) -> dict | None:
 
 
 def _kernel_runtime(model) -> str:
-    return f"Latency Lab's C kernels ({model.kernel.library.isa})"
+    from core.model.memory_check import available_memory_bytes
+    from core.settings import prompt_cache_budget
+
+    kernel = model.kernel
+    budget = prompt_cache_budget(kernel.position_bytes, available_memory_bytes())
+    return (
+        f"Latency Lab's C kernels ({kernel.library.isa}); the prompt cache keeps up to "
+        f"{budget // kernel.position_bytes:,} positions ({budget / 2**20:,.0f} MiB) of chats set aside"
+    )
 
 
 def _load_converted(

@@ -8,7 +8,7 @@ from pathlib import Path
 from core.errors import ModelLoadError
 from core.model.source import ModelSource
 from core.model.weight_count import gguf_parameter_count, safetensors_parameter_count
-from core.settings import NATIVE_DTYPE
+from core.settings import DTYPE, NATIVE_DTYPE
 
 SKIP_ENV = "LATENCYLAB_SKIP_MEMORY_CHECK"
 # Weights are materialised in this precision while loading. Quantised dtypes are packed from
@@ -68,15 +68,35 @@ def estimated_load_bytes(source: ModelSource, dtype: str) -> int | None:
     return None
 
 
+def what_fits(source: ModelSource, available: int) -> list[str]:
+    """The precisions this model would load in with `available` bytes free, each with what it needs."""
+    fitting = []
+    for dtype in DTYPE.choices:
+        needed = estimated_load_bytes(source, dtype)
+        if dtype == NATIVE_DTYPE and needed is None and source.kind == "gguf" and source.gguf_file is not None:
+            size = source.gguf_file.stat().st_size
+            if size <= available:  # memory-mapped on the kernels: the file's own bytes
+                fitting.append(f"{dtype} (the file's own {size / 1e9:.1f} GB, memory-mapped)")
+        elif needed is not None and needed <= available:
+            fitting.append(f"{dtype} (about {needed / 1e9:.1f} GB)")
+    return fitting
+
+
 def check_memory(source: ModelSource, dtype: str) -> None:
-    """Raise ModelLoadError when the model clearly needs more memory than is free right now."""
+    """Raise ModelLoadError when the model clearly needs more memory than is free right now, saying what would fit."""
     if os.environ.get(SKIP_ENV, "").lower() in ("1", "true", "yes"):
         return
     needed = estimated_load_bytes(source, dtype)
     available = available_memory_bytes()
     if needed is None or available is None or needed <= available:
         return
+    fitting = what_fits(source, available)
+    advice = (
+        f"; {' or '.join(fitting)} would fit. Choose it, or close other programs."
+        if fitting
+        else ". No precision of it fits now: close other programs or choose a smaller model."
+    )
     raise ModelLoadError(
         f"tried to load {source.display_name} as {dtype}, but it needs about {needed / 1e9:.1f} GB of memory "
-        f"and only {available / 1e9:.1f} GB is free. Close other programs or choose a smaller dtype."
+        f"and only {available / 1e9:.1f} GB is free{advice}"
     )

@@ -31,6 +31,22 @@ def test_a_model_larger_than_free_memory_is_refused_with_both_sizes(monkeypatch)
         check_before_loading(None, "float32")
     message = str(refused.value)
     assert "needs about 0.5 GB of memory and only 0.2 GB is free" in message and "SmolLM2" in message
+    # What would fit, in the same line: the file's own blocks, memory-mapped on the kernels (0.1 GB).
+    assert "native (the file's own 0.1 GB, memory-mapped) would fit" in message and "\n" not in message
+
+
+def test_a_real_size_float32_is_refused_before_any_work_naming_what_fits(monkeypatch, tmp_path):
+    """float32 of a 7B is about 27 GB: refused in one line, with native named as what fits (its 3.9 GB file)."""
+    from tools.real_size import write
+
+    path = tmp_path / "llama-2-7b-Q4_0.gguf"
+    write(path, "llama-2-7b", "Q4_0", header_only=True)  # the real header; the data a hole of its size
+    monkeypatch.setattr(memory_check, "available_memory_bytes", lambda: 20 * 10**9)
+    with pytest.raises(ModelLoadError) as refused:
+        check_before_loading(str(path), "float32")
+    message = str(refused.value)
+    assert "as float32, but it needs about 27" in message and "only 20.0 GB is free" in message
+    assert "native (the file's own 3.9 GB, memory-mapped) would fit" in message
 
 
 def test_without_the_kernels_native_precision_needs_about_twice_the_file_not_a_float32_copy(monkeypatch, tmp_path):

@@ -17,9 +17,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from core.settings import PROMPT_CACHE_SAVED_BYTES
+from core.settings import prompt_cache_budget
 
-DEFAULT_BUDGET_BYTES = PROMPT_CACHE_SAVED_BYTES
 ANONYMOUS = ""  # the chat of callers that name none (`ask`, one `latencylab chat`)
 
 
@@ -93,11 +92,22 @@ def common_prefix(first: list[int], second: list[int]) -> int:
 @dataclass
 class PromptCache:
     store: KeyValueStore[Any]
-    budget_bytes: int = DEFAULT_BUDGET_BYTES
+    budget_bytes: int = 0  # 0: the loaded model's bound (core/settings.py prompt_cache_budget), set on creation
     live: CachedState = field(default_factory=lambda: CachedState([]))
     live_chat: str | None = None  # None: the live cache holds nothing reusable
     saved: OrderedDict[str, CachedState] = field(default_factory=OrderedDict)
     evicted: set = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        if not self.budget_bytes:
+            from core.model.memory_check import available_memory_bytes
+
+            self.budget_bytes = prompt_cache_budget(self.store.position_bytes(), available_memory_bytes())
+
+    @property
+    def budget_positions(self) -> int:
+        """The bound in positions of this model: how long a history (or how many chats' together) is kept."""
+        return self.budget_bytes // max(1, self.store.position_bytes())
 
     # -- a reply's prompt ---------------------------------------------------------------------------
 

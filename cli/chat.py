@@ -26,8 +26,8 @@ from cli.exit_paths import (
 from cli.progress_printer import ProgressPrinter
 from cli.prompt_arg import text_argument
 from core.backend.choice import load_any, prepare_any
-from core.chats.session import Message
-from core.errors import LatencyLabError
+from core.chats.session import MAX_MESSAGE_CHARS, Message
+from core.errors import LatencyLabError, MessageTooLongError
 from core.generation.request import ReplyRequest
 from core.settings import GenerationSettings
 
@@ -49,14 +49,27 @@ def add_chat_parser(subparsers: argparse._SubParsersAction, add_common_options) 
 
 
 def input_lines(stream=None):
-    """stdin's lines as text; bytes that are not UTF-8 become U+FFFD with a warning, as in `ask`'s argument."""
+    """stdin's lines as text; bytes that are not UTF-8 become U+FFFD with a warning, as in `ask`'s argument.
+
+    A line longer than a message may be (MAX_MESSAGE_CHARS) is never held whole: it is read past in pieces and
+    given as a MessageTooLongError in its place, so the chat says so and goes on."""
     stream = stream if stream is not None else sys.stdin
     raw = getattr(stream, "buffer", None)
-    if raw is None:
-        yield from stream
-        return
-    for line in io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline=None):
-        yield text_argument(line)
+    text = stream if raw is None else io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline=None)
+    number = 0
+    while True:
+        line = text.readline(MAX_MESSAGE_CHARS + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > MAX_MESSAGE_CHARS and not line.endswith("\n"):
+            read = len(line)
+            while line and not line.endswith("\n"):
+                line = text.readline(2**20)
+                read += len(line)
+            yield MessageTooLongError(read - 1 if line.endswith("\n") else read, MAX_MESSAGE_CHARS)
+            continue
+        yield text_argument(line, f"line {number} of stdin")
 
 
 def run_chat(args: argparse.Namespace, settings: GenerationSettings) -> int:
@@ -88,6 +101,10 @@ def run_chat(args: argparse.Namespace, settings: GenerationSettings) -> int:
         interactive = sys.stdin is not None and sys.stdin.isatty()
         turn = 0
         for line in _lines(interactive):
+            if isinstance(line, MessageTooLongError):
+                say(f"error: {line} The chat goes on.")
+                status = 1
+                continue
             text = line.rstrip("\n")
             if not text.strip():
                 continue

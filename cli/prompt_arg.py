@@ -10,11 +10,11 @@ import sys
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
-def text_argument(value: str) -> str:
+def text_argument(value: str, what: str = "the argument") -> str:
     cleaned, count = _SURROGATES.subn("\ufffd", value)
     if count:
         print(
-            f"latencylab: warning: {count} byte(s) of the argument are not UTF-8; each is read as U+FFFD",
+            f"latencylab: warning: {count} byte(s) of {what} are not UTF-8; each is read as U+FFFD",
             file=sys.stderr,
         )
     return cleaned

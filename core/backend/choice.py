@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from core.backend.served_model import ServedModel
+from core.chats.session import check_message_sizes
 from core.chats.template_render import template_worker
 from core.generation import request as local_request
 from core.generation.request import ReplyRequest
@@ -58,6 +59,7 @@ def load_any(
 
 def prepare_any(loaded: ServedModel, request: ReplyRequest, *, streaming: bool = True, ignore_eos: bool = False):
     """(the reply, not started; its prompt facts). Raises LatencyLabError when it cannot be asked."""
+    check_message_sizes(request.system_prompt, request.messages)  # local or remote, before a tokenizer or a socket
     if isinstance(loaded, RemoteModel):
         reply = RemoteReply(
             loaded,

@@ -7,6 +7,18 @@ from typing import Any
 
 from core.chats.context_fit import check_fits, fits, prompt_budget
 from core.chats.prompt_ids import content_token_counts, prompt_ids, template_token_count
+from core.errors import MessageTooLongError
+
+# A million tokens, the largest context windows there are, is about 4 million characters: a longer message fits no
+# model. Checked before a message is tokenised or sent (a 200 MB line on `chat`'s stdin went to a server whole).
+MAX_MESSAGE_CHARS = 4_000_000
+
+
+def check_message_sizes(system_prompt: str, messages) -> None:
+    """MessageTooLongError for the first text longer than MAX_MESSAGE_CHARS."""
+    for text in (system_prompt, *(message.content for message in messages)):
+        if len(text) > MAX_MESSAGE_CHARS:
+            raise MessageTooLongError(len(text), MAX_MESSAGE_CHARS)
 
 
 @dataclass

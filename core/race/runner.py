@@ -23,7 +23,7 @@ from core.race.config import RaceConfig
 from core.race.sides import RaceSide, labels, side_summary
 from core.race.verdict import Verdict, make_verdict, side_facts
 from core.remote.connect import RemoteModel
-from core.timing.events import ReplyEventKind
+from core.timing.events import PrefillProgress, ReplyEventKind
 from core.timing.trace import ReplyTrace
 
 
@@ -201,7 +201,7 @@ def _prepare(
         _clear_cache(loaded)
         if side.settings.prompt_cache and config.history:
             observer.progress(f"{name}: warming the prompt cache with the shared history")
-            run.notes.append(_warm(loaded, config, side, chat, cancel))
+            run.notes.append(_warm(loaded, config, side, chat, cancel, _warming_progress(name, observer)))
         messages = tuple(Message(role, text) for role, text in config.history) + (Message("user", config.prompt),)
         reply, prompt = prepare_any(
             loaded,
@@ -250,9 +250,31 @@ def _clear_cache(loaded) -> None:
         compute_thread().call(lambda: lean_decoder(loaded.model).prompt_cache.set_aside())
 
 
-def _warm(loaded, config: RaceConfig, side: RaceSide, chat: str, cancel: threading.Event) -> str:
+def _warming_progress(name: str, observer: RaceObserver) -> Callable[[object], None]:
+    """The warm-up's prefill in words, each tenth of it once: a long history took minutes with nothing shown."""
+    said: set[int] = set()
+
+    def progress(event: object) -> None:
+        if isinstance(event, PrefillProgress):
+            tenths = int(event.fraction * 10)
+            if tenths not in said:
+                said.add(tenths)
+                observer.progress(f"{name}: warming the prompt cache with the shared history: {tenths * 10}% prefilled")
+
+    return progress
+
+
+def _warm(
+    loaded,
+    config: RaceConfig,
+    side: RaceSide,
+    chat: str,
+    cancel: threading.Event,
+    progress: Callable[[object], None] | None = None,
+) -> str:
     """Put the shared history in this side's prompt cache, as the chat's earlier turns would have: one token is
-    generated after it, untimed. Over the wire the server's own cache is warmed with the history's last question."""
+    generated after it, untimed. Over the wire the server's own cache is warmed with the history's last question.
+    progress gets the warm-up's prefill progress events."""
     one_token = replace(side.settings, max_new_tokens=1)
     history = tuple(Message(role, text) for role, text in config.history)
     if loaded.is_remote:
@@ -264,6 +286,7 @@ def _warm(loaded, config: RaceConfig, side: RaceSide, chat: str, cancel: threadi
             ReplyRequest(config.system_prompt, asked, one_token, stop=cancel, chat_id=chat),
             streaming=side.streaming,
         )
+        reply.on_progress = progress
         reply.run_to_end()
         return f"the server's prompt cache was warmed with the history's {len(asked)} messages"
     from core.generation.decode.prompt_cache import CacheRequest
@@ -277,7 +300,8 @@ def _warm(loaded, config: RaceConfig, side: RaceSide, chat: str, cancel: threadi
     shared = _common_prefix(ids, other.build_prompt(loaded.tokenizer, window, side.settings.max_new_tokens).input_ids)
     if shared < 2:
         return "the shared history left nothing to cache"
-    LocalReply(loaded, ids[:shared], one_token, stop=cancel, cache=CacheRequest(chat, built.pieces, True)).run_to_end()
+    cache = CacheRequest(chat, built.pieces, True)
+    LocalReply(loaded, ids[:shared], one_token, stop=cancel, on_progress=progress, cache=cache).run_to_end()
     return f"the prompt cache held the shared history ({shared:,} tokens) before the reply, as in a running chat"
 
 

@@ -133,6 +133,9 @@ def parse_side(name: str, pairs: list[str], base: RaceSide | None = None) -> Rac
         if key not in KEYS:
             raise InvalidSettingsError(f"--{name.lower()}: unknown key {key!r}; the keys are {', '.join(KEYS)}.")
         value = value.strip()
+        if not value:  # `--a model=` used to mean the embedded model without a word
+            example = "model=embedded" if key == "model" else f"{key}=VALUE"
+            raise InvalidSettingsError(f"--{name.lower()} gives {key} no value; write {example}.")
         if key in values and values[key] != value:
             raise InvalidSettingsError(f"--{name.lower()} gives {key} twice: {values[key]!r} and {value!r}.")
         values[key] = value

@@ -73,7 +73,7 @@ def server_detail(body: bytes, limit: int = 300) -> str:
     text = body.decode("utf-8", "replace").strip()
     try:
         document = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         document = None
     if isinstance(document, dict):
         error = document.get("error", document.get("detail", document.get("message")))

@@ -174,7 +174,7 @@ def get_json(url: str, *, api_key: str | None, timeout_s: float, limit: int = 4 
         stream.close()
     try:
         return json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise RemoteError(
             f"{stream.where} answered {url} with something that is not JSON: "
             f"{redact(body[:120].decode('utf-8', 'replace'), api_key)!r}"

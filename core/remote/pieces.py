@@ -35,6 +35,8 @@ def json_object(text: str, sender: str, what: str) -> dict:
         document = json.loads(text)
     except ValueError:
         raise RemoteError(f"{sender} sent a {what} that is not JSON: {text[:120]!r}") from None
+    except RecursionError:  # json's parser recurses once per level: a chunk of 100,000 "[" ended in Python's words
+        raise RemoteError(f"{sender} sent a {what} nested too deeply to read: {text[:40]!r}…") from None
     if not isinstance(document, dict):
         raise RemoteError(f"{sender} sent a {what} that is not a JSON object: {text[:120]!r}")
     return document

@@ -2,8 +2,10 @@
 
 A chat template is code that comes with the model file. It renders in a worker process
 (core/chats/template_worker.py) with a memory budget; this side waits at most TEMPLATE_TIME_S for the text, and
-kills the worker when the time runs out or Stop is pressed (a new one starts for the next render). Whatever goes
-wrong is one ChatTemplateError line, never a traceback.
+kills the worker when the time runs out or Stop is pressed (a new one starts for the next render). The time is the
+template's own: it starts once the worker says it is ready, since a worker started anew on a busy machine took much
+of the budget to start, and a trivial template then "did not finish". Whatever goes wrong is one ChatTemplateError
+line, never a traceback.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from core.errors import LatencyLabError
 TEMPLATE_TIME_S = 2.0  # a real template renders in about a millisecond
 TEMPLATE_MAX_CHARS = 1_000_000  # the template's own text: message contents are placeholders while it renders
 TEMPLATE_MEMORY_BYTES = 512 * 2**20
+WORKER_START_S = 60.0  # the worker's own start (Python and jinja2): slow on a loaded machine, never the template's
+WORKER_COMMAND = (sys.executable, "-m", "core.chats.template_worker")  # then its socket's descriptor, its memory
 _POLL_S = 0.02  # how often a wait looks at the Stop event
 
 _interrupt: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("template_interrupt", default=None)
@@ -55,6 +59,7 @@ class TemplateWorker:
         self._lock = threading.Lock()
         self._process: subprocess.Popen | None = None
         self._connection: Connection | None = None
+        self._ready = False  # the worker said it has started: its renders' time is the templates' own
 
     def prestart(self) -> None:
         """Start the worker now, in the background (its imports overlap the model's load)."""
@@ -66,17 +71,12 @@ class TemplateWorker:
         with self._lock:
             connection = self._start()
             try:
+                if not self._ready:
+                    self._wait(connection, stop, WORKER_START_S, "the chat template's renderer did not start")
+                    connection.recv()  # ("ready", None)
+                    self._ready = True
                 connection.send((source, messages, variables, TEMPLATE_MAX_CHARS))
-                deadline = time.monotonic() + TEMPLATE_TIME_S
-                while not connection.poll(_POLL_S):
-                    if stop is not None and stop.is_set():
-                        self._kill()
-                        raise TemplateInterrupted()
-                    if time.monotonic() > deadline:
-                        self._kill()
-                        raise ChatTemplateError(
-                            f"the chat template did not finish within {TEMPLATE_TIME_S:g} s, so it was stopped."
-                        )
+                self._wait(connection, stop, TEMPLATE_TIME_S, "the chat template did not finish")
                 status, value = connection.recv()
             except (EOFError, OSError):
                 self._kill()
@@ -91,14 +91,26 @@ class TemplateWorker:
         with self._lock:
             self._kill()
 
+    def _wait(self, connection: Connection, stop: threading.Event | None, seconds: float, what: str) -> None:
+        """Until the worker has something to say; the worker is killed at a Stop, or after seconds."""
+        deadline = time.monotonic() + seconds
+        while not connection.poll(_POLL_S):
+            if stop is not None and stop.is_set():
+                self._kill()
+                raise TemplateInterrupted()
+            if time.monotonic() > deadline:
+                self._kill()
+                raise ChatTemplateError(f"{what} within {seconds:g} s, so it was stopped.")
+
     def _start(self) -> Connection:
         """The running worker's connection; the worker is started first when there is none."""
         connection = self._connection
         if self._process is not None and self._process.poll() is None and connection is not None:
             return connection
         ours, theirs = socket.socketpair()
+        self._ready = False
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "core.chats.template_worker", str(theirs.fileno()), str(TEMPLATE_MEMORY_BYTES)],
+            [*WORKER_COMMAND, str(theirs.fileno()), str(TEMPLATE_MEMORY_BYTES)],
             pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL,
             close_fds=True,

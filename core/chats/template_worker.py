@@ -1,8 +1,8 @@
 """The chat template's renderer, in a process of its own: a template is code from the model file, so its time and
 memory are bounded from outside, and a runaway one is killed without touching the engine.
 
-Run as `python -m core.chats.template_worker FD MEMORY_BYTES`: it reads (template, messages, variables, max_chars)
-on the socket FD and answers ("ok", text) or ("error", one line). The environment is transformers' own for chat
+Run as `python -m core.chats.template_worker FD MEMORY_BYTES`: it says ("ready", None) once started, then reads
+(template, messages, variables, max_chars) on the socket FD and answers ("ok", text) or ("error", one line). The environment is transformers' own for chat
 templates (transformers/utils/chat_template_utils.py: the sandbox, trim_blocks, lstrip_blocks, loop controls,
 {% generation %}, tojson, raise_exception, strftime_now, dict, namespace), rebuilt from jinja2 alone, which starts in
 a tenth of the time (tests/reliability/test_chat_template_bounds.py checks it renders what transformers renders).
@@ -144,6 +144,7 @@ def main(fd: int, budget_bytes: int) -> None:
     env = environment()
     _limit_memory(budget_bytes)
     cache: dict = {}
+    connection.send(("ready", None))  # started: from here, the time a render takes is the template's
     while True:
         try:
             source, messages, variables, max_chars = connection.recv()

@@ -66,6 +66,7 @@ class RemoteReply(Reply):
         self._ignore_eos = ignore_eos
         self._events: queue.SimpleQueue = queue.SimpleQueue()
         self._done = threading.Event()
+        self.deadline_s = model.timeout_s + DEADLINE_PER_TOKEN_S * settings.max_new_tokens
         self._past_deadline = threading.Event()
         self._thread: threading.Thread | None = None
         self._stream: HttpStream | None = None
@@ -97,10 +98,6 @@ class RemoteReply(Reply):
                 return
 
     # -- the reading thread ---------------------------------------------------------------------
-
-    @property
-    def deadline_s(self) -> float:
-        return self.model.timeout_s + DEADLINE_PER_TOKEN_S * self.settings.max_new_tokens
 
     def _watch_stop(self) -> None:
         deadline = time.monotonic() + self.deadline_s
@@ -138,9 +135,9 @@ class RemoteReply(Reply):
                 self._stream.close()
         if self._past_deadline.is_set() and not reading.done and not self.stop_event.is_set():
             error = (
-                f"interrupted: the reply ran past its deadline of {self.deadline_s:,.0f} s (the "
-                f"{self.model.timeout_s:g} s server timeout plus {DEADLINE_PER_TOKEN_S:g} s for each of the "
-                f"{self.settings.max_new_tokens:,} new tokens asked for) and was cut there; what came is kept."
+                f"interrupted: the reply ran past its overall deadline of {self.deadline_s:,.0f} s (the server "
+                f"timeout plus {DEADLINE_PER_TOKEN_S:g} s for each new token asked for) and was cut there; what "
+                "came is kept."
             )
         if self.stop_event.is_set() and error is None:
             reason = StopReason.STOPPED

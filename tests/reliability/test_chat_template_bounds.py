@@ -3,6 +3,7 @@ way it fails is one line."""
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import pytest
@@ -18,23 +19,35 @@ from core.chats.template_render import (
 )
 
 MESSAGES = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
-# template: what the one-line refusal says. The issue's cases first (a hang, 4.3 GB and a MemoryError traceback,
+# A template that asks for gigabytes may be stopped by its memory budget or, on a busy machine that fills memory
+# slowly, by its 2 s: either refusal is right, and which comes first is the machine's speed, not the code's.
+TIME = "did not finish within 2 s, so it was stopped"
+MEMORY = (
+    "needed more memory than its budget",
+    "renderer ended before it answered (did the template run out of memory?)",
+)
+MEMORY_OR_TIME = (*MEMORY, TIME)
+# template: what the one-line refusal may say. The issue's cases first (a hang, 4.3 GB and a MemoryError traceback,
 # a Rust panic from a ~1 GB render, 60-1,433-line tracebacks), then others of their classes.
 HOSTILE = {
-    "{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}": "did not finish within 2 s, so it was stopped",
-    "{{ 'x' * 4000000000 }}": "needed more memory than its budget",
-    "{% for i in range(1000) %}{{ 'x' * 1000000 }}{% endfor %}": "output passed 1,000,000 characters",
-    "{{ raise_exception('only user and assistant roles are supported') }}": "refused this chat: only user and assistant roles are supported",
-    "{% for m in messages %}{{ m.content }": "has a syntax error (line 1): unexpected '}'",
-    "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}": "recursed too deeply",
-    "{{ messages.__class__.__mro__ }}": "sandbox forbids",
-    "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}": "needed more memory than its budget",
-    "{{ 'x'.ljust(10 ** 10) }}": "needed more memory than its budget",
-    "{{ 'x' * 2000000 }}": "output passed 1,000,000 characters",
-    "{% for i in range(99999999999) %}{% endfor %}": "the chat template",
-    "{{ (messages | first).nope.deeper }}": "the chat template",
-    "{{ 1 / 0 }}": "the chat template failed: ZeroDivisionError",
-    "{% while true %}{% endwhile %}": "has a syntax error",
+    "{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}": (TIME,),
+    "{{ 'x' * 4000000000 }}": MEMORY_OR_TIME,
+    "{% for i in range(1000) %}{{ 'x' * 1000000 }}{% endfor %}": ("output passed 1,000,000 characters",),
+    "{{ raise_exception('only user and assistant roles are supported') }}": (
+        "refused this chat: only user and assistant roles are supported",
+    ),
+    "{% for m in messages %}{{ m.content }": ("has a syntax error (line 1): unexpected '}'",),
+    "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}": ("recursed too deeply",),
+    "{{ messages.__class__.__mro__ }}": ("sandbox forbids",),
+    "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}": (
+        MEMORY_OR_TIME
+    ),
+    "{{ 'x'.ljust(10 ** 10) }}": MEMORY_OR_TIME,
+    "{{ 'x' * 2000000 }}": ("output passed 1,000,000 characters",),
+    "{% for i in range(99999999999) %}{% endfor %}": ("the chat template",),
+    "{{ (messages | first).nope.deeper }}": ("the chat template",),
+    "{{ 1 / 0 }}": ("the chat template failed: ZeroDivisionError",),
+    "{% while true %}{% endwhile %}": ("has a syntax error",),
 }
 
 
@@ -42,8 +55,30 @@ HOSTILE = {
 def test_a_hostile_template_is_refused_in_one_line(template):
     with pytest.raises(ChatTemplateError) as refused:
         template_worker().render(template, MESSAGES, {})
-    assert HOSTILE[template] in str(refused.value) and "\n" not in str(refused.value)
+    said = str(refused.value)
+    assert any(words in said for words in HOSTILE[template]) and "\n" not in said, said
     assert template_worker().render("{{ messages[1].content }}!", MESSAGES, {}) == "Hi!"  # and the next one works
+
+
+# A worker that takes a second to start, as a fresh one can on a loaded machine after a killed render.
+SLOW_START = (
+    sys.executable,
+    "-c",
+    "import runpy, sys, time; time.sleep(1.0); sys.argv[0] = 'template_worker'; "
+    "runpy.run_module('core.chats.template_worker', run_name='__main__')",
+)
+
+
+@pytest.mark.subprocess  # the stand-in worker is a python process of the test's own making
+def test_the_time_budget_is_the_templates_own_not_the_workers_start(monkeypatch):
+    """Was: a worker started anew spent the budget starting, and a trivial template "did not finish within 2 s"."""
+    monkeypatch.setattr(template_render, "TEMPLATE_TIME_S", 0.5)
+    monkeypatch.setattr(template_render, "WORKER_COMMAND", SLOW_START)
+    worker = template_render.TemplateWorker()
+    try:
+        assert worker.render("{{ messages | length }}", MESSAGES, {}) == "2"
+    finally:
+        worker.close()
 
 
 def test_stop_ends_a_render_at_once_and_the_next_render_works():

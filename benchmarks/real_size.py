@@ -40,29 +40,34 @@ def child_ours(path: str, lengths: list[int], new_tokens: int, threads: int) -> 
     started = time.perf_counter()
     import torch
 
-    torch.set_num_threads(threads)
+    from core.compute_thread import on_compute_thread
     from core.generation.decode.kernel_decoder import KernelDecoder
     from core.model.loader import load_model
 
     loaded = load_model(path)
-    decoder = KernelDecoder(loaded.model.kernel)
     ready = time.perf_counter() - started
-    results = {}
-    with torch.inference_mode():
-        for length in lengths:
-            ids = prompt_ids(length)
-            decoder.start_sequence(length + new_tokens + 1)
-            begun = time.perf_counter()
-            token = int(decoder.forward(torch.tensor(ids), 0).argmax())
-            ttft = time.perf_counter() - begun
-            steps = []
-            for index in range(new_tokens - 1):
+
+    def measure() -> dict:
+        """On the compute thread, as the app's replies run: its OpenMP pool is the one the load made."""
+        torch.set_num_threads(threads)
+        decoder = KernelDecoder(loaded.model.kernel)
+        results = {}
+        with torch.inference_mode():
+            for length in lengths:
+                ids = prompt_ids(length)
+                decoder.start_sequence(length + new_tokens + 1)
                 begun = time.perf_counter()
-                token = int(decoder.forward(torch.tensor([token]), length + index).argmax())
-                steps.append(time.perf_counter() - begun)
-            results[str(length)] = {"ttft_s": ttft, "tpot_s": sum(steps) / len(steps)}
-    facts = loaded.describe().arithmetic
-    return {"ready_s": ready, "results": results, "arithmetic": facts}
+                token = int(decoder.forward(torch.tensor(ids), 0).argmax())
+                ttft = time.perf_counter() - begun
+                steps = []
+                for index in range(new_tokens - 1):
+                    begun = time.perf_counter()
+                    token = int(decoder.forward(torch.tensor([token]), length + index).argmax())
+                    steps.append(time.perf_counter() - begun)
+                results[str(length)] = {"ttft_s": ttft, "tpot_s": sum(steps) / len(steps)}
+        return results
+
+    return {"ready_s": ready, "results": on_compute_thread(measure), "arithmetic": loaded.describe().arithmetic}
 
 
 def child_llama(path: str, lengths: list[int], new_tokens: int, threads: int) -> dict:
@@ -115,8 +120,7 @@ def run_child(engine: str, path: Path, args) -> dict:
         "--threads",
         str(args.threads),
     ]
-    env = {**os.environ, "OMP_WAIT_POLICY": "ACTIVE"}
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=7200)
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=7200)
     if done.returncode != 0:
         raise SystemExit(f"{engine} on {path.name} failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -30,7 +30,19 @@ PORTABLE_FLAGS = ("-O2",)
 AVX2_FLAGS = ("-O3", "-march=haswell", "-mtune=native")
 VARIANT_FLAGS = {"native": NATIVE_FLAGS, "portable": PORTABLE_FLAGS, "avx2": AVX2_FLAGS}
 # -fvisibility=hidden: only the functions csrc/api.h marks LL_API are exported (what library.py binds).
-COMMON_FLAGS = ("-fopenmp", "-shared", "-fPIC", "-std=c11", "-fno-math-errno", "-fvisibility=hidden")
+# -ffp-contract=off: no multiply and add fused but those written as fmaf (quants.c's canonical dots); -std=c11 implies
+# it with gcc, and clang would fuse otherwise. -Wall -Wextra: the sources compile without a warning (tested).
+COMMON_FLAGS = (
+    "-fopenmp",
+    "-shared",
+    "-fPIC",
+    "-std=c11",
+    "-fno-math-errno",
+    "-ffp-contract=off",
+    "-fvisibility=hidden",
+    "-Wall",
+    "-Wextra",
+)
 # A test build: LATENCYLAB_KERNELS_SANITIZE=address compiles with AddressSanitizer (the process must preload
 # libasan; tests/kernels/asan.py runs the kernel tests so).
 SANITIZE_ENV = "LATENCYLAB_KERNELS_SANITIZE"

@@ -159,3 +159,23 @@ def test_the_default_model_runs_on_the_kernels_with_a_cache_path_that_is_a_file(
     assert facts.runtime.startswith("Latency Lab's C kernels")
     assert "compiled into a temporary folder for this run" in facts.precision_note
     assert "so the tokenizer is built anew at each launch" in facts.precision_note
+
+
+@pytest.mark.parametrize("variant", ["native", "avx2", "portable"])
+def test_every_source_compiles_without_a_warning(variant, tmp_path):
+    """-Wall -Wextra are in the build's own flags: a warning the compiler finds is a change to look at, not noise."""
+    from core.kernels.build import SOURCE_DIR, _flags, compiler
+
+    cc = compiler()
+    if cc is None:
+        pytest.skip("no C compiler here")
+    flags = [flag for flag in _flags(variant) if flag != "-shared"]
+    assert "-Wall" in flags and "-Wextra" in flags
+    for source in sorted(SOURCE_DIR.glob("*.c")):
+        done = subprocess.run(
+            [cc, *flags, "-c", "-o", str(tmp_path / (source.stem + ".o")), str(source)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0 and "warning" not in done.stderr, (source.name, done.stderr[-2000:])

@@ -67,5 +67,12 @@ void ll_prepare_row(ll_model *m, int layer, float *projected, int seq, int pos, 
 /* out[d] = act(gate[d]) * up[d] over one row of the feed-forward (out may be gate). */
 void ll_activate_row(const ll_model *m, const float *gate, const float *up, float *out);
 int ll_check_ready(const ll_model *m);
+/* One query head of one row over its sequence's cached keys and values, into out (head_dim floats); scores holds
+ * room for the row's positions. */
+void ll_attend(const ll_model *m, int layer, int seq, int pos, int head, const float *query, float *out,
+               float *scores);
+
+/* cap * tanh(x / cap), as llama.cpp's scale, tanh, scale. */
+static inline float soft_cap(float x, float cap) { return cap * tanhf(x * (1.0f / cap)); }
 
 #endif

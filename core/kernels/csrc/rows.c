@@ -1,0 +1,239 @@
+/* The steps of a layer one row at a time: norms, the rotary embedding, the activation, and attention over the cache.
+ *
+ * Each row's arithmetic is the same whatever else shares its pass, as the products' is (quants.c): a token's
+ * logits do not depend on how many tokens share its pass.
+ */
+#include "model_internal.h"
+
+void ll_rms_norm(const float *x, const float *weight, float *out, int n, float eps) {
+    double sum = 0.0;  /* in double, as llama.cpp sums */
+    for (int i = 0; i < n; i++) sum += (double)x[i] * x[i];
+    const float scale = 1.0f / sqrtf((float)(sum / n) + eps);
+    for (int i = 0; i < n; i++) out[i] = x[i] * scale * weight[i];
+}
+
+static void rope(float *x, int heads, int head_dim, const float *cosines, const float *sines, int dims, int style) {
+    const int half = dims / 2;
+    for (int h = 0; h < heads; h++) {
+        float *v = x + (size_t)h * head_dim;
+        for (int i = 0; i < half; i++) {
+            const int a = style == ROPE_ADJACENT ? 2 * i : i, b = style == ROPE_ADJACENT ? 2 * i + 1 : i + half;
+            const float x0 = v[a], x1 = v[b];
+            v[a] = x0 * cosines[i] - x1 * sines[i];
+            v[b] = x0 * sines[i] + x1 * cosines[i];
+        }
+    }
+}
+
+/* GELU (tanh form) as llama.cpp computes it: its input rounded to float16 and its result looked up in a
+ * float16 table (ggml_vec_geglu_f32), so the result is rounded to float16 too. */
+static float gelu_tanh(float x) {
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    const float h = half_to_float(float_to_half(x));
+    return half_to_float(float_to_half(0.5f * h * (1.0f + tanhf(0.79788456080286535587989211986876f * h *
+                                                                  (1.0f + 0.044715f * h * h)))));
+}
+
+/* e^x for a vector: x = n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts, so r keeps its bits), e^r by its
+ * Taylor series to r^7 (error below 1e-8 relative, under float's last bit), times 2^n. Inputs are clamped to
+ * where float's e^x is finite and normal; SiLU needs no more (its tail is exact either side). */
+#if defined(__AVX512F__)
+static inline __m512 exp_512(__m512 x) {
+    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(88.0f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 5040);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+static inline __m256 exp_256(__m256 x) {
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-06f), r);
+    __m256 p = _mm256_set1_ps(1.0f / 5040);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    /* 2^n: n + 127 into the exponent bits (n is within [-126, 127] after the clamp) */
+    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+}
+#endif
+
+void ll_activate_row(const ll_model *m, const float *gate, const float *up, float *out) {
+    const ll_config *c = &m->c;
+    for (int d = 0; d < c->ffn; d++) {
+        const float g = gate[d];
+        out[d] = (c->activation == ACT_GELU_TANH ? gelu_tanh(g) : g / (1.0f + expf(-g))) * up[d];
+    }
+}
+
+
+/* scores[t] = q . keys[t] for t in [0, count): four keys at a time, each with its own accumulator, summed
+ * across lanes together. */
+static void dot_keys(const float *q, const ll_half *keys, int count, int n, float *scores) {
+    int t = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+    if (n % 8 == 0) {
+        for (; t + 4 <= count; t += 4) {
+            const ll_half *k = keys + (size_t)t * n;
+            __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(),
+                   a3 = _mm256_setzero_ps();
+            for (int i = 0; i < n; i += 8) {
+                const __m256 qv = _mm256_loadu_ps(q + i);
+                a0 = _mm256_fmadd_ps(qv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + i))), a0);
+                a1 = _mm256_fmadd_ps(qv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + n + i))), a1);
+                a2 = _mm256_fmadd_ps(qv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + 2 * n + i))), a2);
+                a3 = _mm256_fmadd_ps(qv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + 3 * n + i))), a3);
+            }
+            const __m256 pairs = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+            _mm_storeu_ps(scores + t, _mm_add_ps(_mm256_castps256_ps128(pairs), _mm256_extractf128_ps(pairs, 1)));
+        }
+    }
+#endif
+    for (; t < count; t++) {
+        const ll_half *k = keys + (size_t)t * n;
+        float sum = 0.0f;
+        for (int i = 0; i < n; i++) sum += q[i] * half_to_float(k[i]);
+        scores[t] = sum;
+    }
+}
+
+/* out = sum_t weights[t] * values[t] over [0, count), four values at a time. */
+static void weigh_values(const float *weights, const ll_half *values, int count, int n, float *out) {
+    memset(out, 0, (size_t)n * sizeof(float));
+    int t = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+    if (n % 8 == 0) {
+        for (; t + 4 <= count; t += 4) {
+            const ll_half *v = values + (size_t)t * n;
+            const __m256 w0 = _mm256_set1_ps(weights[t]), w1 = _mm256_set1_ps(weights[t + 1]),
+                         w2 = _mm256_set1_ps(weights[t + 2]), w3 = _mm256_set1_ps(weights[t + 3]);
+            for (int i = 0; i < n; i += 8) {
+                __m256 o = _mm256_loadu_ps(out + i);
+                o = _mm256_fmadd_ps(w0, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + i))), o);
+                o = _mm256_fmadd_ps(w1, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + n + i))), o);
+                o = _mm256_fmadd_ps(w2, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + 2 * n + i))), o);
+                o = _mm256_fmadd_ps(w3, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + 3 * n + i))), o);
+                _mm256_storeu_ps(out + i, o);
+            }
+        }
+    }
+#endif
+    for (; t < count; t++)
+        for (int i = 0; i < n; i++) out[i] += weights[t] * half_to_float(values[(size_t)t * n + i]);
+}
+
+/* One query head of one row over its sequence's cached keys and values.
+ *
+ * The arithmetic is llama.cpp's own with a float16 cache (its default): the query is rounded to float16
+ * for the products with the keys, the softmax is taken in float, and its weights are rounded to float16
+ * before they weigh the values. This model family turns such last-bit differences into a changed top-1
+ * token now and then, and llama.cpp is the reference these files are checked against.
+ */
+void ll_attend(const ll_model *m, int layer, int seq, int pos, int head, const float *query, float *out,
+                   float *scores) {
+    const ll_config *c = &m->c;
+    const int kv_head = head / (c->heads / c->kv_heads), window = m->layer[layer].window;
+    const int first = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
+    const ll_half *keys = m->keys + kv_index(m, seq, layer, kv_head, 0);
+    const ll_half *values = m->values + kv_index(m, seq, layer, kv_head, 0);
+    /* Families whose llama.cpp graph scales the queries (Gemma, Phi-3) round the scaled query; the others
+     * scale the scores inside the softmax. */
+    const float query_scale = c->scale_queries ? c->attention_scale : 1.0f;
+    const float score_scale = c->scale_queries ? 1.0f : c->attention_scale;
+    float rounded_query[512];
+    for (int d = 0; d < c->head_dim; d++) rounded_query[d] = half_to_float(float_to_half(query[d] * query_scale));
+    const int count = pos - first + 1;
+    dot_keys(rounded_query, keys + (size_t)first * c->head_dim, count, c->head_dim, scores);
+    float max = -INFINITY;
+    for (int t = 0; t < count; t++) {
+        float s = scores[t];
+        if (c->attention_softcap > 0.0f) s = soft_cap(s, c->attention_softcap);
+        s *= score_scale;
+        scores[t] = s;
+        if (s > max) max = s;
+    }
+    /* e^(s - max) many lanes at a time: libm's expf, one position at a time, was most of a long context's
+     * attention. The sum stays sequential, in the order it always had. */
+    int t = 0;
+#if defined(__AVX512F__)
+    for (; t + 16 <= count; t += 16)
+        _mm512_storeu_ps(scores + t, exp_512(_mm512_sub_ps(_mm512_loadu_ps(scores + t), _mm512_set1_ps(max))));
+#elif defined(__AVX2__) && defined(__FMA__)
+    for (; t + 8 <= count; t += 8)
+        _mm256_storeu_ps(scores + t, exp_256(_mm256_sub_ps(_mm256_loadu_ps(scores + t), _mm256_set1_ps(max))));
+#endif
+    for (; t < count; t++) scores[t] = expf(scores[t] - max);
+    float total = 0.0f;
+    for (t = 0; t < count; t++) total += scores[t];
+    const float inverse = 1.0f / total;
+    t = 0;
+#if defined(__AVX512F__)
+    for (; t + 16 <= count; t += 16)  /* times 1 / total, rounded to float16 (round to nearest even) and back */
+        _mm512_storeu_ps(scores + t, _mm512_cvtph_ps(_mm512_cvtps_ph(
+            _mm512_mul_ps(_mm512_loadu_ps(scores + t), _mm512_set1_ps(inverse)), _MM_FROUND_TO_NEAREST_INT)));
+#elif defined(__AVX2__) && defined(__F16C__)
+    for (; t + 8 <= count; t += 8)
+        _mm256_storeu_ps(scores + t, _mm256_cvtph_ps(_mm256_cvtps_ph(
+            _mm256_mul_ps(_mm256_loadu_ps(scores + t), _mm256_set1_ps(inverse)), _MM_FROUND_TO_NEAREST_INT)));
+#endif
+    for (; t < count; t++) scores[t] = half_to_float(float_to_half(scores[t] * inverse));
+    weigh_values(scores, values + (size_t)first * c->head_dim, count, c->head_dim, out);
+}
+
+static void add_bias(float *x, const float *bias, int n) {
+    if (bias) for (int i = 0; i < n; i++) x[i] += bias[i];
+}
+
+void ll_prepare_row(ll_model *m, int layer, float *projected, int seq, int pos, float *cosines, float *sines) {
+    const ll_config *c = &m->c;
+    const ll_layer *l = &m->layer[layer];
+    const int q_size = c->heads * c->head_dim, kv_size = c->kv_heads * c->head_dim;
+    float *q = projected, *k = projected + q_size, *v = projected + q_size + kv_size;
+    add_bias(q, l->q_bias, q_size);
+    add_bias(k, l->k_bias, kv_size);
+    add_bias(v, l->v_bias, kv_size);
+    if (l->q_norm)
+        for (int h = 0; h < c->heads; h++) ll_rms_norm(q + h * c->head_dim, l->q_norm, q + h * c->head_dim, c->head_dim, c->norm_eps);
+    if (l->k_norm)
+        for (int h = 0; h < c->kv_heads; h++) ll_rms_norm(k + h * c->head_dim, l->k_norm, k + h * c->head_dim, c->head_dim, c->norm_eps);
+    /* The angles exactly as llama.cpp's rope cache makes them (theta multiplied up in float, divided by the
+     * frequency factor, then scaled): this model family amplifies a last-bit difference here into a changed
+     * top-1 token now and then, and llama.cpp is the reference these files are checked against. */
+    const float theta_scale = powf(l->rope_base, -2.0f / c->rope_dims);
+    float theta = (float)pos;
+    for (int i = 0; i < c->rope_dims / 2; i++) {
+        const float factor = l->rope_freq_factors ? l->rope_freq_factors[i] : 1.0f;
+        const float angle = l->rope_freq_scale * (theta / factor);
+        cosines[i] = cosf(angle);
+        sines[i] = sinf(angle);
+        theta *= theta_scale;
+    }
+    rope(q, c->heads, c->head_dim, cosines, sines, c->rope_dims, c->rope_style);
+    rope(k, c->kv_heads, c->head_dim, cosines, sines, c->rope_dims, c->rope_style);
+    for (int h = 0; h < c->kv_heads; h++) {
+        ll_half *key = m->keys + kv_index(m, seq, layer, h, pos), *value = m->values + kv_index(m, seq, layer, h, pos);
+        for (int d = 0; d < c->head_dim; d++) {
+            key[d] = float_to_half(k[h * c->head_dim + d]);
+            value[d] = float_to_half(v[h * c->head_dim + d]);
+        }
+    }
+}

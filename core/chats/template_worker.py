@@ -126,13 +126,17 @@ def _line(text: str | None) -> str:
 
 
 def _limit_memory(budget_bytes: int) -> None:
-    """Address space: what the process holds now plus the budget; past it, allocations fail with MemoryError."""
+    """Address space: what the process holds now plus the budget; past it, allocations fail with MemoryError. Under a
+    tighter limit of the user's own (`ulimit -v`), that one stands: it cannot be raised, and trying it ended the
+    worker in a ValueError traceback."""
     try:
         with open("/proc/self/statm") as handle:
             held = int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
     except OSError:
         held = 256 * 2**20
-    resource.setrlimit(resource.RLIMIT_AS, (held + budget_bytes, held + budget_bytes))
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = held + budget_bytes if hard == resource.RLIM_INFINITY else min(held + budget_bytes, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
 def main(fd: int, budget_bytes: int) -> None:

@@ -157,3 +157,29 @@ def test_stop_in_the_window_ends_a_reply_stuck_in_its_template(qtbot, hanging_te
     assert trace.stop_reason == "stopped" and trace.output_tokens == 0
     assert [m.content for m in window.session.messages] == ["Hello?"] and window.send_button.isEnabled()
     window.close()
+
+
+# A worker under a memory limit of the user's own (`ulimit -v`), tighter than the template's budget on top of it.
+UNDER_ULIMIT = (
+    sys.executable,
+    "-c",
+    "import os, resource, runpy, sys\n"
+    "held = int(open('/proc/self/statm').read().split()[0]) * os.sysconf('SC_PAGE_SIZE')\n"
+    "resource.setrlimit(resource.RLIMIT_AS, (held + 300 * 2**20, held + 300 * 2**20))\n"
+    "sys.argv[0] = 'template_worker'\n"
+    "runpy.run_module('core.chats.template_worker', run_name='__main__')",
+)
+
+
+@pytest.mark.subprocess  # the stand-in worker is a python process of the test's own making
+def test_a_worker_under_a_tighter_ulimit_keeps_it_and_renders(monkeypatch):
+    """Was: under `ulimit -v` the worker's own limit could not be raised above it, and it died in a ValueError
+    traceback; every template then "ended before it answered"."""
+    monkeypatch.setattr(template_render, "WORKER_COMMAND", UNDER_ULIMIT)
+    worker = template_render.TemplateWorker()
+    try:
+        assert worker.render("{{ messages | length }}", MESSAGES, {}) == "2"
+        with pytest.raises(ChatTemplateError, match="needed more memory than its budget"):
+            worker.render("{{ 'x' * 1000000000 }}", MESSAGES, {})  # the user's limit is the budget now
+    finally:
+        worker.close()

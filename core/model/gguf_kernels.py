@@ -17,15 +17,12 @@ import numpy as np
 from core.errors import ModelLoadError
 from core.kernels.kernel_model import KernelModel, ModelShape
 from core.kernels.library import KernelLibrary
-from core.model.tensor_shapes import INT32_LIMIT, LAYER_TABLES, check_sizes, expected_tensors, layer_count_in_file
+from core.model.families import FAMILIES, WIDTH_SCALED_ATTENTION, Family
+from core.model.tensor_shapes import INT32_LIMIT, check_sizes, expected_tensors, layer_count_in_file
 from core.progress import ProgressCallback
 from core.quant.gguf_blocks import GGUFWeights
 from core.quant.gguf_header import GGUFHeader
 
-# Architectures the C pass runs, and how each differs from Llama's layer (llama.cpp's own model files).
-ROPE_HALVES = {"qwen2", "qwen3", "phi3", "gemma2", "gemma3"}
-GEMMA = {"gemma2", "gemma3"}
-KERNEL_ARCHITECTURES = ("llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3")
 # GGUF tensor name -> the kernels' role.
 NORMS = {
     "attn_norm": "attn_norm",
@@ -54,8 +51,8 @@ class KernelBuild:
 def kernel_refusal(weights: GGUFWeights) -> str | None:
     """Why this file cannot run on the kernels (it then runs on transformers' layers), or None."""
     arch = weights.architecture
-    if arch not in KERNEL_ARCHITECTURES:
-        return f"the native kernels cover {', '.join(KERNEL_ARCHITECTURES)}; this file is {arch}"
+    if arch not in FAMILIES:
+        return f"the native kernels cover {', '.join(FAMILIES)}; this file is {arch}"
     scaling = weights.field_text(f"{arch}.rope.scaling.type")
     if scaling not in (None, "none", "linear"):
         return f"its rotary scaling ({scaling}) is not one the native kernels apply"
@@ -128,14 +125,14 @@ def read_shape(weights: GGUFWeights) -> ModelShape:
             "rope_dims": rope_dims,
         },
     )
-    windows = tuple(_window(weights, arch, index) for index in range(layers))
-    gemma = arch in GEMMA
+    family = FAMILIES[arch]
+    windows = tuple(_window(weights, family, index) for index in range(layers))
     attention_scale = head_dim**-0.5
-    if (arch, layers) in (("gemma2", 46), ("gemma3", 62)):  # Gemma 27B scales by width per head, as llama.cpp does
+    if (arch, layers) in WIDTH_SCALED_ATTENTION:
         attention_scale = (width / heads) ** -0.5
     # llama.cpp's defaults: Gemma 2 always soft-caps (50 and 30 unless the file says), Gemma 3 only its logits.
-    attention_softcap = real("attn_logit_softcapping", 50.0) if arch == "gemma2" else 0.0
-    final_softcap = real("final_logit_softcapping", 30.0 if arch == "gemma2" else 0.0)
+    attention_softcap = real("attn_logit_softcapping", family.attention_softcap) if family.attention_softcap else 0.0
+    final_softcap = real("final_logit_softcapping", family.final_softcap) if family.gemma else 0.0
     for layer in range(layers):
         _rope(weights, windows[layer])  # its numbers checked now, before the kernels are made
     return ModelShape(
@@ -146,15 +143,15 @@ def read_shape(weights: GGUFWeights) -> ModelShape:
         head_dim=head_dim,
         ffn=ffn,
         vocab=vocab,
-        norm_eps=real("attention.layer_norm_rms_epsilon", 1e-6 if gemma else 1e-5),
+        norm_eps=real("attention.layer_norm_rms_epsilon", 1e-6 if family.gemma else 1e-5),
         rope_dims=rope_dims,
-        rope_style="halves" if arch in ROPE_HALVES else "adjacent",
-        activation="gelu_tanh" if gemma else "silu",
-        embed_scale=math.sqrt(width) if gemma else 1.0,
+        rope_style="halves" if family.rope_halves else "adjacent",
+        activation=family.activation,
+        embed_scale=math.sqrt(width) if family.gemma else 1.0,
         attention_scale=attention_scale,
         attention_softcap=attention_softcap,
-        final_softcap=final_softcap if arch in GEMMA else 0.0,
-        scale_queries=arch in GEMMA or arch == "phi3",
+        final_softcap=final_softcap,
+        scale_queries=family.scale_queries,
         windows=windows,
     )
 
@@ -175,26 +172,18 @@ def _ffn_rows(weights: GGUFWeights, arch: str) -> int:
     )
 
 
-def _is_sliding(arch: str, index: int) -> bool:
-    """llama.cpp's default patterns: Gemma 2 alternates, from a sliding layer; Gemma 3 has 5 sliding, then 1 full."""
-    if arch == "gemma2":
-        return index % 2 == 0
-    if arch == "gemma3":
-        return index % 6 < 5
-    return True
-
-
-def _window(weights: GGUFWeights, arch: str, index: int) -> int:
-    """The layer's sliding window where llama.cpp applies one: Gemma's (4096 unless the file says). It runs
-    Llama/Mistral, Qwen and Phi-3 files with full attention, whatever their metadata says."""
-    if arch not in GEMMA:
+def _window(weights: GGUFWeights, family: Family, index: int) -> int:
+    """The layer's sliding window where llama.cpp applies one: Gemma's (4096 unless the file says, in its pattern of
+    layers). It runs Llama/Mistral, Qwen and Phi-3 files with full attention, whatever their metadata says."""
+    if not family.sliding:
         return 0
-    window = weights.fields().get(f"{arch}.attention.sliding_window", 4096 if arch == "gemma2" else 0) or 0
+    arch = family.gguf_arch
+    window = weights.fields().get(f"{arch}.attention.sliding_window", family.default_window) or 0
     if isinstance(window, bool) or not isinstance(window, int) or not 0 <= window <= INT32_LIMIT:
         raise ModelLoadError(
             f"the GGUF file's {arch}.attention.sliding_window is {str(window)[:40]!r}, not a whole number of positions."
         )
-    return window if window and _is_sliding(arch, index) else 0
+    return window if window and family.slides(index) else 0
 
 
 def _rope(weights: GGUFWeights, window: int) -> tuple[float, float]:
@@ -203,7 +192,7 @@ def _rope(weights: GGUFWeights, window: int) -> tuple[float, float]:
     arch = weights.architecture
     fields = weights.fields()
     key, scale = f"{arch}.rope.freq_base", 1.0
-    if arch == "gemma3" and window:
+    if FAMILIES[arch].swa_rope_base and window:
         key = f"{arch}.rope.freq_base_swa"
     elif weights.field_text(f"{arch}.rope.scaling.type") == "linear":
         factor = fields.get(f"{arch}.rope.scaling.factor", 1.0)
@@ -233,7 +222,7 @@ def build_kernel_model(library: KernelLibrary, weights: GGUFWeights, progress: P
     shape, checked = checked_shape(weights)
     kernel = KernelModel(library, shape)
     build = KernelBuild(kernel, shape, weights.file_type(), 0)
-    table = LAYER_TABLES[weights.architecture]
+    fused = FAMILIES[weights.architecture].fused
     total = len(checked)
     done = 0
 
@@ -258,7 +247,7 @@ def build_kernel_model(library: KernelLibrary, weights: GGUFWeights, progress: P
         for name, role in NORMS.items():
             if prefix + name + ".weight" in checked:
                 vector(index, role, prefix + name + ".weight")
-        if "attn_qkv.weight" in table:
+        if fused:
             matrix(index, "attn_qkv", prefix + "attn_qkv.weight")
         else:
             for role in ("attn_q", "attn_k", "attn_v"):
@@ -267,11 +256,11 @@ def build_kernel_model(library: KernelLibrary, weights: GGUFWeights, progress: P
             if prefix + role + ".bias" in checked:
                 vector(index, role + "_bias", prefix + role + ".bias")
         matrix(index, "attn_output", prefix + "attn_output.weight")
-        if "ffn_gate.weight" in table:
+        if fused:
+            matrix(index, "ffn_gate_up", prefix + "ffn_up.weight")
+        else:
             matrix(index, "ffn_gate", prefix + "ffn_gate.weight")
             matrix(index, "ffn_up", prefix + "ffn_up.weight")
-        else:
-            matrix(index, "ffn_gate_up", prefix + "ffn_up.weight")
         matrix(index, "ffn_down", prefix + "ffn_down.weight")
         kernel.set_rope(index, *_rope(weights, shape.windows[index]))
         if "rope_freqs.weight" in checked:  # Llama 3.1+: per-dimension factors divide each angle

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from core.errors import ModelLoadError
+from core.model.families import FAMILIES, Family
 
 # The kernels index with 32-bit integers, and the table's products must stay below that too.
 INT32_LIMIT = 2**31 - 1
@@ -62,14 +63,21 @@ PHI3 = {
     for name, entry in LLAMA.items()
     if name not in ("attn_q.weight", "attn_k.weight", "attn_v.weight", "ffn_gate.weight")
 } | _PHI3_FUSED
-LAYER_TABLES = {
-    "llama": LLAMA,
-    "qwen2": LLAMA | BIASES,
-    "qwen3": LLAMA | HEAD_NORMS,
-    "phi3": PHI3,
-    "gemma2": LLAMA | POST_NORMS,
-    "gemma3": LLAMA | POST_NORMS | HEAD_NORMS,
-}
+
+
+def layer_table(family: Family) -> dict[str, Entry]:
+    """The tensors of one of a family's layers, from its row of core/model/families.py."""
+    table = PHI3 if family.fused else dict(LLAMA)
+    if family.biases:
+        table |= BIASES
+    if family.head_norms:
+        table |= HEAD_NORMS
+    if family.gemma:
+        table |= POST_NORMS
+    return table
+
+
+LAYER_TABLES = {arch: layer_table(family) for arch, family in FAMILIES.items()}
 _LAYER_NAME = re.compile(r"blk\.(\d+)\.")
 
 

@@ -1,9 +1,12 @@
-"""The model families the lean decode pass covers, each as a small spec of where its parts live."""
+"""Where each family's parts live in transformers' modules, for the lean decode pass; the families themselves are
+core/model/families.py's."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from core.model.families import BY_MODEL_TYPE, Family
 
 
 @dataclass(frozen=True)
@@ -20,16 +23,15 @@ class FamilySpec:
     gemma_norms: bool = False
 
 
-LLAMA = FamilySpec()
-FAMILIES: dict[str, FamilySpec] = {
-    "llama": LLAMA,
-    "mistral": LLAMA,  # a Llama with a sliding window, which the pass handles per layer
-    "qwen2": LLAMA,  # biases on q/k/v, which the projections carry
-    "qwen3": FamilySpec(head_norms=True),
-    "phi3": FamilySpec(qkv=("qkv_proj",), gate_up=("gate_up_proj",)),
-    "gemma2": FamilySpec(gemma_norms=True),
-    "gemma3_text": FamilySpec(gemma_norms=True, head_norms=True),
-}
+def _spec(family: Family) -> FamilySpec:
+    """A family's parts as transformers names them: Qwen2's biases are in its projections, and Mistral's sliding
+    window is handled per layer by the pass."""
+    if family.fused:
+        return FamilySpec(qkv=("qkv_proj",), gate_up=("gate_up_proj",), head_norms=family.head_norms)
+    return FamilySpec(head_norms=family.head_norms, gemma_norms=family.gemma)
+
+
+FAMILIES: dict[str, FamilySpec] = {model_type: _spec(family) for model_type, family in BY_MODEL_TYPE.items()}
 
 
 # Rotary embeddings whose frequencies and scaling are fixed at load: the pass takes them from the model

@@ -7,6 +7,11 @@ from core.errors import InvalidSettingsError, PromptTooLongError
 
 def check_reply_budget(max_new_tokens: int, context_window: int) -> None:
     """The prompt gets what the reply leaves of the context window; refuse a reply that takes all of it."""
+    if context_window < 2:  # a crafted file's context length of 1 (or 0): no setting of ours can help
+        raise InvalidSettingsError(
+            f"the model's context window holds only {context_window:,} token(s), too few for a prompt and a reply: "
+            "the model file's context length is wrong."
+        )
     if max_new_tokens >= context_window:
         raise InvalidSettingsError(
             f"max new tokens is {max_new_tokens:,}, but the model's context window holds only {context_window:,} "

@@ -130,3 +130,17 @@ def test_a_race_shows_its_prompt_cache_warm_up_as_it_prefills(tiny_model):
         ]
         assert warming and warming[-1].endswith("100% prefilled"), said
         assert len(warming) == len(set(warming)) <= 11  # each tenth once
+
+
+@pytest.mark.parametrize("context_window", [0, 1])
+def test_a_context_window_too_small_for_any_reply_blames_the_file_not_the_setting(context_window):
+    """Was, for a crafted GGUF's context_length of 1: "… holds only 1 tokens … Choose fewer than 1."."""
+    from core.chats.context_fit import check_reply_budget
+    from core.errors import InvalidSettingsError
+
+    with pytest.raises(InvalidSettingsError) as refused:
+        check_reply_budget(1, context_window)
+    assert str(refused.value) == (
+        f"the model's context window holds only {context_window} token(s), too few for a prompt and a reply: the "
+        "model file's context length is wrong."
+    )

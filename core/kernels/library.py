@@ -96,6 +96,7 @@ _SIGNATURES = {
     "ll_gemm_rows": (_I, [_I, _I, _P, _S, _I, _P, _S, _I, _P]),
     "ll_weight_row_reads": (ctypes.c_uint64, []),
     "ll_read": (ctypes.c_uint64, [_P, ctypes.c_size_t, _I]),  # csrc/read.c: the bandwidth ceilings' read loop
+    "ll_int8_peak": (ctypes.c_uint64, [ctypes.c_int64, _I]),  # csrc/peak.c: the int8 products' ceiling
 }
 
 

@@ -32,7 +32,7 @@ MIN_DRAM_BUFFER = 512 * MIB
 LLC_FRACTION = 4  # a quarter of the last-level cache: well past the private caches, well inside the shared one
 MIN_PASSES = 5
 BUDGET_S = 0.4  # per ceiling, after the minimum passes
-FORMAT = 1
+FORMAT = 2  # 2: with the int8 ceiling the kernels' prompt GEMM runs against
 
 Timer = Callable[[], float]
 
@@ -167,6 +167,39 @@ def gemm_probe(precision: str, shape: tuple[int, int, int] = GEMM_SHAPE) -> Prob
     )
 
 
+# Rounds of the int8 loop per pass: about 0.1 s on two AVX-512 cores.
+INT8_ROUNDS = 20_000_000
+
+
+def int8_probe() -> Probe | None:
+    """The int8 products' ceiling the kernels' prompt GEMM runs against (csrc/peak.c), where the kernels are built
+    with SIMD products; None elsewhere."""
+    try:
+        import torch
+
+        from core.kernels.build import can_build, fast_here
+        from core.kernels.library import kernels
+
+        if not (fast_here() and can_build()):
+            return None
+        library, threads = kernels(), torch.get_num_threads()
+        per_round = library.ll_int8_peak(0, threads)
+    except Exception:  # noqa: BLE001 - no compiler, no kernels: no int8 ceiling to measure
+        return None
+    if not per_round:
+        return None
+    instruction = "vpdpbusd" if "avx512" in library.isa else "maddubs + madd"
+    return Probe(
+        "gemm_int8",
+        "int8 GEMM",
+        "flop/s",
+        2.0 * per_round * INT8_ROUNDS,
+        lambda: library.ll_int8_peak(INT8_ROUNDS, threads),
+        f"Latency Lab's int8 loop ({instruction} from registers, {threads} threads): 2 x the 8-bit products over "
+        f"the best pass",
+    )
+
+
 def read_probe(name: str, label: str, buffer_bytes: int, why: str) -> Probe:
     """Latency Lab's read loop (csrc/read.c: wide loads, every thread) where the kernels are built, else torch.sum,
     whose pairwise float sums read at about half the rate here."""
@@ -204,6 +237,9 @@ def read_probe(name: str, label: str, buffer_bytes: int, why: str) -> Probe:
 def default_probes(last_level_cache: int | None) -> list[Callable[[], Probe]]:
     """Each made when it runs, so only one buffer is in memory at a time."""
     probes: list[Callable[[], Probe]] = [partial(gemm_probe, precision) for precision in GEMM_PRECISIONS]
+    int8 = int8_probe()
+    if int8 is not None:
+        probes.append(lambda: int8)
     dram = max(MIN_DRAM_BUFFER, DRAM_CACHE_MULTIPLE * (last_level_cache or 0))
     why = (
         f"{dram / last_level_cache:.0f}x the {last_level_cache / MIB:,.0f} MiB last-level cache"
@@ -315,7 +351,10 @@ def _save(result: Ceilings, threads: int) -> None:
 
 # What a cached ceilings file may hold. The rates' ranges hold any CPU from a slow ARM board (MFLOP/s) to a large
 # server (PFLOP/s, tens of TB/s); a rate of 0, below 0 or 1e-300 put replies at share -1.94 or 8e307 of a ceiling.
-CEILING_NAMES = {f"gemm_{precision}": "flop/s" for precision in GEMM_PRECISIONS} | {"dram": "byte/s", "llc": "byte/s"}
+CEILING_NAMES = {f"gemm_{precision}": "flop/s" for precision in (*GEMM_PRECISIONS, "int8")} | {
+    "dram": "byte/s",
+    "llc": "byte/s",
+}
 RATE = number(1e6, 1e18)
 _CEILING = record(
     {

@@ -104,3 +104,21 @@ def test_the_dram_buffer_is_at_least_four_times_the_last_level_cache(monkeypatch
     for probe in default_probes(None):
         probe()
     assert made == [("dram", module.MIN_DRAM_BUFFER, "the last-level cache's size is unknown here")]
+
+
+def test_the_int8_ceiling_counts_the_products_the_kernels_prompt_gemm_makes():
+    """The int8 loop does rounds x (products per round) products: twice that many operations, and a real rate."""
+    from core.kernels.build import fast_here
+    from core.roofline.ceilings import best_rate, int8_probe
+
+    probe = int8_probe()
+    if not fast_here():
+        assert probe is None
+        return
+    assert probe is not None and probe.name == "gemm_int8" and probe.unit == "flop/s"
+    from core.kernels.library import kernels
+
+    per_round = kernels().ll_int8_peak(0, 1)
+    assert per_round in (16 * 64, 8 * 32)  # sixteen vpdpbusd of 64 products, or eight maddubs + madd of 32
+    best, _, passes = best_rate(probe.run, probe.amount, min_passes=2, budget_s=0.0)
+    assert passes == 2 and best > 1e9

@@ -13,7 +13,7 @@ import pytest
 import core.kernels.build
 import core.roofline.ceilings
 from core.cache_file import take_notices
-from core.roofline.ceilings import Ceiling, Ceilings, cached_ceilings
+from core.roofline.ceilings import FORMAT, Ceiling, Ceilings, cached_ceilings
 
 
 @pytest.fixture(autouse=True)
@@ -77,7 +77,7 @@ BAD_CEILINGS = {
     "0 threads": (_set(("threads",), 0), "threads must be from 1"),
     "loaded as text": (_set(("loaded",), "no"), "loaded must be true or false"),
     "a note that is a number": (_set(("notes",), [1]), "notes[0] must be text"),
-    "another format": (_set(("format",), 2), "format must be from 1 to 1"),
+    "another format": (_set(("format",), FORMAT + 1), f"format must be from {FORMAT} to {FORMAT}"),
     "not JSON": (lambda document: "{not json", "not JSON"),
     "empty": (lambda document: "", "not JSON"),
     "deeply nested": (lambda document: "[" * 100_000 + "]" * 100_000, "not JSON"),

@@ -310,79 +310,70 @@ TILE_ENTRY(f32) TILE_ENTRY(f16) TILE_ENTRY(bf16)
  * Q8_0's: its products take the signed activations and the weights' sign moved onto them (as the tiles do), with
  * no +128 to take off. */
 #define GEMM_KERNEL(NAME, BLOCK, SUB, SCALED, MINIMUM, ACTIVATION)                                                \
-    INLINE void NAME##_gemm_tile(int n, const void *w, size_t w_stride, const char *panel, size_t group_stride,    \
-                                 const int R, const int TV, float values[4][2][LL_GEMM_LANES]) {                  \
+    INLINE void NAME##_gemm_block(const unpacked *u, const int R, const char *panel, size_t group_stride,          \
+                                  const int TV, float (*sums)[2][LL_GEMM_LANES],                                  \
+                                  float (*minimums)[2][LL_GEMM_LANES]) {                                          \
         const int full_range = __builtin_strcmp(#NAME, "q8_0") == 0;                                              \
         const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);                           \
-        __m256 sums[4][2], minimums[4][2];                                                                        \
+        const char *p[2];                                                                                         \
+        for (int t = 0; t < TV; t++) p[t] = panel + (size_t)t * group_stride;                                     \
+        __m256i isum[4][2];                                                                                       \
         for (int r = 0; r < R; r++)                                                                               \
-            for (int t = 0; t < TV; t++) sums[r][t] = minimums[r][t] = _mm256_setzero_ps();                       \
-        const int bytes = panel_block_bytes(ACTIVATION);                                                          \
-        unpacked u[4];                                                                                            \
-        for (int b = 0; b < n / BLOCK; b++) {                                                                     \
-            for (int r = 0; r < R; r++) unpack_##NAME(W_ROW(r), b, &u[r]);                                        \
-            const char *p[2];                                                                                     \
-            for (int t = 0; t < TV; t++) p[t] = panel + (size_t)t * group_stride + (size_t)b * bytes;            \
-            __m256i isum[4][2];                                                                                   \
+            for (int t = 0; t < TV; t++) isum[r][t] = _mm256_setzero_si256();                                     \
+        for (int s = 0; s < BLOCK / SUB; s++) {                                                                   \
+            __m256i part[4][2];                                                                                   \
             for (int r = 0; r < R; r++)                                                                           \
-                for (int t = 0; t < TV; t++) isum[r][t] = _mm256_setzero_si256();                                 \
-            for (int s = 0; s < BLOCK / SUB; s++) {                                                               \
-                __m256i part[4][2];                                                                               \
-                for (int r = 0; r < R; r++)                                                                       \
-                    for (int t = 0; t < TV; t++) part[r][t] = _mm256_setzero_si256();                             \
-                for (int g = s * SUB / 4; g < (s + 1) * SUB / 4; g++) {                                           \
-                    __m256i act[2];                                                                               \
+                for (int t = 0; t < TV; t++) part[r][t] = _mm256_setzero_si256();                                 \
+            for (int within = 0; within < SUB / 4; within++) { /* constant bounds: unrolled into registers */   \
+                const int g = s * SUB / 4 + within;                                                               \
+                __m256i act[2];                                                                                   \
+                for (int t = 0; t < TV; t++) {                                                                    \
+                    act[t] = _mm256_load_si256((const __m256i *)(p[t] + 32 * g));                                 \
+                    if (full_range) act[t] = _mm256_xor_si256(act[t], flip);                                      \
+                }                                                                                                 \
+                for (int r = 0; r < R; r++) {                                                                     \
+                    int32_t four;                                                                                 \
+                    memcpy(&four, u[r].q + 4 * g, 4);                                                             \
+                    const __m256i wq = _mm256_set1_epi32(four);                                                   \
+                    const __m256i magnitude = full_range ? _mm256_abs_epi8(wq) : wq;                              \
                     for (int t = 0; t < TV; t++) {                                                                \
-                        act[t] = _mm256_load_si256((const __m256i *)(p[t] + 32 * g));                             \
-                        if (full_range) act[t] = _mm256_xor_si256(act[t], flip);                                  \
-                    }                                                                                             \
-                    for (int r = 0; r < R; r++) {                                                                 \
-                        int32_t four;                                                                             \
-                        memcpy(&four, u[r].q + 4 * g, 4);                                                         \
-                        const __m256i wq = _mm256_set1_epi32(four);                                               \
-                        const __m256i magnitude = full_range ? _mm256_abs_epi8(wq) : wq;                          \
-                        for (int t = 0; t < TV; t++) {                                                            \
-                            const __m256i pairs =                                                                 \
-                                full_range ? _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(act[t], wq))        \
-                                           : _mm256_maddubs_epi16(act[t], wq);                                    \
-                            part[r][t] = _mm256_add_epi32(part[r][t], _mm256_madd_epi16(pairs, ones));            \
-                        }                                                                                         \
+                        const __m256i pairs = full_range                                                          \
+                                                  ? _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(act[t], wq)) \
+                                                  : _mm256_maddubs_epi16(act[t], wq);                             \
+                        part[r][t] = _mm256_add_epi32(part[r][t], _mm256_madd_epi16(pairs, ones));                \
                     }                                                                                             \
                 }                                                                                                 \
-                for (int r = 0; r < R; r++)                                                                       \
-                    for (int t = 0; t < TV; t++)                                                                  \
-                        isum[r][t] = SCALED ? _mm256_add_epi32(isum[r][t], _mm256_mullo_epi32(                    \
-                                                  part[r][t], _mm256_set1_epi32(u[r].scale[s])))                  \
-                                            : part[r][t];                                                         \
             }                                                                                                     \
-            for (int t = 0; t < TV; t++) {                                                                        \
-                const __m256 da = _mm256_load_ps((const float *)(p[t] + BLOCK * LL_GEMM_LANES));                  \
-                const char *extra = p[t] + BLOCK * LL_GEMM_LANES + 4 * LL_GEMM_LANES;                             \
-                for (int r = 0; r < R; r++) {                                                                     \
-                    const __m256i exact =                                                                         \
-                        _mm256_sub_epi32(isum[r][t], _mm256_set1_epi32(full_range ? 0 : u[r].correction));        \
-                    sums[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(u[r].d), da),                       \
-                                                 _mm256_cvtepi32_ps(exact), sums[r][t]);                          \
-                    if (MINIMUM == 1)                                                                             \
-                        minimums[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(u[r].m),                                  \
-                                                         _mm256_load_ps((const float *)extra), minimums[r][t]);   \
-                    if (MINIMUM == 2) {                                                                           \
-                        __m256i m = _mm256_setzero_si256();                                                       \
-                        for (int q = 0; q < 4; q++)                                                               \
-                            m = _mm256_add_epi32(m, _mm256_madd_epi16(                                            \
-                                                        _mm256_load_si256((const __m256i *)(extra + 32 * q)),     \
-                                                        _mm256_set1_epi32(u[r].min_pairs[q])));                   \
-                        minimums[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(u[r].m), da),               \
-                                                         _mm256_cvtepi32_ps(m), minimums[r][t]);                  \
-                    }                                                                                             \
+            for (int r = 0; r < R; r++)                                                                           \
+                for (int t = 0; t < TV; t++)                                                                      \
+                    isum[r][t] = SCALED ? _mm256_add_epi32(isum[r][t], _mm256_mullo_epi32(                        \
+                                              part[r][t], _mm256_set1_epi32(u[r].scale[s])))                      \
+                                        : part[r][t];                                                             \
+        }                                                                                                         \
+        for (int t = 0; t < TV; t++) {                                                                            \
+            const __m256 da = _mm256_load_ps((const float *)(p[t] + BLOCK * LL_GEMM_LANES));                      \
+            const char *extra = p[t] + BLOCK * LL_GEMM_LANES + 4 * LL_GEMM_LANES;                                 \
+            for (int r = 0; r < R; r++) {                                                                         \
+                const __m256i exact =                                                                             \
+                    _mm256_sub_epi32(isum[r][t], _mm256_set1_epi32(full_range ? 0 : u[r].correction));            \
+                _mm256_store_ps(sums[r][t], _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(u[r].d), da),            \
+                                                            _mm256_cvtepi32_ps(exact), _mm256_load_ps(sums[r][t])));\
+                if (MINIMUM == 1)                                                                                 \
+                    _mm256_store_ps(minimums[r][t], _mm256_fmadd_ps(_mm256_set1_ps(u[r].m),                       \
+                                                                    _mm256_load_ps((const float *)extra),         \
+                                                                    _mm256_load_ps(minimums[r][t])));             \
+                if (MINIMUM == 2) {                                                                               \
+                    __m256i m = _mm256_setzero_si256();                                                           \
+                    for (int q = 0; q < 4; q++)                                                                   \
+                        m = _mm256_add_epi32(m, _mm256_madd_epi16(                                                \
+                                                    _mm256_load_si256((const __m256i *)(extra + 32 * q)),         \
+                                                    _mm256_set1_epi32(u[r].min_pairs[q])));                       \
+                    _mm256_store_ps(minimums[r][t], _mm256_fmadd_ps(_mm256_mul_ps(_mm256_set1_ps(u[r].m), da),    \
+                                                                    _mm256_cvtepi32_ps(m),                        \
+                                                                    _mm256_load_ps(minimums[r][t])));             \
                 }                                                                                                 \
             }                                                                                                     \
         }                                                                                                         \
-        for (int r = 0; r < R; r++)                                                                               \
-            for (int t = 0; t < TV; t++)                                                                          \
-                _mm256_storeu_ps(values[r][t], MINIMUM == 2 ? _mm256_sub_ps(sums[r][t], minimums[r][t])           \
-                                             : MINIMUM == 1 ? _mm256_add_ps(sums[r][t], minimums[r][t])           \
-                                                            : sums[r][t]);                                        \
     }
 
 GEMM_TYPES(GEMM_KERNEL)

@@ -13,6 +13,8 @@
 
 #include "quants.h"
 
+#include <stdlib.h>
+
 #if LL_GEMM_LANES
 
 #define GEMM_INLINE static inline __attribute__((always_inline))
@@ -156,42 +158,76 @@ GEMM_INLINE void unpack_q6_K(const void *row, int b, unpacked *u) {
     u->d = half_to_float(x->d);
 }
 
-/* Results of R rows by TV groups of lanes (values[r][t] holds LL_GEMM_LANES tokens' dots) into out[token][row]. */
-GEMM_INLINE void gemm_store(float values[4][2][LL_GEMM_LANES], int R, int TV, int first_group, int tokens,
-                            float *out, size_t out_stride, int accumulate) {
-    for (int r = 0; r < R; r++)
-        for (int t = 0; t < TV; t++) {
-            const int first = (first_group + t) * LL_GEMM_LANES;
-            for (int l = 0; l < LL_GEMM_LANES && first + l < tokens; l++) {
-                float *target = out + (size_t)(first + l) * out_stride + r;
-                *target = accumulate ? *target + values[r][t][l] : values[r][t][l];
-            }
-        }
-}
+/* Rows whose results are written out together, a line of each token's output row at a time. */
+#define GEMM_ROWS 16
 
 /* Each type's GEMM: BLOCK elements a block in sub-blocks of SUB with integer scales when SCALED; MINIMUM 1: Q8_1's
- * m * s, 2: the k-quants' dmin * d * sum(minimum * sub-block sum). The entry walks rows by 4 and groups of lanes
- * by 2, calling the instruction set's NAME##_gemm_tile for each. */
-#define GEMM_ENTRY(NAME, BLOCK, ACTIVATION)                                                                       \
+ * m * s, 2: the k-quants' dmin * d * sum(minimum * sub-block sum). The entry walks rows by 4; for each block it
+ * unpacks the rows' blocks once and runs the instruction set's NAME##_gemm_block over every token, two groups of
+ * lanes a call, the tokens' float sums kept in a buffer that stays in the first-level cache (4 rows x 2 sums x the
+ * pass's tokens: 16 KB for 512). */
+/* Each shape of the instruction set's block kernel compiled on its own, its loops unrolled for that shape alone (one
+ * function holding all four kept fewer of its sums in registers: half the speed). */
+#define GEMM_SHAPE(NAME, R, TV)                                                                                   \
+    static __attribute__((noinline)) void NAME##_gemm_##R##x##TV(                                                 \
+        const unpacked *u, const char *panel, size_t group_stride, float (*sums)[2][LL_GEMM_LANES],               \
+        float (*minimums)[2][LL_GEMM_LANES]) {                                                                    \
+        NAME##_gemm_block(u, R, panel, group_stride, TV, sums, minimums);                                         \
+    }
+
+#define GEMM_ENTRY(NAME, BLOCK, MINIMUM, ACTIVATION)                                                              \
+    GEMM_SHAPE(NAME, 4, 2) GEMM_SHAPE(NAME, 4, 1) GEMM_SHAPE(NAME, 1, 2) GEMM_SHAPE(NAME, 1, 1)                   \
     void ll_gemm_##NAME(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens,            \
                         float *out, size_t out_stride, int accumulate) {                                          \
-        const size_t group_stride = (size_t)(n / BLOCK) * panel_block_bytes(ACTIVATION);                          \
-        const int groups = (tokens + LL_GEMM_LANES - 1) / LL_GEMM_LANES;                                          \
-        for (int r0 = 0; r0 < rows;) {                                                                            \
-            const int R = rows - r0 >= 4 ? 4 : 1;                                                                 \
-            const char *rows_w = (const char *)w + (size_t)r0 * w_stride;                                         \
-            for (int t0 = 0; t0 < groups; t0 += 2) {                                                              \
-                const int TV = groups - t0 >= 2 ? 2 : 1;                                                          \
-                const char *p = (const char *)panel + (size_t)t0 * group_stride;                                  \
-                float values[4][2][LL_GEMM_LANES];                                                                \
-                if (R == 4 && TV == 2) NAME##_gemm_tile(n, rows_w, w_stride, p, group_stride, 4, 2, values);      \
-                else if (R == 4) NAME##_gemm_tile(n, rows_w, w_stride, p, group_stride, 4, 1, values);            \
-                else if (TV == 2) NAME##_gemm_tile(n, rows_w, w_stride, p, group_stride, 1, 2, values);           \
-                else NAME##_gemm_tile(n, rows_w, w_stride, p, group_stride, 1, 1, values);                        \
-                gemm_store(values, R, TV, t0, tokens, out + r0, out_stride, accumulate);                          \
+        const int bytes = panel_block_bytes(ACTIVATION);                                                          \
+        const size_t group_stride = (size_t)(n / BLOCK) * bytes;                                                  \
+        const int groups = (tokens + LL_GEMM_LANES - 1) / LL_GEMM_LANES, pairs = (groups + 1) / 2;                \
+        /* sums[pair][r][t][lane], then the minimums', then the results of GEMM_ROWS rows by token */             \
+        const size_t floats = (size_t)pairs * 4 * 2 * LL_GEMM_LANES;                                              \
+        float *buffer = aligned_alloc(64, (2 * floats + (size_t)GEMM_ROWS * tokens) * sizeof(float));             \
+        if (!buffer) return; /* the caller's scratch came first: this is 48 KB for 512 tokens */                  \
+        float(*sums)[4][2][LL_GEMM_LANES] = (float(*)[4][2][LL_GEMM_LANES])buffer;                                \
+        float(*minimums)[4][2][LL_GEMM_LANES] = (float(*)[4][2][LL_GEMM_LANES])(buffer + floats);                 \
+        float *results = buffer + 2 * floats;                                                                     \
+        unpacked u[4];                                                                                            \
+        for (int first = 0; first < rows; first += GEMM_ROWS) {                                                   \
+            const int panel_rows = rows - first < GEMM_ROWS ? rows - first : GEMM_ROWS;                           \
+            for (int r0 = first; r0 < first + panel_rows;) {                                                      \
+                const int R = first + panel_rows - r0 >= 4 ? 4 : 1;                                              \
+                memset(buffer, 0, 2 * floats * sizeof(float));                                                    \
+                for (int b = 0; b < n / BLOCK; b++) {                                                             \
+                    for (int r = 0; r < R; r++)                                                                   \
+                        unpack_##NAME((const char *)w + (size_t)(r0 + r) * w_stride, b, &u[r]);                  \
+                    const char *block = (const char *)panel + (size_t)b * bytes;                                  \
+                    for (int pair = 0; pair < pairs; pair++) {                                                    \
+                        const char *p = block + (size_t)(2 * pair) * group_stride;                                \
+                        const int TV = groups - 2 * pair >= 2 ? 2 : 1;                                            \
+                        if (R == 4 && TV == 2) NAME##_gemm_4x2(u, p, group_stride, sums[pair], minimums[pair]);   \
+                        else if (R == 4) NAME##_gemm_4x1(u, p, group_stride, sums[pair], minimums[pair]);         \
+                        else if (TV == 2) NAME##_gemm_1x2(u, p, group_stride, sums[pair], minimums[pair]);        \
+                        else NAME##_gemm_1x1(u, p, group_stride, sums[pair], minimums[pair]);                     \
+                    }                                                                                             \
+                }                                                                                                 \
+                for (int r = 0; r < R; r++)                                                                       \
+                    for (int token = 0; token < tokens; token++) {                                                \
+                        const int group = token / LL_GEMM_LANES, lane = token % LL_GEMM_LANES;                    \
+                        const float sum = sums[group / 2][r][group % 2][lane];                                    \
+                        const float minimum = minimums[group / 2][r][group % 2][lane];                            \
+                        results[(size_t)(r0 - first + r) * tokens + token] =                                      \
+                            MINIMUM == 2 ? sum - minimum : MINIMUM == 1 ? sum + minimum : sum;                    \
+                    }                                                                                             \
+                r0 += R;                                                                                          \
             }                                                                                                     \
-            r0 += R;                                                                                              \
+            /* token by token, the panel's rows side by side: a line of out at a time, not a float */             \
+            for (int token = 0; token < tokens; token++) {                                                        \
+                float *target = out + (size_t)token * out_stride + first;                                         \
+                for (int r = 0; r < panel_rows; r++) {                                                            \
+                    const float value = results[(size_t)r * tokens + token];                                      \
+                    target[r] = accumulate ? target[r] + value : value;                                           \
+                }                                                                                                 \
+            }                                                                                                     \
         }                                                                                                         \
+        free(buffer);                                                                                             \
     }
 
 /* Every quant type's GEMM, from an instruction set's GEMM_KERNEL(NAME, BLOCK, SUB, SCALED, MINIMUM, ACTIVATION). */
@@ -204,9 +240,14 @@ GEMM_INLINE void gemm_store(float values[4][2][LL_GEMM_LANES], int R, int TV, in
     KERNEL(q4_K, QK_K, 32, 1, 2, LL_Q8_K)                                                                         \
     KERNEL(q5_K, QK_K, 32, 1, 2, LL_Q8_K)                                                                         \
     KERNEL(q6_K, QK_K, 16, 1, 0, LL_Q8_K)                                                                         \
-    GEMM_ENTRY(q4_0, QK, LL_Q8_0) GEMM_ENTRY(q4_1, QK, LL_Q8_1) GEMM_ENTRY(q5_0, QK, LL_Q8_0)                      \
-    GEMM_ENTRY(q5_1, QK, LL_Q8_1) GEMM_ENTRY(q8_0, QK, LL_Q8_0) GEMM_ENTRY(q4_K, QK_K, LL_Q8_K)                    \
-    GEMM_ENTRY(q5_K, QK_K, LL_Q8_K) GEMM_ENTRY(q6_K, QK_K, LL_Q8_K)
+    GEMM_ENTRY(q4_0, QK, 0, LL_Q8_0)                                                                              \
+    GEMM_ENTRY(q4_1, QK, 1, LL_Q8_1)                                                                              \
+    GEMM_ENTRY(q5_0, QK, 0, LL_Q8_0)                                                                              \
+    GEMM_ENTRY(q5_1, QK, 1, LL_Q8_1)                                                                              \
+    GEMM_ENTRY(q8_0, QK, 0, LL_Q8_0)                                                                              \
+    GEMM_ENTRY(q4_K, QK_K, 2, LL_Q8_K)                                                                            \
+    GEMM_ENTRY(q5_K, QK_K, 2, LL_Q8_K)                                                                            \
+    GEMM_ENTRY(q6_K, QK_K, 0, LL_Q8_K)
 
 #endif
 #endif

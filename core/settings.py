@@ -80,6 +80,7 @@ def prompt_cache_budget(position_bytes: int, available_bytes: int | None) -> int
         return wanted
     return max(position_bytes, min(wanted, int(available_bytes * PROMPT_CACHE_MEMORY_SHARE)))
 
+
 # Below this, logits / temperature overflow to inf and sampling fails ("probability tensor contains
 # inf/nan"); 0 itself means greedy.
 MIN_SAMPLING_TEMPERATURE = 1e-3

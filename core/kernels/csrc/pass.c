@@ -19,16 +19,17 @@
 #ifndef PREFILL_ROWS
 #define PREFILL_ROWS 4    /* weight rows per kernel call in a prompt's pass, against 4 tokens (2 and 3 were slower) */
 #endif
-/* Weight rows per kernel call for a single token. The AVX2 kernels: one (more were slower). The AVX-512 ones: two
- * for the legacy 4- and 5-bit types, which then share each activation block's loads and offset sums (10-15%
- * faster a row, measured one kernel at a time); one for Q8_0 and the k-quants, which two rows made slower. */
+/* Weight rows per kernel call for a single token. The AVX2 kernels: one (more were slower). The AVX-512 ones: four
+ * for the legacy 4- and 5-bit types, whose block sums then reduce together and whose float steps run with rows in
+ * lanes (dots_avx512.c's rows4: the 1B shape's Q4_0 decode went from 59 to 41 ms a token on 2 threads); one for
+ * Q8_0 (rows4 made it 37 -> 58 ms: its loads, not its arithmetic, bound it) and the k-quants. */
 static int decode_rows(int type) {
 #ifdef DECODE_ROWS
     (void)type;
     return DECODE_ROWS;
 #else
     if (!LL_AVX512_DOTS) return 1;
-    return type == LL_Q4_0 || type == LL_Q4_1 || type == LL_Q5_0 || type == LL_Q5_1 ? 2 : 1;
+    return type == LL_Q4_0 || type == LL_Q4_1 || type == LL_Q5_0 || type == LL_Q5_1 ? 4 : 1;
 #endif
 }
 #define TOKEN_TILE 32    /* activation rows per job: a tile stays in L1 while the chunk's rows pass over it */

@@ -148,7 +148,10 @@ def main(fd: int, budget_bytes: int) -> None:
     env = environment()
     _limit_memory(budget_bytes)
     cache: dict = {}
-    connection.send(("ready", None))  # started: from here, the time a render takes is the template's
+    try:
+        connection.send(("ready", None))  # started: from here, the time a render takes is the template's
+    except OSError:
+        return  # the process that started this one has already ended (a model that failed to load, say)
     while True:
         try:
             source, messages, variables, max_chars = connection.recv()

@@ -3,6 +3,8 @@ way it fails is one line."""
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import sys
 import threading
 
@@ -183,3 +185,20 @@ def test_a_worker_under_a_tighter_ulimit_keeps_it_and_renders(monkeypatch):
             worker.render("{{ 'x' * 1000000000 }}", MESSAGES, {})  # the user's limit is the budget now
     finally:
         worker.close()
+
+
+def test_a_worker_whose_asker_has_gone_ends_without_a_traceback():
+    """A model that fails to load ends `ask` before the worker says it is ready: the worker's greeting then meets a
+    closed socket, and it printed a BrokenPipeError traceback under the CLI's one-line error."""
+    ours, theirs = socket.socketpair()
+    ours.close()
+    result = subprocess.run(
+        [*template_render.WORKER_COMMAND, str(theirs.fileno()), str(template_render.TEMPLATE_MEMORY_BYTES)],
+        pass_fds=(theirs.fileno(),),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    theirs.close()
+    assert result.returncode == 0 and result.stderr == ""

@@ -17,6 +17,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.cache_file import CacheFileError, mapping, read_cache_json, record, text, whole
 from core.cache_paths import cache_root
 from core.progress import ProgressCallback, scaled
 
@@ -54,19 +55,48 @@ def cache_folder_for(gguf_sha256: str, kind: str = FLOAT_KIND) -> Path:
     return cache_root() / kind / f"{gguf_sha256[:24]}-v{CACHE_FORMAT}"
 
 
+def _file_name(value: object, where: str) -> str:
+    """A name inside the cache folder: a manifest naming ../../etc/passwd must not make us read (and hash) it."""
+    name = text(255)(value, where)
+    if name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise CacheFileError(f"{where} must name a file in the cache folder, not {name[:40]!r}")
+    return name
+
+
+_MANIFEST = record(
+    {
+        "format": whole(0, 1 << 31),
+        "gguf_sha256": text(128),
+        "source": text(4096),
+        "files": mapping(
+            _file_name,
+            record({"size": whole(0, 1 << 50), "crc32": whole(0, 0xFFFFFFFF)}, required=("size", "crc32")),
+            most=1000,
+        ),
+    },
+    required=("format", "gguf_sha256", "files"),
+)
+
+
 def verify_cache(folder: Path, gguf_sha256: str) -> bool:
-    """True when every file the manifest lists is present with its recorded size and checksum."""
+    """True when every file the manifest lists is present with its recorded size and checksum. A manifest that
+    breaks its schema is set aside and said once; the folder is then built again like any other invalid one."""
+    manifest = read_cache_json(
+        folder / MANIFEST_NAME,
+        lambda document: _MANIFEST(document, "the file"),
+        "converted-model cache's manifest",
+        "the model is converted again",
+    )
+    if manifest is None or manifest["format"] != CACHE_FORMAT or manifest["gguf_sha256"] != gguf_sha256:
+        return False
     try:
-        manifest = json.loads((folder / MANIFEST_NAME).read_text(encoding="utf-8"))
-        if manifest.get("format") != CACHE_FORMAT or manifest.get("gguf_sha256") != gguf_sha256:
-            return False
         for name, expected in manifest["files"].items():
             path = folder / name
-            if path.stat().st_size != expected["size"] or file_crc32(path) != expected["crc32"]:
+            if not path.is_file() or path.stat().st_size != expected["size"] or file_crc32(path) != expected["crc32"]:
                 return False
-        return bool(manifest["files"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except OSError:
         return False
+    return bool(manifest["files"])
 
 
 @dataclass(frozen=True)

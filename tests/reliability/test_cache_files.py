@@ -209,3 +209,57 @@ def test_a_damaged_kernel_library_is_set_aside_built_again_and_said_once(kernel_
     assert len(notices) == 1 and "cached kernel library" in notices[0] and words in notices[0], notices
     assert os.path.lexists(library.with_name(library.name + ".bad"))
     assert not core.kernels.build.build_library().compiled_now and take_notices() == []
+
+
+# -- the converted-model cache's manifest ---------------------------------------------------------------------------
+
+
+def good_manifest(folder: Path) -> dict:
+    """A cache folder holding one file, and the manifest that vouches for it."""
+    from core.model.gguf_cache import CACHE_FORMAT, file_crc32
+
+    folder.mkdir(parents=True)
+    weights = folder / "model.safetensors"
+    weights.write_bytes(b"weights" * 100)
+    files = {weights.name: {"size": weights.stat().st_size, "crc32": file_crc32(weights)}}
+    return {"format": CACHE_FORMAT, "gguf_sha256": "0" * 64, "source": "m.gguf", "files": files}
+
+
+def _outside(document):
+    """The one file listed by a name that climbs out of the cache folder, to a copy that matches it."""
+    (entry,) = document["files"].values()
+    document["files"] = {"../outside.bin": entry}
+    return document
+
+
+BAD_MANIFESTS = {
+    "a list as the document": (lambda document: [document], "the file must be an object, not list"),
+    "files as a list": (_set(("files",), ["model.safetensors"]), "files must be an object, not list"),
+    "a size as text": (_set(("files", "model.safetensors", "size"), "700"), "size must be a whole number"),
+    "a negative crc": (_set(("files", "model.safetensors", "crc32"), -1), "crc32 must be from 0"),
+    "no files": (lambda document: {k: v for k, v in document.items() if k != "files"}, "the file has no files"),
+    "a file outside the folder": (_outside, "must name a file in the cache folder"),
+    "an absolute file name": (
+        lambda document: {**document, "files": {"/etc/hostname": {"size": 1, "crc32": 1}}},
+        "must name a file in the cache folder",
+    ),
+    "not JSON": (lambda document: "{not json", "not JSON"),
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_MANIFESTS))
+def test_a_bad_manifest_fails_verification_is_set_aside_and_said_once(tmp_path, bad):
+    """Was: a list gave an AttributeError traceback, and '../outside.bin' was read and trusted outside the cache."""
+    from core.model.gguf_cache import MANIFEST_NAME, verify_cache
+
+    folder = tmp_path / "gguf" / "entry"
+    document = good_manifest(folder)
+    manifest = folder / MANIFEST_NAME
+    manifest.write_text(json.dumps(document))
+    assert verify_cache(folder, "0" * 64) and take_notices() == []
+    (tmp_path / "gguf" / "outside.bin").write_bytes((folder / "model.safetensors").read_bytes())
+    how, words = BAD_MANIFESTS[bad]
+    planted = how(copy.deepcopy(document))
+    manifest.write_text(planted if isinstance(planted, str) else json.dumps(planted))
+    assert not verify_cache(folder, "0" * 64)
+    assert_set_aside_and_said_once(manifest, words)

@@ -44,7 +44,7 @@ COMMON_FLAGS = (
     "-Wextra",
 )
 # A test build: LATENCYLAB_KERNELS_SANITIZE=address compiles with AddressSanitizer (the process must preload
-# libasan; tests/kernels/asan.py runs the kernel tests so).
+# libasan; tests/kernels/test_asan.py runs the kernel tests so).
 SANITIZE_ENV = "LATENCYLAB_KERNELS_SANITIZE"
 # -O1 comes last, so it wins: with AddressSanitizer, -O3 took several times as long to compile.
 SANITIZER_FLAGS: dict[str, tuple[str, ...]] = {

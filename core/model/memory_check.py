@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -14,6 +15,9 @@ SKIP_ENV = "LATENCYLAB_SKIP_MEMORY_CHECK"
 # Weights are materialised in this precision while loading. Quantised dtypes are packed from
 # float32 weights, and a GGUF is dequantised to float32 when it is first converted, except in
 # native precision, which packs straight from the file's blocks.
+# Address space a load takes besides the weights: the tokenizer (about 100 MB for a 49k vocabulary), the kernels'
+# buffers, a new thread's stack. Under `ulimit -v` the embedded model loaded with 0.4 GB of headroom and not with 0.2.
+ADDRESS_SPACE_MARGIN = 256 * 2**20
 _LOAD_BYTES_PER_PARAMETER = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 
@@ -82,10 +86,75 @@ def what_fits(source: ModelSource, available: int) -> list[str]:
     return fitting
 
 
+def address_space_limit() -> int | None:
+    """The soft RLIMIT_AS (`ulimit -v`) in bytes, or None when there is none."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return None
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def address_space_in_use() -> int | None:
+    """This process's virtual size (what RLIMIT_AS counts), or None where it cannot be read."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as handle:
+            return int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def address_space_needed(source: ModelSource, dtype: str) -> int | None:
+    """What a load maps or allocates on top of what the process holds: the weights at their peak (a memory-mapped
+    file counts whole), and room for the tokenizer, whose Rust allocator aborts the process when refused."""
+    needed = estimated_load_bytes(source, dtype)
+    if needed is None and source.kind == "gguf" and source.gguf_file is not None:
+        needed = source.gguf_file.stat().st_size
+    return None if needed is None else needed + ADDRESS_SPACE_MARGIN
+
+
+def check_address_space(source: ModelSource, dtype: str) -> None:
+    """Refuse in one line a load that `ulimit -v` would end: an mmap refused reads as a corrupt file, and a refused
+    allocation in the tokenizer aborts the process (exit 134) with nothing said."""
+    needed = address_space_needed(source, dtype)
+    if needed is not None:
+        check_headroom(needed, f"loading {source.display_name} as {dtype}")
+
+
+def check_headroom(needed: int, doing: str) -> None:
+    """ModelLoadError when `ulimit -v` leaves less than needed bytes of address space for what is being done. Called
+    before the load and again once torch and transformers are imported, which take about 0.6 GB of it themselves."""
+    limit, in_use = address_space_limit(), address_space_in_use()
+    if limit is None or in_use is None or in_use + needed <= limit:
+        return
+    raise ModelLoadError(
+        f"this process may use only {limit / 1e9:.2f} GB of address space (ulimit -v), {in_use / 1e9:.2f} GB of it "
+        f"in use already, and {doing} needs about {needed / 1e9:.2f} GB more. Raise the limit (ulimit -v "
+        f"unlimited) or choose a smaller model."
+    )
+
+
+def address_space_refusal(path: Path, error: BaseException) -> str | None:
+    """Why mapping or reading the file failed, when `ulimit -v` is the reason (a MemoryError, or ENOMEM from mmap),
+    else None: the file is not to blame then, though the error reads as if it were."""
+    limit = address_space_limit()
+    refused = isinstance(error, MemoryError) or (isinstance(error, OSError) and error.errno == errno.ENOMEM)
+    if limit is None or not refused:
+        return None
+    return (
+        f"the model file {path.name} cannot be mapped into memory: this process may use only {limit / 1e9:.2f} GB of "
+        f"address space (ulimit -v). Raise the limit (ulimit -v unlimited) or choose a smaller model."
+    )
+
+
 def check_memory(source: ModelSource, dtype: str) -> None:
-    """Raise ModelLoadError when the model clearly needs more memory than is free right now, saying what would fit."""
+    """Raise ModelLoadError when the model clearly needs more memory than is free right now, saying what would fit,
+    or more address space than `ulimit -v` leaves."""
     if os.environ.get(SKIP_ENV, "").lower() in ("1", "true", "yes"):
         return
+    check_address_space(source, dtype)
     needed = estimated_load_bytes(source, dtype)
     available = available_memory_bytes()
     if needed is None or available is None or needed <= available:

@@ -41,7 +41,17 @@ def open_gguf(path: Path, header: GGUFHeader | None = None):
         return GGUFWeights(path, header)
     except ValueError as error:  # a tensor's extent the header's walk cannot judge (core/quant/gguf_blocks.py)
         raise ModelLoadError(f"the model file {path.name} is not a readable GGUF file: {_short(str(error))}.") from None
-    except (OSError, IndexError, KeyError, TypeError, OverflowError, MemoryError) as error:
+    except (OSError, MemoryError) as error:
+        from core.model.memory_check import address_space_refusal
+
+        refusal = address_space_refusal(path, error)
+        if refusal:
+            raise ModelLoadError(refusal) from None
+        raise ModelLoadError(
+            f"the model file {path.name} is not a readable GGUF file (truncated or corrupt?): "
+            f"{_short(str(error)) or type(error).__name__}."
+        ) from None
+    except (IndexError, KeyError, TypeError, OverflowError) as error:
         raise ModelLoadError(
             f"the model file {path.name} is not a readable GGUF file (truncated or corrupt?): "
             f"{_short(str(error)) or type(error).__name__}."
@@ -162,6 +172,9 @@ def _tokenizer_and_config(path: Path, check, progress: ProgressCallback):
     from transformers import AutoConfig, AutoTokenizer
 
     from core.model.gguf_reads import shared_gguf_reads
+    from core.model.memory_check import ADDRESS_SPACE_MARGIN, check_headroom
+
+    check_headroom(ADDRESS_SPACE_MARGIN, f"building {path.name}'s tokenizer")
 
     if not check.valid:
         progress(0.0, "first launch: building the tokenizer from the GGUF (once)")

@@ -38,7 +38,12 @@ def gguf_header(path: Path) -> GGUFHeader:
     except GGUFHeaderError as problem:
         raise ModelLoadError(f"the model file {path.name} is not a readable GGUF file: {problem}.") from None
     except OSError as error:
-        raise ModelLoadError(f"the model file {path.name} could not be read: {error.strerror or error}.") from None
+        from core.model.memory_check import address_space_refusal  # it imports this module
+
+        refusal = address_space_refusal(path, error)
+        raise ModelLoadError(
+            refusal or f"the model file {path.name} could not be read: {error.strerror or error}."
+        ) from None
 
 
 def gguf_parameter_count(path: Path, header: GGUFHeader | None = None) -> int | None:

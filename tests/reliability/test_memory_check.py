@@ -92,3 +92,51 @@ def test_the_check_can_be_switched_off(monkeypatch):
 def test_free_memory_is_read_on_this_machine():
     available = memory_check.available_memory_bytes()
     assert available is None or available > 10**6
+
+
+def test_an_address_space_limit_too_small_for_the_load_is_refused_in_one_line(monkeypatch):
+    monkeypatch.setattr(memory_check, "address_space_limit", lambda: 10**9)
+    monkeypatch.setattr(memory_check, "address_space_in_use", lambda: 9 * 10**8)
+    with pytest.raises(ModelLoadError) as refused:
+        check_before_loading(None, "native")
+    message = str(refused.value)
+    assert "may use only 1.00 GB of address space (ulimit -v), 0.90 GB of it in use" in message and "\n" not in message
+    assert "loading SmolLM2" in message and "ulimit -v unlimited" in message
+
+
+def test_room_under_the_address_space_limit_or_no_limit_passes(monkeypatch):
+    monkeypatch.setattr(memory_check, "address_space_in_use", lambda: 9 * 10**8)
+    monkeypatch.setattr(memory_check, "address_space_limit", lambda: None)
+    check_before_loading(None, "native")
+    monkeypatch.setattr(memory_check, "address_space_limit", lambda: 4 * 10**9)
+    check_before_loading(None, "native")
+
+
+# The app as a user with `ulimit -v` runs it: torch and transformers imported (as by the time the tokenizer is built),
+# then the limit set a little above what the process holds, short of the file and the tokenizer's room.
+UNDER_A_LIMIT = """
+import resource, sys
+import torch, transformers
+from core.model.memory_check import address_space_in_use
+limit = address_space_in_use() + 150 * 2**20
+resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
+from cli.main import main
+sys.exit(main(["ask", "Hi", "--max-new-tokens", "3"]))
+"""
+
+
+@pytest.mark.model
+@pytest.mark.subprocess
+def test_ask_under_a_small_ulimit_v_ends_in_one_line_not_an_abort(tmp_path):
+    """Was: the tokenizer's allocator aborted the process (exit 134, 'memory allocation of 64 bytes failed'), or the
+    refused mmap read as 'truncated or corrupt'. Either refusal (the map or the tokenizer's room) is right here."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", UNDER_A_LIMIT], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    errors = [line for line in done.stderr.splitlines() if not line.startswith("[")]
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert len(errors) == 1 and "address space (ulimit -v)" in errors[0], errors
+    assert "corrupt" not in done.stderr and "Traceback" not in done.stderr

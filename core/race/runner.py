@@ -289,7 +289,7 @@ def _warm(
         reply.on_progress = progress
         reply.run_to_end()
         return f"the server's prompt cache was warmed with the history's {len(asked)} messages"
-    from core.generation.decode.prompt_cache import CacheRequest
+    from core.generation.decode.prompt_cache import CacheRequest, common_prefix
     from core.generation.local_reply import LocalReply
 
     full = ChatSession(config.system_prompt, [*history, Message("user", config.prompt)])
@@ -297,17 +297,9 @@ def _warm(
     window = loaded.context_window
     built = full.build_prompt(loaded.tokenizer, window, side.settings.max_new_tokens)
     ids = built.input_ids
-    shared = _common_prefix(ids, other.build_prompt(loaded.tokenizer, window, side.settings.max_new_tokens).input_ids)
+    shared = common_prefix(ids, other.build_prompt(loaded.tokenizer, window, side.settings.max_new_tokens).input_ids)
     if shared < 2:
         return "the shared history left nothing to cache"
     cache = CacheRequest(chat, built.pieces, True)
     LocalReply(loaded, ids[:shared], one_token, stop=cancel, on_progress=progress, cache=cache).run_to_end()
     return f"the prompt cache held the shared history ({shared:,} tokens) before the reply, as in a running chat"
-
-
-def _common_prefix(first, second) -> int:
-    length = min(len(first), len(second))
-    for index in range(length):
-        if first[index] != second[index]:
-            return index
-    return length

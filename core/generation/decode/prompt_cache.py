@@ -82,6 +82,7 @@ OFF = "off"  # the prompt cache is switched off for this reply
 
 
 def common_prefix(first: list[int], second: list[int]) -> int:
+    """How many tokens at the start the two prompts share: what a cache holding one can reuse for the other."""
     length = min(len(first), len(second))
     for index in range(length):
         if first[index] != second[index]:

@@ -1,7 +1,7 @@
 """How the meter's GUI cost grows with reply length (1k, 4k tokens) and chat length (50 turns).
 
 A tiny random-weight model makes tokens fast, so the window's own work dominates: the per-token
-slot (text append, trace record, plot buffers) must stay flat, and only the ~30 Hz frame may grow.
+slot (text append, trace record, plot buffers) must stay flat, and only the 25 Hz frame may grow.
 The long reply is also replayed with made-up tokens and no model, because a model decoding beside
 the window changes what the window's work costs as its own context grows.
 Run: .venv/bin/python benchmarks/meter_scaling.py [--long 4000] [--turns 50]

@@ -6,7 +6,7 @@ socket takes them (a second notifier, on while some wait), so a stopped engine c
 While a reply is running a watchdog listens for the engine: silent past REPLY_SILENCE_S (STOP_SILENCE_S
 once Stop was asked) it is ended, and that reaches the window as one EngineStopped, as a death does.
 
-While the engine stamps tokens closer together than a frame (~30 Hz), the read notifier is held: the window's
+While the engine stamps tokens closer together than a frame (25 Hz), the read notifier is held: the window's
 frames read the pipe (drain()), or the hold's timer after READ_HOLD_MS where no frame comes. The window shows text
 a frame at a time anyway, and waking the GUI thread for each token cost about half a millisecond of its CPU a
 token, taken from decode on a small machine. A held token is stamped when a frame reads it, so its delivery

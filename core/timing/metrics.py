@@ -27,7 +27,7 @@ DEFINITIONS = {
     "ttfb_s": "Time to first byte: from request start to the response's status line and headers.",
     "delivery_s": "Delivery: from a token's put() stamp in the engine process to its arrival in the window's "
     "process, on the same monotonic clock (perf_counter_ns, CLOCK_MONOTONIC); p50 and p95 per reply. While tokens "
-    "come faster than the window's ~30 Hz frames, the window reads them once a frame, so this includes that wait "
+    "come faster than the window's 25 Hz frames, the window reads them once a frame, so this includes that wait "
     "(up to a frame).",
 }
 

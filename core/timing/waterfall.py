@@ -28,7 +28,7 @@ SEGMENT_DEFINITIONS = {
     "delivery": "Delivery of token 0: from its put() stamp in the engine to its arrival in the window's process "
     "(read at once: the first token never waits for a frame).",
     "paint": "Paint of token 0: from its arrival in the window to the transcript's next paint after its text was "
-    "inserted (streaming only; applied once per ~30 Hz frame).",
+    "inserted (streaming only; applied once per 25 Hz frame).",
     "stop_to_last_token": "Stop to last token: from the Stop press to the last token stamped after it.",
     "cancel": "Cancel latency: from the Stop press to the engine's finish stamp (its FinishedEvent): the engine is "
     "idle again.",

@@ -1,4 +1,4 @@
-"""What a running reply shows, once per frame (~30 Hz): text into the transcript, stamps into the meter, the plots.
+"""What a running reply shows, once per frame (25 Hz): text into the transcript, stamps into the meter, the plots.
 
 Tokens that arrive between two frames are kept in a list and applied together: one text insert per
 frame, however fast tokens come. The stamps are the engine's, so the plots stay per token. Text,

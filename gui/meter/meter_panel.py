@@ -23,14 +23,14 @@ from gui.meter.stat_cards import StatCards
 from gui.meter.visible_text_plot import VisibleTextPlot
 from gui.meter.waterfall_plot import WaterfallPlot
 
-# Numbers that change 30 times a second cannot be read, and relaying out seven cards each frame cost
+# Numbers that change 25 times a second cannot be read, and relaying out seven cards each frame cost
 # as much as painting the plots; the final values are shown exactly when the reply ends. Four times a
 # second still reads as live; at 150 ms the cards took 0.006 of a core while a reply streamed.
 CARD_INTERVAL_NS = 250_000_000
 
 
 class MeterPanel(QWidget):
-    """Per-token updates only append to buffers; refresh() pushes them to the plots (about 30 times a second)."""
+    """Per-token updates only append to buffers; refresh() pushes them to the plots (25 times a second)."""
 
     def __init__(self, parent=None):
         super().__init__(parent)

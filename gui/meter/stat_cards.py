@@ -40,7 +40,7 @@ CARDS = (
         "window's own CPU",
         "cores",
         "The observer effect: the window's GUI thread's CPU time while the reply streamed, over its wall time, "
-        "in cores (0.20 = a fifth of one core). Most of it is the window's ~30 frames a second, whatever the token rate; "
+        "in cores (0.20 = a fifth of one core). Most of it is the window's 25 frames a second, whatever the token rate; "
         "a short reply also carries its start, and a reply longer than any before re-scales the plots' axes. Drawing the "
         "meter takes that much CPU, and on a small machine it is taken from decode: compare TPOT with a bare "
         "`latencylab ask`.",

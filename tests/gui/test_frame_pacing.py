@@ -21,7 +21,7 @@ def streamed_trace(qtbot, window, paced: bool, frames: list | None = None):
 
 
 def test_tokens_faster_than_frames_are_read_once_a_frame(qtbot, tiny_window):
-    # The tiny model makes several tokens a frame of 33 ms (fewer on a loaded machine: the bound counts its gaps).
+    # The tiny model makes several tokens a frame of 40 ms (fewer on a loaded machine: the bound counts its gaps).
     frames: list = []
     trace = streamed_trace(qtbot, tiny_window, paced=True, frames=frames)
     reads = len(set(trace.arrivals_ns))

@@ -24,7 +24,7 @@ def _gaps() -> list[float]:
 
 
 def _run_a_reply(qtbot) -> MeterPanel:
-    """A reply's tokens arrive a few per frame, as the window's 30 Hz timer sees them, then it finishes."""
+    """A reply's tokens arrive a few per frame, as the window's 25 Hz timer sees them, then it finishes."""
     meter = MeterPanel()
     qtbot.addWidget(meter)
     meter.resize(540, 720)

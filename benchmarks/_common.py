@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from core.atomic_file import atomic_write_text
+from core.cpu import cpu_flags
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -73,19 +74,13 @@ def median(values):
 CPU_FLAGS_OF_INTEREST = ("avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16")
 
 
-def cpu_flags() -> list[str]:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                present = set(line.split(":", 1)[1].split())
-                return [flag for flag in CPU_FLAGS_OF_INTEREST if flag in present]
-    except OSError:
-        pass
-    return []
+def flags_of_interest() -> list[str]:
+    present = set(cpu_flags())
+    return [flag for flag in CPU_FLAGS_OF_INTEREST if flag in present]
 
 
 def cpu_description() -> str:
-    flags = cpu_flags()
+    flags = flags_of_interest()
     kind = (
         "AVX-512" + (" with bf16" if "avx512_bf16" in flags else "")
         if "avx512f" in flags
@@ -129,7 +124,7 @@ class Report:
         document = {
             "benchmark": self.name,
             "argv": sys.argv[1:],
-            "cpu_flags": cpu_flags(),
+            "cpu_flags": flags_of_interest(),
             "cpu": cpu_description(),
             "figures": self.figures,
             "printed": self.lines,

@@ -11,7 +11,7 @@ import argparse
 import random
 import time
 
-import _common  # noqa: F401
+from _common import cpu_description
 
 from core.chats import prompt_ids
 from core.chats.session import ChatSession
@@ -78,16 +78,6 @@ def build_seconds(tokenizer, session: ChatSession, cold: bool) -> tuple[float, i
     return time.perf_counter() - started, build.dropped_messages
 
 
-def cpu_flags() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as handle:
-            flags = next((line.split(":", 1)[1].split() for line in handle if line.startswith("flags")), [])
-    except OSError:
-        return "unknown"
-    wanted = [flag for flag in ("avx2", "avx512f", "avx512_vnni", "amx_tile") if flag in flags]
-    return ", ".join(wanted) or "none of avx2/avx512"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--short", type=int, default=100)
@@ -95,7 +85,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     tokenizer = load_model(None).tokenizer
-    print(f"CPU flags: {cpu_flags()}")
+    print(cpu_description())
     results = {}
     for turns in (args.short, args.long):
         session = long_chat(turns)

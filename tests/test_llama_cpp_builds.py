@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from core.remote.llama_cpp_builds import NO_AMX, build_folder, cpu_flags, recipe
+from core.remote.llama_cpp_builds import NO_AMX, build_folder, recipe
 from tools.llama_cpp_builds import RECIPE_FILE, BuildFailed, ensure_build
 
 AVX2 = ("avx2", "f16c", "fma", "sse4_2")
@@ -77,14 +77,3 @@ def test_a_build_that_fails_its_check_leaves_nothing_behind(builds):
     assert list(build_folder(build).parent.iterdir()) == []
     builds(build)  # the next run builds again
     assert len(builds.made) == 2
-
-
-def test_cpu_flags_are_read_from_the_kernels_list(tmp_path):
-    cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text(
-        "processor\t: 0\nflags\t\t: sse2 avx2 amx_tile fma\n\nprocessor\t: 1\nflags\t\t: sse2 avx2 amx_tile fma\n"
-    )
-    assert cpu_flags(cpuinfo) == ("amx_tile", "avx2", "fma", "sse2")
-    arm = tmp_path / "arm"
-    arm.write_text("processor\t: 0\nFeatures\t: fp asimd sve\n")
-    assert cpu_flags(arm) == ("asimd", "fp", "sve")

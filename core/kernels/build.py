@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.cache_paths import cache_root
+from core.cpu import cpu_flags, cpu_key
 
 SOURCE_DIR = Path(__file__).with_name("csrc")
 NATIVE_FLAGS = ("-O3", "-march=native", "-mtune=native")
@@ -73,21 +74,6 @@ def compiler() -> str | None:
     return None
 
 
-def cpu_flags() -> str:
-    """This CPU's model name and feature flags (Linux), or the platform's machine name elsewhere."""
-    try:
-        text = Path("/proc/cpuinfo").read_text(errors="replace")
-    except OSError:
-        import platform
-
-        return platform.machine()
-    model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")), "")
-    flags = next(
-        (line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith(("flags", "Features"))), ""
-    )
-    return f"{model} | {flags}"
-
-
 def sanitizer() -> str | None:
     """The sanitizer a test run asked for (SANITIZE_ENV), or None for the ordinary build."""
     wanted = os.environ.get(SANITIZE_ENV) or None
@@ -120,7 +106,7 @@ def library_path(portable: bool | str = False) -> Path:
     still loads after the compiler is gone.
     """
     key = hashlib.sha256()
-    for part in (" ".join(_flags(portable)), cpu_flags()):
+    for part in (" ".join(_flags(portable)), cpu_key()):
         key.update(part.encode() + b"\0")
     for path in sorted(SOURCE_DIR.glob("*.c")) + sorted(SOURCE_DIR.glob("*.h")):
         key.update(path.name.encode() + b"\0" + path.read_bytes())
@@ -170,8 +156,7 @@ def can_build() -> bool:
 def fast_here() -> bool:
     """Whether -march=native gives the kernels their SIMD code here (AVX2 with FMA and F16C). Elsewhere (ARM,
     older x86) they are plain C, about 11x slower than the AVX2 code, and slower than torch's own kernels."""
-    flags = set(cpu_flags().split("|")[-1].split())
-    return {"avx2", "fma", "f16c"} <= flags
+    return {"avx2", "fma", "f16c"} <= set(cpu_flags())
 
 
 def build_library(portable: bool | str = False, progress=None) -> BuiltLibrary:

@@ -4,19 +4,9 @@ from __future__ import annotations
 
 import os
 import platform
-from pathlib import Path
 
+from core.cpu import cpu_model_name
 from core.lab.bandwidth import last_level_cache_bytes
-
-
-def cpu_model_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
-    try:
-        for line in cpuinfo.read_text().splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown CPU"
 
 
 def total_memory_bytes() -> int | None:

@@ -16,6 +16,8 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.cpu import cpu_flags
+
 LLAMA_CPP_PYTHON = "0.3.36"  # the llama-cpp-python release whose llama.cpp the build comes from
 
 # ggml's AMX matrix path dies with SIGILL (tileloadd in ggml_backend_amx_mul_mat) on the AMX Xeons we run
@@ -28,19 +30,6 @@ CMAKE_ARGS = (
     "-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF "
     "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON -DCMAKE_INSTALL_RPATH=$ORIGIN"
 )
-
-
-def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> tuple[str, ...]:
-    """The CPU's feature flags as the kernel lists them (x86 "flags", ARM "Features"), sorted."""
-    try:
-        text = cpuinfo.read_text(errors="replace")
-    except OSError:
-        return (platform.machine() or "unknown",)
-    for line in text.splitlines():
-        name, _, value = line.partition(":")
-        if name.strip() in ("flags", "Features"):
-            return tuple(sorted(set(value.split())))
-    return (platform.machine() or "unknown",)
 
 
 def compiler_flags(flags: tuple[str, ...]) -> str:

@@ -270,7 +270,7 @@ def measure_ceilings(
     """Measure every ceiling now; cache the result for this CPU unless other programs loaded the machine."""
     import torch
 
-    from core.kernels.build import cpu_flags
+    from core.cpu import cpu_model_name
 
     threads = threads or torch.get_num_threads()
     llc = last_level_cache_bytes()
@@ -297,7 +297,7 @@ def measure_ceilings(
             del probe
     result = Ceilings(
         measured,
-        cpu_flags().split("|")[0].strip(),
+        cpu_model_name(),
         threads,
         llc,
         datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -334,9 +334,9 @@ def last_level_cache_bytes(cpu_cache_dir: Path = Path("/sys/devices/system/cpu/c
 def _cache_path(threads: int) -> Path:
     import torch
 
-    from core.kernels.build import cpu_flags
+    from core.cpu import cpu_key
 
-    key = hashlib.sha256(f"{cpu_flags()}\0{torch.__version__}\0{threads}\0{FORMAT}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"{cpu_key()}\0{torch.__version__}\0{threads}\0{FORMAT}".encode()).hexdigest()[:16]
     return cache_root() / "roofline" / f"ceilings-{key}.json"
 
 

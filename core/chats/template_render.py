@@ -11,21 +11,20 @@ line, never a traceback.
 from __future__ import annotations
 
 import contextvars
-import socket
 import subprocess
-import sys
 import threading
 import time
 from contextlib import contextmanager
-from multiprocessing.connection import Connection
 
+from core.child_process import python_module, start_child
 from core.errors import LatencyLabError
+from core.framing import FramedSocket
 
 TEMPLATE_TIME_S = 2.0  # a real template renders in about a millisecond
 TEMPLATE_MAX_CHARS = 1_000_000  # the template's own text: message contents are placeholders while it renders
 TEMPLATE_MEMORY_BYTES = 512 * 2**20
 WORKER_START_S = 60.0  # the worker's own start (Python and jinja2): slow on a loaded machine, never the template's
-WORKER_COMMAND = (sys.executable, "-m", "core.chats.template_worker")  # then its socket's descriptor, its memory
+WORKER_COMMAND = python_module("core.chats.template_worker")  # started with its memory budget (core/child_process.py)
 _POLL_S = 0.02  # how often a wait looks at the Stop event
 
 _interrupt: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("template_interrupt", default=None)
@@ -58,7 +57,7 @@ class TemplateWorker:
     def __init__(self):
         self._lock = threading.Lock()
         self._process: subprocess.Popen | None = None
-        self._connection: Connection | None = None
+        self._connection: FramedSocket | None = None
         self._ready = False  # the worker said it has started: its renders' time is the templates' own
 
     def prestart(self) -> None:
@@ -91,7 +90,7 @@ class TemplateWorker:
         with self._lock:
             self._kill()
 
-    def _wait(self, connection: Connection, stop: threading.Event | None, seconds: float, what: str) -> None:
+    def _wait(self, connection: FramedSocket, stop: threading.Event | None, seconds: float, what: str) -> None:
         """Until the worker has something to say; the worker is killed at a Stop, or after seconds."""
         deadline = time.monotonic() + seconds
         while not connection.poll(_POLL_S):
@@ -102,21 +101,14 @@ class TemplateWorker:
                 self._kill()
                 raise ChatTemplateError(f"{what} within {seconds:g} s, so it was stopped.")
 
-    def _start(self) -> Connection:
+    def _start(self) -> FramedSocket:
         """The running worker's connection; the worker is started first when there is none."""
         connection = self._connection
         if self._process is not None and self._process.poll() is None and connection is not None:
             return connection
-        ours, theirs = socket.socketpair()
         self._ready = False
-        self._process = subprocess.Popen(
-            [*WORKER_COMMAND, str(theirs.fileno()), str(TEMPLATE_MEMORY_BYTES)],
-            pass_fds=(theirs.fileno(),),
-            stdin=subprocess.DEVNULL,
-            close_fds=True,
-        )
-        theirs.close()
-        self._connection = connection = Connection(ours.detach())
+        self._process, ours = start_child(WORKER_COMMAND, str(TEMPLATE_MEMORY_BYTES))
+        self._connection = connection = FramedSocket(ours)
         return connection
 
     def _kill(self) -> None:

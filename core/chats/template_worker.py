@@ -1,26 +1,24 @@
 """The chat template's renderer, in a process of its own: a template is code from the model file, so its time and
 memory are bounded from outside, and a runaway one is killed without touching the engine.
 
-Run as `python -m core.chats.template_worker FD MEMORY_BYTES`: it says ("ready", None) once started, then reads
-(template, messages, variables, max_chars) on the socket FD and answers ("ok", text) or ("error", one line). The environment is transformers' own for chat
-templates (transformers/utils/chat_template_utils.py: the sandbox, trim_blocks, lstrip_blocks, loop controls,
+Started by core/child_process.py's start_child with its memory budget: it says ("ready", None) once started, then
+reads (template, messages, variables, max_chars) on its socket and answers ("ok", text) or ("error", one line). The
+environment is transformers' own for chat templates (transformers/utils/chat_template_utils.py: the sandbox, trim_blocks, lstrip_blocks, loop controls,
 {% generation %}, tojson, raise_exception, strftime_now, dict, namespace), rebuilt from jinja2 alone, which starts in
 a tenth of the time (tests/reliability/test_chat_template_bounds.py checks it renders what transformers renders).
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
 import os
 import resource
-import signal
 import sys
 from datetime import datetime
-from multiprocessing.connection import Connection
 
-PR_SET_PDEATHSIG = 1
+from core.child_process import as_child
+from core.framing import FramedSocket
+
 _CACHE_LIMIT = 16
 
 
@@ -139,12 +137,7 @@ def _limit_memory(budget_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def main(fd: int, budget_bytes: int) -> None:
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C is for the process that asked; it ends this one
-    connection = Connection(fd)
+def main(connection: FramedSocket, budget_bytes: int) -> None:
     env = environment()
     _limit_memory(budget_bytes)
     cache: dict = {}
@@ -168,4 +161,5 @@ def main(fd: int, budget_bytes: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), int(sys.argv[2]))
+    ours, (budget,) = as_child(sys.argv[1:])
+    main(FramedSocket(ours), int(budget))

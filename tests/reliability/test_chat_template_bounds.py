@@ -3,6 +3,7 @@ way it fails is one line."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -193,7 +194,12 @@ def test_a_worker_whose_asker_has_gone_ends_without_a_traceback():
     ours, theirs = socket.socketpair()
     ours.close()
     result = subprocess.run(
-        [*template_render.WORKER_COMMAND, str(theirs.fileno()), str(template_render.TEMPLATE_MEMORY_BYTES)],
+        [
+            *template_render.WORKER_COMMAND,
+            str(theirs.fileno()),
+            str(os.getpid()),
+            str(template_render.TEMPLATE_MEMORY_BYTES),
+        ],
         pass_fds=(theirs.fileno(),),
         stdin=subprocess.DEVNULL,
         capture_output=True,

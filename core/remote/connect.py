@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 
 from core.errors import InvalidSettingsError, ModelLoadError
 from core.model.facts import ModelFacts
 from core.progress import ProgressCallback, no_progress
 from core.remote.api_key import api_key_from_environment, checked_api_key
 from core.remote.errors import RemoteError, redact
+from core.remote.http_client import HttpClient
 from core.remote.http_stream import get_json
 from core.remote.spec import RemoteSpec, is_remote_spec
 
@@ -27,7 +28,10 @@ _OWNERS = {
 
 @dataclass
 class RemoteModel:
-    """A model served elsewhere, as the engine holds it: where, how to talk to it, and the key (never shown)."""
+    """A model served elsewhere, as the engine holds it: where, how to talk to it, and the key (never shown).
+
+    Its replies share one HttpClient, whose connections stay open between them; close() ends them (so does dropping
+    the model)."""
 
     spec: RemoteSpec
     protocol: str  # "openai" or "ollama"
@@ -37,6 +41,20 @@ class RemoteModel:
     timeout_s: float
     api_key: str | None = field(default=None, repr=False)
     notice: str | None = None
+    client: InitVar[HttpClient | None] = None  # the one connect() reached the server with; else a new one
+    http: HttpClient = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self, client: HttpClient | None) -> None:
+        self.http = client if client is not None else HttpClient(self.spec.base_url)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> RemoteModel:
+        return self
+
+    def __exit__(self, *_) -> None:
+        self.close()
 
     @property
     def is_remote(self) -> bool:
@@ -53,6 +71,10 @@ class RemoteModel:
     @property
     def dtype(self) -> str:
         return "remote"
+
+    def end_suppressors(self) -> tuple:
+        """Nothing here: a server is asked to ignore its end of sequence in the request (core/remote/reply.py)."""
+        return ()
 
     def describe(self) -> ModelFacts:
         return ModelFacts(
@@ -84,34 +106,57 @@ def connect(
         raise ModelLoadError(str(error)) from None
     progress(0.1, f"connecting to {spec.base_url}")
     try:
+        server = _Server(HttpClient(spec.base_url), key, timeout_s)
+    except RemoteError as error:  # the environment's proxy is not one it can use
+        raise ModelLoadError(str(error)) from None
+    try:
         if spec.protocol == "ollama":
-            model = _ollama(spec, key, timeout_s)
+            model = _ollama(spec, server)
         elif spec.protocol == "openai":
-            model = _openai(spec, key, timeout_s)
+            model = _openai(spec, server)
         else:
-            model = _detect(spec, key, timeout_s)
+            model = _detect(spec, server)
     except RemoteError as error:
+        server.client.close()
         raise ModelLoadError(redact(str(error), key)) from None
+    except BaseException:
+        server.client.close()
+        raise
     progress(1.0, f"connected to {model.server_kind} at {spec.base_url}")
     return model
 
 
-def _detect(spec: RemoteSpec, key: str | None, timeout_s: float) -> RemoteModel:
+@dataclass(frozen=True)
+class _Server:
+    """How connect() asks: through the client the model will keep, with the key and the timeout."""
+
+    client: HttpClient
+    key: str | None = field(repr=False)
+    timeout_s: float
+
+    def get_json(self, url: str, timeout_s: float | None = None) -> object:
+        return get_json(
+            self.client, url, api_key=self.key, timeout_s=self.timeout_s if timeout_s is None else timeout_s
+        )
+
+
+def _detect(spec: RemoteSpec, server: _Server) -> RemoteModel:
     base = spec.base_url
     if base.endswith("/v1"):
-        return _openai(spec, key, timeout_s)
+        return _openai(spec, server)
     try:
-        return _ollama(spec, key, timeout_s)  # Ollama's native API lives at the root, next to its /v1
+        return _ollama(spec, server)  # Ollama's native API lives at the root, next to its /v1
     except RemoteError:
         pass
     try:
-        return _openai(spec.with_base(base + "/v1"), key, timeout_s)
+        return _openai(spec.with_base(base + "/v1"), server)
     except RemoteError:
-        return _openai(spec, key, timeout_s)
+        return _openai(spec, server)
 
 
-def _openai(spec: RemoteSpec, key: str | None, timeout_s: float) -> RemoteModel:
-    listing = get_json(spec.base_url + "/models", api_key=key, timeout_s=timeout_s)
+def _openai(spec: RemoteSpec, server: _Server) -> RemoteModel:
+    key = server.key
+    listing = server.get_json(spec.base_url + "/models")
     entries = listing.get("data") if isinstance(listing, dict) else None
     if not isinstance(entries, list):
         raise RemoteError(
@@ -121,26 +166,24 @@ def _openai(spec: RemoteSpec, key: str | None, timeout_s: float) -> RemoteModel:
     names = tuple(redact(str(entry["id"]), key) for entry in entries if isinstance(entry, dict) and entry.get("id"))
     owners = {str(entry.get("owned_by", "")).lower() for entry in entries if isinstance(entry, dict)}
     kind = next((_OWNERS[owner] for owner in owners if owner in _OWNERS), "OpenAI-compatible")
-    if kind == "OpenAI-compatible" and _answers(spec.root_url + "/props", key, timeout_s):
+    if kind == "OpenAI-compatible" and _answers(spec.root_url + "/props", server):
         kind = "llama.cpp"
-    return _choose(spec, "openai", kind, names, key, timeout_s)
+    return _choose(spec, "openai", kind, names, server)
 
 
-def _ollama(spec: RemoteSpec, key: str | None, timeout_s: float) -> RemoteModel:
+def _ollama(spec: RemoteSpec, server: _Server) -> RemoteModel:
     root = spec.with_base(spec.root_url)
-    listing = get_json(root.base_url + "/api/tags", api_key=key, timeout_s=timeout_s)
+    listing = server.get_json(root.base_url + "/api/tags")
     entries = listing.get("models") if isinstance(listing, dict) else None
     if not isinstance(entries, list):
         raise RemoteError(f"{root.base_url}/api/tags did not list models as Ollama does.")
     names = tuple(
-        redact(str(entry.get("name") or entry.get("model")), key) for entry in entries if isinstance(entry, dict)
+        redact(str(entry.get("name") or entry.get("model")), server.key) for entry in entries if isinstance(entry, dict)
     )
-    return _choose(root, "ollama", "Ollama", names, key, timeout_s)
+    return _choose(root, "ollama", "Ollama", names, server)
 
 
-def _choose(
-    spec: RemoteSpec, protocol: str, kind: str, names: tuple[str, ...], key: str | None, timeout_s: float
-) -> RemoteModel:
+def _choose(spec: RemoteSpec, protocol: str, kind: str, names: tuple[str, ...], server: _Server) -> RemoteModel:
     if not names:
         raise RemoteError(f"the {kind} server at {spec.base_url} serves no model.")
     notice = None
@@ -158,11 +201,21 @@ def _choose(
                 f"the server serves {len(names)} models ({', '.join(names)}); using {chosen!r}. "
                 "Pick another in the model picker, or add #model=NAME to the URL."
             )
-    return RemoteModel(spec.with_choice(protocol=protocol), protocol, kind, chosen, names, timeout_s, key, notice)
+    return RemoteModel(
+        spec.with_choice(protocol=protocol),
+        protocol,
+        kind,
+        chosen,
+        names,
+        server.timeout_s,
+        server.key,
+        notice,
+        client=server.client,
+    )
 
 
-def _answers(url: str, key: str | None, timeout_s: float) -> bool:
+def _answers(url: str, server: _Server) -> bool:
     try:
-        return isinstance(get_json(url, api_key=key, timeout_s=min(timeout_s, 5.0)), dict)
+        return isinstance(server.get_json(url, timeout_s=min(server.timeout_s, 5.0)), dict)
     except RemoteError:
         return False

@@ -1,20 +1,21 @@
-"""One HTTP request whose body is read as it arrives, each read stamped with perf_counter_ns() before any parsing."""
+"""One HTTP request whose body is read as it arrives, each chunk stamped with perf_counter_ns() at the socket read
+that brought it, before any parsing."""
 
 from __future__ import annotations
 
-import contextlib
-import http.client
 import json
-import socket
-import ssl
 import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
 
+import httpcore
+import httpx
+
 from core.remote.api_key import checked_api_key
 from core.remote.errors import (
     RemoteError,
+    ReplyTooLarge,
     StreamCut,
     connection_error,
     http_status_error,
@@ -22,21 +23,39 @@ from core.remote.errors import (
     redirect_error,
     server_detail,
 )
+from core.remote.http_client import HttpClient, StampedSocket
 
-READ_SIZE = 64 * 1024
+# Each chunk is at most one socket read: httpcore reads 64 KiB at a time (HTTP11Connection.READ_NUM_BYTES).
 ERROR_BODY_LIMIT = 64 * 1024
-USER_AGENT = "LatencyLab"
+# A finished reply's last bytes (the chunked body's end, after [DONE]) are read so its connection can serve the next
+# request; at most this much, waiting at most this long, else the connection is ended instead.
+END_LIMIT = 64 * 1024
+END_WAIT_S = 0.5
+# What reading from a server can raise: httpcore's errors (its OSError underneath), httpx's, and the ValueError of a
+# TLS socket read after another thread shut it.
+_WIRE_ERRORS = (
+    OSError,
+    ValueError,
+    httpx.HTTPError,
+    httpx.InvalidURL,
+    httpcore.NetworkError,
+    httpcore.TimeoutException,
+    httpcore.ProtocolError,
+    httpcore.ProxyError,
+    httpcore.UnsupportedProtocol,
+)
 
 
 class HttpStream:
     """Open with open(); then chunks() yields (arrival_ns, bytes) until the server ends the body.
 
-    abort() from any thread shuts the socket, so a blocked read returns at once and the server sees the
-    client go (llama.cpp and vLLM stop generating on that).
+    abort() from any thread shuts the socket, also before the server has answered, so a blocked read returns at once
+    and the server sees the client go (llama.cpp and vLLM stop generating on that).
     """
 
     def __init__(
         self,
+        client: HttpClient,
         url: str,
         *,
         method: str = "POST",
@@ -46,86 +65,89 @@ class HttpStream:
     ):
         self.url = url
         parts = urllib.parse.urlsplit(url)
-        self.where = f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
-        self._parts = parts
+        self._server = f"{parts.hostname}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
+        self.where = self._server + (f" (through the proxy {client.proxy})" if client.proxy is not None else "")
+        self._client = client
         self._method = method
         self._body = json.dumps(payload).encode() if payload is not None else None
         self._api_key = checked_api_key(api_key)  # a key with a line break in it must never reach a header
         self.timeout_s = timeout_s
-        self._connection: http.client.HTTPConnection | None = None
-        self._response: http.client.HTTPResponse | None = None
+        self._response: httpx.Response | None = None
+        self._raw: Iterator[bytes] | None = None
+        self._network: StampedSocket | None = None  # the socket the request went out on, once known
+        self._lock = threading.Lock()  # abort() against use() and close(): see close()
         self._aborted = threading.Event()
-        self.request_sent_ns: int | None = None
         self.first_byte_ns: int | None = None  # the response's status line and headers read
         self.status: int | None = None
         self.headers: dict[str, str] = {}
 
     def open(self) -> HttpStream:
-        parts, host = self._parts, self._parts.hostname
-        if host is None:  # RemoteSpec.parse refuses such a URL before it gets here
-            raise RemoteError(f"{self.url!r} names no host to connect to.")
-        connection: http.client.HTTPConnection
-        if parts.scheme == "https":
-            # Certificates are always verified: there is deliberately no switch to skip it.
-            connection = http.client.HTTPSConnection(
-                host, parts.port, timeout=self.timeout_s, context=ssl.create_default_context()
-            )
-        else:
-            connection = http.client.HTTPConnection(host, parts.port, timeout=self.timeout_s)
-        self._connection = connection
-        path = parts.path or "/"
-        if parts.query:
-            path += "?" + parts.query
-        headers = {"User-Agent": USER_AGENT, "Accept": "application/json, text/event-stream, application/x-ndjson"}
+        headers = {"Accept": "application/json, text/event-stream, application/x-ndjson"}
         if self._body is not None:
             headers["Content-Type"] = "application/json"
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         try:
-            connection.request(self._method, path, body=self._body, headers=headers)
-            self.request_sent_ns = time.perf_counter_ns()
-            response = connection.getresponse()
-            self.first_byte_ns = time.perf_counter_ns()
-        except (OSError, http.client.HTTPException) as error:
+            response = self._client.send(
+                self._method, self.url, body=self._body, headers=headers, timeout_s=self.timeout_s, sender=self
+            )
+        except _WIRE_ERRORS as error:
             self.close()
             if self._aborted.is_set():
                 raise StreamCut("stopped before the server answered.") from None
-            raise self._wire_error(error) from None
+            raise self._wire_error(error, answered=False) from None
+        network = self._network
+        self.first_byte_ns = network.arrived_ns if network is not None else time.perf_counter_ns()
         self._response = response
-        self.status = response.status
-        self.headers = {key.lower(): value for key, value in response.getheaders()}
-        if 300 <= response.status < 400:
+        self.status = response.status_code
+        self.headers = dict(response.headers.items())  # httpx gives the names in lower case
+        if 300 <= response.status_code < 400:
             self.close()
-            raise redirect_error(self.where, response.status, response.getheader("Location"))
-        if response.status >= 400:
+            raise redirect_error(self.where, response.status_code, response.headers.get("location"))
+        if response.status_code >= 400:
+            self._raw = response.iter_raw()
+            body = bytearray()
             try:
-                body = response.read(ERROR_BODY_LIMIT)
-            except (OSError, http.client.HTTPException):
-                body = b""
+                for data in self._raw:
+                    body += data
+                    if len(body) >= ERROR_BODY_LIMIT:
+                        break
+            except _WIRE_ERRORS:
+                pass  # the status says enough
             self.close()
             raise http_status_error(
-                self.where, response.status, response.reason, redact(server_detail(body), self._api_key)
+                self.where,
+                response.status_code,
+                response.reason_phrase,
+                redact(server_detail(bytes(body[:ERROR_BODY_LIMIT])), self._api_key),
             )
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            self.close()
+            raise RemoteError(
+                f"{self.where} sent its answer compressed ({encoding[:40]}) though asked for it uncompressed; "
+                "Latency Lab stamps bytes as they arrive and reads them uncompressed only."
+            )
+        self._raw = response.iter_raw()
         return self
 
     def chunks(self) -> Iterator[tuple[int, bytes]]:
-        """The body as it arrives: (perf_counter_ns at the read's return, bytes). Raises StreamCut if cut short."""
-        response = self._response
-        if response is None:
+        """The body as it arrives: (perf_counter_ns at the socket read that brought it, bytes). Raises StreamCut if
+        cut short."""
+        raw, network = self._raw, self._network
+        if raw is None:
             raise RuntimeError("open() the stream before reading it")
         while True:
             try:
-                data = response.read1(READ_SIZE)
-            except (OSError, http.client.HTTPException, ValueError) as error:
+                data = next(raw, b"")
+            except _WIRE_ERRORS as error:
                 if self._aborted.is_set():
                     return
-                if isinstance(error, http.client.IncompleteRead):
-                    raise StreamCut(f"{self.where} cut the reply off mid-stream.") from None
-                raise self._wire_error(error) from None
-            arrival_ns = time.perf_counter_ns()
+                raise self._wire_error(error, answered=True) from None
             if not data:
                 return
-            yield arrival_ns, data
+            # Several chunks from one read share its stamp: their bytes arrived together.
+            yield (network.arrived_ns if network is not None else time.perf_counter_ns()), data
 
     def read_all(self, limit: int) -> tuple[int, bytes]:
         """The whole body (for replies that are not streamed), and when its last byte came; capped at limit."""
@@ -135,39 +157,93 @@ class HttpStream:
             received += data
             last_ns = arrival_ns
             if len(received) > limit:
-                from core.remote.errors import ReplyTooLarge
-
                 self.abort()
                 raise ReplyTooLarge(f"the server's answer passed {limit // (1024 * 1024)} MiB; it was cut there.")
         return last_ns, bytes(received)
 
+    def use(self, network: StampedSocket) -> None:
+        """The socket the request goes out on (HttpClient calls this from the request's thread)."""
+        with self._lock:
+            self._network = network
+            if self._aborted.is_set():
+                network.shut()
+
     def abort(self) -> None:
-        self._aborted.set()
-        connection = self._connection
-        sock = connection.sock if connection is not None else None
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+        with self._lock:
+            self._aborted.set()
+            if self._network is not None:
+                self._network.shut()
 
     @property
     def aborted(self) -> bool:
         return self._aborted.is_set()
 
-    def close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
+    def close(self, *, keep_alive: bool = False) -> None:
+        """Done with the response. keep_alive: the reply is finished, so its body's last bytes are read (briefly) and
+        the connection goes back to the model's pool for the next request; otherwise, or if they do not come, the
+        connection is ended."""
+        response, self._response = self._response, None
+        if response is None:
+            return
+        if keep_alive:
+            self._read_to_end()
+        with self._lock:
+            # From here the connection may serve another request: an abort (a late stop, the deadline) must not reach it.
+            self._network = None
+        response.close()
 
-    def _wire_error(self, error: BaseException) -> RemoteError:
-        if isinstance(error, http.client.RemoteDisconnected):
+    def _read_to_end(self) -> None:
+        raw, network = self._raw, self._network
+        if raw is None or network is None or self._aborted.is_set():
+            return
+        network.patience_s = END_WAIT_S
+        started, left = time.monotonic(), END_LIMIT
+        try:
+            for data in raw:
+                left -= len(data)
+                if left < 0 or time.monotonic() - started > END_WAIT_S:
+                    return  # still talking after it said it was done: the connection is ended
+        except _WIRE_ERRORS:
+            pass  # the connection is ended instead
+        finally:
+            network.patience_s = None
+
+    def _wire_error(self, error: BaseException, *, answered: bool) -> RemoteError:
+        network = self._network
+        closed = network is not None and network.at_end
+        if isinstance(error, httpcore.ProxyError):
+            return RemoteError(
+                f"the proxy {self._client.proxy} would not open a connection to {self._server} ({error}); "
+                "check HTTPS_PROXY, or add the server's host to NO_PROXY to reach it directly."
+            )
+        if isinstance(error, httpcore.RemoteProtocolError) and closed:
+            if answered:
+                return StreamCut(f"{self.where} cut the reply off mid-stream.")
             return StreamCut(f"{self.where} closed the connection without answering.")
-        if isinstance(error, http.client.HTTPException):
-            return RemoteError(f"{self.where} sent something that is not HTTP: {type(error).__name__} {error}.")
-        return connection_error(self.where, error, self.timeout_s)
+        if isinstance(error, httpcore.RemoteProtocolError):
+            return RemoteError(f"{self.where} sent something that is not HTTP: {error}.")
+        underneath = _os_error(error)
+        if underneath is not None:
+            return connection_error(self.where, underneath, self.timeout_s)
+        return RemoteError(f"could not reach {self.where}: {type(error).__name__} {error}.")
 
 
-def get_json(url: str, *, api_key: str | None, timeout_s: float, limit: int = 4 * 1024 * 1024) -> object:
+def _os_error(error: BaseException) -> OSError | None:
+    """The OSError an error stands for: itself, or the one httpcore raised it from (its pool re-raises "from None",
+    so the OSError is left as the context only); a timeout where none is left."""
+    cause: BaseException | None = error
+    while cause is not None and not isinstance(cause, OSError):
+        cause = cause.__cause__ or cause.__context__
+    if cause is None and isinstance(error, httpcore.TimeoutException):
+        return TimeoutError(str(error))
+    return cause
+
+
+def get_json(
+    client: HttpClient, url: str, *, api_key: str | None, timeout_s: float, limit: int = 4 * 1024 * 1024
+) -> object:
     """GET url and parse its JSON body; RemoteError with a clear message otherwise."""
-    stream = HttpStream(url, method="GET", api_key=api_key, timeout_s=timeout_s).open()
+    stream = HttpStream(client, url, method="GET", api_key=api_key, timeout_s=timeout_s).open()
     try:
         _, body = stream.read_all(limit)
     finally:

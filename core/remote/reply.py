@@ -130,9 +130,6 @@ class RemoteReply(Reply):
             error = f"interrupted: the server's stream is malformed ({malformed})."
         except BaseException as failure:  # noqa: BLE001 - every failure must reach the consumer
             error = f"{type(failure).__name__}: {failure}"
-        finally:
-            if self._stream is not None:
-                self._stream.close()
         if self._past_deadline.is_set() and not reading.done and not self.stop_event.is_set():
             error = (
                 f"interrupted: the reply ran past its overall deadline of {self.deadline_s:,.0f} s (the server "
@@ -165,6 +162,10 @@ class RemoteReply(Reply):
                 StopReason.ERROR if error else reason, reading.tokens, time.perf_counter_ns(), tail, error=error
             )
         )
+        if stream is not None:
+            # After the finish is out, so no consumer waits on it: a finished reply's connection goes back to the
+            # model's pool for the next (its body's last bytes read first); any other is ended.
+            stream.close(keep_alive=reading.done and error is None and not self.stop_event.is_set())
         self._done.set()
 
     def _request(self, reading: _Reading) -> StopReason:
@@ -184,7 +185,7 @@ class RemoteReply(Reply):
             payload = openai_chat.request_body(
                 model.model, self._chat, server_kind=model.server_kind, ignore_eos=self._ignore_eos, **common
             )
-        self._stream = HttpStream(url, payload=payload, api_key=model.api_key, timeout_s=model.timeout_s)
+        self._stream = HttpStream(model.http, url, payload=payload, api_key=model.api_key, timeout_s=model.timeout_s)
         if self.stop_event.is_set():
             return StopReason.STOPPED
         self._stream.open()

@@ -25,7 +25,9 @@ import _common
 
 from core.lab.history_sweep import SYSTEM_PROMPT, question
 from core.model.source import embedded_gguf_path
-from core.remote.llama_cpp_server import LLAMA_SERVER, LlamaCppServer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/, which the tests share (not the package)
+from tools.llama_cpp_server import LLAMA_SERVER, LlamaCppServer
 
 TARGET_FLATNESS = 1.3
 TARGET_AGAINST_LLAMA = 1.0

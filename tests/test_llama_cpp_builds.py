@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from core.remote.llama_cpp_builds import NO_AMX, build_folder, recipe
-from tools.llama_cpp_builds import RECIPE_FILE, BuildFailed, ensure_build
+from tools.llama_cpp_builds import NO_AMX, RECIPE_FILE, BuildFailed, build_folder, ensure_build, recipe
 
 AVX2 = ("avx2", "f16c", "fma", "sse4_2")
 AMX_XEON = ("amx_bf16", "amx_int8", "amx_tile", "avx2", "avx512_bf16", "avx512_vnni", "avx512f", "f16c", "fma")

@@ -2,12 +2,14 @@
 
 The tests measure against llama.cpp: the wheel's quantiser makes the test files, its logits are the
 reference, and its Python server and llama.cpp's own llama-server are the real servers. One compile of
-the llama.cpp inside llama-cpp-python's sdist gives them all: -march=native with AMX left out (see
-core/remote/llama_cpp_builds.py), shared libraries that llama-server loads from beside itself, and the
-same libraries packed into llama-cpp-python's wheel (built with LLAMA_BUILD=OFF, so it compiles nothing
-again). All of it goes into Latency Lab's own cache, keyed by the version, this CPU's flags and the build
-flags: a machine with other flags, or a change of flags, builds anew. pip's wheel cache, keyed by version
-alone, is never written or read for it (--no-cache-dir, and the wheel is installed by path).
+the llama.cpp inside llama-cpp-python's sdist gives them all: -march=native with AMX left out (NO_AMX),
+shared libraries that llama-server loads from beside itself, and the same libraries packed into
+llama-cpp-python's wheel (built with LLAMA_BUILD=OFF, so it compiles nothing again). llama.cpp compiles for
+the CPU it is built on (GGML_NATIVE), so a build is only valid on a CPU with the same flags, made with the
+same compiler flags. All of it goes into Latency Lab's own cache, keyed by the version, this CPU's flags and
+the build flags (BuildRecipe): a machine with other flags, or a change of flags, builds anew. pip's wheel
+cache, keyed by version alone, would hand one CPU's build to another; it is never written or read for it
+(--no-cache-dir, and the wheel is installed by path). The tests and tools/llama_cpp_server.py read the cache.
 
 Right after the build, a prompt of 321 tokens goes through it twice (the wheel in a subprocess,
 llama-server over HTTP on 127.0.0.1). A build that fails stops the install with one line saying which
@@ -19,8 +21,10 @@ Run: .venv/bin/python tools/llama_cpp_builds.py   (several minutes the first tim
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import platform
 import shutil
 import signal
 import subprocess
@@ -29,11 +33,78 @@ import tarfile
 import tempfile
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere in the checkout
 
-from core.remote.llama_cpp_builds import BuildRecipe, build_folder, recipe
+from core.cache_paths import cache_root
+from core.cpu import cpu_flags
+
+LLAMA_CPP_PYTHON = "0.3.36"  # the llama-cpp-python release whose llama.cpp the build comes from
+
+# ggml's AMX matrix path dies with SIGILL (tileloadd in ggml_backend_amx_mul_mat) on the AMX Xeons we run
+# on, on any prompt of a few hundred tokens. Under GGML_NATIVE, -DGGML_AMX_*=OFF changes nothing, since
+# -march=native turns the instructions back on; an explicit -mno-* does win over -march in gcc and clang.
+NO_AMX = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+# Shared libraries, as llama-cpp-python's own build makes them, found by llama-server beside itself ($ORIGIN).
+CMAKE_ARGS = (
+    "-DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=ON -DLLAMA_BUILD_SERVER=ON "
+    "-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF "
+    "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON -DCMAKE_INSTALL_RPATH=$ORIGIN"
+)
+
+
+def compiler_flags(flags: tuple[str, ...]) -> str:
+    """CFLAGS/CXXFLAGS for the build: AMX off wherever the CPU has it (the flags exist on x86 only)."""
+    return NO_AMX if any(flag.startswith("amx") for flag in flags) else ""
+
+
+@dataclass(frozen=True)
+class BuildRecipe:
+    """Everything a build's result depends on, besides the sources that the version names."""
+
+    version: str
+    cpu_flags: tuple[str, ...]
+    cmake_args: str
+    compiler_flags: str
+
+    @property
+    def key(self) -> str:
+        fields = {
+            "version": self.version,
+            "cpu_flags": list(self.cpu_flags),
+            "cmake_args": self.cmake_args,
+            "compiler_flags": self.compiler_flags,
+        }
+        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+
+    def describe(self) -> dict:
+        return {
+            "version": self.version,
+            "machine": platform.machine(),
+            "cpu_flags": " ".join(self.cpu_flags),
+            "cmake_args": self.cmake_args,
+            "compiler_flags": self.compiler_flags,
+            "key": self.key,
+        }
+
+
+def recipe(*, version: str = LLAMA_CPP_PYTHON, flags: tuple[str, ...] | None = None) -> BuildRecipe:
+    """The recipe for this machine (or for the CPU flags given)."""
+    flags = cpu_flags() if flags is None else flags
+    return BuildRecipe(version, flags, CMAKE_ARGS, compiler_flags(flags))
+
+
+def build_folder(build: BuildRecipe) -> Path:
+    """The build's folder: llama-server, llama.cpp's shared libraries beside it, and the wheel that packs them."""
+    return cache_root() / "llama.cpp" / f"{build.version}-{build.key}"
+
+
+def cached_llama_server() -> Path:
+    """Where this script puts llama-server built for this CPU with today's flags."""
+    return build_folder(recipe()) / "llama-server"
+
 
 RECIPE_FILE = "recipe.json"  # written last: a folder without it is not a finished build
 VENV_MARK = ".latencylab-llama-cpp"  # in the venv: which build of the wheel is installed there
@@ -207,7 +278,7 @@ def smoke_wheel(python: str, gguf: Path) -> None:
 def smoke_server(binary: Path, gguf: Path) -> None:
     """A 321-token prompt through llama-server on a free 127.0.0.1 port."""
     from core.quant.agreement import agreement_text
-    from core.remote.llama_cpp_server import LlamaCppServer
+    from tools.llama_cpp_server import LlamaCppServer
 
     server = LlamaCppServer(gguf, binary=binary, threads=2, context=1024)
     try:

@@ -79,13 +79,13 @@ def llama_cpp_reference(path: Path, ids: list[int]) -> dict:
     batched pass's TOP best token ids per position ("top ids"), and each variant's logits for those ids ("top logits
     NAME"): how far its own variants move the logits that matter.
 
-    Computed once per file, text, CPU and llama.cpp build (core/remote/llama_cpp_builds.py keys the build by the
+    Computed once per file, text, CPU and llama.cpp build (tools/llama_cpp_builds.py keys the build by the
     CPU's flags and the build flags), then kept beside the file: four llama.cpp passes per file were most of the
     quant-file tests' time.
     """
     import numpy as np
 
-    from core.remote.llama_cpp_builds import recipe
+    from tools.llama_cpp_builds import recipe
 
     text_key = hashlib.sha256(np.asarray(ids, dtype=np.int64).tobytes()).hexdigest()[:12]
     target = path.with_name(f"{path.stem}.llama-cpp-{recipe().key}-{text_key}-top{TOP}-all.npz")

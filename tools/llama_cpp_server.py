@@ -3,8 +3,8 @@
 Two servers qualify: llama.cpp's own `llama-server` (built once per CPU by tools/llama_cpp_builds.py into
 the user's cache; it sends `timings`, prompt progress and /slots), and llama-cpp-python's Python server
 (`python -m llama_cpp.server`, from the test extras; usage only). The tests and benchmarks measure a
-real server with it; a user can run the same to set the app's own engine beside llama.cpp on one file:
-`python -m core.remote.llama_cpp_server FILE.gguf`.
+real server with it; a user can run the same, from the checkout, to set the app's own engine beside llama.cpp on
+one file: `python -m tools.llama_cpp_server FILE.gguf`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def llama_server_binary() -> Path | None:
     """llama-server, where one is at hand: $LATENCYLAB_LLAMA_SERVER, the build for this CPU, or on PATH."""
     import shutil
 
-    from core.remote.llama_cpp_builds import cached_llama_server
+    from tools.llama_cpp_builds import cached_llama_server
 
     given = os.environ.get("LATENCYLAB_LLAMA_SERVER")
     if given:

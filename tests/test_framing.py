@@ -1,4 +1,5 @@
-"""Both ends of a child's socket frame messages with core/framing.py, in multiprocessing's Connection format."""
+"""Both ends of a child's socket frame messages with core/framing.py, in multiprocessing's Connection format (the
+window's non-blocking reader is tested with every engine event in test_event_pickling.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from multiprocessing.connection import Connection
 
 import pytest
 
-from core.framing import FrameDecoder, FramedSocket, encode
+from core.framing import FramedSocket, encode
 
 MESSAGES = [("ready", None), {"text": "é" * 70_000}, list(range(5))]  # one longer than a read of the socket
 
@@ -59,13 +60,3 @@ def test_the_other_end_closing_is_eof_after_what_it_sent(pair):
     assert ours.poll(0)
     with pytest.raises(EOFError):
         ours.recv()
-
-
-def test_a_non_blocking_reader_gets_only_whole_messages_however_the_bytes_are_cut():
-    stream = b"".join(encode(message) for message in MESSAGES)
-    for piece in (1, 3, 4096, len(stream)):
-        decoder, received = FrameDecoder(), []
-        for start in range(0, len(stream), piece):
-            decoder.feed(stream[start : start + piece])
-            received += decoder.messages()
-        assert received == MESSAGES and not decoder.pending_bytes, piece

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from core.chats.record import trace_from_dict, trace_to_dict
 from core.timing.cpu_share import WAIT_POLICY_ADVICE, contention_note, share
 from core.timing.events import CpuUsage, FinishedEvent, StopReason, TokenEvent
 from core.timing.export import traces_to_json
 from core.timing.trace import ReplyTrace
+from core.timing.trace_codec import trace_from_dict, trace_to_dict
 
 MS = 1_000_000
 

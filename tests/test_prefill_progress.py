@@ -4,10 +4,10 @@ import time
 
 import pytest
 
-from core.chats.record import trace_from_dict, trace_to_dict
 from core.generation.local_reply import LocalReply
 from core.settings import GenerationSettings
 from core.timing.events import ComputeStarted, PrefillProgress
+from core.timing.trace_codec import TraceFileError, trace_from_dict, trace_to_dict
 from tests.test_generation import prompt_ids, run
 
 
@@ -81,8 +81,6 @@ def test_progress_is_saved_with_the_chat_and_checked_on_load(tiny_model):
     assert restored.compute_started_ns == trace.compute_started_ns
     older = {key: value for key, value in trace_to_dict(trace).items() if key != "prefill_progress"}
     assert trace_from_dict(older, "trace").prefill_progress == []
-    from core.chats.record import ChatFileError
-
     for bad in ([[1, 1.5]], [[1, 0.5], [2, 0.25]], [["x", 0.5]], [[1]]):
-        with pytest.raises(ChatFileError, match="prefill_progress"):
+        with pytest.raises(TraceFileError, match="prefill_progress"):
             trace_from_dict({**trace_to_dict(trace), "prefill_progress": bad}, "trace")

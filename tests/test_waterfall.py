@@ -2,16 +2,20 @@
 
 import pytest
 
-from core.chats.record import trace_from_dict, trace_to_dict
-from core.timing.events import FinishedEvent, StopReason, TokenEvent
+from core.timing.events import FinishedEvent, PromptCacheReport, ServerReport, StopReason, TokenEvent
 from core.timing.trace import ReplyTrace
+from core.timing.trace_codec import TraceFileError, trace_from_dict, trace_to_dict
 from core.timing.waterfall import BEFORE_FIRST_TOKEN, REMOTE_BEFORE_FIRST_TOKEN, decode_figures, segments
 
 MS = 1_000_000
 
 
-def stamped_trace(**stamps):
+def stamped_trace(cache_ready_ns=None, **stamps):
     trace = ReplyTrace(request_start_ns=100 * MS, prompt_tokens=10, **stamps)
+    if cache_ready_ns is not None:
+        trace.record(
+            PromptCacheReport(10, 4, "the chat's history was reused from the cache", timestamp_ns=cache_ready_ns)
+        )
     for index, at in enumerate((400, 450, 500)):
         trace.record(TokenEvent(index, index, "x", at * MS), arrival_ns=(at + 2) * MS)
     trace.painted_ns = [420 * MS, 420 * MS, 520 * MS]
@@ -50,16 +54,15 @@ def test_the_stamps_survive_a_save_and_bad_ones_are_refused():
     trace = stamped_trace(prompt_ready_ns=110 * MS, compute_started_ns=130 * MS, stop_requested_ns=440 * MS)
     restored = trace_from_dict(trace_to_dict(trace), "trace")
     assert segments(restored) == segments(trace)
-    from core.chats.record import ChatFileError
-
-    with pytest.raises(ChatFileError, match="painted_ns"):
+    with pytest.raises(TraceFileError, match="painted_ns"):
         trace_from_dict({**trace_to_dict(trace), "painted_ns": [1, 2, 3, 4]}, "trace")
-    with pytest.raises(ChatFileError, match="compute_started_ns"):
+    with pytest.raises(TraceFileError, match="compute_started_ns"):
         trace_from_dict({**trace_to_dict(trace), "compute_started_ns": "soon"}, "trace")
 
 
 def test_over_a_network_the_first_byte_splits_the_wait_and_the_sum_is_still_the_ttft():
-    trace = stamped_trace(prompt_ready_ns=105 * MS, first_byte_ns=160 * MS)
+    trace = stamped_trace(prompt_ready_ns=105 * MS)
+    trace.record(ServerReport("llama.cpp", 10, 3, 160 * MS, 3))
     found = {segment.name: segment for segment in segments(trace)}
     assert list(found)[:3] == list(REMOTE_BEFORE_FIRST_TOKEN)
     assert [round(found[name].duration_s, 6) for name in REMOTE_BEFORE_FIRST_TOKEN] == [0.005, 0.055, 0.24]

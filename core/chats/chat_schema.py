@@ -1,9 +1,10 @@
 """What a saved chat may hold beyond its messages and token lists: each free-form field's type, and the bounds.
 
 A chat file is input: hand-edited, from another version, or crafted. record.py checks the document's structure
-(messages, traces) field by field; this module adds the tables for the dictionaries the window reads by key (a
-reply's context, the chat's settings, a trace's server facts), the numbers no field may hold (not finite, past
-64 bits), and the bounds on a chat's size, checked on the raw bytes before anything is parsed.
+(messages) field by field, and core/timing/trace_codec.py each trace against its fields' types; this module adds the
+tables for the dictionaries the window reads by key (a reply's context, the chat's settings), the numbers no field
+may hold (not finite, past 64 bits), and the bounds on a chat's size, checked on the raw bytes before anything is
+parsed.
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ import re
 from typing import Any
 
 from core.errors import LatencyLabError
+from core.timing.bounds import INT64
 
 # Bounds: far beyond a chat anyone writes in this app, small enough that opening one stays under a second or two.
 MAX_CHAT_FILE_BYTES = 256 * 2**20
 MAX_MESSAGES = 20_000
 MAX_REPLIES = 10_000
-MAX_TOKENS_PER_REPLY = 1_000_000  # longer than any context window here
-INT64 = 2**63 - 1
 
 NUMBER = (int, float)
 NONE = type(None)
@@ -42,17 +42,6 @@ CHAT_SETTINGS = {
     "decode_loop": (str,),
     "streaming": (bool,),
 }
-TRACE_SERVER = {
-    "kind": (str,),
-    "chunks": (int, NONE),
-    "timings": (dict, NONE),
-    "prompt_tokens": (int, NONE),
-    "output_tokens": (int, NONE),
-    "tokens_counted_from": (str,),
-}
-# A server's timings: its name for where they came from, and numbers (the meter divides and formats them).
-SERVER_TIMING_TEXT = {"source": (str, NONE)}
-SERVER_TIMING_NUMBER = (int, float, NONE)
 _KEYS = {"replies": re.compile(rb'"trace"\s*:'), "messages": re.compile(rb'"role"\s*:')}
 _LIMITS = {"replies": MAX_REPLIES, "messages": MAX_MESSAGES}
 
@@ -101,14 +90,6 @@ def no_constant(name: str) -> float:
 def whole(value: Any) -> bool:
     """A JSON whole number within 64 bits (a 400-digit count broke the metrics and the plots)."""
     return isinstance(value, int) and not isinstance(value, bool) and -INT64 <= value <= INT64
-
-
-def check_timings(timings: dict | None, where: str) -> None:
-    for key, item in (timings or {}).items():
-        kinds = SERVER_TIMING_TEXT.get(key, SERVER_TIMING_NUMBER)
-        if not _is(item, kinds):
-            wanted = "text" if str in kinds else "a number"
-            raise ChatFileError(f"{where}.{key} must be {wanted} or null, not {type(item).__name__}")
 
 
 def _is(value: Any, kinds: tuple) -> bool:

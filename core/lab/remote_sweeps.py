@@ -72,7 +72,7 @@ def sweep_remote_prompt_lengths(
         )
         row["chunks"] = int(statistics.median(trace.chunks or 0 for trace in traces))
         row["server_prompt_ms"] = median_or_none(
-            ((t.server or {}).get("timings") or {}).get("prompt_ms") for t in traces
+            ((t.server.timings if t.server else None) or {}).get("prompt_ms") for t in traces
         )
         yield row
 

@@ -7,17 +7,17 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from core.chats.chat_schema import ChatFileError, finite_float, no_constant
-from core.chats.record import trace_from_dict, trace_to_dict
+from core.chats.chat_schema import finite_float, no_constant
 from core.errors import LatencyLabError
 from core.race.config import MODE_WORDS, RaceConfig
 from core.race.sides import labels, side_summary
 from core.race.verdict import Verdict, make_verdict, side_facts
 from core.timing.budget import DEFINITION as BUDGET_DEFINITION
 from core.timing.budget import budget_document, judge
-from core.timing.export import json_text, reply_report
+from core.timing.export import TRACE_DEFINITION, json_text, reply_report
 from core.timing.metrics import DEFINITIONS
 from core.timing.trace import ReplyTrace
+from core.timing.trace_codec import TraceFileError, trace_from_dict
 from core.timing.waterfall import definitions as waterfall_definitions
 from core.timing.waterfall import waterfall_document
 
@@ -33,7 +33,7 @@ RACE_DEFINITIONS = {
     "shown and waited for more, up to the last token; 0 when the text kept ahead of them.",
     "mode": "each alone: A ran, then B, each alone on the machine, and both are played back from Send at their own "
     "measured times. live: both ran at the same time, sharing the machine.",
-    "trace": "The reply's raw record (perf_counter_ns stamps), from which every figure here is computed.",
+    "trace": TRACE_DEFINITION,
 }
 
 
@@ -121,7 +121,6 @@ def _side_report(run, label: str, config: RaceConfig) -> dict:
         "decode_loop": run.decode_loop,
         "waterfall": waterfall_document(trace),
         "budget": judge(trace, side.streaming, config.budget).to_dict(),
-        "trace": trace_to_dict(trace),
     }
 
 
@@ -174,7 +173,7 @@ def _recorded(report: object, key: str, side, label: str) -> RecordedSide:
     if report.get("trace") is not None:
         try:
             trace = trace_from_dict(report["trace"], f"{key}.trace")
-        except ChatFileError as error:
+        except TraceFileError as error:
             raise RaceFileError(str(error)) from None
     notes = report.get("notes")
     if not isinstance(notes, list):

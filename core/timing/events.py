@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from enum import Enum
-from typing import TypeVar
+from typing import Any, TypeVar
+
+from core.timing.bounds import Int64, Seconds
 
 _Event = TypeVar("_Event")
 
@@ -86,16 +88,30 @@ class ComputeStarted:
 class ServerReport:
     """What a remote server said about a reply: its token counts, its own timings, and when its headers came.
 
-    output_tokens is the server's usage count, the only honest token count over the wire; None where it
-    sent none. timings is normalised to milliseconds (core/remote/server_timings.py).
+    kind: the server's kind ("llama.cpp", "vLLM", ...); output_tokens is the server's usage count, the only honest
+    token count over the wire; None where it sent none. timings is normalised to milliseconds
+    (core/remote/server_timings.py).
     """
 
-    server_kind: str
-    prompt_tokens: int | None
-    output_tokens: int | None
-    first_byte_ns: int | None
-    chunks: int
-    timings: dict | None = None
+    kind: str
+    prompt_tokens: Int64 | None
+    output_tokens: Int64 | None
+    first_byte_ns: Int64 | None
+    chunks: Int64
+    timings: dict[str, Any] | None = None
+
+    @property
+    def tokens_counted_from(self) -> str:
+        """Where the reply's token count came from, in words."""
+        claimed = (self.timings or {}).get("claimed_output_tokens")
+        if self.output_tokens is not None:
+            return "the server's usage"
+        if isinstance(claimed, int):
+            return (
+                f"chunks, one token each: the server claimed {claimed:,} tokens, more than were asked "
+                f"for or than the text that arrived can hold"
+            )
+        return "chunks, one token each: the server sent no usage"
 
 
 @_pickled_by_fields
@@ -103,9 +119,9 @@ class ServerReport:
 class CpuUsage:
     """The engine's CPU time over the reply's compute (every thread of its process) against wall time x threads."""
 
-    cpu_s: float
-    wall_s: float
-    threads: int
+    cpu_s: Seconds
+    wall_s: Seconds
+    threads: Int64
 
 
 @_pickled_by_fields
@@ -141,13 +157,13 @@ class PromptCacheReport:
     server reported it in).
     """
 
-    prompt_tokens: int
-    cached_tokens: int | None
+    prompt_tokens: Int64
+    cached_tokens: Int64 | None
     reason: str
-    break_at: int | None = None
+    break_at: Int64 | None = None
     source: str = "local"
-    timestamp_ns: int | None = None  # locally: when the cached part was in place and prefill of the rest began
-    memory_bytes: int | None = None  # locally: the prompt cache's memory (live KV allocation and saved chats)
+    timestamp_ns: Int64 | None = None  # locally: when the cached part was in place and prefill of the rest began
+    memory_bytes: Int64 | None = None  # locally: the prompt cache's memory (live KV allocation and saved chats)
 
     @property
     def prefilled_tokens(self) -> int | None:

@@ -9,12 +9,15 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+import msgspec
+
 from core.atomic_file import atomic_write_text
 from core.timing.cpu_share import DEFINITION as CPU_SHARE_DEFINITION
 from core.timing.metrics import DEFINITIONS, percentile
 from core.timing.server_compare import DEFINITIONS as SERVER_DEFINITIONS
 from core.timing.server_compare import compare
 from core.timing.trace import ReplyTrace
+from core.timing.trace_codec import trace_to_dict
 from core.timing.waterfall import definitions as waterfall_definitions
 from core.timing.waterfall import waterfall_document
 
@@ -25,6 +28,7 @@ PREFILL_PROGRESS_DEFINITION = (
     "(1.0 exactly when the pass ends; short of it when a stop abandoned the pass)."
 )
 CPU_DEFINITIONS = {
+    "cpu": "The engine's CPU use over the reply's compute: cpu_s (every thread of its process), wall_s and threads.",
     "cpu.cpu_share": CPU_SHARE_DEFINITION,
     "cpu.contention": "Set when cpu_share is below 0.75: other programs took the CPU, so TPOT is not the model's.",
     "cpu.window_cpu_share": "The window process's CPU time during the reply over its wall time, in cores (0.2 = a "
@@ -38,8 +42,13 @@ PROMPT_CACHE_DEFINITIONS = {
     "prompt_cache": "Why no more of the prompt was cached (reason), the token where reuse of the cached history "
     "stopped (break_at), who counted (source: local, or the server's field), and the prompt cache's "
     "memory as the prompt began (memory_bytes: the KV cache as allocated plus the chats set aside; "
-    "local only).",
+    "local only); with the prompt's tokens and the cached ones as the report counted them, and when the cached part "
+    "was in place (timestamp_ns, perf_counter_ns; local only).",
 }
+TRACE_DEFINITION = (
+    "The reply's raw record (perf_counter_ns stamps), from which every figure here is computed: every field "
+    "Latency Lab keeps of a reply, as a saved chat holds it."
+)
 INTERVAL_DEFINITION = (
     "interval_s: time since the previous token; for index 0 it is the time since "
     "request start, i.e. the TTFT. t_s: seconds since request start."
@@ -89,22 +98,22 @@ def trace_document(trace: ReplyTrace, turn: int = 0, context: dict | None = None
         **cache_document(trace),
         **cpu_document(trace),
         **server_document(trace),
+        "trace": trace_to_dict(trace),
     }
 
 
 def cpu_document(trace: ReplyTrace) -> dict:
-    """What the engine's threads really got of the CPU during the reply, the window's own share, and a note when
-    other programs took enough to slow it (core/timing/cpu_share.py); empty where nothing was measured."""
+    """What the engine's threads really got of the CPU during the reply (its CpuUsage report, every field), the
+    window's own share, and a note when other programs took enough to slow it (core/timing/cpu_share.py); empty
+    where nothing was measured."""
     from core.timing.cpu_share import contention_note
 
-    if trace.engine_cpu_s is None and trace.window_cpu_s is None:
+    if trace.cpu is None and trace.window_cpu_s is None:
         return {}
     share = trace.cpu_share
     return {
         "cpu": {
-            "engine_cpu_s": trace.engine_cpu_s,
-            "engine_wall_s": trace.engine_wall_s,
-            "threads": trace.engine_threads,
+            **(msgspec.to_builtins(trace.cpu) if trace.cpu else {}),
             "cpu_share": share,
             "contention": contention_note(share),
             "window_cpu_share": trace.window_cpu_share,
@@ -144,34 +153,37 @@ def reply_report(model_facts: dict, trace: ReplyTrace, settings) -> dict:
         **cache_document(trace),
         **cpu_document(trace),
         **server_document(trace),
+        "trace": trace_to_dict(trace),
     }
 
 
 def cache_document(trace: ReplyTrace) -> dict:
-    """How much of the prompt the prompt cache gave, and why no more; empty where the reply said nothing of it."""
-    if trace.cache_reason is None and trace.cached_tokens is None:
+    """How much of the prompt the prompt cache gave, and why no more (its PromptCacheReport, every field); empty
+    where the reply said nothing of it."""
+    if trace.cache is None:
         return {}
     return {
         "cached_tokens": trace.cached_tokens,
         "prefilled_tokens": trace.prefilled_tokens,
-        "prompt_cache": {
-            "reason": trace.cache_reason,
-            "break_at": trace.cache_break_at,
-            "source": trace.cache_source,
-            "memory_bytes": trace.cache_memory_bytes,
-        },
+        "prompt_cache": msgspec.to_builtins(trace.cache),
     }
 
 
 def server_document(trace: ReplyTrace) -> dict:
-    """A remote reply's extra facts: chunks, time to first byte, reasoning, and the server's timings beside ours."""
-    if trace.server is None:
+    """A remote reply's extra facts: chunks, time to first byte, reasoning, and the server's report (every field)
+    with its timings beside ours."""
+    server = trace.server
+    if server is None:
         return {}
     return {
         "chunks": trace.chunks,
-        "ttfb_s": (trace.first_byte_ns - trace.request_start_ns) / 1e9 if trace.first_byte_ns else None,
+        "ttfb_s": (server.first_byte_ns - trace.request_start_ns) / 1e9 if server.first_byte_ns else None,
         "reasoning_text": trace.reasoning_text,
-        "server": {**trace.server, "client_vs_server": compare(trace.metrics().ttft_s, trace.server.get("timings"))},
+        "server": {
+            **msgspec.to_builtins(server),
+            "tokens_counted_from": server.tokens_counted_from,
+            "client_vs_server": compare(trace.metrics().ttft_s, server.timings),
+        },
     }
 
 
@@ -215,6 +227,7 @@ def traces_to_json(
             **CPU_DEFINITIONS,
             "interval_s": INTERVAL_DEFINITION,
             "prefill_progress": PREFILL_PROGRESS_DEFINITION,
+            "trace": TRACE_DEFINITION,
             **waterfall_definitions(),
         },
         **(context or {}),

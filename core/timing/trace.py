@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from core.timing.bounds import Fraction, Int64, Seconds, StopReasonValue, TokenIds
 from core.timing.events import (
     ComputeStarted,
     CpuUsage,
@@ -20,51 +21,45 @@ from core.timing.metrics import LatencyMetrics, LatencySummary, compute_metrics,
 
 @dataclass
 class ReplyTrace:
-    """The trace of one reply: feed it every event, read metrics whenever."""
+    """The trace of one reply: feed it every event, read metrics whenever.
 
-    request_start_ns: int
-    prompt_tokens: int
-    token_ids: list[int] = field(default_factory=list)
+    Its fields are what a chat saves, an export holds and a file is checked against (core/timing/trace_codec.py
+    reads them, with their types from core/timing/bounds.py): a field added here is saved, exported, loaded and
+    validated with no other change.
+    """
+
+    request_start_ns: Int64
+    prompt_tokens: Int64
+    token_ids: TokenIds = field(default_factory=list)
     token_texts: list[str] = field(default_factory=list)
-    timestamps_ns: list[int] = field(default_factory=list)
+    timestamps_ns: list[Int64] = field(default_factory=list)
     # When each token reached the window (perf_counter_ns, the same clock as the engine's stamps); empty
     # where no window received them (the CLI, the lab).
-    arrivals_ns: list[int] = field(default_factory=list)
-    stop_reason: str | None = None
+    arrivals_ns: list[Int64] = field(default_factory=list)
+    stop_reason: StopReasonValue | None = None
     error: str | None = None
     tail_text: str = ""
     # The prompt's pass, layer by layer: (perf_counter_ns, fraction of the decoder layers done); it
     # reaches 1.0 exactly when the pass ends, and stops short of it when a stop abandoned the pass.
-    prefill_progress: list[tuple[int, float]] = field(default_factory=list)
+    prefill_progress: list[tuple[Int64, Fraction]] = field(default_factory=list)
     # The waterfall's stamps (perf_counter_ns; None or empty where not recorded): the prompt built and
     # tokenised in the engine, the reply's job begun on the compute thread, the finish made in the
     # engine, each token first painted in the window (streaming only), and the Stop pressed.
-    prompt_ready_ns: int | None = None
-    compute_started_ns: int | None = None
-    finished_ns: int | None = None
-    painted_ns: list[int] = field(default_factory=list)
-    stop_requested_ns: int | None = None
-    # Over a network (None or empty for a local model): the chunk each token came in, which tokens are
-    # reasoning, the server's own usage count and timings, and when the response's headers arrived.
-    chunk_of: list[int] = field(default_factory=list)
-    reasoning_indices: list[int] = field(default_factory=list)
-    server: dict | None = None
-    server_output_tokens: int | None = None
-    first_byte_ns: int | None = None
-    # The prompt cache: how many prompt tokens came from it (None: not known, as from a server that says
-    # nothing), why no more did, the token where reuse stopped, and who counted.
-    cached_tokens: int | None = None
-    cache_reason: str | None = None
-    cache_break_at: int | None = None
-    cache_source: str | None = None
-    cache_ready_ns: int | None = None  # the cached part in place, the prefill of the rest about to start
-    cache_memory_bytes: int | None = None  # the prompt cache's memory as the prompt began (local only)
-    # The engine's CPU time over the reply's compute, its wall time and threads (core/timing/cpu_share.py); and,
-    # where a window showed the reply, the window process's own CPU time over the same reply.
-    engine_cpu_s: float | None = None
-    engine_wall_s: float | None = None
-    engine_threads: int | None = None
-    window_cpu_s: float | None = None
+    prompt_ready_ns: Int64 | None = None
+    compute_started_ns: Int64 | None = None
+    finished_ns: Int64 | None = None
+    painted_ns: list[Int64] = field(default_factory=list)
+    stop_requested_ns: Int64 | None = None
+    # Over a network (empty for a local model): the chunk each token came in, and which tokens are reasoning.
+    chunk_of: list[Int64] = field(default_factory=list)
+    reasoning_indices: list[Int64] = field(default_factory=list)
+    # The reports as the reply made them, None where it made none: a server's own account (remote only), the
+    # prompt cache's, and the engine's CPU time over the reply's compute (core/timing/cpu_share.py).
+    server: ServerReport | None = None
+    cache: PromptCacheReport | None = None
+    cpu: CpuUsage | None = None
+    # Where a window showed the reply: the window process's own CPU time over the same reply.
+    window_cpu_s: Seconds | None = None
 
     def record(self, event: ReplyEventKind, arrival_ns: int | None = None) -> None:
         """Keep what the event says; arrival_ns is when a token reached the window (None elsewhere)."""
@@ -82,13 +77,13 @@ class ReplyTrace:
             self.prompt_tokens = event.prompt_tokens
             self.prompt_ready_ns = event.timestamp_ns
         elif isinstance(event, ServerReport):
-            self._record_server(event)
+            self.server = event
+            if event.prompt_tokens is not None:
+                self.prompt_tokens = event.prompt_tokens
         elif isinstance(event, CpuUsage):
-            self.engine_cpu_s, self.engine_wall_s, self.engine_threads = event.cpu_s, event.wall_s, event.threads
+            self.cpu = event
         elif isinstance(event, PromptCacheReport):
-            self.cached_tokens, self.cache_reason = event.cached_tokens, event.reason
-            self.cache_break_at, self.cache_source = event.break_at, event.source
-            self.cache_ready_ns, self.cache_memory_bytes = event.timestamp_ns, event.memory_bytes
+            self.cache = event
         elif isinstance(event, PrefillProgress):
             self.prefill_progress.append((event.timestamp_ns, event.fraction))
         elif isinstance(event, ComputeStarted):
@@ -99,37 +94,35 @@ class ReplyTrace:
             self.error = event.error
             self.tail_text = event.tail_text
 
-    def _record_server(self, report: ServerReport) -> None:
-        claimed = (report.timings or {}).get("claimed_output_tokens")
-        counted_from = (
-            "the server's usage"
-            if report.output_tokens is not None
-            else f"chunks, one token each: the server claimed {claimed:,} tokens, more than were asked "
-            f"for or than the text that arrived can hold"
-            if isinstance(claimed, int)
-            else "chunks, one token each: the server sent no usage"
-        )
-        self.server = {
-            "kind": report.server_kind,
-            "chunks": report.chunks,
-            "timings": report.timings,
-            "prompt_tokens": report.prompt_tokens,
-            "output_tokens": report.output_tokens,
-            "tokens_counted_from": counted_from,
-        }
-        self.server_output_tokens = report.output_tokens
-        self.first_byte_ns = report.first_byte_ns
-        if report.prompt_tokens is not None:
-            self.prompt_tokens = report.prompt_tokens
+    # What the window and the tests read most of the reports, None where the report was not made.
+    @property
+    def cached_tokens(self) -> int | None:
+        return self.cache.cached_tokens if self.cache else None
+
+    @property
+    def cache_reason(self) -> str | None:
+        return self.cache.reason if self.cache else None
+
+    @property
+    def cache_break_at(self) -> int | None:
+        return self.cache.break_at if self.cache else None
+
+    @property
+    def cache_source(self) -> str | None:
+        return self.cache.source if self.cache else None
+
+    @property
+    def first_byte_ns(self) -> int | None:
+        return self.server.first_byte_ns if self.server else None
 
     @property
     def cpu_share(self) -> float | None:
         """The engine's CPU time over wall x threads during the reply; None where not measured (a server)."""
         from core.timing.cpu_share import share
 
-        if self.engine_cpu_s is None:
+        if self.cpu is None:
             return None
-        return share(self.engine_cpu_s, self.engine_wall_s or 0.0, self.engine_threads or 0)
+        return share(self.cpu.cpu_s, self.cpu.wall_s, self.cpu.threads)
 
     @property
     def window_cpu_share(self) -> float | None:
@@ -148,8 +141,8 @@ class ReplyTrace:
     @property
     def output_tokens(self) -> int:
         """Tokens generated: the server's usage count where a server gave one (a chunk is not a token)."""
-        if self.server_output_tokens is not None:
-            return self.server_output_tokens
+        if self.server is not None and self.server.output_tokens is not None:
+            return self.server.output_tokens
         return len(self.timestamps_ns)
 
     @property

@@ -83,7 +83,7 @@ def segments(trace: ReplyTrace) -> list[Segment]:
         stamped = (
             ("send" if remote else "prepare", trace.prompt_ready_ns),
             ("queue", trace.compute_started_ns),
-            ("cache", trace.cache_ready_ns),
+            ("cache", trace.cache.timestamp_ns if trace.cache else None),
             ("server_first_byte", trace.first_byte_ns),
         )
         for name, stamp in stamped:

@@ -47,7 +47,7 @@ class ServerView(QLabel):
 def server_table(trace: ReplyTrace) -> str:
     """The side-by-side table as rich text: rows of (what, client, server)."""
     metrics = trace.metrics()
-    timings = (trace.server or {}).get("timings") or {}
+    timings = (trace.server.timings if trace.server else None) or {}
     source = timings.get("source", "no server timings sent")
     ttfb = (trace.first_byte_ns - trace.request_start_ns) / 1e9 if trace.first_byte_ns else None
     difference = compare(metrics.ttft_s, timings)
@@ -68,7 +68,7 @@ def server_table(trace: ReplyTrace) -> str:
         for what, client, server in rows
     )
     return (
-        f"<table cellspacing='6'><tr><th align='left'>{trace.server.get('kind', 'server')}</th>"
+        f"<table cellspacing='6'><tr><th align='left'>{trace.server.kind if trace.server else 'server'}</th>"
         f"<th>client</th><th>server ({source})</th></tr>{body}</table>"
     )
 

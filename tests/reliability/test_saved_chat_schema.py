@@ -14,6 +14,7 @@ from core.chats.record import CHAT_FORMAT, ChatFileError, ChatRecord, ReplyRecor
 from core.chats.reply_context import ReplyContext
 from core.chats.session import Message
 from core.chats.store import CORRUPT_FOLDER, ChatStore, chats_folder
+from core.timing.events import CpuUsage, PromptCacheReport, ServerReport
 from core.timing.trace import ReplyTrace
 
 SETTINGS = {"max_new_tokens": 8, "temperature": 0.0, "top_p": 1.0, "seed": None, "decode_loop": "lean"}
@@ -45,16 +46,10 @@ def valid_document(chat_id: str = "20250101-000000-aaaaaaaa") -> dict:
         finished_ns=3_000,
         painted_ns=[2_200],
         chunk_of=[0, 1],
-        server={
-            "kind": "llama.cpp",
-            "chunks": 2,
-            "timings": {"source": "llama.cpp timings", "prompt_ms": 1.5},
-            "prompt_tokens": 5,
-            "output_tokens": 2,
-            "tokens_counted_from": "the server's usage",
-        },
-        server_output_tokens=2,
-        first_byte_ns=1_900,
+        server=ServerReport("llama.cpp", 5, 2, 1_900, 2, {"source": "llama.cpp timings", "prompt_ms": 1.5}),
+        cache=PromptCacheReport(5, 3, "llama.cpp reused 3 cached prompt tokens", 3, "llama.cpp timings.cache_n"),
+        cpu=CpuUsage(0.5, 1.0, 2),
+        window_cpu_s=0.1,
     )
     record.replies = [
         ReplyRecord(

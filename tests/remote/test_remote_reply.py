@@ -193,7 +193,7 @@ def test_ollama_native_reports_its_durations():
         assert server.requests[-1]["body"]["options"]["num_predict"] == 50
     assert trace.text == "Hi!"
     assert trace.output_tokens == 2 and trace.prompt_tokens == 12
-    timings = trace.server["timings"]
+    timings = trace.server.timings
     assert timings["prompt_ms"] == pytest.approx(30.0)
     assert timings["per_token_ms"] == pytest.approx(20.0)
     assert timings["load_ms"] == pytest.approx(5.0)
@@ -222,7 +222,7 @@ def test_llama_cpp_prompt_progress_becomes_prefill_progress_and_its_timings_coun
         trace = _reply(server).run_to_end()
     assert [fraction for _, fraction in trace.prefill_progress] == [0.5, 1.0]
     assert trace.output_tokens == 2  # from timings.predicted_n: this stream sent no usage
-    assert trace.server["timings"]["cache_n"] == 20
+    assert trace.server.timings["cache_n"] == 20
 
 
 def test_a_reply_past_the_size_cap_is_cut_there_and_kept(monkeypatch):
@@ -295,5 +295,5 @@ def test_vllm_request_metrics_stand_in_for_server_timings_where_a_deployment_sen
         trace = RemoteReply(model, "", [("user", "Hi")], SETTINGS).run_to_end()
         stream_options = server.requests[-1]["body"]["stream_options"]
     assert stream_options == {"include_usage": True, "continuous_usage_stats": True}
-    assert trace.server["timings"]["queue_ms"] == pytest.approx(250.0)
-    assert trace.server["timings"]["prompt_ms"] == pytest.approx(500.0)
+    assert trace.server.timings["queue_ms"] == pytest.approx(250.0)
+    assert trace.server.timings["prompt_ms"] == pytest.approx(500.0)

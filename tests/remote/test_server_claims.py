@@ -66,14 +66,14 @@ def test_an_implausible_count_is_the_servers_claim_not_tokens(mode, claim):
     document = json.loads(traces_to_json([trace]))
     assert document["replies"][0]["output_tokens"] == trace.output_tokens
     if isinstance(claim, int) and 0 <= claim <= 2**53 and claim > 66:
-        assert trace.server["output_tokens"] is None
-        assert f"the server claimed {claim:,} tokens" in trace.server["tokens_counted_from"]
+        assert trace.server.output_tokens is None
+        assert f"the server claimed {claim:,} tokens" in trace.server.tokens_counted_from
 
 
 def test_a_believable_count_is_still_the_count():
     with ScriptedServer(script("usage at the end", 5)) as server:
         trace = RemoteReply(connect(server.url, timeout_s=10.0), "", [("user", "Hi")], SETTINGS).run_to_end()
-    assert trace.output_tokens == 5 and trace.server["tokens_counted_from"] == "the server's usage"
+    assert trace.output_tokens == 5 and trace.server.tokens_counted_from == "the server's usage"
 
 
 @pytest.mark.parametrize("claim", [20_000_000, 10**400])

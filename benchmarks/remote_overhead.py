@@ -78,7 +78,7 @@ def main() -> None:
         for _ in range(args.replies):
             mark = len(server.lines)
             reply_costs, trace = one_reply(model, args.tokens)
-            timings = (trace.server or {}).get("timings") or {}
+            timings = (trace.server.timings if trace.server else None) or {}
             per_token = timings.get("per_token_ms")
             if per_token is None:
                 time.sleep(0.2)  # let the server's log line for this request arrive

@@ -37,7 +37,7 @@ def test_the_local_model_against_llama_server(native_model, llama_server, live):
     result = run_race(config, load)
     a, b = result.a.trace, result.b.trace
     assert a.stop_reason in ("eos", "max_tokens") and b.stop_reason in ("eos", "max_tokens"), result.status_line
-    assert a.server is None and b.server["kind"] == "llama.cpp"  # the server's own report rides with B
+    assert a.server is None and b.server.kind == "llama.cpp"  # the server's own report rides with B
     assert result.labels[1].startswith("server 127.0.0.1:")
     if live:  # one Send for both: the same clock zero
         assert a.request_start_ns == b.request_start_ns

@@ -48,10 +48,10 @@ def test_streamed_and_whole_replies_agree_and_count_the_servers_tokens(llama_ser
     whole = _reply(llama_server, streaming=False).run_to_end()
     assert streamed.error is None and whole.error is None
     assert streamed.text == whole.text and streamed.text.strip()
-    assert streamed.server["kind"] == KINDS[llama_server.kind]
+    assert streamed.server.kind == KINDS[llama_server.kind]
     # The whole response carries usage; the stream's count (usage where sent, else its chunks) must equal it.
-    assert whole.server["output_tokens"] == whole.output_tokens
-    assert streamed.output_tokens == whole.server["output_tokens"]
+    assert whole.server.output_tokens == whole.output_tokens
+    assert streamed.output_tokens == whole.server.output_tokens
     assert whole.prompt_tokens > 0 and whole.chunks == 1
     streamed_metrics = streamed.metrics()
     assert streamed.first_byte_ns <= streamed.timestamps_ns[0]
@@ -95,7 +95,7 @@ def test_client_timings_stand_beside_the_servers_own(llama_server):
     assert trace.error is None and trace.output_tokens == 48
     metrics = trace.metrics()
     if llama_server.kind == LLAMA_SERVER:
-        timings = trace.server["timings"]
+        timings = trace.server.timings
         assert timings["generated_n"] == 48
         assert metrics.ttft_s >= timings["prompt_ms"] / 1e3
         server_per_token_s = timings["per_token_ms"] / 1e3
@@ -194,6 +194,6 @@ def test_a_chat_through_the_server_shows_what_its_prompt_cache_reused(llama_serv
     if llama_server.kind == LLAMA_SERVER:
         assert second.cache_source == "llama.cpp timings.cache_n"
         assert traces[0].prompt_tokens <= second.cached_tokens < second.prompt_tokens
-        assert second.prefilled_tokens == second.server["timings"]["prompt_n"]
+        assert second.prefilled_tokens == second.server.timings["prompt_n"]
     else:
         assert second.cached_tokens is None and second.cache_reason.startswith("not reported")

@@ -14,16 +14,20 @@ from __future__ import annotations
 import argparse
 import re
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import _common
 
 from core.model.source import embedded_gguf_path
 from core.remote.connect import connect
-from core.remote.llama_cpp_server import LLAMA_SERVER, PYTHON_SERVER, LlamaCppServer
 from core.remote.reply import RemoteReply
 from core.settings import GenerationSettings
 from core.timing.events import TokenEvent
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/, which the tests share (not the package)
+from tools.llama_cpp_server import LLAMA_SERVER, PYTHON_SERVER, LlamaCppServer
 
 TARGET_RATIO = 0.01
 SERVER_PER_TOKEN = re.compile(r"\beval time =\s*([\d.]+) ms /\s*(\d+) runs")

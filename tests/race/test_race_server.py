@@ -12,7 +12,7 @@ from core.race.config import RaceConfig
 from core.race.document import race_json
 from core.race.runner import run_race
 from core.race.sides import parse_side
-from core.remote.llama_cpp_server import LLAMA_SERVER, LlamaCppServer
+from tools.llama_cpp_server import LLAMA_SERVER, LlamaCppServer
 
 PROMPT = "Name three colours of the rainbow."
 

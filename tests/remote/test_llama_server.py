@@ -15,9 +15,9 @@ import pytest
 from core.errors import ModelLoadError
 from core.model.source import embedded_gguf_path
 from core.remote.connect import connect
-from core.remote.llama_cpp_server import LLAMA_SERVER, PYTHON_SERVER, LlamaCppServer, free_loopback_port
 from core.remote.reply import RemoteReply
 from core.settings import GenerationSettings
+from tools.llama_cpp_server import LLAMA_SERVER, PYTHON_SERVER, LlamaCppServer, free_loopback_port
 
 pytestmark = [pytest.mark.model, pytest.mark.llama_cpp, pytest.mark.subprocess]
 PROMPT = [("user", "Write two sentences about the sea.")]

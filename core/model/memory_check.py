@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import errno
 import os
 from pathlib import Path
 
 from core.errors import ModelLoadError
+from core.model.address_space import address_space_in_use, address_space_limit
 from core.model.source import ModelSource
 from core.model.weight_count import gguf_parameter_count, safetensors_parameter_count
 from core.settings import DTYPE, NATIVE_DTYPE
@@ -86,26 +86,6 @@ def what_fits(source: ModelSource, available: int) -> list[str]:
     return fitting
 
 
-def address_space_limit() -> int | None:
-    """The soft RLIMIT_AS (`ulimit -v`) in bytes, or None when there is none."""
-    try:
-        import resource
-
-        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    except (ImportError, OSError, ValueError):
-        return None
-    return None if soft == resource.RLIM_INFINITY else soft
-
-
-def address_space_in_use() -> int | None:
-    """This process's virtual size (what RLIMIT_AS counts), or None where it cannot be read."""
-    try:
-        with open("/proc/self/statm", encoding="ascii") as handle:
-            return int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def address_space_needed(source: ModelSource, dtype: str) -> int | None:
     """What a load maps or allocates on top of what the process holds: the weights at their peak (a memory-mapped
     file counts whole), and room for the tokenizer, whose Rust allocator aborts the process when refused."""
@@ -133,19 +113,6 @@ def check_headroom(needed: int, doing: str) -> None:
         f"this process may use only {limit / 1e9:.2f} GB of address space (ulimit -v), {in_use / 1e9:.2f} GB of it "
         f"in use already, and {doing} needs about {needed / 1e9:.2f} GB more. Raise the limit (ulimit -v "
         f"unlimited) or choose a smaller model."
-    )
-
-
-def address_space_refusal(path: Path, error: BaseException) -> str | None:
-    """Why mapping or reading the file failed, when `ulimit -v` is the reason (a MemoryError, or ENOMEM from mmap),
-    else None: the file is not to blame then, though the error reads as if it were."""
-    limit = address_space_limit()
-    refused = isinstance(error, MemoryError) or (isinstance(error, OSError) and error.errno == errno.ENOMEM)
-    if limit is None or not refused:
-        return None
-    return (
-        f"the model file {path.name} cannot be mapped into memory: this process may use only {limit / 1e9:.2f} GB of "
-        f"address space (ulimit -v). Raise the limit (ulimit -v unlimited) or choose a smaller model."
     )
 
 

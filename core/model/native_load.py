@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ModelLoadError
+from core.model.address_space import address_space_refusal
 from core.model.gguf_cache import NATIVE_KIND, check_cache, write_verified_folder
 from core.progress import ProgressCallback, scaled
 from core.quant.gguf_header import GGUFHeader
@@ -42,8 +43,6 @@ def open_gguf(path: Path, header: GGUFHeader | None = None):
     except ValueError as error:  # a tensor's extent the header's walk cannot judge (core/quant/gguf_blocks.py)
         raise ModelLoadError(f"the model file {path.name} is not a readable GGUF file: {_short(str(error))}.") from None
     except (OSError, MemoryError) as error:
-        from core.model.memory_check import address_space_refusal
-
         refusal = address_space_refusal(path, error)
         if refusal:
             raise ModelLoadError(refusal) from None

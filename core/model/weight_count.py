@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TypeGuard
 
 from core.errors import ModelLoadError
+from core.model.address_space import address_space_refusal
 from core.quant.gguf_header import GGUFHeader, GGUFHeaderError, UnknownQuantType, read_header
 
 # A safetensors header is JSON naming each tensor; 100 MB is far beyond any real one (the format caps it there).
@@ -38,8 +39,6 @@ def gguf_header(path: Path) -> GGUFHeader:
     except GGUFHeaderError as problem:
         raise ModelLoadError(f"the model file {path.name} is not a readable GGUF file: {problem}.") from None
     except OSError as error:
-        from core.model.memory_check import address_space_refusal  # it imports this module
-
         refusal = address_space_refusal(path, error)
         raise ModelLoadError(
             refusal or f"the model file {path.name} could not be read: {error.strerror or error}."

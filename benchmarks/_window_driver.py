@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import itertools
 import time
+from dataclasses import replace
 
 import _common  # noqa: F401
 from PySide6.QtCore import QEventLoop, QSize, QTimer
 from PySide6.QtWidgets import QApplication
 
-from core.engine.messages import StartReply
+from core.engine.messages import ReplyJob
 from core.timing.events import FinishedEvent, TokenEvent
 from core.timing.metrics import compute_metrics
 
 WINDOW_SIZE = QSize(1260, 855)
-# Replies the benchmark sends to the engine itself, past any id the window's own replies reach.
-_BARE_IDS = itertools.count(1_000_000)
 
 
 class WindowDriver:
@@ -54,14 +52,14 @@ class WindowDriver:
     def bare_tpot(self, text: str, max_new_tokens: int, loop: str = "lean", timeout_s: float = 600) -> float:
         """TPOT of one reply the engine generates with no window attached: the same engine process and
         model, the same put() stamps, but nobody shows the tokens (the window's reader drops them)."""
-        reply_id = next(_BARE_IDS)
         stamps: list[int] = []
         client = self.window.models.client
+        reply_id = -1  # the job's, once started
 
         def on_events(batch) -> None:
             for delivered in batch:
                 message = delivered.event
-                if message.reply_id == reply_id and isinstance(message.event, TokenEvent):
+                if message.job_id == reply_id and isinstance(getattr(message, "event", None), TokenEvent):
                     stamps.append(message.event.timestamp_ns)
 
         def finished_in(batch) -> FinishedEvent | None:
@@ -69,7 +67,8 @@ class WindowDriver:
                 (
                     delivered.event.event
                     for delivered in batch or ()
-                    if delivered.event.reply_id == reply_id and isinstance(delivered.event.event, FinishedEvent)
+                    if delivered.event.job_id == reply_id
+                    and isinstance(getattr(delivered.event, "event", None), FinishedEvent)
                 ),
                 None,
             )
@@ -77,14 +76,18 @@ class WindowDriver:
         client.reply_events_arrived.connect(on_events)
         try:
             start_ns = time.perf_counter_ns()
-            settings = self.window.settings_panel.generation_settings().to_dict()
-            settings.update(max_new_tokens=max_new_tokens, decode_loop=loop)
+            settings = replace(
+                self.window.settings_panel.generation_settings(), max_new_tokens=max_new_tokens, decode_loop=loop
+            )
+
+            def start() -> None:
+                nonlocal reply_id
+                reply_id = client.start(ReplyJob("", (("user", text),), settings, start_ns, ignore_eos=True))
+
             finished = finished_in(
                 self._wait(
                     client.reply_events_arrived,
-                    lambda: client.send(
-                        StartReply(reply_id, "", (("user", text),), settings, start_ns, ignore_eos=True)
-                    ),
+                    start,
                     timeout_s,
                     accept=lambda batch: finished_in(batch) is not None,
                 )

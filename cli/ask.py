@@ -19,6 +19,7 @@ from cli.exit_paths import (
 from cli.progress_printer import PrefillLine, ProgressPrinter
 from cli.prompt_arg import prompt_argument, text_argument
 from core.backend.choice import load_any, prepare_any
+from core.backend.load_options import LoadOptions
 from core.chats.session import Message
 from core.errors import LatencyLabError
 from core.generation.local_reply import LocalReply
@@ -54,9 +55,7 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
                 device=args.device,
                 dtype=args.dtype,
                 progress=ProgressPrinter(),
-                trust_remote_code=args.trust_remote_code,
-                allow_pickle=args.allow_pickle,
-                server_timeout_s=getattr(args, "server_timeout", None),
+                options=LoadOptions.from_args(args),
             )
             generation, prompt = prepare_any(
                 loaded,

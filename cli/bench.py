@@ -114,15 +114,14 @@ def checked_loader(args: argparse.Namespace):
 
     def load(spec: str | None, *, device: str, dtype: str, progress):
         from core.backend.choice import load_any
+        from core.backend.load_options import LoadOptions
 
         return load_any(
             spec,
             device=device,
             dtype=dtype,
             progress=progress,
-            trust_remote_code=args.trust_remote_code,
-            allow_pickle=args.allow_pickle,
-            server_timeout_s=getattr(args, "server_timeout", None),
+            options=LoadOptions.from_args(args),
         )
 
     return load

@@ -26,6 +26,7 @@ from cli.exit_paths import (
 from cli.progress_printer import ProgressPrinter
 from cli.prompt_arg import text_argument
 from core.backend.choice import load_any, prepare_any
+from core.backend.load_options import LoadOptions
 from core.chats.session import MAX_MESSAGE_CHARS, Message
 from core.errors import LatencyLabError, MessageTooLongError
 from core.generation.request import ReplyRequest
@@ -87,9 +88,7 @@ def run_chat(args: argparse.Namespace, settings: GenerationSettings) -> int:
                 device=args.device,
                 dtype=args.dtype,
                 progress=ProgressPrinter(),
-                trust_remote_code=args.trust_remote_code,
-                allow_pickle=args.allow_pickle,
-                server_timeout_s=getattr(args, "server_timeout", None),
+                options=LoadOptions.from_args(args),
             )
         except LatencyLabError as error:
             say(f"error: {error}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from cli.exit_paths import (
@@ -25,6 +26,7 @@ from cli.exit_paths import (
 )
 from cli.progress_printer import ProgressPrinter
 from cli.prompt_arg import prompt_argument, text_argument
+from core.backend.load_options import LoadOptions
 from core.errors import InvalidSettingsError, LatencyLabError
 from core.race.config import RaceConfig
 from core.race.document import race_json
@@ -166,9 +168,7 @@ def _run(config: RaceConfig, args: argparse.Namespace) -> tuple[RaceResult, bool
                 device=side.device,
                 dtype=side.dtype,
                 progress=printer,
-                trust_remote_code=args.trust_remote_code,
-                allow_pickle=args.allow_pickle,
-                server_timeout_s=side.server_timeout_s,
+                options=replace(LoadOptions.from_args(args), server_timeout_s=side.server_timeout_s),
             )
             notice = getattr(models[side.load_key], "notice", None)
             if notice:

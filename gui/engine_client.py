@@ -23,7 +23,7 @@ from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal, Slot
 
 from core.engine import messages as m
 from core.engine.protocol import Engine
-from core.timing.events import FinishedEvent, ReplyRefused, TokenEvent
+from core.timing.events import TokenEvent
 from gui.frame_interval import FRAME_INTERVAL_MS
 
 # The engine's sender speaks at least every 0.5 s (core/engine/process.py), so silence this long means stuck.
@@ -41,14 +41,10 @@ class EngineClient(QObject):
     model_progressed = Signal(object)  # messages.ModelProgress
     model_loaded = Signal(object)  # messages.ModelReady
     model_failed = Signal(object)  # messages.ModelFailed
-    # A list of messages.Delivered, each holding a ReplyEvent with its arrival stamp: one signal for the reply events
-    # of one read, in order (a frame reads several tokens at once; one signal a read, not one a token).
+    # A list of messages.Delivered, each holding a reply job's JobEvent, JobDone or JobFailed with its arrival stamp:
+    # one signal for the reply messages of one read, in order (a frame reads several tokens at once).
     reply_events_arrived = Signal(object)
-    lab_progressed = Signal(object)  # messages.LabProgress
-    lab_row_measured = Signal(object)  # messages.LabRow
-    lab_finished = Signal(object)  # messages.LabFinished
-    lab_failed = Signal(object)  # messages.LabFailed
-    race_arrived = Signal(object)  # messages.RaceProgress, RaceStarted, RaceReplyEvent, RaceFinished, RaceFailed
+    job_arrived = Signal(object)  # messages.JobEvent, JobDone or JobFailed of a job that is not a reply
     engine_stopped = Signal(object)  # messages.EngineStopped
 
     def __init__(self, engine: Engine, parent=None):
@@ -56,7 +52,8 @@ class EngineClient(QObject):
         self.engine: Engine | None = None
         self._notifier: QSocketNotifier | None = None
         self._write_notifier: QSocketNotifier | None = None
-        self._running: set[int] = set()  # replies asked for and not yet finished or refused
+        self._job_id = 0  # one id space for every kind of job, as the engine has one stop map
+        self._replies: set[int] = set()  # reply jobs started and not yet done
         self._stopping: set[int] = set()  # of those, the ones asked to stop
         self._watchdog = QTimer(self)
         self._watchdog.setInterval(WATCH_INTERVAL_MS)
@@ -66,16 +63,10 @@ class EngineClient(QObject):
             m.ModelProgress: self.model_progressed,
             m.ModelReady: self.model_loaded,
             m.ModelFailed: self.model_failed,
-            m.LabProgress: self.lab_progressed,
-            m.LabRow: self.lab_row_measured,
-            m.LabFinished: self.lab_finished,
-            m.LabFailed: self.lab_failed,
+            m.JobEvent: self.job_arrived,
+            m.JobDone: self.job_arrived,
+            m.JobFailed: self.job_arrived,
             m.EngineStopped: self.engine_stopped,
-            m.RaceProgress: self.race_arrived,
-            m.RaceStarted: self.race_arrived,
-            m.RaceReplyEvent: self.race_arrived,
-            m.RaceFinished: self.race_arrived,
-            m.RaceFailed: self.race_arrived,
         }
         self.pace_reads = True  # hold reads between frames while tokens come fast (see the module's docstring)
         self._last_token: tuple[int, int] | None = None  # (reply id, engine stamp) of the newest token read
@@ -93,7 +84,7 @@ class EngineClient(QObject):
                 notifier.setEnabled(False)
                 notifier.deleteLater()
         self.engine = engine
-        self._running.clear()
+        self._replies.clear()
         self._stopping.clear()
         self._watchdog.stop()
         self._held = False
@@ -113,15 +104,25 @@ class EngineClient(QObject):
     def alive(self) -> bool:
         return self.engine is not None and self.engine.alive
 
-    def send(self, request: object) -> None:
+    def start(self, spec: m.JobSpec) -> int:
+        """Start a job; its id, which its events carry and stop() takes. Returns at once, whatever the engine's state."""
+        self._job_id += 1
+        if isinstance(spec, m.ReplyJob):
+            self._replies.add(self._job_id)
+        self.send(m.StartJob(self._job_id, spec))
+        return self._job_id
+
+    def stop(self, job_id: int) -> None:
+        """Ask a job to stop; it still ends with its JobDone or JobFailed."""
+        if job_id in self._replies:
+            self._stopping.add(job_id)
+        self.send(m.StopJob(job_id))
+
+    def send(self, request: m.Request) -> None:
         """Queue the request for the engine; returns at once, whatever state the engine is in."""
-        if isinstance(request, m.StartReply):
-            self._running.add(request.reply_id)
-        elif isinstance(request, m.StopReply) and request.reply_id in self._running:
-            self._stopping.add(request.reply_id)
         self.engine.send(request)
         self._write_notifier.setEnabled(self.engine.wants_to_write)
-        if self._running and not self._watchdog.isActive():
+        if self._replies and not self._watchdog.isActive():
             self._watchdog.start()
         if self.engine.stop_unreported:  # the write found it dead: say so now, not at the next read
             QTimer.singleShot(0, self, self._on_readable)
@@ -160,7 +161,7 @@ class EngineClient(QObject):
         nothing for too long."""
         if not self._held:
             self._on_readable()
-        if not self._running:
+        if not self._replies:
             self._watchdog.stop()
             return
         limit = STOP_SILENCE_S if self._stopping else REPLY_SILENCE_S
@@ -175,12 +176,12 @@ class EngineClient(QObject):
         replies: list[m.Delivered] = []  # this read's reply events, handed on together
         for delivered in self.engine.take_events():
             event = delivered.event
-            if isinstance(event, m.ReplyEvent):
-                if isinstance(event.event, (FinishedEvent, ReplyRefused)):
-                    self._running.discard(event.reply_id)
-                    self._stopping.discard(event.reply_id)
-                if isinstance(event.event, TokenEvent):
-                    fast_tokens = self._came_fast(event.reply_id, event.event.timestamp_ns)
+            if isinstance(event, (m.JobEvent, m.JobDone, m.JobFailed)) and event.job_id in self._replies:
+                if not isinstance(event, m.JobEvent):
+                    self._replies.discard(event.job_id)
+                    self._stopping.discard(event.job_id)
+                elif isinstance(event.event, TokenEvent):
+                    fast_tokens = self._came_fast(event.job_id, event.event.timestamp_ns)
                 replies.append(delivered)  # with its arrival stamp: the delivery delay
                 continue
             if replies:  # in order: the reply events that came before this message first
@@ -189,7 +190,7 @@ class EngineClient(QObject):
             if isinstance(event, m.EngineStopped):
                 self._notifier.setEnabled(False)
                 self._write_notifier.setEnabled(False)
-                self._running.clear()
+                self._replies.clear()
                 self._stopping.clear()
                 self._watchdog.stop()
                 self._held = False
@@ -197,9 +198,9 @@ class EngineClient(QObject):
             self._signals[type(event)].emit(event)
         if replies:
             self.reply_events_arrived.emit(replies)
-        if fast_tokens and self.pace_reads and self._running:
+        if fast_tokens and self.pace_reads and self._replies:
             self._hold_reads()
-        elif fast_tokens is None and self._held and self._running and self._last_token_fresh():
+        elif fast_tokens is None and self._held and self._replies and self._last_token_fresh():
             self._hold.start()  # nothing yet, but the stream is still fast: the next frame (or this timer) reads
         elif self._held:
             self._release_reads()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.backend.load_options import DEFAULT_LOAD_OPTIONS, LoadOptions
 from core.backend.served_model import ServedModel
 from core.chats.session import check_message_sizes
 from core.chats.template_render import template_worker
@@ -32,18 +33,16 @@ def load_any(
     device: str = "cpu",
     dtype: str = "float32",
     progress: ProgressCallback = no_progress,
-    trust_remote_code: bool = False,
-    allow_pickle: bool = False,
-    api_key: str | None = None,
-    server_timeout_s: float | None = None,
+    options: LoadOptions = DEFAULT_LOAD_OPTIONS,
 ) -> LoadedModel | RemoteModel:
     """A LoadedModel for a local spec, a RemoteModel for a server URL."""
     if is_remote_spec(spec):
+        timeout_s = options.server_timeout_s
         return connect(
             spec,
-            api_key=api_key,
+            api_key=options.api_key,
             progress=progress,
-            timeout_s=server_timeout_s if server_timeout_s is not None else float(SERVER_TIMEOUT.default or 0),
+            timeout_s=timeout_s if timeout_s is not None else float(SERVER_TIMEOUT.default or 0),
         )
     template_worker().prestart()  # its start overlaps the load: the first reply's template renders at once
     # Looked up at call time, so a test's stand-in for the loader (tests/conftest.py: held_load) is the one used.
@@ -52,8 +51,8 @@ def load_any(
         device=device,
         dtype=dtype,
         progress=progress,
-        trust_remote_code=trust_remote_code,
-        allow_pickle=allow_pickle,
+        trust_remote_code=options.trust_remote_code,
+        allow_pickle=options.allow_pickle,
     )
 
 

@@ -22,6 +22,10 @@ class ServedModel(Protocol):
 
     def describe(self) -> ModelFacts: ...
 
+    def end_suppressors(self) -> tuple:
+        """Logits processors that keep a reply from ending before max new tokens (benchmarks compare equal lengths)."""
+        ...
+
 
 if TYPE_CHECKING:  # mypy proves both kinds meet the Protocol
     from core.model.loader import LoadedModel

@@ -12,7 +12,7 @@ import socket
 import time
 
 from core.engine.core import EngineCore
-from core.engine.messages import Delivered, EngineStopped
+from core.engine.messages import Delivered, EngineStopped, Event, Request
 
 
 class InProcessEngine:
@@ -38,7 +38,7 @@ class InProcessEngine:
     wants_to_write = False
     stop_unreported = False
 
-    def send(self, request: object) -> None:
+    def send(self, request: Request) -> None:
         self.core.handle(request)
 
     def flush(self) -> None:
@@ -90,7 +90,7 @@ class InProcessEngine:
     def alive(self) -> bool:
         return not self.closed and not self._ended
 
-    def _emit(self, event: object) -> None:
+    def _emit(self, event: Event) -> None:
         self._events.put(event)
         with contextlib.suppress(BlockingIOError, OSError):  # a wake-up is already pending, or the engine is closing
             self._wake_writer.send(b"!")

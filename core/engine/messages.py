@@ -3,33 +3,39 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from core.backend.load_options import DEFAULT_LOAD_OPTIONS, LoadOptions
 from core.model.facts import ModelFacts
 from core.timing.events import ReplyEventKind
+
+if TYPE_CHECKING:  # the window imports these messages: the lab's and race's modules load with their jobs
+    from core.lab.config import LabConfig
+    from core.lab.results import LabResults
+    from core.race.config import RaceConfig
+    from core.race.runner import RaceResult
+    from core.settings import GenerationSettings
 
 # -- requests: the window (or a CLI) to the engine ----------------------------------------------
 
 
 @dataclass(frozen=True)
 class LoadModel:
+    """Load the chat's model (one at a time, in order with the replies)."""
+
     spec: str | None
     dtype: str
     device: str = "cpu"
-    trust_remote_code: bool = False
-    allow_pickle: bool = False
-    # A server's key travels only over the private pipe and is never shown (repr=False keeps it out of logs).
-    api_key: str | None = field(default=None, repr=False)
-    server_timeout_s: float | None = None
+    options: LoadOptions = DEFAULT_LOAD_OPTIONS
 
 
 @dataclass(frozen=True)
-class StartReply:
-    """One reply. messages are (role, content) pairs; settings is GenerationSettings.to_dict()."""
+class ReplyJob:
+    """One reply. messages are (role, content) pairs."""
 
-    reply_id: int
     system_prompt: str
     messages: tuple[tuple[str, str], ...]
-    settings: dict
+    settings: GenerationSettings
     request_start_ns: int
     ignore_eos: bool = False  # decode exactly max_new_tokens (benchmarks compare equal lengths)
     streaming: bool = True  # a remote reply asks the server for stream: false when off
@@ -37,39 +43,38 @@ class StartReply:
 
 
 @dataclass(frozen=True)
-class StopReply:
-    reply_id: int
+class LabJob:
+    """A lab run (core/lab): its sweeps over one model, each row sent as it is measured."""
+
+    config: LabConfig
+    options: LoadOptions = DEFAULT_LOAD_OPTIONS
 
 
 @dataclass(frozen=True)
-class RunLab:
-    lab_id: int
-    config: dict  # LabConfig's fields
-    trust_remote_code: bool = False
-    allow_pickle: bool = False
-    api_key: str | None = field(default=None, repr=False)
-    server_timeout_s: float | None = None
+class RaceJob:
+    """A race (core/race): one prompt, two configurations. Each side's server timeout is its own."""
+
+    config: RaceConfig
+    options: LoadOptions = DEFAULT_LOAD_OPTIONS
+
+
+# Every kind of work the engine does for a job id. A new kind is a spec here and a runner in core/engine/jobs.py.
+JobSpec = ReplyJob | LabJob | RaceJob
 
 
 @dataclass(frozen=True)
-class CancelLab:
-    lab_id: int
+class StartJob:
+    """Start a job. As vLLM V1's one request type over its process boundary: one id space for every kind of job."""
+
+    job_id: int
+    spec: JobSpec
 
 
 @dataclass(frozen=True)
-class RunRace:
-    """A race (core/race): one prompt, two configurations; config is RaceConfig.to_dict()."""
+class StopJob:
+    """Stop (or cancel) a job, whatever its kind: it ends as soon as it can, still with its JobDone or JobFailed."""
 
-    race_id: int
-    config: dict
-    trust_remote_code: bool = False
-    allow_pickle: bool = False
-    api_key: str | None = field(default=None, repr=False)
-
-
-@dataclass(frozen=True)
-class StopRace:
-    race_id: int
+    job_id: int
 
 
 @dataclass(frozen=True)
@@ -105,77 +110,63 @@ class ModelFailed:
 
 
 @dataclass(frozen=True)
-class ReplyEvent:
-    """One event of one reply, as core.timing.events defines it: the same vocabulary on both sides of the pipe.
+class Progress:
+    """A lab run's or a race's step, in words; fraction is None where the step has no share of the whole."""
 
-    As vLLM's EngineCoreOutput carries a request id over its process boundary, this carries the reply's id.
-    """
-
-    reply_id: int
-    event: ReplyEventKind
-
-
-@dataclass(frozen=True)
-class LabProgress:
-    lab_id: int
-    fraction: float
     message: str
+    fraction: float | None = None
 
 
 @dataclass(frozen=True)
-class LabRow:
-    lab_id: int
+class RowMeasured:
+    """A lab run's row, as it is measured: shown at once."""
+
     sweep: str
     row: dict
 
 
 @dataclass(frozen=True)
-class LabFinished:
-    lab_id: int
-    results: dict  # LabResults.to_dict()
+class SidesStarted:
+    """A race side's reply (or both, "AB", in a live race) started: its request start, the zero of its clock."""
 
-
-@dataclass(frozen=True)
-class LabFailed:
-    lab_id: int
-    message: str
-
-
-@dataclass(frozen=True)
-class RaceProgress:
-    race_id: int
-    message: str
-
-
-@dataclass(frozen=True)
-class RaceStarted:
-    """A side's reply (or both, "AB", in a live race) started: its request start, the zero of its clock."""
-
-    race_id: int
     sides: str
     request_start_ns: int
 
 
 @dataclass(frozen=True)
-class RaceReplyEvent:
-    """One event of one side's reply, as ReplyEvent carries a chat reply's."""
+class SideEvent:
+    """One event of one race side's reply: the reply vocabulary, with the side it belongs to."""
 
-    race_id: int
     side: str
     event: ReplyEventKind
 
 
-@dataclass(frozen=True)
-class RaceFinished:
-    """The race, finished or stopped: its file's JSON text (core/race/document.py), what the window plays back."""
-
-    race_id: int
-    document: str
+# What a running job reports: a reply its own events (core.timing.events), a lab run or a race the ones above.
+JobUpdate = ReplyEventKind | Progress | RowMeasured | SidesStarted | SideEvent
 
 
 @dataclass(frozen=True)
-class RaceFailed:
-    race_id: int
+class JobEvent:
+    """One event of one job. As vLLM's EngineCoreOutput carries a request id over its process boundary, this carries
+    the job's id; a reply's events end with its FinishedEvent or ReplyRefused, then JobDone."""
+
+    job_id: int
+    event: JobUpdate
+
+
+@dataclass(frozen=True)
+class JobDone:
+    """A job ended (finished, or stopped): a lab run's results, a race's (stopped or not), None for a reply."""
+
+    job_id: int
+    result: LabResults | RaceResult | None = None
+
+
+@dataclass(frozen=True)
+class JobFailed:
+    """A job could not run or went wrong: in words, for the user."""
+
+    job_id: int
     message: str
 
 
@@ -193,6 +184,13 @@ class Heartbeat:
     window's end takes it in (a silent engine is a stuck one) and hands it on to no one."""
 
 
+# Everything that crosses the pipe, one way and the other.
+Request = LoadModel | StartJob | StopJob | Shutdown
+Event = ModelProgress | ModelReady | ModelFailed | JobEvent | JobDone | JobFailed | EngineStopped | Heartbeat
+# What the window hands on (a heartbeat only says the engine is alive; anything else off the pipe is dropped).
+EVENTS = (ModelProgress, ModelReady, ModelFailed, JobEvent, JobDone, JobFailed, EngineStopped)
+
+
 @dataclass
 class Delivered:
     """An event as the window received it: arrival_ns is perf_counter_ns() when it was read off the pipe.
@@ -201,5 +199,5 @@ class Delivered:
     arrival stamps subtract directly.
     """
 
-    event: object
+    event: Event | ReplyEventKind  # the window hands on a reply's own events with their arrival stamps too
     arrival_ns: int = field(default=0)

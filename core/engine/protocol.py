@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from core.engine.messages import Delivered, EngineStopped
+from core.engine.messages import Delivered, EngineStopped, Request
 
 
 class Engine(Protocol):
@@ -26,7 +26,7 @@ class Engine(Protocol):
         """The engine has ended and take_events() has not handed that on yet."""
         ...
 
-    def send(self, request: object) -> None: ...
+    def send(self, request: Request) -> None: ...
 
     def flush(self) -> None: ...
 

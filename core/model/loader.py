@@ -49,6 +49,14 @@ class LoadedModel:
     def name(self) -> str:
         return self.source.display_name
 
+    def end_suppressors(self) -> tuple:
+        """Logits processors that keep the reply from ending, for a reply of exactly max new tokens (benchmarks)."""
+        if not self.eos_token_ids:
+            return ()
+        from transformers import SuppressTokensLogitsProcessor
+
+        return (SuppressTokensLogitsProcessor(sorted(self.eos_token_ids)),)
+
     def describe(self) -> ModelFacts:
         return ModelFacts(
             model=self.name,

@@ -16,7 +16,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 
 from core.chats.record import ReplyRecord
 from core.chats.reply_context import ReplyContext
-from core.engine.messages import Delivered, ReplyEvent, StartReply, StopReply
+from core.engine.messages import Delivered, JobDone, JobEvent, JobFailed, ReplyJob
 from core.errors import InvalidSettingsError
 from core.timing.events import FinishedEvent, PrefillProgress, PromptReady, ReplyRefused, StopReason, TokenEvent
 from core.timing.trace import ReplyTrace
@@ -110,14 +110,14 @@ class ReplyController(QObject):
             self.status_posted.emit("Not sent: the model had not finished loading. Your message is kept.")
         elif self.state == GENERATING:
             self.record.trace.stop_requested_ns = time.perf_counter_ns()  # the waterfall's cancel segment
-            self._models.client.send(StopReply(self._reply_id))
+            self._models.client.stop(self._reply_id)
             self._set_state(STOPPING)
             self.status_posted.emit("Stopping…")
 
     def shutdown(self) -> None:
         self._closing = True
         if self.busy:
-            self._models.client.send(StopReply(self._reply_id))
+            self._models.client.stop(self._reply_id)
 
     def unsent_text(self) -> str | None:
         """Text the user sent that is not in the chat yet (queued, or not yet accepted): kept on close."""
@@ -148,19 +148,17 @@ class ReplyController(QObject):
         messages = tuple((m.role, m.content) for m in session.messages)
         if self._pending_text is not None:
             messages += (("user", self._pending_text),)
-        self._reply_id += 1
         self.streaming = streaming
         self.record = ReplyRecord(
             ReplyTrace(request_start_ns, prompt_tokens=0),
             ReplyContext(streaming=streaming, settings=settings.to_dict()),
         )
         self._set_state(GENERATING)
-        self._models.client.send(
-            StartReply(
-                self._reply_id,
+        self._reply_id = self._models.client.start(
+            ReplyJob(
                 system_prompt,
                 messages,
-                settings.to_dict(),
+                settings,
                 request_start_ns,
                 ignore_eos=self.ignore_eos,
                 streaming=streaming,
@@ -192,10 +190,13 @@ class ReplyController(QObject):
         handed on together, and before any event that moves the reply on."""
         tokens: list[Delivered] = []
         for delivered in batch:
-            message: ReplyEvent = delivered.event
-            if not self._current(message.reply_id):
+            message = delivered.event
+            assert isinstance(message, (JobEvent, JobDone, JobFailed))  # the client hands on only a reply's messages
+            if not self._current(message.job_id):
                 continue
-            event = message.event
+            if isinstance(message, JobDone):
+                continue  # the reply ended with its own FinishedEvent or ReplyRefused, handled already
+            event = ReplyRefused(message.message) if isinstance(message, JobFailed) else message.event
             if isinstance(event, TokenEvent):
                 self.record.trace.record(event, arrival_ns=delivered.arrival_ns)
                 tokens.append(Delivered(event, delivered.arrival_ns))
@@ -203,7 +204,7 @@ class ReplyController(QObject):
             if tokens:
                 self._hand_on(tokens)
                 tokens = []
-                if not self._current(message.reply_id):
+                if not self._current(message.job_id):
                     continue  # stopped and ended by whoever saw those tokens
             self._move_on(event, delivered.arrival_ns)
         if tokens:

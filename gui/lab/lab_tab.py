@@ -20,7 +20,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.engine.messages import CancelLab, LabFailed, LabFinished, LabProgress, LabRow, RunLab
+from core.backend.load_options import LoadOptions
+from core.engine.messages import JobDone, JobEvent, JobFailed, LabJob, Progress, RowMeasured
 from core.errors import LatencyLabError
 from core.lab.machine import contention_warning, machine_summary
 from core.lab.results import LabResults, load_results_json, save_results_csv, save_results_json
@@ -60,10 +61,7 @@ class LabTab(QWidget):
             client = EngineClient(InProcessEngine(), self)
         self.client = client
         self._build_widgets()
-        client.lab_progressed.connect(self._on_progress_changed)
-        client.lab_row_measured.connect(self._on_row_measured)
-        client.lab_finished.connect(self._on_run_finished)
-        client.lab_failed.connect(self._on_run_failed)
+        client.job_arrived.connect(self._on_job_message)
         client.engine_stopped.connect(self._on_engine_stopped)
         self._update_controls()
 
@@ -166,14 +164,13 @@ class LabTab(QWidget):
         self.status_label.setText("Starting…")
         self._running = True
         self._update_controls()
-        self._lab_id += 1
         key, timeout = self.server_access()
-        self.client.send(RunLab(self._lab_id, config.to_dict(), api_key=key, server_timeout_s=timeout))
+        self._lab_id = self.client.start(LabJob(config, LoadOptions(api_key=key, server_timeout_s=timeout)))
 
     @Slot()
     def cancel(self) -> None:
         if self._running:
-            self.client.send(CancelLab(self._lab_id))
+            self.client.stop(self._lab_id)
             self.status_label.setText("Cancelling after the current measurement…")
 
     def show_results(self, results: LabResults) -> None:
@@ -222,26 +219,28 @@ class LabTab(QWidget):
     # -- the engine's events ---------------------------------------------------------------------
 
     @Slot(object)
-    def _on_progress_changed(self, progress: LabProgress) -> None:
-        if progress.lab_id != self._lab_id:
+    def _on_job_message(self, message: JobEvent | JobDone | JobFailed) -> None:
+        if message.job_id != self._lab_id or not self._running:
             return
-        self.progress_bar.setValue(round(progress.fraction * PROGRESS_STEPS))
-        if self._running:
-            self.status_label.setText(progress.message)
+        if isinstance(message, JobFailed):
+            self._fail(message.message)
+        elif isinstance(message, JobDone):
+            self._finish(message.result)
+        elif isinstance(message.event, Progress):
+            self._show_progress(message.event)
+        elif isinstance(message.event, RowMeasured):
+            self._show_row(message.event)
 
-    @Slot(object)
-    def _on_row_measured(self, measured: LabRow) -> None:
-        if measured.lab_id != self._lab_id:
-            return
+    def _show_progress(self, progress: Progress) -> None:
+        self.progress_bar.setValue(round((progress.fraction or 0.0) * PROGRESS_STEPS))
+        self.status_label.setText(progress.message)
+
+    def _show_row(self, measured: RowMeasured) -> None:
         self._add_row(measured.sweep, measured.row)
         self._refresh_plots()
         self.row_measured.emit(measured.sweep, measured.row)
 
-    @Slot(object)
-    def _on_run_finished(self, finished: LabFinished) -> None:
-        if finished.lab_id != self._lab_id:
-            return
-        results = LabResults.from_dict(finished.results)
+    def _finish(self, results: LabResults) -> None:
         self._running = False
         self.show_results(results)
         if results.error:
@@ -256,20 +255,12 @@ class LabTab(QWidget):
     @Slot(object)
     def _on_engine_stopped(self, stopped) -> None:
         if self._running and not stopped.expected:
-            self._on_run_failed(
-                LabFailed(
-                    self._lab_id,
-                    f"{stopped.description}. Chat → Restart engine starts a new one; then run the lab again",
-                )
-            )
+            self._fail(f"{stopped.description}. Chat → Restart engine starts a new one; then run the lab again")
 
-    @Slot(object)
-    def _on_run_failed(self, failed: LabFailed) -> None:
-        if failed.lab_id != self._lab_id:
-            return
+    def _fail(self, message: str) -> None:
         self._running = False
         self._update_controls()
-        self.status_label.setText(f"The lab run failed: {failed.message}")
+        self.status_label.setText(f"The lab run failed: {message}")
         self.run_finished.emit(None)
 
     # -- helpers --------------------------------------------------------------------------------

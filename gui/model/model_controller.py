@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal, Slot
 
+from core.backend.load_options import LoadOptions
 from core.engine.messages import EngineStopped, LoadModel, ModelFailed, ModelProgress, ModelReady
 from core.engine.protocol import Engine
 from core.model.source import EMBEDDED_SPEC
@@ -61,10 +62,7 @@ class ModelController(QObject):
         request = LoadModel(
             None if spec == EMBEDDED_SPEC else spec,
             dtype,
-            trust_remote_code=self.trust_remote_code,
-            allow_pickle=self.allow_pickle,
-            api_key=api_key,
-            server_timeout_s=server_timeout_s,
+            options=LoadOptions(self.trust_remote_code, self.allow_pickle, api_key, server_timeout_s),
         )
         if self.stopped_reason is not None:
             self._start_engine()

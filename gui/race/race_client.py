@@ -1,9 +1,10 @@
-"""The race window's end of the engine: RunRace and StopRace out, this race's messages back as signals."""
+"""The race window's end of the engine: a race job started and stopped, its messages back as signals."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal, Slot
 
+from core.backend.load_options import LoadOptions
 from core.engine import messages as m
 from core.race.config import RaceConfig
 
@@ -20,7 +21,7 @@ class RaceClient(QObject):
         self.client = client  # gui.engine_client.EngineClient: the window's, shared with the chat
         self._race_id = 0
         self.running = False
-        client.race_arrived.connect(self._on_arrived)
+        client.job_arrived.connect(self._on_arrived)
         client.engine_stopped.connect(self._on_engine_stopped)
 
     def run(
@@ -36,32 +37,34 @@ class RaceClient(QObject):
         if not self.client.alive:
             self.failed.emit("the engine has stopped: Chat → Restart engine starts a new one")
             return False
-        self._race_id += 1
         self.running = True
-        self.client.send(m.RunRace(self._race_id, config.to_dict(), trust_remote_code, allow_pickle, api_key))
+        options = LoadOptions(trust_remote_code, allow_pickle, api_key)
+        self._race_id = self.client.start(m.RaceJob(config, options))
         return True
 
     @Slot()
     def stop(self) -> None:
         if self.running:
-            self.client.send(m.StopRace(self._race_id))
+            self.client.stop(self._race_id)
 
     @Slot(object)
-    def _on_arrived(self, message) -> None:
-        if message.race_id != self._race_id or not self.running:
+    def _on_arrived(self, message: m.JobEvent | m.JobDone | m.JobFailed) -> None:
+        if message.job_id != self._race_id or not self.running:
             return
-        if isinstance(message, m.RaceProgress):
-            self.progressed.emit(message.message)
-        elif isinstance(message, m.RaceStarted):
-            self.started.emit(message.sides, message.request_start_ns)
-        elif isinstance(message, m.RaceReplyEvent):
-            self.event_arrived.emit(message.side, message.event)
-        elif isinstance(message, m.RaceFinished):
+        if isinstance(message, m.JobDone):
+            from core.race.document import race_json
+
             self.running = False
-            self.finished.emit(message.document)
-        elif isinstance(message, m.RaceFailed):
+            self.finished.emit(race_json(message.result))  # the race file's text: what is played back and saved
+        elif isinstance(message, m.JobFailed):
             self.running = False
             self.failed.emit(message.message)
+        elif isinstance(message.event, m.Progress):
+            self.progressed.emit(message.event.message)
+        elif isinstance(message.event, m.SidesStarted):
+            self.started.emit(message.event.sides, message.event.request_start_ns)
+        elif isinstance(message.event, m.SideEvent):
+            self.event_arrived.emit(message.event.side, message.event.event)
 
     @Slot(object)
     def _on_engine_stopped(self, stopped) -> None:

@@ -44,7 +44,9 @@ def held_at_each_token(qtbot, window, paced: bool) -> list[bool]:
     held: list[bool] = []
 
     def note(batch) -> None:
-        held.extend(client.held for delivered in batch if isinstance(delivered.event.event, TokenEvent))
+        held.extend(
+            client.held for delivered in batch if isinstance(getattr(delivered.event, "event", None), TokenEvent)
+        )
 
     client.reply_events_arrived.connect(note)
     try:

@@ -126,7 +126,7 @@ def test_cancel_keeps_the_rows_finished_so_far(qtbot, make_tab):
 def test_shutdown_during_a_run_stops_and_joins(qtbot, make_tab):
     tab = make_tab()
     configure(tab, sweeps=("prompt",), prompt_words="5,10,20", new_tokens=400)
-    with qtbot.waitSignal(tab.client.lab_progressed, timeout=RUN_TIMEOUT_MS):
+    with qtbot.waitSignal(tab.client.job_arrived, timeout=RUN_TIMEOUT_MS):
         qtbot.mouseClick(tab.run_button, Qt.MouseButton.LeftButton)
     engine = tab.client.engine
     tab.shutdown()

@@ -1,4 +1,4 @@
-"""One HTTP client per server (httpx): connections kept alive, the environment's proxy, each socket read stamped."""
+"""One HTTP client per server (httpx): connections kept alive, the environment's proxy, sockets a stop can shut."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import contextlib
 import contextvars
 import socket
 import ssl
-import time
+import threading
 import typing
 import urllib.parse
 import urllib.request
@@ -25,9 +25,9 @@ KEEPALIVE_EXPIRY_S = 4.0
 
 
 class SocketUser(typing.Protocol):
-    """Told which socket its request went out on, from the request's own thread (see StampedSocket.shut)."""
+    """A request, told which socket it goes out on, from its own thread (so it can shut it from another)."""
 
-    def use(self, network: StampedSocket) -> None: ...
+    def use(self, network: HeldSocket) -> None: ...
 
 
 # The request this thread is sending: a connection, new or kept alive, is known only inside httpcore's pool, and a
@@ -35,20 +35,24 @@ class SocketUser(typing.Protocol):
 _sender: contextvars.ContextVar[SocketUser | None] = contextvars.ContextVar("latencylab_http_sender", default=None)
 
 
-class StampedSocket(httpcore.NetworkStream):
-    """httpcore's socket, with the moment its last read returned, and shut() for any thread."""
+class HeldSocket(httpcore.NetworkStream):
+    """httpcore's socket, which the request holding it can shut from any thread.
+
+    A kept-alive connection serves one request after another: the request that holds it (from its first write until
+    its response is closed) is its user, and only the user's shut() reaches it, so a late stop of a finished reply
+    never ends the next reply's connection."""
 
     def __init__(self, inner: httpcore.NetworkStream):
         self._inner = inner
-        self.arrived_ns = 0  # perf_counter_ns() as the last read returned: when those bytes came off the socket
         self.at_end = False  # the last read found the connection closed
         self.patience_s: float | None = None  # a cap on each read's wait (while a finished body's last bytes come)
+        self._user: SocketUser | None = None
+        self._lock = threading.Lock()
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         if self.patience_s is not None:
             timeout = self.patience_s if timeout is None else min(timeout, self.patience_s)
         data = self._inner.read(max_bytes, timeout)
-        self.arrived_ns = time.perf_counter_ns()
         self.at_end = not data
         return data
 
@@ -61,31 +65,45 @@ class StampedSocket(httpcore.NetworkStream):
 
     def start_tls(
         self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
-    ) -> StampedSocket:
-        return _used(StampedSocket(self._inner.start_tls(ssl_context, server_hostname, timeout)))
+    ) -> HeldSocket:
+        return _used(HeldSocket(self._inner.start_tls(ssl_context, server_hostname, timeout)))
 
     def get_extra_info(self, info: str) -> typing.Any:
         return self._inner.get_extra_info(info)
 
-    def shut(self) -> None:
-        """End the connection now, from any thread: a read blocked on it returns, and the server sees the client go."""
-        sock = self._inner.get_extra_info("socket")
-        if sock is not None:
-            # The plain socket's shutdown, also under TLS: SSLSocket's own would drop its TLS state from under the
-            # thread that is reading. OSError: already closed.
-            with contextlib.suppress(OSError):
-                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    def claim(self, user: SocketUser) -> None:
+        with self._lock:
+            self._user, self.patience_s = user, None
+
+    def release(self) -> None:
+        """Its request is done with it; it goes back to the pool."""
+        with self._lock:
+            self._user, self.patience_s = None, None
+
+    def shut(self, user: SocketUser) -> None:
+        """End the connection now, from any thread, if user still holds it: a read blocked on it returns, and the
+        server sees the client go."""
+        with self._lock:
+            if self._user is not user:
+                return
+            sock = self._inner.get_extra_info("socket")
+            if sock is not None:
+                # The plain socket's shutdown, also under TLS: SSLSocket's own would drop its TLS state from under
+                # the thread that is reading. OSError: already closed.
+                with contextlib.suppress(OSError):
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
-def _used(network: StampedSocket) -> StampedSocket:
+def _used(network: HeldSocket) -> HeldSocket:
     sender = _sender.get()
     if sender is not None:
+        network.claim(sender)
         sender.use(network)
     return network
 
 
-class _StampingBackend(httpcore.NetworkBackend):
-    """httpcore's own sockets, each wrapped in a StampedSocket."""
+class _HeldSocketBackend(httpcore.NetworkBackend):
+    """httpcore's own sockets, each wrapped in a HeldSocket."""
 
     def __init__(self) -> None:
         self._sockets = httpcore.SyncBackend()
@@ -97,15 +115,15 @@ class _StampingBackend(httpcore.NetworkBackend):
         timeout: float | None = None,
         local_address: str | None = None,
         socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> StampedSocket:
-        return _used(StampedSocket(self._sockets.connect_tcp(host, port, timeout, local_address, socket_options)))
+    ) -> HeldSocket:
+        return _used(HeldSocket(self._sockets.connect_tcp(host, port, timeout, local_address, socket_options)))
 
     def sleep(self, seconds: float) -> None:
         self._sockets.sleep(seconds)
 
 
 class _Transport(httpx.BaseTransport):
-    """httpx over an httpcore pool of StampedSockets: httpx.HTTPTransport builds its pool with no way to hand it a
+    """httpx over an httpcore pool of HeldSockets: httpx.HTTPTransport builds its pool with no way to hand it a
     network backend, so this is its handle_request, minus the options Latency Lab never uses."""
 
     def __init__(self, pool: httpcore.ConnectionPool):
@@ -138,6 +156,9 @@ class _Body(httpx.SyncByteStream):
         return iter(typing.cast(Iterable[bytes], self._response.stream))
 
     def close(self) -> None:
+        network = self._response.extensions.get("network_stream")
+        if isinstance(network, HeldSocket):
+            network.release()  # before the pool may hand it to another request
         self._response.close()
 
 
@@ -155,7 +176,7 @@ class HttpClient:
             ssl_context=tls,
             max_connections=None,  # the lab's N simultaneous streams each get their own: never queued behind a limit
             keepalive_expiry=KEEPALIVE_EXPIRY_S,
-            network_backend=_StampingBackend(),
+            network_backend=_HeldSocketBackend(),
         )
         pool: httpcore.ConnectionPool
         if proxy is None:

@@ -1,5 +1,4 @@
-"""One HTTP request whose body is read as it arrives, each chunk stamped with perf_counter_ns() at the socket read
-that brought it, before any parsing."""
+"""One HTTP request whose body is read as it arrives, each read stamped with perf_counter_ns() before any parsing."""
 
 from __future__ import annotations
 
@@ -23,9 +22,8 @@ from core.remote.errors import (
     redirect_error,
     server_detail,
 )
-from core.remote.http_client import HttpClient, StampedSocket
+from core.remote.http_client import HeldSocket, HttpClient
 
-# Each chunk is at most one socket read: httpcore reads 64 KiB at a time (HTTP11Connection.READ_NUM_BYTES).
 ERROR_BODY_LIMIT = 64 * 1024
 # A finished reply's last bytes (the chunked body's end, after [DONE]) are read so its connection can serve the next
 # request; at most this much, waiting at most this long, else the connection is ended instead.
@@ -74,8 +72,7 @@ class HttpStream:
         self.timeout_s = timeout_s
         self._response: httpx.Response | None = None
         self._raw: Iterator[bytes] | None = None
-        self._network: StampedSocket | None = None  # the socket the request went out on, once known
-        self._lock = threading.Lock()  # abort() against use() and close(): see close()
+        self._network: HeldSocket | None = None  # the socket the request went out on, once known
         self._aborted = threading.Event()
         self.first_byte_ns: int | None = None  # the response's status line and headers read
         self.status: int | None = None
@@ -96,8 +93,7 @@ class HttpStream:
             if self._aborted.is_set():
                 raise StreamCut("stopped before the server answered.") from None
             raise self._wire_error(error, answered=False) from None
-        network = self._network
-        self.first_byte_ns = network.arrived_ns if network is not None else time.perf_counter_ns()
+        self.first_byte_ns = time.perf_counter_ns()
         self._response = response
         self.status = response.status_code
         self.headers = dict(response.headers.items())  # httpx gives the names in lower case
@@ -132,9 +128,11 @@ class HttpStream:
         return self
 
     def chunks(self) -> Iterator[tuple[int, bytes]]:
-        """The body as it arrives: (perf_counter_ns at the socket read that brought it, bytes). Raises StreamCut if
-        cut short."""
-        raw, network = self._raw, self._network
+        """The body as it arrives: (perf_counter_ns at the read's return, bytes). Raises StreamCut if cut short.
+
+        A read returns one HTTP chunk's bytes (or as many as one socket read brought, at most 64 KiB: httpcore's
+        HTTP11Connection.READ_NUM_BYTES), as http.client's read1 did."""
+        raw = self._raw
         if raw is None:
             raise RuntimeError("open() the stream before reading it")
         while True:
@@ -144,10 +142,10 @@ class HttpStream:
                 if self._aborted.is_set():
                     return
                 raise self._wire_error(error, answered=True) from None
+            arrival_ns = time.perf_counter_ns()
             if not data:
                 return
-            # Several chunks from one read share its stamp: their bytes arrived together.
-            yield (network.arrived_ns if network is not None else time.perf_counter_ns()), data
+            yield arrival_ns, data
 
     def read_all(self, limit: int) -> tuple[int, bytes]:
         """The whole body (for replies that are not streamed), and when its last byte came; capped at limit."""
@@ -161,18 +159,17 @@ class HttpStream:
                 raise ReplyTooLarge(f"the server's answer passed {limit // (1024 * 1024)} MiB; it was cut there.")
         return last_ns, bytes(received)
 
-    def use(self, network: StampedSocket) -> None:
+    def use(self, network: HeldSocket) -> None:
         """The socket the request goes out on (HttpClient calls this from the request's thread)."""
-        with self._lock:
-            self._network = network
-            if self._aborted.is_set():
-                network.shut()
+        self._network = network
+        if self._aborted.is_set():  # an abort that came before the socket was known
+            network.shut(self)
 
     def abort(self) -> None:
-        with self._lock:
-            self._aborted.set()
-            if self._network is not None:
-                self._network.shut()
+        self._aborted.set()
+        network = self._network
+        if network is not None:
+            network.shut(self)  # a no-op once the connection has gone back to the pool
 
     @property
     def aborted(self) -> bool:
@@ -187,9 +184,6 @@ class HttpStream:
             return
         if keep_alive:
             self._read_to_end()
-        with self._lock:
-            # From here the connection may serve another request: an abort (a late stop, the deadline) must not reach it.
-            self._network = None
         response.close()
 
     def _read_to_end(self) -> None:

@@ -33,13 +33,15 @@ class Script:
     repeat: object = None
     pace_s: float = 0.0
     honour_max_tokens: bool = False  # leave out the chunks with text past the request's max_tokens, as servers do
+    silent: bool = False  # read a chat request, then answer nothing until the client goes (a long prompt's prefill)
 
 
 class ScriptedServer:
     def __init__(self, script: Script | None = None):
         self.script = script or Script()
-        self.requests: list[dict] = []  # {"path", "headers", "body"} per request received
+        self.requests: list[dict] = []  # {"path", "headers", "body", "client"} per request received
         self.release = threading.Event()  # lets a stalled stream end
+        self.held = threading.Event()  # a silent script holds a request
         self.client_gone = threading.Event()  # the client closed the connection mid-stream
         server = self
         handler = type("Handler", (_Handler,), {"scripted": server})
@@ -108,6 +110,10 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path != expected:
             self._json(404, {"error": {"message": f"no route {self.path}"}})
             return
+        if script.silent:
+            self.scripted.held.set()
+            self._wait_for_the_client_to_go()
+            return
         if script.status != 200:
             self._json(script.status, script.error_body or {"error": {"message": f"scripted {script.status}"}})
             return
@@ -163,7 +169,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def _note(self, body) -> None:
-        self.scripted.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+        # client: the client's port, one per connection (a connection kept alive carries several requests)
+        self.scripted.requests.append(
+            {"path": self.path, "headers": dict(self.headers), "body": body, "client": self.client_address[1]}
+        )
+
+    def _wait_for_the_client_to_go(self) -> None:
+        self.connection.settimeout(60)  # a client that never goes fails its test; the thread still ends
+        try:
+            while self.connection.recv(1024):
+                pass
+        except TimeoutError:
+            return
+        except OSError:
+            pass
+        self.scripted.client_gone.set()
+        self.close_connection = True
 
 
 def _within(chunks: list, max_tokens: int | None) -> list:

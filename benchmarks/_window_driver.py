@@ -31,7 +31,7 @@ class WindowDriver:
             self.window.models.accept_model(loaded)
         else:
             self.window = MainWindow()
-            self._wait(self.window.model_changed, lambda: self.window.start_loading("embedded", dtype), timeout_s)
+            self._wait(self.window.model_ready, lambda: self.window.start_loading("embedded", dtype), timeout_s)
         self.window.streaming_toggle.setChecked(streaming)
         self.window.show()
         # One size on every screen (what a 1400 x 950 one opens it at): the window's painting cost grows with its

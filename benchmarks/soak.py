@@ -123,7 +123,7 @@ def main() -> int:
     window = MainWindow()
     window.show()
     started = time.perf_counter()
-    wait_for(window.model_changed, 600, lambda: window.start_loading(args.model, "float32"))
+    wait_for(window.model_ready, 600, lambda: window.start_loading(args.model, "float32"))
     print(f"model loaded in {time.perf_counter() - started:.1f} s: {window.ready.name}", flush=True)
     window.settings_panel.max_new_tokens.setValue(args.max_new_tokens)
 

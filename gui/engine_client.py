@@ -39,7 +39,7 @@ class EngineClient(QObject):
     """One signal per kind of message; every message is handed on in one place, _on_readable."""
 
     model_progressed = Signal(object)  # messages.ModelProgress
-    model_loaded = Signal(object)  # messages.ModelReady
+    model_ready = Signal(object)  # messages.ModelReady
     model_failed = Signal(object)  # messages.ModelFailed
     # A list of messages.Delivered, each holding a reply job's JobEvent, JobDone or JobFailed with its arrival stamp:
     # one signal for the reply messages of one read, in order (a frame reads several tokens at once).
@@ -61,7 +61,7 @@ class EngineClient(QObject):
         # Each message's signal, looked up once: reading a PySide signal attribute builds a new object each time.
         self._signals = {
             m.ModelProgress: self.model_progressed,
-            m.ModelReady: self.model_loaded,
+            m.ModelReady: self.model_ready,
             m.ModelFailed: self.model_failed,
             m.JobEvent: self.job_arrived,
             m.JobDone: self.job_arrived,

@@ -47,7 +47,7 @@ class UiProbe(QObject):
         window.installEventFilter(self)
         window.transcript.viewport().installEventFilter(self)
         window.replies.token_received.connect(self._on_token_received)
-        window.model_changed.connect(self._on_model_ready)
+        window.model_ready.connect(self._on_model_ready)
         window.reply_finished.connect(self._on_reply_finished)
         window.destroyed.connect(self._timer.stop)
         self._timer.start()
@@ -84,7 +84,7 @@ class UiProbe(QObject):
             self._pending_stamps.append(event.timestamp_ns)
 
     @Slot(object)
-    def _on_model_ready(self, loaded) -> None:
+    def _on_model_ready(self, _ready) -> None:
         if self.report["model_ready_s"] is None:
             self.report["model_ready_s"] = self.since_launch_s()
         self.write()

@@ -16,7 +16,7 @@ from PySide6.QtCore import QEvent, QObject, QTimer, Signal, Slot
 
 from core.chats.record import ReplyRecord
 from core.timing.events import TokenEvent
-from gui.chat.reply_controller import GENERATING, STOPPING, ReplyController
+from gui.chat.reply_controller import ReplyController, ReplyState
 from gui.chats.chat_replay import reply_note
 from gui.frame_interval import FRAME_INTERVAL_MS
 
@@ -121,9 +121,9 @@ class LiveReply(QObject):
                 self._meter.waterfall.show_trace(trace)  # a short reply ended before its first paint
         return False
 
-    @Slot(str)
-    def _on_state(self, state: str) -> None:
-        if state not in (GENERATING, STOPPING):
+    @Slot(object)
+    def _on_state(self, state: ReplyState) -> None:
+        if state not in (ReplyState.GENERATING, ReplyState.STOPPING):
             self.stop()
 
     def stop(self) -> None:

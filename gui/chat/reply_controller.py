@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from enum import Enum
 
 from PySide6.QtCore import QObject, Signal, Slot
 
@@ -21,14 +22,22 @@ from core.errors import InvalidSettingsError
 from core.timing.events import FinishedEvent, PrefillProgress, PromptReady, ReplyRefused, StopReason, TokenEvent
 from core.timing.trace import ReplyTrace
 
-IDLE, QUEUED, GENERATING, STOPPING = "idle", "queued", "generating", "stopping"
+
+class ReplyState(Enum):
+    """Where the chat's reply is; Stop means something different in each."""
+
+    IDLE = "idle"
+    QUEUED = "queued"  # sent while the model loads: the message waits in the box
+    GENERATING = "generating"
+    STOPPING = "stopping"  # Stop was asked; the reply ends at the next layer or token
+
 
 # (settings, system prompt, streaming) for the next reply; raises InvalidSettingsError for a bad form.
 SettingsSource = Callable[[], tuple]
 
 
 class ReplyController(QObject):
-    state_changed = Signal(str)
+    state_changed = Signal(object)  # ReplyState
     message_accepted = Signal(str, int)  # the user's text and its index: it left the box and joined the chat
     reply_started = Signal(object)  # ReplyRecord, whose trace fills as tokens arrive
     prefill_progressed = Signal(object)  # PrefillProgress, already in the record's trace
@@ -46,7 +55,7 @@ class ReplyController(QObject):
         self._chat = chat  # gui.chats.saved_chats.SavedChats: the open chat
         self._models = models  # gui.model.model_controller.ModelController
         self._settings_source = settings_source
-        self.state = IDLE
+        self.state = ReplyState.IDLE
         self.record: ReplyRecord | None = None
         self.streaming = True
         self.ignore_eos = False  # benchmarks: decode exactly max new tokens
@@ -58,13 +67,13 @@ class ReplyController(QObject):
         client.reply_events_arrived.connect(self._on_reply_events)
         meta = self.metaObject()
         self._token_received_method = meta.method(meta.indexOfSignal("token_received(PyObject)"))
-        models.model_loaded.connect(self._on_model_loaded)
+        models.model_ready.connect(self._on_model_ready)
         models.load_failed.connect(self._on_load_failed)
         models.engine_stopped.connect(self._on_engine_stopped)
 
     @property
     def busy(self) -> bool:
-        return self.state in (GENERATING, STOPPING)
+        return self.state in (ReplyState.GENERATING, ReplyState.STOPPING)
 
     @property
     def awaiting_acceptance(self) -> bool:
@@ -74,7 +83,7 @@ class ReplyController(QObject):
     @property
     def queued_text(self) -> str | None:
         """A message waiting for the model to load (it is still in the message box)."""
-        return self._queued_text if self.state == QUEUED else None
+        return self._queued_text if self.state == ReplyState.QUEUED else None
 
     # -- what the window asks -------------------------------------------------------------------
 
@@ -87,7 +96,7 @@ class ReplyController(QObject):
                 self.status_posted.emit("No model is loaded; your message is kept.")
                 return False
             self._queued_text = text
-            self._set_state(QUEUED)
+            self._set_state(ReplyState.QUEUED)
             self.status_posted.emit("The model is still loading; your message will be sent when it is ready.")
             return False
         self._pending_text = text
@@ -104,14 +113,14 @@ class ReplyController(QObject):
     @Slot()
     def stop(self) -> None:
         """Stop at any phase: a queued message stays in the box; a reply ends at the next layer or token."""
-        if self.state == QUEUED:
+        if self.state == ReplyState.QUEUED:
             self._queued_text = None
-            self._set_state(IDLE)
+            self._set_state(ReplyState.IDLE)
             self.status_posted.emit("Not sent: the model had not finished loading. Your message is kept.")
-        elif self.state == GENERATING:
+        elif self.state == ReplyState.GENERATING:
             self.record.trace.stop_requested_ns = time.perf_counter_ns()  # the waterfall's cancel segment
             self._models.client.stop(self._reply_id)
-            self._set_state(STOPPING)
+            self._set_state(ReplyState.STOPPING)
             self.status_posted.emit("Stopping…")
 
     def shutdown(self) -> None:
@@ -126,7 +135,7 @@ class ReplyController(QObject):
     # -- the reply's life -----------------------------------------------------------------------
 
     def _can_start(self) -> bool:
-        if self.busy or self.state == QUEUED:
+        if self.busy or self.state == ReplyState.QUEUED:
             self.status_posted.emit(
                 "A reply is still being generated; stop it first."
                 if self.busy
@@ -153,7 +162,7 @@ class ReplyController(QObject):
             ReplyTrace(request_start_ns, prompt_tokens=0),
             ReplyContext(streaming=streaming, settings=settings.to_dict()),
         )
-        self._set_state(GENERATING)
+        self._set_state(ReplyState.GENERATING)
         self._reply_id = self._models.client.start(
             ReplyJob(
                 system_prompt,
@@ -171,18 +180,18 @@ class ReplyController(QObject):
         return not self._closing and self.busy and reply_id == self._reply_id
 
     @Slot(object)
-    def _on_model_loaded(self, _loaded) -> None:
-        if self.state == QUEUED and not self._closing:
+    def _on_model_ready(self, _ready) -> None:
+        if self.state == ReplyState.QUEUED and not self._closing:
             text, self._queued_text = self._queued_text, None
-            self._set_state(IDLE)
+            self._set_state(ReplyState.IDLE)
             self.status_posted.emit("Model loaded; sending your message.")
             self.send(text)
 
     @Slot(str)
     def _on_load_failed(self, _message: str) -> None:
-        if self.state == QUEUED:
+        if self.state == ReplyState.QUEUED:
             self._queued_text = None
-            self._set_state(IDLE)
+            self._set_state(ReplyState.IDLE)
 
     @Slot(object)
     def _on_reply_events(self, batch: list[Delivered]) -> None:
@@ -249,9 +258,9 @@ class ReplyController(QObject):
         """The engine died mid-reply: keep what arrived, marked interrupted; the next message restarts it."""
         if self._closing:
             return
-        if self.state == QUEUED:
+        if self.state == ReplyState.QUEUED:
             self._queued_text = None
-            self._set_state(IDLE)
+            self._set_state(ReplyState.IDLE)
         if not self.busy:
             return
         if self._pending_text is not None:  # it never started: the message goes back to the box
@@ -279,25 +288,25 @@ class ReplyController(QObject):
         if record.trace.text or record.trace.output_tokens:
             session.add_assistant(record.trace.text)
             message_index = len(session.messages) - 1
-        loaded = self._models.ready
+        ready = self._models.ready
         record.context = replace(
             record.context,
             message_index=message_index,
             after_message=after_message,
-            model=loaded.name if loaded else record.context.model,
+            model=ready.name if ready else record.context.model,
         )
         self._chat.records.append(record)
-        self._set_state(IDLE)
+        self._set_state(ReplyState.IDLE)
         self.reply_finished.emit(record)
 
     def _refuse(self, message: str) -> None:
         kept = self._pending_text is not None
         self._pending_text = None
         self.record = None
-        self._set_state(IDLE)
+        self._set_state(ReplyState.IDLE)
         self.reply_refused.emit(f"Message refused: {message}", kept)
 
-    def _set_state(self, state: str) -> None:
+    def _set_state(self, state: ReplyState) -> None:
         if state != self.state:
             self.state = state
             self.state_changed.emit(state)

@@ -25,7 +25,7 @@ class ModelController(QObject):
     restarted, with the same model, by restart() (the next message, or the Restart action, calls it)."""
 
     load_progressed = Signal(float, str)
-    model_loaded = Signal(object)  # messages.ModelReady
+    model_ready = Signal(object)  # messages.ModelReady
     load_failed = Signal(str)
     engine_stopped = Signal(str)  # why, in words
 
@@ -47,7 +47,7 @@ class ModelController(QObject):
         self._closing = False
         self.client = EngineClient(self._engine_factory(), self)
         self.client.model_progressed.connect(self._on_progress)
-        self.client.model_loaded.connect(self._on_loaded)
+        self.client.model_ready.connect(self._on_model_ready)
         self.client.model_failed.connect(self._on_failed)
         self.client.engine_stopped.connect(self._on_engine_stopped)
 
@@ -138,12 +138,12 @@ class ModelController(QObject):
             self.load_progressed.emit(progress.fraction, progress.message)
 
     @Slot(object)
-    def _on_loaded(self, loaded: ModelReady) -> None:
+    def _on_model_ready(self, ready: ModelReady) -> None:
         if self._closing:
             return
         self.loading = False
-        self.ready = loaded
-        self.model_loaded.emit(loaded)
+        self.ready = ready
+        self.model_ready.emit(ready)
 
     @Slot(object)
     def _on_failed(self, failed: ModelFailed) -> None:

@@ -255,7 +255,7 @@ def test_loading_runs_behind_the_window_and_a_failure_keeps_the_old_model(qtbot,
         window.start_loading(str(tmp_path / "nowhere"), "float32")
     assert "Could not load the model" in window.settings_panel.load_message.text()
     assert window.ready is previous and window.send_button.isEnabled()
-    with qtbot.waitSignal(window.model_changed, timeout=120_000):
+    with qtbot.waitSignal(window.model_ready, timeout=120_000):
         window.start_loading("embedded", "bfloat16")
     label = window.model_label.text()
     assert "135M params" in label and "bfloat16" in label and "269 MB weights" in label and "cpu" in label

@@ -27,7 +27,7 @@ def engine_window(qtbot):
     window = MainWindow()
     qtbot.addWidget(window)
     window.show()
-    with qtbot.waitSignal(window.model_changed, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(window.model_ready, timeout=TIMEOUT_MS):
         window.start_loading("embedded", "float32")
     yield window
     engine_pid = window.models.engine.pid

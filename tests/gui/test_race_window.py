@@ -159,7 +159,7 @@ def test_a_race_runs_in_the_engine_process_as_the_app_runs_it(qtbot):
     window = MainWindow()
     qtbot.addWidget(window)
     window.show()
-    with qtbot.waitSignal(window.model_changed, timeout=RACE_TIMEOUT_MS):
+    with qtbot.waitSignal(window.model_ready, timeout=RACE_TIMEOUT_MS):
         window.start_loading("embedded", "native")
     race = window.open_race()
     race.prompt_box.setText("Name three colours of the rainbow.")

@@ -3,6 +3,8 @@
 import threading
 import time
 
+from gui.chat.reply_controller import ReplyState
+
 REPLY_TIMEOUT_MS = 60_000
 
 
@@ -62,9 +64,9 @@ def test_stop_while_the_model_loads_cancels_the_queued_message_and_keeps_it(qtbo
     window = waiting_for_a_load
     window.input_box.setPlainText("queued question")
     window.send_message()
-    assert window.replies.state == "queued" and window.stop_button.isEnabled()
+    assert window.replies.state is ReplyState.QUEUED and window.stop_button.isEnabled()
     window.stop_generation()
-    assert window.replies.state == "idle"
+    assert window.replies.state is ReplyState.IDLE
     assert window.input_box.toPlainText() == "queued question" and not window.input_box.isReadOnly()
     with qtbot.waitSignal(window.model_failed, timeout=REPLY_TIMEOUT_MS):
         held_load.release.set()

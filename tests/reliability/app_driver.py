@@ -39,7 +39,7 @@ class Driver(QObject):
         elif self.mode == "inspect":
             QTimer.singleShot(0, self.inspect)
         else:
-            self.window.model_changed.connect(self.first_question)
+            self.window.model_ready.connect(self.first_question)
             self.window.reply_finished.connect(self.next_step)
             self.window.replies.token_received.connect(self.on_token)
 

@@ -16,7 +16,7 @@ from PySide6.QtGui import QGuiApplication, QKeySequence
 from tiny_gguf import write_tiny_llama
 
 import gui.engine_client as engine_client
-from gui.chat.reply_controller import GENERATING, IDLE, STOPPING
+from gui.chat.reply_controller import ReplyState
 
 pytestmark = pytest.mark.engine_process
 TIMEOUT_MS = 120_000
@@ -36,7 +36,7 @@ def engine_window(qtbot, tiny_gguf, monkeypatch):
     window = MainWindow()
     qtbot.addWidget(window)
     window.show()
-    with qtbot.waitSignal(window.model_changed, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(window.model_ready, timeout=TIMEOUT_MS):
         window.start_loading(tiny_gguf, "native")
     yield window
     window.close()
@@ -73,7 +73,7 @@ def start_long_reply(qtbot, window):
 
 def controls_free(window) -> bool:
     return (
-        window.replies.state == IDLE
+        window.replies.state is ReplyState.IDLE
         and window.send_button.isEnabled()
         and window.new_chat_button.isEnabled()
         and not window.stop_button.isEnabled()
@@ -87,14 +87,14 @@ def test_sigstop_mid_reply_then_stop_ends_the_reply_and_frees_the_window(qtbot, 
     os.kill(stopped, signal.SIGSTOP)
     with qtbot.waitSignal(engine_window.reply_finished, timeout=TIMEOUT_MS) as finished:
         engine_window.stop_generation()
-        assert engine_window.replies.state == STOPPING
+        assert engine_window.replies.state is ReplyState.STOPPING
     trace = finished.args[0]
     assert trace.stop_reason == "error" and "stopped answering" in trace.error and "after Stop" in trace.error
     assert controls_free(engine_window)
     assert "The engine stopped" in engine_window.transcript.toPlainText()
     assert engine_window.saved_chats.records[-1].context.interrupted is True
     assert gone(stopped)
-    with qtbot.waitSignal(engine_window.model_changed, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(engine_window.model_ready, timeout=TIMEOUT_MS):
         engine_window.restart_engine()
     assert ask(qtbot, engine_window).output_tokens >= 1 and engine_pid(engine_window) != stopped
 
@@ -103,7 +103,7 @@ def test_sigstop_mid_reply_without_stop_is_reported_after_the_reply_limit(qtbot,
     start_long_reply(qtbot, engine_window)
     os.kill(engine_pid(engine_window), signal.SIGSTOP)
     with qtbot.waitSignal(engine_window.reply_finished, timeout=TIMEOUT_MS) as finished:
-        assert engine_window.replies.state == GENERATING
+        assert engine_window.replies.state is ReplyState.GENERATING
     assert "stopped answering" in finished.args[0].error and "with a reply running" in finished.args[0].error
     assert controls_free(engine_window)
 
@@ -145,14 +145,14 @@ def _idle(qtbot, window):
 
 def _generating(qtbot, window):
     start_long_reply(qtbot, window)
-    assert window.replies.state == GENERATING
+    assert window.replies.state is ReplyState.GENERATING
 
 
 def _stopping_a_stopped_engine(qtbot, window):
     start_long_reply(qtbot, window)
     os.kill(engine_pid(window), signal.SIGSTOP)
     window.stop_generation()
-    assert window.replies.state == STOPPING
+    assert window.replies.state is ReplyState.STOPPING
 
 
 def _stopped_engine_idle(qtbot, window):
@@ -183,7 +183,7 @@ STATES = {
 def test_restart_engine_works_in_every_state(qtbot, engine_window, state):
     STATES[state](qtbot, engine_window)
     before = engine_pid(engine_window)
-    with qtbot.waitSignal(engine_window.model_changed, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(engine_window.model_ready, timeout=TIMEOUT_MS):
         engine_window.restart_engine()
     assert engine_pid(engine_window) != before and gone(before)
     assert controls_free(engine_window)

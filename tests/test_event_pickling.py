@@ -5,7 +5,7 @@ import pickle
 
 import pytest
 
-from core.engine.messages import ReplyEvent
+from core.engine.messages import JobEvent
 from core.timing import events
 
 EXAMPLES = [
@@ -27,21 +27,21 @@ def test_the_examples_cover_every_event():
 
 @pytest.mark.parametrize("event", EXAMPLES, ids=lambda event: type(event).__name__)
 def test_an_event_reads_back_equal_field_by_field(event):
-    message = pickle.loads(pickle.dumps(ReplyEvent(9, event), protocol=pickle.HIGHEST_PROTOCOL))
-    assert message == ReplyEvent(9, event) and type(message.event) is type(event)
+    message = pickle.loads(pickle.dumps(JobEvent(9, event), protocol=pickle.HIGHEST_PROTOCOL))
+    assert message == JobEvent(9, event) and type(message.event) is type(event)
     for field in dataclasses.fields(event):
         assert getattr(message.event, field.name) == getattr(event, field.name)
 
 
 def test_the_window_reads_every_event_whole_however_the_pipe_cuts_the_bytes():
     """The engine's frames, arriving in pieces: each read hands on only whole events, in order, and keeps the rest."""
-    from core.engine.process import frame, unframe
+    from core.framing import FrameDecoder, encode
 
-    sent = [ReplyEvent(9, event) for event in EXAMPLES]
-    stream = b"".join(frame(message) for message in sent)
+    sent = [JobEvent(9, event) for event in EXAMPLES]
+    stream = b"".join(encode(message) for message in sent)
     for piece in (1, 7, 64, len(stream)):
-        buffer, received = bytearray(), []
+        decoder, received = FrameDecoder(), []
         for start in range(0, len(stream), piece):
-            buffer += stream[start : start + piece]
-            received += unframe(buffer)
-        assert received == sent and not buffer, piece
+            decoder.feed(stream[start : start + piece])
+            received += decoder.messages()
+        assert received == sent and not decoder.pending_bytes, piece

@@ -2,7 +2,8 @@
 
 The window spawns a fresh interpreter (`python -m core.engine.process`, never a fork after Qt exists,
 and without re-running the window's own main module as multiprocessing's spawn would) and talks to
-it over a private socket pair, never a TCP port. Inside, EngineCore runs as in-process; a sender
+it over a private socket pair, never a TCP port (core/child_process.py starts it; core/framing.py frames
+both ends). Inside, EngineCore runs as in-process; a sender
 thread writes events, so decode never waits on the pipe, and a heartbeat when it has had nothing to
 send for a moment. The engine exits when the window is gone: at EOF on the socket, or through the
 parent-death signal.
@@ -16,23 +17,18 @@ the window, and every way the engine ends reaches the window as one EngineStoppe
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import io
 import os
-import pickle
 import queue
 import signal
-import socket
-import struct
 import subprocess
 import sys
 import threading
 import time
-from multiprocessing.connection import Connection
 
-from core.engine.messages import Delivered, EngineStopped, Heartbeat, Shutdown
+from core.child_process import as_child, python_module, start_child
+from core.engine.messages import EVENTS, Delivered, EngineStopped, Heartbeat, Request, Shutdown
+from core.framing import FrameDecoder, FramedSocket, encode
 
-PR_SET_PDEATHSIG = 1
 # Past this the engine is killed: closing the window must end the whole app within 2 s.
 SHUTDOWN_WAIT_S = 0.8
 # The engine's sender says it is alive after this long with nothing else to send.
@@ -40,65 +36,15 @@ HEARTBEAT_S = 0.5
 _READ_CHUNK = 1 << 16
 
 
-def frame(request: object) -> bytes:
-    """A request as multiprocessing's Connection frames it (the engine reads with Connection.recv)."""
-    payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
-    if len(payload) > 0x7FFFFFFF:
-        return struct.pack("!i", -1) + struct.pack("!Q", len(payload)) + payload
-    return struct.pack("!i", len(payload)) + payload
-
-
-class _Unpickler(pickle.Unpickler):
-    """Finds each class once. pickle.loads imports a message's classes anew for every message, and under Qt that
-    import runs PySide's Python-level import hook: half of unpickling a token, measured."""
-
-    _found: dict[tuple[str, str], object] = {}
-
-    def find_class(self, module: str, name: str) -> object:
-        key = (module, name)
-        found = self._found.get(key)
-        if found is None:
-            found = self._found[key] = super().find_class(module, name)
-        return found
-
-
-def unframe(buffer: bytearray) -> list[object]:
-    """The whole messages at the front of buffer, removed from it; a message still arriving stays."""
-    messages = []
-    offset, end = 0, len(buffer)
-    with memoryview(buffer) as view:
-        while end - offset >= 4:
-            (size,) = struct.unpack_from("!i", buffer, offset)
-            start = offset + 4
-            if size == -1:
-                if end - offset < 12:
-                    break
-                (size,) = struct.unpack_from("!Q", buffer, offset + 4)
-                start = offset + 12
-            if end < start + size:
-                break
-            messages.append(_Unpickler(io.BytesIO(view[start : start + size])).load())
-            offset = start + size
-    del buffer[:offset]  # once, not per message: each del moves what is left of the buffer
-    return messages
-
-
 class EngineProcess:
     """The window's side: send() requests, watch fileno() to read and (while wants_to_write) to write."""
 
     def __init__(self):
-        ours, theirs = socket.socketpair()
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "core.engine.process", str(theirs.fileno()), str(os.getpid())],
-            pass_fds=(theirs.fileno(),),
-            stdin=subprocess.DEVNULL,
-            close_fds=True,
-        )
-        theirs.close()
+        self._process, ours = start_child(python_module("core.engine.process"))
         ours.setblocking(False)
         self._socket = ours
         self._outgoing = bytearray()  # framed requests the socket has not taken yet
-        self._incoming = bytearray()  # bytes of events not yet whole
+        self._incoming = FrameDecoder()  # events as their bytes arrive
         # One buffer read into again and again: recv() allocated and shrank 64 KB per call, a third of a ms each.
         self._chunk = memoryview(bytearray(_READ_CHUNK))
         self.closed = False
@@ -124,12 +70,12 @@ class EngineProcess:
         """The engine has ended and take_events() has not handed that on yet."""
         return self.stopped is not None and not self._stop_reported
 
-    def send(self, request: object) -> None:
+    def send(self, request: Request) -> None:
         """Queue the request and write what the socket takes now; never blocks. A dead engine is noted, and
         take_events() reports it."""
         if self.stopped is not None:
             return
-        self._outgoing += frame(request)
+        self._outgoing += encode(request)
         self.flush()
 
     def flush(self) -> None:
@@ -159,7 +105,7 @@ class EngineProcess:
             ended = False
             try:
                 while read := self._socket.recv_into(self._chunk):
-                    self._incoming += memoryview(self._chunk)[:read]
+                    self._incoming.feed(self._chunk[:read])
                     if read < len(self._chunk):
                         break  # all there was: asking again only raises BlockingIOError (a frame's read takes one call)
                 else:
@@ -170,15 +116,15 @@ class EngineProcess:
                 ended = True
             now = time.perf_counter_ns()
             try:
-                events = unframe(self._incoming)
+                events = self._incoming.messages()
             except Exception:  # noqa: BLE001 - a garbled stream: the engine is not to be trusted further
                 events, ended = [], True
             if events:
                 self.last_heard_ns = now
-            taken = [Delivered(event, now) for event in events if not isinstance(event, Heartbeat)]
+            taken = [Delivered(event, now) for event in events if isinstance(event, EVENTS)]
             if ended:
                 self._mark_stopped()
-        if self.stop_unreported:
+        if self.stop_unreported and self.stopped is not None:
             self._stop_reported = True
             taken.append(Delivered(self.stopped, time.perf_counter_ns()))
         return taken
@@ -228,11 +174,8 @@ def describe_exit(code: int | None) -> str:
     return f"the engine process exited with code {code}"
 
 
-def engine_main(connection, parent_pid: int) -> None:
+def engine_main(connection: FramedSocket) -> None:
     """The engine process: requests from the pipe to EngineCore, events back through a sender thread."""
-    _die_with_parent(parent_pid)
-    # Ctrl+C in the terminal reaches the whole process group: the window decides, and the engine follows it.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     outgoing: queue.Queue = queue.Queue()
 
     def send_events() -> None:
@@ -283,14 +226,6 @@ def _import_the_model_stack() -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401  (the lazy parts the load uses)
 
 
-def _die_with_parent(parent_pid: int) -> None:
-    """On Linux the kernel kills the engine when the window's process dies, even by SIGKILL."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent_pid:  # the parent died before the signal was armed
-        os._exit(0)
-
-
 if __name__ == "__main__":
-    engine_main(Connection(int(sys.argv[1])), int(sys.argv[2]))
+    engine_socket, _ = as_child(sys.argv[1:])
+    engine_main(FramedSocket(engine_socket))

@@ -75,6 +75,12 @@ class HeldSocket(httpcore.NetworkStream):
         with self._lock:
             self._user, self.patience_s = user, None
 
+    def wait_at_most(self, user: SocketUser, seconds: float | None) -> None:
+        """Cap each read's wait while user holds it (None: the request's own timeout again)."""
+        with self._lock:
+            if self._user is user:
+                self.patience_s = seconds
+
     def release(self) -> None:
         """Its request is done with it; it goes back to the pool."""
         with self._lock:
@@ -221,14 +227,11 @@ class HttpClient:
     def close(self) -> None:
         self._closer()
 
-    @property
-    def closed(self) -> bool:
-        return not self._closer.alive
-
 
 def environment_proxy(url: str) -> httpx.Proxy | None:
     """The proxy the environment names for url's scheme (HTTPS_PROXY, HTTP_PROXY or ALL_PROXY, in either case, as
-    urllib and curl read them), or None: none named, or NO_PROXY lists url's host."""
+    urllib and curl read them; on macOS and Windows the system's settings where none is set), or None: none named,
+    or NO_PROXY lists url's host."""
     parts = urllib.parse.urlsplit(url)
     proxies = urllib.request.getproxies()
     address = proxies.get(parts.scheme) or proxies.get("all")

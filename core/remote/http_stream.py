@@ -88,8 +88,7 @@ class HttpStream:
             response = self._client.send(
                 self._method, self.url, body=self._body, headers=headers, timeout_s=self.timeout_s, sender=self
             )
-        except _WIRE_ERRORS as error:
-            self.close()
+        except _WIRE_ERRORS as error:  # httpcore has closed the connection
             if self._aborted.is_set():
                 raise StreamCut("stopped before the server answered.") from None
             raise self._wire_error(error, answered=False) from None
@@ -190,7 +189,7 @@ class HttpStream:
         raw, network = self._raw, self._network
         if raw is None or network is None or self._aborted.is_set():
             return
-        network.patience_s = END_WAIT_S
+        network.wait_at_most(self, END_WAIT_S)
         started, left = time.monotonic(), END_LIMIT
         try:
             for data in raw:
@@ -200,7 +199,7 @@ class HttpStream:
         except _WIRE_ERRORS:
             pass  # the connection is ended instead
         finally:
-            network.patience_s = None
+            network.wait_at_most(self, None)
 
     def _wire_error(self, error: BaseException, *, answered: bool) -> RemoteError:
         network = self._network

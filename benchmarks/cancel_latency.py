@@ -88,7 +88,7 @@ def stop_at_token(loaded, ids, index: int, loop: str) -> tuple[float, int, str]:
             elif event.index == index:
                 stop_at = time.perf_counter()
                 generation.stop()
-        else:
+        elif isinstance(event, FinishedEvent):
             finished = time.perf_counter()
             reason = event.stop_reason.value
     generation.join()

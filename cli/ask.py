@@ -26,7 +26,7 @@ from core.generation.local_reply import LocalReply
 from core.generation.request import ReplyRequest
 from core.model.facts import ModelFacts
 from core.settings import GenerationSettings
-from core.timing.events import TokenEvent
+from core.timing.events import FinishedEvent, PrefillProgress, TokenEvent
 from core.timing.export import json_text, reply_report
 from core.timing.trace import ReplyTrace
 
@@ -85,11 +85,14 @@ def stream_reply(
 ) -> tuple[int, ReplyTrace]:
     """Print one reply as it streams (or whole, or as one JSON object with `extra` in it); (exit status, trace)."""
     prefill_line = PrefillLine(sys.stderr)
-    generation.on_progress = prefill_line
     generation.start()
     stream_to_stdout = not args.no_stream and not args.json
     for event in generation:
-        prefill_line.end()
+        if isinstance(event, PrefillProgress):
+            prefill_line(event)
+            continue
+        if isinstance(event, (TokenEvent, FinishedEvent)):
+            prefill_line.end()
         if stream_to_stdout and isinstance(event, TokenEvent) and event.text:
             write_out(event.text)
     prefill_line.end()

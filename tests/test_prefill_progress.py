@@ -6,7 +6,7 @@ import pytest
 
 from core.generation.local_reply import LocalReply
 from core.settings import GenerationSettings
-from core.timing.events import ComputeStarted, PrefillProgress
+from core.timing.events import ComputeStarted, FinishedEvent, PrefillProgress, TokenEvent
 from core.timing.trace_codec import TraceFileError, trace_from_dict, trace_to_dict
 from tests.test_generation import prompt_ids, run
 
@@ -24,10 +24,7 @@ def first_stamp(module, stamps):
 @pytest.mark.parametrize("loop", ["lean", "generate"])
 def test_progress_rises_layer_by_layer_and_reaches_100_percent_as_the_prefill_ends(tiny_model, loop):
     ids = prompt_ids(tiny_model, "Tell me about lighthouses.")
-    seen = []
-    generation = LocalReply(
-        tiny_model, ids, GenerationSettings(max_new_tokens=4, decode_loop=loop), on_progress=seen.append
-    )
+    generation = LocalReply(tiny_model, ids, GenerationSettings(max_new_tokens=4, decode_loop=loop))
     layers = tiny_model.model.model.layers
     last_layer_done, head_started = [], []
     hooks = [
@@ -42,6 +39,7 @@ def test_progress_rises_layer_by_layer_and_reaches_100_percent_as_the_prefill_en
         for hook in hooks:
             hook.remove()
     assert trace.output_tokens >= 1 and trace.error is None
+    seen = [event for event in events if not isinstance(event, (TokenEvent, FinishedEvent))]
     assert isinstance(seen[0], ComputeStarted) and trace.compute_started_ns == seen[0].timestamp_ns
     progress = [event for event in seen if isinstance(event, PrefillProgress)]
     assert [(p.layers_done, p.layers_total) for p in progress] == [(0, 2), (1, 2), (2, 2)]  # once per layer, then done
@@ -50,7 +48,9 @@ def test_progress_rises_layer_by_layer_and_reaches_100_percent_as_the_prefill_en
     assert stamps == sorted(stamps)
     # 100% after the prompt's last layer and before the final norm and head: the pass has ended.
     assert last_layer_done[0] <= stamps[-1] <= head_started[0] <= trace.timestamps_ns[0]
-    assert not any(isinstance(event, (PrefillProgress, ComputeStarted)) for event in events)  # never yielded
+    # One stream: the progress comes in order with the tokens, all of it before the first.
+    first_token = next(index for index, event in enumerate(events) if isinstance(event, TokenEvent))
+    assert max(index for index, event in enumerate(events) if isinstance(event, PrefillProgress)) < first_token
 
 
 @pytest.mark.parametrize("loop", ["lean", "generate"])

@@ -155,8 +155,7 @@ def test_a_stop_during_prefill_leaves_the_cache_consistent(loaded):
     chat.messages.append(Message("user", "Now list ten cities in it, with a long description of each one. " * 4))
     settings = GenerationSettings(max_new_tokens=REPLY_TOKENS)
     generation, _ = prepare_reply(loaded, ReplyRequest(SYSTEM, tuple(chat.messages), settings, chat_id="stop"))
-    generation.on_progress = lambda event: generation.stop() if getattr(event, "layers_done", 0) == 3 else None
-    stopped = generation.run_to_end()
+    stopped = generation.run_to_end(lambda event: generation.stop() if getattr(event, "layers_done", 0) == 3 else None)
     assert stopped.stop_reason == "stopped" and stopped.output_tokens == 0
     after = chat.ask()
     assert after.cached_tokens > 0

@@ -92,7 +92,6 @@ def run_reply(engine: JobHost, spec: ReplyJob, stop: threading.Event, update: Up
         update(ReplyRefused(f"could not build the prompt: {type(error).__name__}: {error}"))
         return
     update(PromptReady(prompt.prompt_tokens, prompt.notice, generation.decode_loop, time.perf_counter_ns()))
-    generation.on_progress = update
     generation.start(spec.request_start_ns)
     for event in generation:
         if isinstance(event, FinishedEvent):

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -23,7 +22,6 @@ from core.timing.events import (
     StopReason,
     TokenEvent,
 )
-from core.timing.trace import ReplyTrace
 
 if TYPE_CHECKING:
     from core.generation.decode.prompt_cache import CacheRequest, CacheUse
@@ -38,15 +36,15 @@ DEFAULT_TOKEN_TIMEOUT_S = 300.0
 
 
 class LocalReply(Reply):
-    """One reply being generated. Iterate it for events; generation.trace records them as they pass.
+    """One reply being generated on this machine: iterate it for its events (core/generation/reply.py).
 
     stop is the reply's own stop event, usually made with its request: setting it (here or through
     stop()) ends the reply at the next decoder layer during prefill and after the current token during
     decode. A stop set before start() generates nothing.
 
-    on_progress, when given, is called on the iterating thread with each ComputeStarted, PromptCacheReport,
-    PrefillProgress and CpuUsage event (the job began on the compute thread; how much of the prompt was cached;
-    the prompt's pass reached a layer; the CPU time the reply's compute got). The trace records them too; iteration yields only tokens and the finish.
+    Besides tokens and the finish, its events say when the job began on the compute thread (ComputeStarted), how
+    much of the prompt was cached (PromptCacheReport), each layer of the prompt's pass (PrefillProgress) and the CPU
+    time the reply's compute got (CpuUsage).
 
     cache: the chat this reply continues and what its prompt was made from (core.chats.session.PromptPieces),
     for the decoder's prompt cache; None or cache.enabled False prefills the whole prompt.
@@ -62,26 +60,23 @@ class LocalReply(Reply):
         timeout_s: float = DEFAULT_TOKEN_TIMEOUT_S,
         logits_processors: Sequence[object] = (),
         thread: ComputeThread | None = None,
-        on_progress: Callable[[ComputeStarted | PrefillProgress | PromptCacheReport | CpuUsage], None] | None = None,
         cache: CacheRequest | None = None,
     ):
         from core.generation.decode.choice import loop_for
-        from core.generation.streamer import TimedTokenStreamer
+        from core.generation.detokenizer import IncrementalDetokenizer
 
+        super().__init__(stop)
         self.loaded = loaded
         self.input_ids = list(input_ids)
         self.settings = settings
-        self.timeout_s = timeout_s
-        self.stop_event = stop if stop is not None else threading.Event()
-        self.trace: ReplyTrace | None = None
+        self.event_timeout_s = timeout_s
         self._logits_processors = list(logits_processors)
-        self.on_progress = on_progress
         self.cache = cache
-        self._streamer = TimedTokenStreamer(loaded.tokenizer, timeout_s=timeout_s)
+        self._detokenizer = IncrementalDetokenizer(loaded.tokenizer)
+        self._tokens_made = 0
+        self._last_token_id: int | None = None
         # By default the process's compute thread, where the model was loaded: one OpenMP pool.
         self._thread = thread if thread is not None else compute_thread()
-        self._done = threading.Event()
-        self._finished = False
         # Which loop runs, and why not the one asked for: shown with the reply and kept in exports.
         self.decode_loop, self.decode_loop_note = loop_for(loaded.model, settings.decode_loop)
 
@@ -93,43 +88,22 @@ class LocalReply(Reply):
     def request_start_ns(self) -> int | None:
         return self.trace.request_start_ns if self.trace is not None else None
 
-    def start(self, request_start_ns: int | None = None) -> LocalReply:
-        """Begin generating. request_start_ns defaults to now: TTFT and E2E count from it."""
-        start_ns = request_start_ns if request_start_ns is not None else time.perf_counter_ns()
-        self.trace = ReplyTrace(start_ns, self.prompt_tokens)
+    def _begin(self) -> None:
         self._thread.submit(self._run)
-        return self
 
-    def __iter__(self) -> Iterator[TokenEvent | FinishedEvent]:
-        if self.trace is None:
-            raise RuntimeError("call start() before iterating a LocalReply")
-        while not self._finished:
-            try:
-                event = next(self._streamer)
-            except StopIteration:
-                return
-            except queue.Empty:
-                self.stop()
-                event = FinishedEvent(
-                    StopReason.ERROR,
-                    self._streamer.tokens_seen,
-                    time.perf_counter_ns(),
-                    error=f"no token arrived within {self.timeout_s:g} s; generation was abandoned",
-                )
-            if isinstance(event, FinishedEvent):
-                self._finished = True
-            self.trace.record(event)
-            if isinstance(event, (PrefillProgress, ComputeStarted, PromptCacheReport, CpuUsage)):
-                if self.on_progress is not None:
-                    self.on_progress(event)
-                continue
-            yield event
+    def token_made(self, token_id: int, stamp_ns: int | None = None) -> None:
+        """A token the model produced, stamped first thing, on the generating thread (the streamer trap: text comes
+        out of a detokenizer at word boundaries, so a stamp taken where text is read lumps tokens together)."""
+        stamp_ns = stamp_ns if stamp_ns is not None else time.perf_counter_ns()
+        self.emit(TokenEvent(self._tokens_made, token_id, self._detokenizer.push(token_id), stamp_ns))
+        self._tokens_made += 1
+        self._last_token_id = token_id
 
     def _run(self) -> None:
         from core.generation.stopping import PassInterrupted  # imports torch: not at module level (cold start)
 
         started_ns, started_cpu_s = time.perf_counter_ns(), process_cpu_s()
-        self._streamer.put_event(ComputeStarted(started_ns))
+        self.emit(ComputeStarted(started_ns))
         finished_reason = StopReason.ERROR
         error: str | None = None
         try:
@@ -141,17 +115,17 @@ class LocalReply(Reply):
         except BaseException as exc:  # noqa: BLE001 - every failure must reach the consumer
             error = f"{type(exc).__name__}: {exc}"
         finally:
-            self._streamer.put_event(
+            self.emit(
                 CpuUsage(
                     process_cpu_s() - started_cpu_s, (time.perf_counter_ns() - started_ns) / 1e9, _compute_threads()
                 )
             )
-            self._streamer.finish(
+            self.emit(
                 FinishedEvent(
                     finished_reason if error is None else StopReason.ERROR,
-                    self._streamer.tokens_seen,
+                    self._tokens_made,
                     time.perf_counter_ns(),
-                    tail_text=self._streamer.held_back_text(),
+                    tail_text=self._detokenizer.flush(),
                     error=error,
                 )
             )
@@ -162,6 +136,7 @@ class LocalReply(Reply):
         from transformers import LogitsProcessorList, StoppingCriteriaList, set_seed
 
         from core.generation.stopping import StopOnEvent, interruptible_prefill
+        from core.generation.streamer import TimedTokenStreamer
 
         loaded = self.loaded
         settings = self.settings
@@ -171,11 +146,10 @@ class LocalReply(Reply):
             set_seed(settings.seed)
         eos = sorted(loaded.eos_token_ids)
         processors = LogitsProcessorList(self._logits_processors)
-        streamer = self._streamer
 
         def progress(layers_done: int, layers_total: int) -> None:
             # Called per layer during the prompt's pass only: one stamp and a queue put.
-            streamer.put_event(PrefillProgress(layers_done, layers_total, time.perf_counter_ns()))
+            self.emit(PrefillProgress(layers_done, layers_total, time.perf_counter_ns()))
 
         with torch.inference_mode():
             if self.decode_loop == LEAN_LOOP:
@@ -187,17 +161,17 @@ class LocalReply(Reply):
                     input_ids,
                     settings.max_new_tokens,
                     eos_token_ids=eos,
-                    streamer=self._streamer,
+                    on_token=self.token_made,
                     logits_processor=processors,
                     temperature=None if settings.greedy else settings.temperature,
                     top_p=settings.top_p,
                     stop_event=self.stop_event,
                     prefill_progress=progress,
                     cache=self.cache,
-                    cache_used=lambda use: streamer.put_event(cache_report(use, self.cache)),
+                    cache_used=lambda use: self.emit(cache_report(use, self.cache)),
                 )
                 return
-            streamer.put_event(PromptCacheReport(len(self.input_ids), 0, GENERATE_KEEPS_NO_CACHE))
+            self.emit(PromptCacheReport(len(self.input_ids), 0, GENERATE_KEEPS_NO_CACHE))
             sampling: dict = {"do_sample": False}
             if not settings.greedy:
                 sampling = {"do_sample": True, "temperature": settings.temperature, "top_p": settings.top_p, "top_k": 0}
@@ -206,7 +180,7 @@ class LocalReply(Reply):
                     input_ids=input_ids,
                     attention_mask=torch.ones_like(input_ids),
                     max_new_tokens=settings.max_new_tokens,
-                    streamer=self._streamer,
+                    streamer=TimedTokenStreamer(loaded.tokenizer, self.token_made),
                     stopping_criteria=StoppingCriteriaList([StopOnEvent(self.stop_event)]),
                     logits_processor=processors,
                     pad_token_id=loaded.tokenizer.pad_token_id
@@ -217,7 +191,7 @@ class LocalReply(Reply):
                 )
 
     def _stop_reason(self) -> StopReason:
-        last = self._streamer.last_token_id
+        last = self._last_token_id
         if last is not None and last in self.loaded.eos_token_ids:
             return StopReason.EOS
         if self.stop_event.is_set():

@@ -1,28 +1,25 @@
-"""A TextIteratorStreamer that stamps every generated token inside put(), on the generating thread."""
+"""generate()'s TextIteratorStreamer, adapted: every generated token stamped inside put(), on the generating thread."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from transformers import TextIteratorStreamer
 
-from core.generation.detokenizer import IncrementalDetokenizer
-from core.timing.events import FinishedEvent, TokenEvent
-
 
 class TimedTokenStreamer(TextIteratorStreamer):
-    """Queues one TokenEvent per token instead of word-sized text chunks.
+    """Hands each token id to token_made(token_id, stamp_ns) instead of queueing word-sized text chunks.
 
-    The stock streamer releases text only at word boundaries, so stamping where text is read
-    would lump several tokens under one time. Here the stamp is the first thing put() does.
+    The stock streamer releases text only at word boundaries, so stamping where text is read would lump several
+    tokens under one time. Here the stamp is the first thing put() does. Only model.generate() speaks this protocol
+    (the prompt first, to be skipped); the lean loop hands its tokens to the reply directly.
     """
 
-    def __init__(self, tokenizer: Any, timeout_s: float):
-        super().__init__(tokenizer, skip_prompt=True, timeout=timeout_s)
-        self._detokenizer = IncrementalDetokenizer(tokenizer)
-        self.tokens_seen = 0
-        self.last_token_id: int | None = None
+    def __init__(self, tokenizer: Any, token_made: Callable[[int, int], None]):
+        super().__init__(tokenizer, skip_prompt=True)
+        self._token_made = token_made
 
     def put(self, value: Any) -> None:
         stamp_ns = time.perf_counter_ns()
@@ -32,22 +29,9 @@ class TimedTokenStreamer(TextIteratorStreamer):
         if value.dim() > 1 and value.shape[0] > 1:
             raise ValueError("the timed streamer follows one sequence; use batch size 1")
         for token_id in value.reshape(-1).tolist():
-            self.text_queue.put(TokenEvent(self.tokens_seen, token_id, self._detokenizer.push(token_id), stamp_ns))
-            self.tokens_seen += 1
-            self.last_token_id = token_id
+            self._token_made(token_id, stamp_ns)
 
     def end(self) -> None:
-        # generate() calls end() only when it returns normally; the runner closes the stream
-        # itself with finish() so that the error path closes it too.
+        # generate() calls end() only when it returns normally; the reply ends its stream itself with its
+        # FinishedEvent, so that the error path ends it too.
         pass
-
-    def held_back_text(self) -> str:
-        return self._detokenizer.flush()
-
-    def put_event(self, event: object) -> None:
-        """Queue a progress event among the tokens, so the consumer sees everything in one order."""
-        self.text_queue.put(event)
-
-    def finish(self, event: FinishedEvent) -> None:
-        self.text_queue.put(event)
-        self.text_queue.put(self.stop_signal)

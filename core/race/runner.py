@@ -217,7 +217,6 @@ def _prepare(
     run.decode_loop = reply.decode_loop
     if reply.decode_loop_note:
         run.notes.append(f"decoding on the {reply.decode_loop} loop: {reply.decode_loop_note}")
-    reply.on_progress = lambda event: observer.event(name, event)
     return reply
 
 
@@ -286,8 +285,7 @@ def _warm(
             ReplyRequest(config.system_prompt, asked, one_token, stop=cancel, chat_id=chat),
             streaming=side.streaming,
         )
-        reply.on_progress = progress
-        reply.run_to_end()
+        reply.run_to_end(progress)
         return f"the server's prompt cache was warmed with the history's {len(asked)} messages"
     from core.generation.decode.prompt_cache import CacheRequest, common_prefix
     from core.generation.local_reply import LocalReply
@@ -301,5 +299,5 @@ def _warm(
     if shared < 2:
         return "the shared history left nothing to cache"
     cache = CacheRequest(chat, built.pieces, True)
-    LocalReply(loaded, ids[:shared], one_token, stop=cancel, on_progress=progress, cache=cache).run_to_end()
+    LocalReply(loaded, ids[:shared], one_token, stop=cancel, cache=cache).run_to_end(progress)
     return f"the prompt cache held the shared history ({shared:,} tokens) before the reply, as in a running chat"

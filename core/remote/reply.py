@@ -1,15 +1,14 @@
 """One reply from a server: requested on its own thread, every chunk stamped on arrival, yielded as timed events.
 
-It is a Reply (core/generation/reply.py) as a LocalReply is (start, iterate, stop, join, trace, on_progress), so
+It is a Reply (core/generation/reply.py) as a LocalReply is (start, iterate every event, stop, join, trace), so
 the engine, the CLI and the lab run a remote reply exactly as a local one.
 """
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from core.generation.reply import Reply
 from core.remote import ollama_chat, openai_chat
@@ -19,7 +18,6 @@ from core.remote.http_stream import HttpStream
 from core.remote.pieces import Piece
 from core.remote.wire_formats import JsonLines, MalformedStream, ServerSentEvents
 from core.timing.events import FinishedEvent, PrefillProgress, PromptCacheReport, ServerReport, StopReason, TokenEvent
-from core.timing.trace import ReplyTrace
 
 # Far beyond any chat reply, well below what a desktop should hold for one: past it the reply is cut and kept.
 MAX_REPLY_BYTES = 32 * 1024 * 1024
@@ -50,22 +48,17 @@ class RemoteReply(Reply):
         stop: threading.Event | None = None,
         streaming: bool = True,
         ignore_eos: bool = False,
-        on_progress: Callable[[object], None] | None = None,
     ):
+        super().__init__(stop)
         self.model = model
         self.settings = settings
         self.streaming = streaming
-        self.stop_event = stop if stop is not None else threading.Event()
-        self.on_progress = on_progress
-        self.trace: ReplyTrace | None = None
         self.decode_loop = f"remote ({model.server_kind}, {model.protocol})"
         self.decode_loop_note: str | None = None
         self._chat = ([{"role": "system", "content": system_prompt}] if system_prompt else []) + [
             {"role": role, "content": content} for role, content in messages
         ]
         self._ignore_eos = ignore_eos
-        self._events: queue.SimpleQueue = queue.SimpleQueue()
-        self._done = threading.Event()
         self.deadline_s = model.timeout_s + DEADLINE_PER_TOKEN_S * settings.max_new_tokens
         self._past_deadline = threading.Event()
         self._thread: threading.Thread | None = None
@@ -75,27 +68,10 @@ class RemoteReply(Reply):
     def prompt_tokens(self) -> int:
         return self.trace.prompt_tokens if self.trace is not None else 0
 
-    def start(self, request_start_ns: int | None = None) -> RemoteReply:
-        start_ns = request_start_ns if request_start_ns is not None else time.perf_counter_ns()
-        self.trace = ReplyTrace(start_ns, prompt_tokens=0)
+    def _begin(self) -> None:
         self._thread = threading.Thread(target=self._run, name="latencylab-remote-reply", daemon=True)
         self._thread.start()
         threading.Thread(target=self._watch_stop, name="latencylab-remote-stop", daemon=True).start()
-        return self
-
-    def __iter__(self) -> Iterator[TokenEvent | FinishedEvent]:
-        if self.trace is None:
-            raise RuntimeError("call start() before iterating a RemoteReply")
-        while True:
-            event = self._events.get()
-            self.trace.record(event)
-            if isinstance(event, (PrefillProgress, ServerReport, PromptCacheReport)):
-                if self.on_progress is not None:
-                    self.on_progress(event)
-                continue
-            yield event
-            if isinstance(event, FinishedEvent):
-                return
 
     # -- the reading thread ---------------------------------------------------------------------
 
@@ -144,7 +120,7 @@ class RemoteReply(Reply):
         counted, timings = reading.completion_tokens, reading.timings
         if counted is not None and not self._believable(counted, reading):
             counted, timings = None, {**(timings or {}), "claimed_output_tokens": reading.completion_tokens}
-        self._events.put(
+        self.emit(
             ServerReport(
                 self.model.server_kind,
                 reading.prompt_tokens,
@@ -154,10 +130,10 @@ class RemoteReply(Reply):
                 timings,
             )
         )
-        self._events.put(_cache_report(self.model.server_kind, reading))
+        self.emit(_cache_report(self.model.server_kind, reading))
         # Reasoning held back at the very end (a stream cut inside it) is kept with the answer's: it is shown, not lost.
         tail = reading.thought.flush() + reading.answer.flush()
-        self._events.put(
+        self.emit(
             FinishedEvent(
                 StopReason.ERROR if error else reason, reading.tokens, time.perf_counter_ns(), tail, error=error
             )
@@ -224,7 +200,7 @@ class RemoteReply(Reply):
         Its text is the server's, and a server may echo the API key into it: what it says is redacted before it
         becomes an event, so no output (stdout, --json, the window, a saved chat, an export) ever holds the key."""
         if piece.prefill_fraction is not None:
-            self._events.put(PrefillProgress(round(piece.prefill_fraction * 1000), 1000, arrival_ns))
+            self.emit(PrefillProgress(round(piece.prefill_fraction * 1000), 1000, arrival_ns))
         if piece.has_content:
             if reading.tokens >= self.settings.max_new_tokens:  # counted by the server's count where it gives one
                 raise PastMaxTokens(
@@ -248,9 +224,7 @@ class RemoteReply(Reply):
             for position, (part, is_reasoning) in enumerate(parts):
                 texts = [part] + ([""] * extra if position == len(parts) - 1 else [])
                 for text in texts:
-                    self._events.put(
-                        TokenEvent(reading.tokens, -1, text, arrival_ns, chunk=chunk, reasoning=is_reasoning)
-                    )
+                    self.emit(TokenEvent(reading.tokens, -1, text, arrival_ns, chunk=chunk, reasoning=is_reasoning))
                     reading.tokens += 1
         if piece.prompt_tokens is not None:
             reading.prompt_tokens = piece.prompt_tokens

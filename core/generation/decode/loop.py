@@ -1,4 +1,4 @@
-"""Greedy or sampled decoding over LeanDecoder, with generate()'s streamer, processors and stopping criteria."""
+"""Greedy or sampled decoding over LeanDecoder, with generate()'s processors; each token handed on as it is chosen."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def lean_decode(
     max_new_tokens: int,
     *,
     eos_token_ids: Iterable[int] = (),
-    streamer: Any = None,
+    on_token: Callable[[int], None] | None = None,
     logits_processor: LogitsProcessorList | None = None,
     temperature: float | None = None,
     top_p: float = 1.0,
@@ -85,8 +85,6 @@ def lean_decode(
         if top_p < 1.0:
             processors.append(TopPLogitsWarper(top_p))
     eos = torch.tensor(sorted(set(eos_token_ids)), dtype=torch.long)
-    if streamer is not None:
-        streamer.put(input_ids)
     prompt = input_ids[0].tolist()
     cache = cache or CacheRequest(enabled=False)
     prompt_cache = decoder.prompt_cache
@@ -111,14 +109,12 @@ def lean_decode(
             next_token = torch.multinomial(scores.softmax(dim=-1), num_samples=1).squeeze(1)
         sequence[:, length] = next_token
         length += 1
-        if streamer is not None:
-            streamer.put(next_token)
+        if on_token is not None:
+            on_token(int(next_token))
         if bool(torch.isin(next_token, eos).any()) or (stop_event is not None and stop_event.is_set()):
             break
         if length == sequence.shape[1]:
             break
         logits = decoder.forward(next_token, length - 1)
         prompt_cache.extend(next_token.tolist())
-    if streamer is not None:
-        streamer.end()
     return sequence[:, :length]

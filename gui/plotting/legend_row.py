@@ -28,6 +28,8 @@ class LegendRow(pg.LegendItem):
         # Its entries' width must not hold the plot wider than its widget (the right end was cut
         # off); fit_columns wraps them into rows instead.
         self.setMinimumWidth(0)
+        # No margin around the entries: the style's nine pixels above and below doubled the row's height.
+        self.layout.setContentsMargins(0, 0, 0, 0)
 
     def fit_columns(self, width: float) -> None:
         """As many columns as fit in width (at least one): a narrow plot gets its legend in two rows

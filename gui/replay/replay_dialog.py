@@ -23,6 +23,7 @@ from core.timing.running_median import RunningMedian
 from gui.frame_interval import FRAME_INTERVAL_MS
 from gui.meter.interval_plot import IntervalPlot
 from gui.meter.visible_text_plot import VisibleTextPlot
+from gui.plotting.plot_style import set_plot_title
 from gui.untrusted_text import plain_label
 
 
@@ -68,7 +69,7 @@ class ReplayDialog(QDialog):
         self.visible_plot = VisibleTextPlot()
         self.visible_plot.setMinimumHeight(140)
         for plot in (self.plot, self.visible_plot):  # never confused with a measurement
-            plot.setTitle("REPLAY — " + plot.getPlotItem().titleLabel.text)
+            set_plot_title(plot, "REPLAY — " + plot.getPlotItem().titleLabel.text)
         self.status = plain_label()
         form = QFormLayout()
         form.addRow("Reply", self.reply_box)

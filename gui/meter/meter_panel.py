@@ -1,9 +1,10 @@
-"""The meter: stat cards above the interval, 'what the user saw' and per-reply history plots; the chat's budget line."""
+"""The meter: stat cards and the chat's budget line above its views (this reply, where its time went, this chat)."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QSplitter, QVBoxLayout, QWidget
+from PySide6.QtCore import QRect
+from PySide6.QtGui import QPixmap
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from core.model.facts import ModelFacts
 from core.roofline.placement import reply_placement
@@ -18,10 +19,12 @@ from gui.meter.budget_line import BudgetLine
 from gui.meter.cache_map import CacheMap
 from gui.meter.history_plot import HistoryPlot
 from gui.meter.interval_plot import IntervalPlot
+from gui.meter.meter_views import LEAST_DATA_PX, MeterViews, stacked
 from gui.meter.server_view import ServerView
 from gui.meter.stat_cards import StatCards
 from gui.meter.visible_text_plot import VisibleTextPlot
 from gui.meter.waterfall_plot import WaterfallPlot
+from gui.plotting.data_height import hold_data_height
 
 # Numbers that change 25 times a second cannot be read, and relaying out seven cards each frame cost
 # as much as painting the plots; the final values are shown exactly when the reply ends. Four times a
@@ -44,18 +47,18 @@ class MeterPanel(QWidget):
         self.budget = LatencyBudget()
         self.budget_line = BudgetLine()
         self._judged: list[tuple[ReplyTrace, bool]] = []  # this chat's replies, for the budget's tally
-        plots = QSplitter(Qt.Orientation.Vertical)
         for plot in (self.interval_plot, self.visible_plot, self.history_plot):
-            plot.setMinimumHeight(140)
-            plots.addWidget(plot)
-        plots.addWidget(self.cache_map)
+            hold_data_height(plot, LEAST_DATA_PX)
+        self.views = MeterViews(
+            (self.interval_plot, self.visible_plot),
+            (self.waterfall, self.server_view),
+            (self.history_plot, self.cache_map),
+        )
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.cards)
         layout.addWidget(self.budget_line)
-        layout.addWidget(self.server_view)
-        layout.addWidget(self.waterfall)
-        layout.addWidget(plots, stretch=1)
+        layout.addWidget(self.views, stretch=1)
         self._median = RunningMedian()
         self._previous_stamp_ns: int | None = None
         self._previous_chunk: int | None = None
@@ -174,6 +177,11 @@ class MeterPanel(QWidget):
         self.visible_plot.forget_previous()
         self.begin_reply(0)
         self.refresh()
+
+    def picture(self) -> QPixmap:
+        """The cards and the budget line over every view, each tab's page in turn: what 'Export plots' saves."""
+        above_views = self.grab(QRect(0, 0, self.width(), self.views.y()))
+        return stacked([above_views, *self.views.page_pictures()])
 
     def refresh(self) -> None:
         self.interval_plot.refresh()

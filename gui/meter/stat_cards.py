@@ -63,7 +63,9 @@ class StatCard(QFrame):
         self.setToolTip(spec.tooltip)
         self.setObjectName(f"card_{spec.key}")
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(6, 4, 6, 4)
+        # Tight: three rows of cards sit above the plots, which need the height more (issue 41).
+        layout.setContentsMargins(6, 2, 6, 2)
+        layout.setSpacing(0)
         self._title = QLabel(spec.title)
         self._title.setStyleSheet("color: #555; font-size: 10px;")
         self._value = CardValue("0,000 tokens, 0,000 cached" if spec.unit == "prompt" else "0000.0 tok/s")
@@ -146,6 +148,7 @@ class StatCards(QWidget):
         super().__init__(parent)
         layout = QGridLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.setVerticalSpacing(3)
         self.cards = {spec.key: StatCard(spec) for spec in CARDS}
         # Four columns fit beside the chat on a 1400-pixel screen (five were cut off at the right); the prompt
         # card takes two cells of the first row, next to the TTFT it explains.

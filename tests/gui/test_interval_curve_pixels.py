@@ -88,8 +88,12 @@ def test_every_gap_of_a_finished_reply_is_in_its_curves_paths(qtbot):
 def test_the_legend_hides_no_data(qtbot):
     meter = _run_a_reply(qtbot)
     for plot in (meter.interval_plot, meter.visible_plot, meter.history_plot):
+        meter.views.show_view(plot)  # the history has a tab of its own
+        qtbot.waitUntil(plot.isVisible)
         legend = plot.getPlotItem().legend
         assert legend.isVisible()
+        # Laid out once the tab is shown.
+        qtbot.waitUntil(lambda plot=plot: plot.getViewBox().sceneBoundingRect().height() < plot.height())
         assert not legend.sceneBoundingRect().intersects(plot.getViewBox().sceneBoundingRect()), plot
         # Every entry is on screen: none is cut off at the plot's right edge.
         visible = plot.mapToScene(plot.viewport().rect()).boundingRect()

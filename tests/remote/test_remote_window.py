@@ -38,7 +38,7 @@ def _chunks(*texts):
 def _connect(qtbot, window, url):
     """As a user does: the URL typed into the model picker, then Load."""
     window.settings_panel.model_box.setCurrentText(url)
-    with qtbot.waitSignal(window.model_changed, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(window.model_ready, timeout=TIMEOUT_MS):
         qtbot.mouseClick(window.settings_panel.load_button, Qt.MouseButton.LeftButton)
 
 
@@ -75,6 +75,7 @@ def test_the_window_chats_with_a_server_and_shows_client_and_server_timings(qtbo
             assert "Assistant\nHello from the server.\n" in window.transcript.toPlainText()
             assert window.meter.cards.cards["tokens"].text() == "6"  # the server's usage, not the 4 chunks
             assert trace.chunks == 4
+            window.meter.views.show_view(window.meter.server_view)  # its tab, "Where the time went"
             assert window.meter.server_view.isVisible()
             table = window.meter.server_view.text()
             assert "2.0 ms" in table and "6 in 4" in table

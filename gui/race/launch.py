@@ -31,7 +31,7 @@ def open_race(window) -> RaceWindow:
     """Show the race window set up from the chat: its model and sampling on both sides, streaming on A and off on B
     (or the other way round), the message being typed (or the last one asked) as the prompt."""
     race = race_window(window)
-    if not race.running and race.record is None:
+    if not race.controller.running and race.controller.record is None:
         a = chat_side(window)
         b = replace(a, name="B", streaming=not a.streaming)
         prompt = window.input_box.message_text().strip() or _last_question(window)

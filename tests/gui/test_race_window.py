@@ -20,6 +20,7 @@ from core.timing.events import FinishedEvent, StopReason, TokenEvent
 from core.timing.reading import visible_steps
 from core.timing.trace import ReplyTrace
 from gui.main_window import MainWindow
+from gui.race.race_controller import RaceState
 
 RACE_TIMEOUT_MS = 600_000
 MS = 1_000_000
@@ -56,7 +57,7 @@ def test_a_race_plays_both_sides_back_from_send_each_on_its_own_token_times(qtbo
     with qtbot.waitSignal(race.race_shown, timeout=RACE_TIMEOUT_MS) as shown:
         race.run()
     record = shown.args[0]
-    assert record.verdict is not None and race.state == "playback"
+    assert record.verdict is not None and race.controller.state is RaceState.PLAYBACK
     assert race.banner.text().startswith("PLAYBACK of measured runs")
     assert race.pane_a.interval_plot.getPlotItem().titleLabel.text.startswith("PLAYBACK")
     for pane, side in ((race.pane_a, record.a), (race.pane_b, record.b)):
@@ -77,7 +78,7 @@ def test_a_race_stopped_midway_in_the_window_keeps_what_ran_and_says_so(qtbot, w
         if side == "B" and isinstance(event, TokenEvent):
             race.stop()
 
-    race.races.event_arrived.connect(stop_when_b_speaks)
+    race.controller.races.event_arrived.connect(stop_when_b_speaks)
     with qtbot.waitSignal(race.race_shown, timeout=RACE_TIMEOUT_MS) as shown:
         race.run()
     record = shown.args[0]
@@ -110,7 +111,7 @@ def test_a_race_file_opens_again_from_replay_and_plays_back(qtbot, bare_window, 
     assert race.pane_a.shown_text() == race.pane_b.shown_text() == "Hello!"
     assert race.verdict.sentence.startswith("A (streaming) showed text 70 ms sooner")
     again = tmp_path / "again.json"
-    race.export_race(again)
+    race.controller.export_race(again)
     assert again.read_text(encoding="utf-8") == path.read_text(encoding="utf-8")
     broken = json.loads(path.read_text(encoding="utf-8"))
     broken["a"]["trace"]["token_texts"] = [1, 2, 3]
@@ -119,7 +120,26 @@ def test_a_race_file_opens_again_from_replay_and_plays_back(qtbot, bare_window, 
     assert bare_window.open_replay(bad) is None
     assert "Cannot replay bad.json: a.trace.token_texts must hold only text" in bare_window.statusBar().currentMessage()
     race.close()
-    assert not race.frame_timer.isActive()
+    assert not race.controller.frame_timer.isActive()
+
+
+def test_a_race_file_stopped_before_b_ran_opens_whole_with_no_verdict(qtbot, bare_window, tmp_path):
+    """B never ran, so there is nothing to play back: the race is drawn as it ended, and no clock runs on."""
+    from gui.race.launch import race_window
+
+    result = hand_made_race()
+    result.b.trace, result.stopped, result.stopped_during = None, True, "A"
+    path = tmp_path / "stopped.json"
+    path.write_text(race_json(result), encoding="utf-8")
+    race = race_window(bare_window)
+    with qtbot.waitSignal(race.race_shown, timeout=10_000) as shown:
+        assert bare_window.open_replay(path) is race
+    assert shown.args[0].verdict is None
+    assert race.banner.text().startswith("NO VERDICT")
+    assert race.pane_a.shown_text() == "Hello!" and race.pane_b.state_label.text() == "not run"
+    assert not race.controller.frame_timer.isActive() and not race.stop_button.isEnabled()
+    assert not race.play_button.isEnabled() and race.export_button.isEnabled()
+    race.close()
 
 
 def test_the_chat_marks_each_reply_against_the_budget_and_tallies_them(qtbot, bare_window, tmp_path):
@@ -173,10 +193,10 @@ def test_a_race_runs_in_the_engine_process_as_the_app_runs_it(qtbot):
     assert record.verdict is not None and record.a.trace.text == record.b.trace.text
     assert race.pane_b.step_times_s() == [record.b.trace.metrics().e2e_s]
     race.form_b.max_new_tokens.setValue(200)
-    with qtbot.waitSignal(race.races.started, timeout=RACE_TIMEOUT_MS):
+    with qtbot.waitSignal(race.controller.races.started, timeout=RACE_TIMEOUT_MS):
         race.run()
     window.close()  # mid-race: the race window stops its clock, the engine ends
-    assert not race.frame_timer.isActive() and not window.models.engine.alive
+    assert not race.controller.frame_timer.isActive() and not window.models.engine.alive
 
 
 def test_the_budget_persists_and_a_bad_saved_one_falls_back_to_the_defaults(bare_window):

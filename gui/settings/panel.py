@@ -1,4 +1,4 @@
-"""Model picker and sampling settings: what to load and how to sample the next reply."""
+"""Model picker and sampling settings: what to load and how to sample the next reply; they fold away to one line."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from core.errors import InvalidSettingsError
 from core.model.source import EMBEDDED_SPEC
 from core.remote.spec import is_remote_spec
 from core.settings import DECODE_LOOP, DECODE_LOOP_CHOICES, DTYPE, DTYPE_CHOICES, GenerationSettings, validate_dtype
+from gui.settings.fold_header import FoldHeader
 from gui.settings.sampling_fields import sampling_fields
 from gui.settings.store import WindowSettings
 from gui.untrusted_text import plain_label
@@ -30,7 +31,11 @@ EMBEDDED_CHOICE = EMBEDDED_SPEC
 
 
 class SettingsPanel(QWidget):
+    """Unfolded, about 175 pixels of the chat's column, kept for the whole chat: folded, one line that says what they
+    are, and the load's progress or error while there is one to show."""
+
     load_requested = Signal(str, str)  # model spec, dtype
+    fold_changed = Signal(bool)  # folded
 
     def __init__(self, settings: WindowSettings, parent=None):
         super().__init__(parent)
@@ -90,6 +95,8 @@ class SettingsPanel(QWidget):
         self.load_progress.setVisible(False)
         self.load_message = plain_label()
         self.load_message.setWordWrap(True)
+        self._message_matters = False  # a load running or failed: shown even while folded
+        self.fold_header = FoldHeader()
 
         model_row = QHBoxLayout()
         model_row.addWidget(self.model_box, stretch=1)
@@ -108,14 +115,17 @@ class SettingsPanel(QWidget):
                 row.addWidget(QLabel(label))
                 row.addWidget(widget)
             row.addStretch(1)
-        form = QFormLayout(self)
+        self.form = form = QFormLayout(self)
         form.setContentsMargins(0, 0, 0, 0)
+        form.addRow(self.fold_header)
         form.addRow("Model", model_row)
         form.addRow("", self.load_progress)
         form.addRow("", self.load_message)
         form.addRow("System", self.system_prompt)
         form.addRow("Sampling", sampling_row)
         form.addRow("", seed_row)
+        # What folding hides: every row of fields (the load's progress bar shows itself while a load runs).
+        self._foldable_rows = (1, 4, 5, 6)
 
         self.apply(settings)
         # activated fires on the user's pick only, never on apply()'s setCurrentText.
@@ -125,6 +135,60 @@ class SettingsPanel(QWidget):
         self.model_box.currentTextChanged.connect(self._on_model_text)
         self._on_model_text(self.model_box.currentText())
         self.load_button.clicked.connect(self._request_load)
+        self.fold_header.fold_changed.connect(self._on_fold_changed)
+        for changed in (
+            self.model_box.currentTextChanged,
+            self.dtype_box.currentTextChanged,
+            self.max_new_tokens.valueChanged,
+            self.temperature.valueChanged,
+            self.top_p.valueChanged,
+            self.seed.textChanged,
+            self.decode_loop_box.currentTextChanged,
+            self.system_prompt.textChanged,
+        ):
+            changed.connect(self._show_summary)  # a reopened chat's settings, or a server picked, while folded
+        self.set_folded(settings.settings_folded)
+
+    @property
+    def folded(self) -> bool:
+        return self.fold_header.folded
+
+    def set_folded(self, folded: bool) -> None:
+        self.fold_header.set_folded(folded)
+        self._show_fold()
+
+    def summary(self) -> str:
+        """The settings in one line, as the folded header shows them."""
+        seed = self.seed.value()
+        parts = [
+            self.model_spec(),
+            self.dtype(),
+            f"max new {self.max_new_tokens.value()}",
+            f"temp {self.temperature.value():g}",
+            f"top-p {self.top_p.value():g}",
+            f"seed {'random' if seed is None else seed}",
+            self.decode_loop_box.currentText(),
+        ]
+        if self.system_prompt.toPlainText().strip():
+            parts.append("system prompt set")
+        return " · ".join(parts)
+
+    @Slot(bool)
+    def _on_fold_changed(self, folded: bool) -> None:
+        self._show_fold()
+        self.fold_changed.emit(folded)
+
+    def _show_fold(self) -> None:
+        folded = self.folded
+        for row in self._foldable_rows:
+            self.form.setRowVisible(row, not folded)
+        self.form.setRowVisible(self.load_message, not folded or self._message_matters)
+        self._show_summary()
+
+    @Slot()
+    def _show_summary(self) -> None:
+        if self.folded:
+            self.fold_header.summary.setText(self.summary())
 
     def apply(self, settings: WindowSettings) -> None:
         if self.model_box.findText(settings.model_spec) < 0:
@@ -171,6 +235,7 @@ class SettingsPanel(QWidget):
             streaming=streaming,
             decode_loop=self.decode_loop_box.currentText(),
             dtype_chosen=self._dtype_chosen,
+            settings_folded=self.folded,
         )
 
     @Slot()
@@ -182,11 +247,15 @@ class SettingsPanel(QWidget):
         self.load_progress.setValue(int(fraction * 1000))
         self.load_message.setStyleSheet("")
         self.load_message.setText(message)
+        self._message_matters = fraction < 1.0
+        self._show_fold()
 
     def show_load_error(self, message: str) -> None:
         self.load_progress.setVisible(False)
         self.load_message.setStyleSheet("color: #b00020;")
         self.load_message.setText(message)
+        self._message_matters = True
+        self._show_fold()
 
     def set_loading(self, loading: bool) -> None:
         self.load_button.setEnabled(not loading)

@@ -33,6 +33,7 @@ class WindowSettings:
     # True once the user picked a dtype in the form. A dtype never picked follows the default, so a new
     # default (native precision) reaches people whose saved settings only echo the old one.
     dtype_chosen: bool = False
+    settings_folded: bool = False  # the settings folded away, to give the chat their room
 
 
 def open_settings() -> QSettings:

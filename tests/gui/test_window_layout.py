@@ -1,0 +1,121 @@
+"""The chat window on a laptop screen: the settings fold away, and each plot keeps room for its points (issue 41)."""
+
+from PySide6.QtCore import QRect, QSize, Qt
+
+from gui.window_size import initial_window_size
+
+# Each of the meter's plots keeps this many pixels for its points. On a 1400 x 950 screen the interval plot kept 31,
+# a strip; the settings took a third of the chat's column for good.
+LEAST_DATA_PX = 120
+LAPTOP = QSize(1366, 768)
+# What the window opens at on that laptop, under a 27-pixel panel: smaller still.
+LAPTOP_OPENING = initial_window_size(QRect(0, 27, 1366, 741))
+
+
+def _reply(qtbot, window) -> None:
+    window.input_box.setPlainText("Say hello.")
+    with qtbot.waitSignal(window.reply_finished, timeout=60_000):
+        window.send_message()
+
+
+def _plots(window):
+    meter = window.meter
+    return {"intervals": meter.interval_plot, "what the user saw": meter.visible_plot, "this chat": meter.history_plot}
+
+
+def _data_heights(qtbot, window) -> dict[str, float]:
+    """Each plot's data area, seen as a user sees it: the tab holding it picked."""
+    views, heights = window.meter.views, {}
+    for name, plot in _plots(window).items():
+        views.show_view(plot)
+        qtbot.waitUntil(plot.isVisible, timeout=5_000)
+        # Laid out once the window has handled the resize and the tab change.
+        qtbot.waitUntil(lambda plot=plot: plot.getViewBox().height() > 0, timeout=5_000)
+        heights[name] = plot.getViewBox().height()
+    views.setCurrentIndex(0)
+    return heights
+
+
+def _meter_scrolls(window) -> bool:
+    return window.meter.parentWidget().parentWidget().verticalScrollBar().isVisible()
+
+
+def _settle(qtbot, window, size: QSize) -> None:
+    """At that size, or as near as the window's least width allows (a little over 1229 pixels wide)."""
+    window.resize(size)
+    wanted = size.expandedTo(window.minimumSizeHint())
+    qtbot.waitUntil(lambda: window.size() == wanted and window.meter.views.height() > 0, timeout=5_000)
+
+
+def test_each_plot_keeps_120_pixels_for_its_points_on_a_1366_by_768_screen(qtbot, tiny_window):
+    window = tiny_window
+    _reply(qtbot, window)
+    for size in (LAPTOP, LAPTOP_OPENING):
+        _settle(qtbot, window, size)
+        for folded in (True, False):
+            window.settings_panel.set_folded(folded)
+            heights = _data_heights(qtbot, window)
+            assert min(heights.values()) >= LEAST_DATA_PX, (size, folded, heights)
+            # The meter is whole: nothing to scroll to while a reply streams.
+            assert not _meter_scrolls(window), (size, folded)
+
+
+def test_the_prompt_cache_map_cuts_none_of_its_text(qtbot, tiny_window):
+    window = tiny_window
+    _reply(qtbot, window)
+    window.cache_toggle.setChecked(False)  # the second reply's row then says why nothing was reused, on a line
+    _reply(qtbot, window)
+    cache_map = window.meter.cache_map
+    window.meter.views.show_view(cache_map)
+    for size in (LAPTOP_OPENING, QSize(1260, 855)):
+        _settle(qtbot, window, size)
+        qtbot.waitUntil(cache_map.isVisible, timeout=5_000)
+        assert [row.number for row in cache_map.visible_rows()] == [1, 2]
+        # The reason used to be cut beside the bar, to "nothing cached yet: ..." or "prompt cache off: the wh...".
+        assert cache_map.rows[1].shows_reason and cache_map.rows[1].reason.startswith("prompt cache off")
+        assert cache_map.cut_texts() == [], size
+
+
+def test_the_settings_fold_away_give_the_chat_their_room_and_come_back(qtbot, tiny_window):
+    window = tiny_window
+    _settle(qtbot, window, LAPTOP)
+    panel = window.settings_panel
+    fields = (panel.model_box, panel.load_button, panel.system_prompt, panel.max_new_tokens, panel.seed)
+    assert all(field.isVisible() for field in fields)
+    unfolded_transcript = window.transcript.height()
+    qtbot.mouseClick(panel.fold_header.button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not any(field.isVisible() for field in fields), timeout=5_000)
+    # Folded, one line says what they are; the chat's transcript takes the room they had.
+    summary = panel.fold_header.summary.text()
+    assert summary.startswith("embedded · ")
+    assert "max new 5" in summary and "temp" in summary
+    qtbot.waitUntil(lambda: window.transcript.height() >= unfolded_transcript + 100, timeout=5_000)
+    # A load's error is shown folded too: the user must not miss it.
+    panel.show_load_error("Could not load the model: no such file.")
+    assert panel.load_message.isVisible()
+    qtbot.mouseClick(panel.fold_header.button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: all(field.isVisible() for field in fields), timeout=5_000)
+    assert panel.fold_header.summary.text() == ""
+
+
+def test_the_window_remembers_the_settings_folded(qtbot, tiny_window):
+    from gui.main_window import MainWindow
+
+    qtbot.mouseClick(tiny_window.settings_panel.fold_header.button, Qt.MouseButton.LeftButton)
+    tiny_window.close()
+    again = MainWindow()
+    qtbot.addWidget(again)
+    again.show()
+    try:
+        panel = again.settings_panel
+        assert panel.folded and not panel.model_box.isVisible()
+        qtbot.mouseClick(panel.fold_header.button, Qt.MouseButton.LeftButton)
+        assert panel.model_box.isVisible()
+    finally:
+        again.close()
+    third = MainWindow()
+    qtbot.addWidget(third)
+    try:
+        assert not third.settings_panel.folded  # unfolding is remembered too
+    finally:
+        third.close()

@@ -22,7 +22,7 @@ from core.timing.budget import budget_document
 from core.timing.export import traces_to_csv, traces_to_json, write_text_file
 from gui.chat.chat_panel import ChatPanel
 from gui.chat.live_reply import LiveReply
-from gui.chat.reply_controller import QUEUED, ReplyController
+from gui.chat.reply_controller import ReplyController, ReplyState
 from gui.chats.saved_chats import SavedChats
 from gui.gui_thread_gc import GuiThreadCollector
 from gui.lab.lab_tab import LabTab
@@ -46,7 +46,7 @@ CLOSE_SAVE_WAIT_S = 0.4
 
 class MainWindow(QMainWindow):
     reply_finished = Signal(object)  # ReplyTrace once the window shows the whole reply, None if refused
-    model_changed = Signal(object)  # messages.ModelReady: the loaded model's facts
+    model_ready = Signal(object)  # messages.ModelReady: the loaded model's facts
     model_failed = Signal(str)
 
     def __init__(
@@ -139,6 +139,7 @@ class MainWindow(QMainWindow):
         self.cache_toggle.toggled.connect(self._on_toggled)
         self.transcript.copy_requested.connect(self.copy_reply)
         self.settings_panel.load_requested.connect(self._on_load_requested)
+        self.settings_panel.fold_changed.connect(self._on_toggled)  # saved at once, as the switches are
         self.settings_panel.decode_loop_box.currentTextChanged.connect(self._show_model_facts)
         replies = self.replies
         replies.state_changed.connect(self._on_reply_state)
@@ -149,7 +150,7 @@ class MainWindow(QMainWindow):
         replies.last_reply_dropped.connect(self.transcript.remove_last_reply)
         replies.status_posted.connect(self._show_status)
         self.models.load_progressed.connect(self.settings_panel.show_progress)
-        self.models.model_loaded.connect(self._on_model_loaded)
+        self.models.model_ready.connect(self._on_model_ready)
         self.models.load_failed.connect(self._on_model_failed)
         self.models.engine_stopped.connect(self._on_engine_stopped)
         self.budget_keeper.changed.connect(self.meter.set_budget)
@@ -240,7 +241,7 @@ class MainWindow(QMainWindow):
             self.budget_keeper.set_budget(dialog.form.budget())
 
     def export_plots_png(self, path: str | Path) -> bool:
-        return save_png(self.meter.grab(), path)
+        return save_png(self.meter.picture(), path)
 
     def notify(self, message: str, is_error: bool = False, in_chat_list: bool = False) -> None:
         """Shown in the chat, where it stays, and in the status bar; file problems also under the list."""
@@ -251,8 +252,8 @@ class MainWindow(QMainWindow):
 
     # -- a reply, as the controller reports it ---------------------------------------------------
 
-    @Slot(str)
-    def _on_reply_state(self, _state: str) -> None:
+    @Slot(object)
+    def _on_reply_state(self, _state: ReplyState) -> None:
         self.input_box.setReadOnly(self.replies.awaiting_acceptance)
         self._update_controls()
 
@@ -280,7 +281,7 @@ class MainWindow(QMainWindow):
     def _update_controls(self) -> None:
         busy = self.replies.busy
         self.send_button.setEnabled(not busy)
-        self.stop_button.setEnabled(busy or self.replies.state == QUEUED)
+        self.stop_button.setEnabled(busy or self.replies.state is ReplyState.QUEUED)
         self.regenerate_button.setEnabled(not busy and self.session.can_regenerate())
         self.new_chat_button.setEnabled(not busy)
         self.settings_panel.set_loading(self.models.loading or busy)
@@ -314,16 +315,16 @@ class MainWindow(QMainWindow):
             self.notify(warning, is_error=True)
 
     @Slot(object)
-    def _on_model_loaded(self, loaded) -> None:
-        self.meter.set_model_facts(loaded.facts)
-        if loaded.facts.remote:
-            self.settings_panel.offer_served_models(served_model_specs(loaded.facts))
+    def _on_model_ready(self, ready: ModelReady) -> None:
+        self.meter.set_model_facts(ready.facts)
+        if ready.facts.remote:
+            self.settings_panel.offer_served_models(served_model_specs(ready.facts))
         self._show_model_facts()
-        if loaded.facts.notice:
-            self.notify(loaded.facts.notice)
-        self.settings_panel.show_progress(1.0, f"Loaded {loaded.name}.")
+        if ready.facts.notice:
+            self.notify(ready.facts.notice)
+        self.settings_panel.show_progress(1.0, f"Loaded {ready.name}.")
         self._update_controls()
-        self.model_changed.emit(loaded)
+        self.model_ready.emit(ready)
 
     @Slot(object)
     def _on_lab_finished(self, results) -> None:

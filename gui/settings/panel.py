@@ -147,6 +147,9 @@ class SettingsPanel(QWidget):
             self.system_prompt.textChanged,
         ):
             changed.connect(self._show_summary)  # a reopened chat's settings, or a server picked, while folded
+        # As wide folded as unfolded: the chat's column then keeps its width, and the chat list beside it does not
+        # grow by 180 pixels when the settings fold.
+        self.setMinimumWidth(self.minimumSizeHint().width())
         self.set_folded(settings.settings_folded)
 
     @property

@@ -83,6 +83,7 @@ def test_the_settings_fold_away_give_the_chat_their_room_and_come_back(qtbot, ti
     fields = (panel.model_box, panel.load_button, panel.system_prompt, panel.max_new_tokens, panel.seed)
     assert all(field.isVisible() for field in fields)
     unfolded_transcript = window.transcript.height()
+    transcript_width = window.transcript.width()
     qtbot.mouseClick(panel.fold_header.button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not any(field.isVisible() for field in fields), timeout=5_000)
     # Folded, one line says what they are; the chat's transcript takes the room they had.
@@ -90,6 +91,7 @@ def test_the_settings_fold_away_give_the_chat_their_room_and_come_back(qtbot, ti
     assert summary.startswith("embedded · ")
     assert "max new 5" in summary and "temp" in summary
     qtbot.waitUntil(lambda: window.transcript.height() >= unfolded_transcript + 100, timeout=5_000)
+    assert window.transcript.width() == transcript_width  # taller, not narrower: the chat list beside it kept its width
     # A load's error is shown folded too: the user must not miss it.
     panel.show_load_error("Could not load the model: no such file.")
     assert panel.load_message.isVisible()

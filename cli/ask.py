@@ -67,7 +67,7 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
             return 1
         if prompt.notice:
             say(prompt.notice)
-        if getattr(loaded, "notice", None):
+        if loaded.notice:
             say(loaded.notice)
         if generation.decode_loop_note:
             say(f"decoding on the {generation.decode_loop} loop: {generation.decode_loop_note}")
@@ -98,6 +98,7 @@ def stream_reply(
     prefill_line.end()
     generation.join()
     trace = generation.trace
+    assert trace is not None  # started above
     if args.json:
         facts = loaded.describe()
         report = {**(extra or {}), **reply_report(facts.to_dict(), trace, settings)}

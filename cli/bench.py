@@ -162,8 +162,8 @@ def run_bench(args: argparse.Namespace, settings: GenerationSettings) -> int:
     if sys.stderr.isatty():
         sys.stderr.write("\n")
     if "error" in outcome:
-        error = outcome["error"]
-        print(f"latencylab: error: {type(error).__name__}: {error}", file=sys.stderr)
+        failure = outcome["error"]
+        print(f"latencylab: error: {type(failure).__name__}: {failure}", file=sys.stderr)
         return 1
     results = outcome["results"]
     if results.error and not results.row_count():

@@ -93,7 +93,7 @@ def run_chat(args: argparse.Namespace, settings: GenerationSettings) -> int:
         except LatencyLabError as error:
             say(f"error: {error}")
             return 1
-        if getattr(loaded, "notice", None):
+        if loaded.notice:
             say(loaded.notice)
         say_cache_notices()
         messages: list[Message] = []

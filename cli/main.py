@@ -153,7 +153,7 @@ def utf8_output() -> None:
     for stream in (sys.stdout, sys.stderr):
         # Not a text stream (a test's capture), or already closed.
         with contextlib.suppress(AttributeError, ValueError, OSError):
-            stream.reconfigure(encoding="utf-8", errors="replace")
+            stream.reconfigure(encoding="utf-8", errors="replace")  # type: ignore[union-attr]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,7 +13,7 @@ class ProgressPrinter:
         # sys.stderr looked up now, not when the module was imported: it may have been replaced since.
         self._stream = stream or sys.stderr
         self._interactive = self._stream.isatty()
-        self._last_message = None
+        self._last_message: str | None = None
 
     def __call__(self, fraction: float, message: str) -> None:
         if self._interactive:

@@ -11,6 +11,7 @@ import argparse
 import threading
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 from cli.exit_paths import (
     INTERRUPTED_STATUS,
@@ -132,7 +133,7 @@ def race_config(args: argparse.Namespace, settings: GenerationSettings) -> RaceC
             f"--tpot-budget must be above 0 and at most {TPOT_BUDGET.high * 1000:,g} ms; got {args.tpot_budget:g}."
         )
     budget = LatencyBudget(args.ttft_budget, args.tpot_budget / 1000)
-    system, history = args.system, ()
+    system, history = args.system, cast(tuple[tuple[str, str], ...], ())
     if args.history:
         system_from_chat, history = read_history(args.history)
         system = system or system_from_chat
@@ -170,7 +171,7 @@ def _run(config: RaceConfig, args: argparse.Namespace) -> tuple[RaceResult, bool
                 progress=printer,
                 options=replace(LoadOptions.from_args(args), server_timeout_s=side.server_timeout_s),
             )
-            notice = getattr(models[side.load_key], "notice", None)
+            notice = models[side.load_key].notice
             if notice:
                 say(notice)
             say_cache_notices()

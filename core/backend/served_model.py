@@ -20,6 +20,11 @@ class ServedModel(Protocol):
     @property
     def dtype(self) -> str: ...
 
+    @property
+    def notice(self) -> str | None:
+        """A line to say once the model is ready, or None."""
+        ...
+
     def describe(self) -> ModelFacts: ...
 
     def end_suppressors(self) -> tuple:

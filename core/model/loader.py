@@ -42,6 +42,11 @@ class LoadedModel:
     arithmetic: dict | None = None  # the shape the roofline counts FLOPs and bytes from (core/model/arithmetic.py)
 
     @property
+    def notice(self) -> str | None:
+        """What the user should know at load, said once (a server's model has its own); a local one's is in its facts."""
+        return None
+
+    @property
     def is_remote(self) -> bool:
         return False
 

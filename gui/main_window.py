@@ -15,14 +15,16 @@ from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QCloseEvent, QGuiApplication
 from PySide6.QtWidgets import QMainWindow, QSplitter, QTabWidget
 
-from core.chats.record import ReplyRecord
+from core.chats.record import ChatRecord, ReplyRecord
 from core.chats.store import ChatStore
 from core.engine.messages import ModelReady
+from core.errors import InvalidSettingsError
 from core.timing.budget import budget_document
 from core.timing.export import traces_to_csv, traces_to_json, write_text_file
 from gui.chat.chat_panel import ChatPanel
 from gui.chat.live_reply import LiveReply
 from gui.chat.reply_controller import ReplyController, ReplyState
+from gui.chats.chat_replay import replay_chat
 from gui.chats.saved_chats import SavedChats
 from gui.gui_thread_gc import GuiThreadCollector
 from gui.lab.lab_tab import LabTab
@@ -34,7 +36,7 @@ from gui.model.server_choices import plain_http_warning, served_model_specs
 from gui.png_file import save_png
 from gui.replay.replay_dialog import ReplayDialog, open_replay
 from gui.settings.budget_store import BudgetKeeper
-from gui.settings.check import check_window_settings
+from gui.settings.check import apply_chat_settings, check_window_settings
 from gui.settings.store import load_window_settings, save_window_settings
 from gui.untrusted_text import plain_label, plain_tooltip
 from gui.vertical_scroll import VerticalScroll
@@ -71,7 +73,16 @@ class MainWindow(QMainWindow):
         # The engine starts now, before the first paint: it imports torch while the window shows.
         self.models = ModelController(engine_factory, trust_remote_code, allow_pickle, parent=self)
         self._build_widgets()
-        self.saved_chats = SavedChats(self, chat_store)
+        self.saved_chats = SavedChats(
+            self.window_settings.system_prompt,
+            busy=lambda: self.replies.busy,
+            chat_settings=self._chat_settings,
+            model_name=lambda: self.ready.name if self.ready else None,
+            notify=self.notify,
+            store=chat_store,
+            parent=self,
+        )
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.saved_chats.dock)
         self.replies = ReplyController(self.saved_chats, self.models, self._reply_settings, self)
         self.collector.busy = lambda: self.replies.busy  # no full collection while a reply streams
         self.live = LiveReply(
@@ -156,6 +167,9 @@ class MainWindow(QMainWindow):
         self.budget_keeper.changed.connect(self.meter.set_budget)
         self.meter.budget_line.change_requested.connect(self.edit_budget)
         self.lab_tab.run_finished.connect(self._on_lab_finished)
+        self.saved_chats.chat_opened.connect(self._on_chat_opened)
+        self.saved_chats.chat_cleared.connect(self._on_chat_cleared)
+        self.saved_chats.status_posted.connect(self._show_status)
 
     # -- public actions -------------------------------------------------------------------------
 
@@ -243,12 +257,10 @@ class MainWindow(QMainWindow):
     def export_plots_png(self, path: str | Path) -> bool:
         return save_png(self.meter.picture(), path)
 
-    def notify(self, message: str, is_error: bool = False, in_chat_list: bool = False) -> None:
-        """Shown in the chat, where it stays, and in the status bar; file problems also under the list."""
+    def notify(self, message: str, is_error: bool = False) -> None:
+        """Shown in the chat, where it stays, and in the status bar."""
         self.transcript.add_notice(message, is_error=is_error)
         self.statusBar().showMessage(message, 10000)
-        if in_chat_list:
-            self.saved_chats.chat_list.add_notice(message)
 
     # -- a reply, as the controller reports it ---------------------------------------------------
 
@@ -293,6 +305,29 @@ class MainWindow(QMainWindow):
     def _reply_settings(self) -> tuple:
         settings = replace(self.settings_panel.generation_settings(), prompt_cache=self.cache_toggle.isChecked())
         return settings, self.settings_panel.system_prompt.toPlainText(), self.streaming_toggle.isChecked()
+
+    # -- the open chat, as SavedChats reports it ------------------------------------------------
+
+    @Slot(object)
+    def _on_chat_opened(self, record: ChatRecord) -> None:
+        """A saved chat reopened: its system prompt and settings in the panel, its replies drawn again."""
+        self.settings_panel.system_prompt.setPlainText(record.system_prompt)
+        replay_chat(record, self.transcript, self.meter)
+        for problem in apply_chat_settings(self.settings_panel, record.settings):
+            self.notify(problem, is_error=True)
+
+    @Slot()
+    def _on_chat_cleared(self) -> None:
+        self.transcript.clear_transcript()
+        self.meter.reset_chat()
+
+    def _chat_settings(self) -> dict:
+        """The settings saved with the chat: the form's (none while it holds a bad value) and the streaming switch."""
+        try:
+            settings = self.settings_panel.generation_settings().to_dict()
+        except InvalidSettingsError:
+            settings = {}
+        return {**settings, "streaming": self.streaming_toggle.isChecked()}
 
     # -- the model ------------------------------------------------------------------------------
 

@@ -123,7 +123,7 @@ class CacheMap(QWidget):
 
     def placed_rows(self) -> list[PlacedRow]:
         """The newest rows that fit the height, oldest first, each where it is drawn (the newest, at least)."""
-        room = self.height() - self.top
+        room = float(self.height() - self.top)
         kept: list[CacheRow] = []
         for row in reversed(self.rows):
             room -= self._row_span(row)

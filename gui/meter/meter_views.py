@@ -26,6 +26,7 @@ class MeterViews(QTabWidget):
         self.addTab(self.reply_page, "This reply")
         self.addTab(self.time_page, "Where the time went")
         self.addTab(self.chat_page, "This chat")
+        self.pages = (self.reply_page, self.time_page, self.chat_page)
         self.setTabToolTip(
             0, "The reply streaming now, or the last one: its per-token intervals and its text on screen."
         )
@@ -36,7 +37,7 @@ class MeterViews(QTabWidget):
 
     def show_view(self, view: QWidget) -> None:
         """Pick the tab that holds view."""
-        self.setCurrentWidget(next(page for page in map(self.widget, range(self.count())) if page.isAncestorOf(view)))
+        self.setCurrentWidget(next(page for page in self.pages if page.isAncestorOf(view)))
 
     @staticmethod
     def _page(views, stretch_last: bool = False) -> QWidget:
@@ -58,9 +59,9 @@ class MeterViews(QTabWidget):
 
     def page_pictures(self) -> list[QPixmap]:
         """Every tab's page, the plots' as large as the page shown: 'Export plots as PNG' saves them one under another."""
-        shown = self.currentWidget()
+        shown = self.pages[self.currentIndex()]
         pictures = []
-        for page in (self.widget(index) for index in range(self.count())):
+        for page in self.pages:
             if page is self.time_page and page is not shown:  # rows of text and bars: as tall as they are
                 page.resize(shown.width(), min(shown.height(), page.sizeHint().height()))
             elif page is not shown:

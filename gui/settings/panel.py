@@ -107,11 +107,11 @@ class SettingsPanel(QWidget):
         # Two short rows, not one long one: in one row they set the window's minimum width above
         # 90% of a 1400-pixel screen.
         sampling_row, seed_row = QHBoxLayout(), QHBoxLayout()
-        for row, fields in (
+        for row, labelled in (
             (sampling_row, (("max new", self.max_new_tokens), ("temp", self.temperature), ("top-p", self.top_p))),
             (seed_row, (("seed", self.seed), ("loop", self.decode_loop_box))),
         ):
-            for label, widget in fields:
+            for label, widget in labelled:
                 row.addWidget(QLabel(label))
                 row.addWidget(widget)
             row.addStretch(1)

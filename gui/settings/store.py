@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QSettings
 
@@ -43,7 +44,7 @@ def open_settings() -> QSettings:
 def load_window_settings(store: QSettings | None = None) -> WindowSettings:
     store = store or open_settings()
     defaults = WindowSettings()
-    values = {}
+    values: dict[str, Any] = {}  # each field's own type, coerced below
     for field in fields(WindowSettings):
         default = getattr(defaults, field.name)
         raw = store.value(field.name, default)

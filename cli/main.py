@@ -13,10 +13,12 @@ from core.remote.spec import PROTOCOLS
 from core.settings import (
     DECODE_LOOP,
     DEVICE,
+    DRAFT_TOKENS,
     DTYPE,
     MAX_NEW_TOKENS,
     SEED,
     SERVER_TIMEOUT,
+    SPECULATION,
     TEMPERATURE,
     TOP_P,
     GenerationSettings,
@@ -104,6 +106,21 @@ def add_common_options(parser: argparse.ArgumentParser, suppress_defaults: bool 
         help="prefill the whole chat at every turn instead of reusing the cached history "
         "(default: the prompt cache is on)",
     )
+    parser.add_argument(
+        "--speculate",
+        dest="speculation",
+        default=default(None),
+        choices=SPECULATION.choices,
+        help="speculative decoding: ngram drafts from the prompt and the reply so far (prompt lookup) and the model "
+        "checks the drafts in one pass; greedy, on the C kernels; the reply is the same (default: off)",
+    )
+    parser.add_argument(
+        "--draft-tokens",
+        type=int,
+        default=default(None),
+        help=f"with --speculate: at most this many drafts a step, {_range(DRAFT_TOKENS)} "
+        f"(default: {DRAFT_TOKENS.default:g})",
+    )
     add_risky_options(parser, default)
 
 
@@ -111,7 +128,16 @@ def _range(limit) -> str:
     return f"{limit.low:,g} to {limit.high:,g}" if not limit.whole else f"{int(limit.low):,} to {int(limit.high):,}"
 
 
-SETTING_FLAGS = ("max_new_tokens", "temperature", "top_p", "seed", "decode_loop", "prompt_cache")
+SETTING_FLAGS = (
+    "max_new_tokens",
+    "temperature",
+    "top_p",
+    "seed",
+    "decode_loop",
+    "prompt_cache",
+    "speculation",
+    "draft_tokens",
+)
 LOAD_FLAGS = {"dtype": DTYPE.default, "device": DEVICE.default}
 
 

@@ -97,6 +97,10 @@ DEVICE = ChoiceLimit("device", ("cpu", "cuda"), "cpu")
 # "generate" is transformers'.
 LEAN_LOOP, GENERATE_LOOP = "lean", "generate"
 DECODE_LOOP = ChoiceLimit("decode loop", (LEAN_LOOP, GENERATE_LOOP), LEAN_LOOP)
+# Speculative decoding: "ngram" drafts from the prompt and the reply so far (prompt lookup), the model checks the
+# drafts in one pass; at most DRAFT_TOKENS.default drafts a step.
+SPECULATION = ChoiceLimit("speculation", ("off", "ngram"), "off")
+DRAFT_TOKENS = NumberLimit("draft tokens", 1, 16, 4, whole=True)
 
 # Latency budgets (SLOs) for an interactive chat, as load testers set them (vLLM's --goodput, AIPerf, GuideLLM) but
 # for a person reading: text should appear within a second, and then come at least as fast as it is read. A reader
@@ -143,6 +147,8 @@ class GenerationSettings:
     # Reuse the chat's keys and values from the last turn, prefilling only what is new (off: the whole
     # prompt every turn, to feel the difference).
     prompt_cache: bool = True
+    speculation: str = SPECULATION.default  # "off", or how drafts are made ("ngram": prompt lookup)
+    draft_tokens: int = int(DRAFT_TOKENS.default)  # at most this many drafts checked in one pass
 
     def __post_init__(self) -> None:
         validate_generation_settings(self)
@@ -166,6 +172,8 @@ def validate_generation_settings(settings: GenerationSettings) -> None:
     if settings.seed is not None:
         SEED.check(settings.seed)
     DECODE_LOOP.check(settings.decode_loop)
+    SPECULATION.check(settings.speculation)
+    DRAFT_TOKENS.check(settings.draft_tokens)
     if not isinstance(settings.prompt_cache, bool):
         raise InvalidSettingsError(f"prompt cache must be on or off (true or false); got {settings.prompt_cache!r}.")
 

@@ -19,13 +19,18 @@ from core.timing.events import (
     FinishedEvent,
     PrefillProgress,
     PromptCacheReport,
+    SpeculationReport,
     StopReason,
     TokenEvent,
 )
 
 if TYPE_CHECKING:
+    from core.generation.decode.drafting import Drafts
     from core.generation.decode.prompt_cache import CacheRequest, CacheUse
 
+SPECULATION_NEEDS_KERNELS = (
+    "speculation verifies drafts in one pass on the C kernels (a GGUF in native precision): it was off for this reply"
+)
 GENERATE_KEEPS_NO_CACHE = (
     "generate() keeps no prompt cache between turns: the whole prompt was prefilled (the lean loop keeps one)"
 )
@@ -91,11 +96,12 @@ class LocalReply(Reply):
     def _begin(self) -> None:
         self._thread.submit(self._run)
 
-    def token_made(self, token_id: int, stamp_ns: int | None = None) -> None:
+    def token_made(self, token_id: int, drafted: bool = False, stamp_ns: int | None = None) -> None:
         """A token the model produced, stamped first thing, on the generating thread (the streamer trap: text comes
         out of a detokenizer at word boundaries, so a stamp taken where text is read lumps tokens together)."""
         stamp_ns = stamp_ns if stamp_ns is not None else time.perf_counter_ns()
-        self.emit(TokenEvent(self._tokens_made, token_id, self._detokenizer.push(token_id), stamp_ns))
+        text = self._detokenizer.push(token_id)
+        self.emit(TokenEvent(self._tokens_made, token_id, text, stamp_ns, drafted=drafted))
         self._tokens_made += 1
         self._last_token_id = token_id
 
@@ -156,21 +162,32 @@ class LocalReply(Reply):
                 from core.generation.decode.choice import lean_decoder
                 from core.generation.decode.loop import lean_decode
 
-                lean_decode(
-                    lean_decoder(loaded.model),
-                    input_ids,
-                    settings.max_new_tokens,
-                    eos_token_ids=eos,
-                    on_token=self.token_made,
-                    logits_processor=processors,
-                    temperature=None if settings.greedy else settings.temperature,
-                    top_p=settings.top_p,
-                    stop_event=self.stop_event,
-                    prefill_progress=progress,
-                    cache=self.cache,
-                    cache_used=lambda use: self.emit(cache_report(use, self.cache)),
-                )
+                decoder = lean_decoder(loaded.model)
+                drafts, refusal = self._drafts(decoder)
+                try:
+                    lean_decode(
+                        decoder,
+                        input_ids,
+                        settings.max_new_tokens,
+                        eos_token_ids=eos,
+                        on_token=self.token_made,
+                        logits_processor=processors,
+                        temperature=None if settings.greedy else settings.temperature,
+                        top_p=settings.top_p,
+                        stop_event=self.stop_event,
+                        prefill_progress=progress,
+                        cache=self.cache,
+                        cache_used=lambda use: self.emit(cache_report(use, self.cache)),
+                        drafts=drafts,
+                    )
+                finally:
+                    if drafts is not None:
+                        self.emit(drafts.report())
+                    elif refusal is not None:
+                        self.emit(SpeculationReport(settings.speculation, 0, 0, 0, refusal))
                 return
+            if settings.speculation != "off":
+                self.emit(SpeculationReport(settings.speculation, 0, 0, 0, SPECULATION_NEEDS_KERNELS))
             self.emit(PromptCacheReport(len(self.input_ids), 0, GENERATE_KEEPS_NO_CACHE))
             sampling: dict = {"do_sample": False}
             if not settings.greedy:
@@ -189,6 +206,19 @@ class LocalReply(Reply):
                     eos_token_id=eos or None,
                     **sampling,
                 )
+
+    def _drafts(self, decoder) -> tuple[Drafts | None, str | None]:
+        """(the reply's drafter, or None; why speculation that was asked for cannot run, or None)."""
+        settings = self.settings
+        if settings.speculation == "off":
+            return None, None
+        if not hasattr(decoder, "verify"):
+            return None, SPECULATION_NEEDS_KERNELS
+        if not settings.greedy:
+            return None, "speculation is exact with greedy decoding (temperature 0) only: it was off for this reply"
+        from core.generation.decode.drafting import Drafts
+
+        return Drafts(settings.draft_tokens, decoder.verify, decoder.keep), None
 
     def _stop_reason(self) -> StopReason:
         last = self._last_token_id

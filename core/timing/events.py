@@ -47,6 +47,8 @@ class TokenEvent:
     # whether it is reasoning rather than the answer. None and False for a local model.
     chunk: int | None = None
     reasoning: bool = False
+    # A draft token the model accepted in a verify pass (speculative decoding): it cost no decode step of its own.
+    drafted: bool = False
 
 
 @_pickled_by_fields
@@ -170,6 +172,27 @@ class PromptCacheReport:
         return None if self.cached_tokens is None else self.prompt_tokens - self.cached_tokens
 
 
+@_pickled_by_fields
+@dataclass(frozen=True, slots=True)
+class SpeculationReport:
+    """Speculative decoding over the reply: how tokens were drafted, how many the model checked and kept.
+
+    passes counts the verify passes (each checks the drafts of one step in one pass over the weights); a step with
+    nothing to draft is an ordinary decode step and not counted. note says why speculation did not run, where it
+    was asked for and could not.
+    """
+
+    method: str  # "ngram" (prompt lookup)
+    drafted: Int64
+    accepted: Int64
+    passes: Int64
+    note: str | None = None
+
+    @property
+    def acceptance(self) -> float | None:
+        return self.accepted / self.drafted if self.drafted else None
+
+
 # Every event a reply can produce, for type checks and dispatch.
 ReplyEventKind = (
     PromptReady
@@ -179,6 +202,7 @@ ReplyEventKind = (
     | TokenEvent
     | ServerReport
     | CpuUsage
+    | SpeculationReport
     | FinishedEvent
     | ReplyRefused
 )

@@ -14,6 +14,7 @@ from core.timing.events import (
     PromptReady,
     ReplyEventKind,
     ServerReport,
+    SpeculationReport,
     TokenEvent,
 )
 from core.timing.metrics import LatencyMetrics, LatencySummary, compute_metrics, summarize
@@ -53,6 +54,9 @@ class ReplyTrace:
     # Over a network (empty for a local model): the chunk each token came in, and which tokens are reasoning.
     chunk_of: list[Int64] = field(default_factory=list)
     reasoning_indices: list[Int64] = field(default_factory=list)
+    # Speculative decoding: the tokens that were accepted drafts (their intervals are near zero), and the report.
+    drafted_indices: list[Int64] = field(default_factory=list)
+    speculation: SpeculationReport | None = None
     # The reports as the reply made them, None where it made none: a server's own account (remote only), the
     # prompt cache's, and the engine's CPU time over the reply's compute (core/timing/cpu_share.py).
     server: ServerReport | None = None
@@ -73,6 +77,8 @@ class ReplyTrace:
                 self.chunk_of.append(event.chunk)
             if event.reasoning:
                 self.reasoning_indices.append(len(self.timestamps_ns) - 1)
+            if event.drafted:
+                self.drafted_indices.append(len(self.timestamps_ns) - 1)
         elif isinstance(event, PromptReady):
             self.prompt_tokens = event.prompt_tokens
             self.prompt_ready_ns = event.timestamp_ns
@@ -84,6 +90,8 @@ class ReplyTrace:
             self.cpu = event
         elif isinstance(event, PromptCacheReport):
             self.cache = event
+        elif isinstance(event, SpeculationReport):
+            self.speculation = event
         elif isinstance(event, PrefillProgress):
             self.prefill_progress.append((event.timestamp_ns, event.fraction))
         elif isinstance(event, ComputeStarted):

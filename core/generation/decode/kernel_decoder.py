@@ -64,6 +64,22 @@ class KernelDecoder:
         if positions > self.kernel.capacity:
             self.kernel.reserve(1, max(positions, 2 * self.kernel.capacity))
 
+    def verify(self, token_ids: torch.Tensor, start: int) -> torch.Tensor:
+        """Every position's logits ([n, vocab] float32) for token_ids at start, start+1, ... in one pass over the
+        weights: a step's token and its drafts (speculative decoding). The bits are those of n decode steps."""
+        tokens = np.ascontiguousarray(token_ids.reshape(-1).numpy(), dtype=np.int32)
+        self.reserve(start + tokens.size)
+        threads = torch.get_num_threads()
+        hidden = self.kernel.embed(tokens)
+        positions = np.arange(start, start + tokens.size)
+        self.kernel.layers(hidden, np.zeros(tokens.size), positions, 0, self.layer_count, threads)
+        self.completed = start + tokens.size
+        return torch.from_numpy(self.kernel.logits(hidden, threads))
+
+    def keep(self, positions: int) -> None:
+        """Only the first `positions` are the sequence's: a verify pass's rejected drafts are written over next."""
+        self.completed = positions
+
     def forward(
         self,
         token_ids: torch.Tensor,

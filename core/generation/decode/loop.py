@@ -10,6 +10,7 @@ import torch
 from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopPLogitsWarper
 
 from core.generation.decode.decoder import LeanDecoder
+from core.generation.decode.drafting import Drafts
 from core.generation.decode.prompt_cache import CacheRequest, CacheUse
 
 # generate() applies what a model's generation_config asks for; the lean loop knows only these
@@ -52,7 +53,7 @@ def lean_decode(
     max_new_tokens: int,
     *,
     eos_token_ids: Iterable[int] = (),
-    on_token: Callable[[int], None] | None = None,
+    on_token: Callable[[int, bool], None] | None = None,
     logits_processor: LogitsProcessorList | None = None,
     temperature: float | None = None,
     top_p: float = 1.0,
@@ -60,6 +61,7 @@ def lean_decode(
     prefill_progress: Callable[[int, int], None] | None = None,
     cache: CacheRequest | None = None,
     cache_used: Callable[[CacheUse], None] | None = None,
+    drafts: Drafts | None = None,
 ) -> torch.Tensor:
     """Like model.generate for one sequence; temperature None means greedy. Returns prompt plus reply ids.
 
@@ -73,6 +75,11 @@ def lean_decode(
     the chat's cache aside first. Only the prompt's tokens after the cached part are prefilled, and
     cache_used(use) says how many came from the cache before the pass starts. A stop or failure mid-pass
     leaves the cache holding what every layer finished.
+
+    on_token(token_id, drafted) gets each reply token as it is chosen; drafted is True for an accepted draft.
+    drafts: speculative decoding (greedy only, on a decoder that can verify): each step's drafts are checked in one
+    pass with the step's token, the longest run the model agrees with is kept, and the reply is token for token the
+    one without it (the kernels give a position the same bits in a pass of any size).
     """
     if input_ids.dim() != 2 or input_ids.shape[0] != 1:
         raise ValueError("the lean loop decodes one sequence (input_ids of shape [1, n])")
@@ -99,22 +106,49 @@ def lean_decode(
     finally:
         prompt_cache.extend(prompt[use.reused : decoder.completed])
     length = prompt_length
-    for _ in range(max_new_tokens):
-        so_far = sequence[:, :length]
+    end = prompt_length + max_new_tokens
+
+    def choose(logits: torch.Tensor) -> torch.Tensor:
         # transformers declares torch.LongTensor, a legacy tensor type that no torch op is typed to return.
-        scores = processors(so_far, logits.float())  # type: ignore[arg-type]
+        scores = processors(sequence[:, :length], logits.float())  # type: ignore[arg-type]
         if temperature is None:
-            next_token = scores.argmax(dim=-1)
-        else:
-            next_token = torch.multinomial(scores.softmax(dim=-1), num_samples=1).squeeze(1)
+            return scores.argmax(dim=-1)
+        return torch.multinomial(scores.softmax(dim=-1), num_samples=1).squeeze(1)
+
+    def ends_here(token: torch.Tensor) -> bool:
+        return bool(torch.isin(token, eos).any()) or (stop_event is not None and stop_event.is_set())
+
+    drafter = drafts if temperature is None else None  # exact with greedy decoding only
+    while length < end:
+        next_token = choose(logits)
         sequence[:, length] = next_token
         length += 1
         if on_token is not None:
-            on_token(int(next_token))
-        if bool(torch.isin(next_token, eos).any()) or (stop_event is not None and stop_event.is_set()):
+            on_token(int(next_token), False)
+        if ends_here(next_token) or length == end:
             break
-        if length == sequence.shape[1]:
+        guesses = drafter.propose(sequence[0, :length].numpy(), end - length) if drafter is not None else []
+        if not guesses:
+            logits = decoder.forward(next_token, length - 1)
+            prompt_cache.extend(next_token.tolist())
+            continue
+        # One pass checks the step's token and every draft: row i's logits choose the token after draft i - 1.
+        assert drafter is not None
+        checked = drafter.verify(torch.tensor([int(next_token), *guesses]), length - 1)
+        kept = 0
+        for guess in guesses:
+            if int(choose(checked[kept : kept + 1])) != guess:
+                break
+            sequence[0, length] = guess
+            length += 1
+            kept += 1
+            if on_token is not None:
+                on_token(guess, True)
+            if ends_here(sequence[:, length - 1]):
+                break
+        drafter.checked(len(guesses), kept, length)
+        prompt_cache.extend(sequence[0, length - kept - 1 : length].tolist())
+        if kept and ends_here(sequence[:, length - 1]):
             break
-        logits = decoder.forward(next_token, length - 1)
-        prompt_cache.extend(next_token.tolist())
+        logits = checked[kept : kept + 1]
     return sequence[:, :length]

@@ -9,7 +9,7 @@ from core.engine.messages import JobEvent
 from core.timing import events
 
 EXAMPLES = [
-    events.TokenEvent(3, 1234, " keeper", 111, chunk=2, reasoning=True),
+    events.TokenEvent(3, 1234, " keeper", 111, chunk=2, reasoning=True, drafted=True),
     events.FinishedEvent(events.StopReason.STOPPED, 12, 222, tail_text="é", error="none"),
     events.PrefillProgress(7, 30, 333),
     events.ComputeStarted(444),
@@ -18,6 +18,7 @@ EXAMPLES = [
     events.PromptReady(50, "older turns left out", "lean", 666),
     events.ReplyRefused("the prompt is longer than the context"),
     events.PromptCacheReport(50, 40, "reused", break_at=40, source="server", timestamp_ns=777, memory_bytes=8),
+    events.SpeculationReport("ngram", 36, 34, 9, note="off for sampling"),
 ]
 
 

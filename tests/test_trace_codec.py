@@ -22,6 +22,7 @@ from core.timing.events import (
     PromptCacheReport,
     PromptReady,
     ServerReport,
+    SpeculationReport,
     StopReason,
     TokenEvent,
 )
@@ -45,11 +46,13 @@ def full_trace() -> ReplyTrace:
         trace.record(PrefillProgress(layer, 2, (104 + layer) * MS))
     for index, text in enumerate(["Thinking", "Hé", "llo"]):
         stamp = (200 + 50 * index) * MS
-        trace.record(TokenEvent(index, 100 + index, text, stamp, chunk=index, reasoning=index == 0), stamp + MS)
+        token = TokenEvent(index, 100 + index, text, stamp, chunk=index, reasoning=index == 0, drafted=index == 2)
+        trace.record(token, stamp + MS)
     trace.painted_ns = [202 * MS, 252 * MS]
     trace.stop_requested_ns = 280 * MS
     trace.record(ServerReport("llama.cpp", 12, 3, 150 * MS, 3, {"source": "llama.cpp timings", "prompt_ms": 1.5}))
     trace.record(CpuUsage(0.75, 1.0, 2))
+    trace.record(SpeculationReport("ngram", 2, 1, 1, note="a note"))
     trace.record(FinishedEvent(StopReason.STOPPED, 3, 301 * MS, tail_text="!", error="cut short"))
     trace.window_cpu_s = 0.125
     return trace
@@ -133,6 +136,9 @@ def test_the_stop_reasons_a_trace_may_hold_are_the_enums():
         (("stop_reason",), "exploded", "trace.stop_reason 'exploded' is unknown"),
         (("arrivals_ns",), [1], "trace: arrivals_ns and timestamps_ns differ in length"),
         (("reasoning_indices",), [7], "trace.reasoning_indices points past the tokens"),
+        (("drafted_indices",), [-1], "trace.drafted_indices points past the tokens"),
+        (("speculation", "accepted"), 5, "trace.speculation: more drafts accepted than drafted"),
+        (("speculation", "drafted"), "many", "trace.speculation.drafted must be int, not str"),
         (("prefill_progress", 1), [1, 1.5], "trace.prefill_progress[1][1] must be float <= 1.0"),
     ],
 )

@@ -67,8 +67,12 @@ def consistency_problem(trace: ReplyTrace, where: str) -> str | None:
         return f"{where}: painted_ns has more stamps than there are tokens"
     if trace.chunk_of and len(trace.chunk_of) != stamps:
         return f"{where}: chunk_of and timestamps_ns differ in length"
-    if any(not 0 <= index < stamps for index in trace.reasoning_indices):
-        return f"{where}.reasoning_indices points past the tokens"
+    for name in ("reasoning_indices", "drafted_indices"):
+        if any(not 0 <= index < stamps for index in getattr(trace, name)):
+            return f"{where}.{name} points past the tokens"
+    speculation = trace.speculation
+    if speculation is not None and not 0 <= speculation.accepted <= speculation.drafted:
+        return f"{where}.speculation: more drafts accepted than drafted"
     fractions = [fraction for _, fraction in trace.prefill_progress]
     falls = next((index for index in range(1, len(fractions)) if fractions[index] < fractions[index - 1]), None)
     if falls is not None:

@@ -32,7 +32,7 @@ class WindowDriver:
         else:
             self.window = MainWindow()
             self._wait(self.window.model_ready, lambda: self.window.start_loading("embedded", dtype), timeout_s)
-        self.window.streaming_toggle.setChecked(streaming)
+        self.window.chat_panel.streaming_toggle.setChecked(streaming)
         self.window.show()
         # One size on every screen (what a 1400 x 950 one opens it at): the window's painting cost grows with its
         # pixels, and the offscreen screen (800 x 800) would otherwise give it a smaller window than Xvfb's.

@@ -85,8 +85,9 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.saved_chats.dock)
         self.replies = ReplyController(self.saved_chats, self.models, self._reply_settings, self)
         self.collector.busy = lambda: self.replies.busy  # no full collection while a reply streams
+        panel = self.chat_panel
         self.live = LiveReply(
-            self.replies, self.models.client, self.transcript, self.meter, self.indicator, self.prefill_bar, self
+            self.replies, self.models.client, self.transcript, self.meter, panel.indicator, panel.prefill_bar, self
         )
         self.frame_timer = self.live.frame_timer
         self.budget_keeper = BudgetKeeper(self)  # the chat's and the race's latency budget (SLOs)
@@ -115,13 +116,8 @@ class MainWindow(QMainWindow):
     def _build_widgets(self) -> None:
         self.chat_panel = ChatPanel(self.window_settings)
         panel = self.chat_panel
-        # The chat panel's widgets, by name: the rest of the window and the tests reach them here.
-        self.settings_panel, self.transcript, self.indicator = panel.settings_panel, panel.transcript, panel.indicator
-        self.prefill_bar = panel.prefill_bar
-        self.input_box, self.streaming_toggle = panel.input_box, panel.streaming_toggle
-        self.cache_toggle = panel.cache_toggle
-        self.send_button, self.stop_button = panel.send_button, panel.stop_button
-        self.regenerate_button, self.new_chat_button = panel.regenerate_button, panel.new_chat_button
+        # The three parts the rest of the window (race, probe, launch) works with; the others are the panel's.
+        self.settings_panel, self.transcript, self.input_box = panel.settings_panel, panel.transcript, panel.input_box
         self.meter = MeterPanel()
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(panel)
@@ -142,12 +138,13 @@ class MainWindow(QMainWindow):
 
     def _wire(self) -> None:
         self.input_box.submitted.connect(self.send_message)
-        self.send_button.clicked.connect(self.send_message)
-        self.stop_button.clicked.connect(self.stop_generation)
-        self.regenerate_button.clicked.connect(self.regenerate)
-        self.new_chat_button.clicked.connect(self.new_chat)
-        self.streaming_toggle.toggled.connect(self._on_toggled)
-        self.cache_toggle.toggled.connect(self._on_toggled)
+        panel = self.chat_panel
+        panel.send_button.clicked.connect(self.send_message)
+        panel.stop_button.clicked.connect(self.stop_generation)
+        panel.regenerate_button.clicked.connect(self.regenerate)
+        panel.new_chat_button.clicked.connect(self.new_chat)
+        panel.streaming_toggle.toggled.connect(self._on_toggled)
+        panel.cache_toggle.toggled.connect(self._on_toggled)
         self.transcript.copy_requested.connect(self.copy_reply)
         self.settings_panel.load_requested.connect(self._on_load_requested)
         self.settings_panel.fold_changed.connect(self._on_toggled)  # saved at once, as the switches are
@@ -292,10 +289,11 @@ class MainWindow(QMainWindow):
 
     def _update_controls(self) -> None:
         busy = self.replies.busy
-        self.send_button.setEnabled(not busy)
-        self.stop_button.setEnabled(busy or self.replies.state is ReplyState.QUEUED)
-        self.regenerate_button.setEnabled(not busy and self.session.can_regenerate())
-        self.new_chat_button.setEnabled(not busy)
+        panel = self.chat_panel
+        panel.send_button.setEnabled(not busy)
+        panel.stop_button.setEnabled(busy or self.replies.state is ReplyState.QUEUED)
+        panel.regenerate_button.setEnabled(not busy and self.session.can_regenerate())
+        panel.new_chat_button.setEnabled(not busy)
         self.settings_panel.set_loading(self.models.loading or busy)
 
     @Slot(str)
@@ -303,8 +301,9 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(message, 6000)
 
     def _reply_settings(self) -> tuple:
-        settings = replace(self.settings_panel.generation_settings(), prompt_cache=self.cache_toggle.isChecked())
-        return settings, self.settings_panel.system_prompt.toPlainText(), self.streaming_toggle.isChecked()
+        panel = self.chat_panel
+        settings = replace(panel.settings_panel.generation_settings(), prompt_cache=panel.cache_toggle.isChecked())
+        return settings, panel.settings_panel.system_prompt.toPlainText(), panel.streaming_toggle.isChecked()
 
     # -- the open chat, as SavedChats reports it ------------------------------------------------
 
@@ -327,7 +326,7 @@ class MainWindow(QMainWindow):
             settings = self.settings_panel.generation_settings().to_dict()
         except InvalidSettingsError:
             settings = {}
-        return {**settings, "streaming": self.streaming_toggle.isChecked()}
+        return {**settings, "streaming": self.chat_panel.streaming_toggle.isChecked()}
 
     # -- the model ------------------------------------------------------------------------------
 
@@ -406,7 +405,8 @@ class MainWindow(QMainWindow):
             self._show_status(problem[0].upper() + problem[1:] + ".")
 
     def _window_settings(self):
-        return self.settings_panel.collect(self.streaming_toggle.isChecked(), self.cache_toggle.isChecked())
+        panel = self.chat_panel
+        return panel.settings_panel.collect(panel.streaming_toggle.isChecked(), panel.cache_toggle.isChecked())
 
     def shutdown(self) -> None:
         """Stop the reply and the lab, then end the engine: asked to exit, killed if it has not within the wait."""

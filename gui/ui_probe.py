@@ -80,7 +80,7 @@ class UiProbe(QObject):
     @Slot(object)
     def _on_token_received(self, delivered) -> None:
         event = delivered.event
-        if event.text and self._window.streaming_toggle.isChecked():
+        if event.text and self._window.chat_panel.streaming_toggle.isChecked():
             self._pending_stamps.append(event.timestamp_ns)
 
     @Slot(object)

@@ -46,14 +46,14 @@ def open_race(window) -> RaceWindow:
 def chat_side(window) -> RaceSide:
     panel = window.settings_panel
     try:
-        settings = replace(panel.generation_settings(), prompt_cache=window.cache_toggle.isChecked())
+        settings = replace(panel.generation_settings(), prompt_cache=window.chat_panel.cache_toggle.isChecked())
     except InvalidSettingsError:
         settings = RaceSide("A").settings
     return RaceSide(
         "A",
         model=panel.model_spec(),
         dtype=panel.dtype(),
-        streaming=window.streaming_toggle.isChecked(),
+        streaming=window.chat_panel.streaming_toggle.isChecked(),
         settings=settings,
         server_timeout_s=panel.server_timeout_s,
     )

@@ -32,7 +32,7 @@ def test_input_has_focus_and_shift_enter_adds_a_line(qtbot, window):
 
 
 def test_streaming_reply_grows_token_by_token_and_cards_equal_core_metrics(qtbot, window):
-    window.streaming_toggle.setChecked(True)
+    window.chat_panel.streaming_toggle.setChecked(True)
     changes = []
     window.transcript.textChanged.connect(lambda: changes.append(window.generating))
     trace = ask(qtbot, window, "Write three sentences about the sea.", max_new_tokens=30)
@@ -63,10 +63,10 @@ def test_streaming_reply_grows_token_by_token_and_cards_equal_core_metrics(qtbot
 
 
 def test_non_streaming_reply_appears_at_once_with_a_live_indicator(qtbot, window):
-    window.streaming_toggle.setChecked(False)
+    window.chat_panel.streaming_toggle.setChecked(False)
     indicator_texts = []
     window.frame_timer.timeout.connect(
-        lambda: indicator_texts.append((window.indicator.isVisible(), window.indicator.text()))
+        lambda: indicator_texts.append((window.chat_panel.indicator.isVisible(), window.chat_panel.indicator.text()))
     )
     seen_while_generating = []
     window.replies.token_received.connect(lambda _: seen_while_generating.append(window.transcript.toPlainText()))
@@ -77,7 +77,7 @@ def test_non_streaming_reply_appears_at_once_with_a_live_indicator(qtbot, window
     assert seen_while_generating[0].rstrip().endswith("Assistant")
     assert trace.text.strip().splitlines()[0] in window.transcript.toPlainText()
     assert any(visible and text.startswith("generating…") and "tokens" in text for visible, text in indicator_texts)
-    assert not window.indicator.isVisible()
+    assert not window.chat_panel.indicator.isVisible()
     assert window.meter.cards.cards["waited"].value == trace.metrics().e2e_s
     saw = window.meter.visible_plot.current_item.getData()[1]
     assert max(saw) == len(trace.text) and sorted(set(saw)) == [0, len(trace.text)]
@@ -118,26 +118,26 @@ def test_regenerate_replaces_the_last_reply_and_new_chat_clears(qtbot, window):
     ask(qtbot, window, "Say hi.", max_new_tokens=8)
     assert window.transcript.toPlainText().count("Assistant") == 1
     with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS):
-        qtbot.mouseClick(window.regenerate_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(window.chat_panel.regenerate_button, Qt.MouseButton.LeftButton)
     assert window.transcript.toPlainText().count("Assistant") == 1
     assert window.transcript.toPlainText().count("Say hi.") == 1
     assert [m.role for m in window.session.messages] == ["user", "assistant"]
     assert len(window.saved_chats.records) == 2
-    qtbot.mouseClick(window.new_chat_button, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(window.chat_panel.new_chat_button, Qt.MouseButton.LeftButton)
     assert window.transcript.toPlainText() == "" and window.session.messages == []
 
 
 def test_streaming_toggle_survives_a_restart(qtbot, window):
     from gui.main_window import MainWindow
 
-    window.streaming_toggle.setChecked(True)
+    window.chat_panel.streaming_toggle.setChecked(True)
     qtbot.keyClick(window, Qt.Key.Key_T, Qt.KeyboardModifier.ControlModifier)
-    assert not window.streaming_toggle.isChecked()
+    assert not window.chat_panel.streaming_toggle.isChecked()
     window.close()
     reopened = MainWindow()
     qtbot.addWidget(reopened)
     try:
-        assert not reopened.streaming_toggle.isChecked()
+        assert not reopened.chat_panel.streaming_toggle.isChecked()
     finally:
         reopened.close()
 
@@ -254,7 +254,7 @@ def test_loading_runs_behind_the_window_and_a_failure_keeps_the_old_model(qtbot,
     with qtbot.waitSignal(window.model_failed, timeout=60_000):
         window.start_loading(str(tmp_path / "nowhere"), "float32")
     assert "Could not load the model" in window.settings_panel.load_message.text()
-    assert window.ready is previous and window.send_button.isEnabled()
+    assert window.ready is previous and window.chat_panel.send_button.isEnabled()
     with qtbot.waitSignal(window.model_ready, timeout=120_000):
         window.start_loading("embedded", "bfloat16")
     label = window.model_label.text()

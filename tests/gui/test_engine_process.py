@@ -55,7 +55,7 @@ def in_process_reply(loaded, text, max_new_tokens=12):
 def test_a_reply_through_the_engine_process_is_the_in_process_greedy_reply(
     qtbot, engine_window, embedded_model, streaming
 ):
-    engine_window.streaming_toggle.setChecked(streaming)
+    engine_window.chat_panel.streaming_toggle.setChecked(streaming)
     trace = ask(qtbot, engine_window, "Name three colours.")
     expected = in_process_reply(embedded_model, "Name three colours.")
     assert trace.token_ids == expected.token_ids and trace.text == expected.text

@@ -77,8 +77,8 @@ def test_the_transcript_stays_put_when_the_prefill_bar_shows(qtbot, tiny_window)
     panel_layout.activate()
     before = tiny_window.transcript.geometry()
     for shown in (True, False):
-        tiny_window.prefill_bar.setVisible(shown)
-        tiny_window.indicator.setVisible(not shown)
+        tiny_window.chat_panel.prefill_bar.setVisible(shown)
+        tiny_window.chat_panel.indicator.setVisible(not shown)
         panel_layout.activate()
         assert tiny_window.transcript.geometry() == before
-    assert tiny_window.prefill_bar.isVisible() is False
+    assert tiny_window.chat_panel.prefill_bar.isVisible() is False

@@ -10,7 +10,7 @@ def _browse_and_wait_for_the_refusal(qtbot, window):
     with qtbot.waitSignal(window.model_failed, timeout=60_000):
         window.settings_panel.browse_button.click()
     assert "Could not load the model" in window.settings_panel.load_message.text()
-    assert window.send_button.isEnabled()  # the model loaded before stays
+    assert window.chat_panel.send_button.isEnabled()  # the model loaded before stays
 
 
 def _folder_with(tmp_path, *names):

@@ -18,7 +18,7 @@ def test_the_bar_shows_a_held_prefill_and_hides_at_the_first_token(qtbot, tiny_w
             in_first_step.set()
             release_step.wait(30)
 
-    bar, plot = tiny_window.prefill_bar, tiny_window.meter.interval_plot
+    bar, plot = tiny_window.chat_panel.prefill_bar, tiny_window.meter.interval_plot
     hook = tiny_model.model.model.layers[0].mlp.down_proj.register_forward_hook(hold)
     try:
         tiny_window.input_box.setPlainText("Tell me about lighthouses.")
@@ -50,7 +50,7 @@ def test_a_stop_during_prefill_hides_the_bar_short_of_100_percent(qtbot, tiny_wi
         entered.set()
         release.wait(30)
 
-    bar = tiny_window.prefill_bar
+    bar = tiny_window.chat_panel.prefill_bar
     hook = tiny_model.model.model.layers[0].mlp.down_proj.register_forward_hook(hold)
     try:
         tiny_window.input_box.setPlainText("Tell me about lighthouses.")

@@ -24,7 +24,9 @@ def ask(qtbot, window, text):
 
 
 def test_a_chat_reuses_its_history_and_every_view_says_so(qtbot, window, tmp_path):
-    assert window.cache_toggle.isChecked() and window.cache_toggle.text() == "Prompt cache (Ctrl+K)"
+    assert (
+        window.chat_panel.cache_toggle.isChecked() and window.chat_panel.cache_toggle.text() == "Prompt cache (Ctrl+K)"
+    )
     first = ask(qtbot, window, "Name a colour.")
     second = ask(qtbot, window, "Name another one.")
     assert second.cached_tokens > first.prompt_tokens and second.prefilled_tokens < 20
@@ -54,7 +56,7 @@ def test_a_chat_reuses_its_history_and_every_view_says_so(qtbot, window, tmp_pat
     assert list(history.prefilled_item.getData()[0]) == [first.prefilled_tokens, second.prefilled_tokens]
 
     qtbot.keyClick(window, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
-    assert not window.cache_toggle.isChecked()
+    assert not window.chat_panel.cache_toggle.isChecked()
     third = ask(qtbot, window, "And a third?")
     assert third.cached_tokens == 0 and third.cache_reason.startswith("prompt cache off")
     assert window.meter.cache_map.rows[-1].caption.endswith("prompt cache off: the whole prompt was prefilled")

@@ -64,7 +64,7 @@ def test_stop_while_the_model_loads_cancels_the_queued_message_and_keeps_it(qtbo
     window = waiting_for_a_load
     window.input_box.setPlainText("queued question")
     window.send_message()
-    assert window.replies.state is ReplyState.QUEUED and window.stop_button.isEnabled()
+    assert window.replies.state is ReplyState.QUEUED and window.chat_panel.stop_button.isEnabled()
     window.stop_generation()
     assert window.replies.state is ReplyState.IDLE
     assert window.input_box.toPlainText() == "queued question" and not window.input_box.isReadOnly()

@@ -63,7 +63,8 @@ def test_each_plot_keeps_120_pixels_for_its_points_on_a_1366_by_768_screen(qtbot
 def test_the_prompt_cache_map_cuts_none_of_its_text(qtbot, tiny_window):
     window = tiny_window
     _reply(qtbot, window)
-    window.cache_toggle.setChecked(False)  # the second reply's row then says why nothing was reused, on a line
+    # The second reply's row then says why nothing was reused, on a line.
+    window.chat_panel.cache_toggle.setChecked(False)
     _reply(qtbot, window)
     cache_map = window.meter.cache_map
     window.meter.views.show_view(cache_map)

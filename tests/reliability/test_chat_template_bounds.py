@@ -158,7 +158,7 @@ def test_stop_in_the_window_ends_a_reply_stuck_in_its_template(qtbot, hanging_te
         window.stop_generation()
     trace = finished.args[0]
     assert trace.stop_reason == "stopped" and trace.output_tokens == 0
-    assert [m.content for m in window.session.messages] == ["Hello?"] and window.send_button.isEnabled()
+    assert [m.content for m in window.session.messages] == ["Hello?"] and window.chat_panel.send_button.isEnabled()
     window.close()
 
 

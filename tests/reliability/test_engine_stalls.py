@@ -74,9 +74,9 @@ def start_long_reply(qtbot, window):
 def controls_free(window) -> bool:
     return (
         window.replies.state is ReplyState.IDLE
-        and window.send_button.isEnabled()
-        and window.new_chat_button.isEnabled()
-        and not window.stop_button.isEnabled()
+        and window.chat_panel.send_button.isEnabled()
+        and window.chat_panel.new_chat_button.isEnabled()
+        and not window.chat_panel.stop_button.isEnabled()
     )
 
 

@@ -24,7 +24,7 @@ def test_a_config_folder_that_cannot_be_written_is_one_line_when_the_window_clos
     (tmp_path / "config").write_text("not a folder")  # where conftest points QSettings
     window = MainWindow()
     qtbot.addWidget(window)
-    window.streaming_toggle.toggle()  # saves the settings: the status bar says it could not
+    window.chat_panel.streaming_toggle.toggle()  # saves the settings: the status bar says it could not
     assert "settings could not be saved" in window.statusBar().currentMessage()
     window.close()
     err = capfd.readouterr().err

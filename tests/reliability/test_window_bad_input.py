@@ -31,7 +31,7 @@ def test_empty_and_whitespace_only_messages_are_ignored(qtbot, window):
     for text in ("", "   ", "\n\n\t  \n", "\u3000\u00a0"):
         window.input_box.setPlainText(text)
         qtbot.keyClick(window.input_box, Qt.Key.Key_Return)
-        qtbot.mouseClick(window.send_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(window.chat_panel.send_button, Qt.MouseButton.LeftButton)
         assert not window.generating
     assert window.session.messages == [] and window.transcript.toPlainText() == ""
     window.saved_chats.keeper.saver.flush(5)

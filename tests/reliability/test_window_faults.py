@@ -53,7 +53,7 @@ def test_a_generation_error_shows_in_the_chat_keeps_the_message_and_the_next_one
     shown = window.transcript.toPlainText()
     assert "Generation failed: RuntimeError: injected fault in generation" in shown
     assert window.session.messages[0].content == "Tell me about lighthouses."
-    assert window.send_button.isEnabled() and not window.generating
+    assert window.chat_panel.send_button.isEnabled() and not window.generating
 
     window.models.engine.logits_processors = ()
     follow_up = ask(qtbot, window, "Say yes.", max_new_tokens=4)
@@ -106,7 +106,7 @@ def test_out_of_memory_inside_the_loader_is_a_clear_error(qtbot, window, monkeyp
     with qtbot.waitSignal(window.model_failed, timeout=60_000) as blocker:
         window.start_loading("embedded", "float32")
     assert "ran out of memory" in blocker.args[0]
-    assert window.ready is not None and window.send_button.isEnabled()
+    assert window.ready is not None and window.chat_panel.send_button.isEnabled()
 
 
 def test_switching_models_mid_generation_is_refused_with_a_message(qtbot, window):

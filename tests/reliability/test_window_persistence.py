@@ -56,7 +56,7 @@ def test_every_turn_is_saved_privately_with_traces_and_settings(qtbot, window):
 def test_relaunch_restores_the_list_and_reopens_the_latest_chat(qtbot, window, relaunch):
     ask(qtbot, window, "First chat question", max_new_tokens=3)
     first_id = window.saved_chats.current_chat_id
-    qtbot.mouseClick(window.new_chat_button, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(window.chat_panel.new_chat_button, Qt.MouseButton.LeftButton)
     ask(qtbot, window, "Second chat question", max_new_tokens=3)
     second_id = window.saved_chats.current_chat_id
     messages = list(window.session.messages)
@@ -69,7 +69,7 @@ def test_relaunch_restores_the_list_and_reopens_the_latest_chat(qtbot, window, r
     assert "Second chat question" in again.transcript.toPlainText()
     assert len(again.meter.history_plot.ttft_item.getData()[0]) == 1
     assert max(again.meter.visible_plot.current_item.getData()[1]) == len(messages[-1].content)
-    assert again.regenerate_button.isEnabled()
+    assert again.chat_panel.regenerate_button.isEnabled()
 
     assert again.saved_chats.open_chat(first_id)
     assert "First chat question" in again.transcript.toPlainText()
@@ -124,7 +124,7 @@ def test_a_reply_cut_off_by_a_crash_is_marked_interrupted_and_can_be_regenerated
     win.models.accept_model(embedded_model)
     win.settings_panel.max_new_tokens.setValue(3)
     with qtbot.waitSignal(win.reply_finished, timeout=REPLY_TIMEOUT_MS):
-        qtbot.mouseClick(win.regenerate_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(win.chat_panel.regenerate_button, Qt.MouseButton.LeftButton)
     assert [m.role for m in win.session.messages] == ["user", "assistant"]
     assert not saved_chat(win).reply_pending
 

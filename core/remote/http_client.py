@@ -46,6 +46,7 @@ class HeldSocket(httpcore.NetworkStream):
         self._inner = inner
         self.at_end = False  # the last read found the connection closed
         self.patience_s: float | None = None  # a cap on each read's wait (while a finished body's last bytes come)
+        self.requests = 0  # how many have gone down it: past one, it was kept alive for this one
         self._user: SocketUser | None = None
         self._lock = threading.Lock()
 
@@ -73,6 +74,8 @@ class HeldSocket(httpcore.NetworkStream):
 
     def claim(self, user: SocketUser) -> None:
         with self._lock:
+            if self._user is not user:
+                self.requests += 1
             self._user, self.patience_s = user, None
 
     def wait_at_most(self, user: SocketUser, seconds: float | None) -> None:

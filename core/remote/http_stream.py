@@ -85,13 +85,19 @@ class HttpStream:
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         try:
-            response = self._client.send(
-                self._method, self.url, body=self._body, headers=headers, timeout_s=self.timeout_s, sender=self
-            )
+            response = self._send(headers)
         except _WIRE_ERRORS as error:  # httpcore has closed the connection
             if self._aborted.is_set():
                 raise StreamCut("stopped before the server answered.") from None
-            raise self._wire_error(error, answered=False) from None
+            if not self._dropped_while_kept_alive(error):
+                raise self._wire_error(error, answered=False) from None
+            # Nothing reached the server: once more, on a new connection.
+            try:
+                response = self._send(headers)
+            except _WIRE_ERRORS as again:
+                if self._aborted.is_set():
+                    raise StreamCut("stopped before the server answered.") from None
+                raise self._wire_error(again, answered=False) from None
         self.first_byte_ns = time.perf_counter_ns()
         self._response = response
         self.status = response.status_code
@@ -125,6 +131,22 @@ class HttpStream:
             )
         self._raw = response.iter_raw()
         return self
+
+    def _send(self, headers: dict[str, str]) -> httpx.Response:
+        return self._client.send(
+            self._method, self.url, body=self._body, headers=headers, timeout_s=self.timeout_s, sender=self
+        )
+
+    def _dropped_while_kept_alive(self, error: BaseException) -> bool:
+        """Whether the server closed a kept-alive connection as this request went down it, before answering: a server
+        may close one without saying so (llama.cpp's does after a streamed reply), and a request sent in that moment
+        meets the close. Never for a new connection, where the close is the server's answer."""
+        network = self._network
+        if network is None or network.requests < 2:
+            return False
+        if isinstance(error, httpcore.RemoteProtocolError):
+            return network.at_end
+        return isinstance(_os_error(error), (ConnectionResetError, BrokenPipeError))
 
     def chunks(self) -> Iterator[tuple[int, bytes]]:
         """The body as it arrives: (perf_counter_ns at the read's return, bytes). Raises StreamCut if cut short.

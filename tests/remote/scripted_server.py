@@ -34,6 +34,7 @@ class Script:
     pace_s: float = 0.0
     honour_max_tokens: bool = False  # leave out the chunks with text past the request's max_tokens, as servers do
     silent: bool = False  # read a chat request, then answer nothing until the client goes (a long prompt's prefill)
+    hang_up_at: tuple[int, ...] = ()  # requests (0: the first) whose connection is closed instead of answered
 
 
 class ScriptedServer:
@@ -82,6 +83,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         script = self.scripted.script
         self._note(None)
+        if self._hang_up():
+            return
         if script.redirect_to:
             self._redirect(script.redirect_to)
             return
@@ -103,6 +106,8 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         self._note(body)
+        if self._hang_up():
+            return
         if script.redirect_to:
             self._redirect(script.redirect_to)
             return
@@ -173,6 +178,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.scripted.requests.append(
             {"path": self.path, "headers": dict(self.headers), "body": body, "client": self.client_address[1]}
         )
+
+    def _hang_up(self) -> bool:
+        """Close the connection without a word, as a server does to one it keeps alive no longer."""
+        if len(self.scripted.requests) - 1 not in self.scripted.script.hang_up_at:
+            return False
+        self.close_connection = True
+        return True
 
     def _wait_for_the_client_to_go(self) -> None:
         self.connection.settimeout(60)  # a client that never goes fails its test; the thread still ends

@@ -58,9 +58,10 @@ class LlamaCppServer:
         context: int = 4096,
         kind: str | None = None,
         binary: Path | None = None,
+        extra_args: tuple[str, ...] = (),
     ):
         """kind: LLAMA_SERVER or PYTHON_SERVER; by default llama-server where one is at hand.
-        binary: this llama-server instead of the one found (a build being checked)."""
+        binary: this llama-server instead of the one found (a build being checked); extra_args: more of its flags."""
         self.gguf = Path(gguf)
         self.alias = alias
         self.port = free_loopback_port()
@@ -93,6 +94,7 @@ class LlamaCppServer:
                 str(SLOTS),
                 "--slots",
                 "--no-webui",
+                *extra_args,  # e.g. --spec-type ngram-simple
             ]
         else:
             command = [

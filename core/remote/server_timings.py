@@ -15,6 +15,9 @@ def from_llama_cpp(timings: dict) -> dict:
         "generated_n": _number(timings.get("predicted_n")),
         "per_token_ms": _number(timings.get("predicted_per_token_ms")),
         "cache_n": _number(timings.get("cache_n")),
+        # Speculative decoding (--spec-type): drafts proposed and accepted over the reply, as the server counts them.
+        "draft_n": _number(timings.get("draft_n")),
+        "draft_n_accepted": _number(timings.get("draft_n_accepted")),
     }
     return {key: value for key, value in normalised.items() if value is not None}
 

@@ -16,10 +16,12 @@ from core.remote.spec import PROTOCOLS, RemoteSpec, is_remote_spec
 from core.settings import (
     DECODE_LOOP,
     DEVICE,
+    DRAFT_TOKENS,
     DTYPE,
     MAX_NEW_TOKENS,
     SEED,
     SERVER_TIMEOUT,
+    SPECULATION,
     TEMPERATURE,
     TOP_P,
     GenerationSettings,
@@ -28,13 +30,14 @@ from core.settings import (
 
 SWITCHES = ("streaming", "prompt_cache")
 SERVER_KEYS = ("served_model", "protocol", "server_timeout")
-LOCAL_KEYS = ("dtype", "device", "decode_loop")
+LOCAL_KEYS = ("dtype", "device", "decode_loop", "speculation", "draft_tokens")
 NUMBERS: dict[str, NumberLimit[Any]] = {
     "max_new_tokens": MAX_NEW_TOKENS,
     "temperature": TEMPERATURE,
     "top_p": TOP_P,
     "seed": SEED,
     "server_timeout": SERVER_TIMEOUT,
+    "draft_tokens": DRAFT_TOKENS,
 }
 KEYS = (
     "model",
@@ -46,6 +49,8 @@ KEYS = (
     "top_p",
     "seed",
     "decode_loop",
+    "speculation",
+    "draft_tokens",
     *SERVER_KEYS,
 )
 ON, OFF = "on", "off"
@@ -114,6 +119,9 @@ class RaceSide:
             "top_p": f"top-p {settings.top_p:g}",
             "seed": "random seed" if settings.seed is None else f"seed {settings.seed}",
             "decode_loop": f"{settings.decode_loop} loop",
+            "speculation": "no speculation"
+            if settings.speculation == "off"
+            else f"speculation ({settings.speculation}, {settings.draft_tokens} drafts)",
         }
         if not self.remote:
             words["dtype"] = self.dtype
@@ -161,6 +169,8 @@ def side_from_values(name: str, values: Mapping[str, object], base: RaceSide) ->
             side = replace(side, device=_choice(name, DEVICE, value))
         elif key == "decode_loop":
             sampling[key] = _choice(name, DECODE_LOOP, value)
+        elif key == "speculation":
+            sampling[key] = _choice(name, SPECULATION, value)
         elif key in ("served_model", "protocol"):
             pass  # folded into the model's spec below, once the model is known
         else:
@@ -214,6 +224,7 @@ def differences(a: RaceSide, b: RaceSide) -> list[str]:
         "top_p",
         "seed",
         "decode_loop",
+        "speculation",
         "device",
     )
     return [key for key in order if words_a.get(key) != words_b.get(key)]

@@ -172,6 +172,8 @@ def test_sides_take_the_common_options_names_and_switches_take_on_or_off():
         (["temperature=0.0001"], r"temperature must be 0 \(greedy\) or at least"),
         (["dtype=float64"], "dtype must be one of"),
         (["model=http://127.0.0.1:8080/v1", "protocol=grpc"], "protocol must be one of"),
+        (["speculation=medusa"], "speculation must be one of"),
+        (["speculation=ngram", "draft_tokens=0"], "draft tokens must be a whole number from 1"),
     ],
 )
 def test_bad_settings_are_refused_in_one_line_naming_the_side(pairs, says):
@@ -186,12 +188,19 @@ def test_bad_settings_are_refused_in_one_line_naming_the_side(pairs, says):
         ([], ["model=http://127.0.0.1:8080/v1", "dtype=float32"], False, "dtype applies only to a local model"),
         (["served_model=tiny"], [], False, "served_model applies only with a server URL"),
         ([], ["streaming=off"], True, "both are local models"),
+        ([], ["model=http://127.0.0.1:8080/v1", "speculation=ngram"], False, "speculation applies only to a local"),
     ],
 )
 def test_clashing_settings_are_refused_in_one_line(a_pairs, b_pairs, live, says):
     a, b = parse_side("A", a_pairs), parse_side("B", b_pairs)
     with pytest.raises(InvalidSettingsError, match=says):
         check_race(a, b, live)
+
+
+def test_speculation_on_against_off_is_what_sets_the_sides_apart():
+    a, b = parse_side("A", ["speculation=ngram", "draft_tokens=8"]), parse_side("B", ["speculation=off"])
+    assert a.settings.speculation == "ngram" and a.settings.draft_tokens == 8 and b.settings.speculation == "off"
+    assert labels(a, b) == ("speculation (ngram, 8 drafts)", "no speculation")
 
 
 def test_a_live_race_of_a_local_model_against_a_server_is_allowed():

@@ -17,7 +17,15 @@ from core.remote.errors import PastMaxTokens, RemoteError, ReplyTooLarge, Stream
 from core.remote.http_stream import HttpStream
 from core.remote.pieces import Piece
 from core.remote.wire_formats import JsonLines, MalformedStream, ServerSentEvents
-from core.timing.events import FinishedEvent, PrefillProgress, PromptCacheReport, ServerReport, StopReason, TokenEvent
+from core.timing.events import (
+    FinishedEvent,
+    PrefillProgress,
+    PromptCacheReport,
+    ServerReport,
+    SpeculationReport,
+    StopReason,
+    TokenEvent,
+)
 
 # Far beyond any chat reply, well below what a desktop should hold for one: past it the reply is cut and kept.
 MAX_REPLY_BYTES = 32 * 1024 * 1024
@@ -131,6 +139,9 @@ class RemoteReply(Reply):
             )
         )
         self.emit(_cache_report(self.model.server_kind, reading))
+        speculation = _speculation_report(timings)
+        if speculation is not None:
+            self.emit(speculation)
         # Reasoning held back at the very end (a stream cut inside it) is kept with the answer's: it is shown, not lost.
         tail = reading.thought.flush() + reading.answer.flush()
         self.emit(
@@ -277,6 +288,15 @@ class _Reading:
         self.cache_source: str | None = None
         self.reason = StopReason.EOS
         self.done = False
+
+
+def _speculation_report(timings: dict | None) -> SpeculationReport | None:
+    """The server's own count of drafts and accepted drafts (llama.cpp's timings.draft_n, draft_n_accepted), where it
+    sent them: never inferred. It does not say how many verify passes it made."""
+    drafted, accepted = (timings or {}).get("draft_n"), (timings or {}).get("draft_n_accepted")
+    if not isinstance(drafted, int) or not isinstance(accepted, int) or not 0 <= accepted <= drafted:
+        return None
+    return SpeculationReport("server", drafted, accepted, None, "counted by the server (its verify passes unreported)")
 
 
 def _cache_report(server_kind: str, reading: _Reading) -> PromptCacheReport:

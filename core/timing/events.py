@@ -182,10 +182,10 @@ class SpeculationReport:
     was asked for and could not.
     """
 
-    method: str  # "ngram" (prompt lookup)
+    method: str  # "ngram" (prompt lookup), or "server" (a server's own counts)
     drafted: Int64
     accepted: Int64
-    passes: Int64
+    passes: Int64 | None  # None where a server did not say
     note: str | None = None
 
     @property

@@ -297,3 +297,25 @@ def test_vllm_request_metrics_stand_in_for_server_timings_where_a_deployment_sen
     assert stream_options == {"include_usage": True, "continuous_usage_stats": True}
     assert trace.server.timings["queue_ms"] == pytest.approx(250.0)
     assert trace.server.timings["prompt_ms"] == pytest.approx(500.0)
+
+
+@pytest.mark.parametrize(
+    ("draft", "expected"),
+    [({"draft_n": 12, "draft_n_accepted": 9}, (12, 9)), ({}, None), ({"draft_n": 3, "draft_n_accepted": 7}, None)],
+)
+def test_llama_cpp_draft_counts_become_the_replys_speculation_report_never_inferred(draft, expected):
+    chunks = [
+        openai_chunk("Hi"),
+        {
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            "timings": {"prompt_n": 8, "predicted_n": 1, "predicted_ms": 2.0, **draft},
+        },
+        "[DONE]",
+    ]
+    with ScriptedServer(Script(chunks=chunks)) as server:
+        trace = _reply(server).run_to_end()
+    if expected is None:  # none sent, or more accepted than drafted: no report
+        assert trace.speculation is None
+    else:
+        report = trace.speculation
+        assert (report.drafted, report.accepted, report.passes, report.method) == (*expected, None, "server")

@@ -32,6 +32,8 @@ def window_overrides(given: dict) -> dict:
         "seed": "seed",
         "decode_loop": "decode_loop",
         "prompt_cache": "prompt_cache",
+        "speculation": "speculation",
+        "draft_tokens": "draft_tokens",
     }
     return {names[key]: value for key, value in given.items() if key in names}
 

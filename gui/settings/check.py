@@ -11,7 +11,7 @@ from core.settings import GenerationSettings, validate_dtype
 from gui.settings.panel import SettingsPanel
 from gui.settings.store import WindowSettings
 
-SAMPLING_FIELDS = ("max_new_tokens", "temperature", "top_p")
+SAMPLING_FIELDS = ("max_new_tokens", "temperature", "top_p", "speculation", "draft_tokens")
 
 
 def check_window_settings(settings: WindowSettings) -> list[str]:
@@ -35,9 +35,14 @@ def check_window_settings(settings: WindowSettings) -> list[str]:
 
 
 def apply_chat_settings(panel: SettingsPanel, saved: dict) -> list[str]:
-    """Put a reopened chat's sampling settings into the form; refuse the invalid ones."""
+    """Put a reopened chat's sampling and speculation settings into the form; refuse the invalid ones."""
     problems = []
-    widgets = {"max_new_tokens": panel.max_new_tokens, "temperature": panel.temperature, "top_p": panel.top_p}
+    widgets = {
+        "max_new_tokens": panel.max_new_tokens,
+        "temperature": panel.temperature,
+        "top_p": panel.top_p,
+        "draft_tokens": panel.speculation.drafts,
+    }
     for name, widget in widgets.items():
         if name not in saved:
             continue
@@ -46,6 +51,13 @@ def apply_chat_settings(panel: SettingsPanel, saved: dict) -> list[str]:
             problems.append(f"This chat's setting was refused: {message} Keeping {widget.value():g}.")
         else:
             widget.setValue(saved[name])
+    if "speculation" in saved:
+        fields = panel.speculation
+        message = _sampling_problem("speculation", saved["speculation"])
+        if message:
+            problems.append(f"This chat's setting was refused: {message} Keeping {fields.speculation()}.")
+        else:
+            fields.set_values(saved["speculation"], fields.draft_tokens())
     if "seed" in saved:
         seed = saved["seed"]
         message = _sampling_problem("seed", seed) if seed is not None else None

@@ -24,6 +24,7 @@ from core.remote.spec import is_remote_spec
 from core.settings import DECODE_LOOP, DECODE_LOOP_CHOICES, DTYPE, DTYPE_CHOICES, GenerationSettings, validate_dtype
 from gui.settings.fold_header import FoldHeader
 from gui.settings.sampling_fields import sampling_fields
+from gui.settings.speculation_fields import SpeculationFields
 from gui.settings.store import WindowSettings
 from gui.untrusted_text import plain_label
 
@@ -90,6 +91,7 @@ class SettingsPanel(QWidget):
             "same tokens with less Python per step. generate: transformers' model.generate. "
             "Switch to see how much of TPOT is framework overhead rather than reading weights."
         )
+        self.speculation = SpeculationFields()
         self.load_progress = QProgressBar()
         self.load_progress.setRange(0, 1000)
         self.load_progress.setVisible(False)
@@ -106,13 +108,15 @@ class SettingsPanel(QWidget):
         model_row.addWidget(self.load_button)
         # Two short rows, not one long one: in one row they set the window's minimum width above
         # 90% of a 1400-pixel screen.
-        sampling_row, seed_row = QHBoxLayout(), QHBoxLayout()
+        sampling_row, seed_row, speculation_row = QHBoxLayout(), QHBoxLayout(), QHBoxLayout()
         for row, labelled in (
             (sampling_row, (("max new", self.max_new_tokens), ("temp", self.temperature), ("top-p", self.top_p))),
             (seed_row, (("seed", self.seed), ("loop", self.decode_loop_box))),
+            (speculation_row, (("", self.speculation.choice), ("draft tokens", self.speculation.drafts))),
         ):
             for label, widget in labelled:
-                row.addWidget(QLabel(label))
+                if label:
+                    row.addWidget(QLabel(label))
                 row.addWidget(widget)
             row.addStretch(1)
         self.form = form = QFormLayout(self)
@@ -124,8 +128,9 @@ class SettingsPanel(QWidget):
         form.addRow("System", self.system_prompt)
         form.addRow("Sampling", sampling_row)
         form.addRow("", seed_row)
+        form.addRow("Speculate", speculation_row)
         # What folding hides: every row of fields (the load's progress bar shows itself while a load runs).
-        self._foldable_rows = (1, 4, 5, 6)
+        self._foldable_rows = (1, 4, 5, 6, 7)
 
         self.apply(settings)
         # activated fires on the user's pick only, never on apply()'s setCurrentText.
@@ -144,6 +149,8 @@ class SettingsPanel(QWidget):
             self.top_p.valueChanged,
             self.seed.textChanged,
             self.decode_loop_box.currentTextChanged,
+            self.speculation.choice.currentIndexChanged,
+            self.speculation.drafts.valueChanged,
             self.system_prompt.textChanged,
         ):
             changed.connect(self._show_summary)  # a reopened chat's settings, or a server picked, while folded
@@ -172,6 +179,8 @@ class SettingsPanel(QWidget):
             f"seed {'random' if seed is None else seed}",
             self.decode_loop_box.currentText(),
         ]
+        if self.speculation.speculation() != "off":
+            parts.append(f"speculate {self.speculation.speculation()} ×{self.speculation.draft_tokens()}")
         if self.system_prompt.toPlainText().strip():
             parts.append("system prompt set")
         return " · ".join(parts)
@@ -207,6 +216,7 @@ class SettingsPanel(QWidget):
         self.decode_loop_box.setCurrentText(
             settings.decode_loop if settings.decode_loop in DECODE_LOOP_CHOICES else DECODE_LOOP.default
         )
+        self.speculation.set_values(settings.speculation, settings.draft_tokens)
 
     def model_spec(self) -> str:
         return self.model_box.currentText().strip() or EMBEDDED_CHOICE
@@ -223,6 +233,8 @@ class SettingsPanel(QWidget):
             top_p=round(self.top_p.value(), 4),
             seed=self.seed.value(),
             decode_loop=self.decode_loop_box.currentText(),
+            speculation=self.speculation.speculation(),
+            draft_tokens=self.speculation.draft_tokens(),
         )
 
     def collect(self, streaming: bool, prompt_cache: bool = True) -> WindowSettings:
@@ -237,6 +249,8 @@ class SettingsPanel(QWidget):
             seed=self.seed.value(),
             streaming=streaming,
             decode_loop=self.decode_loop_box.currentText(),
+            speculation=self.speculation.speculation(),
+            draft_tokens=self.speculation.draft_tokens(),
             dtype_chosen=self._dtype_chosen,
             settings_folded=self.folded,
         )

@@ -11,7 +11,7 @@ from PySide6.QtCore import QSettings
 
 from core.atomic_file import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE
 from core.model.source import EMBEDDED_SPEC
-from core.settings import DECODE_LOOP, DTYPE, MAX_NEW_TOKENS, SEED, TEMPERATURE, TOP_P
+from core.settings import DECODE_LOOP, DRAFT_TOKENS, DTYPE, MAX_NEW_TOKENS, SEED, SPECULATION, TEMPERATURE, TOP_P
 
 # The default before native precision existed (issue #16).
 OLD_DEFAULT_DTYPE = "float32"
@@ -31,6 +31,8 @@ class WindowSettings:
     streaming: bool = True
     prompt_cache: bool = True  # GenerationSettings.prompt_cache: reuse the chat's cached history
     decode_loop: str = DECODE_LOOP.default
+    speculation: str = SPECULATION.default  # GenerationSettings.speculation: "off", or how drafts are made
+    draft_tokens: int = int(DRAFT_TOKENS.default)
     # True once the user picked a dtype in the form. A dtype never picked follows the default, so a new
     # default (native precision) reaches people whose saved settings only echo the old one.
     dtype_chosen: bool = False

@@ -49,9 +49,10 @@ class EngineClient(QObject):
 
     def __init__(self, engine: Engine, parent=None):
         super().__init__(parent)
-        self.engine: Engine | None = None
-        self._notifier: QSocketNotifier | None = None
-        self._write_notifier: QSocketNotifier | None = None
+        # Set by attach(), at the end of this constructor: an engine and its pipe's notifiers are always there.
+        self.engine: Engine
+        self._notifier: QSocketNotifier
+        self._write_notifier: QSocketNotifier
         self._job_id = 0  # one id space for every kind of job, as the engine has one stop map
         self._replies: set[int] = set()  # reply jobs started and not yet done
         self._stopping: set[int] = set()  # of those, the ones asked to stop
@@ -79,7 +80,8 @@ class EngineClient(QObject):
 
     def attach(self, engine: Engine) -> None:
         """Talk to this engine from now on (a new one after the old one stopped)."""
-        for notifier in (self._notifier, self._write_notifier):
+        for name in ("_notifier", "_write_notifier"):
+            notifier = getattr(self, name, None)  # none before the first engine
             if notifier is not None:
                 notifier.setEnabled(False)
                 notifier.deleteLater()
@@ -102,7 +104,7 @@ class EngineClient(QObject):
 
     @property
     def alive(self) -> bool:
-        return self.engine is not None and self.engine.alive
+        return self.engine.alive
 
     def start(self, spec: m.JobSpec) -> int:
         """Start a job; its id, which its events carry and stop() takes. Returns at once, whatever the engine's state."""
@@ -144,8 +146,7 @@ class EngineClient(QObject):
         self._held = False
         self._hold.stop()
         for notifier in (self._notifier, self._write_notifier):
-            if notifier is not None:
-                notifier.setEnabled(False)
+            notifier.setEnabled(False)
         return self.engine.close(timeout_s)
 
     @Slot()

@@ -68,6 +68,7 @@ class MainWindow(QMainWindow):
             setattr(self.window_settings, name, value)
         self._closing = False
         self._warned_hosts: set[str] = set()
+        self.ui_probe: object | None = None  # --profile-ui's probe (gui/ui_probe.py), kept alive with the window
         self.collector = GuiThreadCollector(self)
         self.collector.start()
         # The engine starts now, before the first paint: it imports torch while the window shows.

@@ -26,7 +26,7 @@ class NoResourceDocument(QTextDocument):
     An image gets a blank pixel, not nothing: given no image, Qt's image handler loads the path itself.
     """
 
-    def loadResource(self, resource_type: int, name: QUrl):  # noqa: N802 - Qt's name
+    def loadResource(self, resource_type: int, name: QUrl | str):  # noqa: N802 - Qt's name
         if resource_type == QTextDocument.ResourceType.ImageResource:
             return _BLANK_PIXEL
         return ""

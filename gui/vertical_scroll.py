@@ -24,7 +24,7 @@ class VerticalScroll(QScrollArea):
         self.viewport().installEventFilter(self)
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
-        width = self.widget().minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
+        width = self._content().minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width()
         return QSize(width, super().minimumSizeHint().height())
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
@@ -36,7 +36,12 @@ class VerticalScroll(QScrollArea):
         return False
 
     def _fit(self) -> None:
-        view, widget = self.viewport().size(), self.widget()
+        view, widget = self.viewport().size(), self._content()
         wanted = QSize(view.width(), max(view.height(), widget.minimumSizeHint().height()))
         if widget.size() != wanted:
             widget.resize(wanted)
+
+    def _content(self) -> QWidget:
+        widget = self.widget()
+        assert widget is not None  # set in the constructor, never taken
+        return widget

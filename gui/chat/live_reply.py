@@ -16,6 +16,8 @@ from PySide6.QtCore import QEvent, QObject, QTimer, Signal, Slot
 
 from core.chats.record import ReplyRecord
 from core.timing.events import TokenEvent
+from core.timing.trace import ReplyTrace
+from gui.chat.draft_tint import drafted_spans
 from gui.chat.reply_controller import ReplyController, ReplyState
 from gui.chats.chat_replay import reply_note
 from gui.frame_interval import FRAME_INTERVAL_MS
@@ -43,8 +45,8 @@ class LiveReply(QObject):
         # Tokens whose text is in the transcript but not yet on screen: the next viewport paint shows
         # them (the waterfall's paint stamps, streaming only).
         self._awaiting_paint = 0
-        self._paint_trace = None
-        self._finished_trace = None
+        self._paint_trace: ReplyTrace | None = None
+        self._finished_trace: ReplyTrace | None = None
         self._cpu_at_start_s: float | None = None
         transcript.viewport().installEventFilter(self)
         self.frame_timer = QTimer(self)
@@ -106,6 +108,7 @@ class LiveReply(QObject):
             trace.text,
             record.context.message_index,
             reply_note(trace, record.context.notice, self._meter.budget_mark(trace, self._replies.streaming)),
+            drafted_spans(trace.token_texts, trace.drafted_indices, trace.reasoning_indices),
         )
         self._meter.show_visible_text(time.perf_counter_ns(), len(trace.text))
         self._meter.finish_reply(trace, self._replies.streaming)

@@ -118,7 +118,7 @@ class ReplyController(QObject):
             self._set_state(ReplyState.IDLE)
             self.status_posted.emit("Not sent: the model had not finished loading. Your message is kept.")
         elif self.state == ReplyState.GENERATING:
-            self.record.trace.stop_requested_ns = time.perf_counter_ns()  # the waterfall's cancel segment
+            self._replying().trace.stop_requested_ns = time.perf_counter_ns()  # the waterfall's cancel segment
             self._models.client.stop(self._reply_id)
             self._set_state(ReplyState.STOPPING)
             self.status_posted.emit("Stopping…")
@@ -185,7 +185,8 @@ class ReplyController(QObject):
             text, self._queued_text = self._queued_text, None
             self._set_state(ReplyState.IDLE)
             self.status_posted.emit("Model loaded; sending your message.")
-            self.send(text)
+            if text is not None:
+                self.send(text)
 
     @Slot(str)
     def _on_load_failed(self, _message: str) -> None:
@@ -207,7 +208,7 @@ class ReplyController(QObject):
                 continue  # the reply ended with its own FinishedEvent or ReplyRefused, handled already
             event = ReplyRefused(message.message) if isinstance(message, JobFailed) else message.event
             if isinstance(event, TokenEvent):
-                self.record.trace.record(event, arrival_ns=delivered.arrival_ns)
+                self._replying().trace.record(event, arrival_ns=delivered.arrival_ns)
                 tokens.append(Delivered(event, delivered.arrival_ns))
                 continue
             if tokens:
@@ -235,7 +236,7 @@ class ReplyController(QObject):
                 self._mark_interrupted()  # a stream cut mid-reply: kept, marked as such
             self._finish(event)
             return
-        self.record.trace.record(event, arrival_ns=arrival_ns)
+        self._replying().trace.record(event, arrival_ns=arrival_ns)
         if isinstance(event, PromptReady):
             self._accept(event)
         elif isinstance(event, PrefillProgress):
@@ -248,7 +249,8 @@ class ReplyController(QObject):
             session.add_user(self._pending_text)
             self.message_accepted.emit(self._pending_text, len(session.messages) - 1)
             self._pending_text = None
-        self.record.context = replace(self.record.context, decode_loop=ready.decode_loop, notice=ready.notice)
+        record = self._replying()
+        record.context = replace(record.context, decode_loop=ready.decode_loop, notice=ready.notice)
         if ready.notice:
             self.status_posted.emit(ready.notice)
         self.reply_started.emit(self.record)
@@ -270,17 +272,23 @@ class ReplyController(QObject):
         self._finish(
             FinishedEvent(
                 StopReason.ERROR,
-                self.record.trace.output_tokens,
+                self._replying().trace.output_tokens,
                 time.perf_counter_ns(),
                 error=f"interrupted: {description}",
             )
         )
 
+    def _replying(self) -> ReplyRecord:
+        """The record of the reply under way: there is one whenever its events arrive or it is stopped."""
+        assert self.record is not None
+        return self.record
+
     def _mark_interrupted(self) -> None:
-        self.record.context = replace(self.record.context, interrupted=True)
+        record = self._replying()
+        record.context = replace(record.context, interrupted=True)
 
     def _finish(self, event: FinishedEvent) -> None:
-        record = self.record
+        record = self._replying()
         record.trace.record(event)
         session = self._chat.session
         after_message = len(session.messages) - 1

@@ -27,7 +27,8 @@ class TextRepaint(QObject):
         self.active = len(controls) == 1 and controls[0].receivers("2" + UPDATE_SIGNAL) == 1
         if self.active:
             control = controls[0]
-            QObject.disconnect(control, SIGNAL(UPDATE_SIGNAL), None, None)  # only the view listened (checked above)
+            # Only the view listened (checked above). PySide's stubs lack the old-style (sender, signal, None, None).
+            QObject.disconnect(control, SIGNAL(UPDATE_SIGNAL), None, None)  # type: ignore[call-overload]
             QObject.connect(control, SIGNAL(UPDATE_SIGNAL), self._repaint)
 
     @Slot(QRectF)

@@ -10,6 +10,9 @@ from gui.untrusted_text import plain_label, plain_tooltip
 
 _ID_ROLE = Qt.ItemDataRole.UserRole
 
+# (chat id, title, tooltip) of a listed row; None where a hand edit made it unknown until the next listing.
+Row = tuple[str, str | None, str | None]
+
 
 class ChatListPanel(QWidget):
     open_requested = Signal(str)  # chat id
@@ -36,7 +39,7 @@ class ChatListPanel(QWidget):
         layout.addWidget(self.list, stretch=1)
         layout.addWidget(self.notice)
         self._filling = False
-        self._shown: list[tuple[str, str | None, str | None]] = []  # (chat id, title, tooltip) of each row, as listed
+        self._shown: list[Row] = []  # (chat id, title, tooltip) of each row, as listed
         self.list.itemClicked.connect(self._on_item_clicked)
         self.list.itemChanged.connect(self._on_item_changed)
         self.list.customContextMenuRequested.connect(self._on_context_menu)
@@ -56,7 +59,7 @@ class ChatListPanel(QWidget):
                         item = self.list.item(row)
                         item.setText(now[1])
                         item.setToolTip(now[2])
-            self._shown = shown
+            self._shown = list[Row](shown)
             current = self.item_for(current_id) if current_id is not None else None
             if current is not None and current is not self.list.currentItem():
                 self.list.setCurrentItem(current)

@@ -7,6 +7,7 @@ from core.timing.budget import BudgetMark
 from core.timing.cpu_share import contention_note
 from core.timing.events import TokenEvent
 from core.timing.trace import ReplyTrace
+from gui.chat.draft_tint import drafted_spans
 from gui.chat.transcript_view import TranscriptView
 from gui.meter.meter_panel import MeterPanel
 
@@ -26,7 +27,7 @@ def reply_note(trace: ReplyTrace, notice: str | None, mark: BudgetMark | None = 
         for note in (
             notice,
             reasoning and f"[reasoning] {reasoning}",
-            STOP_NOTES.get(trace.stop_reason),
+            STOP_NOTES.get(trace.stop_reason or ""),
             contended and f"[{contended}]",
         )
         if note
@@ -41,12 +42,16 @@ def reply_note(trace: ReplyTrace, notice: str | None, mark: BudgetMark | None = 
 def replay_chat(record: ChatRecord, transcript: TranscriptView, meter: MeterPanel) -> None:
     transcript.clear_transcript()
     notes: dict[int, str | None] = {}
+    drafted: dict[int, tuple[str, list[tuple[int, int]]]] = {}  # each reply's text, where its accepted drafts lie
     failures: dict[int, list[str]] = {}
     for reply in record.replies:
         context = reply.context
         note = reply_note(reply.trace, context.notice, meter.budget_mark(reply.trace, streaming_of(reply)))
         if context.message_index is not None:
             notes[context.message_index] = note  # after Regenerate the newest reply at this place wins
+            trace = reply.trace
+            spans = drafted_spans(trace.token_texts, trace.drafted_indices, trace.reasoning_indices)
+            drafted[context.message_index] = (trace.text, spans)
         elif note:
             after = context.after_message
             failures.setdefault(after if after is not None else len(record.messages) - 1, []).append(note)
@@ -55,7 +60,11 @@ def replay_chat(record: ChatRecord, transcript: TranscriptView, meter: MeterPane
             transcript.add_user_turn(message.content, index)
         else:
             transcript.begin_assistant_turn()
-            transcript.finish_assistant_turn(message.content, index, notes.get(index))
+            text, spans = drafted.get(index, ("", []))
+            # Only where the message is the trace's text: the spans say nothing of any other.
+            transcript.finish_assistant_turn(
+                message.content, index, notes.get(index), spans if text == message.content else ()
+            )
         for note in failures.get(index, []):
             transcript.begin_assistant_turn()
             transcript.finish_assistant_turn("", None, note)
@@ -76,9 +85,10 @@ def replay_traces(record: ChatRecord, meter: MeterPanel) -> None:
     streaming = streaming_of(last)
     meter.begin_reply(trace.request_start_ns)
     visible = 0
+    drafted = set(trace.drafted_indices)
     for index, (token_id, text, stamp) in enumerate(zip(trace.token_ids, trace.token_texts, trace.timestamps_ns)):
         chunk = trace.chunk_of[index] if trace.chunk_of else None
-        meter.record_token(TokenEvent(index, token_id, text, stamp, chunk))
+        meter.record_token(TokenEvent(index, token_id, text, stamp, chunk, drafted=index in drafted))
         if streaming:
             # The token's stamp stands in for the moment it was drawn (benchmarks/stamp_to_consumer.py: the gap).
             visible += len(text)

@@ -225,7 +225,10 @@ class LabTab(QWidget):
         if isinstance(message, JobFailed):
             self._fail(message.message)
         elif isinstance(message, JobDone):
-            self._finish(message.result)
+            if isinstance(message.result, LabResults):
+                self._finish(message.result)
+            else:
+                self._fail(f"the engine sent no lab results ({type(message.result).__name__})")
         elif isinstance(message.event, Progress):
             self._show_progress(message.event)
         elif isinstance(message.event, RowMeasured):

@@ -155,7 +155,7 @@ class RooflinePlot(pg.PlotWidget):
                 xs += [max(compute) / min(memory)]  # the ridge of the lowest slope
         return (min(xs) / 4, max(xs) * 4), (min(ys) / 4, max(ys) * 4)
 
-    def _draw_ceilings(self, x_range, y_range) -> list[tuple[float, float, str, str, tuple[float, float]]]:
+    def _draw_ceilings(self, x_range, y_range) -> list[tuple[float, float, str, str, tuple[int, int]]]:
         """The roof: bandwidth slopes up to the highest GEMM ceiling, GEMM ceilings from their ridge on."""
         for item in self.ceiling_items:
             item.setData([], [])

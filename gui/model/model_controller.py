@@ -105,8 +105,8 @@ class ModelController(QObject):
         lean = decode_loop == "lean" and refusal is None
         runtime = facts.runtime
         line = (
-            f"{facts.model} · {facts.parameters / 1e6:.0f}M params · {facts.dtype} · "
-            f"{facts.weight_bytes / 1e6:.0f} MB weights · {facts.device} · "
+            f"{facts.model} · {(facts.parameters or 0) / 1e6:.0f}M params · {facts.dtype} · "
+            f"{(facts.weight_bytes or 0) / 1e6:.0f} MB weights · {facts.device} · "
             + (runtime or ("lean decode loop" if lean else "generate() loop"))
             + (f" · {facts.precision_note}" if facts.precision_note else "")
         )

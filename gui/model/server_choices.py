@@ -9,6 +9,8 @@ from core.remote.spec import RemoteSpec, is_remote_spec
 
 def served_model_specs(facts: ModelFacts) -> list[str]:
     """A picker entry per model the server serves, so switching is a pick and Load."""
+    if facts.spec is None:  # a local model: nothing to pick among
+        return []
     spec = RemoteSpec.parse(facts.spec)
     return [spec.with_choice(model=name).text() for name in facts.served_models]
 

@@ -103,10 +103,11 @@ class SpacedAxis(pg.AxisItem):
 
     def _apply_labelled(self) -> None:
         """Space the listed ticks for the axis's length and range now (none listed: pyqtgraph's own)."""
-        if getattr(self, "_labelled", None) is None:  # none listed, or pyqtgraph's constructor, before ours has run
+        labelled = getattr(self, "_labelled", None)
+        if labelled is None:  # none listed, or pyqtgraph's constructor, before ours has run
             return
         low, high = sorted(self.range)
         length = self.size().height() if self.orientation in ("left", "right") else self.size().width()
-        shown = labelled_subset(self._labelled, low, high, length, self.label_px())
+        shown = labelled_subset(labelled, low, high, length, self.label_px())
         if self._tickLevels != [shown, []]:
             self.setTicks([shown, []])

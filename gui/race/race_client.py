@@ -53,9 +53,13 @@ class RaceClient(QObject):
             return
         if isinstance(message, m.JobDone):
             from core.race.document import race_json
+            from core.race.runner import RaceResult
 
             self.running = False
-            self.finished.emit(race_json(message.result))  # the race file's text: what is played back and saved
+            if isinstance(message.result, RaceResult):
+                self.finished.emit(race_json(message.result))  # the race file's text: played back and saved
+            else:
+                self.failed.emit(f"the engine sent no race result ({type(message.result).__name__})")
         elif isinstance(message, m.JobFailed):
             self.running = False
             self.failed.emit(message.message)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtWidgets import (
@@ -25,6 +26,9 @@ from gui.meter.interval_plot import IntervalPlot
 from gui.meter.visible_text_plot import VisibleTextPlot
 from gui.plotting.plot_style import set_plot_title
 from gui.untrusted_text import plain_label
+
+if TYPE_CHECKING:
+    from gui.race.race_window import RaceWindow
 
 
 class ReplayDialog(QDialog):
@@ -206,7 +210,7 @@ class ReplayDialog(QDialog):
         super().closeEvent(event)
 
 
-def open_replay(window, path) -> ReplayDialog | None:
+def open_replay(window, path) -> ReplayDialog | RaceWindow | None:
     """Replay an exported JSON trace in its own REPLAY window; a file that is not one is refused, saying why."""
     from pathlib import Path
 
@@ -222,7 +226,7 @@ def open_replay(window, path) -> ReplayDialog | None:
     return _show_replay(window, data, Path(path).name)
 
 
-def replay_this_chat(window) -> ReplayDialog | None:
+def replay_this_chat(window) -> ReplayDialog | RaceWindow | None:
     """Replay the open chat's replies, as if its traces had been exported and opened."""
     from core.timing.export import traces_to_json
 
@@ -233,7 +237,7 @@ def replay_this_chat(window) -> ReplayDialog | None:
     return _show_replay(window, data.encode("utf-8"), "this chat")
 
 
-def _show_replay(window, data: bytes, name: str) -> ReplayDialog | None:
+def _show_replay(window, data: bytes, name: str) -> ReplayDialog | RaceWindow | None:
     from PySide6.QtCore import Qt
 
     from core.timing.replay import ReplayFileError, read_replay

@@ -214,8 +214,6 @@ class LocalReply(Reply):
             return None, None
         if not hasattr(decoder, "verify"):
             return None, SPECULATION_NEEDS_KERNELS
-        if not settings.greedy:
-            return None, "speculation is exact with greedy decoding (temperature 0) only: it was off for this reply"
         from core.generation.decode.drafting import Drafts
 
         return Drafts(settings.draft_tokens, decoder.verify, decoder.keep), None

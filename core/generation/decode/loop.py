@@ -77,9 +77,11 @@ def lean_decode(
     leaves the cache holding what every layer finished.
 
     on_token(token_id, drafted) gets each reply token as it is chosen; drafted is True for an accepted draft.
-    drafts: speculative decoding (greedy only, on a decoder that can verify): each step's drafts are checked in one
-    pass with the step's token, the longest run the model agrees with is kept, and the reply is token for token the
-    one without it (the kernels give a position the same bits in a pass of any size).
+    drafts: speculative decoding (on a decoder that can verify): each step's drafts are checked in one pass with the
+    step's token and the longest run the model agrees with is kept. Greedy, the reply is token for token the one
+    without it (the kernels give a position the same bits in a pass of any size); sampled, each draft is kept with
+    the model's probability of it and replaced otherwise (keep_or_resample), so the tokens' distribution is the
+    model's.
     """
     if input_ids.dim() != 2 or input_ids.shape[0] != 1:
         raise ValueError("the lean loop decodes one sequence (input_ids of shape [1, n])")
@@ -108,47 +110,76 @@ def lean_decode(
     length = prompt_length
     end = prompt_length + max_new_tokens
 
-    def choose(logits: torch.Tensor) -> torch.Tensor:
+    def scores_for(logits: torch.Tensor) -> torch.Tensor:
         # transformers declares torch.LongTensor, a legacy tensor type that no torch op is typed to return.
-        scores = processors(sequence[:, :length], logits.float())  # type: ignore[arg-type]
+        return processors(sequence[:, :length], logits.float())  # type: ignore[arg-type]
+
+    def choose(logits: torch.Tensor) -> torch.Tensor:
+        scores = scores_for(logits)
         if temperature is None:
             return scores.argmax(dim=-1)
         return torch.multinomial(scores.softmax(dim=-1), num_samples=1).squeeze(1)
 
-    def ends_here(token: torch.Tensor) -> bool:
-        return bool(torch.isin(token, eos).any()) or (stop_event is not None and stop_event.is_set())
+    def check(logits: torch.Tensor, guess: int) -> tuple[int, bool]:
+        """The model's token where a draft stands, and whether it is the draft."""
+        if temperature is None:
+            chosen = int(scores_for(logits).argmax(dim=-1))
+            return chosen, chosen == guess
+        return keep_or_resample(scores_for(logits).softmax(dim=-1)[0], guess)
 
-    drafter = drafts if temperature is None else None  # exact with greedy decoding only
-    while length < end:
-        next_token = choose(logits)
-        sequence[:, length] = next_token
+    def ends_here(token: int) -> bool:
+        return token in eos_ids or (stop_event is not None and stop_event.is_set())
+
+    def take(token: int, drafted: bool) -> None:
+        nonlocal length
+        sequence[0, length] = token
         length += 1
         if on_token is not None:
-            on_token(int(next_token), False)
-        if ends_here(next_token) or length == end:
-            break
-        guesses = drafter.propose(sequence[0, :length].numpy(), end - length) if drafter is not None else []
+            on_token(token, drafted)
+
+    eos_ids = set(eos.tolist())
+    pending = int(choose(logits))  # chosen and handed on; its keys and values are not in the cache yet
+    take(pending, False)
+    while not ends_here(pending) and length < end:
+        guesses = drafts.propose(sequence[0, :length].numpy(), end - length) if drafts is not None else []
         if not guesses:
-            logits = decoder.forward(next_token, length - 1)
-            prompt_cache.extend(next_token.tolist())
+            logits = decoder.forward(torch.tensor([pending]), length - 1)
+            prompt_cache.extend([pending])
+            pending = int(choose(logits))
+            take(pending, False)
             continue
-        # One pass checks the step's token and every draft: row i's logits choose the token after draft i - 1.
-        assert drafter is not None
-        checked = drafter.verify(torch.tensor([int(next_token), *guesses]), length - 1)
-        kept = 0
+        # One pass over the weights checks the pending token and every draft: row i's logits decide the token
+        # after draft i - 1. The first draft the model disagrees with is replaced by the model's own token.
+        assert drafts is not None
+        checked = drafts.verify(torch.tensor([pending, *guesses]), length - 1)
+        kept, own = 0, None
         for guess in guesses:
-            if int(choose(checked[kept : kept + 1])) != guess:
+            token, agreed = check(checked[kept : kept + 1], guess)
+            if not agreed:
+                own = token
                 break
-            sequence[0, length] = guess
-            length += 1
+            take(guess, True)
             kept += 1
-            if on_token is not None:
-                on_token(guess, True)
-            if ends_here(sequence[:, length - 1]):
+            if ends_here(guess):
                 break
-        drafter.checked(len(guesses), kept, length)
+        drafts.checked(len(guesses), kept, length)
         prompt_cache.extend(sequence[0, length - kept - 1 : length].tolist())
-        if kept and ends_here(sequence[:, length - 1]):
+        if (kept and ends_here(int(sequence[0, length - 1]))) or length == end:
             break
-        logits = checked[kept : kept + 1]
+        pending = own if own is not None else int(choose(checked[kept : kept + 1]))
+        take(pending, False)
     return sequence[:, :length]
+
+
+def keep_or_resample(probabilities: torch.Tensor, draft: int) -> tuple[int, bool]:
+    """Speculative sampling's rule (Leviathan et al., 2023) for a draft proposed with certainty, as prompt lookup's
+    are: keep it with probability p(draft), else sample from p with the draft taken out. Either way a token comes out
+    with probability p(token): p(draft) for the draft, (1 - p(draft)) * p(x) / (1 - p(draft)) for any other x."""
+    if float(torch.rand(())) < float(probabilities[draft]):
+        return draft, True
+    rest = probabilities.clone()
+    rest[draft] = 0.0
+    total = float(rest.sum())
+    if total <= 0.0:  # the model gives the draft all its mass: it cannot be anything else
+        return draft, True
+    return int(torch.multinomial(rest / total, num_samples=1)), False

@@ -1,4 +1,5 @@
-"""The window's menus and shortcuts: File (chats, traces and plots in and out) and Chat (stop, regenerate, ...)."""
+"""The window's menus and shortcuts: File (chats, traces and plots in and out), Chat (stop, regenerate, ...) and View
+(how the transcript shows a reply)."""
 
 from __future__ import annotations
 
@@ -56,3 +57,10 @@ def build_menus(window) -> None:
         window.addAction(action)
     chat_menu.addSeparator()
     chat_menu.addAction(window.saved_chats.dock.toggleViewAction())
+    view_menu = window.menuBar().addMenu("&View")
+    view_menu.setToolTipsVisible(True)
+    tint = window.transcript.tint_action
+    tint.setShortcut(QKeySequence("Ctrl+Shift+T"))
+    tint.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+    view_menu.addAction(tint)
+    window.addAction(tint)

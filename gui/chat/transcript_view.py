@@ -1,11 +1,15 @@
-"""The chat transcript: turns shown apart, replies appended in O(1) per token, then rendered as Markdown."""
+"""The chat transcript: turns shown apart, replies appended in O(1) per token, then rendered as Markdown; the words of
+accepted draft tokens (speculative decoding) tinted on request."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QMimeData, QUrl, Signal, Slot
-from PySide6.QtGui import QColor, QFont, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextOption
+from collections.abc import Sequence
+
+from PySide6.QtCore import QMimeData, Qt, QUrl, Signal, Slot
+from PySide6.QtGui import QAction, QBrush, QColor, QFont, QTextBlockFormat, QTextCharFormat, QTextCursor, QTextOption
 from PySide6.QtWidgets import QTextBrowser
 
+from gui.chat.draft_tint import tinted_runs
 from gui.chat.long_runs import break_long_runs, without_breaks
 from gui.chat.text_repaint import TextRepaint
 from gui.untrusted_text import NoResourceDocument, insert_untrusted_markdown
@@ -14,6 +18,8 @@ USER_BACKGROUND = QColor("#e8f0fe")
 ASSISTANT_BACKGROUND = QColor("#ffffff")
 NOTICE_COLOR = QColor("#8a5300")
 ERROR_COLOR = QColor("#b00020")
+# A pale shade of the interval plot's colour for accepted drafts (gui/meter/interval_plot.py's DRAFT_COLOR).
+DRAFT_TINT = QColor("#e9d7fc")
 # A longer message is shown cut to this many characters (the chat keeps all of it): laying out
 # and scrolling a very large document would stall the window.
 PREVIEW_CHARS = 20_000
@@ -49,6 +55,16 @@ class TranscriptView(QTextBrowser):
         self._reply_cursor: QTextCursor | None = None  # stays at the live reply's end as text is added
         self._plain = QTextCharFormat()
         self._last_reply_turn_start: int | None = None  # where the last reply's header begins
+        # The rendered words of accepted drafts, every reply's, as (start, end) positions: the transcript only ever
+        # changes at its end, so they stay put. (A QTextCursor's selection would grow with text added at its end.)
+        self._draft_runs: list[tuple[int, int]] = []
+        self.tint_action = QAction("Tint accepted draft tokens", self)
+        self.tint_action.setCheckable(True)
+        self.tint_action.setToolTip(
+            "Speculative decoding: give the words of accepted draft tokens a purple background. Each cost no decode "
+            "step of its own: the model checked it in one pass with the tokens before it."
+        )
+        self.tint_action.toggled.connect(self._show_tint)
 
     # -- building turns -------------------------------------------------------------------------
 
@@ -98,15 +114,25 @@ class TranscriptView(QTextBrowser):
         cut.setPosition(block.position() + last_line.textStart())
         cut.insertBlock(block.blockFormat(), self._plain)
 
-    def finish_assistant_turn(self, text: str, message_index: int | None, note: str | None = None) -> None:
-        """Replace the live plain text with the rendered Markdown reply, once."""
+    def finish_assistant_turn(
+        self,
+        text: str,
+        message_index: int | None,
+        note: str | None = None,
+        drafted: Sequence[tuple[int, int]] = (),
+    ) -> None:
+        """Replace the live plain text with the rendered Markdown reply, once. drafted: where the accepted draft
+        tokens lie in text, (start, end) pairs (gui/chat/draft_tint.py's drafted_spans)."""
         cursor = self._end_cursor()
         if self._reply_start is not None:
             cursor.setPosition(self._reply_start)
             cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
             cursor.removeSelectedText()
         if text:
+            start = cursor.position()
             insert_untrusted_markdown(cursor, break_long_runs(text))
+            if drafted:
+                self._keep_draft_runs(text, start, cursor.position(), drafted)
         self._reply_start = None
         self._reply_cursor = None
         if note:
@@ -120,13 +146,15 @@ class TranscriptView(QTextBrowser):
     def remove_last_reply(self) -> None:
         if self._last_reply_turn_start is None:
             return
+        turn_start = self._last_reply_turn_start
         cursor = self._end_cursor()
-        cursor.setPosition(self._last_reply_turn_start)
+        cursor.setPosition(turn_start)
         cursor.movePosition(QTextCursor.MoveOperation.End, QTextCursor.MoveMode.KeepAnchor)
         cursor.removeSelectedText()
         self._last_reply_turn_start = None
         self._reply_start = None
         self._reply_cursor = None
+        self._draft_runs = [run for run in self._draft_runs if run[0] < turn_start]
 
     def add_notice(self, text: str, is_error: bool = False) -> None:
         self._append_plain(text, ASSISTANT_BACKGROUND, ERROR_COLOR if is_error else NOTICE_COLOR, italic=not is_error)
@@ -134,9 +162,61 @@ class TranscriptView(QTextBrowser):
 
     def clear_transcript(self) -> None:
         self.clear()
+        self._draft_runs.clear()
         self._reply_start = None
         self._reply_cursor = None
         self._last_reply_turn_start = None
+
+    # -- accepted drafts ------------------------------------------------------------------------
+
+    @property
+    def tint_drafts(self) -> bool:
+        return self.tint_action.isChecked()
+
+    def tinted_text(self) -> list[str]:
+        """The document's runs of tinted characters, as a reader sees them: empty while the tint is off."""
+        runs: list[tuple[int, int]] = []
+        block = self.document().begin()
+        while block.isValid():
+            iterator = block.begin()
+            while not iterator.atEnd():
+                fragment = iterator.fragment()
+                background = fragment.charFormat().background()
+                if background.style() != Qt.BrushStyle.NoBrush and background.color() == DRAFT_TINT:
+                    if runs and runs[-1][1] == fragment.position():
+                        runs[-1] = (runs[-1][0], fragment.position() + fragment.length())
+                    else:
+                        runs.append((fragment.position(), fragment.position() + fragment.length()))
+                iterator += 1
+            block = block.next()
+        return [without_breaks(self._text_between(start, end)) for start, end in runs]
+
+    def _text_between(self, start: int, end: int) -> str:
+        cursor = QTextCursor(self.document())
+        cursor.setPosition(start)
+        cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+        return cursor.selectedText()
+
+    def _keep_draft_runs(self, text: str, start: int, end: int, drafted: Sequence[tuple[int, int]]) -> None:
+        rendered = self.document().toRawText()[start:end]
+        runs = [(start + run_start, start + run_end) for run_start, run_end in tinted_runs(text, rendered, drafted)]
+        self._draft_runs.extend(runs)
+        if self.tint_drafts:
+            self._tint(runs, True)
+
+    @Slot(bool)
+    def _show_tint(self, on: bool) -> None:
+        self._tint(self._draft_runs, on)
+
+    def _tint(self, runs: list[tuple[int, int]], on: bool) -> None:
+        tint = QTextCharFormat()
+        # No brush, rather than no background property: a merge cannot take a property away.
+        tint.setBackground(DRAFT_TINT if on else QBrush(Qt.BrushStyle.NoBrush))
+        cursor = QTextCursor(self.document())
+        for start, end in runs:
+            cursor.setPosition(start)
+            cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+            cursor.mergeCharFormat(tint)
 
     # -- helpers --------------------------------------------------------------------------------
 

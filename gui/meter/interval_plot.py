@@ -1,4 +1,5 @@
-"""Per-token intervals of the current reply: TTFT as its own marker, then every gap, with the running median."""
+"""Per-token intervals of the current reply: TTFT as its own marker, then every gap, with the running median; accepted
+draft tokens (speculative decoding) in a colour of their own."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ from gui.plotting.stepped_range import SteppedRange
 TTFT_COLOR = "#e8710a"
 INTERVAL_COLOR = "#1a73e8"
 MEDIAN_COLOR = "#0b6b2b"
+# Accepted drafts: the transcript tints the same tokens in a pale shade of it (gui/chat/draft_tint.py).
+DRAFT_COLOR = "#9334e6"
+DRAFT_LEGEND = "accepted draft"
 SYMBOL_LIMIT = 300
 # Gaps are drawn on a log axis; a gap of 0 (two tokens from one put()) is shown at this floor.
 FLOOR_MS = 1e-3
@@ -47,6 +51,10 @@ class IntervalPlot(pg.PlotWidget):
             + ") Every later point is an ITL: "
             + DEFINITIONS["itl_s"]
             + " The green line is the running median, i.e. the TPOT so far. "
+            "With speculative decoding, each purple x is an accepted draft token, which cost no decode step of its "
+            "own: the model checked a step's drafts in one pass, and the drafts it kept come out together. The pass's "
+            "time shows on the first token it gave (a burst's first draft, high), the rest of the burst, and the "
+            "model's own token that ends it, microseconds later (at the bottom). "
             "From a server, each point is a gap between chunks, not tokens: " + DEFINITIONS["chunks"],
         )
         # Each item is created once; refresh() only hands them new arrays. The layer paints them in this order.
@@ -56,11 +64,22 @@ class IntervalPlot(pg.PlotWidget):
         # A cross per gap: the cheapest marker Qt draws (a scatter item runs Python on every repaint).
         self.marker_item = LiveCurve(self.live_layer, INTERVAL_COLOR, markers=True)
         self.median_item = LiveCurve(self.live_layer, MEDIAN_COLOR, "running median TPOT")
+        # Painted last: a burst's crosses over the line that drops to them.
+        # An 'x', larger: told apart from the blue '+' by its shape too.
+        self.draft_item = LiveCurve(self.live_layer, DRAFT_COLOR, markers=True, shape="x", marker_pixels=7)
+        # In the legend only while the plot holds a draft: a reply without speculation keeps its one-row legend.
+        self._draft_sample = pg.PlotDataItem(
+            [0], [0], pen=None, symbol="x", symbolSize=9, symbolPen=DRAFT_COLOR, symbolBrush=DRAFT_COLOR
+        )
+        self._draft_in_legend = False
         self._ttft_ms: float | None = None
         self._x = GrowableBuffer()
         # log10 of each gap and median, kept as they arrive: the curves are drawn on the log axis.
         self._log_y = GrowableBuffer()
         self._log_median = GrowableBuffer()
+        # The same gaps split by who made the token: the model's own step (blue crosses) or an accepted draft.
+        self._own_x, self._own_log_y = GrowableBuffer(), GrowableBuffer()
+        self._draft_x, self._draft_log_y = GrowableBuffer(), GrowableBuffer()
         self._drawn_points = -1
         self._drawn_ttft_ms: float | None = None
         # Autoranging would re-lay out and re-render the axes on every token: x grows in doubling
@@ -75,13 +94,23 @@ class IntervalPlot(pg.PlotWidget):
         # A reply starts on the axis the last one ended on (fitted to it by settle()): replies of a similar
         # length then stream without one re-layout of the axes, each of which cost a few ms of the window's CPU.
         self._ttft_ms = None
-        for buffer in (self._x, self._log_y, self._log_median):
+        buffers = (
+            self._x,
+            self._log_y,
+            self._log_median,
+            self._own_x,
+            self._own_log_y,
+            self._draft_x,
+            self._draft_log_y,
+        )
+        for buffer in buffers:
             buffer.clear()
         self._drawn_points = -1
         self._drawn_ttft_ms = None
         self.ttft_item.setData([], [])
-        for curve in (self.interval_item, self.marker_item, self.median_item):
+        for curve in (self.interval_item, self.marker_item, self.median_item, self.draft_item):
             curve.clear()
+        self._show_draft_legend(False)
         self._lowest_ms = self._highest_ms = None
         self._show_decades()
 
@@ -95,11 +124,16 @@ class IntervalPlot(pg.PlotWidget):
         # Not below the empty plot's 10 ms floor: a first frame a few ms in would widen the axis for nothing.
         self._extend_y(max(elapsed_ms, 10.0))
 
-    def add_interval(self, index: int, interval_ms: float, running_median_ms: float) -> None:
+    def add_interval(self, index: int, interval_ms: float, running_median_ms: float, drafted: bool = False) -> None:
+        """drafted: the token was an accepted draft (it cost no decode step of its own)."""
         self._extend_y(interval_ms)
+        log_y = math.log10(max(interval_ms, FLOOR_MS))
         self._x.append(index)
-        self._log_y.append(math.log10(max(interval_ms, FLOOR_MS)))
+        self._log_y.append(log_y)
         self._log_median.append(math.log10(max(running_median_ms, FLOOR_MS)))
+        x, y = (self._draft_x, self._draft_log_y) if drafted else (self._own_x, self._own_log_y)
+        x.append(index)
+        y.append(log_y)
 
     def refresh(self) -> None:
         """Hand new points to the items; a frame with no new token costs nothing."""
@@ -109,13 +143,19 @@ class IntervalPlot(pg.PlotWidget):
         self._drawn_points = points
         if self._ttft_ms != self._drawn_ttft_ms:
             self._drawn_ttft_ms = self._ttft_ms
-            self.ttft_item.setData([0], [math.log10(max(self._ttft_ms, FLOOR_MS))])
+            if self._ttft_ms is None:
+                self.ttft_item.setData([], [])
+            else:
+                self.ttft_item.setData([0], [math.log10(max(self._ttft_ms, FLOOR_MS))])
         x = self._x.view()
         self._x_range.set_if_grown(len(x) + 1)
         self._show_decades()
         self.interval_item.set_points(x, self._log_y.view())
         self.median_item.set_points(x, self._log_median.view())
         self._show_markers()
+        if len(self._draft_x):
+            self._show_draft_legend(True)
+        self.draft_item.set_points(self._draft_x.view(), self._draft_log_y.view())
 
     def settle(self) -> None:
         """Draw every point, once the reply has ended, on axes fitted to them."""
@@ -124,15 +164,33 @@ class IntervalPlot(pg.PlotWidget):
         self._show_decades(fit=True)
 
     def marker_count(self) -> int:
+        """The blue crosses: gaps before tokens the model made in a step of its own."""
         return len(self.marker_item.getData()[0])
+
+    def drafted_count(self) -> int:
+        """The purple crosses: accepted draft tokens."""
+        return len(self.draft_item.getData()[0])
 
     def _show_markers(self) -> None:
         if len(self._x) > SYMBOL_LIMIT:
-            # Past this many points the markers merge into the line; the line alone reads better.
+            # Past this many points the markers merge into the line; the line alone reads better. The drafts' crosses
+            # stay: they lie apart, at the bottom, and they are what a speculating reply is looked at for.
             if self.marker_count():
                 self.marker_item.clear()
             return
-        self.marker_item.set_points(self._x.view(), self._log_y.view())
+        self.marker_item.set_points(self._own_x.view(), self._own_log_y.view())
+
+    def _show_draft_legend(self, shown: bool) -> None:
+        """Once a reply: the legend's entry for accepted drafts joins with the first, and leaves with the reply."""
+        if shown == self._draft_in_legend:
+            return
+        self._draft_in_legend = shown
+        legend = self.getPlotItem().legend
+        if shown:
+            legend.addItem(self._draft_sample, DRAFT_LEGEND)
+            legend.fit_columns(self.getViewBox().width())
+        else:
+            legend.removeItem(self._draft_sample)
 
     def _extend_y(self, value_ms: float) -> None:
         value_ms = max(value_ms, FLOOR_MS)
@@ -142,7 +200,7 @@ class IntervalPlot(pg.PlotWidget):
     def _show_decades(self, fit: bool = False) -> None:
         """Set the y range to the whole decades around the data (10 ms to 1 s before any). While a reply streams the
         range only widens (it starts as the last reply's); fit=True narrows it to this reply's data."""
-        if self._lowest_ms is None:
+        if self._lowest_ms is None or self._highest_ms is None:
             decades = self._y_decades or (1, 3)
         else:
             decades = (math.floor(math.log10(self._lowest_ms)), math.ceil(math.log10(self._highest_ms)))

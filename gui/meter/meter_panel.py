@@ -1,4 +1,5 @@
-"""The meter: stat cards and the chat's budget line above its views (this reply, where its time went, this chat)."""
+"""The meter: stat cards (and a reply's speculation's) and the chat's budget line above its views (this reply, where its
+time went, this chat)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from gui.meter.history_plot import HistoryPlot
 from gui.meter.interval_plot import IntervalPlot
 from gui.meter.meter_views import LEAST_DATA_PX, MeterViews, stacked
 from gui.meter.server_view import ServerView
+from gui.meter.speculation_cards import SpeculationCards
 from gui.meter.stat_cards import StatCards
 from gui.meter.visible_text_plot import VisibleTextPlot
 from gui.meter.waterfall_plot import WaterfallPlot
@@ -38,6 +40,7 @@ class MeterPanel(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.cards = StatCards()
+        self.speculation_cards = SpeculationCards()
         self.interval_plot = IntervalPlot()
         self.visible_plot = VisibleTextPlot()
         self.history_plot = HistoryPlot()
@@ -57,6 +60,7 @@ class MeterPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.cards)
+        layout.addWidget(self.speculation_cards)
         layout.addWidget(self.budget_line)
         layout.addWidget(self.views, stretch=1)
         self._median = RunningMedian()
@@ -77,6 +81,7 @@ class MeterPanel(QWidget):
         self.interval_plot.reset()
         self.visible_plot.reset()
         self.cards.clear()
+        self.speculation_cards.clear()
 
     def record_token(self, event: TokenEvent) -> None:
         if event.chunk is not None:
@@ -89,7 +94,7 @@ class MeterPanel(QWidget):
             self.interval_plot.add_ttft((event.timestamp_ns - self._request_start_ns) / 1e6)
         else:
             interval_ms = (event.timestamp_ns - previous) / 1e6
-            self.interval_plot.add_interval(event.index, interval_ms, self._median.add(interval_ms))
+            self.interval_plot.add_interval(event.index, interval_ms, self._median.add(interval_ms), event.drafted)
 
     def show_prefill_elapsed(self, elapsed_ms: float) -> None:
         """Before the first token: token 0's square grows with the time spent so far (the TTFT to be)."""
@@ -128,6 +133,7 @@ class MeterPanel(QWidget):
         self.cards.show_cpu(trace.window_cpu_share, trace.cpu_share, contention_note(trace.cpu_share))
         self.add_history(trace, streaming)
         self.cards.show_placement(reply_placement(trace, self._arithmetic, self._ceilings))
+        self.speculation_cards.show_report(trace.speculation, trace.output_tokens)
         self.waterfall.show_trace(trace)
         self.server_view.show_trace(trace)
         # The live plots' axes grow in steps while a reply streams; the finished reply is shown on axes fitted to it.
@@ -169,6 +175,7 @@ class MeterPanel(QWidget):
 
     def reset_chat(self) -> None:
         self._judged.clear()
+        self.speculation_cards.show_report(None, 0)
         self._show_tally()
         self.history_plot.clear_history()
         self.cache_map.clear()

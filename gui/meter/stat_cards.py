@@ -66,11 +66,18 @@ class StatCard(QFrame):
         # Tight: three rows of cards sit above the plots, which need the height more (issue 41).
         layout.setContentsMargins(6, 2, 6, 2)
         layout.setSpacing(0)
-        self._title = QLabel(spec.title)
-        self._title.setStyleSheet("color: #555; font-size: 10px;")
+        self._title = QLabel()
+        self.set_title(spec.title)
         self._value = CardValue("0,000 tokens, 0,000 cached" if spec.unit == "prompt" else "0000.0 tok/s")
         layout.addWidget(self._title)
         layout.addWidget(self._value)
+
+    def set_title(self, title: str, color: str = "#555") -> None:
+        self._title.setText(title)
+        self._title.setStyleSheet(f"color: {color}; font-size: 10px;")
+
+    def title(self) -> str:
+        return self._title.text()
 
     def set_value(self, value: float | None) -> None:
         self.value = value
@@ -133,7 +140,7 @@ def format_value(value: float | None, unit: str) -> str:
         return f"{value:.1f}"
     if unit == "%":
         return f"{value * 100:.0f}%"
-    if unit == "cores":
+    if unit in ("cores", "per pass"):
         return f"{value:.2f}"
     return f"{int(value)}"
 

@@ -10,13 +10,14 @@ from PySide6.QtGui import QPainter, QPainterPath, QPen
 from gui.plotting.live_layer import LiveLayer
 
 CROSS_PIXELS = 5
+SEGMENT_ENDS = {"+": ((-1, 0), (1, 0), (0, -1), (0, 1)), "x": ((-1, -1), (1, 1), (-1, 1), (1, -1))}
 # Past this many new points a path is built by pyqtgraph's vectorised arrayToQPath; for the few a frame
 # adds, point by point is about ten times cheaper.
 SMALL_PATH = 64
 
 
 class LiveCurve:
-    """A polyline (or, with markers=True, a small '+' per point) in a plot's data coordinates.
+    """A polyline (or, with markers=True, a small '+' or 'x' per point) in a plot's data coordinates.
 
     set_points() is handed the whole curve each frame; when it extends the last one, only the new points
     are added to the path and only the strip they lie in is repainted. Anything else (a new reply, a
@@ -30,6 +31,8 @@ class LiveCurve:
         legend_name: str | None = None,
         style: Qt.PenStyle = Qt.PenStyle.SolidLine,
         markers: bool = False,
+        shape: str = "+",
+        marker_pixels: int = CROSS_PIXELS,
     ):
         pen = QPen(pg.mkColor(color))
         # Width 0 is Qt's one-pixel cosmetic line, its fastest; wider lines go through the stroker.
@@ -39,6 +42,7 @@ class LiveCurve:
         self._pen = pen
         self._layer = layer
         self._markers = markers
+        self._shape, self._marker_pixels = shape, marker_pixels
         self._x = self._y = np.empty(0)
         self._drawn = 0  # points in the path
         self._ends: tuple = ()  # the first and last of them, (x0, y0, x, y)
@@ -121,7 +125,7 @@ class LiveCurve:
         self._drawn += len(x)
         self._ends = (self._x[0], self._y[0], x[-1], y[-1])
         if self._markers:
-            self._path.addPath(_crosses_path(x, y, self._layer.pixel_size()))
+            self._path.addPath(_crosses_path(x, y, self._layer.pixel_size(), self._shape, self._marker_pixels))
         elif len(x) > SMALL_PATH:
             # connectPath joins the new stretch to the last drawn point with a line, as lineTo does.
             stretch = pg.arrayToQPath(x, y, connect="all")
@@ -137,19 +141,22 @@ class LiveCurve:
                 self._path.lineTo(*point)
 
 
-def _crosses_path(x: np.ndarray, y: np.ndarray, pixel: tuple[float, float]) -> QPainterPath:
-    """A small '+' per point, CROSS_PIXELS across, as two one-pixel segments: the cheapest marker Qt can draw
+def _crosses_path(
+    x: np.ndarray, y: np.ndarray, pixel: tuple[float, float], shape: str = "+", size: int = CROSS_PIXELS
+) -> QPainterPath:
+    """A small '+' (or 'x') per point, size pixels across, as two one-pixel segments: the cheapest marker Qt can draw
     (a round dot needs a wide pen, which goes through the stroker)."""
-    half_x, half_y = pixel[0] * CROSS_PIXELS / 2, pixel[1] * CROSS_PIXELS / 2
+    half_x, half_y = pixel[0] * size / 2, pixel[1] * size / 2
+    # The two segments' ends, as multiples of the half sizes: across and up for '+', the diagonals for 'x'.
+    ends = SEGMENT_ENDS[shape]
     if len(x) <= SMALL_PATH:
         path = QPainterPath()
         for point_x, point_y in zip(np.asarray(x, dtype=float).tolist(), np.asarray(y, dtype=float).tolist()):
-            path.moveTo(point_x - half_x, point_y)
-            path.lineTo(point_x + half_x, point_y)
-            path.moveTo(point_x, point_y - half_y)
-            path.lineTo(point_x, point_y + half_y)
+            for (from_x, from_y), (to_x, to_y) in (ends[:2], ends[2:]):
+                path.moveTo(point_x + from_x * half_x, point_y + from_y * half_y)
+                path.lineTo(point_x + to_x * half_x, point_y + to_y * half_y)
         return path
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    xs = np.stack([x - half_x, x + half_x, x, x], axis=1).reshape(-1)
-    ys = np.stack([y, y, y - half_y, y + half_y], axis=1).reshape(-1)
+    xs = np.stack([x + end_x * half_x for end_x, _ in ends], axis=1).reshape(-1)
+    ys = np.stack([y + end_y * half_y for _, end_y in ends], axis=1).reshape(-1)
     return pg.arrayToQPath(xs, ys, connect="pairs")

@@ -8,7 +8,6 @@ import threading
 import numpy as np
 import pytest
 import torch
-from test_lean_families import FAMILY_CONFIGS, tiny_model
 from tiny_gguf import FAMILY_EXTRAS, write_tiny_family
 
 from core.generation.decode import prompt_cache as pc
@@ -18,6 +17,7 @@ from core.generation.decode.loop import lean_decode
 from core.generation.decode.prompt_cache import CacheRequest, PromptCache
 from core.generation.stopping import PassInterrupted
 from core.model.loader import load_model
+from tests.generation.test_lean_families import FAMILY_CONFIGS, tiny_model
 
 NEW_TOKENS = 12
 SYSTEM = list(range(30, 42))  # a "system prompt" the chats share

@@ -8,7 +8,7 @@ from core.generation.local_reply import LocalReply
 from core.settings import GenerationSettings
 from core.timing.events import ComputeStarted, FinishedEvent, PrefillProgress, TokenEvent
 from core.timing.trace_codec import TraceFileError, trace_from_dict, trace_to_dict
-from tests.test_generation import prompt_ids, run
+from tests.generation.test_generation import prompt_ids, run
 
 
 def first_stamp(module, stamps):

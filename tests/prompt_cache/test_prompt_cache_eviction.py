@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_prompt_cache_chat import Chat, same_as_fresh
+from tests.prompt_cache.test_prompt_cache_chat import Chat, same_as_fresh
 
 pytestmark = pytest.mark.model
 

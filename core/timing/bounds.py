@@ -15,5 +15,5 @@ Int64 = Annotated[int, Meta(ge=-INT64, le=INT64)]
 Seconds = Annotated[float, Meta(ge=0.0, le=DAY_S)]  # a duration a reply measured: from 0 to a day
 Fraction = Annotated[float, Meta(ge=0.0, le=1.0)]
 TokenIds = Annotated[list[Int64], Meta(max_length=MAX_TOKENS_PER_REPLY)]
-# StopReason's values, as a trace keeps them (tests/test_trace_codec.py holds the two to each other).
+# StopReason's values, as a trace keeps them (tests/timing/test_trace_codec.py holds the two to each other).
 StopReasonValue = Literal["eos", "max_tokens", "stopped", "error"]

@@ -10,7 +10,7 @@ import pytest
 
 pytestmark = pytest.mark.subprocess  # each test runs latencylab (or Python) in a child process
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.model

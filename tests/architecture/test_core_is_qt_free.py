@@ -8,7 +8,7 @@ import pytest
 
 pytestmark = pytest.mark.subprocess  # import-linter and a clean interpreter; `make check` runs lint-imports itself
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def core_modules() -> list[str]:

@@ -111,8 +111,15 @@ def add_common_options(parser: argparse.ArgumentParser, suppress_defaults: bool 
         dest="speculation",
         default=default(None),
         choices=SPECULATION.choices,
-        help="speculative decoding: ngram drafts from the prompt and the reply so far (prompt lookup) and the model "
-        "checks the drafts in one pass; greedy, on the C kernels; the reply is the same (default: off)",
+        help="speculative decoding: ngram drafts from the prompt and the reply so far (prompt lookup), draft from "
+        "--draft-model; the model checks a step's drafts in one pass, on the C kernels; a greedy reply is the same "
+        "(default: off)",
+    )
+    parser.add_argument(
+        "--draft-model",
+        default=default(None),
+        metavar="FILE.gguf",
+        help="a smaller GGUF of the same vocabulary that drafts for the model (implies --speculate draft)",
     )
     parser.add_argument(
         "--draft-tokens",
@@ -137,6 +144,7 @@ SETTING_FLAGS = (
     "prompt_cache",
     "speculation",
     "draft_tokens",
+    "draft_model",
 )
 LOAD_FLAGS = {"dtype": DTYPE.default, "device": DEVICE.default}
 
@@ -197,6 +205,8 @@ def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     given = given_flags(args)
+    if given.get("draft_model") and "speculation" not in given:
+        args.speculation = given["speculation"] = "draft"  # a draft model given is speculation asked for
     try:
         settings = GenerationSettings(**{name: given[name] for name in SETTING_FLAGS if name in given})
     except InvalidSettingsError as error:

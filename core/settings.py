@@ -97,9 +97,9 @@ DEVICE = ChoiceLimit("device", ("cpu", "cuda"), "cpu")
 # "generate" is transformers'.
 LEAN_LOOP, GENERATE_LOOP = "lean", "generate"
 DECODE_LOOP = ChoiceLimit("decode loop", (LEAN_LOOP, GENERATE_LOOP), LEAN_LOOP)
-# Speculative decoding: "ngram" drafts from the prompt and the reply so far (prompt lookup), the model checks the
-# drafts in one pass; at most DRAFT_TOKENS.default drafts a step.
-SPECULATION = ChoiceLimit("speculation", ("off", "ngram"), "off")
+# Speculative decoding: "ngram" drafts from the prompt and the reply so far (prompt lookup), "draft" with a smaller
+# model of the same vocabulary (draft_model, a GGUF file); the model checks a step's drafts in one pass.
+SPECULATION = ChoiceLimit("speculation", ("off", "ngram", "draft"), "off")
 DRAFT_TOKENS = NumberLimit("draft tokens", 1, 16, 4, whole=True)
 
 # Latency budgets (SLOs) for an interactive chat, as load testers set them (vLLM's --goodput, AIPerf, GuideLLM) but
@@ -149,6 +149,7 @@ class GenerationSettings:
     prompt_cache: bool = True
     speculation: str = SPECULATION.default  # "off", or how drafts are made ("ngram": prompt lookup)
     draft_tokens: int = int(DRAFT_TOKENS.default)  # at most this many drafts checked in one pass
+    draft_model: str | None = None  # with speculation "draft": the smaller GGUF that drafts
 
     def __post_init__(self) -> None:
         validate_generation_settings(self)
@@ -174,6 +175,10 @@ def validate_generation_settings(settings: GenerationSettings) -> None:
     DECODE_LOOP.check(settings.decode_loop)
     SPECULATION.check(settings.speculation)
     DRAFT_TOKENS.check(settings.draft_tokens)
+    if settings.draft_model is not None and not isinstance(settings.draft_model, str):
+        raise InvalidSettingsError(f"the draft model must be a file name; got {settings.draft_model!r}.")
+    if settings.speculation == "draft" and not settings.draft_model:
+        raise InvalidSettingsError("speculation with a draft model needs one: give its GGUF file (--draft-model).")
     if not isinstance(settings.prompt_cache, bool):
         raise InvalidSettingsError(f"prompt cache must be on or off (true or false); got {settings.prompt_cache!r}.")
 

@@ -135,3 +135,46 @@ def test_ask_json_keeps_the_counts_and_the_drafted_tokens(run_cli):
     speculation = report["trace"]["speculation"]
     assert speculation["method"] == "ngram" and speculation["accepted"] > 0
     assert len(report["trace"]["drafted_indices"]) == speculation["accepted"]
+
+
+# -- a draft model ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.model
+def test_the_model_drafting_for_itself_has_every_draft_accepted(native_model):
+    from core.model.source import embedded_gguf_path
+
+    itself = replace(GREEDY, speculation="draft", draft_model=str(embedded_gguf_path()), draft_tokens=4)
+    plain, _ = answer(native_model, GREEDY, (Message("user", "Write one sentence about the sea."),))
+    drafted, _ = answer(native_model, itself, (Message("user", "Write one sentence about the sea."),))
+    report = drafted.speculation
+    assert drafted.token_ids == plain.token_ids and report.method == "draft model" and report.note is None
+    assert report.passes > 0 and report.accepted == report.drafted  # its own greedy tokens, every one
+
+
+@pytest.mark.model
+def test_a_smaller_random_model_of_the_same_vocabulary_drafts_and_the_reply_is_unchanged(native_model, tmp_path):
+    from tiny_gguf import write_tiny_llama
+
+    tiny = write_tiny_llama(tmp_path / "tiny-drafter.gguf")  # the embedded tokenizer, random weights
+    settings = replace(GREEDY, speculation="draft", draft_model=str(tiny), draft_tokens=3)
+    plain, _ = answer(native_model, GREEDY)
+    drafted, _ = answer(native_model, settings)
+    report = drafted.speculation
+    assert drafted.token_ids == plain.token_ids and report.passes > 0
+    assert 0 <= report.accepted < report.drafted  # a random drafter is mostly wrong, and that costs no token
+
+
+@pytest.mark.model
+@pytest.mark.subprocess
+def test_a_draft_model_with_another_vocabulary_is_refused_in_one_line_before_any_work(run_cli, tmp_path):
+    from tiny_gguf import write_tiny_llama
+
+    other = write_tiny_llama(tmp_path / "other-vocab.gguf", renamed_token=(7, "<stars>"))  # was <gh_stars>
+    done = run_cli("ask", "hi", "--draft-model", str(other), "--max-new-tokens", "4")
+    errors = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("[")]
+    assert done.returncode == 1 and len(errors) == 1 and "another vocabulary" in errors[0], done.stderr
+    assert done.stdout == ""  # no reply began
+    missing = run_cli("ask", "hi", "--draft-model", str(tmp_path / "none.gguf"), "--max-new-tokens", "4")
+    assert missing.returncode == 1 and "draft model could not be loaded" in missing.stderr
+    assert "Traceback" not in done.stderr + missing.stderr

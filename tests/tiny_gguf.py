@@ -73,6 +73,7 @@ def write_tiny_llama(
     shapes: dict[str, tuple[int, ...]] | None = None,
     last: tuple[str, ...] = (),
     chat_template: str | None = None,
+    renamed_token: tuple[int, str] | None = None,
 ) -> Path:
     """A 2-layer random Llama; types maps a tensor role (attn_q, ffn_down, token_embd, ...) to a quant type.
 
@@ -109,6 +110,8 @@ def write_tiny_llama(
             value = tokenizer_model
         if key == "tokenizer.chat_template" and chat_template is not None:
             value = chat_template
+        if key == "tokenizer.ggml.tokens" and renamed_token is not None:  # another vocabulary, of the same size
+            value = [renamed_token[1] if index == renamed_token[0] else token for index, token in enumerate(value)]
         writer.add_key_value(key, value, kind, item_kind)
     vocab = len(_tokenizer_fields()["tokenizer.ggml.tokens"][0])
     tensor_shapes = {

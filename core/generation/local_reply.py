@@ -214,6 +214,11 @@ class LocalReply(Reply):
             return None, None
         if not hasattr(decoder, "verify"):
             return None, SPECULATION_NEEDS_KERNELS
+        if settings.speculation == "draft" and settings.draft_model:
+            from core.generation.decode.draft_model import ModelDrafts, draft_model_for
+
+            draft = draft_model_for(self.loaded, settings.draft_model)
+            return ModelDrafts(settings.draft_tokens, decoder.verify, decoder.keep, draft), None
         from core.generation.decode.drafting import Drafts
 
         return Drafts(settings.draft_tokens, decoder.verify, decoder.keep), None

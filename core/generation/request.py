@@ -37,6 +37,10 @@ def prepare_reply(
     Tokenising a long chat takes a while (a 1 MB paste about a second), so callers run this off the GUI thread.
     """
     check_reply_budget(request.settings.max_new_tokens, loaded.context_window)
+    if request.settings.speculation == "draft" and request.settings.draft_model:
+        from core.generation.decode.draft_model import draft_model_for
+
+        draft_model_for(loaded, request.settings.draft_model)  # a file that cannot draft is refused before any work
     session = ChatSession(request.system_prompt, [Message(m.role, m.content) for m in request.messages])
     with stop_renders_on(request.stop):  # a Stop during a slow template ends the render at once
         prompt = session.build_prompt(loaded.tokenizer, loaded.context_window, request.settings.max_new_tokens)

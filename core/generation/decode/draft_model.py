@@ -1,0 +1,91 @@
+"""Drafts from a smaller model with the same vocabulary: it writes k tokens greedily, the target checks them in one pass.
+
+The draft model runs on the same C kernels and the same compute thread as the target. Its keys and values follow
+the sequence: each step feeds it what it has not seen (the prompt at first, then the tokens the target kept), and
+the drafts it wrote past that are written over next time, as the target's rejected drafts are.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from core.errors import LatencyLabError
+from core.generation.decode.drafting import Drafts
+
+if TYPE_CHECKING:
+    from core.model.loader import LoadedModel
+
+_loaded: dict[str, LoadedModel] = {}  # draft models by file, loaded once a process, as the chat's model is
+_lock = threading.Lock()
+
+
+class DraftModelError(LatencyLabError):
+    """The draft model cannot draft for this model: not loadable, not on the kernels, or another vocabulary."""
+
+
+def draft_model_for(target: LoadedModel, path: str) -> LoadedModel:
+    """The draft model at path, loaded once, checked against the target; DraftModelError in one line when it cannot
+    draft for it (checked before any work of the reply)."""
+    from core.model.kernel_causal_lm import is_kernel_model
+    from core.model.loader import load_model
+
+    with _lock:
+        draft = _loaded.get(path)
+        if draft is None:
+            try:
+                draft = load_model(path)  # native precision: the kernels, whose verify and drafts agree bit for bit
+            except LatencyLabError as error:
+                raise DraftModelError(f"the draft model could not be loaded: {error}") from None
+            _loaded[path] = draft
+    if not is_kernel_model(draft.model):
+        raise DraftModelError(f"the draft model {draft.name} does not run on the C kernels, so it cannot draft here.")
+    if draft.tokenizer.get_vocab() != target.tokenizer.get_vocab():
+        raise DraftModelError(
+            f"the draft model {draft.name} has another vocabulary than {target.name}: its drafts would be other "
+            f"tokens. Choose a smaller model of the same family."
+        )
+    return draft
+
+
+class ModelDrafts(Drafts):
+    """Drafts written greedily by a draft model (its most likely token each time: a draft proposed with certainty,
+    as the loop's keep_or_resample rule for sampling asks)."""
+
+    method = "draft model"
+
+    def __init__(self, most: int, verify, keep, draft: LoadedModel):
+        from core.generation.decode.choice import lean_decoder
+
+        super().__init__(most, verify, keep)
+        self.decoder = lean_decoder(draft.model)
+        self.decoder.prompt_cache.set_aside()  # the draft model's cache holds this reply's sequence only
+        self.seen = 0  # the sequence's first positions the draft model holds keys and values for
+        self._fed = 0  # of the last step's drafts, how many went through the draft model (all but the last)
+
+    def propose(self, tokens: np.ndarray, room: int) -> list[int]:
+        count = min(self.most, room)
+        if count <= 0:
+            return []
+        if self.seen == 0:
+            self.decoder.start_sequence(tokens.size + room + 1)
+        logits = self.decoder.forward(torch.from_numpy(tokens[self.seen :].astype(np.int64)), self.seen)
+        self.seen = tokens.size
+        drafts: list[int] = []
+        while True:
+            drafts.append(int(logits.argmax(dim=-1)))
+            if len(drafts) == count:
+                break
+            logits = self.decoder.forward(torch.tensor([drafts[-1]]), self.seen + len(drafts) - 1)
+        self._fed = len(drafts) - 1
+        return drafts
+
+    def checked(self, drafted: int, accepted: int, positions: int) -> None:
+        super().checked(drafted, accepted, positions)
+        # The kept drafts it fed itself are in its cache as the sequence has them; the rest (a rejected draft's
+        # place, the target's own next token) is fed at the next step, over whatever is there.
+        self.seen += min(accepted, self._fed)
+        self.decoder.keep(self.seen)

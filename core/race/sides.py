@@ -30,7 +30,7 @@ from core.settings import (
 
 SWITCHES = ("streaming", "prompt_cache")
 SERVER_KEYS = ("served_model", "protocol", "server_timeout")
-LOCAL_KEYS = ("dtype", "device", "decode_loop", "speculation", "draft_tokens")
+LOCAL_KEYS = ("dtype", "device", "decode_loop", "speculation", "draft_tokens", "draft_model")
 NUMBERS: dict[str, NumberLimit[Any]] = {
     "max_new_tokens": MAX_NEW_TOKENS,
     "temperature": TEMPERATURE,
@@ -51,6 +51,7 @@ KEYS = (
     "decode_loop",
     "speculation",
     "draft_tokens",
+    "draft_model",
     *SERVER_KEYS,
 )
 ON, OFF = "on", "off"
@@ -121,7 +122,7 @@ class RaceSide:
             "decode_loop": f"{settings.decode_loop} loop",
             "speculation": "no speculation"
             if settings.speculation == "off"
-            else f"speculation ({settings.speculation}, {settings.draft_tokens} drafts)",
+            else f"speculation ({_drafter_words(settings)}, {settings.draft_tokens} drafts)",
         }
         if not self.remote:
             words["dtype"] = self.dtype
@@ -171,6 +172,9 @@ def side_from_values(name: str, values: Mapping[str, object], base: RaceSide) ->
             sampling[key] = _choice(name, DECODE_LOOP, value)
         elif key == "speculation":
             sampling[key] = _choice(name, SPECULATION, value)
+        elif key == "draft_model":
+            sampling[key] = str(value).strip()
+            sampling.setdefault("speculation", "draft")
         elif key in ("served_model", "protocol"):
             pass  # folded into the model's spec below, once the model is known
         else:
@@ -318,3 +322,11 @@ def side_summary(side: RaceSide) -> str:
     words = side.setting_words()
     keys = ("model", "dtype", "streaming", "prompt_cache", "max_new_tokens", "temperature")
     return ", ".join(words[key] for key in keys if key in words)
+
+
+def _drafter_words(settings: GenerationSettings) -> str:
+    if settings.speculation == "draft" and settings.draft_model:
+        from pathlib import PurePath
+
+        return f"draft model {PurePath(settings.draft_model).name}"
+    return settings.speculation

@@ -201,6 +201,9 @@ def test_speculation_on_against_off_is_what_sets_the_sides_apart():
     a, b = parse_side("A", ["speculation=ngram", "draft_tokens=8"]), parse_side("B", ["speculation=off"])
     assert a.settings.speculation == "ngram" and a.settings.draft_tokens == 8 and b.settings.speculation == "off"
     assert labels(a, b) == ("speculation (ngram, 8 drafts)", "no speculation")
+    drafted = parse_side("A", ["draft_model=/models/small.gguf"])  # a draft model given is speculation asked for
+    assert drafted.settings.speculation == "draft" and drafted.settings.draft_model == "/models/small.gguf"
+    assert labels(drafted, b)[0] == "speculation (draft model small.gguf, 4 drafts)"
 
 
 def test_a_live_race_of_a_local_model_against_a_server_is_allowed():

@@ -18,7 +18,7 @@ import _common
 import psutil
 from _window_driver import WindowDriver
 
-DRIVER = Path(__file__).resolve().parents[1] / "tests" / "reliability" / "app_driver.py"
+DRIVER = Path(__file__).resolve().parents[1] / "tests" / "support" / "app_driver.py"
 
 
 def kill_engine_mid_reply(dtype: str) -> tuple[float, float]:

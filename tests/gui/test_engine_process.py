@@ -16,7 +16,7 @@ from core.settings import GenerationSettings
 
 pytestmark = [pytest.mark.model, pytest.mark.engine_process]
 TIMEOUT_MS = 180_000
-DRIVER = Path(__file__).resolve().parents[1] / "reliability" / "app_driver.py"
+DRIVER = Path(__file__).resolve().parents[1] / "support" / "app_driver.py"
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gguf_patch import layout, patched
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tiny_gguf import FAMILY_EXTRAS, write_tiny_family
@@ -17,6 +16,7 @@ from core.errors import ModelLoadError
 from core.model.gguf_kernels import build_kernel_model
 from core.model.native_load import open_gguf
 from core.progress import no_progress
+from tests.support.gguf_patch import layout, patched
 
 FUZZ = settings(
     max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]

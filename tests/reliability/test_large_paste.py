@@ -5,10 +5,10 @@ import time
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QKeySequence, QTextCursor
-from window_driving import StallProbe
 
 from gui.chat.input_box import InputBox
 from gui.chat.large_paste import LARGE_PASTE_CHARS
+from tests.support.window_driving import StallProbe
 
 ONE_LINE_NO_SPACES = "x" * 1_000_000
 MANY_LINES = ("The quick brown fox jumps over the lazy dog; ünïcödé 👋 שלום.\n" * 20_000)[:1_000_000]

@@ -13,7 +13,7 @@ from core.chats.store import ChatStore
 
 pytestmark = pytest.mark.subprocess  # each test runs latencylab (or Python) in a child process
 
-DRIVER = Path(__file__).with_name("app_driver.py")
+DRIVER = Path(__file__).resolve().parents[1] / "support" / "app_driver.py"
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -145,7 +145,7 @@ def test_a_local_model_runs_without_a_single_network_call(embedded_model, tmp_pa
 
 @pytest.mark.model
 def test_exported_chats_name_a_folder_model_without_its_path(qtbot, window, tiny_model, tiny_model_folder, tmp_path):
-    from window_driving import ask
+    from tests.support.window_driving import ask
 
     window.models.accept_model(tiny_model)
     ask(qtbot, window, "Hello", max_new_tokens=2)

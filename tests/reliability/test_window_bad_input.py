@@ -8,10 +8,10 @@ import threading
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QKeySequence
-from window_driving import REPLY_TIMEOUT_MS, StallProbe, ask
 
 import core.generation.request
 from core.chats.store import ChatStore
+from tests.support.window_driving import REPLY_TIMEOUT_MS, StallProbe, ask
 
 pytestmark = pytest.mark.model
 

@@ -4,11 +4,11 @@ import threading
 
 import pytest
 from transformers import LogitsProcessor
-from window_driving import REPLY_TIMEOUT_MS, ask
 
 import core.model.loader
 from core.chats.store import ChatStore
 from core.model import memory_check
+from tests.support.window_driving import REPLY_TIMEOUT_MS, ask
 
 pytestmark = pytest.mark.model
 

@@ -5,12 +5,12 @@ import stat
 
 import pytest
 from PySide6.QtCore import Qt
-from window_driving import REPLY_TIMEOUT_MS, ask
 
 from core.chats.record import ChatRecord
 from core.chats.session import Message
 from core.chats.store import ChatStore
 from gui.chats.chat_replay import INTERRUPTED_NOTICE
+from tests.support.window_driving import REPLY_TIMEOUT_MS, ask
 
 pytestmark = pytest.mark.model
 

@@ -1,4 +1,4 @@
-"""Helpers for the reliability tests: drive the window like a user, and watch the event loop for stalls."""
+"""Helpers for the window's tests: drive the window like a user, and watch the event loop for stalls."""
 
 from __future__ import annotations
 

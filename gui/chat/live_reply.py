@@ -94,7 +94,12 @@ class LiveReply(QObject):
         if self._replies.streaming:
             self._awaiting_paint += len(tokens)
         if self._replies.streaming and text:
-            self._transcript.append_reply_text(text)
+            drafted = (
+                drafted_spans([event.text for event in tokens], [i for i, event in enumerate(tokens) if event.drafted])
+                if self._transcript.tint_drafts
+                else ()
+            )
+            self._transcript.append_reply_text(text, drafted)
             self._visible_chars += len(text)
             self._meter.show_visible_text(time.perf_counter_ns(), self._visible_chars)
 

@@ -54,6 +54,8 @@ class TranscriptView(QTextBrowser):
         self._reply_start: int | None = None  # where the live reply's text begins
         self._reply_cursor: QTextCursor | None = None  # stays at the live reply's end as text is added
         self._plain = QTextCharFormat()
+        self._live_tint = QTextCharFormat()
+        self._live_tint.setBackground(DRAFT_TINT)
         self._last_reply_turn_start: int | None = None  # where the last reply's header begins
         # The rendered words of accepted drafts, every reply's, as (start, end) positions: the transcript only ever
         # changes at its end, so they stay put. (A QTextCursor's selection would grow with text added at its end.)
@@ -95,12 +97,19 @@ class TranscriptView(QTextBrowser):
         self._reply_cursor = cursor
         self._scroll_to_end()
 
-    def append_reply_text(self, delta: str) -> None:
-        """Insert at the end only: the rest of the document is never touched, so cost is per token."""
+    def append_reply_text(self, delta: str, drafted: Sequence[tuple[int, int]] = ()) -> None:
+        """Insert at the end only: the rest of the document is never touched, so cost is per token. drafted: where
+        accepted drafts lie in delta, tinted as they arrive (the tint's switch reaches text already shown when the
+        reply is rendered at its end)."""
         if delta:
             # One cursor kept at the reply's end: finding the end anew cost as much as the insert.
             cursor = self._reply_cursor if self._reply_cursor is not None else self._end_cursor()
-            cursor.insertText(delta, self._plain)
+            at = 0
+            for start, end in drafted:
+                cursor.insertText(delta[at:start], self._plain)
+                cursor.insertText(delta[start:end], self._live_tint)
+                at = end
+            cursor.insertText(delta[at:], self._plain)
             self._keep_live_block_short(cursor)
             self._scroll_to_end()
 

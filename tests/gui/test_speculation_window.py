@@ -82,7 +82,13 @@ def test_a_copying_reply_shows_its_accepted_drafts_on_the_card_the_plot_and_the_
     fields = window.settings_panel.speculation
     fields.choice.setCurrentIndex(fields.choice.findData("ngram"))
     window.settings_panel.max_new_tokens.setValue(60)
+    window.transcript.tint_action.trigger()  # on before the reply: its drafts are tinted as they stream in
+    tinted_live = []
+    window.live.frame_shown.connect(
+        lambda: tinted_live.append(window.transcript.tinted_text()) if window.generating else None
+    )
     trace = _ask(qtbot, window, f"Repeat this text exactly, word for word: {PARAGRAPH}")
+    assert any(tinted_live) and all(run in PARAGRAPH for seen in tinted_live for run in _words(seen))
     report = trace.speculation
     assert report is not None and report.note is None and report.method == "ngram"
     assert report.accepted > 10 and len(trace.drafted_indices) == report.accepted  # a copy: most drafts kept

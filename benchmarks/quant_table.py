@@ -144,7 +144,7 @@ def run(report, rounds: int, tokens: int, file_types: list[str], threads: int) -
 
 def agreement_table(report, models, file_types, paths) -> None:
     """Teacher-forced top-1 over the fixed text: native against llama.cpp's batched pass and against the file's
-    exact float32 dequantisation, with float32 against llama.cpp for scale (tests/test_quant_files.py asserts
+    exact float32 dequantisation, with float32 against llama.cpp for scale (tests/model/test_quant_files.py asserts
     the llama.cpp side)."""
     import llama_cpp
     import numpy as np

@@ -25,7 +25,7 @@ UNDER_ASAN = [
     "tests/kernels/test_kernel_model.py",
     "tests/kernels/test_kernel_bounds.py",
     "tests/kernels/test_shape_fuzz.py",
-    "tests/reliability/test_crafted_gguf.py",
+    "tests/model/test_crafted_gguf.py",
 ]
 
 

@@ -103,7 +103,7 @@ def test_ask_answers_natively_from_each_file(files, file_type):
 @pytest.mark.parametrize("file_type", ALL_FILE_TYPES)
 def test_greedy_agreement_with_llama_cpp_on_the_same_file(files, file_type):
     """Teacher-forced top-1 over the fixed text against llama.cpp's logits on the same file, judged by llama.cpp's own
-    variation (tests/llama_agreement.py). Agreement with the file's exact float32 dequantisation is reported by
+    variation (tests/model/llama_agreement.py). Agreement with the file's exact float32 dequantisation is reported by
     fast_decode.py's quant table."""
     path = files[file_type]
     native = load_model(str(path))

@@ -83,7 +83,7 @@ def test_a_file_is_made_once_and_then_reused(monkeypatch, tmp_path):
 @pytest.mark.model
 @pytest.mark.parametrize("file_type", list(SUITE_FILES))
 def test_greedy_agreement_with_llama_cpp_on_a_real_size_file(llama_cpp, file_type):
-    """Teacher-forced over the fixed text, as tests/test_quant_files.py judges the 135M model's files."""
+    """Teacher-forced over the fixed text, as tests/model/test_quant_files.py judges the 135M model's files."""
     path = real_size.real_size_file(SUITE_FILES[file_type], file_type)
     native = load_model(str(path))
     assert native.describe().runtime.startswith("Latency Lab's C kernels")

@@ -5,7 +5,7 @@ Started by core/child_process.py's start_child with its memory budget: it says (
 reads (template, messages, variables, max_chars) on its socket and answers ("ok", text) or ("error", one line). The
 environment is transformers' own for chat templates (transformers/utils/chat_template_utils.py: the sandbox, trim_blocks, lstrip_blocks, loop controls,
 {% generation %}, tojson, raise_exception, strftime_now, dict, namespace), rebuilt from jinja2 alone, which starts in
-a tenth of the time (tests/reliability/test_chat_template_bounds.py checks it renders what transformers renders).
+a tenth of the time (tests/chats/test_chat_template_bounds.py checks it renders what transformers renders).
 """
 
 from __future__ import annotations

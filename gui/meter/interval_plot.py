@@ -8,6 +8,7 @@ import math
 import pyqtgraph as pg
 
 from core.timing.metrics import DEFINITIONS
+from gui.plotting.data_height import hold_data_height_again
 from gui.plotting.growable_buffer import GrowableBuffer
 from gui.plotting.live_curve import LiveCurve
 from gui.plotting.live_layer import LiveLayer
@@ -188,9 +189,10 @@ class IntervalPlot(pg.PlotWidget):
         legend = self.getPlotItem().legend
         if shown:
             legend.addItem(self._draft_sample, DRAFT_LEGEND)
-            legend.fit_columns(self.getViewBox().width())
         else:
             legend.removeItem(self._draft_sample)
+        legend.fit_columns(self.getViewBox().width())
+        hold_data_height_again(self)
 
     def _extend_y(self, value_ms: float) -> None:
         value_ms = max(value_ms, FLOOR_MS)

@@ -22,3 +22,11 @@ def hold_data_height(plot: pg.PlotWidget, least_px: int) -> None:
     for side, visible in shown.items():
         item.showAxis(side, visible)
     plot.setMinimumHeight(math.ceil(least) + 2 * plot.frameWidth())
+
+
+def hold_data_height_again(plot: pg.PlotWidget) -> None:
+    """The plot's legend changed (an entry that wrapped it to a second row): its least height measured again, for the
+    data height held before, if any; the axis under the data was cut off otherwise."""
+    least = plot.getPlotItem().getViewBox().minimumHeight()
+    if least > 0:
+        hold_data_height(plot, math.ceil(least))

@@ -10,6 +10,7 @@ from gui.chat.draft_tint import drafted_spans, tinted_runs
 from gui.chat.transcript_view import TranscriptView
 from gui.meter.interval_plot import DRAFT_LEGEND, IntervalPlot
 from gui.meter.speculation_cards import SpeculationCards
+from gui.plotting.data_height import hold_data_height
 from gui.untrusted_text import NoResourceDocument, insert_untrusted_markdown
 
 # A reply in Markdown, as tokens; the accepted drafts are the words a copy would give for free.
@@ -87,8 +88,12 @@ def test_the_transcript_tints_on_request_only_the_drafts_and_never_a_later_note(
 def test_accepted_drafts_are_purple_xs_apart_from_the_models_own_steps_with_a_legend_entry(qtbot):
     plot = IntervalPlot()
     qtbot.addWidget(plot)
-    plot.resize(600, 300)
+    hold_data_height(plot, 120)
+    plot.resize(640, 300)  # room for three entries of the legend in a row, not four
+    plot.show()
+    qtbot.waitUntil(lambda: plot.getViewBox().width() > 0)
     legend = plot.getPlotItem().legend
+    least = plot.minimumHeight()
 
     def labels():
         return [label.text for _sample, label in legend.items]
@@ -104,8 +109,10 @@ def test_accepted_drafts_are_purple_xs_apart_from_the_models_own_steps_with_a_le
     assert [10**y for y in plot.draft_item.getData()[1]] == [math.pow(10, math.log10(0.05))] * 5
     assert plot.draft_item.drawn_elements() == 4 * 5  # two strokes an x
     assert DRAFT_LEGEND in labels()
+    # Its entry takes the legend to a second row: the plot's least height grows by it, keeping 120 pixels of data.
+    assert plot.minimumHeight() > least
     plot.reset()
-    assert plot.drafted_count() == 0 and DRAFT_LEGEND not in labels()
+    assert plot.drafted_count() == 0 and DRAFT_LEGEND not in labels() and plot.minimumHeight() == least
     plot.add_interval(1, 30.0, 30.0)
     plot.refresh()
     assert DRAFT_LEGEND not in labels()  # a reply without speculation keeps the legend it had

@@ -33,11 +33,12 @@ SPECULATION_CARDS = (
     CardSpec("acceptance", "acceptance rate", "%", ACCEPTANCE_TOOLTIP),
     CardSpec("per_pass", "tokens per verify pass", "per pass", PER_PASS_TOOLTIP),
 )
-METHOD_NAMES = {"ngram": "prompt lookup"}
+METHOD_NAMES = {"ngram": "prompt lookup", "server": "by the server"}
 
 
 def tokens_per_pass(report: SpeculationReport) -> float | None:
-    """Tokens a verify pass gave: its accepted drafts and the model's own token after them; None with no pass."""
+    """Tokens a verify pass gave: its accepted drafts and the model's own token after them; None with no pass, or
+    none reported."""
     return (report.accepted + report.passes) / report.passes if report.passes else None
 
 
@@ -74,12 +75,14 @@ class SpeculationCards(QWidget):
         self.setVisible(report is not None)
         if report is None:
             return
-        ran = report.note is None
-        self.note.setVisible(not ran)
-        self.note.setText("" if ran else f"Speculation asked for, not run: {report.note}.")
+        # A refusal is a report of no pass with a note saying why; a server's counts carry a note too (where they
+        # came from), with its passes unknown (None), not none.
+        refused = report.note is not None and report.passes == 0
+        self.note.setVisible(refused)
+        self.note.setText(f"Speculation asked for, not run: {report.note}." if refused else "")
         for card in self.cards.values():
-            card.setVisible(ran)
-        if not ran:
+            card.setVisible(not refused)
+        if refused:
             return
         values = {
             "drafted": report.drafted,
@@ -89,9 +92,15 @@ class SpeculationCards(QWidget):
         }
         for key, value in values.items():
             self.cards[key].set_value(value)
-        self.cards["drafted"].set_title(f"drafted ({METHOD_NAMES.get(report.method, report.method)})", DRAFT_COLOR)
-        own = output_tokens - report.accepted
+        drafted = self.cards["drafted"]
+        drafted.set_title(f"drafted ({METHOD_NAMES.get(report.method, report.method)})", DRAFT_COLOR)
+        drafted.setToolTip(drafted.spec.tooltip + (f"\nThis reply: {report.note}." if report.note else ""))
         per_pass = self.cards["per_pass"]
+        if report.passes is None:
+            per_pass.set_text("not reported")
+            per_pass.setToolTip(per_pass.spec.tooltip + "\nThis reply: the server did not say how many passes it made.")
+            return
+        own = output_tokens - report.accepted
         per_pass.setToolTip(
             per_pass.spec.tooltip
             + f"\nThis reply: {report.passes:,} verify passes. Counting every pass of the model (the prompt's, "

@@ -136,5 +136,11 @@ def test_the_speculation_cards_say_the_report_or_why_it_did_not_run(qtbot):
     cards.show_report(SpeculationReport("ngram", 0, 0, 0, note), output_tokens=12)
     assert cards.note.isVisible() and cards.note.text() == f"Speculation asked for, not run: {note}."
     assert not any(card.isVisible() for card in cards.cards.values())
+    # A server's own counts (llama.cpp's draft_n, draft_n_accepted): where they came from, its passes not reported.
+    counted = "counted by the server (its verify passes unreported)"
+    cards.show_report(SpeculationReport("server", 20, 15, None, counted), output_tokens=40)
+    assert not cards.note.isVisible() and all(card.isVisible() for card in cards.cards.values())
+    assert [card.text() for card in cards.cards.values()] == ["20", "15", "75%", "not reported"]
+    assert cards.cards["drafted"].title() == "drafted (by the server)" and counted in cards.cards["drafted"].toolTip()
     cards.show_report(None, output_tokens=12)
     assert not cards.isVisible()

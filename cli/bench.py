@@ -14,6 +14,7 @@ from core.lab.config import (
     DEFAULT_NEW_TOKENS,
     DEFAULT_PROMPT_WORDS,
     DEFAULT_REPEATS,
+    DEFAULT_SWEEPS,
     SWEEPS,
     LabConfig,
     default_dtypes,
@@ -48,8 +49,8 @@ def add_bench_parser(subparsers: argparse._SubParsersAction, add_common_options)
     parser.add_argument(
         "--sweeps",
         type=_list_type(parse_name_list, "sweeps"),
-        default=SWEEPS,
-        help=f"comma-separated, from {','.join(SWEEPS)} (default: all)",
+        default=DEFAULT_SWEEPS,
+        help=f"comma-separated, from {','.join(SWEEPS)} (default: all but speculation)",
     )
     parser.add_argument(
         "--prompt-words",

@@ -8,7 +8,9 @@ import core.settings
 from core.errors import InvalidSettingsError
 from core.settings import NumberLimit
 
-SWEEPS = ("prompt", "precision", "batch", "bandwidth", "history")
+SWEEPS = ("prompt", "precision", "batch", "bandwidth", "history", "speculation")
+# A run measures these unless told otherwise; the speculation sweep (ten timed replies a repeat) is asked for by name.
+DEFAULT_SWEEPS = ("prompt", "precision", "batch", "bandwidth", "history")
 DEFAULT_PROMPT_WORDS = (10, 100, 500, 1500)
 DEFAULT_NEW_TOKENS = 50
 DEFAULT_REPEATS = 3
@@ -35,7 +37,7 @@ def default_dtypes() -> tuple[str, ...]:
 class LabConfig:
     """One lab run. dtypes=None means every entry of core.settings.DTYPE_CHOICES when the run starts."""
 
-    sweeps: tuple[str, ...] = SWEEPS
+    sweeps: tuple[str, ...] = DEFAULT_SWEEPS
     prompt_words: tuple[int, ...] = DEFAULT_PROMPT_WORDS
     new_tokens: int = DEFAULT_NEW_TOKENS
     repeats: int = DEFAULT_REPEATS

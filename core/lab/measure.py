@@ -78,8 +78,10 @@ def timed_generation(
     new_tokens: int,
     context: SweepContext,
     cache: CacheRequest | None = None,
+    draft_tokens: int = 0,
 ) -> ReplyTrace:
-    """Greedy-decode exactly new_tokens tokens with the app's own timed LocalReply.
+    """Greedy-decode exactly new_tokens tokens with the app's own timed LocalReply (draft_tokens: with prompt lookup
+    speculation, at most that many drafts a step; 0: none).
 
     The lab's cancel event is the reply's stop event: a cancel lands at the next layer of a prefill, or
     after the current token. cache: the prompt cache's chat for this run; None (every sweep but the history
@@ -91,7 +93,12 @@ def timed_generation(
     generation = LocalReply(
         loaded,
         ids,
-        GenerationSettings(max_new_tokens=new_tokens, decode_loop=context.decode_loop),
+        GenerationSettings(
+            max_new_tokens=new_tokens,
+            decode_loop=context.decode_loop,
+            speculation="ngram" if draft_tokens else "off",
+            draft_tokens=draft_tokens or 1,
+        ),
         stop=cancel,
         logits_processors=exact_length_processors(loaded, len(ids), new_tokens),
         thread=context.compute,

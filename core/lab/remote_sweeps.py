@@ -23,6 +23,8 @@ NOT_APPLICABLE = {
     "server's.",
     "history": "the history sweep runs on a local model only: a server's prompt cache cannot be switched off from "
     "here. Over a chat, the meter's prompt-cache map shows what the server reports it reused.",
+    "speculation": "the speculation sweep runs on a local model only: a server speculates (or not) as it was "
+    "started. Over a chat, the meter shows the draft counts a server reports.",
 }
 
 

@@ -58,6 +58,13 @@ LAB_DEFINITIONS = {
     "ttft_on_s": "History sweep: TTFT of the turn with the prompt cache on.",
     "ttft_off_s": "History sweep: TTFT of the same prompt with the prompt cache off.",
     "cached_tokens": "History sweep: prompt tokens the prompt cache gave at this turn (cache on).",
+    "speculation": "Speculation sweep: prompt lookup with at most draft_tokens drafts a step (0: none), on a copying "
+    "prompt and a free one, each reply exactly new_tokens long; TPOT is the median over the repeats.",
+    "tpot_ratio": "Speculation sweep: TPOT over TPOT without speculation on the same prompt.",
+    "acceptance": "Speculation sweep: accepted drafts / drafts checked.",
+    "tokens_per_pass": "Speculation sweep: (accepted drafts + verify passes) / verify passes: the tokens one pass "
+    "over the weights gave, where it checked drafts.",
+    "same_reply": "Speculation sweep: the reply is token for token the one without speculation (greedy).",
     **ROOFLINE_DEFINITIONS,
     "ceilings": "This machine's ceilings (bandwidth sweep): GEMM FLOP/s per precision, DRAM read bandwidth over a "
     "buffer at least 4x the last-level cache, and the last-level cache's own; each with its method. "
@@ -84,6 +91,7 @@ class LabResults:
     batch: list[dict] = field(default_factory=list)
     bandwidth: list[dict] = field(default_factory=list)
     history: list[dict] = field(default_factory=list)
+    speculation: list[dict] = field(default_factory=list)
     verdicts: list[dict] = field(default_factory=list)
     cancelled: bool = False
     error: str | None = None

@@ -136,6 +136,13 @@ class LabRun:
                 self._local_model(), config.history_turns, config.new_tokens, config.repeats, self.context
             ):
                 self._add("history", row)
+        if "speculation" in sweeps:
+            from core.lab.speculation_sweep import DEFAULT_DRAFT_LENGTHS, sweep_draft_lengths
+
+            for row in sweep_draft_lengths(
+                self._local_model(), DEFAULT_DRAFT_LENGTHS, config.new_tokens, config.repeats, self.context
+            ):
+                self._add("speculation", row)
 
     def _run_remote_sweeps(self) -> None:
         """Against a server: the prompt sweep, and the batch sweep as N simultaneous streams."""
@@ -143,7 +150,9 @@ class LabRun:
 
         config = self.config
         self.results.notes = [
-            NOT_APPLICABLE[name] for name in ("precision", "bandwidth", "history") if name in config.sweeps
+            NOT_APPLICABLE[name]
+            for name in ("precision", "bandwidth", "history", "speculation")
+            if name in config.sweeps
         ]
         for note in self.results.notes:
             self.observer.progress(self.progress.fraction(), note)
@@ -273,6 +282,7 @@ class LabRun:
             "prompt" in sweeps
             or "batch" in sweeps
             or "history" in sweeps
+            or "speculation" in sweeps
             or ("bandwidth" in sweeps and "precision" not in sweeps)
         )
         if needs_main and self.main_model is None:
@@ -287,6 +297,10 @@ class LabRun:
             total += 1 + len(config.batch_sizes) * config.repeats
         if "history" in sweeps:
             total += 1 + 2 * config.history_turns * config.repeats
+        if "speculation" in sweeps:
+            from core.lab.speculation_sweep import DEFAULT_DRAFT_LENGTHS, PROMPTS
+
+            total += len(PROMPTS) * len(DEFAULT_DRAFT_LENGTHS)
         if "precision" in sweeps:
             total += len(self.dtypes) * measurements_per_dtype(config.repeats)
             if REFERENCE_DTYPE not in self.dtypes:

@@ -1,4 +1,4 @@
-"""The chapter's four claims judged against a lab result, each with the numbers behind the verdict in plain words."""
+"""The chapter's claims judged against a lab result, each with the numbers behind the verdict in plain words."""
 
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ CLAIM_PRECISION = (
 CLAIM_BATCH = "Batching is nearly free"
 CLAIM_TOTAL = "Total time ≈ TTFT + TPOT × N"
 CLAIM_HISTORY = "With the prompt cache, TTFT follows the new tokens, not the history"
+CLAIM_SPECULATION = (
+    "Checking k drafts reads the weights once, as one decode step does, so accepted drafts are nearly free"
+)
 
 # The thresholds turn the chapter's words into tests; they are stated in every verdict so a reader can disagree.
 # "Slow the first token": TTFT at least doubles from the shortest to the longest prompt.
@@ -27,6 +30,8 @@ MIN_PROPORTION = 0.75
 MAX_BATCH_STEP_GROWTH = 1.5
 # "Total time ≈ ...": within 5 %, the issue's acceptance bound.
 MAX_RESIDUAL_PCT = 5.0
+# "Nearly free": on the copying prompt the best draft length cuts TPOT to at most 0.7x with the reply unchanged.
+MAX_SPECULATION_TPOT_RATIO = 0.7
 # "Follows the new tokens, not the history": over a chat whose prompt at least doubles, TTFT with the cache grows
 # at most 1.5×, and less than half as much as without it.
 MIN_HISTORY_GROWTH = 2.0
@@ -34,7 +39,7 @@ MAX_CACHED_TTFT_GROWTH = 1.5
 
 
 def judge(results: LabResults) -> list[dict]:
-    return [
+    verdicts = [
         judge_prompt(results),
         judge_precision(results),
         judge_batch(results),
@@ -42,6 +47,9 @@ def judge(results: LabResults) -> list[dict]:
         judge_history(results),
         judge_roofline(results),
     ]
+    if "speculation" in (results.config.get("sweeps") or ()):  # asked for by name (core/lab/config.py)
+        verdicts.insert(-1, judge_speculation(results))
+    return verdicts
 
 
 def judge_prompt(results: LabResults) -> dict:
@@ -185,6 +193,35 @@ def judge_history(results: LabResults) -> dict:
         )
     holds = cached <= MAX_CACHED_TTFT_GROWTH and (cached - 1) < 0.5 * (whole - 1)
     return _verdict("history", CLAIM_HISTORY, holds, evidence, criterion)
+
+
+def judge_speculation(results: LabResults) -> dict:
+    criterion = (
+        f"on the copying prompt, the best draft length brings TPOT to at most {MAX_SPECULATION_TPOT_RATIO:g}x of "
+        f"decoding without drafts, every reply token for token the same"
+    )
+    rows = [row for row in results.speculation if row.get("tpot_ratio") and row.get("draft_tokens")]
+    copying = [row for row in rows if row.get("prompt") == "copying"]
+    if not copying:
+        return _verdict("speculation", CLAIM_SPECULATION, None, "needs the speculation sweep", criterion)
+    best = min(copying, key=lambda row: row["tpot_ratio"])
+    free = [row for row in rows if row.get("prompt") == "free"]
+    best_free = min(free, key=lambda row: row["tpot_ratio"]) if free else None
+    evidence = (
+        f"copying: with {best['draft_tokens']} drafts a step TPOT was {ratio(best['tpot_ratio'])} of none, "
+        f"{pct(best['acceptance'] or 0)} of drafts accepted, {best['tokens_per_pass'] or 0:.1f} tokens a verify pass"
+    )
+    if best_free is not None:
+        evidence += (
+            f"; free writing: at best {ratio(best_free['tpot_ratio'])} with {best_free['draft_tokens']} drafts, "
+            f"{pct(best_free['acceptance'] or 0)} accepted (few copies to find, and each rejected draft costs its "
+            f"share of a wider pass)"
+        )
+    same = all(row.get("same_reply") for row in results.speculation if row.get("draft_tokens"))
+    if not same:
+        evidence += "; a reply differed from the one without speculation"
+    holds = best["tpot_ratio"] <= MAX_SPECULATION_TPOT_RATIO and same
+    return _verdict("speculation", CLAIM_SPECULATION, holds, evidence, criterion)
 
 
 def ratio(value: float) -> str:

@@ -11,6 +11,7 @@ from core.lab.config import (
     DEFAULT_NEW_TOKENS,
     DEFAULT_PROMPT_WORDS,
     DEFAULT_REPEATS,
+    DEFAULT_SWEEPS,
     HISTORY_TURNS,
     MAX_NEW_TOKENS,
     MAX_REPEATS,
@@ -27,6 +28,7 @@ SWEEP_TITLES = {
     "batch": "batch size",
     "bandwidth": "bandwidth ceiling",
     "history": "chat history",
+    "speculation": "speculation (draft length)",
 }
 
 
@@ -58,8 +60,8 @@ class LabForm(QWidget):
             "sweep always uses generate."
         )
         self.sweep_boxes = {name: QCheckBox(SWEEP_TITLES[name]) for name in SWEEPS}
-        for box in self.sweep_boxes.values():
-            box.setChecked(True)
+        for name, box in self.sweep_boxes.items():
+            box.setChecked(name in DEFAULT_SWEEPS)
         self.prompt_words_edit = QLineEdit(joined(DEFAULT_PROMPT_WORDS))
         self.prompt_words_edit.setToolTip("Filler words after 'Repeat after me. ', one prompt per value.")
         self.new_tokens_spin = QSpinBox()

@@ -268,3 +268,21 @@ def test_history_rows_reuse_the_chat_with_the_cache_and_not_without(lab_run):
         assert row["prefilled_tokens"] == row["prompt_tokens"] - row["cached_tokens"] < 40
         assert len(row["ttft_on_runs_s"]) == len(row["ttft_off_runs_s"]) == REPEATS
     assert all(row["ttft_on_s"] > 0 and row["ttft_off_s"] > 0 for row in rows)
+
+
+def test_the_speculation_sweep_times_each_draft_length_and_judges_the_claim(native_model):
+    """Prompt lookup on the copying and the free prompt, k = 0, 1, 2, 4, 8: same replies, drafts accepted on the copy."""
+    config = LabConfig(sweeps=("speculation",), new_tokens=24, repeats=1)
+    results = run_lab(config, loaded=native_model)
+    rows = results.speculation
+    assert [(row["prompt"], row["draft_tokens"]) for row in rows] == [
+        (prompt, k) for prompt in ("copying", "free") for k in (0, 1, 2, 4, 8)
+    ]
+    assert all(row["same_reply"] for row in rows if row["draft_tokens"])
+    copying = [row for row in rows if row["prompt"] == "copying" and row["draft_tokens"]]
+    assert all(row["accepted"] > 0 and row["tokens_per_pass"] > 1 for row in copying)
+    assert all(row["verify_passes"] == 0 and row["tpot_ratio"] == 1 for row in rows if not row["draft_tokens"])
+    (verdict,) = [v for v in results.verdicts if v["key"] == "speculation"]
+    assert "copying: with" in verdict["evidence"] and isinstance(verdict["holds"], bool)
+    document = json.loads(results_to_json(results))
+    assert results_from_json(json.dumps(document)).speculation == rows

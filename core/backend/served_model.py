@@ -27,6 +27,10 @@ class ServedModel(Protocol):
 
     def describe(self) -> ModelFacts: ...
 
+    def close(self) -> None:
+        """Let go of what the model holds open (a server's connections) once it is replaced."""
+        ...
+
     def end_suppressors(self) -> tuple:
         """Logits processors that keep a reply from ending before max new tokens (benchmarks compare equal lengths)."""
         ...

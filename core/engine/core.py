@@ -132,7 +132,9 @@ class EngineCore:
         except Exception as error:  # noqa: BLE001 - the window must stay usable whatever went wrong
             self._emit(ModelFailed(f"{type(error).__name__}: {error}"))
             return
-        self.loaded = loaded
+        replaced, self.loaded = self.loaded, loaded
+        if replaced is not None and replaced is not loaded:
+            replaced.close()  # a server's kept-alive connections go now, not when the object is collected
         self._emit(self._loaded_event(loaded))
 
     @staticmethod

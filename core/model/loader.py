@@ -54,6 +54,9 @@ class LoadedModel:
     def name(self) -> str:
         return self.source.display_name
 
+    def close(self) -> None:
+        """Nothing to let go of now: the weights go with the last reference (the window may still show facts)."""
+
     def end_suppressors(self) -> tuple:
         """Logits processors that keep the reply from ending, for a reply of exactly max new tokens (benchmarks)."""
         if not self.eos_token_ids:

@@ -34,6 +34,7 @@ def window_overrides(given: dict) -> dict:
         "prompt_cache": "prompt_cache",
         "speculation": "speculation",
         "draft_tokens": "draft_tokens",
+        "draft_model": "draft_model",
     }
     return {names[key]: value for key, value in given.items() if key in names}
 

@@ -6,12 +6,14 @@ and the user is told which one and why.
 
 from __future__ import annotations
 
+from PySide6.QtWidgets import QDoubleSpinBox, QSpinBox
+
 from core.errors import InvalidSettingsError
 from core.settings import GenerationSettings, validate_dtype
 from gui.settings.panel import SettingsPanel
 from gui.settings.store import WindowSettings
 
-SAMPLING_FIELDS = ("max_new_tokens", "temperature", "top_p", "speculation", "draft_tokens")
+SAMPLING_FIELDS = ("max_new_tokens", "temperature", "top_p", "draft_tokens")
 
 
 def check_window_settings(settings: WindowSettings) -> list[str]:
@@ -28,6 +30,11 @@ def check_window_settings(settings: WindowSettings) -> list[str]:
         if message:
             problems.append(f"Saved setting refused: {message} Using {getattr(defaults, name)}.")
             setattr(settings, name, getattr(defaults, name))
+    # A draft model's speculation is checked with its file: without one it is refused.
+    message = _sampling_problem("speculation", settings.speculation, draft_model=settings.draft_model or None)
+    if message:
+        problems.append(f"Saved setting refused: {message} Using {defaults.speculation}.")
+        settings.speculation = defaults.speculation
     if settings.seed is not None and _sampling_problem("seed", settings.seed):
         problems.append(f"Saved setting refused: {_sampling_problem('seed', settings.seed)} Using a random seed.")
         settings.seed = None
@@ -37,7 +44,7 @@ def check_window_settings(settings: WindowSettings) -> list[str]:
 def apply_chat_settings(panel: SettingsPanel, saved: dict) -> list[str]:
     """Put a reopened chat's sampling and speculation settings into the form; refuse the invalid ones."""
     problems = []
-    widgets = {
+    widgets: dict[str, QSpinBox | QDoubleSpinBox] = {
         "max_new_tokens": panel.max_new_tokens,
         "temperature": panel.temperature,
         "top_p": panel.top_p,
@@ -53,11 +60,12 @@ def apply_chat_settings(panel: SettingsPanel, saved: dict) -> list[str]:
             widget.setValue(saved[name])
     if "speculation" in saved:
         fields = panel.speculation
-        message = _sampling_problem("speculation", saved["speculation"])
+        draft_model = saved.get("draft_model")
+        message = _sampling_problem("speculation", saved["speculation"], draft_model=draft_model)
         if message:
             problems.append(f"This chat's setting was refused: {message} Keeping {fields.speculation()}.")
         else:
-            fields.set_values(saved["speculation"], fields.draft_tokens())
+            fields.set_values(saved["speculation"], fields.draft_tokens(), draft_model)
     if "seed" in saved:
         seed = saved["seed"]
         message = _sampling_problem("seed", seed) if seed is not None else None
@@ -68,9 +76,10 @@ def apply_chat_settings(panel: SettingsPanel, saved: dict) -> list[str]:
     return problems
 
 
-def _sampling_problem(name: str, value) -> str | None:
+def _sampling_problem(name: str, value, **together) -> str | None:
+    """Why core refuses value for name (with the settings it is checked together with), or None."""
     try:
-        GenerationSettings(**{name: value})
+        GenerationSettings(**{name: value}, **together)
     except InvalidSettingsError as error:
         return str(error)
     except TypeError as error:

@@ -112,7 +112,15 @@ class SettingsPanel(QWidget):
         for row, labelled in (
             (sampling_row, (("max new", self.max_new_tokens), ("temp", self.temperature), ("top-p", self.top_p))),
             (seed_row, (("seed", self.seed), ("loop", self.decode_loop_box))),
-            (speculation_row, (("", self.speculation.choice), ("draft tokens", self.speculation.drafts))),
+            (
+                speculation_row,
+                (
+                    ("", self.speculation.choice),
+                    ("draft tokens", self.speculation.drafts),
+                    ("", self.speculation.draft_model_box),
+                    ("", self.speculation.draft_model_button),
+                ),
+            ),
         ):
             for label, widget in labelled:
                 if label:
@@ -151,6 +159,7 @@ class SettingsPanel(QWidget):
             self.decode_loop_box.currentTextChanged,
             self.speculation.choice.currentIndexChanged,
             self.speculation.drafts.valueChanged,
+            self.speculation.draft_model_box.textChanged,
             self.system_prompt.textChanged,
         ):
             changed.connect(self._show_summary)  # a reopened chat's settings, or a server picked, while folded
@@ -194,6 +203,8 @@ class SettingsPanel(QWidget):
         folded = self.folded
         for row in self._foldable_rows:
             self.form.setRowVisible(row, not folded)
+        if not folded:
+            self.speculation.show_choice()
         self.form.setRowVisible(self.load_message, not folded or self._message_matters)
         self._show_summary()
 
@@ -216,7 +227,7 @@ class SettingsPanel(QWidget):
         self.decode_loop_box.setCurrentText(
             settings.decode_loop if settings.decode_loop in DECODE_LOOP_CHOICES else DECODE_LOOP.default
         )
-        self.speculation.set_values(settings.speculation, settings.draft_tokens)
+        self.speculation.set_values(settings.speculation, settings.draft_tokens, settings.draft_model)
 
     def model_spec(self) -> str:
         return self.model_box.currentText().strip() or EMBEDDED_CHOICE
@@ -235,6 +246,7 @@ class SettingsPanel(QWidget):
             decode_loop=self.decode_loop_box.currentText(),
             speculation=self.speculation.speculation(),
             draft_tokens=self.speculation.draft_tokens(),
+            draft_model=self.speculation.draft_model(),
         )
 
     def collect(self, streaming: bool, prompt_cache: bool = True) -> WindowSettings:
@@ -251,6 +263,7 @@ class SettingsPanel(QWidget):
             decode_loop=self.decode_loop_box.currentText(),
             speculation=self.speculation.speculation(),
             draft_tokens=self.speculation.draft_tokens(),
+            draft_model=self.speculation.draft_model_box.text().strip(),
             dtype_chosen=self._dtype_chosen,
             settings_folded=self.folded,
         )

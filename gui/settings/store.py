@@ -33,6 +33,7 @@ class WindowSettings:
     decode_loop: str = DECODE_LOOP.default
     speculation: str = SPECULATION.default  # GenerationSettings.speculation: "off", or how drafts are made
     draft_tokens: int = int(DRAFT_TOKENS.default)
+    draft_model: str = ""  # GenerationSettings.draft_model's file ("" for none: QSettings keeps no None)
     # True once the user picked a dtype in the form. A dtype never picked follows the default, so a new
     # default (native precision) reaches people whose saved settings only echo the old one.
     dtype_chosen: bool = False

@@ -1,6 +1,9 @@
 """The speculation fields in the window's settings: core's choices and range, saved like the others, in every reply."""
 
+import pytest
+
 from cli.main import build_parser, given_flags
+from core.errors import InvalidSettingsError
 from core.settings import DRAFT_TOKENS, SPECULATION
 from gui.launch import window_overrides
 from gui.main_window import MainWindow
@@ -69,7 +72,7 @@ def test_launch_flags_win_and_a_bad_saved_value_is_refused_with_a_notice(qtbot):
         settings = window.settings_panel.generation_settings()
         assert (settings.speculation, settings.draft_tokens) == (SPECULATION.default, DRAFT_TOKENS.default)
         notices = window.transcript.toPlainText()
-        assert "speculation must be one of: off, ngram; got 'medusa'" in notices
+        assert f"speculation must be one of: {', '.join(SPECULATION.choices)}; got 'medusa'" in notices
         assert "draft tokens must be a whole number from 1 to 16; got 99" in notices
     finally:
         window.close()
@@ -84,5 +87,36 @@ def test_a_reopened_chats_speculation_is_put_back_and_a_bad_one_refused(qtbot):
         problems = apply_chat_settings(panel, {"speculation": "eagle", "draft_tokens": 0})
         assert len(problems) == 2 and all(problem.startswith("This chat's setting was refused") for problem in problems)
         assert (panel.speculation.speculation(), panel.speculation.draft_tokens()) == ("ngram", 5)
+    finally:
+        window.close()
+
+
+def test_a_draft_model_is_a_file_named_beside_the_choice_saved_and_refused_without_one(qtbot, tmp_path):
+    drafter = tmp_path / "small.gguf"
+    window = _window(qtbot)
+    try:
+        window.show()
+        fields = window.settings_panel.speculation
+        assert not fields.draft_model_box.isVisible()  # only for a draft model
+        fields.choice.setCurrentIndex(fields.choice.findData("draft"))
+        assert fields.draft_model_box.isVisible() and fields.draft_model_button.isVisible()
+        with pytest.raises(InvalidSettingsError, match="needs one"):
+            window.settings_panel.generation_settings()
+        fields.draft_model_box.setText(str(drafter))
+        settings = window.settings_panel.generation_settings()
+        assert (settings.speculation, settings.draft_model) == ("draft", str(drafter))
+    finally:
+        window.close()
+    assert load_window_settings().draft_model == str(drafter)
+    reopened = _window(qtbot)
+    try:
+        assert reopened.settings_panel.generation_settings().draft_model == str(drafter)
+    finally:
+        reopened.close()
+    save_window_settings(WindowSettings(speculation="draft", draft_model=""))
+    window = _window(qtbot)
+    try:
+        assert window.settings_panel.generation_settings().speculation == SPECULATION.default
+        assert "speculation with a draft model needs one" in window.transcript.toPlainText()
     finally:
         window.close()

@@ -12,8 +12,9 @@ from gui.untrusted_text import plain_label
 
 DRAFTED_TOOLTIP = (
     "Draft tokens the model checked. Prompt lookup (ngram) drafts the tokens that followed the last few tokens where "
-    "they appeared before, in the prompt or the reply so far; the model checks a step's drafts in one pass, which "
-    "reads the weights once, as one decode step does."
+    "they appeared before, in the prompt or the reply so far; a draft model, a smaller model of the same "
+    "vocabulary, drafts token by token. The model checks a step's drafts in one pass, which reads the weights once, "
+    "as one decode step does."
 )
 ACCEPTED_TOOLTIP = (
     "Drafts the model agreed with, the longest agreeing run of each pass: tokens that cost no decode step of their "
@@ -33,7 +34,7 @@ SPECULATION_CARDS = (
     CardSpec("acceptance", "acceptance rate", "%", ACCEPTANCE_TOOLTIP),
     CardSpec("per_pass", "tokens per verify pass", "per pass", PER_PASS_TOOLTIP),
 )
-METHOD_NAMES = {"ngram": "prompt lookup", "server": "by the server"}
+METHOD_NAMES = {"ngram": "prompt lookup", "draft": "draft model", "server": "by the server"}
 
 
 def tokens_per_pass(report: SpeculationReport) -> float | None:

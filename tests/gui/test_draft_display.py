@@ -129,6 +129,8 @@ def test_the_speculation_cards_say_the_report_or_why_it_did_not_run(qtbot):
     tooltip = cards.cards["per_pass"].toolTip()
     assert tooltip.startswith("(accepted + passes) / passes") and "10 verify passes" in tooltip
     assert "its 60 tokens took 30: 2.00 tokens a pass" in tooltip
+    cards.show_report(SpeculationReport("draft", drafted=40, accepted=30, passes=10), output_tokens=60)
+    assert cards.cards["drafted"].title() == "drafted (draft model)"
     cards.clear()
     assert cards.isVisible() and [card.text() for card in cards.cards.values()] == ["–"] * 4
 

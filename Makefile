@@ -79,7 +79,7 @@ test: $(TEST_STAMP)
 	fi
 
 # The static checks, a few seconds (mypy's first run, before its cache, about a minute): the layers' contracts, ruff's
-# lint and its formatter over the code, tests, tools and benchmarks, and mypy on core/.
+# lint and its formatter over the code, tests, tools and benchmarks, and mypy on core/, cli/ and gui/.
 lint: $(CHECK_STAMP)
 	@out=$$($(VENV)/bin/lint-imports --config pyproject.toml --no-cache 2>&1) || { echo "$$out"; exit 1; }; \
 		echo "$$out" | tail -n 1

@@ -97,13 +97,15 @@ class VisibleTextPlot(pg.PlotWidget):
         x, y = self._x.view(), self._y.view()
         shown = float(y[-1]) if len(y) else 0.0
         time_stepped = self._x_range.set_if_grown(self._now_s)
+        x_limit = self._x_range.limit
+        assert x_limit is not None  # set_if_grown has set it
         needed = max(shown, self._previous_max)
-        if shown and self._now_s > 0 and (time_stepped or needed > self._y_range.limit):
+        if shown and self._now_s > 0 and (time_stepped or needed > (self._y_range.limit or 0.0)):
             # The axes step anyway: the character axis steps to what the reply reaches by the time axis's end at its
             # pace so far (the wait for the first text included, so it errs low), not just past the count. It then
             # steps with the time axis, not on its own a few frames later: each step re-lays out the plot, 7-10 ms of
             # the window's CPU here. A reply within the last one's axes steps neither.
-            needed = max(needed, shown * self._x_range.limit / self._now_s)
+            needed = max(needed, shown * x_limit / self._now_s)
         self._y_range.set_if_grown(needed)
         if len(x) != self._drawn_points:
             self._drawn_points = len(x)
@@ -111,7 +113,7 @@ class VisibleTextPlot(pg.PlotWidget):
         self.current_item.tail_to(self._now_s if len(x) and self._now_s > x[-1] else None)
         # The reader's line runs to the edge of the x range, so it changes only when that range steps,
         # not with every frame's clock.
-        reading = (self._first_text_s, self._x_range.limit)
+        reading = (self._first_text_s, x_limit)
         if reading != self._drawn_reading:
             self._drawn_reading = reading
             start, end = reading

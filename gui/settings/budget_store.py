@@ -18,7 +18,7 @@ def load_budget(store: QSettings | None = None) -> LatencyBudget:
     values = {}
     for field, key in KEYS.items():
         try:
-            values[field] = float(store.value(key, getattr(defaults, field)))
+            values[field] = float(store.value(key, getattr(defaults, field)))  # type: ignore[arg-type]
         except (TypeError, ValueError):
             values[field] = getattr(defaults, field)
     try:

@@ -138,12 +138,7 @@ class EngineCore:
         self._emit(self._loaded_event(loaded))
 
     @staticmethod
-    def _loaded_event(loaded) -> ModelReady:
-
-        if loaded.is_remote:
-            return ModelReady(loaded.describe(), "the model runs on a server; its loop is the server's own")
-        from core.generation.decode.choice import lean_loop_refusal
-
+    def _loaded_event(loaded: LoadedModel | RemoteModel) -> ModelReady:
         facts = loaded.describe()
         if loaded.device == "cpu":
             from core.roofline.ceilings import cached_ceilings
@@ -156,4 +151,4 @@ class EngineCore:
         damaged = take_notices()  # cache files the load or the ceilings set aside: said once, in the window
         if damaged:
             facts = replace(facts, notice="; ".join(filter(None, (facts.notice, *damaged))))
-        return ModelReady(facts, lean_loop_refusal(loaded.model))
+        return ModelReady(facts, loaded.loop_refusal())

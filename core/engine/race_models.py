@@ -6,7 +6,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
-from core.errors import LatencyLabError
 from core.race.sides import RaceSide
 
 # The last race's models stay loaded, so racing again (or swapping A and B) does not load them again.
@@ -42,13 +41,4 @@ class RaceModels:
 
 def is_same_model(loaded, side: RaceSide) -> bool:
     """The chat's model is this side's: the same local weights at the same precision and device."""
-    from core.model.source import resolve_model_source
-
-    if loaded.is_remote or side.remote:
-        return False
-    try:
-        return (loaded.dtype, loaded.device) == (side.dtype, side.device) and resolve_model_source(
-            side.model
-        ) == loaded.source
-    except LatencyLabError:
-        return False
+    return not side.remote and loaded.serves(side.model, side.dtype, side.device)

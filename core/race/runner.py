@@ -240,13 +240,7 @@ def _consume(name: str, reply, run: SideRun, observer: RaceObserver) -> None:
 def _clear_cache(loaded) -> None:
     """Set the model's live prompt cache aside, so this side reuses nothing another reply (the other side, the chat)
     left there: a new chat would otherwise reuse the start it shares with the cached one, here the whole prompt."""
-    if loaded.is_remote:
-        return
-    from core.compute_thread import compute_thread
-    from core.generation.decode.choice import lean_decoder, lean_loop_refusal
-
-    if lean_loop_refusal(loaded.model) is None:
-        compute_thread().call(lambda: lean_decoder(loaded.model).prompt_cache.set_aside())
+    loaded.set_cache_aside()
 
 
 def _warming_progress(name: str, observer: RaceObserver) -> Callable[[object], None]:

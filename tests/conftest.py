@@ -217,47 +217,37 @@ def isolated_user_dirs(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def window(qtbot, embedded_model):
+def open_window(qtbot):
+    """Open chat windows as launches of the app would: open_window(model, show=True, **MainWindow's arguments) hands
+    the window a model already loaded (or none) and shows it. Each is closed when the test ends (closing one the test
+    closed already does nothing), and each must have ended its engine and stopped its frame timer."""
+    from gui.main_window import MainWindow
+
+    opened = []
+
+    def open_one(model: LoadedModel | None = None, show: bool = True, **arguments) -> MainWindow:
+        win = MainWindow(**arguments)
+        qtbot.addWidget(win)
+        opened.append(win)
+        if model is not None:
+            win.models.accept_model(model)
+        if show:
+            win.show()
+        return win
+
+    yield open_one
+    for win in opened:
+        win.close()
+        assert not win.models.engine.alive
+        assert not win.frame_timer.isActive()
+
+
+@pytest.fixture
+def window(qtbot, open_window, embedded_model):
     """The chat window with the embedded model already loaded (the real load is tested on its own)."""
-    from gui.main_window import MainWindow
-
-    win = MainWindow()
-    qtbot.addWidget(win)
-    win.models.accept_model(embedded_model)
-    win.show()
+    win = open_window(embedded_model)
     qtbot.waitExposed(win)
-    yield win
-    win.close()
-    assert not win.models.engine.alive
-    assert not win.frame_timer.isActive()
-
-
-@pytest.fixture
-def tiny_window(qtbot, tiny_model):
-    """A chat window on the in-process engine with the tiny random model: fast replies of a few tokens."""
-    from gui.main_window import MainWindow
-
-    win = MainWindow()
-    qtbot.addWidget(win)
-    win.models.accept_model(tiny_model)
-    win.settings_panel.max_new_tokens.setValue(5)
-    win.show()
-    yield win
-    win.close()
-
-
-@pytest.fixture
-def waiting_for_a_load(qtbot, held_load):
-    """A window whose model load is held (held_load): messages sent now queue behind it."""
-    from gui.main_window import MainWindow
-
-    win = MainWindow()
-    qtbot.addWidget(win)
-    win.start_loading("embedded", "float32")
-    assert held_load.inside.wait(30)
-    yield win
-    held_load.release.set()
-    win.close()
+    return win
 
 
 @pytest.fixture

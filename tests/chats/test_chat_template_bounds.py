@@ -141,16 +141,12 @@ def test_ask_with_a_hanging_template_ends_in_one_line(hanging_template_gguf, run
     assert said == ["latencylab: error: the chat template did not finish within 2 s, so it was stopped."], result.stderr
 
 
-def test_stop_in_the_window_ends_a_reply_stuck_in_its_template(qtbot, hanging_template_gguf):
+def test_stop_in_the_window_ends_a_reply_stuck_in_its_template(qtbot, open_window, hanging_template_gguf):
     """Was: the window's reply hung beyond Stop. Now it ends as a Stop at any other phase does: stopped, with no
     token, the message kept in the chat, and the window ready for the next."""
     from core.model.loader import load_model
-    from gui.main_window import MainWindow
 
-    window = MainWindow()
-    qtbot.addWidget(window)
-    window.models.accept_model(load_model(str(hanging_template_gguf)))
-    window.show()
+    window = open_window(load_model(str(hanging_template_gguf)))
     window.settings_panel.max_new_tokens.setValue(4)
     window.input_box.setPlainText("Hello?")
     with qtbot.waitSignal(window.reply_finished, timeout=60_000) as finished:
@@ -159,7 +155,6 @@ def test_stop_in_the_window_ends_a_reply_stuck_in_its_template(qtbot, hanging_te
     trace = finished.args[0]
     assert trace.stop_reason == "stopped" and trace.output_tokens == 0
     assert [m.content for m in window.session.messages] == ["Hello?"] and window.chat_panel.send_button.isEnabled()
-    window.close()
 
 
 # A worker under a memory limit of the user's own (`ulimit -v`), tighter than the template's budget on top of it.

@@ -107,34 +107,25 @@ JSON_VALUES = st.recursive(
 )
 
 
-def launch(qtbot, data_dir=None):
-    from gui.main_window import MainWindow
-
-    window = MainWindow()
-    qtbot.addWidget(window)
-    return window
-
-
-def test_the_issues_chat_whose_reply_notice_is_a_list_is_moved_aside_and_the_window_starts(qtbot):
+def test_the_issues_chat_whose_reply_notice_is_a_list_is_moved_aside_and_the_window_starts(open_window):
     """Was: reply_note raised a TypeError at every launch, because the file was kept."""
     document = valid_document()
     document["replies"][0]["context"]["notice"] = ["not", "text"]
     folder = chats_folder()
     folder.mkdir(parents=True)
     (folder / f"{document['id']}.json").write_bytes(encode_document(document))
-    window = launch(qtbot)
+    window = open_window(show=False)
     shown = window.transcript.toPlainText()
     assert "replies[0].context.notice must be str or null, not list" in shown and "moved aside" in shown
     assert not (folder / f"{document['id']}.json").exists() and list((folder / CORRUPT_FOLDER).iterdir())
     window.close()
-    window = launch(qtbot)  # and the next launch is clean
+    window = open_window(show=False)  # and the next launch is clean
     assert "could not be read" not in window.transcript.toPlainText()
-    window.close()
 
 
-def test_every_field_of_the_wrong_type_never_stops_the_launch(qtbot):
+def test_every_field_of_the_wrong_type_never_stops_the_launch(open_window):
     """Property: one field anywhere in a saved chat replaced by well-formed JSON of another type."""
-    window = launch(qtbot)
+    window = open_window(show=False)
     store = window.saved_chats.keeper.store
 
     @settings(
@@ -161,7 +152,6 @@ def test_every_field_of_the_wrong_type_never_stops_the_launch(qtbot):
             window.saved_chats.keeper.delete(chat_id)
 
     open_edited_chat()
-    window.close()
 
 
 @pytest.mark.parametrize(
@@ -227,7 +217,7 @@ def _many_replies(count: int) -> bytes:
     return head[:-3] + b"[" + b", ".join([reply] * count) + b"]}"
 
 
-def test_the_issues_chat_of_a_million_replies_is_refused_with_its_reason_before_it_is_parsed(qtbot):
+def test_the_issues_chat_of_a_million_replies_is_refused_with_its_reason_before_it_is_parsed(open_window):
     """Was: the launch froze for 222 s (8.7 GB) before any window appeared."""
     data = _many_replies(10**6)
     assert 150 * 2**20 < len(data) < 256 * 2**20  # under the file cap: the count is what refuses it
@@ -235,10 +225,9 @@ def test_the_issues_chat_of_a_million_replies_is_refused_with_its_reason_before_
     folder.mkdir(parents=True)
     (folder / f"{valid_document()['id']}.json").write_bytes(data)
     del data
-    window = launch(qtbot)
+    window = open_window(show=False)
     shown = window.transcript.toPlainText()
     assert f"it holds more than {MAX_REPLIES:,} replies" in shown and "moved aside" in shown
-    window.close()
 
 
 def test_a_chat_at_the_bounds_opens_and_one_past_them_is_refused():

@@ -16,22 +16,9 @@ pytestmark = pytest.mark.model
 
 
 @pytest.fixture
-def relaunch(qtbot):
+def relaunch(open_window):
     """Open a fresh window on the same data folder, as a second launch of the app would."""
-    opened = []
-
-    def open_window():
-        from gui.main_window import MainWindow
-
-        win = MainWindow()
-        qtbot.addWidget(win)
-        opened.append(win)
-        return win
-
-    yield open_window
-    for win in opened:
-        win.close()
-        assert not win.models.engine.alive
+    return lambda: open_window(show=False)
 
 
 def saved_chat(window) -> ChatRecord:

@@ -16,14 +16,11 @@ from tests.remote.scripted_server import Script, ScriptedServer, openai_chunk
 REPLY = "héllo wörld 👋 שלום"
 
 
-def test_a_config_folder_that_cannot_be_written_is_one_line_when_the_window_closes(qtbot, tmp_path, capfd):
+def test_a_config_folder_that_cannot_be_written_is_one_line_when_the_window_closes(open_window, tmp_path, capfd):
     """Was: an OSError traceback from closeEvent. (The tests run as root, whom a read-only mode does not stop, so
     the settings' folder is a file instead: the same refusal from the operating system.)"""
-    from gui.main_window import MainWindow
-
     (tmp_path / "config").write_text("not a folder")  # where conftest points QSettings
-    window = MainWindow()
-    qtbot.addWidget(window)
+    window = open_window(show=False)
     window.chat_panel.streaming_toggle.toggle()  # saves the settings: the status bar says it could not
     assert "settings could not be saved" in window.statusBar().currentMessage()
     window.close()

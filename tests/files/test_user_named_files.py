@@ -43,42 +43,30 @@ def refusal(kind: str, limit: int) -> str:
     return REASONS.get(kind, f"the file is larger than {limit // 2**20} MB")
 
 
-def race_history(path: Path, capsys, qtbot) -> str:
+def race_history(path: Path, capsys, open_window) -> str:
     from cli.main import main
 
     assert main(["race", "Hi", "--a", "streaming=on", "--b", "streaming=off", "--history", str(path)]) == 2
     return capsys.readouterr().err.strip().splitlines()[-1]
 
 
-def replay(path: Path, capsys, qtbot) -> str:
-    from gui.main_window import MainWindow
-
-    window = MainWindow()
-    qtbot.addWidget(window)
-    try:
-        assert window.open_replay(path) is None
-        return window.statusBar().currentMessage()
-    finally:
-        window.close()
+def replay(path: Path, capsys, open_window) -> str:
+    window = open_window(show=False)
+    assert window.open_replay(path) is None
+    return window.statusBar().currentMessage()
 
 
-def race_file(path: Path, capsys, qtbot) -> str:
-    from gui.main_window import MainWindow
+def race_file(path: Path, capsys, open_window) -> str:
     from gui.race.launch import race_window
 
-    window = MainWindow()
-    qtbot.addWidget(window)
-    try:
-        race = race_window(window)
-        assert race.open_race(path) is False
-        text = race.status.text()
-        race.close()
-        return text
-    finally:
-        window.close()
+    race = race_window(open_window(show=False))
+    assert race.open_race(path) is False
+    text = race.status.text()
+    race.close()
+    return text
 
 
-def lab_results(path: Path, capsys, qtbot) -> str:
+def lab_results(path: Path, capsys, open_window) -> str:
     from core.lab.results import load_results_json
 
     with pytest.raises(LatencyLabError) as refused:
@@ -86,7 +74,7 @@ def lab_results(path: Path, capsys, qtbot) -> str:
     return str(refused.value)
 
 
-def chat_import(path: Path, capsys, qtbot) -> str:
+def chat_import(path: Path, capsys, open_window) -> str:
     from core.chats.store import ChatStore
 
     with pytest.raises(LatencyLabError) as refused:
@@ -105,10 +93,12 @@ READERS = {  # each reader, and the most its kind of file may hold
 
 @pytest.mark.parametrize("kind", BAD_FILES)
 @pytest.mark.parametrize("reader", list(READERS))
-def test_a_named_file_that_is_not_a_bounded_regular_file_is_refused_in_one_line(reader, kind, tmp_path, capsys, qtbot):
+def test_a_named_file_that_is_not_a_bounded_regular_file_is_refused_in_one_line(
+    reader, kind, tmp_path, capsys, open_window
+):
     read, limit = READERS[reader]
     path = plant(kind, tmp_path, limit)
-    said = read(path, capsys, qtbot)
+    said = read(path, capsys, open_window)
     assert refusal(kind, limit) in said and "\n" not in said, said
     assert path.name in said
 

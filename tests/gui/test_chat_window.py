@@ -127,19 +127,13 @@ def test_regenerate_replaces_the_last_reply_and_new_chat_clears(qtbot, window):
     assert window.transcript.toPlainText() == "" and window.session.messages == []
 
 
-def test_streaming_toggle_survives_a_restart(qtbot, window):
-    from gui.main_window import MainWindow
-
+def test_streaming_toggle_survives_a_restart(qtbot, window, open_window):
     window.chat_panel.streaming_toggle.setChecked(True)
     qtbot.keyClick(window, Qt.Key.Key_T, Qt.KeyboardModifier.ControlModifier)
     assert not window.chat_panel.streaming_toggle.isChecked()
     window.close()
-    reopened = MainWindow()
-    qtbot.addWidget(reopened)
-    try:
-        assert not reopened.chat_panel.streaming_toggle.isChecked()
-    finally:
-        reopened.close()
+    reopened = open_window(show=False)
+    assert not reopened.chat_panel.streaming_toggle.isChecked()
 
 
 def close_mid_reply(qtbot, window) -> float:
@@ -225,9 +219,7 @@ def test_exports_hold_the_chat_traces(qtbot, window, tmp_path):
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_decode_loop_choice_shows_runs_is_exported_and_survives_a_restart(qtbot, window, tmp_path):
-    from gui.main_window import MainWindow
-
+def test_decode_loop_choice_shows_runs_is_exported_and_survives_a_restart(qtbot, window, open_window, tmp_path):
     box = window.settings_panel.decode_loop_box
     assert box.currentText() == "lean" and "lean decode loop" in window.model_label.text()
     lean = ask(qtbot, window, "Say yes.", max_new_tokens=6)
@@ -241,12 +233,8 @@ def test_decode_loop_choice_shows_runs_is_exported_and_survives_a_restart(qtbot,
     assert [reply["decode_loop"] for reply in document["replies"]] == ["generate"]
     assert document["replies"][0]["settings"]["decode_loop"] == "generate"
     window.close()
-    reopened = MainWindow()
-    qtbot.addWidget(reopened)
-    try:
-        assert reopened.settings_panel.decode_loop_box.currentText() == "generate"
-    finally:
-        reopened.close()
+    reopened = open_window(show=False)
+    assert reopened.settings_panel.decode_loop_box.currentText() == "generate"
 
 
 def test_loading_runs_behind_the_window_and_a_failure_keeps_the_old_model(qtbot, window, tmp_path):

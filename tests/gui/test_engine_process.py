@@ -21,12 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def engine_window(qtbot):
-    from gui.main_window import MainWindow
-
-    window = MainWindow()
-    qtbot.addWidget(window)
-    window.show()
+def engine_window(qtbot, open_window):
+    window = open_window()
     with qtbot.waitSignal(window.model_ready, timeout=TIMEOUT_MS):
         window.start_loading("embedded", "float32")
     yield window

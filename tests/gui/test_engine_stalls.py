@@ -28,14 +28,10 @@ def tiny_gguf(tmp_path_factory):
 
 
 @pytest.fixture
-def engine_window(qtbot, tiny_gguf, monkeypatch):
-    from gui.main_window import MainWindow
-
+def engine_window(qtbot, open_window, tiny_gguf, monkeypatch):
     monkeypatch.setattr(engine_client, "STOP_SILENCE_S", 1.0)
     monkeypatch.setattr(engine_client, "REPLY_SILENCE_S", 2.0)
-    window = MainWindow()
-    qtbot.addWidget(window)
-    window.show()
+    window = open_window()
     with qtbot.waitSignal(window.model_ready, timeout=TIMEOUT_MS):
         window.start_loading(tiny_gguf, "native")
     yield window

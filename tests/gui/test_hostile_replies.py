@@ -10,7 +10,7 @@ from PySide6.QtCore import QPoint
 from PySide6.QtWidgets import QApplication, QToolTip
 
 from tests.remote.scripted_server import Script, ScriptedServer, openai_chunk
-from tests.remote.test_remote_window import _ask, _connect, _window
+from tests.remote.test_remote_window import _ask, _connect
 
 # A sparse file: 200 MB long, a few bytes on disk.
 BIG_FILE_BYTES = 200 * 2**20
@@ -43,12 +43,12 @@ def hostile_markdown(folder) -> str:
     )
 
 
-def test_a_hostile_reply_from_a_server_is_shown_with_its_images_as_links_and_opens_no_file(qtbot, planted):
+def test_a_hostile_reply_from_a_server_is_shown_with_its_images_as_links_and_opens_no_file(qtbot, open_window, planted):
     folder, watch = planted
     reply = hostile_markdown(folder)
     chunks = [openai_chunk(role="assistant"), openai_chunk(reply), openai_chunk(finish="stop"), "[DONE]"]
     with ScriptedServer(Script(chunks=chunks)) as server:
-        window = _window(qtbot)
+        window = open_window()
         try:
             _connect(qtbot, window, server.url)
             trace = _ask(qtbot, window, "Show me a picture")

@@ -2,11 +2,10 @@
 
 from cli.main import build_parser, given_flags
 from gui.launch import window_overrides
-from gui.main_window import MainWindow
 from gui.settings.store import WindowSettings, load_window_settings, save_window_settings
 
 
-def test_generation_flags_given_at_launch_win_over_saved_settings(qtbot):
+def test_generation_flags_given_at_launch_win_over_saved_settings(open_window):
     save_window_settings(
         WindowSettings(dtype="int4", dtype_chosen=True, temperature=0.2, max_new_tokens=99, seed=11, decode_loop="lean")
     )
@@ -26,26 +25,21 @@ def test_generation_flags_given_at_launch_win_over_saved_settings(qtbot):
             "float32",
         ]
     )
-    window = MainWindow(overrides=window_overrides(given_flags(args)))
-    qtbot.addWidget(window)
+    window = open_window(show=False, overrides=window_overrides(given_flags(args)))
     panel = window.settings_panel
-    try:
-        settings = panel.generation_settings()
-        assert (settings.temperature, settings.max_new_tokens, settings.seed, settings.decode_loop) == (
-            0.7,
-            50,
-            3,
-            "generate",
-        )
-        assert panel.dtype() == "float32"  # an explicit float32 overrides a saved int4
-    finally:
-        window.close()
+    settings = panel.generation_settings()
+    assert (settings.temperature, settings.max_new_tokens, settings.seed, settings.decode_loop) == (
+        0.7,
+        50,
+        3,
+        "generate",
+    )
+    assert panel.dtype() == "float32"  # an explicit float32 overrides a saved int4
 
 
-def test_flags_left_out_keep_the_saved_settings(qtbot):
+def test_flags_left_out_keep_the_saved_settings(open_window):
     save_window_settings(WindowSettings(dtype="int4", dtype_chosen=True, temperature=0.2, seed=4_000_000_000))
-    window = MainWindow(overrides=window_overrides(given_flags(build_parser().parse_args([]))))
-    qtbot.addWidget(window)
+    window = open_window(show=False, overrides=window_overrides(given_flags(build_parser().parse_args([]))))
     try:
         settings = window.settings_panel.generation_settings()
         assert window.settings_panel.dtype() == "int4" and settings.temperature == 0.2

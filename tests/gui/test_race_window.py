@@ -19,7 +19,6 @@ from core.settings import LatencyBudget
 from core.timing.events import FinishedEvent, StopReason, TokenEvent
 from core.timing.reading import visible_steps
 from core.timing.trace import ReplyTrace
-from gui.main_window import MainWindow
 from gui.race.race_controller import RaceState
 
 RACE_TIMEOUT_MS = 600_000
@@ -32,15 +31,6 @@ def trace_of(stamps_ms: list[int], texts: list[str], start_ns: int = 0) -> Reply
         trace.record(TokenEvent(index, index, text, start_ns + at * MS))
     trace.record(FinishedEvent(StopReason.EOS, len(texts), start_ns + stamps_ms[-1] * MS + 1))
     return trace
-
-
-@pytest.fixture
-def bare_window(qtbot):
-    window = MainWindow()
-    qtbot.addWidget(window)
-    window.show()
-    yield window
-    window.close()
 
 
 def set_up_race(race, prompt: str, a: dict, b: dict) -> None:
@@ -174,11 +164,9 @@ def test_a_real_reply_in_the_chat_is_marked_and_counted(qtbot, window):
 
 @pytest.mark.model
 @pytest.mark.engine_process
-def test_a_race_runs_in_the_engine_process_as_the_app_runs_it(qtbot):
+def test_a_race_runs_in_the_engine_process_as_the_app_runs_it(qtbot, open_window):
     """Requests and the race's events cross the process boundary as plain data; closing mid-race leaves nothing."""
-    window = MainWindow()
-    qtbot.addWidget(window)
-    window.show()
+    window = open_window()
     with qtbot.waitSignal(window.model_ready, timeout=RACE_TIMEOUT_MS):
         window.start_loading("embedded", "native")
     race = window.open_race()

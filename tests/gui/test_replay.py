@@ -6,7 +6,6 @@ from core.timing.events import FinishedEvent, PromptCacheReport, StopReason, Tok
 from core.timing.export import traces_to_json
 from core.timing.replay import ReplayFileError, read_replay
 from core.timing.trace import ReplyTrace
-from gui.main_window import MainWindow
 
 MS = 1_000_000
 
@@ -43,15 +42,6 @@ def test_a_replay_is_rescheduled_to_the_chosen_ttft_and_tpot_keeping_its_rhythm(
 def test_bad_trace_files_are_refused_saying_why(data, says):
     with pytest.raises(ReplayFileError, match=says):
         read_replay(data)
-
-
-@pytest.fixture
-def bare_window(qtbot):
-    window = MainWindow()
-    qtbot.addWidget(window)
-    window.show()
-    yield window
-    window.close()
 
 
 def test_the_window_replays_a_trace_marked_as_replay_and_refuses_a_bad_one(qtbot, bare_window, tmp_path):

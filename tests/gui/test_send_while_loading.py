@@ -6,12 +6,8 @@ from PySide6.QtCore import Qt
 pytestmark = pytest.mark.model
 
 
-def test_enter_during_loading_sends_when_the_model_is_ready(qtbot, embedded_model):
-    from gui.main_window import MainWindow
-
-    window = MainWindow()
-    qtbot.addWidget(window)
-    window.show()
+def test_enter_during_loading_sends_when_the_model_is_ready(qtbot, open_window, embedded_model):
+    window = open_window()
     window.settings_panel.max_new_tokens.setValue(4)
     try:
         with qtbot.waitSignal(window.reply_finished, timeout=120_000) as blocker:

@@ -113,27 +113,22 @@ def test_a_reply_budget_as_large_as_the_context_is_refused(qtbot, window):
     assert window.input_box.message_text() == "Hello"
 
 
-def test_invalid_saved_settings_are_refused_with_a_message(qtbot):
-    from gui.main_window import MainWindow
+def test_invalid_saved_settings_are_refused_with_a_message(open_window):
     from gui.settings.store import open_settings
 
     store = open_settings()
     for key, value in (("max_new_tokens", -3), ("temperature", 5.0), ("top_p", 0.0), ("dtype", "float7")):
         store.setValue(key, value)
     store.sync()
-    win = MainWindow()
-    qtbot.addWidget(win)
-    try:
-        text = win.transcript.toPlainText()
-        assert "max new tokens must be a whole number from 1" in text and "got -3" in text
-        assert "temperature must be a number from 0 to 2; got 5.0" in text
-        assert "top-p must be a number above 0 and at most 1; got 0.0" in text
-        assert "dtype must be one of: native, float32, bfloat16, int8, int4; got 'float7'" in text
-        panel = win.settings_panel
-        values = (panel.max_new_tokens.value(), panel.temperature.value(), panel.top_p.value(), panel.dtype())
-        assert values == (256, 0.0, 1.0, "native")  # the defaults, native precision among them
-    finally:
-        win.close()
+    win = open_window(show=False)
+    text = win.transcript.toPlainText()
+    assert "max new tokens must be a whole number from 1" in text and "got -3" in text
+    assert "temperature must be a number from 0 to 2; got 5.0" in text
+    assert "top-p must be a number above 0 and at most 1; got 0.0" in text
+    assert "dtype must be one of: native, float32, bfloat16, int8, int4; got 'float7'" in text
+    panel = win.settings_panel
+    values = (panel.max_new_tokens.value(), panel.temperature.value(), panel.top_p.value(), panel.dtype())
+    assert values == (256, 0.0, 1.0, "native")  # the defaults, native precision among them
 
 
 def test_hostile_text_round_trips_through_history_saving_and_export(qtbot, window, tmp_path):

@@ -158,13 +158,9 @@ def test_closing_during_an_uninterruptible_forward_pass_does_not_wait_and_keeps_
     assert saved.messages[0].content == "Hello there" and saved.reply_pending
 
 
-def test_closing_during_a_model_load_does_not_wait_for_it(qtbot, held_load, qtlog):
-    from gui.main_window import MainWindow
-
+def test_closing_during_a_model_load_does_not_wait_for_it(open_window, held_load, qtlog):
     inside, release = held_load.inside, held_load.release
-    window = MainWindow()
-    qtbot.addWidget(window)
-    window.show()
+    window = open_window()
     window.start_loading("embedded", "float32")
     assert inside.wait(30)
     engine = window.models.engine

@@ -101,14 +101,10 @@ def test_the_settings_fold_away_give_the_chat_their_room_and_come_back(qtbot, ti
     assert panel.fold_header.summary.text() == ""
 
 
-def test_the_window_remembers_the_settings_folded(qtbot, tiny_window):
-    from gui.main_window import MainWindow
-
+def test_the_window_remembers_the_settings_folded(qtbot, tiny_window, open_window):
     qtbot.mouseClick(tiny_window.settings_panel.fold_header.button, Qt.MouseButton.LeftButton)
     tiny_window.close()
-    again = MainWindow()
-    qtbot.addWidget(again)
-    again.show()
+    again = open_window()
     try:
         panel = again.settings_panel
         assert panel.folded and not panel.model_box.isVisible()
@@ -116,9 +112,5 @@ def test_the_window_remembers_the_settings_folded(qtbot, tiny_window):
         assert panel.model_box.isVisible()
     finally:
         again.close()
-    third = MainWindow()
-    qtbot.addWidget(third)
-    try:
-        assert not third.settings_panel.folded  # unfolding is remembered too
-    finally:
-        third.close()
+    third = open_window(show=False)
+    assert not third.settings_panel.folded  # unfolding is remembered too

@@ -56,16 +56,11 @@ def test_the_whole_window_fits_a_laptop_screen(qtbot, window):
     assert meter_area.viewport().width() >= window.meter.minimumSizeHint().width()
 
 
-def test_a_long_model_path_given_at_launch_does_not_widen_the_window(qtbot, tiny_model):
-    from gui.main_window import MainWindow
-
+def test_a_long_model_path_given_at_launch_does_not_widen_the_window(open_window, tiny_model):
     long_path = "/a/very/long/folder/path/" * 12 + "model-Q4_K_M.gguf"
     widths = {}
     for name, overrides in (("default", {}), ("long path", {"model_spec": long_path})):
-        win = MainWindow(overrides=overrides)
-        qtbot.addWidget(win)
-        win.models.accept_model(tiny_model)
-        win.show()
+        win = open_window(tiny_model, overrides=overrides)
         widths[name] = win.minimumSizeHint().width()
         win.close()
     # The path at first show used to widen the model row, and the meter was pushed off a 1400-pixel screen.

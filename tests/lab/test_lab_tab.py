@@ -166,13 +166,10 @@ def test_a_chat_reply_sent_during_a_lab_run_takes_turns_with_it(qtbot, window):
     assert [row["prompt_words"] for row in results.prompt] == [5, 200]
 
 
-def test_closing_during_a_lab_model_load_does_not_wait_for_it(qtbot, held_load):
+def test_closing_during_a_lab_model_load_does_not_wait_for_it(open_window, held_load):
     """A lab stuck in a model load must not hold the window's close (it used to wait up to 30 s)."""
-    from gui.main_window import MainWindow
-
     inside, release = held_load.inside, held_load.release
-    window = MainWindow()
-    qtbot.addWidget(window)
+    window = open_window(show=False)
     lab = window.lab_tab
     for sweep in ("bandwidth", "precision", "batch"):
         lab.form.sweep_boxes[sweep].setChecked(False)

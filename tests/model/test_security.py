@@ -38,9 +38,7 @@ def test_the_flags_reach_the_loader_from_the_cli(monkeypatch, tmp_path, capsys):
     assert "warning: --trust-remote-code" in capsys.readouterr().err
 
 
-def test_the_flags_reach_the_loader_from_the_window(qtbot, monkeypatch):
-    from gui.main_window import MainWindow
-
+def test_the_flags_reach_the_loader_from_the_window(qtbot, open_window, monkeypatch):
     seen = []
 
     def fake_load(spec, **kwargs):
@@ -49,8 +47,7 @@ def test_the_flags_reach_the_loader_from_the_window(qtbot, monkeypatch):
 
     monkeypatch.setattr(core.model.loader, "load_model", fake_load)
     for flags in ({}, {"trust_remote_code": True, "allow_pickle": True}):
-        window = MainWindow(**flags)
-        qtbot.addWidget(window)
+        window = open_window(show=False, **flags)
         with qtbot.waitSignal(window.model_failed, timeout=30_000):
             window.start_loading("embedded", "float32")
         if flags:

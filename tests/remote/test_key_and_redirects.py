@@ -158,15 +158,15 @@ def test_ask_prints_no_key_a_server_echoes(flags, monkeypatch, capsys):
     assert HIDDEN_KEY in out and "SECRET" not in out + err and "0123456789abcdef" not in out + err
 
 
-def test_the_window_shows_and_saves_no_key_a_server_echoes(qtbot, monkeypatch):
+def test_the_window_shows_and_saves_no_key_a_server_echoes(qtbot, open_window, monkeypatch):
     import os
     from pathlib import Path
 
-    from tests.remote.test_remote_window import _ask, _connect, _window
+    from tests.remote.test_remote_window import _ask, _connect
 
     monkeypatch.setenv("LATENCYLAB_API_KEY", KEY)
     with ScriptedServer(_echoing_server()) as server:
-        window = _window(qtbot)
+        window = open_window()
         try:
             _connect(qtbot, window, server.url)
             _ask(qtbot, window, "Hi")

@@ -50,18 +50,9 @@ def _ask(qtbot, window, text) -> ReplyTrace:
     return blocker.args[0]
 
 
-def _window(qtbot):
-    from gui.main_window import MainWindow
-
-    window = MainWindow()
-    qtbot.addWidget(window)
-    window.show()
-    return window
-
-
-def test_the_window_chats_with_a_server_and_shows_client_and_server_timings(qtbot):
+def test_the_window_chats_with_a_server_and_shows_client_and_server_timings(qtbot, open_window):
     with ScriptedServer(Script(chunks=_chunks("Hello", " from", " the", " server."), models=("m1", "m2"))) as server:
-        window = _window(qtbot)
+        window = open_window()
         try:
             _connect(qtbot, window, server.url)
             assert "OpenAI-compatible server" in window.model_label.text()
@@ -86,9 +77,9 @@ def test_the_window_chats_with_a_server_and_shows_client_and_server_timings(qtbo
             window.close()
 
 
-def test_a_cut_stream_keeps_the_partial_reply_marked_interrupted_and_the_next_message_works(qtbot):
+def test_a_cut_stream_keeps_the_partial_reply_marked_interrupted_and_the_next_message_works(qtbot, open_window):
     with ScriptedServer(Script(chunks=_chunks("partial", " lost"), cut_after=2)) as server:
-        window = _window(qtbot)
+        window = open_window()
         try:
             _connect(qtbot, window, server.url)
             trace = _ask(qtbot, window, "first")
@@ -102,10 +93,10 @@ def test_a_cut_stream_keeps_the_partial_reply_marked_interrupted_and_the_next_me
             window.close()
 
 
-def test_a_server_that_is_not_there_is_a_clear_load_error_and_keeps_the_window_usable(qtbot):
+def test_a_server_that_is_not_there_is_a_clear_load_error_and_keeps_the_window_usable(qtbot, open_window):
     with ScriptedServer() as server:
         port = server.port
-    window = _window(qtbot)
+    window = open_window()
     try:
         with qtbot.waitSignal(window.model_failed, timeout=TIMEOUT_MS) as blocker:
             window.start_loading(f"http://127.0.0.1:{port}/v1", "float32")
@@ -117,13 +108,13 @@ def test_a_server_that_is_not_there_is_a_clear_load_error_and_keeps_the_window_u
 
 
 @pytest.mark.engine_process
-def test_the_engine_process_carries_a_remote_reply_and_the_key_never_reaches_the_saved_settings(qtbot):
+def test_the_engine_process_carries_a_remote_reply_and_the_key_never_reaches_the_saved_settings(qtbot, open_window):
     from pathlib import Path
 
     from gui.settings.store import open_settings
 
     with ScriptedServer(Script(chunks=_chunks("Over", " the", " pipe."))) as server:
-        window = _window(qtbot)
+        window = open_window()
         try:
             window.settings_panel.server_key = "sk-window-key-42"
             _connect(qtbot, window, server.url)
@@ -163,7 +154,7 @@ def test_the_server_dialog_builds_the_spec_and_refuses_a_key_in_the_url(qtbot):
     assert "key in its query" in refusing.problem.text()
 
 
-def test_reasoning_is_shown_apart_from_the_answer(qtbot):
+def test_reasoning_is_shown_apart_from_the_answer(qtbot, open_window):
     chunks = [
         openai_chunk(role="assistant"),
         openai_chunk(reasoning="Think first."),
@@ -172,7 +163,7 @@ def test_reasoning_is_shown_apart_from_the_answer(qtbot):
         "[DONE]",
     ]
     with ScriptedServer(Script(chunks=chunks)) as server:
-        window = _window(qtbot)
+        window = open_window()
         try:
             _connect(qtbot, window, server.url)
             trace = _ask(qtbot, window, "Why?")
@@ -184,7 +175,7 @@ def test_reasoning_is_shown_apart_from_the_answer(qtbot):
             window.close()
 
 
-def test_the_lab_tab_runs_its_sweeps_against_a_server(qtbot):
+def test_the_lab_tab_runs_its_sweeps_against_a_server(qtbot, open_window):
     chunks = [
         openai_chunk(role="assistant"),
         *(openai_chunk(f" w{i}") for i in range(4)),
@@ -193,7 +184,7 @@ def test_the_lab_tab_runs_its_sweeps_against_a_server(qtbot):
         "[DONE]",
     ]
     with ScriptedServer(Script(chunks=chunks)) as server:
-        window = _window(qtbot)
+        window = open_window()
         try:
             form = window.lab_tab.form
             form.model_box.setCurrentText(server.url)

@@ -1,7 +1,7 @@
 """A scripted HTTP server on 127.0.0.1 for behaviour a real local server cannot show on demand.
 
 Several tokens per chunk, 429s, malformed SSE, a stalled stream and Ollama's NDJSON are played from a
-script. It is named as such and never stands in for the real llama.cpp server (tests/remote/llama_server.py).
+script. It is named as such and never stands in for the real llama.cpp server (tools/llama_cpp_server.py).
 """
 
 from __future__ import annotations

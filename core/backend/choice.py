@@ -73,3 +73,27 @@ def prepare_any(loaded: ServedModel, request: ReplyRequest, *, streaming: bool =
     if not isinstance(loaded, LoadedModel):
         raise TypeError(f"the engine cannot ask a {type(loaded).__name__}: a LoadedModel or a RemoteModel only")
     return local_request.prepare_reply(loaded, request)  # at call time, as load_any
+
+
+# The decode loop and the prompt cache belong to the generation layer, above the model's: the model cannot answer for
+# them itself (core.model imports no generation code), so the backend, above both, answers for local and remote.
+
+
+def loop_refusal(loaded: LoadedModel | RemoteModel) -> str | None:
+    """Why replies do not run on Latency Lab's lean loop, or None where they do."""
+    if isinstance(loaded, RemoteModel):
+        return "the model runs on a server; its loop is the server's own"
+    from core.generation.decode.choice import lean_loop_refusal
+
+    return lean_loop_refusal(loaded.model)
+
+
+def set_cache_aside(loaded: LoadedModel | RemoteModel) -> None:
+    """Let the next reply reuse nothing the live prompt cache holds (its chat keeps it saved). A server keeps its own
+    prompt cache, which no client can empty: a race says what it reused."""
+    if isinstance(loaded, RemoteModel) or loop_refusal(loaded) is not None:
+        return
+    from core.compute_thread import compute_thread
+    from core.generation.decode.choice import lean_decoder
+
+    compute_thread().call(lambda: lean_decoder(loaded.model).prompt_cache.set_aside())

@@ -32,14 +32,6 @@ class ServedModel(Protocol):
         """Where the weights are: "cpu", "cuda", or "remote"."""
         ...
 
-    def loop_refusal(self) -> str | None:
-        """Why replies do not run on Latency Lab's lean loop, or None where they do."""
-        ...
-
-    def set_cache_aside(self) -> None:
-        """Let the next reply reuse nothing the prompt cache holds now (a race's sides start alike)."""
-        ...
-
     def serves(self, spec: str | None, dtype: str, device: str) -> bool:
         """Whether loading spec at dtype on device would give this model (a race reuses the chat's)."""
         ...

@@ -151,4 +151,6 @@ class EngineCore:
         damaged = take_notices()  # cache files the load or the ceilings set aside: said once, in the window
         if damaged:
             facts = replace(facts, notice="; ".join(filter(None, (facts.notice, *damaged))))
-        return ModelReady(facts, loaded.loop_refusal())
+        from core.backend.choice import loop_refusal
+
+        return ModelReady(facts, loop_refusal(loaded))

@@ -57,20 +57,6 @@ class LoadedModel:
     def close(self) -> None:
         """Nothing to let go of now: the weights go with the last reference (the window may still show facts)."""
 
-    def loop_refusal(self) -> str | None:
-        """Why replies run on generate() rather than the lean loop, or None."""
-        from core.generation.decode.choice import lean_loop_refusal
-
-        return lean_loop_refusal(self.model)
-
-    def set_cache_aside(self) -> None:
-        """Set the live prompt cache aside (its chat keeps it saved), so the next reply reuses nothing left there."""
-        from core.compute_thread import compute_thread
-        from core.generation.decode.choice import lean_decoder
-
-        if self.loop_refusal() is None:
-            compute_thread().call(lambda: lean_decoder(self.model).prompt_cache.set_aside())
-
     def serves(self, spec: str | None, dtype: str, device: str) -> bool:
         """Whether loading spec at dtype on device would give these weights (a race may reuse the chat's model)."""
         from core.errors import LatencyLabError

@@ -240,7 +240,9 @@ def _consume(name: str, reply, run: SideRun, observer: RaceObserver) -> None:
 def _clear_cache(loaded) -> None:
     """Set the model's live prompt cache aside, so this side reuses nothing another reply (the other side, the chat)
     left there: a new chat would otherwise reuse the start it shares with the cached one, here the whole prompt."""
-    loaded.set_cache_aside()
+    from core.backend.choice import set_cache_aside
+
+    set_cache_aside(loaded)
 
 
 def _warming_progress(name: str, observer: RaceObserver) -> Callable[[object], None]:

@@ -76,12 +76,6 @@ class RemoteModel:
     def device(self) -> str:
         return "remote"
 
-    def loop_refusal(self) -> str | None:
-        return "the model runs on a server; its loop is the server's own"
-
-    def set_cache_aside(self) -> None:
-        """Nothing to do: a server keeps its own prompt cache, which no client can empty (a race says what it reused)."""
-
     def serves(self, spec: str | None, dtype: str, device: str) -> bool:
         """Never reused by a race: each side connects for itself."""
         return False

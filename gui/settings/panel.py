@@ -136,7 +136,7 @@ class SettingsPanel(QWidget):
         form.addRow("System", self.system_prompt)
         form.addRow("Sampling", sampling_row)
         form.addRow("", seed_row)
-        form.addRow("Speculate", speculation_row)
+        form.addRow("Drafts", speculation_row)  # a short label: the column is as wide as its widest
         # What folding hides: every row of fields (the load's progress bar shows itself while a load runs).
         self._foldable_rows = (1, 4, 5, 6, 7)
 

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QComboBox, QFileDialog, QLineEdit, QPushButton, QS
 from core.settings import DRAFT_TOKENS, SPECULATION
 
 # What each of core's choices is called in the form; a choice core adds later shows under its own name.
-CHOICE_NAMES = {"off": "off", "ngram": "ngram (prompt lookup)", "draft": "draft model"}
+CHOICE_NAMES = {"off": "off", "ngram": "prompt lookup", "draft": "draft model"}
 DRAFT_MODEL_CHOICE = "draft"
 
 
@@ -27,8 +27,9 @@ class SpeculationFields:
             "Speculative decoding. ngram (prompt lookup): the tokens that followed the last few tokens where they "
             "appeared before, in the prompt or the reply, are drafted, and the model checks them all in one pass, "
             "which reads the weights once, as a decode step does. Every draft it agrees with is a token that cost "
-            "no step of its own; the reply is the same token for token. Greedy decoding (temperature 0), on the C "
-            "kernels (a GGUF in native precision); it pays off where the reply copies its context."
+            "no step of its own: a greedy reply is the same token for token, a sampled one keeps the model's "
+            "distribution. A draft model: a smaller GGUF of the same vocabulary drafts instead. On the C kernels (a "
+            "GGUF in native precision); prompt lookup pays off where the reply copies its context."
         )
         self.drafts = QSpinBox()
         self.drafts.setObjectName("draft_tokens_box")

@@ -269,6 +269,19 @@ def held_load(monkeypatch):
     Held.release.set()
 
 
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+
+
+@pytest.fixture(autouse=True)
+def no_proxy_from_the_machine(monkeypatch):
+    """A developer behind a corporate proxy has HTTP_PROXY set: the client honours it, and the tests' servers on
+    127.0.0.1 are not the proxy's to reach (scripted servers are used in remote, cli, gui and chats tests alike).
+    Tests that want a proxy set one."""
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def cycles_collected_on_the_main_thread_only():
     """The suite runs engines' threads in its own process: automatic collection there could free a Qt object

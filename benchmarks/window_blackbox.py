@@ -49,7 +49,7 @@ def tpot_from_saved_chat(data_dir: Path, timeout_s: float) -> tuple[float, int, 
     return None
 
 
-def window_round(display: str, max_new_tokens: int) -> tuple[float, int, float | None]:
+def window_round(display: str, max_new_tokens: int, streaming: bool = True) -> tuple[float, int, float | None]:
     data_dir = Path(tempfile.mkdtemp(prefix="latencylab-blackbox-"))
     env = {**os.environ, "DISPLAY": display, "LATENCYLAB_DATA_DIR": str(data_dir), "QT_QPA_PLATFORM": "xcb"}
     app = subprocess.Popen(
@@ -66,7 +66,9 @@ def window_round(display: str, max_new_tokens: int) -> tuple[float, int, float |
             text=True,
             timeout=120,
         ).stdout.split()[0]
-        subprocess.run(["xdotool", "windowactivate", "--sync", window], env=env, timeout=30)
+        subprocess.run(["xdotool", "windowfocus", "--sync", window], env=env, timeout=30)
+        if not streaming:  # Ctrl+T: the reply shows whole at its end, nothing painted per token
+            subprocess.run(["xdotool", "key", "ctrl+t"], env=env, timeout=30)
         subprocess.run(["xdotool", "type", "--delay", "5", PROMPT], env=env, timeout=60)
         subprocess.run(["xdotool", "key", "Return"], env=env, timeout=30)
         measured = tpot_from_saved_chat(data_dir, timeout_s=300)
@@ -98,6 +100,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument("--no-stream", action="store_true", help="the window's streaming off (Ctrl+T)")
     _common.add_json_option(parser)
     args = parser.parse_args()
     report = _common.start_report(args, "window_blackbox")
@@ -111,7 +114,7 @@ def main() -> None:
     try:
         time.sleep(1.0)  # the X server takes its socket
         for round_index in range(args.rounds):
-            window_tpot, window_tokens, share = window_round(display, args.max_new_tokens)
+            window_tpot, window_tokens, share = window_round(display, args.max_new_tokens, not args.no_stream)
             ask_tpot, ask_tokens = ask_round(args.max_new_tokens)
             ratios.append(window_tpot / ask_tpot)
             windows.append(window_tpot)

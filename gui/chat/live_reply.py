@@ -20,7 +20,7 @@ from core.timing.trace import ReplyTrace
 from gui.chat.draft_tint import drafted_spans
 from gui.chat.reply_controller import ReplyController, ReplyState
 from gui.chats.chat_replay import reply_note
-from gui.frame_interval import FRAME_INTERVAL_MS
+from gui.frame_interval import frame_timer
 
 
 class LiveReply(QObject):
@@ -49,9 +49,7 @@ class LiveReply(QObject):
         self._finished_trace: ReplyTrace | None = None
         self._cpu_at_start_s: float | None = None
         transcript.viewport().installEventFilter(self)
-        self.frame_timer = QTimer(self)
-        self.frame_timer.setInterval(FRAME_INTERVAL_MS)
-        self.frame_timer.timeout.connect(self._on_frame)
+        self.frame_timer = frame_timer(self, self._on_frame)
         replies.reply_started.connect(self._on_started)
         replies.tokens_received.connect(self._on_tokens)
         replies.state_changed.connect(self._on_state)

@@ -11,7 +11,7 @@ import time
 from enum import Enum
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, Signal, Slot
 
 from core.bounded_read import NotReadable, read_named_file
 from core.race.config import LIVE, MODE_WORDS, RaceConfig
@@ -19,7 +19,7 @@ from core.race.document import MAX_RACE_BYTES, RaceFileError, RaceRecord, read_r
 from core.race.playback import Track
 from core.timing.events import FinishedEvent, PrefillProgress, TokenEvent
 from core.timing.export import write_text_file
-from gui.frame_interval import FRAME_INTERVAL_MS
+from gui.frame_interval import frame_timer
 from gui.race.race_client import RaceClient
 
 STATUS_INTERVAL_NS = 250_000_000  # while measuring, a side's state changes at most 4 times a second
@@ -60,9 +60,7 @@ class RaceController(QObject):
         self._counts = {"A": 0, "B": 0}
         self._status_shown_ns = 0
         self.races = RaceClient(client, self)
-        self.frame_timer = QTimer(self)
-        self.frame_timer.setInterval(FRAME_INTERVAL_MS)
-        self.frame_timer.timeout.connect(self._on_frame)
+        self.frame_timer = frame_timer(self, self._on_frame)
         self.races.progressed.connect(self._on_progress)
         self.races.started.connect(self._on_started)
         self.races.event_arrived.connect(self._on_event)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, QTimer, Slot
+from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 
 from core.timing.replay import ReplayReply
 from core.timing.running_median import RunningMedian
-from gui.frame_interval import FRAME_INTERVAL_MS
+from gui.frame_interval import frame_timer
 from gui.meter.interval_plot import IntervalPlot
 from gui.meter.visible_text_plot import VisibleTextPlot
 from gui.plotting.plot_style import set_plot_title
@@ -99,9 +99,7 @@ class ReplayDialog(QDialog):
         layout.addWidget(self.plot, stretch=1)
         layout.addWidget(self.visible_plot, stretch=1)
         layout.addWidget(self.status)
-        self.frame_timer = QTimer(self)
-        self.frame_timer.setInterval(FRAME_INTERVAL_MS)
-        self.frame_timer.timeout.connect(self._on_frame)
+        self.frame_timer = frame_timer(self, self._on_frame)
         self.reply_box.currentIndexChanged.connect(self._on_reply_chosen)
         self.ttft_slider.valueChanged.connect(self._show_slider_values)
         self.tpot_slider.valueChanged.connect(self._show_slider_values)

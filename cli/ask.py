@@ -21,6 +21,7 @@ from cli.prompt_arg import prompt_argument, text_argument
 from core.backend.choice import load_any, prepare_any
 from core.backend.load_options import LoadOptions
 from core.chats.session import Message
+from core.diagnosis.diagnose import diagnose_reply
 from core.errors import LatencyLabError
 from core.generation.local_reply import LocalReply
 from core.generation.request import ReplyRequest
@@ -99,8 +100,9 @@ def stream_reply(
     generation.join()
     trace = generation.trace
     assert trace is not None  # started above
+    facts = loaded.describe()
+    trace.diagnosis = diagnose_reply(trace, facts)
     if args.json:
-        facts = loaded.describe()
         report = {**(extra or {}), **reply_report(facts.to_dict(), trace, settings)}
         report["decode_loop"] = generation.decode_loop
         report["roofline"] = _roofline(facts, trace)

@@ -13,6 +13,7 @@ from core.generation.reply import Reply
 from core.model.loader import LoadedModel
 from core.settings import LEAN_LOOP, GenerationSettings
 from core.timing.cpu_share import process_cpu_s
+from core.timing.engine_counters import EngineCounters
 from core.timing.events import (
     ComputeStarted,
     CpuUsage,
@@ -80,6 +81,7 @@ class LocalReply(Reply):
         self._detokenizer = IncrementalDetokenizer(loaded.tokenizer)
         self._tokens_made = 0
         self._last_token_id: int | None = None
+        self._counters: EngineCounters | None = None  # from the compute's start to its end
         # By default the process's compute thread, where the model was loaded: one OpenMP pool.
         self._thread = thread if thread is not None else compute_thread()
         # Which loop runs, and why not the one asked for: shown with the reply and kept in exports.
@@ -100,6 +102,8 @@ class LocalReply(Reply):
         """A token the model produced, stamped first thing, on the generating thread (the streamer trap: text comes
         out of a detokenizer at word boundaries, so a stamp taken where text is read lumps tokens together)."""
         stamp_ns = stamp_ns if stamp_ns is not None else time.perf_counter_ns()
+        if self._counters is not None:
+            self._counters.token()
         text = self._detokenizer.push(token_id)
         self.emit(TokenEvent(self._tokens_made, token_id, text, stamp_ns, drafted=drafted))
         self._tokens_made += 1
@@ -109,6 +113,7 @@ class LocalReply(Reply):
         from core.generation.stopping import PassInterrupted  # imports torch: not at module level (cold start)
 
         started_ns, started_cpu_s = time.perf_counter_ns(), process_cpu_s()
+        self._counters = EngineCounters()
         self.emit(ComputeStarted(started_ns))
         finished_reason = StopReason.ERROR
         error: str | None = None
@@ -121,9 +126,13 @@ class LocalReply(Reply):
         except BaseException as exc:  # noqa: BLE001 - every failure must reach the consumer
             error = f"{type(exc).__name__}: {exc}"
         finally:
+            counters, self._counters = self._counters.stop(), None
             self.emit(
                 CpuUsage(
-                    process_cpu_s() - started_cpu_s, (time.perf_counter_ns() - started_ns) / 1e9, _compute_threads()
+                    process_cpu_s() - started_cpu_s,
+                    (time.perf_counter_ns() - started_ns) / 1e9,
+                    _compute_threads(),
+                    **counters,
                 )
             )
             self.emit(
@@ -188,7 +197,7 @@ class LocalReply(Reply):
                 return
             if settings.speculation != "off":
                 self.emit(SpeculationReport(settings.speculation, 0, 0, 0, SPECULATION_NEEDS_KERNELS))
-            self.emit(PromptCacheReport(len(self.input_ids), 0, GENERATE_KEEPS_NO_CACHE))
+            self.emit(PromptCacheReport(len(self.input_ids), 0, GENERATE_KEEPS_NO_CACHE, status="off"))
             sampling: dict = {"do_sample": False}
             if not settings.greedy:
                 sampling = {"do_sample": True, "temperature": settings.temperature, "top_p": settings.top_p, "top_k": 0}
@@ -247,9 +256,11 @@ def _worded(use: CacheUse, cache: CacheRequest | None) -> PromptCacheReport:
 
     cached = use.reused
     if use.status == pc.OFF:
-        return PromptCacheReport(use.prompt_tokens, 0, "prompt cache off: the whole prompt was prefilled")
+        return PromptCacheReport(use.prompt_tokens, 0, "prompt cache off: the whole prompt was prefilled", status="off")
     if use.status == pc.EMPTY:
-        return PromptCacheReport(use.prompt_tokens, 0, "nothing cached yet: the first reply since the model loaded")
+        return PromptCacheReport(
+            use.prompt_tokens, 0, "nothing cached yet: the first reply since the model loaded", status="empty"
+        )
     if use.status == pc.EVICTED:
         reason = "this chat's cache was evicted to stay within the prompt cache's memory bound"
     elif use.status == pc.OTHER_CHAT:
@@ -260,12 +271,15 @@ def _worded(use: CacheUse, cache: CacheRequest | None) -> PromptCacheReport:
             cached,
             break_reason(pieces(use.label), pieces(cache.label if cache else None), cached),
             break_at=cached,
+            status="broke",
         )
     else:
-        return PromptCacheReport(use.prompt_tokens, cached, "the chat's history was reused from the cache")
+        return PromptCacheReport(
+            use.prompt_tokens, cached, "the chat's history was reused from the cache", status="hit"
+        )
     if cached:
         reason += f" (the {cached:,} tokens they begin with were reused)"
-    return PromptCacheReport(use.prompt_tokens, cached, reason)
+    return PromptCacheReport(use.prompt_tokens, cached, reason, status=use.status)
 
 
 def _compute_threads() -> int:

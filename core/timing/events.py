@@ -3,11 +3,11 @@ progress, each token, a server's report, and exactly one finish (or a refusal be
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any, TypeVar
 
-from core.timing.bounds import Int64, Seconds
+from core.timing.bounds import Int64, Seconds, TokenIds
 
 _Event = TypeVar("_Event")
 
@@ -18,7 +18,7 @@ def _pickled_by_fields(cls: type[_Event]) -> type[_Event]:
     dataclass(slots=True) pickles through a __setstate__ written in Python that calls fields() for every object:
     three times the cost of the rest of reading a token off the engine's pipe, on the window's GUI thread.
     """
-    names = tuple(field.name for field in fields(cls))  # type: ignore[arg-type]
+    names = tuple(item.name for item in fields(cls))  # type: ignore[arg-type]
 
     def __reduce__(self):  # noqa: N807 - pickle's name
         return cls, tuple(getattr(self, name) for name in names)
@@ -119,11 +119,23 @@ class ServerReport:
 @_pickled_by_fields
 @dataclass(frozen=True, slots=True)
 class CpuUsage:
-    """The engine's CPU time over the reply's compute (every thread of its process) against wall time x threads."""
+    """The engine's CPU time over the reply's compute (every thread of its process) against wall time x threads, and
+    its own counters over the same time (core/timing/engine_counters.py): major page faults (a weight read from disk),
+    preemptions (involuntary context switches: a thread descheduled for another program), and its garbage collections.
+
+    token_major_faults and token_preemptions run beside the tokens (token 0's cover the prefill); gc_pauses are
+    (start, duration) in perf_counter_ns. Empty where not counted (a chat saved before they were).
+    """
 
     cpu_s: Seconds
     wall_s: Seconds
     threads: Int64
+    major_faults: Int64 = 0
+    minor_faults: Int64 = 0
+    preemptions: Int64 = 0
+    token_major_faults: TokenIds = field(default_factory=list)
+    token_preemptions: TokenIds = field(default_factory=list)
+    gc_pauses: list[tuple[Int64, Int64]] = field(default_factory=list)
 
 
 @_pickled_by_fields
@@ -166,6 +178,9 @@ class PromptCacheReport:
     source: str = "local"
     timestamp_ns: Int64 | None = None  # locally: when the cached part was in place and prefill of the rest began
     memory_bytes: Int64 | None = None  # locally: the prompt cache's memory (live KV allocation and saved chats)
+    # Locally, what happened: "hit" (the history reused), "broke" (reuse stopped at break_at), "evicted", "other" (the
+    # cache held another chat), "empty" (nothing cached since the load) or "off"; "" from a server or an older chat.
+    status: str = ""
 
     @property
     def prefilled_tokens(self) -> int | None:
@@ -187,10 +202,24 @@ class SpeculationReport:
     accepted: Int64
     passes: Int64 | None  # None where a server did not say
     note: str | None = None
+    # Locally, what speculation cost this reply: its verify passes (drafting included), and its ordinary decode steps
+    # (steps with nothing to draft), each with their count. None where not measured (a server, an older chat).
+    verify_s: Seconds | None = None
+    steps: Int64 | None = None
+    step_s: Seconds | None = None
 
     @property
     def acceptance(self) -> float | None:
         return self.accepted / self.drafted if self.drafted else None
+
+    @property
+    def saved_s(self) -> float | None:
+        """Time speculation saved over the reply (negative: what it cost): the tokens the verify passes gave, at the
+        reply's own ordinary step time, less what the passes took. None without a pass or two ordinary steps to
+        weigh them against."""
+        if not self.passes or not self.steps or self.steps < 2 or self.step_s is None or self.verify_s is None:
+            return None
+        return (self.accepted + self.passes) * self.step_s / self.steps - self.verify_s
 
 
 # Every event a reply can produce, for type checks and dispatch.

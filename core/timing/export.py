@@ -31,6 +31,12 @@ CPU_DEFINITIONS = {
     "cpu": "The engine's CPU use over the reply's compute: cpu_s (every thread of its process), wall_s and threads.",
     "cpu.cpu_share": CPU_SHARE_DEFINITION,
     "cpu.contention": "Set when cpu_share is below 0.75: other programs took the CPU, so TPOT is not the model's.",
+    "cpu.major_faults": "Major page faults in the engine over the reply: pages (the weights) read from disk. "
+    "token_major_faults: per token, since the one before (token 0's: the prefill).",
+    "cpu.preemptions": "Involuntary context switches in the engine over the reply: its threads descheduled for "
+    "other programs. token_preemptions: per token, as token_major_faults.",
+    "cpu.gc_pauses": "Python's garbage collections in the engine over the reply: [start (perf_counter_ns), duration "
+    "(ns)].",
     "cpu.window_cpu_share": "The window process's CPU time during the reply over its wall time, in cores (0.2 = a "
     "fifth of one core): what the meter itself costs, taken from decode on a small machine.",
 }
@@ -45,6 +51,12 @@ PROMPT_CACHE_DEFINITIONS = {
     "local only); with the prompt's tokens and the cached ones as the report counted them, and when the cached part "
     "was in place (timestamp_ns, perf_counter_ns; local only).",
 }
+DIAGNOSIS_DEFINITION = (
+    "Why the reply was as slow as it was, most costly first: each finding's kind, summary (one sentence), cause, "
+    "evidence (the measurement, with its figures), figure (its headline number), advice and cost_s (about how much of "
+    "the reply it took, where measurable). A reply nothing slowed has one finding of kind 'healthy'; null where the "
+    "reply was not diagnosed."
+)
 TRACE_DEFINITION = (
     "The reply's raw record (perf_counter_ns stamps), from which every figure here is computed: every field "
     "Latency Lab keeps of a reply, as a saved chat holds it."
@@ -94,6 +106,7 @@ def trace_document(trace: ReplyTrace, turn: int = 0, context: dict | None = None
             for stamp, fraction in trace.prefill_progress
         ],
         "waterfall": waterfall_document(trace),
+        "diagnosis": msgspec.to_builtins(trace.diagnosis),
         "tokens": token_rows(trace, turn),
         **cache_document(trace),
         **cpu_document(trace),
@@ -150,6 +163,7 @@ def reply_report(model_facts: dict, trace: ReplyTrace, settings) -> dict:
         "error": trace.error,
         # Where the time went before the first token, as the window's waterfall shows it.
         "waterfall": waterfall_document(trace),
+        "diagnosis": msgspec.to_builtins(trace.diagnosis),
         **cache_document(trace),
         **cpu_document(trace),
         **server_document(trace),
@@ -228,6 +242,7 @@ def traces_to_json(
             "interval_s": INTERVAL_DEFINITION,
             "prefill_progress": PREFILL_PROGRESS_DEFINITION,
             "trace": TRACE_DEFINITION,
+            "diagnosis": DIAGNOSIS_DEFINITION,
             **waterfall_definitions(),
         },
         **(context or {}),

@@ -17,6 +17,7 @@ from core.timing.events import (
     SpeculationReport,
     TokenEvent,
 )
+from core.timing.finding import Finding
 from core.timing.metrics import LatencyMetrics, LatencySummary, compute_metrics, summarize
 
 
@@ -64,6 +65,9 @@ class ReplyTrace:
     cpu: CpuUsage | None = None
     # Where a window showed the reply: the window process's own CPU time over the same reply.
     window_cpu_s: Seconds | None = None
+    # Why the reply was as slow as it was, ranked, each cause with its evidence (core/diagnosis); None where it was not
+    # diagnosed (a chat saved before diagnoses were made), and one "healthy" finding where nothing slowed it.
+    diagnosis: list[Finding] | None = None
 
     def record(self, event: ReplyEventKind, arrival_ns: int | None = None) -> None:
         """Keep what the event says; arrival_ns is when a token reached the window (None elsewhere)."""

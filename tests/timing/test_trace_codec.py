@@ -27,6 +27,7 @@ from core.timing.events import (
     TokenEvent,
 )
 from core.timing.export import reply_report, traces_to_json
+from core.timing.finding import Finding
 from core.timing.trace import ReplyTrace
 from core.timing.trace_codec import TraceFileError, trace_from_dict, trace_to_dict
 
@@ -41,7 +42,9 @@ def full_trace() -> ReplyTrace:
     trace = ReplyTrace(request_start_ns=100 * MS, prompt_tokens=0)
     trace.record(PromptReady(12, None, "lean", 101 * MS))
     trace.record(ComputeStarted(102 * MS))
-    trace.record(PromptCacheReport(12, 8, "the history was reused", 8, "llama.cpp timings.cache_n", 103 * MS, 23_040))
+    trace.record(
+        PromptCacheReport(12, 8, "the history was reused", 8, "llama.cpp timings.cache_n", 103 * MS, 23_040, "hit")
+    )
     for layer in range(3):
         trace.record(PrefillProgress(layer, 2, (104 + layer) * MS))
     for index, text in enumerate(["Thinking", "Hé", "llo"]):
@@ -51,10 +54,11 @@ def full_trace() -> ReplyTrace:
     trace.painted_ns = [202 * MS, 252 * MS]
     trace.stop_requested_ns = 280 * MS
     trace.record(ServerReport("llama.cpp", 12, 3, 150 * MS, 3, {"source": "llama.cpp timings", "prompt_ms": 1.5}))
-    trace.record(CpuUsage(0.75, 1.0, 2))
-    trace.record(SpeculationReport("ngram", 2, 1, 1, note="a note"))
+    trace.record(CpuUsage(0.75, 1.0, 2, 70, 900, 12, [64, 0, 6], [3, 1, 8], [(210 * MS, 2 * MS)]))
+    trace.record(SpeculationReport("ngram", 2, 1, 1, note="a note", verify_s=0.02, steps=1, step_s=0.01))
     trace.record(FinishedEvent(StopReason.STOPPED, 3, 301 * MS, tail_text="!", error="cut short"))
     trace.window_cpu_s = 0.125
+    trace.diagnosis = [Finding("stalls", "1 token took over 5x...", "a cause", "the evidence", 1.0, "advice", 0.04)]
     return trace
 
 

@@ -50,20 +50,39 @@ class Drafts:
         self.drafted = 0
         self.accepted = 0
         self.passes = 0
+        # The reply's own costs (perf_counter_ns): its verify passes, drafting included, and its ordinary steps.
+        self.verify_ns = 0
+        self.steps = 0
+        self.step_ns = 0
 
     def propose(self, tokens: np.ndarray, room: int) -> list[int]:
         """This step's drafts (none: an ordinary decode step); room: the new tokens the reply may still take."""
         return prompt_lookup(tokens, min(self.most, room))
 
-    def checked(self, drafted: int, accepted: int, positions: int) -> None:
+    def checked(self, drafted: int, accepted: int, positions: int, took_ns: int = 0) -> None:
         """A verify pass checked `drafted` drafts and the model agreed with the first `accepted`; the sequence now
-        holds `positions` positions."""
+        holds `positions` positions; drafting and the pass took took_ns."""
         self.drafted += drafted
         self.accepted += accepted
         self.passes += 1
+        self.verify_ns += took_ns
         self._keep(positions)
+
+    def stepped(self, took_ns: int) -> None:
+        """An ordinary decode step (nothing to draft) took took_ns, looking for drafts included."""
+        self.steps += 1
+        self.step_ns += took_ns
 
     def report(self, note: str | None = None):
         from core.timing.events import SpeculationReport
 
-        return SpeculationReport(self.method, self.drafted, self.accepted, self.passes, note)
+        return SpeculationReport(
+            self.method,
+            self.drafted,
+            self.accepted,
+            self.passes,
+            note,
+            verify_s=self.verify_ns / 1e9,
+            steps=self.steps,
+            step_s=self.step_ns / 1e9,
+        )

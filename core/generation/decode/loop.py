@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -141,11 +142,14 @@ def lean_decode(
     pending = int(choose(logits))  # chosen and handed on; its keys and values are not in the cache yet
     take(pending, False)
     while not ends_here(pending) and length < end:
+        step_started_ns = time.perf_counter_ns()
         guesses = drafts.propose(sequence[0, :length].numpy(), end - length) if drafts is not None else []
         if not guesses:
             logits = decoder.forward(torch.tensor([pending]), length - 1)
             prompt_cache.extend([pending])
             pending = int(choose(logits))
+            if drafts is not None:  # an ordinary step's cost, against which the verify passes are weighed
+                drafts.stepped(time.perf_counter_ns() - step_started_ns)
             take(pending, False)
             continue
         # One pass over the weights checks the pending token and every draft: row i's logits decide the token
@@ -162,7 +166,7 @@ def lean_decode(
             kept += 1
             if ends_here(guess):
                 break
-        drafts.checked(len(guesses), kept, length)
+        drafts.checked(len(guesses), kept, length, time.perf_counter_ns() - step_started_ns)
         prompt_cache.extend(sequence[0, length - kept - 1 : length].tolist())
         if (kept and ends_here(int(sequence[0, length - 1]))) or length == end:
             break

@@ -1,0 +1,181 @@
+"""Findings about the machine under the reply: other programs' load, weights read from disk, and tokens that stalled,
+each from the engine's own counters over the reply (core/timing/engine_counters.py)."""
+
+from __future__ import annotations
+
+import statistics
+
+from core.diagnosis.words import duration, share, times
+from core.timing.cpu_share import CONTENDED_SHARE, WAIT_POLICY_ADVICE
+from core.timing.finding import Finding
+from core.timing.trace import ReplyTrace
+
+# A major fault reads a page (with read-ahead, more) from disk. A few are the Python modules a first reply imports;
+# this many are the weights.
+FAULTS_FROM_DISK = 64
+# A token whose interval is this many times the median of the model's own steps stalled.
+STALL_MULTIPLE = 5.0
+STALL_FLOOR_S = 0.005  # and at least this long: below it, no one sees it
+# The window's own CPU while streaming, in cores, above which it took a visible share of a small machine.
+WINDOW_CORES = 0.3
+
+
+def contention_finding(trace: ReplyTrace) -> list[Finding]:
+    got = trace.cpu_share
+    if got is None or got >= CONTENDED_SHARE:
+        return []
+    taken = max(0.0, 1.0 - got)
+    decode_s = _decode_s(trace)
+    return [
+        Finding(
+            kind="contention",
+            summary=f"Other programs took {share(taken)} of the CPU during this reply: its TPOT is not the model's.",
+            cause="other programs were using the cores the model computes on",
+            evidence=(
+                f"the engine's {trace.cpu.threads if trace.cpu else '?'} threads got {share(got)} of their cores over the "
+                f"reply (CPU time over wall time x threads)"
+            ),
+            figure=taken,
+            advice=f"close the busy programs, or use fewer threads; {WAIT_POLICY_ADVICE}",
+            cost_s=(decode_s or 0.0) * taken,
+        )
+    ]
+
+
+def page_fault_finding(trace: ReplyTrace) -> list[Finding]:
+    cpu = trace.cpu
+    if cpu is None or cpu.major_faults < FAULTS_FROM_DISK:
+        return []
+    prefill = cpu.token_major_faults[0] if cpu.token_major_faults else None
+    decode = cpu.major_faults - prefill if prefill is not None else None
+    split = f" ({prefill:,} before the first token, {decode:,} during decode)" if prefill is not None else ""
+    stalled = sum(interval for interval, faults in zip(_intervals(trace), cpu.token_major_faults[1:]) if faults)
+    return [
+        Finding(
+            kind="page_faults",
+            summary=(
+                f"The model's weights were read from disk: {cpu.major_faults:,} major page faults during this "
+                f"reply{split}."
+            ),
+            cause="the model file was not all in memory (dropped from the page cache, or too big for free memory)",
+            evidence=f"{cpu.major_faults:,} major page faults in the engine over the reply{split}",
+            figure=float(cpu.major_faults),
+            advice=(
+                "free memory (close programs), or a smaller file; a reply right after the model's file was read cold "
+                "pays this once"
+            ),
+            cost_s=stalled or None,
+        )
+    ]
+
+
+def stall_finding(trace: ReplyTrace) -> list[Finding]:
+    """Tokens far slower than the model's own steps, and what the engine's counters saw at each (a local reply only:
+    over a network a chunk is not a token, and the engine's counters are the server's)."""
+    if trace.cpu is None:
+        return []
+    intervals = _intervals(trace)  # intervals[i] ends at token i + 1
+    drafted = set(trace.drafted_indices)
+    own = [interval for index, interval in enumerate(intervals) if index + 1 not in drafted]
+    if len(own) < 4:
+        return []
+    median = statistics.median(own)
+    limit = max(STALL_MULTIPLE * median, STALL_FLOOR_S)
+    slow = [index + 1 for index, interval in enumerate(intervals) if interval > limit and index + 1 not in drafted]
+    if not slow:
+        return []
+    cpu = trace.cpu
+    preempted = [token for token in slow if token in _preempted_tokens(cpu.token_preemptions)]
+    faulted = [token for token in slow if token < len(cpu.token_major_faults) and cpu.token_major_faults[token]]
+    collected = [token for token in slow if _gc_during(trace, token)]
+    reasons = []
+    if preempted:
+        reasons.append(f"at {_count(preempted, slow)} the engine's threads were descheduled for other programs")
+    if faulted:
+        reasons.append(f"at {_count(faulted, slow)} weights were read from disk (major page faults)")
+    if collected:
+        pause = sum(_gc_during(trace, token) for token in collected)
+        reasons.append(f"at {_count(collected, slow)} Python's garbage collector paused the engine ({duration(pause)})")
+    explained = set(preempted) | set(faulted) | set(collected)
+    if len(explained) < len(slow):
+        reasons.append(f"the engine's counters show nothing at {_count(set(slow) - explained, slow)}")
+    start = trace.request_start_ns
+    at = [(trace.timestamps_ns[token] - start) / 1e9 for token in slow]
+    excess = sum(intervals[token - 1] - median for token in slow)
+    tokens = f"{len(slow)} token{'s' if len(slow) > 1 else ''}"
+    cause = "; ".join(reasons)
+    return [
+        Finding(
+            kind="stalls",
+            summary=f"{tokens} took over {STALL_MULTIPLE:g}x the median interval (at {times(at)}); {cause}.",
+            cause=cause,
+            evidence=(
+                f"{tokens} with intervals over {duration(limit)} against a median of {duration(median)}, "
+                f"{duration(excess)} lost in all"
+            ),
+            figure=float(len(slow)),
+            advice=_stall_advice(bool(preempted), bool(faulted), bool(collected)),
+            cost_s=excess,
+        )
+    ]
+
+
+def window_finding(trace: ReplyTrace) -> list[Finding]:
+    cores = trace.window_cpu_share
+    if cores is None or cores < WINDOW_CORES:
+        return []
+    return [
+        Finding(
+            kind="window",
+            summary=f"The window itself used {cores:.2f} of a core while this reply streamed.",
+            cause="drawing the reply and its meter took CPU the model could have used",
+            evidence=f"the window process's CPU time over the reply: {cores:.2f} cores",
+            figure=cores,
+            advice="turn streaming off (Ctrl+T) or fold the meter away while it streams",
+        )
+    ]
+
+
+def _preempted_tokens(preemptions: list[int]) -> set[int]:
+    """Tokens whose interval saw clearly more preemptions than the reply's usual token: a few a token are the
+    ordinary traffic of a machine with other work (measured 1-5 a token on 2 cores with other programs busy)."""
+    if len(preemptions) < 3:
+        return set()
+    usual = statistics.median(preemptions[1:])
+    return {token for token, count in enumerate(preemptions) if token and count > max(2 * usual, usual + 2)}
+
+
+def _stall_advice(preempted: bool, faulted: bool, collected: bool) -> str:
+    advice = []
+    if preempted:
+        advice.append("close the programs competing for the cores")
+    if faulted:
+        advice.append("free memory so the weights stay in it")
+    if collected:
+        advice.append("a collection is the engine's own pause; it is rare and short")
+    return "; ".join(advice)
+
+
+def _count(found, slow) -> str:
+    return "all of them" if len(set(found)) == len(slow) and len(slow) > 1 else f"{len(set(found))}"
+
+
+def _intervals(trace: ReplyTrace) -> list[float]:
+    stamps = trace.timestamps_ns
+    return [(later - earlier) / 1e9 for earlier, later in zip(stamps, stamps[1:])]
+
+
+def _decode_s(trace: ReplyTrace) -> float | None:
+    stamps = trace.timestamps_ns
+    return (stamps[-1] - stamps[0]) / 1e9 if len(stamps) > 1 else None
+
+
+def _gc_during(trace: ReplyTrace, token: int) -> float:
+    """Seconds of garbage collection inside token's interval (the previous token's stamp to its own)."""
+    if trace.cpu is None or token < 1:
+        return 0.0
+    begin, end = trace.timestamps_ns[token - 1], trace.timestamps_ns[token]
+    paused = 0
+    for started, took in trace.cpu.gc_pauses:
+        paused += max(0, min(end, started + took) - max(begin, started))
+    return paused / 1e9

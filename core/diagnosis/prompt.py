@@ -1,0 +1,70 @@
+"""Findings about the prompt's pass: a prompt cache that could have been reused and was not, and a prompt whose
+prefill took most of the reply."""
+
+from __future__ import annotations
+
+from core.diagnosis.words import duration, share
+from core.timing.finding import Finding
+from core.timing.trace import ReplyTrace
+
+# Statuses of the prompt cache in which a history was there to reuse and some of it was not.
+LOST = {
+    "broke": "the prompt cache broke",
+    "evicted": "the chat's cache was evicted",
+    "other": "the cache held another chat",
+}
+# A prompt whose pass took at least this share of the reply, and long enough to be felt, is what the user waited for.
+PREFILL_BOUND_SHARE = 0.5
+FELT_PREFILL_S = 0.5
+# A cache loss that cost less than this is not what made a reply slow.
+FELT_CACHE_LOSS_S = 0.1
+
+
+def prompt_findings(trace: ReplyTrace, prefill_s: float | None) -> list[Finding]:
+    """prefill_s: the prompt's pass (the waterfall's prefill segment, else the TTFT)."""
+    metrics = trace.metrics()
+    if metrics.ttft_s is None or not prefill_s:
+        return []
+    cache = trace.cache
+    prefilled = trace.prefilled_tokens
+    if cache is not None and cache.status in LOST and prefilled and prefill_s >= FELT_CACHE_LOSS_S:
+        where = f" at token {cache.break_at:,}" if cache.break_at is not None else ""
+        return [
+            Finding(
+                kind="prompt_cache",
+                summary=(
+                    f"TTFT {duration(metrics.ttft_s)}: {prefilled:,} of {trace.prompt_tokens:,} prompt tokens were "
+                    f"prefilled, because {cache.reason}{where}."
+                ),
+                cause=f"{LOST[cache.status]}{where}: {cache.reason}",
+                evidence=(
+                    f"{prefilled:,} of {trace.prompt_tokens:,} prompt tokens prefilled in {duration(prefill_s)}; "
+                    f"{cache.cached_tokens or 0:,} came from the cache"
+                ),
+                figure=float(prefilled),
+                advice=(
+                    "a chat reuses its history while its earlier messages stay as they were: editing or deleting an "
+                    "earlier message, or changing the system prompt, makes the model read everything after it again"
+                ),
+                cost_s=prefill_s,
+            )
+        ]
+    e2e = metrics.e2e_s or metrics.ttft_s
+    if e2e and prefill_s >= FELT_PREFILL_S and prefill_s / e2e >= PREFILL_BOUND_SHARE:
+        tokens = prefilled if prefilled is not None else trace.prompt_tokens
+        cached = f" ({cache.cached_tokens:,} more came from the cache)" if cache and cache.cached_tokens else ""
+        return [
+            Finding(
+                kind="prefill",
+                summary=(
+                    f"Most of this reply was its prompt: {tokens:,} tokens prefilled in {duration(prefill_s)}, "
+                    f"{share(prefill_s / e2e)} of its {duration(e2e)}{cached}."
+                ),
+                cause="a long prompt: prefill reads every prompt token before the first word",
+                evidence=f"{tokens:,} prompt tokens prefilled in {duration(prefill_s)}, {share(prefill_s / e2e)} of the reply",
+                figure=prefill_s / e2e,
+                advice="a shorter prompt or system prompt; in a chat, later turns reuse the history from the prompt cache",
+                cost_s=prefill_s,
+            )
+        ]
+    return []

@@ -1,0 +1,48 @@
+"""The finding of a server's TTFT: how much of it the server says it spent on the prompt, in its queue, and the rest
+(the network, templating, the server's own overhead)."""
+
+from __future__ import annotations
+
+from core.diagnosis.words import duration, share
+from core.timing.finding import Finding
+from core.timing.trace import ReplyTrace
+
+# Where the server's prefill is less than this share of the TTFT, most of the wait was elsewhere.
+PREFILL_SHARE = 0.5
+FELT_S = 0.05
+
+
+def server_finding(trace: ReplyTrace) -> list[Finding]:
+    server = trace.server
+    ttft = trace.metrics().ttft_s
+    timings = (server.timings or {}) if server else {}
+    prompt_ms, queue_ms = timings.get("prompt_ms"), timings.get("queue_ms")
+    if ttft is None or prompt_ms is None:
+        return []
+    prefill, queue = prompt_ms / 1e3, (queue_ms or 0) / 1e3
+    rest = max(ttft - prefill - queue, 0.0)
+    if prefill >= PREFILL_SHARE * ttft or ttft - prefill < FELT_S:
+        return []
+    parts = [f"{duration(prefill)} prefill"]
+    if queue_ms is not None:
+        parts.append(f"{duration(queue)} in its queue")
+    said = " and ".join(parts)
+    waiting = "its queue" if queue > rest else "the network, templating and the server's own overhead"
+    return [
+        Finding(
+            kind="server_wait",
+            summary=(
+                f"Of the {duration(ttft)} TTFT, the server reports {said}; {duration(rest)} was the network and "
+                f"templating."
+            ),
+            cause=f"most of the wait for the first token was {waiting}, not the prompt's pass",
+            evidence=f"the server's {timings.get('source', 'timings')}: {said}, against a TTFT of {duration(ttft)}",
+            figure=(ttft - prefill) / ttft,
+            advice=(
+                "the server was busy with other requests: fewer at once, or a server with more slots"
+                if queue > rest
+                else f"{share(rest / ttft)} of the TTFT was outside the model: a nearer server, or keep the connection"
+            ),
+            cost_s=ttft - prefill,
+        )
+    ]

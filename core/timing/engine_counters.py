@@ -1,0 +1,58 @@
+"""The engine's own counters over a reply, per token: major page faults, preemptions and garbage collections."""
+
+from __future__ import annotations
+
+import gc
+import resource
+import time
+
+# A reply keeps at most this many garbage-collection pauses: a reply that collects more often than this is
+# explained by the first ones, and a saved chat stays small.
+MAX_GC_PAUSES = 256
+
+
+class EngineCounters:
+    """Watches this process from a reply's start to its end: getrusage's fault and switch counts, read once per token
+    on the generating thread (a syscall of about a microsecond), and gc's own start and stop callbacks.
+
+    Per token i the counts are those since token i - 1 (token 0: since the reply's compute began, so its prefill).
+    Faults and switches are the whole process's, every thread: the engine's process computes nothing else.
+    """
+
+    def __init__(self) -> None:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        self._first = usage
+        self._last_faults, self._last_switches = usage.ru_majflt, usage.ru_nivcsw
+        self.token_major_faults: list[int] = []
+        self.token_preemptions: list[int] = []
+        self.gc_pauses: list[tuple[int, int]] = []  # (start, duration), perf_counter_ns
+        self._gc_started_ns: int | None = None
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._gc_started_ns = time.perf_counter_ns()
+        elif self._gc_started_ns is not None and len(self.gc_pauses) < MAX_GC_PAUSES:
+            self.gc_pauses.append((self._gc_started_ns, time.perf_counter_ns() - self._gc_started_ns))
+            self._gc_started_ns = None
+
+    def token(self) -> None:
+        """A token was made: what the process counted since the last one."""
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        self.token_major_faults.append(usage.ru_majflt - self._last_faults)
+        self.token_preemptions.append(usage.ru_nivcsw - self._last_switches)
+        self._last_faults, self._last_switches = usage.ru_majflt, usage.ru_nivcsw
+
+    def stop(self) -> dict:
+        """Stop watching; the totals over the reply and the per-token lists, as CpuUsage's fields take them."""
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
+        usage, first = resource.getrusage(resource.RUSAGE_SELF), self._first
+        return {
+            "major_faults": usage.ru_majflt - first.ru_majflt,
+            "minor_faults": usage.ru_minflt - first.ru_minflt,
+            "preemptions": usage.ru_nivcsw - first.ru_nivcsw,
+            "token_major_faults": self.token_major_faults,
+            "token_preemptions": self.token_preemptions,
+            "gc_pauses": self.gc_pauses,
+        }

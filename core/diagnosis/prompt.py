@@ -16,8 +16,8 @@ LOST = {
 # A prompt whose pass took at least this share of the reply, and long enough to be felt, is what the user waited for.
 PREFILL_BOUND_SHARE = 0.5
 FELT_PREFILL_S = 0.5
-# A cache loss that cost less than this is not what made a reply slow.
-FELT_CACHE_LOSS_S = 0.1
+# A cache loss whose prefill took less than this share of the reply is not what made it slow.
+CACHE_LOSS_SHARE = 0.2
 
 
 def prompt_findings(trace: ReplyTrace, prefill_s: float | None) -> list[Finding]:
@@ -27,14 +27,15 @@ def prompt_findings(trace: ReplyTrace, prefill_s: float | None) -> list[Finding]
         return []
     cache = trace.cache
     prefilled = trace.prefilled_tokens
-    if cache is not None and cache.status in LOST and prefilled and prefill_s >= FELT_CACHE_LOSS_S:
+    e2e = metrics.e2e_s or metrics.ttft_s
+    if cache is not None and cache.status in LOST and prefilled and prefill_s >= CACHE_LOSS_SHARE * e2e:
         where = f" at token {cache.break_at:,}" if cache.break_at is not None else ""
         return [
             Finding(
                 kind="prompt_cache",
                 summary=(
                     f"TTFT {duration(metrics.ttft_s)}: {prefilled:,} of {trace.prompt_tokens:,} prompt tokens were "
-                    f"prefilled, because {cache.reason}{where}."
+                    f"prefilled, because {cache.reason}."
                 ),
                 cause=f"{LOST[cache.status]}{where}: {cache.reason}",
                 evidence=(
@@ -49,8 +50,8 @@ def prompt_findings(trace: ReplyTrace, prefill_s: float | None) -> list[Finding]
                 cost_s=prefill_s,
             )
         ]
-    e2e = metrics.e2e_s or metrics.ttft_s
-    if e2e and prefill_s >= FELT_PREFILL_S and prefill_s / e2e >= PREFILL_BOUND_SHARE:
+    # A server's wait for its first token is its own account's to split (core/diagnosis/server.py).
+    if trace.server is None and e2e and prefill_s >= FELT_PREFILL_S and prefill_s / e2e >= PREFILL_BOUND_SHARE:
         tokens = prefilled if prefilled is not None else trace.prompt_tokens
         cached = f" ({cache.cached_tokens:,} more came from the cache)" if cache and cache.cached_tokens else ""
         return [

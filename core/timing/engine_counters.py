@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import resource
 import time
+from pathlib import Path
 
 # A reply keeps at most this many garbage-collection pauses: a reply that collects more often than this is
 # explained by the first ones, and a saved chat stays small.
@@ -22,6 +23,7 @@ class EngineCounters:
     def __init__(self) -> None:
         usage = resource.getrusage(resource.RUSAGE_SELF)
         self._first = usage
+        self._first_read = disk_read_bytes()
         self._last_faults, self._last_switches = usage.ru_majflt, usage.ru_nivcsw
         self.token_major_faults: list[int] = []
         self.token_preemptions: list[int] = []
@@ -48,7 +50,9 @@ class EngineCounters:
         if self._on_gc in gc.callbacks:
             gc.callbacks.remove(self._on_gc)
         usage, first = resource.getrusage(resource.RUSAGE_SELF), self._first
+        read = disk_read_bytes()
         return {
+            "disk_read_bytes": read - self._first_read if read is not None and self._first_read is not None else None,
             "major_faults": usage.ru_majflt - first.ru_majflt,
             "minor_faults": usage.ru_minflt - first.ru_minflt,
             "preemptions": usage.ru_nivcsw - first.ru_nivcsw,
@@ -56,3 +60,15 @@ class EngineCounters:
             "token_preemptions": self.token_preemptions,
             "gc_pauses": self.gc_pauses,
         }
+
+
+def disk_read_bytes(io: Path = Path("/proc/self/io")) -> int | None:
+    """Bytes this process has caused to be read from storage (Linux's read_bytes: a page fault's read-ahead included,
+    which reads megabytes a fault); None where the kernel does not say."""
+    try:
+        for line in io.read_text().splitlines():
+            if line.startswith("read_bytes:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None

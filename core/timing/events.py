@@ -124,7 +124,8 @@ class CpuUsage:
     preemptions (involuntary context switches: a thread descheduled for another program), and its garbage collections.
 
     token_major_faults and token_preemptions run beside the tokens (token 0's cover the prefill); gc_pauses are
-    (start, duration) in perf_counter_ns. Empty where not counted (a chat saved before they were).
+    (start, duration) in perf_counter_ns; disk_read_bytes: read from storage, faults' read-ahead included. Empty where
+    not counted (a chat saved before they were).
     """
 
     cpu_s: Seconds
@@ -136,6 +137,7 @@ class CpuUsage:
     token_major_faults: TokenIds = field(default_factory=list)
     token_preemptions: TokenIds = field(default_factory=list)
     gc_pauses: list[tuple[Int64, Int64]] = field(default_factory=list)
+    disk_read_bytes: Int64 | None = None  # what the engine read from storage over the reply (/proc/self/io)
 
 
 @_pickled_by_fields

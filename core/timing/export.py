@@ -32,7 +32,8 @@ CPU_DEFINITIONS = {
     "cpu.cpu_share": CPU_SHARE_DEFINITION,
     "cpu.contention": "Set when cpu_share is below 0.75: other programs took the CPU, so TPOT is not the model's.",
     "cpu.major_faults": "Major page faults in the engine over the reply: pages (the weights) read from disk. "
-    "token_major_faults: per token, since the one before (token 0's: the prefill).",
+    "token_major_faults: per token, since the one before (token 0's: the prefill). disk_read_bytes: what the engine "
+    "read from storage over the reply (/proc/self/io; each fault reads ahead megabytes).",
     "cpu.preemptions": "Involuntary context switches in the engine over the reply: its threads descheduled for "
     "other programs. token_preemptions: per token, as token_major_faults.",
     "cpu.gc_pauses": "Python's garbage collections in the engine over the reply: [start (perf_counter_ns), duration "

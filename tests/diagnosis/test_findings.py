@@ -1,0 +1,238 @@
+"""Each finding of a reply's diagnosis on traces made to show its cause, and its absence on traces that do not: the
+rules as written, apart from any machine (tests/diagnosis/test_induced_causes.py induces them on the real model)."""
+
+from __future__ import annotations
+
+from core.diagnosis.diagnose import HEALTHY, diagnose
+from core.diagnosis.quant_sizes import step_weight_bytes
+from core.roofline.ceilings import Ceiling, Ceilings
+from core.roofline.counts import ArithmeticShape, reply_decode_counts
+from core.timing.events import (
+    ComputeStarted,
+    CpuUsage,
+    FinishedEvent,
+    PromptCacheReport,
+    ServerReport,
+    SpeculationReport,
+    StopReason,
+    TokenEvent,
+)
+from core.timing.trace import ReplyTrace
+
+MS = 1_000_000
+
+
+def made_trace(
+    intervals_ms: list[float],
+    ttft_ms: float = 50.0,
+    prompt_tokens: int = 40,
+    cache: PromptCacheReport | None = None,
+    cpu: CpuUsage | None = None,
+    drafted: set[int] = frozenset(),
+    server: ServerReport | None = None,
+) -> ReplyTrace:
+    """A reply: its first token ttft_ms after the request, then one token per interval."""
+    trace = ReplyTrace(request_start_ns=0, prompt_tokens=prompt_tokens)
+    trace.record(ComputeStarted(1 * MS))
+    if cache is not None:
+        trace.record(cache)
+    stamp = int(ttft_ms * MS)
+    stamps = [stamp]
+    for interval in intervals_ms:
+        stamp += int(interval * MS)
+        stamps.append(stamp)
+    for index, stamp in enumerate(stamps):
+        trace.record(TokenEvent(index, 7, "x", stamp, drafted=index in drafted))
+    if server is not None:
+        trace.record(server)
+    trace.record(cpu or quiet_cpu(len(stamps), stamps[-1] / 1e9))
+    trace.record(FinishedEvent(StopReason.MAX_TOKENS, len(stamps), stamps[-1] + MS))
+    return trace
+
+
+def quiet_cpu(tokens: int, wall_s: float) -> CpuUsage:
+    """The engine alone on its cores: nearly all of threads x wall, a preemption or two a token, no faults."""
+    return CpuUsage(2 * wall_s * 0.97, wall_s, 2, 0, 100, tokens, [0] * tokens, [1] * tokens, [], 0)
+
+
+def kinds(trace, **context) -> list[str]:
+    return [finding.kind for finding in diagnose(trace, **context)]
+
+
+def test_a_quiet_reply_says_nothing_slowed_it():
+    findings = diagnose(made_trace([10.0] * 30))
+    assert [finding.kind for finding in findings] == [HEALTHY]
+    assert findings[0].summary.startswith("Nothing slowed this reply")
+    assert findings[0].summary == "Nothing slowed this reply (TTFT 50 ms, TPOT 10 ms)."
+
+
+def test_a_healthy_reply_with_ceilings_gives_their_shares():
+    shape = tiny_shape()
+    finding = diagnose(made_trace([10.0] * 30), shape.to_dict(), dram(1e14))[0]
+    assert finding.kind == HEALTHY and "of this machine's ceilings" in finding.summary
+
+
+def test_a_broken_prompt_cache_names_where_and_how_many_tokens():
+    cache = PromptCacheReport(1240, 60, "your message 2 edited at token 60", break_at=60, status="broke")
+    findings = diagnose(made_trace([10.0] * 10, ttft_ms=2100, prompt_tokens=1240, cache=cache))
+    assert findings[0].kind == "prompt_cache"
+    assert findings[0].summary == (
+        "TTFT 2.1 s: 1,180 of 1,240 prompt tokens were prefilled, because your message 2 edited at token 60."
+    )
+    assert findings[0].figure == 1180
+
+
+def test_a_reused_history_or_a_first_turn_is_no_cache_finding():
+    reused = PromptCacheReport(400, 390, "the chat's history was reused from the cache", status="hit")
+    first = PromptCacheReport(30, 0, "nothing cached yet: the first reply since the model loaded", status="empty")
+    assert "prompt_cache" not in kinds(made_trace([10.0] * 10, cache=reused))
+    assert "prompt_cache" not in kinds(made_trace([10.0] * 10, cache=first))
+
+
+def test_a_cache_loss_that_cost_little_of_the_reply_is_not_blamed():
+    cache = PromptCacheReport(100, 90, "your message 2 edited at token 90", break_at=90, status="broke")
+    assert "prompt_cache" not in kinds(made_trace([10.0] * 200, ttft_ms=20, prompt_tokens=100, cache=cache))
+
+
+def test_a_long_prompt_that_took_most_of_the_reply():
+    findings = diagnose(made_trace([10.0] * 10, ttft_ms=3000, prompt_tokens=3000))
+    assert findings[0].kind == "prefill" and "3,000 tokens prefilled in 3.0 s" in findings[0].summary
+
+
+def test_other_programs_load_is_named_with_the_share_they_took():
+    cpu = CpuUsage(0.39 * 2 * 0.35, 0.35, 2, 0, 0, 0, [], [], [], 0)
+    findings = diagnose(made_trace([10.0] * 30, cpu=cpu))
+    assert findings[0].kind == "contention"
+    assert findings[0].summary == "Other programs took 61% of the CPU during this reply: its TPOT is not the model's."
+
+
+def test_weights_read_from_disk_are_named_with_the_faults_and_bytes():
+    tokens = 31
+    faults = [40] + [2] * 30
+    cpu = CpuUsage(0.6, 0.35, 2, 100, 0, 0, faults, [1] * tokens, [], 98_000_000)
+    finding = diagnose(made_trace([10.0] * 30, cpu=cpu))[0]
+    assert finding.kind == "page_faults"
+    assert (
+        "98 MB read from disk, 100 major page faults (40 before the first token, 60 during decode)" in finding.summary
+    )
+
+
+def test_a_few_stray_faults_are_not_the_disk():
+    cpu = CpuUsage(0.6, 0.35, 2, 8, 0, 0, [8] + [0] * 30, [1] * 31, [], 1_000_000)
+    assert "page_faults" not in kinds(made_trace([10.0] * 30, cpu=cpu))
+
+
+def test_stalled_tokens_are_explained_by_what_the_counters_saw_at_each():
+    intervals = [10.0] * 30
+    intervals[9], intervals[19], intervals[24] = 80.0, 90.0, 70.0  # tokens 10, 20 and 25
+    preemptions = [1] * 31
+    preemptions[10] = 9
+    faults = [0] * 31
+    faults[20] = 3
+    start = int(50 * MS + sum(intervals[:24]) * MS)
+    cpu = CpuUsage(0.6, 0.35, 2, 3, 0, 0, faults, preemptions, [(start + 5 * MS, 60 * MS)], 0)
+    finding = diagnose(made_trace(intervals, cpu=cpu))[0]
+    assert finding.kind == "stalls"
+    assert finding.summary.startswith("3 tokens took over 5x the median interval (at ")
+    assert "at 1 the engine's threads were descheduled" in finding.cause
+    assert "at 1 weights were read from disk" in finding.cause
+    assert "at 1 Python's garbage collector paused the engine (60 ms)" in finding.cause
+    assert "show nothing" not in finding.cause
+
+
+def test_a_stall_no_counter_explains_is_said_so_not_guessed():
+    intervals = [10.0] * 30
+    intervals[5] = 100.0
+    finding = diagnose(made_trace(intervals))[0]
+    assert finding.kind == "stalls" and "the engine's counters show nothing at 1" in finding.cause
+    assert "descheduled" not in finding.cause and "garbage" not in finding.cause
+
+
+def test_accepted_drafts_near_zero_intervals_make_no_stall():
+    # Speculation: bursts of drafts at ~0 ms, the model's own tokens at 10-25 ms; none is a stall.
+    intervals = [0.01, 0.01, 0.01, 25.0] * 8
+    drafted = {index for index in range(1, 33) if index % 4 != 0}
+    assert "stalls" not in kinds(made_trace(intervals, drafted=drafted))
+
+
+def test_speculation_that_cost_more_than_it_saved():
+    report = SpeculationReport("ngram", 400, 48, 100, verify_s=2.0, steps=50, step_s=0.5)
+    trace = made_trace([10.0] * 30)
+    trace.record(report)
+    finding = diagnose(trace)[0]
+    assert finding.kind == "speculation"
+    assert finding.summary.startswith("Drafts were accepted 12% of the time; speculation cost more than it saved")
+
+
+def test_speculation_that_paid_is_no_finding():
+    report = SpeculationReport("ngram", 100, 90, 25, verify_s=0.5, steps=20, step_s=0.2)
+    trace = made_trace([10.0] * 30)
+    trace.record(report)
+    assert "speculation" not in kinds(trace)
+
+
+def test_a_servers_queue_and_the_network_are_set_apart_from_its_prefill():
+    server = ServerReport("vLLM", 40, 31, 5 * MS, 31, {"prompt_ms": 300.0, "queue_ms": 800.0})
+    trace = made_trace([10.0] * 30, ttft_ms=1200, server=server)
+    trace.cpu = None
+    finding = diagnose(trace)[0]
+    assert finding.kind == "server_wait"
+    assert finding.summary == (
+        "Of the 1.2 s TTFT, the server reports 300 ms prefill and 800 ms in its queue; 100 ms was the network and "
+        "templating."
+    )
+
+
+def test_a_server_whose_prefill_was_the_wait_is_no_finding():
+    server = ServerReport("llama.cpp", 40, 31, 5 * MS, 31, {"prompt_ms": 1100.0})
+    trace = made_trace([10.0] * 30, ttft_ms=1200, server=server)
+    trace.cpu = None
+    assert kinds(trace) == [HEALTHY]
+
+
+def dram(bytes_per_s: float):
+    """Ceilings with DRAM's read bandwidth alone, as a cached measurement holds it."""
+    ceiling = Ceiling("dram", "DRAM", "byte/s", bytes_per_s, bytes_per_s, 5, "a read loop")
+    return Ceilings({"dram": ceiling}, "cpu", 2, 32 * 1024 * 1024, "2026-12-04", 0.0, False)
+
+
+def tiny_shape(weight_bytes: int | None = None) -> ArithmeticShape:
+    shape = ArithmeticShape(
+        layers=32, width=4096, heads=32, kv_heads=32, head_dim=128, ffn=11008, vocab=32000, weight_bytes=0
+    )
+    q8 = step_weight_bytes(shape, "Q8_0")
+    return ArithmeticShape(**{**shape.to_dict(), "weight_bytes": int(weight_bytes or q8), "windows": ()})
+
+
+def test_a_memory_bound_decode_names_a_smaller_file_from_the_quant_table():
+    shape = tiny_shape()  # a 7B's shape in Q8_0: 7.2 GB a token
+    step = shape.step_weight_bytes()
+    tpot_s = step / 25e9  # 25 GB/s of a 29.6 GB/s DRAM
+    ceilings = dram(29.6e9)
+    trace = made_trace([tpot_s * 1000] * 30)
+    finding = diagnose(trace, shape.to_dict(), ceilings)[0]
+    assert finding.kind == "memory_bound"
+    read = reply_decode_counts(shape, trace.prompt_tokens, trace.output_tokens).bytes  # the weights and the KV cache
+    expected = read / (read - step + step_weight_bytes(shape, "Q4_K_M"))
+    assert 1.6 < expected < 1.9  # 8.5 bits a weight against Q4_K_M's mix of 4.5 and 6.56
+    assert f"Q4_K_M of this model would be about {expected:.1f}x faster here" in finding.summary
+
+
+def test_a_memory_bound_decode_of_an_already_small_file_is_healthy():
+    shape = tiny_shape(step_weight_bytes(tiny_shape(), "Q4_K_M"))
+    ceilings = dram(29.6e9)
+    trace = made_trace([shape.step_weight_bytes() / 25e9 * 1000] * 30)
+    assert kinds(trace, arithmetic=shape.to_dict(), ceilings=ceilings) == [HEALTHY]
+
+
+def test_findings_are_ranked_by_the_time_they_took():
+    cache = PromptCacheReport(1240, 60, "your message 2 edited at token 60", break_at=60, status="broke")
+    cpu = CpuUsage(0.2, 0.4, 2, 0, 0, 0, [], [], [], 0)  # 75% taken over 0.3 s of decode: about 0.23 s
+    trace = made_trace([10.0] * 30, ttft_ms=2100, prompt_tokens=1240, cache=cache, cpu=cpu)
+    assert kinds(trace) == ["prompt_cache", "contention"]
+
+
+def test_a_reply_with_no_token_has_nothing_to_explain():
+    trace = ReplyTrace(request_start_ns=0, prompt_tokens=3)
+    trace.record(FinishedEvent(StopReason.STOPPED, 0, MS))
+    assert diagnose(trace) == []

@@ -1,0 +1,153 @@
+"""Each cause of a slow reply induced on the real embedded model, and the diagnosis naming it with its evidence: a
+busy machine, an edited message, weights dropped from memory, a garbage collection in the engine; and a reply with
+none of these gets none of their findings."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import itertools
+import os
+import subprocess
+import sys
+
+import pytest
+
+from core.chats.session import Message
+from core.diagnosis.diagnose import diagnose
+from core.generation.local_reply import LocalReply
+from core.generation.request import ReplyRequest, prepare_reply
+from core.model.source import embedded_gguf_path
+from core.settings import GenerationSettings
+from core.timing.cpu_share import CONTENDED_SHARE
+
+pytestmark = pytest.mark.model
+CHATS = itertools.count()
+MADV_DONTNEED = 4
+# A long system prompt, so that an edit near the start of a chat throws away most of what the cache held.
+SYSTEM = "You are a helpful assistant who answers briefly. " + " ".join(
+    f"Rule {number}: keep every answer short, kind and to the point." for number in range(1, 30)
+)
+
+
+def ask(loaded, prompt: str = "Tell me about the sea.", tokens: int = 32, processors=()):
+    """One reply to one question, no chat around it (so no prompt cache to reuse)."""
+    settings = GenerationSettings(max_new_tokens=tokens, prompt_cache=False)
+    _, built = prepare_reply(loaded, ReplyRequest("", (Message("user", prompt),), settings))
+    return LocalReply(loaded, built.input_ids, settings, logits_processors=processors).run_to_end()
+
+
+def kinds(trace) -> list[str]:
+    return [finding.kind for finding in diagnose(trace)]
+
+
+@contextlib.contextmanager
+def busy_programs(count: int):
+    """Programs that spin on the CPU until the block ends."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
+def drop_from_memory(path) -> None:
+    """The file's pages unmapped from this process and dropped from the page cache: the next reply reads its weights
+    from disk, as one whose model did not fit in free memory does."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            if line.rstrip().endswith(str(path)):
+                start, end = (int(value, 16) for value in line.split()[0].split("-"))
+                assert libc.madvise(start, end - start, MADV_DONTNEED) == 0, os.strerror(ctypes.get_errno())
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(descriptor)
+
+
+@pytest.mark.subprocess
+def test_other_programs_load_is_found_with_the_share_they_took(native_model):
+    ask(native_model, tokens=4)  # warm
+    with busy_programs(2 * (os.cpu_count() or 2)):
+        trace = ask(native_model, tokens=48)
+    assert trace.cpu_share < CONTENDED_SHARE  # the cause is there, measured
+    contention = next(finding for finding in diagnose(trace) if finding.kind == "contention")
+    assert contention.summary.startswith("Other programs took ")
+    assert contention.figure == pytest.approx(1 - trace.cpu_share)
+
+
+def test_an_edited_message_is_found_where_the_cache_broke(native_model):
+    chat_id, settings = f"diagnosis-{next(CHATS)}", GenerationSettings(max_new_tokens=6)
+
+    def turn(messages):
+        generation, _ = prepare_reply(native_model, ReplyRequest(SYSTEM, tuple(messages), settings, chat_id=chat_id))
+        return generation.run_to_end()
+
+    messages = [Message("user", "Name a colour.")]
+    messages.append(Message("assistant", turn(messages).text))
+    messages.append(Message("user", "Name another one."))
+    second = turn(messages)
+    assert "prompt_cache" not in kinds(second)  # the history was reused
+    messages[0] = Message("user", "Name a lake.")  # edited: everything after the system prompt is read again
+    edited = turn(messages)
+    assert edited.cache_reason.startswith("your message 1 edited at token ")
+    finding = diagnose(edited)[0]
+    assert finding.kind == "prompt_cache"
+    assert f"{edited.prefilled_tokens:,} of {edited.prompt_tokens:,} prompt tokens were prefilled" in finding.summary
+    assert "your message 1 edited" in finding.summary
+
+
+def test_weights_read_from_disk_are_found(native_model):
+    ask(native_model, tokens=4)
+    drop_from_memory(embedded_gguf_path())
+    cold = ask(native_model, tokens=16)
+    assert cold.cpu.disk_read_bytes > 8 * 1024 * 1024  # the cause is there, measured
+    finding = next(finding for finding in diagnose(cold) if finding.kind == "page_faults")
+    assert "read from disk" in finding.summary and f"{cold.cpu.major_faults:,} major page faults" in finding.summary
+    warm = ask(native_model, tokens=16)
+    assert "page_faults" not in kinds(warm)
+
+
+class CollectAt:
+    """A logits processor that, at one step, makes a million objects in cycles and collects them: a long pause of
+    the engine's own, as a big garbage collection is."""
+
+    def __init__(self, step: int):
+        self.step, self.calls = step, 0
+
+    def __call__(self, input_ids, scores):
+        self.calls += 1
+        if self.calls == self.step:
+            junk = [[] for _ in range(1_000_000)]
+            for item in junk:
+                item.append(item)
+            del junk
+            gc.collect()
+        return scores
+
+
+def test_a_garbage_collection_in_the_engine_is_found_at_its_token(native_model):
+    ask(native_model, tokens=4)
+    trace = ask(native_model, tokens=24, processors=[CollectAt(12)])
+    assert any(took > 0 for _, took in trace.cpu.gc_pauses)
+    stalls = next(finding for finding in diagnose(trace) if finding.kind == "stalls")
+    assert "Python's garbage collector paused the engine" in stalls.cause
+
+
+def test_a_plain_reply_gets_no_finding_its_measurements_do_not_show(native_model):
+    ask(native_model, tokens=4)
+    trace = ask(native_model, tokens=32)
+    findings = diagnose(trace)
+    found = {finding.kind for finding in findings}
+    # No cache was broken, no file dropped, no speculation asked for, no ceiling measured against: none is named.
+    assert not found & {"prompt_cache", "prefill", "page_faults", "speculation", "memory_bound", "server_wait"}
+    # Load from other programs (the other test worker) is named only where it was measured, never otherwise.
+    assert ("contention" in found) == (trace.cpu_share < CONTENDED_SHARE)
+    if found == {"healthy"}:
+        assert findings[0].summary.startswith("Nothing slowed this reply")

@@ -1,5 +1,6 @@
 """TTFT and TPOT of every reply in this chat, against its prompt and against the tokens it really prefilled; replies
-over the latency budget ringed in red, the budget's two limits as dashed lines."""
+over the latency budget ringed in red, replies whose diagnosis found a cause marked with an amber diamond, the budget's
+two limits as dashed lines."""
 
 from __future__ import annotations
 
@@ -55,6 +56,16 @@ class HistoryPlot(pg.PlotWidget):
             symbolPen=pg.mkPen("#b00020", width=2),
             name="over budget",
         )
+        self.found_item = self.plot(
+            [],
+            [],
+            pen=None,
+            symbol="d",
+            symbolSize=13,
+            symbolBrush=pg.mkBrush(0, 0, 0, 0),
+            symbolPen=pg.mkPen("#8a5300", width=2),
+            name="slowed: see why",
+        )
         # The budget's limits, outside the autorange: a 1 s TTFT budget must not squash replies of 50 ms.
         self.ttft_budget_line = pg.InfiniteLine(
             angle=0,
@@ -81,6 +92,8 @@ class HistoryPlot(pg.PlotWidget):
         self._prefilled_ttft_ms = GrowableBuffer(32)
         self._over_prompt_tokens = GrowableBuffer(32)
         self._over_ttft_ms = GrowableBuffer(32)
+        self._found_prompt_tokens = GrowableBuffer(32)
+        self._found_ms = GrowableBuffer(32)
         self._budget_shown = False
         self._dirty = True
         self._top = 1.0  # the highest point's value, for the y range (refresh)
@@ -93,9 +106,15 @@ class HistoryPlot(pg.PlotWidget):
         tpot_s: float | None,
         prefilled_tokens: int | None = None,
         over_budget: bool | None = None,
+        found: bool = False,
     ) -> None:
         """prefilled_tokens: the prompt less what the prompt cache gave; None where unknown (no point then).
-        over_budget: True rings the reply's TTFT point in red."""
+        over_budget: True rings the reply's TTFT point in red; found: its diagnosis named a cause, marked on its TPOT
+        point (its TTFT's where it has none)."""
+        marked = tpot_s if tpot_s is not None else ttft_s
+        if found and marked is not None:
+            self._found_prompt_tokens.append(prompt_tokens)
+            self._found_ms.append(marked * 1000)
         if ttft_s is not None:
             self._prompt_tokens.append(prompt_tokens)
             self._ttft_ms.append(ttft_s * 1000)
@@ -120,6 +139,8 @@ class HistoryPlot(pg.PlotWidget):
             self._prefilled_ttft_ms,
             self._over_prompt_tokens,
             self._over_ttft_ms,
+            self._found_prompt_tokens,
+            self._found_ms,
         ):
             buffer.clear()
         self._dirty = True
@@ -134,6 +155,7 @@ class HistoryPlot(pg.PlotWidget):
         self.tpot_item.setData(self._tpot_prompt_tokens.view(), self._tpot_ms.view())
         self.prefilled_item.setData(self._prefilled_tokens.view(), self._prefilled_ttft_ms.view())
         self.over_item.setData(self._over_prompt_tokens.view(), self._over_ttft_ms.view())
+        self.found_item.setData(self._found_prompt_tokens.view(), self._found_ms.view())
         # Both axes start at 0: a lone first reply otherwise sat in a range like 43.6-44.4 tokens,
         # and growth is read against zero, not against the smallest value so far.
         self.setXRange(0, max(self._largest(self._prompt_tokens, self._tpot_prompt_tokens), 1.0), padding=0.05)
@@ -165,6 +187,10 @@ class HistoryPlot(pg.PlotWidget):
     @property
     def over_budget_points(self) -> int:
         return len(self._over_ttft_ms)
+
+    @property
+    def found_points(self) -> int:
+        return len(self._found_ms)
 
     @staticmethod
     def _largest(*buffers: GrowableBuffer) -> float:

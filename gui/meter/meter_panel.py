@@ -1,5 +1,5 @@
-"""The meter: stat cards (and a reply's speculation's) and the chat's budget line above its views (this reply, where its
-time went, this chat)."""
+"""The meter: stat cards (and a reply's speculation's), the line that says why the reply was slow, and the chat's budget
+line above its views (this reply, where its time went, this chat)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from PySide6.QtCore import QRect
 from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
+from core.diagnosis.diagnose import HEALTHY, diagnose
 from core.model.facts import ModelFacts
 from core.roofline.placement import reply_placement
 from core.settings import LatencyBudget
@@ -18,6 +19,7 @@ from core.timing.running_median import RunningMedian
 from core.timing.trace import ReplyTrace
 from gui.meter.budget_line import BudgetLine
 from gui.meter.cache_map import CacheMap
+from gui.meter.diagnosis_line import DiagnosisLine
 from gui.meter.history_plot import HistoryPlot
 from gui.meter.interval_plot import IntervalPlot
 from gui.meter.meter_views import LEAST_DATA_PX, MeterViews, stacked
@@ -41,6 +43,7 @@ class MeterPanel(QWidget):
         super().__init__(parent)
         self.cards = StatCards()
         self.speculation_cards = SpeculationCards()
+        self.diagnosis_line = DiagnosisLine()
         self.interval_plot = IntervalPlot()
         self.visible_plot = VisibleTextPlot()
         self.history_plot = HistoryPlot()
@@ -61,6 +64,7 @@ class MeterPanel(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.cards)
         layout.addWidget(self.speculation_cards)
+        layout.addWidget(self.diagnosis_line)
         layout.addWidget(self.budget_line)
         layout.addWidget(self.views, stretch=1)
         self._median = RunningMedian()
@@ -82,6 +86,7 @@ class MeterPanel(QWidget):
         self.visible_plot.reset()
         self.cards.clear()
         self.speculation_cards.clear()
+        self.diagnosis_line.clear()
 
     def record_token(self, event: TokenEvent) -> None:
         if event.chunk is not None:
@@ -126,6 +131,9 @@ class MeterPanel(QWidget):
             self._ceilings = ceilings
 
     def finish_reply(self, trace: ReplyTrace, streaming: bool) -> None:
+        # Diagnosed here, where the window's own CPU over the reply is known, before the chat saves the reply.
+        trace.diagnosis = diagnose(trace, self._arithmetic, self._ceilings)
+        self.diagnosis_line.show_findings(trace.diagnosis)
         metrics = trace.metrics()
         self.cards.show_summary(metrics, streaming)
         self.cards.show_delivery(delivery_summary(trace))
@@ -165,8 +173,16 @@ class MeterPanel(QWidget):
     def _plot_history(self, trace: ReplyTrace, streaming: bool) -> None:
         metrics = trace.metrics()
         within = self.budget_mark(trace, streaming).within
+        if trace.diagnosis is None:  # a chat saved before replies were diagnosed
+            trace.diagnosis = diagnose(trace, self._arithmetic, self._ceilings)
+        found = any(finding.kind != HEALTHY for finding in trace.diagnosis)
         self.history_plot.add_reply(
-            trace.prompt_tokens, metrics.ttft_s, metrics.tpot_s, trace.prefilled_tokens, over_budget=within is False
+            trace.prompt_tokens,
+            metrics.ttft_s,
+            metrics.tpot_s,
+            trace.prefilled_tokens,
+            over_budget=within is False,
+            found=found,
         )
 
     def _show_tally(self) -> None:
@@ -176,6 +192,7 @@ class MeterPanel(QWidget):
     def reset_chat(self) -> None:
         self._judged.clear()
         self.speculation_cards.show_report(None, 0)
+        self.diagnosis_line.clear()
         self._show_tally()
         self.history_plot.clear_history()
         self.cache_map.clear()

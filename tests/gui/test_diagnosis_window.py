@@ -1,0 +1,66 @@
+"""The diagnosis in the window, as a user meets it: the line under the cards saying why the last reply was slow, the
+list it opens, the history plot's mark, and the findings kept in the saved chat."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from PySide6.QtCore import Qt
+
+from core.chats.store import ChatStore
+from core.diagnosis.diagnose import HEALTHY
+from core.timing.cpu_share import CONTENDED_SHARE
+from tests.diagnosis.test_induced_causes import busy_programs
+
+pytestmark = pytest.mark.model
+REPLY_TIMEOUT_MS = 120_000
+LONG_SYSTEM = "You are a kind assistant. " + " ".join(f"Rule {n}: answer in a few plain words." for n in range(1, 25))
+
+
+def ask(qtbot, window, text, tokens=6):
+    window.settings_panel.max_new_tokens.setValue(tokens)
+    window.input_box.setFocus()
+    qtbot.keyClicks(window.input_box, text)
+    with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS) as blocker:
+        qtbot.keyClick(window.input_box, Qt.Key.Key_Return)
+    return blocker.args[0]
+
+
+def test_the_line_under_the_cards_says_why_and_opens_to_the_list(qtbot, window, tmp_path):
+    line = window.meter.diagnosis_line
+    assert not line.isVisible()  # nothing diagnosed yet
+    window.settings_panel.system_prompt.setPlainText(LONG_SYSTEM)
+    ask(qtbot, window, "Name a colour.")
+    ask(qtbot, window, "Name another one.")
+    window.settings_panel.system_prompt.setPlainText("Answer in French. " + LONG_SYSTEM)  # the start of the chat edited
+    edited = ask(qtbot, window, "And a third?")
+
+    assert edited.cache_reason.startswith("system prompt changed at token ")
+    finding = edited.diagnosis[0]
+    assert finding.kind == "prompt_cache"
+    assert line.isVisible() and line.top.text().startswith("Why: TTFT ")
+    assert f"{edited.prefilled_tokens:,} of {edited.prompt_tokens:,} prompt tokens were prefilled" in line.top.text()
+    assert not line.details.isVisible()
+    line.toggle.click()
+    assert line.details.isVisible() and line.details.text().startswith(f"1. {finding.summary}\nCause: ")
+    assert window.meter.history_plot.found_points >= 1
+
+    window.export_traces_json(tmp_path / "chat.json")
+    exported = json.loads((tmp_path / "chat.json").read_text(encoding="utf-8"))["replies"][-1]["diagnosis"]
+    assert exported[0]["kind"] == "prompt_cache" and exported[0]["evidence"] == finding.evidence
+    assert {"cause", "evidence", "figure", "advice"} <= set(exported[0])
+    assert window.saved_chats.keeper.saver.flush(10)
+    saved = ChatStore().load(window.saved_chats.current_chat_id).replies[-1].trace
+    assert saved.diagnosis == edited.diagnosis
+
+
+@pytest.mark.subprocess
+def test_a_busy_machine_is_named_in_the_line(qtbot, window):
+    ask(qtbot, window, "Warm up.", tokens=2)
+    with busy_programs(4):
+        trace = ask(qtbot, window, "Tell me about the sea.", tokens=40)
+    assert trace.cpu_share < CONTENDED_SHARE
+    kinds = [finding.kind for finding in trace.diagnosis]
+    assert "contention" in kinds and HEALTHY not in kinds
+    assert "Other programs took " in window.meter.diagnosis_line.details.text()

@@ -1,10 +1,12 @@
-"""The race's verdict, in words and numbers: who showed text first and by how much, who finished first, how long each
-made its reader wait, and both sides' TTFT, TPOT and E2E, every figure taken from the two traces."""
+"""The race's verdict, in words and numbers: who showed text first and by how much, who finished first, why the slower
+side was slower (its own diagnosis), how long each made its reader wait, and both sides' TTFT, TPOT and E2E, every
+figure taken from the two traces."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from core.diagnosis.diagnose import HEALTHY, diagnose
 from core.settings import READING_WPM, LatencyBudget
 from core.timing.budget import judge
 from core.timing.reading import reader_wait_s, visible_steps
@@ -31,6 +33,7 @@ class SideFacts:
     stop_reason: str | None
     within_budget: bool | None
     budget_line: str
+    slowed_by: str | None = None  # the top cause its diagnosis found, as its summary says it; None when none
 
     @property
     def complete(self) -> bool:
@@ -68,6 +71,9 @@ def side_facts(name: str, label: str, trace: ReplyTrace, streaming: bool, budget
     metrics = trace.metrics()
     steps = visible_steps(trace, streaming)
     mark = judge(trace, streaming, budget)
+    if trace.diagnosis is None:
+        trace.diagnosis = diagnose(trace)
+    found = [finding for finding in trace.diagnosis if finding.kind != HEALTHY]
     return SideFacts(
         name,
         label,
@@ -83,6 +89,7 @@ def side_facts(name: str, label: str, trace: ReplyTrace, streaming: bool, budget
         trace.stop_reason,
         mark.within,
         mark.line,
+        found[0].summary if found else None,
     )
 
 
@@ -90,6 +97,7 @@ def make_verdict(a: SideFacts, b: SideFacts) -> Verdict:
     text_first, text_by = _earlier(a, b, "first_text_s")
     finished_first, finished_by = _earlier(a, b, "finished_s")
     parts = [_first_text_words(a, b, text_first, text_by), _finished_words(a, b, finished_first, finished_by)]
+    parts.append(_why_words(a, b, finished_first, finished_by))
     parts += [_reader_words(side) for side in (a, b)]
     sentence = "; ".join(part for part in parts if part)
     return Verdict(a, b, text_first, text_by, finished_first, finished_by, sentence[:1].upper() + sentence[1:])
@@ -125,6 +133,18 @@ def _finished_words(a: SideFacts, b: SideFacts, first: str | None, by: float | N
         return f"both finished at about the same moment ({span(by)} apart)"
     winner = a if first == "A" else b
     return f"{winner.called} finished {span(by)} sooner"
+
+
+def _why_words(a: SideFacts, b: SideFacts, first: str | None, by: float | None) -> str:
+    """Why the side that finished later did: the top cause its own diagnosis measured, or that it measured none."""
+    if by is None or by < FELT_S or first is None:
+        return ""
+    slower = b if first == "A" else a
+    if slower.slowed_by:
+        return f"why {slower.name} was slower: {slower.slowed_by.rstrip('.')}"
+    return (
+        f"nothing in {slower.name}'s own measurements slowed it: the difference is its configuration ({slower.label})"
+    )
 
 
 def _reader_words(side: SideFacts) -> str:

@@ -17,7 +17,7 @@ from core.race.sides import RaceSide, check_race, labels, parse_side
 from core.race.verdict import make_verdict, side_facts
 from core.settings import READER_TPOT_S, READING_CHARS_PER_S, LatencyBudget
 from core.timing.budget import budget_document, judge, tally_line
-from core.timing.events import FinishedEvent, StopReason, TokenEvent
+from core.timing.events import CpuUsage, FinishedEvent, StopReason, TokenEvent
 from core.timing.reading import reader_wait_s, visible_steps
 from core.timing.trace import ReplyTrace
 
@@ -130,7 +130,8 @@ def test_the_verdicts_fields_follow_from_the_two_traces():
     assert verdict.text_first == "B" and verdict.text_first_by_s == pytest.approx(2.8)
     assert verdict.finished_first == "A" and verdict.finished_first_by_s == pytest.approx(0.1)
     assert verdict.sentence.startswith(
-        "B (streaming) showed text 2.8 s sooner; A (not streaming) finished 0.10 s sooner; while B streamed"
+        "B (streaming) showed text 2.8 s sooner; A (not streaming) finished 0.10 s sooner; nothing in B's own "
+        "measurements slowed it: the difference is its configuration (streaming); while B streamed"
     )
     # B's reader read 25 characters in 1 s after 0.3 s, then waited for the third token from 1.3 s to 3.2 s.
     assert b.reader_wait_s == pytest.approx(3.2 - (0.3 + 50 / READING_CHARS_PER_S))
@@ -144,6 +145,17 @@ def test_moments_closer_than_a_person_can_feel_are_called_the_same():
     assert verdict.text_first == "A" and verdict.text_first_by_s == pytest.approx(0.01)
     assert "at about the same moment (10 ms apart)" in verdict.sentence
     assert "A (native) finished 2.4 s sooner" in verdict.sentence
+
+
+def test_the_verdict_says_why_the_slower_side_was_slower_from_its_own_diagnosis():
+    budget = LatencyBudget()
+    fast = trace_of([100 * MS, 200 * MS, 300 * MS, 400 * MS, 500 * MS, 600 * MS])
+    slow = trace_of([100 * MS, 400 * MS, 700 * MS, 1000 * MS, 1300 * MS, 1600 * MS])
+    slow.record(CpuUsage(0.6, 1.5, 2))  # its threads got a fifth of their cores
+    verdict = make_verdict(side_facts("A", "native", fast, True, budget), side_facts("B", "busy", slow, True, budget))
+    assert verdict.b.slowed_by == "Other programs took 80% of the CPU during this reply: its TPOT is not the model's."
+    assert "A (native) finished 1.0 s sooner; why B was slower: Other programs took 80% of the CPU" in verdict.sentence
+    assert verdict.to_dict()["b"]["slowed_by"] == verdict.b.slowed_by
 
 
 # -- the sides ----------------------------------------------------------------------------------

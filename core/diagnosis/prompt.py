@@ -29,7 +29,6 @@ def prompt_findings(trace: ReplyTrace, prefill_s: float | None) -> list[Finding]
     prefilled = trace.prefilled_tokens
     e2e = metrics.e2e_s or metrics.ttft_s
     if cache is not None and cache.status in LOST and prefilled and prefill_s >= CACHE_LOSS_SHARE * e2e:
-        where = f" at token {cache.break_at:,}" if cache.break_at is not None else ""
         return [
             Finding(
                 kind="prompt_cache",
@@ -37,7 +36,7 @@ def prompt_findings(trace: ReplyTrace, prefill_s: float | None) -> list[Finding]
                     f"TTFT {duration(metrics.ttft_s)}: {prefilled:,} of {trace.prompt_tokens:,} prompt tokens were "
                     f"prefilled, because {cache.reason}."
                 ),
-                cause=f"{LOST[cache.status]}{where}: {cache.reason}",
+                cause=f"{LOST[cache.status]}: {cache.reason}",
                 evidence=(
                     f"{prefilled:,} of {trace.prompt_tokens:,} prompt tokens prefilled in {duration(prefill_s)}; "
                     f"{cache.cached_tokens or 0:,} came from the cache"

@@ -27,21 +27,25 @@ def server_finding(trace: ReplyTrace) -> list[Finding]:
     if queue_ms is not None:
         parts.append(f"{duration(queue)} in its queue")
     said = " and ".join(parts)
-    waiting = "its queue" if queue > rest else "the network, templating and the server's own overhead"
+    # A server that reports no queue time (llama.cpp, Ollama) leaves its queue inside the rest: not named apart.
+    elsewhere = (
+        "the network and templating"
+        if queue_ms is not None
+        else "outside its prefill: its queue, the network or templating (the server does not say which)"
+    )
+    waiting = "its queue" if queue > rest else "outside the prompt's pass"
     return [
         Finding(
             kind="server_wait",
-            summary=(
-                f"Of the {duration(ttft)} TTFT, the server reports {said}; {duration(rest)} was the network and "
-                f"templating."
-            ),
+            summary=f"Of the {duration(ttft)} TTFT, the server reports {said}; {duration(rest)} was {elsewhere}.",
             cause=f"most of the wait for the first token was {waiting}, not the prompt's pass",
             evidence=f"the server's {timings.get('source', 'timings')}: {said}, against a TTFT of {duration(ttft)}",
             figure=(ttft - prefill) / ttft,
             advice=(
                 "the server was busy with other requests: fewer at once, or a server with more slots"
                 if queue > rest
-                else f"{share(rest / ttft)} of the TTFT was outside the model: a nearer server, or keep the connection"
+                else f"{share(rest / ttft)} of the TTFT was outside the prompt's pass: where other requests share the "
+                "server, fewer at once or more slots; else a nearer server"
             ),
             cost_s=ttft - prefill,
         )

@@ -40,11 +40,11 @@ class WindowDriver:
 
     def ask(self, text: str, max_new_tokens: int, force_length: bool = True, timeout_s: float = 600):
         window = self.window
-        window.settings_panel.max_new_tokens.setValue(max_new_tokens)
+        window.chat_panel.settings_panel.max_new_tokens.setValue(max_new_tokens)
         window.replies.ignore_eos = force_length
 
         def send() -> None:
-            window.input_box.setPlainText(text)
+            window.chat_panel.input_box.setPlainText(text)
             window.send_message()
 
         return self._wait(window.reply_finished, send, timeout_s)
@@ -77,7 +77,9 @@ class WindowDriver:
         try:
             start_ns = time.perf_counter_ns()
             settings = replace(
-                self.window.settings_panel.generation_settings(), max_new_tokens=max_new_tokens, decode_loop=loop
+                self.window.chat_panel.settings_panel.generation_settings(),
+                max_new_tokens=max_new_tokens,
+                decode_loop=loop,
             )
 
             def start() -> None:

@@ -24,9 +24,9 @@ DRIVER = Path(__file__).resolve().parents[1] / "tests" / "support" / "app_driver
 def kill_engine_mid_reply(dtype: str) -> tuple[float, float]:
     driver = WindowDriver(dtype=dtype)
     window = driver.window
-    window.settings_panel.max_new_tokens.setValue(300)
+    window.chat_panel.settings_panel.max_new_tokens.setValue(300)
     window.replies.ignore_eos = True
-    window.input_box.setPlainText("Tell me a long story about the sea.")
+    window.chat_panel.input_box.setPlainText("Tell me a long story about the sea.")
     driver._wait(window.replies.token_received, window.send_message, 300)
     killed_at = time.perf_counter()
     trace = driver._wait(window.reply_finished, lambda: os.kill(window.models.engine.pid, signal.SIGKILL), 60)

@@ -36,7 +36,7 @@ def main() -> None:
     args = parser.parse_args()
     report = _common.start_report(args, "meter_overhead")
     driver = WindowDriver(dtype=args.dtype, streaming=True)
-    driver.window.settings_panel.decode_loop_box.setCurrentText(args.loop)
+    driver.window.chat_panel.settings_panel.decode_loop_box.setCurrentText(args.loop)
     bare, app, window_share = [], [], []
     variants = breakdown_variants(driver.window) if args.breakdown else {}
     for interval_ms in (int(value) for value in args.frame_intervals.split(",") if value.strip()):
@@ -125,7 +125,7 @@ def breakdown_variants(window) -> dict:
                 stack.callback(setattr, owner, name, original)
             yield
 
-    text = (window.transcript, "append_reply_text")
+    text = (window.chat_panel.transcript, "append_reply_text")
     plots = (window.meter, "refresh")
     return {
         "no live text": lambda: without(text),

@@ -56,7 +56,7 @@ def instrument_per_token_work(window) -> list:
     window.gui_cpu_ns_at_token = []
     pieces = [
         (window.meter, "record_token"),
-        (window.transcript, "append_reply_text"),
+        (window.chat_panel.transcript, "append_reply_text"),
         (window.meter, "show_visible_text"),
     ]
     pending = {"us": 0.0}

@@ -125,14 +125,14 @@ def main() -> int:
     started = time.perf_counter()
     wait_for(window.model_ready, 600, lambda: window.start_loading(args.model, "float32"))
     print(f"model loaded in {time.perf_counter() - started:.1f} s: {window.ready.name}", flush=True)
-    window.settings_panel.max_new_tokens.setValue(args.max_new_tokens)
+    window.chat_panel.settings_panel.max_new_tokens.setValue(args.max_new_tokens)
 
     rows = [snapshot("start", 0)]
     turn_times, failures, prompt_tokens = [], 0, []
     for turn in range(1, args.turns + 1):
         if turn > 1 and (turn - 1) % args.turns_per_chat == 0:
             window.new_chat()
-        window.input_box.setPlainText(f"Turn {turn}. {QUESTIONS[turn % len(QUESTIONS)]}")
+        window.chat_panel.input_box.setPlainText(f"Turn {turn}. {QUESTIONS[turn % len(QUESTIONS)]}")
         began = time.perf_counter()
         (trace,) = wait_for(window.reply_finished, 300, window.send_message)
         turn_times.append(time.perf_counter() - began)

@@ -69,7 +69,7 @@ def main() -> None:
     window.show()
     window.models.accept_model(tiny)
     window.replies.ignore_eos = True
-    window.settings_panel.max_new_tokens.setValue(args.tokens)
+    window.chat_panel.settings_panel.max_new_tokens.setValue(args.tokens)
     print(f"platform {app.platformName()}, {args.tokens} tokens at {args.tok_s:g} tok/s, {args.replies} replies")
     shares = []
     profiler = cProfile.Profile() if args.profile else None
@@ -78,7 +78,7 @@ def main() -> None:
     for reply in range(args.replies):
         window.models.engine.core.extra_logits_processors = (paced(1.0 / args.tok_s),)
         done.clear()
-        window.input_box.setPlainText(f"Reply {reply}: write anything.")
+        window.chat_panel.input_box.setPlainText(f"Reply {reply}: write anything.")
         QTimer.singleShot(0, window.send_message)
         if profiler:
             profiler.enable()

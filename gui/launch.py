@@ -78,7 +78,7 @@ def launch_window(args: argparse.Namespace, settings: GenerationSettings) -> int
 
         window.ui_probe = UiProbe(window, profile_path)
     window.show()
-    window.input_box.setFocus()
+    window.chat_panel.input_box.setFocus()
     # The window is up before the model: loading runs on its own thread behind it.
     window.start_loading()
     return app.exec()

@@ -88,7 +88,13 @@ class MainWindow(QMainWindow):
         self.collector.busy = lambda: self.replies.busy  # no full collection while a reply streams
         panel = self.chat_panel
         self.live = LiveReply(
-            self.replies, self.models.client, self.transcript, self.meter, panel.indicator, panel.prefill_bar, self
+            self.replies,
+            self.models.client,
+            self.chat_panel.transcript,
+            self.meter,
+            panel.indicator,
+            panel.prefill_bar,
+            self,
         )
         self.frame_timer = self.live.frame_timer
         self.budget_keeper = BudgetKeeper(self)  # the chat's and the race's latency budget (SLOs)
@@ -110,15 +116,13 @@ class MainWindow(QMainWindow):
         if risky:
             self.notify("Security: " + " and ".join(risky) + ".")
         self._update_controls()
-        self.input_box.setFocus()
+        self.chat_panel.input_box.setFocus()
 
     # -- construction ---------------------------------------------------------------------------
 
     def _build_widgets(self) -> None:
         self.chat_panel = ChatPanel(self.window_settings)
         panel = self.chat_panel
-        # The three parts the rest of the window (race, probe, launch) works with; the others are the panel's.
-        self.settings_panel, self.transcript, self.input_box = panel.settings_panel, panel.transcript, panel.input_box
         self.meter = MeterPanel()
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(panel)
@@ -138,7 +142,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.model_label)
 
     def _wire(self) -> None:
-        self.input_box.submitted.connect(self.send_message)
+        self.chat_panel.input_box.submitted.connect(self.send_message)
         panel = self.chat_panel
         panel.send_button.clicked.connect(self.send_message)
         panel.stop_button.clicked.connect(self.stop_generation)
@@ -146,19 +150,19 @@ class MainWindow(QMainWindow):
         panel.new_chat_button.clicked.connect(self.new_chat)
         panel.streaming_toggle.toggled.connect(self._on_toggled)
         panel.cache_toggle.toggled.connect(self._on_toggled)
-        self.transcript.copy_requested.connect(self.copy_reply)
-        self.settings_panel.load_requested.connect(self._on_load_requested)
-        self.settings_panel.fold_changed.connect(self._on_toggled)  # saved at once, as the switches are
-        self.settings_panel.decode_loop_box.currentTextChanged.connect(self._show_model_facts)
+        self.chat_panel.transcript.copy_requested.connect(self.copy_reply)
+        self.chat_panel.settings_panel.load_requested.connect(self._on_load_requested)
+        self.chat_panel.settings_panel.fold_changed.connect(self._on_toggled)  # saved at once, as the switches are
+        self.chat_panel.settings_panel.decode_loop_box.currentTextChanged.connect(self._show_model_facts)
         replies = self.replies
         replies.state_changed.connect(self._on_reply_state)
         replies.message_accepted.connect(self._on_message_accepted)
         replies.reply_started.connect(self._on_reply_started)
         replies.reply_finished.connect(self._on_reply_finished)
         replies.reply_refused.connect(self._on_reply_refused)
-        replies.last_reply_dropped.connect(self.transcript.remove_last_reply)
+        replies.last_reply_dropped.connect(self.chat_panel.transcript.remove_last_reply)
         replies.status_posted.connect(self._show_status)
-        self.models.load_progressed.connect(self.settings_panel.show_progress)
+        self.models.load_progressed.connect(self.chat_panel.settings_panel.show_progress)
         self.models.model_ready.connect(self._on_model_ready)
         self.models.load_failed.connect(self._on_model_failed)
         self.models.engine_stopped.connect(self._on_engine_stopped)
@@ -185,12 +189,14 @@ class MainWindow(QMainWindow):
         return self.replies.busy
 
     def start_loading(self, spec: str | None = None, dtype: str | None = None) -> None:
-        self._on_load_requested(spec or self.settings_panel.model_spec(), dtype or self.settings_panel.dtype())
+        self._on_load_requested(
+            spec or self.chat_panel.settings_panel.model_spec(), dtype or self.chat_panel.settings_panel.dtype()
+        )
 
     @Slot()
     def send_message(self) -> None:
         """The message stays in the box until the engine has built its prompt: a refused one is never lost."""
-        self.replies.send(self.input_box.message_text())
+        self.replies.send(self.chat_panel.input_box.message_text())
 
     @Slot()
     def stop_generation(self) -> None:
@@ -208,7 +214,7 @@ class MainWindow(QMainWindow):
         self.saved_chats.save()
         self.saved_chats.clear_to_new_chat()
         self._update_controls()
-        self.input_box.setFocus()
+        self.chat_panel.input_box.setFocus()
 
     @Slot(int)
     def copy_reply(self, message_index: int) -> None:
@@ -257,21 +263,21 @@ class MainWindow(QMainWindow):
 
     def notify(self, message: str, is_error: bool = False) -> None:
         """Shown in the chat, where it stays, and in the status bar."""
-        self.transcript.add_notice(message, is_error=is_error)
+        self.chat_panel.transcript.add_notice(message, is_error=is_error)
         self.statusBar().showMessage(message, 10000)
 
     # -- a reply, as the controller reports it ---------------------------------------------------
 
     @Slot(object)
     def _on_reply_state(self, _state: ReplyState) -> None:
-        self.input_box.setReadOnly(self.replies.awaiting_acceptance)
+        self.chat_panel.input_box.setReadOnly(self.replies.awaiting_acceptance)
         self._update_controls()
 
     @Slot(str, int)
     def _on_message_accepted(self, text: str, index: int) -> None:
-        self.transcript.add_user_turn(text, index)
-        self.input_box.clear()
-        self.input_box.setReadOnly(False)
+        self.chat_panel.transcript.add_user_turn(text, index)
+        self.chat_panel.input_box.clear()
+        self.chat_panel.input_box.setReadOnly(False)
 
     @Slot(object)
     def _on_reply_started(self, _record: ReplyRecord) -> None:
@@ -295,7 +301,7 @@ class MainWindow(QMainWindow):
         panel.stop_button.setEnabled(busy or self.replies.state is ReplyState.QUEUED)
         panel.regenerate_button.setEnabled(not busy and self.session.can_regenerate())
         panel.new_chat_button.setEnabled(not busy)
-        self.settings_panel.set_loading(self.models.loading or busy)
+        self.chat_panel.settings_panel.set_loading(self.models.loading or busy)
 
     @Slot(str)
     def _show_status(self, message: str) -> None:
@@ -311,20 +317,20 @@ class MainWindow(QMainWindow):
     @Slot(object)
     def _on_chat_opened(self, record: ChatRecord) -> None:
         """A saved chat reopened: its system prompt and settings in the panel, its replies drawn again."""
-        self.settings_panel.system_prompt.setPlainText(record.system_prompt)
-        replay_chat(record, self.transcript, self.meter)
-        for problem in apply_chat_settings(self.settings_panel, record.settings):
+        self.chat_panel.settings_panel.system_prompt.setPlainText(record.system_prompt)
+        replay_chat(record, self.chat_panel.transcript, self.meter)
+        for problem in apply_chat_settings(self.chat_panel.settings_panel, record.settings):
             self.notify(problem, is_error=True)
 
     @Slot()
     def _on_chat_cleared(self) -> None:
-        self.transcript.clear_transcript()
+        self.chat_panel.transcript.clear_transcript()
         self.meter.reset_chat()
 
     def _chat_settings(self) -> dict:
         """The settings saved with the chat: the form's (none while it holds a bad value) and the streaming switch."""
         try:
-            settings = self.settings_panel.generation_settings().to_dict()
+            settings = self.chat_panel.settings_panel.generation_settings().to_dict()
         except InvalidSettingsError:
             settings = {}
         return {**settings, "streaming": self.chat_panel.streaming_toggle.isChecked()}
@@ -335,11 +341,13 @@ class MainWindow(QMainWindow):
     def _on_load_requested(self, spec: str, dtype: str) -> None:
         if self.replies.busy:
             message = "Stop the reply before switching models; the current model stays loaded."
-            self.settings_panel.show_load_error(message)
+            self.chat_panel.settings_panel.show_load_error(message)
             self._show_status(message)
-        elif self.models.load(spec, dtype, self.settings_panel.server_key, self.settings_panel.server_timeout_s):
+        elif self.models.load(
+            spec, dtype, self.chat_panel.settings_panel.server_key, self.chat_panel.settings_panel.server_timeout_s
+        ):
             self._warn_about_plain_http(spec)
-            self.settings_panel.show_progress(0.0, f"loading {spec}…")
+            self.chat_panel.settings_panel.show_progress(0.0, f"loading {spec}…")
             self._update_controls()
 
     def _warn_about_plain_http(self, spec: str) -> None:
@@ -353,11 +361,11 @@ class MainWindow(QMainWindow):
     def _on_model_ready(self, ready: ModelReady) -> None:
         self.meter.set_model_facts(ready.facts)
         if ready.facts.remote:
-            self.settings_panel.offer_served_models(served_model_specs(ready.facts))
+            self.chat_panel.settings_panel.offer_served_models(served_model_specs(ready.facts))
         self._show_model_facts()
         if ready.facts.notice:
             self.notify(ready.facts.notice)
-        self.settings_panel.show_progress(1.0, f"Loaded {ready.name}.")
+        self.chat_panel.settings_panel.show_progress(1.0, f"Loaded {ready.name}.")
         self._update_controls()
         self.model_ready.emit(ready)
 
@@ -369,7 +377,7 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def _show_model_facts(self) -> None:
-        line, tooltip = self.models.facts(self.settings_panel.decode_loop_box.currentText())
+        line, tooltip = self.models.facts(self.chat_panel.settings_panel.decode_loop_box.currentText())
         self.model_label.setText(line)
         self.model_label.setToolTip(plain_tooltip(tooltip))
 
@@ -377,7 +385,7 @@ class MainWindow(QMainWindow):
     def restart_engine(self) -> None:
         """Works in every state: a running, stuck or stopped engine is replaced by a new one with the same model."""
         if self.models.restart(force=True):
-            self.settings_panel.show_progress(0.0, "restarting the engine…")
+            self.chat_panel.settings_panel.show_progress(0.0, "restarting the engine…")
             self._update_controls()
 
     @Slot(str)
@@ -393,7 +401,7 @@ class MainWindow(QMainWindow):
     @Slot(str)
     def _on_model_failed(self, message: str) -> None:
         kept = f" Still using {self.ready.name}." if self.ready else ""
-        self.settings_panel.show_load_error(f"Could not load the model: {message}{kept}")
+        self.chat_panel.settings_panel.show_load_error(f"Could not load the model: {message}{kept}")
         self._update_controls()
         self.model_failed.emit(message)
 

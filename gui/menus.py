@@ -59,7 +59,7 @@ def build_menus(window) -> None:
     chat_menu.addAction(window.saved_chats.dock.toggleViewAction())
     view_menu = window.menuBar().addMenu("&View")
     view_menu.setToolTipsVisible(True)
-    tint = window.transcript.tint_action
+    tint = window.chat_panel.transcript.tint_action
     tint.setShortcut(QKeySequence("Ctrl+Shift+T"))
     tint.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
     view_menu.addAction(tint)

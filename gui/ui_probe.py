@@ -45,7 +45,7 @@ class UiProbe(QObject):
         self._timer.setInterval(STALL_PROBE_INTERVAL_MS)
         self._timer.timeout.connect(self._on_tick)
         window.installEventFilter(self)
-        window.transcript.viewport().installEventFilter(self)
+        window.chat_panel.transcript.viewport().installEventFilter(self)
         window.replies.token_received.connect(self._on_token_received)
         window.model_ready.connect(self._on_model_ready)
         window.reply_finished.connect(self._on_reply_finished)
@@ -65,7 +65,7 @@ class UiProbe(QObject):
                 # The first paint of the window or its transcript: the moment something is on screen.
                 self.report["window_shown_s"] = self.since_launch_s()
                 self.write()
-            if self._pending_stamps and watched is self._window.transcript.viewport():
+            if self._pending_stamps and watched is self._window.chat_panel.transcript.viewport():
                 now = time.perf_counter_ns()
                 self._paint_delays_ms.extend((now - stamp) / 1e6 for stamp in self._pending_stamps)
                 self._pending_stamps.clear()

@@ -14,7 +14,7 @@ def race_window(window) -> RaceWindow:
     existing = getattr(window, "race_window", None)
     if existing is not None:
         return existing
-    panel = window.settings_panel
+    panel = window.chat_panel.settings_panel
     race = RaceWindow(
         window.models.client,
         window.budget_keeper,
@@ -34,9 +34,9 @@ def open_race(window) -> RaceWindow:
     if not race.controller.running and race.controller.record is None:
         a = chat_side(window)
         b = replace(a, name="B", streaming=not a.streaming)
-        prompt = window.input_box.message_text().strip() or _last_question(window)
+        prompt = window.chat_panel.input_box.message_text().strip() or _last_question(window)
         history = tuple((m.role, m.content) for m in window.session.messages)
-        race.set_up(a, b, prompt or None, history, window.settings_panel.system_prompt.toPlainText())
+        race.set_up(a, b, prompt or None, history, window.chat_panel.settings_panel.system_prompt.toPlainText())
     race.show()
     race.raise_()
     race.activateWindow()
@@ -44,7 +44,7 @@ def open_race(window) -> RaceWindow:
 
 
 def chat_side(window) -> RaceSide:
-    panel = window.settings_panel
+    panel = window.chat_panel.settings_panel
     try:
         settings = replace(panel.generation_settings(), prompt_cache=window.chat_panel.cache_toggle.isChecked())
     except InvalidSettingsError:

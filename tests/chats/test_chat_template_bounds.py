@@ -147,8 +147,8 @@ def test_stop_in_the_window_ends_a_reply_stuck_in_its_template(qtbot, open_windo
     from core.model.loader import load_model
 
     window = open_window(load_model(str(hanging_template_gguf)))
-    window.settings_panel.max_new_tokens.setValue(4)
-    window.input_box.setPlainText("Hello?")
+    window.chat_panel.settings_panel.max_new_tokens.setValue(4)
+    window.chat_panel.input_box.setPlainText("Hello?")
     with qtbot.waitSignal(window.reply_finished, timeout=60_000) as finished:
         window.send_message()
         window.stop_generation()

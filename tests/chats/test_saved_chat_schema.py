@@ -115,12 +115,12 @@ def test_the_issues_chat_whose_reply_notice_is_a_list_is_moved_aside_and_the_win
     folder.mkdir(parents=True)
     (folder / f"{document['id']}.json").write_bytes(encode_document(document))
     window = open_window(show=False)
-    shown = window.transcript.toPlainText()
+    shown = window.chat_panel.transcript.toPlainText()
     assert "replies[0].context.notice must be str or null, not list" in shown and "moved aside" in shown
     assert not (folder / f"{document['id']}.json").exists() and list((folder / CORRUPT_FOLDER).iterdir())
     window.close()
     window = open_window(show=False)  # and the next launch is clean
-    assert "could not be read" not in window.transcript.toPlainText()
+    assert "could not be read" not in window.chat_panel.transcript.toPlainText()
 
 
 def test_every_field_of_the_wrong_type_never_stops_the_launch(open_window):
@@ -226,7 +226,7 @@ def test_the_issues_chat_of_a_million_replies_is_refused_with_its_reason_before_
     (folder / f"{valid_document()['id']}.json").write_bytes(data)
     del data
     window = open_window(show=False)
-    shown = window.transcript.toPlainText()
+    shown = window.chat_panel.transcript.toPlainText()
     assert f"it holds more than {MAX_REPLIES:,} replies" in shown and "moved aside" in shown
 
 

@@ -53,14 +53,14 @@ def test_relaunch_restores_the_list_and_reopens_the_latest_chat(qtbot, window, r
     assert again.saved_chats.chat_list.chat_ids() == [second_id, first_id]
     assert again.saved_chats.chat_list.titles() == ["Second chat question", "First chat question"]
     assert again.saved_chats.current_chat_id == second_id and again.session.messages == messages
-    assert "Second chat question" in again.transcript.toPlainText()
+    assert "Second chat question" in again.chat_panel.transcript.toPlainText()
     assert len(again.meter.history_plot.ttft_item.getData()[0]) == 1
     assert max(again.meter.visible_plot.current_item.getData()[1]) == len(messages[-1].content)
     assert again.chat_panel.regenerate_button.isEnabled()
 
     assert again.saved_chats.open_chat(first_id)
-    assert "First chat question" in again.transcript.toPlainText()
-    assert "Second chat question" not in again.transcript.toPlainText()
+    assert "First chat question" in again.chat_panel.transcript.toPlainText()
+    assert "Second chat question" not in again.chat_panel.transcript.toPlainText()
 
 
 def test_rename_and_delete_from_the_list(qtbot, window, relaunch):
@@ -96,7 +96,7 @@ def test_a_corrupt_chat_file_is_moved_aside_with_a_visible_notice_and_the_rest_l
     assert win.saved_chats.chat_list.chat_ids() == [good.chat_id] and win.saved_chats.current_chat_id == good.chat_id
     notice = win.saved_chats.chat_list.notice.text()
     assert win.saved_chats.chat_list.notice.isVisibleTo(win) and bad.chat_id in notice and "moved aside" in notice
-    assert "moved aside" in win.transcript.toPlainText()
+    assert "moved aside" in win.chat_panel.transcript.toPlainText()
     assert not path.exists() and len(list((store.folder / "corrupt").iterdir())) == 1
 
 
@@ -107,9 +107,9 @@ def test_a_reply_cut_off_by_a_crash_is_marked_interrupted_and_can_be_regenerated
     ChatStore().save(record)
     win = relaunch()
     assert win.saved_chats.current_chat_id == record.chat_id
-    assert INTERRUPTED_NOTICE in win.transcript.toPlainText()
+    assert INTERRUPTED_NOTICE in win.chat_panel.transcript.toPlainText()
     win.models.accept_model(embedded_model)
-    win.settings_panel.max_new_tokens.setValue(3)
+    win.chat_panel.settings_panel.max_new_tokens.setValue(3)
     with qtbot.waitSignal(win.reply_finished, timeout=REPLY_TIMEOUT_MS):
         qtbot.mouseClick(win.chat_panel.regenerate_button, Qt.MouseButton.LeftButton)
     assert [m.role for m in win.session.messages] == ["user", "assistant"]
@@ -131,7 +131,7 @@ def test_export_and_import_through_the_window(qtbot, window, tmp_path):
     not_a_chat = tmp_path / "other.json"
     not_a_chat.write_text('{"hello": "world"}', encoding="utf-8")
     assert not window.saved_chats.import_chat(not_a_chat)
-    assert "Import refused: other.json is not a chat" in window.transcript.toPlainText()
+    assert "Import refused: other.json is not a chat" in window.chat_panel.transcript.toPlainText()
     assert len(window.saved_chats.chat_list.chat_ids()) == 2
 
 
@@ -141,21 +141,21 @@ def test_an_imported_chat_with_invalid_settings_opens_with_those_settings_refuse
     record.settings = {"max_new_tokens": 10**9, "temperature": 9.0, "top_p": 0.5}
     path = tmp_path / "odd.json"
     ChatStore(tmp_path / "elsewhere").export_chat(record, path)
-    window.settings_panel.temperature.setValue(0.7)
+    window.chat_panel.settings_panel.temperature.setValue(0.7)
     assert window.saved_chats.import_chat(path)
-    text = window.transcript.toPlainText()
+    text = window.chat_panel.transcript.toPlainText()
     assert "This chat's setting was refused: max new tokens must be a whole number" in text
     assert "temperature must be a number from 0 to 2; got 9.0" in text
-    assert window.settings_panel.temperature.value() == pytest.approx(0.7)
-    assert window.settings_panel.top_p.value() == pytest.approx(0.5)
+    assert window.chat_panel.settings_panel.temperature.value() == pytest.approx(0.7)
+    assert window.chat_panel.settings_panel.top_p.value() == pytest.approx(0.5)
 
 
 def test_opening_another_chat_mid_reply_is_refused(qtbot, window):
     ask(qtbot, window, "An earlier chat", max_new_tokens=3)
     earlier = window.saved_chats.current_chat_id
     window.new_chat()
-    window.settings_panel.max_new_tokens.setValue(300)
-    window.input_box.setPlainText("Tell me a long story.")
+    window.chat_panel.settings_panel.max_new_tokens.setValue(300)
+    window.chat_panel.input_box.setPlainText("Tell me a long story.")
     with qtbot.waitSignal(window.replies.token_received, timeout=REPLY_TIMEOUT_MS):
         window.send_message()
     assert not window.saved_chats.open_chat(earlier)
@@ -177,8 +177,8 @@ def test_a_failed_save_is_shown_and_retried_on_the_next_turn(qtbot, window):
     store.write_bytes = full_disk
     ask(qtbot, window, "Will this be saved?", max_new_tokens=3)
     window.saved_chats.keeper.saver.flush(10)
-    qtbot.waitUntil(lambda: "Could not save the chat" in window.transcript.toPlainText(), timeout=5_000)
-    assert failures and "No space left on device" in window.transcript.toPlainText()
+    qtbot.waitUntil(lambda: "Could not save the chat" in window.chat_panel.transcript.toPlainText(), timeout=5_000)
+    assert failures and "No space left on device" in window.chat_panel.transcript.toPlainText()
     store.write_bytes = original
     ask(qtbot, window, "And now?", max_new_tokens=3)
     assert len(saved_chat(window).messages) == 4

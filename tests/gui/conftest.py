@@ -15,7 +15,7 @@ def bare_window(open_window):
 def tiny_window(open_window, tiny_model):
     """A chat window on the in-process engine with the tiny random model: fast replies of a few tokens."""
     win = open_window(tiny_model, show=False)
-    win.settings_panel.max_new_tokens.setValue(5)
+    win.chat_panel.settings_panel.max_new_tokens.setValue(5)
     win.show()
     return win
 

@@ -14,31 +14,31 @@ REPLY_TIMEOUT_MS = 120_000
 
 
 def ask(qtbot, window, text, max_new_tokens=24):
-    window.settings_panel.max_new_tokens.setValue(max_new_tokens)
-    window.input_box.setFocus()
-    qtbot.keyClicks(window.input_box, text)
+    window.chat_panel.settings_panel.max_new_tokens.setValue(max_new_tokens)
+    window.chat_panel.input_box.setFocus()
+    qtbot.keyClicks(window.chat_panel.input_box, text)
     with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS) as blocker:
-        qtbot.keyClick(window.input_box, Qt.Key.Key_Return)
+        qtbot.keyClick(window.chat_panel.input_box, Qt.Key.Key_Return)
     return blocker.args[0]
 
 
 def test_input_has_focus_and_shift_enter_adds_a_line(qtbot, window):
-    assert window.focusWidget() is window.input_box
-    qtbot.keyClicks(window.input_box, "line one")
-    qtbot.keyClick(window.input_box, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
-    qtbot.keyClicks(window.input_box, "line two")
-    assert window.input_box.toPlainText() == "line one\nline two"
+    assert window.focusWidget() is window.chat_panel.input_box
+    qtbot.keyClicks(window.chat_panel.input_box, "line one")
+    qtbot.keyClick(window.chat_panel.input_box, Qt.Key.Key_Return, Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClicks(window.chat_panel.input_box, "line two")
+    assert window.chat_panel.input_box.toPlainText() == "line one\nline two"
     assert not window.generating
 
 
 def test_streaming_reply_grows_token_by_token_and_cards_equal_core_metrics(qtbot, window):
     window.chat_panel.streaming_toggle.setChecked(True)
     changes = []
-    window.transcript.textChanged.connect(lambda: changes.append(window.generating))
+    window.chat_panel.transcript.textChanged.connect(lambda: changes.append(window.generating))
     trace = ask(qtbot, window, "Write three sentences about the sea.", max_new_tokens=30)
     assert isinstance(trace, ReplyTrace) and trace.output_tokens >= 10
     assert sum(changes) >= 5  # changes seen while the reply was still being generated
-    assert trace.text.strip() and trace.text.strip()[:20] in window.transcript.toPlainText()
+    assert trace.text.strip() and trace.text.strip()[:20] in window.chat_panel.transcript.toPlainText()
 
     plot = window.meter.interval_plot
     assert len(plot.ttft_item.getData()[0]) == 1
@@ -69,13 +69,15 @@ def test_non_streaming_reply_appears_at_once_with_a_live_indicator(qtbot, window
         lambda: indicator_texts.append((window.chat_panel.indicator.isVisible(), window.chat_panel.indicator.text()))
     )
     seen_while_generating = []
-    window.replies.token_received.connect(lambda _: seen_while_generating.append(window.transcript.toPlainText()))
+    window.replies.token_received.connect(
+        lambda _: seen_while_generating.append(window.chat_panel.transcript.toPlainText())
+    )
     trace = ask(qtbot, window, "Name two planets.", max_new_tokens=20)
     # The user's turn and the reply header are drawn on Send; then nothing changes until the reply is done.
     assert len(seen_while_generating) == trace.output_tokens
     assert len(set(seen_while_generating)) == 1
     assert seen_while_generating[0].rstrip().endswith("Assistant")
-    assert trace.text.strip().splitlines()[0] in window.transcript.toPlainText()
+    assert trace.text.strip().splitlines()[0] in window.chat_panel.transcript.toPlainText()
     assert any(visible and text.startswith("generating…") and "tokens" in text for visible, text in indicator_texts)
     assert not window.chat_panel.indicator.isVisible()
     assert window.meter.cards.cards["waited"].value == trace.metrics().e2e_s
@@ -84,7 +86,7 @@ def test_non_streaming_reply_appears_at_once_with_a_live_indicator(qtbot, window
 
 
 def test_stop_halts_within_one_token(qtbot, window):
-    window.settings_panel.max_new_tokens.setValue(400)
+    window.chat_panel.settings_panel.max_new_tokens.setValue(400)
 
     pressed = []
 
@@ -94,37 +96,37 @@ def test_stop_halts_within_one_token(qtbot, window):
             pressed.append(time.perf_counter_ns())
 
     window.replies.token_received.connect(stop_at_fifth)
-    qtbot.keyClicks(window.input_box, "Tell me a very long story about a castle.")
+    qtbot.keyClicks(window.chat_panel.input_box, "Tell me a very long story about a castle.")
     with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS) as blocker:
-        qtbot.keyClick(window.input_box, Qt.Key.Key_Return)
+        qtbot.keyClick(window.chat_panel.input_box, Qt.Key.Key_Return)
     trace = blocker.args[0]
     # The window sees a token a moment after the engine made it; at most one more is made after the stop.
     assert trace.stop_reason == "stopped" and trace.output_tokens >= 5
     assert sum(stamp > pressed[0] for stamp in trace.timestamps_ns) <= 1
-    assert "[stopped by you]" in window.transcript.toPlainText()
+    assert "[stopped by you]" in window.chat_panel.transcript.toPlainText()
 
 
 def test_escape_stops_generation(qtbot, window):
-    window.settings_panel.max_new_tokens.setValue(400)
-    qtbot.keyClicks(window.input_box, "Count from one to one hundred in words.")
+    window.chat_panel.settings_panel.max_new_tokens.setValue(400)
+    qtbot.keyClicks(window.chat_panel.input_box, "Count from one to one hundred in words.")
     with qtbot.waitSignal(window.replies.token_received, timeout=REPLY_TIMEOUT_MS):
-        qtbot.keyClick(window.input_box, Qt.Key.Key_Return)
+        qtbot.keyClick(window.chat_panel.input_box, Qt.Key.Key_Return)
     with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS) as blocker:
-        qtbot.keyClick(window.input_box, Qt.Key.Key_Escape)
+        qtbot.keyClick(window.chat_panel.input_box, Qt.Key.Key_Escape)
     assert blocker.args[0].stop_reason == "stopped" and blocker.args[0].output_tokens < 400
 
 
 def test_regenerate_replaces_the_last_reply_and_new_chat_clears(qtbot, window):
     ask(qtbot, window, "Say hi.", max_new_tokens=8)
-    assert window.transcript.toPlainText().count("Assistant") == 1
+    assert window.chat_panel.transcript.toPlainText().count("Assistant") == 1
     with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS):
         qtbot.mouseClick(window.chat_panel.regenerate_button, Qt.MouseButton.LeftButton)
-    assert window.transcript.toPlainText().count("Assistant") == 1
-    assert window.transcript.toPlainText().count("Say hi.") == 1
+    assert window.chat_panel.transcript.toPlainText().count("Assistant") == 1
+    assert window.chat_panel.transcript.toPlainText().count("Say hi.") == 1
     assert [m.role for m in window.session.messages] == ["user", "assistant"]
     assert len(window.saved_chats.records) == 2
     qtbot.mouseClick(window.chat_panel.new_chat_button, Qt.MouseButton.LeftButton)
-    assert window.transcript.toPlainText() == "" and window.session.messages == []
+    assert window.chat_panel.transcript.toPlainText() == "" and window.session.messages == []
 
 
 def test_streaming_toggle_survives_a_restart(qtbot, window, open_window):
@@ -138,10 +140,10 @@ def test_streaming_toggle_survives_a_restart(qtbot, window, open_window):
 
 def close_mid_reply(qtbot, window) -> float:
     """Close the window while a long reply streams; the seconds close() took."""
-    window.settings_panel.max_new_tokens.setValue(400)
-    qtbot.keyClicks(window.input_box, "Tell me a long story.")
+    window.chat_panel.settings_panel.max_new_tokens.setValue(400)
+    qtbot.keyClicks(window.chat_panel.input_box, "Tell me a long story.")
     with qtbot.waitSignal(window.replies.token_received, timeout=REPLY_TIMEOUT_MS):
-        qtbot.keyClick(window.input_box, Qt.Key.Key_Return)
+        qtbot.keyClick(window.chat_panel.input_box, Qt.Key.Key_Return)
     assert window.generating
     started = time.monotonic()
     window.close()
@@ -184,10 +186,10 @@ def test_event_loop_never_stalls_during_generation(qtbot, window):
 def test_markdown_is_rendered_with_monospaced_code_and_reply_can_be_copied(qtbot, window):
     window.session.add_user("code please")
     window.session.add_assistant("Here:\n\n```python\nprint('hi')\n```\n\n**bold** text")
-    window.transcript.add_user_turn("code please")
-    window.transcript.begin_assistant_turn()
-    window.transcript.finish_assistant_turn(window.session.messages[1].content, 1)
-    document = window.transcript.document()
+    window.chat_panel.transcript.add_user_turn("code please")
+    window.chat_panel.transcript.begin_assistant_turn()
+    window.chat_panel.transcript.finish_assistant_turn(window.session.messages[1].content, 1)
+    document = window.chat_panel.transcript.document()
     block = document.begin()
     code_fonts = []
     while block.isValid():
@@ -196,8 +198,11 @@ def test_markdown_is_rendered_with_monospaced_code_and_reply_can_be_copied(qtbot
             code_fonts.append(fragment_format.fontFixedPitch() or "monospace" in (fragment_format.fontFamilies() or []))
         block = block.next()
     assert code_fonts and all(code_fonts)
-    assert "**" not in window.transcript.toPlainText() and "bold text" in window.transcript.toPlainText()
-    window.transcript.copy_requested.emit(1)
+    assert (
+        "**" not in window.chat_panel.transcript.toPlainText()
+        and "bold text" in window.chat_panel.transcript.toPlainText()
+    )
+    window.chat_panel.transcript.copy_requested.emit(1)
     assert QGuiApplication.clipboard().text() == window.session.messages[1].content
 
 
@@ -220,7 +225,7 @@ def test_exports_hold_the_chat_traces(qtbot, window, tmp_path):
 
 
 def test_decode_loop_choice_shows_runs_is_exported_and_survives_a_restart(qtbot, window, open_window, tmp_path):
-    box = window.settings_panel.decode_loop_box
+    box = window.chat_panel.settings_panel.decode_loop_box
     assert box.currentText() == "lean" and "lean decode loop" in window.model_label.text()
     lean = ask(qtbot, window, "Say yes.", max_new_tokens=6)
     box.setCurrentText("generate")
@@ -234,14 +239,14 @@ def test_decode_loop_choice_shows_runs_is_exported_and_survives_a_restart(qtbot,
     assert document["replies"][0]["settings"]["decode_loop"] == "generate"
     window.close()
     reopened = open_window(show=False)
-    assert reopened.settings_panel.decode_loop_box.currentText() == "generate"
+    assert reopened.chat_panel.settings_panel.decode_loop_box.currentText() == "generate"
 
 
 def test_loading_runs_behind_the_window_and_a_failure_keeps_the_old_model(qtbot, window, tmp_path):
     previous = window.ready
     with qtbot.waitSignal(window.model_failed, timeout=60_000):
         window.start_loading(str(tmp_path / "nowhere"), "float32")
-    assert "Could not load the model" in window.settings_panel.load_message.text()
+    assert "Could not load the model" in window.chat_panel.settings_panel.load_message.text()
     assert window.ready is previous and window.chat_panel.send_button.isEnabled()
     with qtbot.waitSignal(window.model_ready, timeout=120_000):
         window.start_loading("embedded", "bfloat16")

@@ -19,21 +19,23 @@ LONG_SYSTEM = "You are a kind assistant. " + " ".join(f"Rule {n}: answer in a fe
 
 
 def ask(qtbot, window, text, tokens=6):
-    window.settings_panel.max_new_tokens.setValue(tokens)
-    window.input_box.setFocus()
-    qtbot.keyClicks(window.input_box, text)
+    window.chat_panel.settings_panel.max_new_tokens.setValue(tokens)
+    window.chat_panel.input_box.setFocus()
+    qtbot.keyClicks(window.chat_panel.input_box, text)
     with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS) as blocker:
-        qtbot.keyClick(window.input_box, Qt.Key.Key_Return)
+        qtbot.keyClick(window.chat_panel.input_box, Qt.Key.Key_Return)
     return blocker.args[0]
 
 
 def test_the_line_under_the_cards_says_why_and_opens_to_the_list(qtbot, window, tmp_path):
     line = window.meter.diagnosis_line
     assert not line.isVisible()  # nothing diagnosed yet
-    window.settings_panel.system_prompt.setPlainText(LONG_SYSTEM)
+    window.chat_panel.settings_panel.system_prompt.setPlainText(LONG_SYSTEM)
     ask(qtbot, window, "Name a colour.")
     ask(qtbot, window, "Name another one.")
-    window.settings_panel.system_prompt.setPlainText("Answer in French. " + LONG_SYSTEM)  # the start of the chat edited
+    window.chat_panel.settings_panel.system_prompt.setPlainText(
+        "Answer in French. " + LONG_SYSTEM
+    )  # the start of the chat edited
     edited = ask(qtbot, window, "And a third?")
 
     assert edited.cache_reason.startswith("system prompt changed at token ")

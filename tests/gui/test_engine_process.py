@@ -33,8 +33,8 @@ def engine_window(qtbot, open_window):
 
 
 def ask(qtbot, window, text, max_new_tokens=12):
-    window.settings_panel.max_new_tokens.setValue(max_new_tokens)
-    window.input_box.setPlainText(text)
+    window.chat_panel.settings_panel.max_new_tokens.setValue(max_new_tokens)
+    window.chat_panel.input_box.setPlainText(text)
     with qtbot.waitSignal(window.reply_finished, timeout=TIMEOUT_MS) as finished:
         window.send_message()
     return finished.args[0]
@@ -61,19 +61,19 @@ def test_a_reply_through_the_engine_process_is_the_in_process_greedy_reply(
     assert len(delays) == trace.output_tokens and all(delay >= 0 for delay in delays)
     delivery = engine_window.meter.cards.cards["delivery"]
     assert delivery.text() != "–" and "p95" in delivery.toolTip()  # the engine → window delay is shown
-    shown = engine_window.transcript.toPlainText()
+    shown = engine_window.chat_panel.transcript.toPlainText()
     assert all(word in shown for word in trace.text.split()[-3:])  # rendered as Markdown, so compare words
 
 
 def test_stop_and_regenerate_through_the_engine_process(qtbot, engine_window):
-    engine_window.settings_panel.max_new_tokens.setValue(300)
-    engine_window.input_box.setPlainText("Tell me a long story about the sea.")
+    engine_window.chat_panel.settings_panel.max_new_tokens.setValue(300)
+    engine_window.chat_panel.input_box.setPlainText("Tell me a long story about the sea.")
     engine_window.replies.token_received.connect(engine_window.stop_generation)
     with qtbot.waitSignal(engine_window.reply_finished, timeout=TIMEOUT_MS) as finished:
         engine_window.send_message()
     engine_window.replies.token_received.disconnect(engine_window.stop_generation)
     assert finished.args[0].stop_reason == "stopped" and finished.args[0].output_tokens <= 3
-    engine_window.settings_panel.max_new_tokens.setValue(6)
+    engine_window.chat_panel.settings_panel.max_new_tokens.setValue(6)
     with qtbot.waitSignal(engine_window.reply_finished, timeout=TIMEOUT_MS) as again:
         engine_window.regenerate()
     assert again.args[0].output_tokens >= 1
@@ -95,8 +95,8 @@ def test_a_lab_sweep_runs_in_the_engine_process(qtbot, engine_window):
 
 
 def test_killing_the_engine_mid_reply_keeps_the_window_and_the_chat_and_the_next_reply_works(qtbot, engine_window):
-    engine_window.settings_panel.max_new_tokens.setValue(300)
-    engine_window.input_box.setPlainText("Tell me a long story about the sea.")
+    engine_window.chat_panel.settings_panel.max_new_tokens.setValue(300)
+    engine_window.chat_panel.input_box.setPlainText("Tell me a long story about the sea.")
     with qtbot.waitSignal(engine_window.replies.token_received, timeout=TIMEOUT_MS):
         engine_window.send_message()
     killed = engine_window.models.engine.pid
@@ -104,13 +104,13 @@ def test_killing_the_engine_mid_reply_keeps_the_window_and_the_chat_and_the_next
         os.kill(killed, signal.SIGKILL)
     trace = finished.args[0]
     assert trace.stop_reason == "error" and "SIGKILL" in trace.error and trace.output_tokens >= 1
-    shown = engine_window.transcript.toPlainText()
+    shown = engine_window.chat_panel.transcript.toPlainText()
     assert "The engine stopped" in shown and "SIGKILL" in shown
     assert [m.role for m in engine_window.session.messages] == ["user", "assistant"]  # the partial reply is kept
     assert engine_window.saved_chats.records[-1].context.interrupted is True
     # The next message starts a new engine with the same model, then is answered.
-    engine_window.settings_panel.max_new_tokens.setValue(4)
-    engine_window.input_box.setPlainText("Say yes.")
+    engine_window.chat_panel.settings_panel.max_new_tokens.setValue(4)
+    engine_window.chat_panel.input_box.setPlainText("Say yes.")
     with qtbot.waitSignal(engine_window.reply_finished, timeout=TIMEOUT_MS) as next_reply:
         engine_window.send_message()
     assert next_reply.args[0].output_tokens >= 1 and engine_window.models.engine.pid != killed

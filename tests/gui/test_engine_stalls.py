@@ -51,8 +51,8 @@ def gone(pid: int) -> bool:
 
 
 def ask(qtbot, window, text="Say yes.", tokens=4):
-    window.settings_panel.max_new_tokens.setValue(tokens)
-    window.input_box.setPlainText(text)
+    window.chat_panel.settings_panel.max_new_tokens.setValue(tokens)
+    window.chat_panel.input_box.setPlainText(text)
     with qtbot.waitSignal(window.reply_finished, timeout=TIMEOUT_MS) as finished:
         window.send_message()
     return finished.args[0]
@@ -61,8 +61,8 @@ def ask(qtbot, window, text="Say yes.", tokens=4):
 def start_long_reply(qtbot, window):
     """A reply that is still generating when its first token reaches the window."""
     window.replies.ignore_eos = True
-    window.settings_panel.max_new_tokens.setValue(200)
-    window.input_box.setPlainText("Tell me a long story.")
+    window.chat_panel.settings_panel.max_new_tokens.setValue(200)
+    window.chat_panel.input_box.setPlainText("Tell me a long story.")
     with qtbot.waitSignal(window.replies.token_received, timeout=TIMEOUT_MS):
         window.send_message()
 
@@ -87,7 +87,7 @@ def test_sigstop_mid_reply_then_stop_ends_the_reply_and_frees_the_window(qtbot, 
     trace = finished.args[0]
     assert trace.stop_reason == "error" and "stopped answering" in trace.error and "after Stop" in trace.error
     assert controls_free(engine_window)
-    assert "The engine stopped" in engine_window.transcript.toPlainText()
+    assert "The engine stopped" in engine_window.chat_panel.transcript.toPlainText()
     assert engine_window.saved_chats.records[-1].context.interrupted is True
     assert gone(stopped)
     with qtbot.waitSignal(engine_window.model_ready, timeout=TIMEOUT_MS):
@@ -109,15 +109,15 @@ def test_sigstop_of_the_idle_engine_then_a_1mb_paste_and_send_never_blocks_the_w
     stopped = engine_pid(engine_window)
     os.kill(stopped, signal.SIGSTOP)
     QGuiApplication.clipboard().setText("x" * 1_000_000)
-    qtbot.keySequence(engine_window.input_box, QKeySequence.StandardKey.Paste)
+    qtbot.keySequence(engine_window.chat_panel.input_box, QKeySequence.StandardKey.Paste)
     with qtbot.waitSignal(engine_window.replies.reply_refused, timeout=TIMEOUT_MS) as refused:
         engine_window.send_message()  # returns at once: a blocking write would wait here for good
         assert engine_window.models.engine.wants_to_write  # the socket took part; the rest waits in the queue
     message, kept = refused.args
     assert "the engine stopped before the reply began" in message and "stopped answering" in message and kept
-    assert engine_window.input_box.message_text() == "x" * 1_000_000  # nothing lost
+    assert engine_window.chat_panel.input_box.message_text() == "x" * 1_000_000  # nothing lost
     assert controls_free(engine_window)
-    engine_window.input_box.clear()
+    engine_window.chat_panel.input_box.clear()
     assert ask(qtbot, engine_window).output_tokens >= 1 and engine_pid(engine_window) != stopped
 
 
@@ -126,12 +126,12 @@ def test_kill9_of_the_idle_engine_then_send_before_the_eof_is_handled_is_reporte
     engine = engine_window.models.engine
     os.kill(engine.pid, signal.SIGKILL)
     engine._process.wait(30)  # dead and reaped, while the window has not run its event loop since
-    engine_window.input_box.setPlainText("Are you there?")
+    engine_window.chat_panel.input_box.setPlainText("Are you there?")
     with qtbot.waitSignal(engine_window.replies.reply_refused, timeout=TIMEOUT_MS) as refused:
         engine_window.send_message()
     message, kept = refused.args
     assert "the engine stopped before the reply began" in message and "SIGKILL" in message and kept
-    assert engine_window.input_box.message_text() == "Are you there?" and controls_free(engine_window)
+    assert engine_window.chat_panel.input_box.message_text() == "Are you there?" and controls_free(engine_window)
     assert ask(qtbot, engine_window).output_tokens >= 1  # the next message starts a new engine
 
 

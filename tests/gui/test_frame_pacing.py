@@ -10,9 +10,9 @@ def streamed_trace(qtbot, window, paced: bool, frames: list | None = None):
     window.models.client.pace_reads = paced
     if frames is not None:
         window.live.frame_shown.connect(lambda: frames.append(1))
-    window.settings_panel.max_new_tokens.setValue(TOKENS)
+    window.chat_panel.settings_panel.max_new_tokens.setValue(TOKENS)
     window.replies.ignore_eos = True  # exactly TOKENS tokens, as fast as the tiny model makes them
-    window.input_box.setPlainText("Count to forty.")
+    window.chat_panel.input_box.setPlainText("Count to forty.")
     with qtbot.waitSignal(window.reply_finished, timeout=60_000) as blocker:
         window.send_message()
     trace = blocker.args[0]
@@ -73,12 +73,12 @@ def test_a_finished_reply_leaves_the_pipe_watched(qtbot, tiny_window):
 
 def test_the_transcript_stays_put_when_the_prefill_bar_shows(qtbot, tiny_window):
     """Showing the bar moves nothing else: a resized transcript is repainted whole, twice a reply."""
-    panel_layout = tiny_window.transcript.parentWidget().layout()
+    panel_layout = tiny_window.chat_panel.transcript.parentWidget().layout()
     panel_layout.activate()
-    before = tiny_window.transcript.geometry()
+    before = tiny_window.chat_panel.transcript.geometry()
     for shown in (True, False):
         tiny_window.chat_panel.prefill_bar.setVisible(shown)
         tiny_window.chat_panel.indicator.setVisible(not shown)
         panel_layout.activate()
-        assert tiny_window.transcript.geometry() == before
+        assert tiny_window.chat_panel.transcript.geometry() == before
     assert tiny_window.chat_panel.prefill_bar.isVisible() is False

@@ -52,7 +52,7 @@ def test_a_hostile_reply_from_a_server_is_shown_with_its_images_as_links_and_ope
         try:
             _connect(qtbot, window, server.url)
             trace = _ask(qtbot, window, "Show me a picture")
-            shown = window.transcript.toPlainText()
+            shown = window.chat_panel.transcript.toPlainText()
             assert watch.opened() == []
             assert trace.text == reply  # the chat keeps the reply as it came
             for alt in ("passwd", "plain path", "relative", "zero", "fifo", "big", "web", "by reference"):

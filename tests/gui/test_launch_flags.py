@@ -26,7 +26,7 @@ def test_generation_flags_given_at_launch_win_over_saved_settings(open_window):
         ]
     )
     window = open_window(show=False, overrides=window_overrides(given_flags(args)))
-    panel = window.settings_panel
+    panel = window.chat_panel.settings_panel
     settings = panel.generation_settings()
     assert (settings.temperature, settings.max_new_tokens, settings.seed, settings.decode_loop) == (
         0.7,
@@ -41,8 +41,8 @@ def test_flags_left_out_keep_the_saved_settings(open_window):
     save_window_settings(WindowSettings(dtype="int4", dtype_chosen=True, temperature=0.2, seed=4_000_000_000))
     window = open_window(show=False, overrides=window_overrides(given_flags(build_parser().parse_args([]))))
     try:
-        settings = window.settings_panel.generation_settings()
-        assert window.settings_panel.dtype() == "int4" and settings.temperature == 0.2
+        settings = window.chat_panel.settings_panel.generation_settings()
+        assert window.chat_panel.settings_panel.dtype() == "int4" and settings.temperature == 0.2
         assert settings.seed == 4_000_000_000  # core's whole seed range, past a spin box's 2**31 - 1
     finally:
         window.close()

@@ -21,7 +21,7 @@ def test_the_bar_shows_a_held_prefill_and_hides_at_the_first_token(qtbot, tiny_w
     bar, plot = tiny_window.chat_panel.prefill_bar, tiny_window.meter.interval_plot
     hook = tiny_model.model.model.layers[0].mlp.down_proj.register_forward_hook(hold)
     try:
-        tiny_window.input_box.setPlainText("Tell me about lighthouses.")
+        tiny_window.chat_panel.input_box.setPlainText("Tell me about lighthouses.")
         with qtbot.waitSignal(tiny_window.reply_finished, timeout=REPLY_TIMEOUT_MS) as finished:
             tiny_window.send_message()
             qtbot.waitUntil(lambda: bar.isVisible(), timeout=REPLY_TIMEOUT_MS)
@@ -34,7 +34,7 @@ def test_the_bar_shows_a_held_prefill_and_hides_at_the_first_token(qtbot, tiny_w
             qtbot.waitUntil(in_first_step.is_set, timeout=REPLY_TIMEOUT_MS)
             trace = tiny_window.replies.record.trace
             qtbot.waitUntil(lambda: trace.output_tokens == 1 and not bar.isVisible(), timeout=REPLY_TIMEOUT_MS)
-            assert trace.prefill_progress[-1][1] == 1.0 and tiny_window.transcript.toPlainText()
+            assert trace.prefill_progress[-1][1] == 1.0 and tiny_window.chat_panel.transcript.toPlainText()
             release_step.set()
     finally:
         release_prefill.set()
@@ -53,7 +53,7 @@ def test_a_stop_during_prefill_hides_the_bar_short_of_100_percent(qtbot, tiny_wi
     bar = tiny_window.chat_panel.prefill_bar
     hook = tiny_model.model.model.layers[0].mlp.down_proj.register_forward_hook(hold)
     try:
-        tiny_window.input_box.setPlainText("Tell me about lighthouses.")
+        tiny_window.chat_panel.input_box.setPlainText("Tell me about lighthouses.")
         with qtbot.waitSignal(tiny_window.reply_finished, timeout=REPLY_TIMEOUT_MS) as finished:
             tiny_window.send_message()
             qtbot.waitUntil(lambda: entered.is_set() and bar.isVisible(), timeout=REPLY_TIMEOUT_MS)

@@ -15,11 +15,11 @@ REPLY_TIMEOUT_MS = 120_000
 
 
 def ask(qtbot, window, text):
-    window.settings_panel.max_new_tokens.setValue(6)
-    window.input_box.setFocus()
-    qtbot.keyClicks(window.input_box, text)
+    window.chat_panel.settings_panel.max_new_tokens.setValue(6)
+    window.chat_panel.input_box.setFocus()
+    qtbot.keyClicks(window.chat_panel.input_box, text)
     with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS) as blocker:
-        qtbot.keyClick(window.input_box, Qt.Key.Key_Return)
+        qtbot.keyClick(window.chat_panel.input_box, Qt.Key.Key_Return)
     return blocker.args[0]
 
 

@@ -154,11 +154,11 @@ def test_the_chat_marks_each_reply_against_the_budget_and_tallies_them(qtbot, ba
 
 def test_a_real_reply_in_the_chat_is_marked_and_counted(qtbot, window):
     window.budget_keeper.set_budget(LatencyBudget(3600.0, 60.0))  # within, however loaded the machine is
-    window.input_box.setFocus()
-    qtbot.keyClicks(window.input_box, "Say hello.")
+    window.chat_panel.input_box.setFocus()
+    qtbot.keyClicks(window.chat_panel.input_box, "Say hello.")
     with qtbot.waitSignal(window.reply_finished, timeout=RACE_TIMEOUT_MS):
-        qtbot.keyClick(window.input_box, Qt.Key.Key_Return)
-    assert "[within budget: text after" in window.transcript.toPlainText()
+        qtbot.keyClick(window.chat_panel.input_box, Qt.Key.Key_Return)
+    assert "[within budget: text after" in window.chat_panel.transcript.toPlainText()
     assert window.meter.budget_line.tally == "1 of 1 reply within budget"
 
 
@@ -199,10 +199,10 @@ def test_the_budget_persists_and_a_bad_saved_one_falls_back_to_the_defaults(bare
 
 
 def test_a_race_after_the_chats_history_reuses_it_with_the_prompt_cache_on(qtbot, window):
-    window.input_box.setFocus()
-    qtbot.keyClicks(window.input_box, "Tell me one fact about the sea.")
+    window.chat_panel.input_box.setFocus()
+    qtbot.keyClicks(window.chat_panel.input_box, "Tell me one fact about the sea.")
     with qtbot.waitSignal(window.reply_finished, timeout=RACE_TIMEOUT_MS):
-        qtbot.keyClick(window.input_box, Qt.Key.Key_Return)
+        qtbot.keyClick(window.chat_panel.input_box, Qt.Key.Key_Return)
     race = window.open_race()
     assert race.history_check.isEnabled() and race.history_check.text() == "after this chat's 2 messages"
     race.history_check.setChecked(True)

@@ -31,7 +31,7 @@ def native_window(qtbot, native_model):
 
 
 def _ask(qtbot, window, text: str):
-    window.input_box.setPlainText(text)
+    window.chat_panel.input_box.setPlainText(text)
     with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS) as blocker:
         window.send_message()
     return blocker.args[0]
@@ -65,7 +65,7 @@ def _check_shown(window, trace) -> None:
     assert plot.marker_count() == trace.output_tokens - 1 - len(trace.drafted_indices)  # the model's own steps
     assert DRAFT_LEGEND in [label.text for _sample, label in plot.getPlotItem().legend.items]
 
-    transcript = window.transcript
+    transcript = window.chat_panel.transcript
     expected = [trace.text[start:end] for start, end in drafted_spans(trace.token_texts, trace.drafted_indices)]
     tint = transcript.tint_action
     if tint.isChecked():
@@ -79,13 +79,13 @@ def _check_shown(window, trace) -> None:
 
 def test_a_copying_reply_shows_its_accepted_drafts_on_the_card_the_plot_and_the_transcript(qtbot, native_window):
     window = native_window
-    fields = window.settings_panel.speculation
+    fields = window.chat_panel.settings_panel.speculation
     fields.choice.setCurrentIndex(fields.choice.findData("ngram"))
-    window.settings_panel.max_new_tokens.setValue(60)
-    window.transcript.tint_action.trigger()  # on before the reply: its drafts are tinted as they stream in
+    window.chat_panel.settings_panel.max_new_tokens.setValue(60)
+    window.chat_panel.transcript.tint_action.trigger()  # on before the reply: its drafts are tinted as they stream in
     tinted_live = []
     window.live.frame_shown.connect(
-        lambda: tinted_live.append(window.transcript.tinted_text()) if window.generating else None
+        lambda: tinted_live.append(window.chat_panel.transcript.tinted_text()) if window.generating else None
     )
     trace = _ask(qtbot, window, f"Repeat this text exactly, word for word: {PARAGRAPH}")
     assert any(tinted_live) and all(run in PARAGRAPH for seen in tinted_live for run in _words(seen))
@@ -107,9 +107,9 @@ def test_a_copying_reply_shows_its_accepted_drafts_on_the_card_the_plot_and_the_
 
 def test_speculation_asked_for_where_it_cannot_run_says_why_and_a_reply_without_it_hides_the_card(qtbot, window):
     # The window fixture's model is float32 on torch: no C kernels to verify drafts on.
-    fields = window.settings_panel.speculation
+    fields = window.chat_panel.settings_panel.speculation
     fields.choice.setCurrentIndex(fields.choice.findData("ngram"))
-    window.settings_panel.max_new_tokens.setValue(6)
+    window.chat_panel.settings_panel.max_new_tokens.setValue(6)
     trace = _ask(qtbot, window, "Say yes.")
     cards = window.meter.speculation_cards
     assert trace.speculation is not None and trace.speculation.note

@@ -9,7 +9,7 @@ REPLY_TIMEOUT_MS = 60_000
 
 
 def test_stop_in_the_same_slot_as_send_is_not_lost(qtbot, tiny_window):
-    tiny_window.input_box.setPlainText("hello")
+    tiny_window.chat_panel.input_box.setPlainText("hello")
     with qtbot.waitSignal(tiny_window.reply_finished, timeout=REPLY_TIMEOUT_MS) as finished:
         tiny_window.send_message()
         tiny_window.stop_generation()  # before the relay thread has even built the prompt
@@ -28,7 +28,7 @@ def test_stop_during_prefill_ends_with_no_token(qtbot, tiny_window, tiny_model):
     # On the MLP's last projection: both decode loops call it (the lean loop calls the layer's parts).
     hook = tiny_model.model.model.layers[0].mlp.down_proj.register_forward_hook(hold_the_first_layer)
     try:
-        tiny_window.input_box.setPlainText("Tell me about lighthouses.")
+        tiny_window.chat_panel.input_box.setPlainText("Tell me about lighthouses.")
         with qtbot.waitSignal(tiny_window.reply_finished, timeout=REPLY_TIMEOUT_MS) as finished:
             tiny_window.send_message()
             qtbot.waitUntil(entered.is_set, timeout=REPLY_TIMEOUT_MS)
@@ -42,8 +42,8 @@ def test_stop_during_prefill_ends_with_no_token(qtbot, tiny_window, tiny_model):
 
 
 def test_stop_during_decode_ends_after_the_current_token(qtbot, tiny_window):
-    tiny_window.settings_panel.max_new_tokens.setValue(200)  # the tiny model holds 256 positions
-    tiny_window.input_box.setPlainText("Count to one hundred.")
+    tiny_window.chat_panel.settings_panel.max_new_tokens.setValue(200)  # the tiny model holds 256 positions
+    tiny_window.chat_panel.input_box.setPlainText("Count to one hundred.")
     pressed = []
 
     def press_stop(_token) -> None:
@@ -62,12 +62,14 @@ def test_stop_during_decode_ends_after_the_current_token(qtbot, tiny_window):
 
 def test_stop_while_the_model_loads_cancels_the_queued_message_and_keeps_it(qtbot, waiting_for_a_load, held_load):
     window = waiting_for_a_load
-    window.input_box.setPlainText("queued question")
+    window.chat_panel.input_box.setPlainText("queued question")
     window.send_message()
     assert window.replies.state is ReplyState.QUEUED and window.chat_panel.stop_button.isEnabled()
     window.stop_generation()
     assert window.replies.state is ReplyState.IDLE
-    assert window.input_box.toPlainText() == "queued question" and not window.input_box.isReadOnly()
+    assert (
+        window.chat_panel.input_box.toPlainText() == "queued question" and not window.chat_panel.input_box.isReadOnly()
+    )
     with qtbot.waitSignal(window.model_failed, timeout=REPLY_TIMEOUT_MS):
         held_load.release.set()
     assert window.session.messages == []  # nothing was sent after the load ended
@@ -77,7 +79,7 @@ def test_a_message_queued_behind_the_load_is_kept_when_the_window_closes(waiting
     from core.chats.store import ChatStore
 
     window = waiting_for_a_load
-    window.input_box.setPlainText("please keep me")
+    window.chat_panel.input_box.setPlainText("please keep me")
     window.send_message()
     window.close()
     assert window.saved_chats.keeper.saver.flush(10)

@@ -17,10 +17,10 @@ def test_token_slots_run_on_the_gui_thread(qtbot, window):
         record_token(event)
 
     window.meter.record_token = recording
-    window.settings_panel.max_new_tokens.setValue(12)
-    qtbot.keyClicks(window.input_box, "Count to five.")
+    window.chat_panel.settings_panel.max_new_tokens.setValue(12)
+    qtbot.keyClicks(window.chat_panel.input_box, "Count to five.")
     with qtbot.waitSignal(window.reply_finished, timeout=120_000) as blocker:
-        qtbot.keyClick(window.input_box, Qt.Key.Key_Return)
+        qtbot.keyClick(window.chat_panel.input_box, Qt.Key.Key_Return)
     assert len(threads) == blocker.args[0].output_tokens >= 2
     assert all(threads)
 

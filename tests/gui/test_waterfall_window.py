@@ -14,11 +14,11 @@ pytestmark = pytest.mark.model
 
 
 def test_a_real_reply_s_waterfall_adds_up_to_its_ttft_and_is_exported(qtbot, window, tmp_path):
-    window.settings_panel.max_new_tokens.setValue(6)
-    window.input_box.setFocus()
-    qtbot.keyClicks(window.input_box, "Say yes.")
+    window.chat_panel.settings_panel.max_new_tokens.setValue(6)
+    window.chat_panel.input_box.setFocus()
+    qtbot.keyClicks(window.chat_panel.input_box, "Say yes.")
     with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS) as finished:
-        qtbot.keyClick(window.input_box, Qt.Key.Key_Return)
+        qtbot.keyClick(window.chat_panel.input_box, Qt.Key.Key_Return)
     trace = finished.args[0]
     waterfall = window.meter.waterfall
     qtbot.waitUntil(lambda: "paint" in [segment.name for segment in waterfall.segments], timeout=REPLY_TIMEOUT_MS)
@@ -37,8 +37,8 @@ def test_a_real_reply_s_waterfall_adds_up_to_its_ttft_and_is_exported(qtbot, win
 
 
 def test_a_stop_during_decode_shows_the_cancel_segment(qtbot, window):
-    window.settings_panel.max_new_tokens.setValue(200)
-    window.input_box.setPlainText("Count slowly from one to one hundred.")
+    window.chat_panel.settings_panel.max_new_tokens.setValue(200)
+    window.chat_panel.input_box.setPlainText("Count slowly from one to one hundred.")
     pressed = threading.Event()
 
     def press_stop(_token) -> None:

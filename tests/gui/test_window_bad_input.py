@@ -24,29 +24,29 @@ HOSTILE_TEXT = (
 
 
 def refusal(window) -> str:
-    return window.transcript.toPlainText().split("Message refused: ")[-1]
+    return window.chat_panel.transcript.toPlainText().split("Message refused: ")[-1]
 
 
 def test_empty_and_whitespace_only_messages_are_ignored(qtbot, window):
     for text in ("", "   ", "\n\n\t  \n", "\u3000\u00a0"):
-        window.input_box.setPlainText(text)
-        qtbot.keyClick(window.input_box, Qt.Key.Key_Return)
+        window.chat_panel.input_box.setPlainText(text)
+        qtbot.keyClick(window.chat_panel.input_box, Qt.Key.Key_Return)
         qtbot.mouseClick(window.chat_panel.send_button, Qt.MouseButton.LeftButton)
         assert not window.generating
-    assert window.session.messages == [] and window.transcript.toPlainText() == ""
+    assert window.session.messages == [] and window.chat_panel.transcript.toPlainText() == ""
     window.saved_chats.keeper.saver.flush(5)
     assert ChatStore().scan() == []
 
 
 def paste_a_megabyte_and_send(qtbot, window):
     """(what reply_finished carried, the longest event-loop freeze in seconds)."""
-    window.settings_panel.max_new_tokens.setValue(4)
-    qtbot.keyClicks(window.input_box, "Please read: ")
+    window.chat_panel.settings_panel.max_new_tokens.setValue(4)
+    qtbot.keyClicks(window.chat_panel.input_box, "Please read: ")
     QGuiApplication.clipboard().setText(ONE_MB_OF_PROSE)
     with StallProbe() as probe:
-        qtbot.keySequence(window.input_box, QKeySequence.StandardKey.Paste)
+        qtbot.keySequence(window.chat_panel.input_box, QKeySequence.StandardKey.Paste)
         with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS) as blocker:
-            qtbot.keyClick(window.input_box, Qt.Key.Key_Return)
+            qtbot.keyClick(window.chat_panel.input_box, Qt.Key.Key_Return)
         qtbot.wait(50)
     return blocker.args[0], probe.max_stall_s
 
@@ -80,18 +80,18 @@ def test_a_1mb_paste_is_refused_with_token_count_and_limit(qtbot, window):
     assert needed > 100_000 and limit == 8192 - 4
     assert window.statusBar().currentMessage().startswith("Message refused")
     # Nothing lost: the paste is still in the box, not in the chat.
-    assert window.input_box.message_text() == "Please read: " + ONE_MB_OF_PROSE
-    assert window.session.messages == [] and not window.input_box.isReadOnly()
-    window.input_box.clear()
+    assert window.chat_panel.input_box.message_text() == "Please read: " + ONE_MB_OF_PROSE
+    assert window.session.messages == [] and not window.chat_panel.input_box.isReadOnly()
+    window.chat_panel.input_box.clear()
     assert ask(qtbot, window, "Say hi.", max_new_tokens=3).output_tokens >= 1
 
 
 def test_a_single_message_longer_than_the_window_is_refused(qtbot, window):
-    window.settings_panel.max_new_tokens.setValue(8)
+    window.chat_panel.settings_panel.max_new_tokens.setValue(8)
     text = "alpha beta gamma delta epsilon " * 2_000  # 62 kB typed (not pasted): about 10k tokens
     assert ask(qtbot, window, text, max_new_tokens=8) is None
     assert "prompt tokens" in refusal(window) and "8,184" in refusal(window)
-    assert window.input_box.message_text() == text and window.session.messages == []
+    assert window.chat_panel.input_box.message_text() == text and window.session.messages == []
 
 
 def test_over_long_history_drops_the_oldest_turns_with_a_notice(qtbot, window, embedded_model):
@@ -101,7 +101,7 @@ def test_over_long_history_drops_the_oldest_turns_with_a_notice(qtbot, window, e
         window.session.add_assistant(f"Answer {turn}: " + "the sea is wide and deep " * 8)
     trace = ask(qtbot, window, "And the newest question?", max_new_tokens=4)
     assert trace is not None and trace.prompt_tokens <= 400 - 4
-    shown = window.transcript.toPlainText()
+    shown = window.chat_panel.transcript.toPlainText()
     assert "The chat no longer fits the model's context window: the oldest" in shown
     assert "were left out of this prompt" in shown
     assert len(window.session.messages) == 14  # the transcript and history keep every turn
@@ -110,7 +110,7 @@ def test_over_long_history_drops_the_oldest_turns_with_a_notice(qtbot, window, e
 def test_a_reply_budget_as_large_as_the_context_is_refused(qtbot, window):
     assert ask(qtbot, window, "Hello", max_new_tokens=8192) is None
     assert "max new tokens is 8,192" in refusal(window) and "context window holds only 8,192" in refusal(window)
-    assert window.input_box.message_text() == "Hello"
+    assert window.chat_panel.input_box.message_text() == "Hello"
 
 
 def test_invalid_saved_settings_are_refused_with_a_message(open_window):
@@ -121,12 +121,12 @@ def test_invalid_saved_settings_are_refused_with_a_message(open_window):
         store.setValue(key, value)
     store.sync()
     win = open_window(show=False)
-    text = win.transcript.toPlainText()
+    text = win.chat_panel.transcript.toPlainText()
     assert "max new tokens must be a whole number from 1" in text and "got -3" in text
     assert "temperature must be a number from 0 to 2; got 5.0" in text
     assert "top-p must be a number above 0 and at most 1; got 0.0" in text
     assert "dtype must be one of: native, float32, bfloat16, int8, int4; got 'float7'" in text
-    panel = win.settings_panel
+    panel = win.chat_panel.settings_panel
     values = (panel.max_new_tokens.value(), panel.temperature.value(), panel.top_p.value(), panel.dtype())
     assert values == (256, 0.0, 1.0, "native")  # the defaults, native precision among them
 
@@ -135,7 +135,7 @@ def test_hostile_text_round_trips_through_history_saving_and_export(qtbot, windo
     trace = ask(qtbot, window, HOSTILE_TEXT, max_new_tokens=2)
     assert trace is not None and trace.error is None
     assert window.session.messages[0].content == HOSTILE_TEXT
-    shown = window.transcript.toPlainText()
+    shown = window.chat_panel.transcript.toPlainText()
     assert "שלום עולם" in shown and "مرحبا بالعالم" in shown and "👩‍💻" in shown and "𝕏" in shown
     assert window.saved_chats.keeper.saver.flush(10)
     saved = ChatStore().load(window.saved_chats.current_chat_id)

@@ -50,7 +50,7 @@ def test_a_generation_error_shows_in_the_chat_keeps_the_message_and_the_next_one
     trace = ask(qtbot, window, "Tell me about lighthouses.", max_new_tokens=20)
     assert trace.stop_reason == "error" and "injected fault in generation" in trace.error
     assert trace.output_tokens == after
-    shown = window.transcript.toPlainText()
+    shown = window.chat_panel.transcript.toPlainText()
     assert "Generation failed: RuntimeError: injected fault in generation" in shown
     assert window.session.messages[0].content == "Tell me about lighthouses."
     assert window.chat_panel.send_button.isEnabled() and not window.generating
@@ -81,8 +81,8 @@ def test_a_failed_load_keeps_the_previous_model_loaded_and_usable(qtbot, window,
     previous = window.ready
     with qtbot.waitSignal(window.model_failed, timeout=60_000):
         window.start_loading(str(broken), "float32")
-    assert "Could not load the model" in window.settings_panel.load_message.text()
-    assert "Still using SmolLM2" in window.settings_panel.load_message.text()
+    assert "Could not load the model" in window.chat_panel.settings_panel.load_message.text()
+    assert "Still using SmolLM2" in window.chat_panel.settings_panel.load_message.text()
     assert window.ready is previous
     assert ask(qtbot, window, "Say hello.", max_new_tokens=3).output_tokens >= 1
 
@@ -111,12 +111,12 @@ def test_out_of_memory_inside_the_loader_is_a_clear_error(qtbot, window, monkeyp
 
 def test_switching_models_mid_generation_is_refused_with_a_message(qtbot, window):
     previous = window.ready
-    window.settings_panel.max_new_tokens.setValue(300)
-    window.input_box.setPlainText("Tell me a long story about a castle.")
+    window.chat_panel.settings_panel.max_new_tokens.setValue(300)
+    window.chat_panel.input_box.setPlainText("Tell me a long story about a castle.")
     with qtbot.waitSignal(window.replies.token_received, timeout=REPLY_TIMEOUT_MS):
         window.send_message()
     window.start_loading("embedded", "bfloat16")
-    assert "Stop the reply before switching models" in window.settings_panel.load_message.text()
+    assert "Stop the reply before switching models" in window.chat_panel.settings_panel.load_message.text()
     assert not window.models.loading and window.ready is previous
     with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS) as blocker:
         window.stop_generation()
@@ -124,8 +124,8 @@ def test_switching_models_mid_generation_is_refused_with_a_message(qtbot, window
 
 
 def test_stop_during_prefill_ends_the_reply_with_at_most_one_token(qtbot, window):
-    window.settings_panel.max_new_tokens.setValue(300)
-    window.input_box.setPlainText("Summarise this text. " + "The harbour was quiet that morning. " * 150)
+    window.chat_panel.settings_panel.max_new_tokens.setValue(300)
+    window.chat_panel.input_box.setPlainText("Summarise this text. " + "The harbour was quiet that morning. " * 150)
     with qtbot.waitSignal(window.replies.reply_started, timeout=REPLY_TIMEOUT_MS):
         window.send_message()
     qtbot.wait(100)  # well inside a prefill of about 1,300 tokens
@@ -133,15 +133,15 @@ def test_stop_during_prefill_ends_the_reply_with_at_most_one_token(qtbot, window
         window.stop_generation()
     trace = blocker.args[0]
     assert trace.stop_reason == "stopped" and trace.output_tokens <= 1 and trace.error is None
-    assert "[stopped by you]" in window.transcript.toPlainText()
+    assert "[stopped by you]" in window.chat_panel.transcript.toPlainText()
     assert ask(qtbot, window, "Say yes.", max_new_tokens=3).output_tokens >= 1
 
 
 def test_closing_during_an_uninterruptible_forward_pass_does_not_wait_and_keeps_the_message(qtbot, window, qtlog):
     blocker = BlockingProcessor()
     window.models.engine.logits_processors = (blocker,)
-    window.settings_panel.max_new_tokens.setValue(50)
-    window.input_box.setPlainText("Hello there")
+    window.chat_panel.settings_panel.max_new_tokens.setValue(50)
+    window.chat_panel.input_box.setPlainText("Hello there")
     window.send_message()
     assert blocker.entered.wait(60)
     engine = window.models.engine

@@ -13,7 +13,7 @@ LAPTOP_OPENING = initial_window_size(QRect(0, 27, 1366, 741))
 
 
 def _reply(qtbot, window) -> None:
-    window.input_box.setPlainText("Say hello.")
+    window.chat_panel.input_box.setPlainText("Say hello.")
     with qtbot.waitSignal(window.reply_finished, timeout=60_000):
         window.send_message()
 
@@ -53,7 +53,7 @@ def test_each_plot_keeps_120_pixels_for_its_points_on_a_1366_by_768_screen(qtbot
     for size in (LAPTOP, LAPTOP_OPENING):
         _settle(qtbot, window, size)
         for folded in (True, False):
-            window.settings_panel.set_folded(folded)
+            window.chat_panel.settings_panel.set_folded(folded)
             heights = _data_heights(qtbot, window)
             assert min(heights.values()) >= LEAST_DATA_PX, (size, folded, heights)
             # The meter is whole: nothing to scroll to while a reply streams.
@@ -80,19 +80,21 @@ def test_the_prompt_cache_map_cuts_none_of_its_text(qtbot, tiny_window):
 def test_the_settings_fold_away_give_the_chat_their_room_and_come_back(qtbot, tiny_window):
     window = tiny_window
     _settle(qtbot, window, LAPTOP)
-    panel = window.settings_panel
+    panel = window.chat_panel.settings_panel
     fields = (panel.model_box, panel.load_button, panel.system_prompt, panel.max_new_tokens, panel.seed)
     assert all(field.isVisible() for field in fields)
-    unfolded_transcript = window.transcript.height()
-    transcript_width = window.transcript.width()
+    unfolded_transcript = window.chat_panel.transcript.height()
+    transcript_width = window.chat_panel.transcript.width()
     qtbot.mouseClick(panel.fold_header.button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not any(field.isVisible() for field in fields), timeout=5_000)
     # Folded, one line says what they are; the chat's transcript takes the room they had.
     summary = panel.fold_header.summary.text()
     assert summary.startswith("embedded · ")
     assert "max new 5" in summary and "temp" in summary
-    qtbot.waitUntil(lambda: window.transcript.height() >= unfolded_transcript + 100, timeout=5_000)
-    assert window.transcript.width() == transcript_width  # taller, not narrower: the chat list beside it kept its width
+    qtbot.waitUntil(lambda: window.chat_panel.transcript.height() >= unfolded_transcript + 100, timeout=5_000)
+    assert (
+        window.chat_panel.transcript.width() == transcript_width
+    )  # taller, not narrower: the chat list beside it kept its width
     # A load's error is shown folded too: the user must not miss it.
     panel.show_load_error("Could not load the model: no such file.")
     assert panel.load_message.isVisible()
@@ -102,15 +104,15 @@ def test_the_settings_fold_away_give_the_chat_their_room_and_come_back(qtbot, ti
 
 
 def test_the_window_remembers_the_settings_folded(qtbot, tiny_window, open_window):
-    qtbot.mouseClick(tiny_window.settings_panel.fold_header.button, Qt.MouseButton.LeftButton)
+    qtbot.mouseClick(tiny_window.chat_panel.settings_panel.fold_header.button, Qt.MouseButton.LeftButton)
     tiny_window.close()
     again = open_window()
     try:
-        panel = again.settings_panel
+        panel = again.chat_panel.settings_panel
         assert panel.folded and not panel.model_box.isVisible()
         qtbot.mouseClick(panel.fold_header.button, Qt.MouseButton.LeftButton)
         assert panel.model_box.isVisible()
     finally:
         again.close()
     third = open_window(show=False)
-    assert not third.settings_panel.folded  # unfolding is remembered too
+    assert not third.chat_panel.settings_panel.folded  # unfolding is remembered too

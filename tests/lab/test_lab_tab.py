@@ -155,8 +155,8 @@ def test_a_chat_reply_sent_during_a_lab_run_takes_turns_with_it(qtbot, window):
     configure(tab, sweeps=("prompt",), prompt_words="5,200", new_tokens=4)
     with qtbot.waitSignal(tab.run_finished, timeout=RUN_TIMEOUT_MS) as lab_done:
         tab.run()
-        window.settings_panel.max_new_tokens.setValue(8)
-        window.input_box.setPlainText("Name a colour.")
+        window.chat_panel.settings_panel.max_new_tokens.setValue(8)
+        window.chat_panel.input_box.setPlainText("Name a colour.")
         with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS) as reply:
             window.send_message()
         trace = reply.args[0]

@@ -51,7 +51,7 @@ def test_the_flags_reach_the_loader_from_the_window(qtbot, open_window, monkeypa
         with qtbot.waitSignal(window.model_failed, timeout=30_000):
             window.start_loading("embedded", "float32")
         if flags:
-            assert "Security: trust_remote_code is on" in window.transcript.toPlainText()
+            assert "Security: trust_remote_code is on" in window.chat_panel.transcript.toPlainText()
         window.close()
     assert [(k["trust_remote_code"], k["allow_pickle"]) for k in seen] == [(False, False), (True, True)]
 

@@ -170,8 +170,8 @@ def test_the_window_shows_and_saves_no_key_a_server_echoes(qtbot, open_window, m
         try:
             _connect(qtbot, window, server.url)
             _ask(qtbot, window, "Hi")
-            assert HIDDEN_KEY in window.transcript.toPlainText()
-            assert "SECRET" not in window.transcript.toPlainText()
+            assert HIDDEN_KEY in window.chat_panel.transcript.toPlainText()
+            assert "SECRET" not in window.chat_panel.transcript.toPlainText()
         finally:
             window.close()
     saved = [path.read_bytes() for path in Path(os.environ["XDG_DATA_HOME"]).rglob("*") if path.is_file()]

@@ -37,16 +37,16 @@ def _chunks(*texts):
 
 def _connect(qtbot, window, url):
     """As a user does: the URL typed into the model picker, then Load."""
-    window.settings_panel.model_box.setCurrentText(url)
+    window.chat_panel.settings_panel.model_box.setCurrentText(url)
     with qtbot.waitSignal(window.model_ready, timeout=TIMEOUT_MS):
-        qtbot.mouseClick(window.settings_panel.load_button, Qt.MouseButton.LeftButton)
+        qtbot.mouseClick(window.chat_panel.settings_panel.load_button, Qt.MouseButton.LeftButton)
 
 
 def _ask(qtbot, window, text) -> ReplyTrace:
-    window.input_box.setFocus()
-    qtbot.keyClicks(window.input_box, text)
+    window.chat_panel.input_box.setFocus()
+    qtbot.keyClicks(window.chat_panel.input_box, text)
     with qtbot.waitSignal(window.reply_finished, timeout=TIMEOUT_MS) as blocker:
-        qtbot.keyClick(window.input_box, Qt.Key.Key_Return)
+        qtbot.keyClick(window.chat_panel.input_box, Qt.Key.Key_Return)
     return blocker.args[0]
 
 
@@ -58,12 +58,13 @@ def test_the_window_chats_with_a_server_and_shows_client_and_server_timings(qtbo
             assert "OpenAI-compatible server" in window.model_label.text()
             # The server's other model is one pick away in the model picker.
             picker = [
-                window.settings_panel.model_box.itemText(i) for i in range(window.settings_panel.model_box.count())
+                window.chat_panel.settings_panel.model_box.itemText(i)
+                for i in range(window.chat_panel.settings_panel.model_box.count())
             ]
             assert server.url + "#model=m2&protocol=openai" in picker
             trace = _ask(qtbot, window, "Hi there")
             assert trace.text == "Hello from the server."
-            assert "Assistant\nHello from the server.\n" in window.transcript.toPlainText()
+            assert "Assistant\nHello from the server.\n" in window.chat_panel.transcript.toPlainText()
             assert window.meter.cards.cards["tokens"].text() == "6"  # the server's usage, not the 4 chunks
             assert trace.chunks == 4
             window.meter.views.show_view(window.meter.server_view)  # its tab, "Where the time went"
@@ -101,8 +102,8 @@ def test_a_server_that_is_not_there_is_a_clear_load_error_and_keeps_the_window_u
         with qtbot.waitSignal(window.model_failed, timeout=TIMEOUT_MS) as blocker:
             window.start_loading(f"http://127.0.0.1:{port}/v1", "float32")
         assert "connection was refused" in blocker.args[0]
-        assert "connection was refused" in window.settings_panel.load_message.text()
-        assert window.settings_panel.load_button.isEnabled()
+        assert "connection was refused" in window.chat_panel.settings_panel.load_message.text()
+        assert window.chat_panel.settings_panel.load_button.isEnabled()
     finally:
         window.close()
 
@@ -116,7 +117,7 @@ def test_the_engine_process_carries_a_remote_reply_and_the_key_never_reaches_the
     with ScriptedServer(Script(chunks=_chunks("Over", " the", " pipe."))) as server:
         window = open_window()
         try:
-            window.settings_panel.server_key = "sk-window-key-42"
+            window.chat_panel.settings_panel.server_key = "sk-window-key-42"
             _connect(qtbot, window, server.url)
             trace = _ask(qtbot, window, "Hi")
             assert trace.text == "Over the pipe." and trace.output_tokens == 6
@@ -168,7 +169,7 @@ def test_reasoning_is_shown_apart_from_the_answer(qtbot, open_window):
             _connect(qtbot, window, server.url)
             trace = _ask(qtbot, window, "Why?")
             assert trace.text == "Answer." and trace.reasoning_text == "Think first."
-            shown = window.transcript.toPlainText()
+            shown = window.chat_panel.transcript.toPlainText()
             assert "Assistant\nAnswer.\n[reasoning] Think first." in shown
             assert window.session.messages[-1].content == "Answer."
         finally:

@@ -45,8 +45,8 @@ class Driver(QObject):
 
     @Slot(object)
     def first_question(self, _loaded) -> None:
-        self.window.settings_panel.max_new_tokens.setValue(8)
-        self.window.input_box.setPlainText("First question: what is a lighthouse?")
+        self.window.chat_panel.settings_panel.max_new_tokens.setValue(8)
+        self.window.chat_panel.input_box.setPlainText("First question: what is a lighthouse?")
         self.window.send_message()
 
     @Slot(object)
@@ -58,8 +58,8 @@ class Driver(QObject):
             print(f"GUI-IMPORTS {heavy}", flush=True)
             return
         if self.replies == 1:
-            self.window.settings_panel.max_new_tokens.setValue(400)
-            self.window.input_box.setPlainText("Second question: tell me a very long story about the sea.")
+            self.window.chat_panel.settings_panel.max_new_tokens.setValue(400)
+            self.window.chat_panel.input_box.setPlainText("Second question: tell me a very long story about the sea.")
             self.window.send_message()
 
     @Slot(object)
@@ -81,7 +81,7 @@ class Driver(QObject):
         print("CHATS", len(window.saved_chats.chat_list.chat_ids()), flush=True)
         print("MESSAGES", [m.role for m in window.session.messages], flush=True)
         print("TRANSCRIPT-BEGIN", flush=True)
-        print(window.transcript.toPlainText(), flush=True)
+        print(window.chat_panel.transcript.toPlainText(), flush=True)
         print("TRANSCRIPT-END", flush=True)
         self.close_window()
 

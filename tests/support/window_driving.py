@@ -11,14 +11,14 @@ REPLY_TIMEOUT_MS = 120_000
 
 def ask(qtbot, window, text, max_new_tokens=4, typed=False):
     """Put text in the box (typed key by key, or set at once) and press Enter; return reply_finished's argument."""
-    window.settings_panel.max_new_tokens.setValue(max_new_tokens)
-    window.input_box.setFocus()
+    window.chat_panel.settings_panel.max_new_tokens.setValue(max_new_tokens)
+    window.chat_panel.input_box.setFocus()
     if typed:
-        qtbot.keyClicks(window.input_box, text)
+        qtbot.keyClicks(window.chat_panel.input_box, text)
     else:
-        window.input_box.setPlainText(text)
+        window.chat_panel.input_box.setPlainText(text)
     with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS) as blocker:
-        qtbot.keyClick(window.input_box, Qt.Key.Key_Return)
+        qtbot.keyClick(window.chat_panel.input_box, Qt.Key.Key_Return)
     return blocker.args[0]
 
 

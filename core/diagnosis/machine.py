@@ -15,6 +15,8 @@ from core.timing.trace import ReplyTrace
 FAULTS_FROM_DISK = 64
 # Or this much read from storage: with read-ahead a fault reads megabytes (the 98 MB model read cold: 15 faults).
 READ_FROM_DISK = 8 * 1024 * 1024
+# Other programs using at least this share of the machine's cores over a reply took what the engine lost.
+OTHERS_SHARE = 0.2
 # A token whose interval is this many times the median of the model's own steps stalled.
 STALL_MULTIPLE = 5.0
 STALL_FLOOR_S = 0.005  # and at least this long: below it, no one sees it
@@ -23,23 +25,31 @@ WINDOW_CORES = 0.3
 
 
 def contention_finding(trace: ReplyTrace) -> list[Finding]:
-    got = trace.cpu_share
-    if got is None or got >= CONTENDED_SHARE:
+    """The engine got less of its cores than it asked for, and other programs were using the machine meanwhile
+    (/proc/stat): a reply blocked on the disk also gets less, and is not called contended."""
+    got, cpu = trace.cpu_share, trace.cpu
+    if got is None or cpu is None or got >= CONTENDED_SHARE:
         return []
-    taken = max(0.0, 1.0 - got)
+    others = cpu.others_share
+    if others is not None and others < OTHERS_SHARE:
+        return []
+    taken = others if others is not None else max(0.0, 1.0 - got)  # a chat saved before others were counted
+    measured = (
+        f"other programs used {share(taken)} of the machine's {cpu.cores} cores over the reply (/proc/stat less the "
+        f"engine's own)"
+        if others is not None
+        else "the engine's CPU time over wall time x threads"
+    )
     decode_s = _decode_s(trace)
     return [
         Finding(
             kind="contention",
             summary=f"Other programs took {share(taken)} of the CPU during this reply: its TPOT is not the model's.",
             cause="other programs were using the cores the model computes on",
-            evidence=(
-                f"the engine's {trace.cpu.threads if trace.cpu else '?'} threads got {share(got)} of their cores over the "
-                f"reply (CPU time over wall time x threads)"
-            ),
+            evidence=f"the engine's {cpu.threads} threads got {share(got)} of their cores; {measured}",
             figure=taken,
             advice=f"close the busy programs, or use fewer threads; {WAIT_POLICY_ADVICE}",
-            cost_s=(decode_s or 0.0) * taken,
+            cost_s=(decode_s or 0.0) * (1.0 - got),
         )
     ]
 

@@ -49,21 +49,36 @@ def prompt_findings(trace: ReplyTrace, prefill_s: float | None) -> list[Finding]
                 cost_s=prefill_s,
             )
         ]
-    # A server's wait for its first token is its own account's to split (core/diagnosis/server.py).
-    if trace.server is None and e2e and prefill_s >= FELT_PREFILL_S and prefill_s / e2e >= PREFILL_BOUND_SHARE:
+    # A server's wait for its first token is its own account's to split (core/diagnosis/server.py); a prompt read
+    # while the weights came from disk is the disk's finding (core/diagnosis/machine.py), not the prompt's.
+    read_cold = trace.cpu is not None and bool(trace.cpu.token_major_faults) and trace.cpu.token_major_faults[0] > 0
+    if (
+        trace.server is None
+        and not read_cold
+        and e2e
+        and prefill_s >= FELT_PREFILL_S
+        and prefill_s / e2e >= PREFILL_BOUND_SHARE
+    ):
         tokens = prefilled if prefilled is not None else trace.prompt_tokens
         cached = f" ({cache.cached_tokens:,} more came from the cache)" if cache and cache.cached_tokens else ""
+        rate = tokens / prefill_s
         return [
             Finding(
                 kind="prefill",
                 summary=(
-                    f"Most of this reply was its prompt: {tokens:,} tokens prefilled in {duration(prefill_s)}, "
-                    f"{share(prefill_s / e2e)} of its {duration(e2e)}{cached}."
+                    f"Most of this reply was its prompt: {tokens:,} tokens prefilled in {duration(prefill_s)} "
+                    f"({rate:,.0f} tokens/s), {share(prefill_s / e2e)} of its {duration(e2e)}{cached}."
                 ),
-                cause="a long prompt: prefill reads every prompt token before the first word",
-                evidence=f"{tokens:,} prompt tokens prefilled in {duration(prefill_s)}, {share(prefill_s / e2e)} of the reply",
+                cause="the prompt's pass: every prompt token goes through every weight before the first word",
+                evidence=(
+                    f"{tokens:,} prompt tokens prefilled in {duration(prefill_s)}, {share(prefill_s / e2e)} of the "
+                    f"reply"
+                ),
                 figure=prefill_s / e2e,
-                advice="a shorter prompt or system prompt; in a chat, later turns reuse the history from the prompt cache",
+                advice=(
+                    "a shorter prompt, or a smaller model (prefill's work grows with both); in a chat, later turns "
+                    "reuse the history from the prompt cache"
+                ),
                 cost_s=prefill_s,
             )
         ]

@@ -6,24 +6,12 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+
+from core.timing.engine_counters import machine_busy_s
 
 # Above this share of the machine's cores, taken by other programs during a measurement, its figure is flagged
 # as measured under load and not cached (the issue's example: a read loop gave 7.8 GB/s under load, 31 quiet).
 BUSY_LIMIT = 0.10
-
-
-def read_machine_busy(stat: Path = Path("/proc/stat")) -> float | None:
-    """Seconds all CPUs together have spent busy since boot (user, nice, system, irq, softirq, steal)."""
-    try:
-        fields = stat.read_text().splitlines()[0].split()
-    except (OSError, IndexError):
-        return None
-    if fields[0] != "cpu":
-        return None
-    values = [int(value) for value in fields[1:]]
-    busy = sum(values[index] for index in (0, 1, 2, 5, 6, 7) if index < len(values))
-    return busy / os.sysconf("SC_CLK_TCK")
 
 
 def read_own_busy() -> float:
@@ -36,7 +24,7 @@ def read_own_busy() -> float:
 class LoadProbe:
     """Brackets a measurement: others_share is the share of all cores that other programs used meanwhile."""
 
-    machine_busy: Callable[[], float | None] = read_machine_busy
+    machine_busy: Callable[[], float | None] = machine_busy_s
     own_busy: Callable[[], float] = read_own_busy
     clock: Callable[[], float] = time.perf_counter
     cores: int = os.cpu_count() or 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 import resource
 import time
 from pathlib import Path
@@ -24,6 +25,8 @@ class EngineCounters:
         usage = resource.getrusage(resource.RUSAGE_SELF)
         self._first = usage
         self._first_read = disk_read_bytes()
+        self._first_machine = machine_busy_s()
+        self._first_own = usage.ru_utime + usage.ru_stime
         self._last_faults, self._last_switches = usage.ru_majflt, usage.ru_nivcsw
         self.token_major_faults: list[int] = []
         self.token_preemptions: list[int] = []
@@ -50,8 +53,14 @@ class EngineCounters:
         if self._on_gc in gc.callbacks:
             gc.callbacks.remove(self._on_gc)
         usage, first = resource.getrusage(resource.RUSAGE_SELF), self._first
-        read = disk_read_bytes()
+        read, machine = disk_read_bytes(), machine_busy_s()
+        own = usage.ru_utime + usage.ru_stime - self._first_own
+        others = None
+        if machine is not None and self._first_machine is not None:
+            others = max(machine - self._first_machine - own, 0.0)  # /proc/stat's ticks are 10 ms: never below 0
         return {
+            "others_cpu_s": others,
+            "cores": len(os.sched_getaffinity(0)),
             "disk_read_bytes": read - self._first_read if read is not None and self._first_read is not None else None,
             "major_faults": usage.ru_majflt - first.ru_majflt,
             "minor_faults": usage.ru_minflt - first.ru_minflt,
@@ -72,3 +81,16 @@ def disk_read_bytes(io: Path = Path("/proc/self/io")) -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+def machine_busy_s(stat: Path = Path("/proc/stat")) -> float | None:
+    """Seconds every CPU of the machine has spent busy since boot (user, nice, system, irq, softirq, steal): less
+    this process's own over a reply, what other programs took. None where the kernel does not say."""
+    try:
+        fields = stat.read_text().splitlines()[0].split()
+        if fields[0] != "cpu":
+            return None
+        values = [int(value) for value in fields[1:]]
+    except (OSError, ValueError, IndexError):
+        return None
+    return sum(values[index] for index in (0, 1, 2, 5, 6, 7) if index < len(values)) / os.sysconf("SC_CLK_TCK")

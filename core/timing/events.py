@@ -138,6 +138,16 @@ class CpuUsage:
     token_preemptions: TokenIds = field(default_factory=list)
     gc_pauses: list[tuple[Int64, Int64]] = field(default_factory=list)
     disk_read_bytes: Int64 | None = None  # what the engine read from storage over the reply (/proc/self/io)
+    # What other programs used of the machine's CPUs over the reply (/proc/stat less this process), of how many.
+    others_cpu_s: Seconds | None = None
+    cores: Int64 | None = None
+
+    @property
+    def others_share(self) -> float | None:
+        """The share of the machine's cores other programs used over the reply; None where not measured."""
+        if self.others_cpu_s is None or not self.cores or self.wall_s <= 0:
+            return None
+        return min(self.others_cpu_s / (self.wall_s * self.cores), 1.0)
 
 
 @_pickled_by_fields

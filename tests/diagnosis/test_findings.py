@@ -3,6 +3,8 @@ rules as written, apart from any machine (tests/diagnosis/test_induced_causes.py
 
 from __future__ import annotations
 
+import pytest
+
 from core.diagnosis.diagnose import HEALTHY, diagnose
 from core.diagnosis.quant_sizes import step_weight_bytes
 from core.roofline.ceilings import Ceiling, Ceilings
@@ -110,6 +112,24 @@ def test_other_programs_load_is_named_with_the_share_they_took():
     findings = diagnose(made_trace([10.0] * 30, cpu=cpu))
     assert findings[0].kind == "contention"
     assert findings[0].summary == "Other programs took 61% of the CPU during this reply: its TPOT is not the model's."
+
+
+def test_other_programs_are_measured_on_the_machine_not_guessed_from_the_engines_share():
+    # The engine got 40% of its cores while other programs used 55% of the machine: they took it.
+    busy = CpuUsage(0.4 * 2 * 0.35, 0.35, 2, 0, 0, 0, [], [], [], 0, 0.55 * 2 * 0.35, 2)
+    finding = diagnose(made_trace([10.0] * 30, cpu=busy))[0]
+    assert finding.kind == "contention" and finding.figure == pytest.approx(0.55)
+    assert "other programs used 55% of the machine's 2 cores" in finding.evidence
+    # The same low share with the machine otherwise idle: the engine was waiting (on the disk), not crowded out.
+    waiting = CpuUsage(0.4 * 2 * 0.35, 0.35, 2, 40, 0, 0, [40] + [0] * 30, [1] * 31, [], 0, 0.01, 2)
+    assert "contention" not in kinds(made_trace([10.0] * 30, cpu=waiting))
+
+
+def test_a_prompt_read_while_the_weights_came_from_disk_is_the_disks_finding_not_the_prompts():
+    faults = [200] + [0] * 10
+    cold = CpuUsage(2.0, 3.2, 2, 200, 0, 0, faults, [1] * 11, [], 1_000_000_000, 0.0, 2)
+    found = kinds(made_trace([10.0] * 10, ttft_ms=3000, prompt_tokens=36, cpu=cold))
+    assert "page_faults" in found and "prefill" not in found
 
 
 def test_weights_read_from_disk_are_named_with_the_faults_and_bytes():

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from enum import Enum
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from core.timing.bounds import Int64, Seconds, TokenIds
+from msgspec import Meta
+
+from core.timing.bounds import MAX_TOKENS_PER_REPLY, Int64, Seconds, TokenIds
 
 _Event = TypeVar("_Event")
 
@@ -219,6 +221,10 @@ class SpeculationReport:
     verify_s: Seconds | None = None
     steps: Int64 | None = None
     step_s: Seconds | None = None
+    # Locally, per verify pass: (the first reply token it gave, drafts it checked, drafts it rejected).
+    pass_marks: Annotated[list[tuple[Int64, Int64, Int64]], Meta(max_length=MAX_TOKENS_PER_REPLY)] = field(
+        default_factory=list
+    )
 
     @property
     def acceptance(self) -> float | None:

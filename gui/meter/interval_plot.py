@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pyqtgraph as pg
 
 from core.timing.metrics import DEFINITIONS
@@ -22,6 +23,9 @@ MEDIAN_COLOR = "#0b6b2b"
 # Accepted drafts: the transcript tints the same tokens in a pale shade of it (gui/chat/draft_tint.py).
 DRAFT_COLOR = "#9334e6"
 DRAFT_LEGEND = "accepted draft"
+PASS_COLOR = "#c5221f"  # a verify pass that rejected drafts: its label says how many
+# Labels of the passes that rejected drafts: a pool made once; past it, only the ticks mark them.
+PASS_LABELS = 48
 SYMBOL_LIMIT = 300
 # Gaps are drawn on a log axis; a gap of 0 (two tokens from one put()) is shown at this floor.
 FLOOR_MS = 1e-3
@@ -55,7 +59,8 @@ class IntervalPlot(pg.PlotWidget):
             "With speculative decoding, each purple x is an accepted draft token, which cost no decode step of its "
             "own: the model checked a step's drafts in one pass, and the drafts it kept come out together. The pass's "
             "time shows on the first token it gave (a burst's first draft, high), the rest of the burst, and the "
-            "model's own token that ends it, microseconds later (at the bottom). "
+            "model's own token that ends it, microseconds later (at the bottom). Once the reply ends, a purple tick "
+            "marks each verify pass on the token its time landed on, and a red -r the passes that rejected r drafts. "
             "From a server, each point is a gap between chunks, not tokens: " + DEFINITIONS["chunks"],
         )
         # Each item is created once; refresh() only hands them new arrays. The layer paints them in this order.
@@ -73,6 +78,14 @@ class IntervalPlot(pg.PlotWidget):
             [0], [0], pen=None, symbol="x", symbolSize=9, symbolPen=DRAFT_COLOR, symbolBrush=DRAFT_COLOR
         )
         self._draft_in_legend = False
+        # Each verify pass, once the reply ends: a tick on the token its time lands on, and where it rejected drafts,
+        # a red label "-r" (speculative decoding).
+        self.pass_item = LiveCurve(self.live_layer, DRAFT_COLOR, markers=True, shape="|", marker_pixels=17)
+        self.pass_labels = [pg.TextItem("", color=PASS_COLOR, anchor=(0.5, 1.0)) for _ in range(PASS_LABELS)]
+        for label in self.pass_labels:
+            label.setVisible(False)
+            self.addItem(label, ignoreBounds=True)
+        self.pass_marks: list[tuple[int, int, int]] = []
         self._ttft_ms: float | None = None
         self._x = GrowableBuffer()
         # log10 of each gap and median, kept as they arrive: the curves are drawn on the log axis.
@@ -109,8 +122,9 @@ class IntervalPlot(pg.PlotWidget):
         self._drawn_points = -1
         self._drawn_ttft_ms = None
         self.ttft_item.setData([], [])
-        for curve in (self.interval_item, self.marker_item, self.median_item, self.draft_item):
+        for curve in (self.interval_item, self.marker_item, self.median_item, self.draft_item, self.pass_item):
             curve.clear()
+        self._hide_pass_labels()
         self._show_draft_legend(False)
         self._lowest_ms = self._highest_ms = None
         self._show_decades()
@@ -163,6 +177,31 @@ class IntervalPlot(pg.PlotWidget):
         self.refresh()
         self._x_range.reset(len(self._x) + 1)
         self._show_decades(fit=True)
+
+    def show_passes(self, marks: list[tuple[int, int, int]]) -> None:
+        """A finished reply's verify passes, (first token, drafts, rejected): a tick on the token each pass's time
+        landed on, and a red "-r" over those that rejected r drafts (the first PASS_LABELS of them)."""
+        self.pass_marks = list(marks)
+        self._hide_pass_labels()
+        where = {int(index): log_y for index, log_y in zip(self._x.view(), self._log_y.view())}
+        shown = [(token, rejected) for token, _, rejected in marks if token in where]
+        self.pass_item.set_points(
+            np.array([token for token, _ in shown], dtype=float), np.array([where[token] for token, _ in shown])
+        )
+        rejecting = [(token, rejected) for token, rejected in shown if rejected]
+        for label, (token, rejected) in zip(self.pass_labels, rejecting):
+            label.setText(f"-{rejected}")
+            label.setPos(token, where[token])
+            label.setVisible(True)
+
+    def _hide_pass_labels(self) -> None:
+        for label in self.pass_labels:
+            if label.isVisible():
+                label.setVisible(False)
+
+    @property
+    def labelled_passes(self) -> int:
+        return sum(label.isVisible() for label in self.pass_labels)
 
     def marker_count(self) -> int:
         """The blue crosses: gaps before tokens the model made in a step of its own."""

@@ -142,6 +142,7 @@ class MeterPanel(QWidget):
         self.add_history(trace, streaming)
         self.cards.show_placement(reply_placement(trace, self._arithmetic, self._ceilings))
         self.speculation_cards.show_report(trace.speculation, trace.output_tokens)
+        self.interval_plot.show_passes(trace.speculation.pass_marks if trace.speculation else [])
         self.waterfall.show_trace(trace)
         self.server_view.show_trace(trace)
         # The live plots' axes grow in steps while a reply streams; the finished reply is shown on axes fitted to it.

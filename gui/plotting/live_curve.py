@@ -10,7 +10,11 @@ from PySide6.QtGui import QPainter, QPainterPath, QPen
 from gui.plotting.live_layer import LiveLayer
 
 CROSS_PIXELS = 5
-SEGMENT_ENDS = {"+": ((-1, 0), (1, 0), (0, -1), (0, 1)), "x": ((-1, -1), (1, 1), (-1, 1), (1, -1))}
+SEGMENT_ENDS = {
+    "+": ((-1, 0), (1, 0), (0, -1), (0, 1)),
+    "x": ((-1, -1), (1, 1), (-1, 1), (1, -1)),
+    "|": ((0, -1), (0, 1)),
+}
 # Past this many new points a path is built by pyqtgraph's vectorised arrayToQPath; for the few a frame
 # adds, point by point is about ten times cheaper.
 SMALL_PATH = 64
@@ -144,15 +148,15 @@ class LiveCurve:
 def _crosses_path(
     x: np.ndarray, y: np.ndarray, pixel: tuple[float, float], shape: str = "+", size: int = CROSS_PIXELS
 ) -> QPainterPath:
-    """A small '+' (or 'x') per point, size pixels across, as two one-pixel segments: the cheapest marker Qt can draw
-    (a round dot needs a wide pen, which goes through the stroker)."""
+    """A small '+' (or 'x', or '|') per point, size pixels across, as one-pixel segments: the cheapest marker Qt can
+    draw (a round dot needs a wide pen, which goes through the stroker)."""
     half_x, half_y = pixel[0] * size / 2, pixel[1] * size / 2
     # The two segments' ends, as multiples of the half sizes: across and up for '+', the diagonals for 'x'.
     ends = SEGMENT_ENDS[shape]
     if len(x) <= SMALL_PATH:
         path = QPainterPath()
         for point_x, point_y in zip(np.asarray(x, dtype=float).tolist(), np.asarray(y, dtype=float).tolist()):
-            for (from_x, from_y), (to_x, to_y) in (ends[:2], ends[2:]):
+            for (from_x, from_y), (to_x, to_y) in zip(ends[::2], ends[1::2]):
                 path.moveTo(point_x + from_x * half_x, point_y + from_y * half_y)
                 path.lineTo(point_x + to_x * half_x, point_y + to_y * half_y)
         return path

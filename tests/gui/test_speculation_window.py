@@ -64,6 +64,13 @@ def _check_shown(window, trace) -> None:
     assert list(plot.draft_item.getData()[0]) == trace.drafted_indices
     assert plot.marker_count() == trace.output_tokens - 1 - len(trace.drafted_indices)  # the model's own steps
     assert DRAFT_LEGEND in [label.text for _sample, label in plot.getPlotItem().legend.items]
+    # Each verify pass: a tick on the token its time landed on, a red "-r" where it rejected r drafts.
+    marks = report.pass_marks
+    assert len(marks) == report.passes and sum(rejected for _, _, rejected in marks) == report.drafted - report.accepted
+    shown = [(token, rejected) for token, _, rejected in marks if 1 <= token < trace.output_tokens]
+    assert list(plot.pass_item.getData()[0]) == [token for token, _ in shown]
+    labels = [label.toPlainText() for label in plot.pass_labels if label.isVisible()]
+    assert labels == [f"-{rejected}" for _, rejected in shown if rejected][: len(plot.pass_labels)]
 
     transcript = window.chat_panel.transcript
     expected = [trace.text[start:end] for start, end in drafted_spans(trace.token_texts, trace.drafted_indices)]

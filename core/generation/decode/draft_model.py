@@ -83,8 +83,8 @@ class ModelDrafts(Drafts):
         self._fed = len(drafts) - 1
         return drafts
 
-    def checked(self, drafted: int, accepted: int, positions: int, took_ns: int = 0) -> None:
-        super().checked(drafted, accepted, positions, took_ns)
+    def checked(self, drafted: int, accepted: int, positions: int, took_ns: int = 0, first_token: int = 0) -> None:
+        super().checked(drafted, accepted, positions, took_ns, first_token)
         # The kept drafts it fed itself are in its cache as the sequence has them; the rest (a rejected draft's
         # place, the target's own next token) is fed at the next step, over whatever is there.
         self.seen += min(accepted, self._fed)

@@ -54,18 +54,22 @@ class Drafts:
         self.verify_ns = 0
         self.steps = 0
         self.step_ns = 0
+        # Per verify pass: the first token it gave, its drafts and how many it rejected (the plot marks each).
+        self.pass_marks: list[tuple[int, int, int]] = []
 
     def propose(self, tokens: np.ndarray, room: int) -> list[int]:
         """This step's drafts (none: an ordinary decode step); room: the new tokens the reply may still take."""
         return prompt_lookup(tokens, min(self.most, room))
 
-    def checked(self, drafted: int, accepted: int, positions: int, took_ns: int = 0) -> None:
+    def checked(self, drafted: int, accepted: int, positions: int, took_ns: int = 0, first_token: int = 0) -> None:
         """A verify pass checked `drafted` drafts and the model agreed with the first `accepted`; the sequence now
-        holds `positions` positions; drafting and the pass took took_ns."""
+        holds `positions` positions; drafting and the pass took took_ns; first_token: the reply's token the pass gave
+        first."""
         self.drafted += drafted
         self.accepted += accepted
         self.passes += 1
         self.verify_ns += took_ns
+        self.pass_marks.append((first_token, drafted, drafted - accepted))
         self._keep(positions)
 
     def stepped(self, took_ns: int) -> None:
@@ -85,4 +89,5 @@ class Drafts:
             verify_s=self.verify_ns / 1e9,
             steps=self.steps,
             step_s=self.step_ns / 1e9,
+            pass_marks=self.pass_marks,
         )

@@ -156,6 +156,7 @@ def lean_decode(
         # after draft i - 1. The first draft the model disagrees with is replaced by the model's own token.
         assert drafts is not None
         checked = drafts.verify(torch.tensor([pending, *guesses]), length - 1)
+        first_token = length - prompt_length  # the pass's time lands on the first token it gives
         kept, own = 0, None
         for guess in guesses:
             token, agreed = check(checked[kept : kept + 1], guess)
@@ -166,7 +167,7 @@ def lean_decode(
             kept += 1
             if ends_here(guess):
                 break
-        drafts.checked(len(guesses), kept, length, time.perf_counter_ns() - step_started_ns)
+        drafts.checked(len(guesses), kept, length, time.perf_counter_ns() - step_started_ns, first_token)
         prompt_cache.extend(sequence[0, length - kept - 1 : length].tolist())
         if (kept and ends_here(int(sequence[0, length - 1]))) or length == end:
             break

@@ -89,13 +89,13 @@ def stall_finding(trace: ReplyTrace) -> list[Finding]:
     if trace.cpu is None:
         return []
     intervals = _intervals(trace)  # intervals[i] ends at token i + 1
-    drafted = set(trace.drafted_indices)
-    own = [interval for index, interval in enumerate(intervals) if index + 1 not in drafted]
+    stepped = _step_tokens(trace)
+    own = [interval for index, interval in enumerate(intervals) if index + 1 in stepped]
     if len(own) < 4:
         return []
     median = statistics.median(own)
     limit = max(STALL_MULTIPLE * median, STALL_FLOOR_S)
-    slow = [index + 1 for index, interval in enumerate(intervals) if interval > limit and index + 1 not in drafted]
+    slow = [index + 1 for index, interval in enumerate(intervals) if interval > limit and index + 1 in stepped]
     if not slow:
         return []
     cpu = trace.cpu
@@ -111,8 +111,10 @@ def stall_finding(trace: ReplyTrace) -> list[Finding]:
         pause = sum(_gc_during(trace, token) for token in collected)
         reasons.append(f"at {_count(collected, slow)} Python's garbage collector paused the engine ({duration(pause)})")
     explained = set(preempted) | set(faulted) | set(collected)
-    if len(explained) < len(slow):
-        reasons.append(f"the engine's counters show nothing at {_count(set(slow) - explained, slow)}")
+    if not explained:
+        reasons.append("the engine's counters show no cause for " + ("it" if len(slow) == 1 else "any of them"))
+    elif len(explained) < len(slow):
+        reasons.append(f"the engine's counters show no cause for the other {len(slow) - len(explained)}")
     start = trace.request_start_ns
     at = [(trace.timestamps_ns[token] - start) / 1e9 for token in slow]
     excess = sum(intervals[token - 1] - median for token in slow)
@@ -148,6 +150,22 @@ def window_finding(trace: ReplyTrace) -> list[Finding]:
             advice="turn streaming off (Ctrl+T) or fold the meter away while it streams",
         )
     ]
+
+
+def _step_tokens(trace: ReplyTrace) -> set[int]:
+    """The tokens whose interval holds a step of the model's own: a decode step's token, or the first token a verify
+    pass gave. The rest of a pass's tokens (its other accepted drafts and its own token after them) come out
+    microseconds later and hold no step; a speculating reply without the passes' marks (an older chat) has none
+    that can be told apart, so no stall is looked for."""
+    tokens = set(range(1, len(trace.timestamps_ns)))
+    report = trace.speculation
+    if report is not None and report.pass_marks:
+        for first, drafted, rejected in report.pass_marks:
+            tokens -= set(range(first + 1, first + drafted - rejected + 1))
+        return tokens
+    if report is not None and report.accepted:
+        return set()  # a speculating reply saved without its passes' marks: which tokens held a step is not known
+    return tokens
 
 
 def _preempted_tokens(preemptions: list[int]) -> set[int]:

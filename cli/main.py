@@ -1,4 +1,4 @@
-"""Parse the command line and dispatch: `ask`, `chat`, `bench`, `race`, or the chat window when no subcommand is given."""
+"""Parse the command line and dispatch: `ask`, `chat`, `bench`, `race`, `doctor`, or the chat window when no subcommand is given."""
 
 from __future__ import annotations
 
@@ -172,12 +172,14 @@ def build_parser() -> argparse.ArgumentParser:
     from cli.ask import add_ask_parser
     from cli.bench import add_bench_parser
     from cli.chat import add_chat_parser
+    from cli.doctor import add_doctor_parser
     from cli.race import add_race_parser
 
     add_ask_parser(subparsers, add_common_options)
     add_chat_parser(subparsers, add_common_options)
     add_bench_parser(subparsers, add_common_options)
     add_race_parser(subparsers, add_common_options)
+    add_doctor_parser(subparsers, add_common_options)
     return parser
 
 

@@ -1,10 +1,14 @@
-"""Speculative decoding with prompt lookup: TPOT with it against without, and against llama-server's ngram-simple.
+"""Speculative decoding with prompt lookup (or a draft model): TPOT with it against without, and against llama-server's
+own (ngram-simple, or -md with the same draft model).
 
 Targets (issue #39): on a copying prompt, TPOT with prompt lookup <= 0.7x without it; against llama-server with
 `--spec-type ngram-simple` on the same file and prompts, through Latency Lab's own client, our TPOT <= 1.0x its TPOT
 and our acceptance rate at least its own (draft_n_accepted / draft_n). Greedy, interleaved round by round, median of
 the rounds, with the CPU's flags. The replies with and without speculation are compared token for token too.
+With --draft-model FILE.gguf the drafts come from that model (the same vocabulary), step by step, and llama-server
+runs `-md FILE --spec-draft-n-max k` on the same pair.
 Run: .venv/bin/python benchmarks/speculative.py [--rounds 3] [--tokens 128] [--model FILE.gguf] [--no-server]
+     [--draft-model FILE.gguf]
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ def main() -> None:
     parser.add_argument("--draft-tokens", type=int, default=4)
     parser.add_argument("--model", default=None, help="a GGUF file (default: the embedded model)")
     parser.add_argument("--no-server", action="store_true", help="leave llama-server out")
+    parser.add_argument("--draft-model", default=None, help="draft with this GGUF instead of prompt lookup")
     _common.add_json_option(parser)
     args = parser.parse_args()
     report = _common.start_report(args, "speculative")
@@ -59,14 +64,22 @@ def main() -> None:
     gguf = args.model or str(embedded_gguf_path())
     local = load_any(args.model, dtype="native")  # on the C kernels, where drafts are verified
     print(f"{local.describe().model}: {local.describe().runtime}; {args.threads} threads; greedy, {args.tokens} tokens")
+    print(f"drafts: {args.draft_model or 'prompt lookup'}, up to {args.draft_tokens} a step")
     plain = GenerationSettings(max_new_tokens=args.tokens)
-    sides = {"off": plain, "ngram": replace(plain, speculation="ngram", draft_tokens=args.draft_tokens)}
+    method = "draft" if args.draft_model else "ngram"
+    spec = replace(plain, speculation=method, draft_tokens=args.draft_tokens, draft_model=args.draft_model)
+    sides = {"off": plain, "ngram": spec}  # "ngram": the speculating side, whichever drafts it
     servers = {}
     if not args.no_server:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/, which the tests share (not the package)
         from tools.llama_cpp_server import LlamaCppServer
 
-        for name, extra in (("server off", ()), ("server ngram", ("--spec-type", "ngram-simple"))):
+        theirs = (
+            ("-md", args.draft_model, "--spec-draft-n-max", str(args.draft_tokens))
+            if args.draft_model
+            else ("--spec-type", "ngram-simple")
+        )
+        for name, extra in (("server off", ()), ("server ngram", theirs)):
             server = LlamaCppServer(gguf, threads=args.threads, extra_args=extra)
             server.wait_ready()
             servers[name] = (server, load_any(server.url))
@@ -104,7 +117,7 @@ def main() -> None:
         ratio = median(tpots[("ngram", prompt_name)]) / median(tpots[("off", prompt_name)])
         line = (
             f"{prompt_name:>8}: {ngram.output_tokens} tokens; TPOT off {median(tpots[('off', prompt_name)]) * 1e3:.2f} ms, "
-            f"ngram {median(tpots[('ngram', prompt_name)]) * 1e3:.2f} ms = {ratio:.2f}x"
+            f"{method} {median(tpots[('ngram', prompt_name)]) * 1e3:.2f} ms = {ratio:.2f}x"
             + (
                 f" (target <= {COPY_TARGET}: {'met' if ratio <= COPY_TARGET else 'NOT met'})"
                 if prompt_name == "copy"
@@ -129,7 +142,8 @@ def main() -> None:
             versus = median(tpots[("ngram", prompt_name)]) / median(tpots[("server ngram", prompt_name)])
             print(
                 f"{'':>10}llama-server: TPOT off {median(tpots[('server off', prompt_name)]) * 1e3:.2f} ms, "
-                f"ngram-simple {median(tpots[('server ngram', prompt_name)]) * 1e3:.2f} ms; ours/theirs with "
+                f"{'-md' if args.draft_model else 'ngram-simple'} {median(tpots[('server ngram', prompt_name)]) * 1e3:.2f} ms; "
+                f"ours/theirs with "
                 f"speculation {versus:.2f}x (target <= {SERVER_TARGET}: {'met' if versus <= SERVER_TARGET else 'NOT met'}); "
                 f"its acceptance {accepted}/{drafted}"
                 + (

@@ -61,6 +61,9 @@ class Drafts:
         """This step's drafts (none: an ordinary decode step); room: the new tokens the reply may still take."""
         return prompt_lookup(tokens, min(self.most, room))
 
+    def prime(self, tokens: np.ndarray, room: int) -> None:
+        """The prompt is read; prompt lookup needs nothing before the first draft (a draft model reads it here)."""
+
     def checked(self, drafted: int, accepted: int, positions: int, took_ns: int = 0, first_token: int = 0) -> None:
         """A verify pass checked `drafted` drafts and the model agreed with the first `accepted`; the sequence now
         holds `positions` positions; drafting and the pass took took_ns; first_token: the reply's token the pass gave

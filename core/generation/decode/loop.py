@@ -139,6 +139,8 @@ def lean_decode(
             on_token(token, drafted)
 
     eos_ids = set(eos.tolist())
+    if drafts is not None:
+        drafts.prime(sequence[0, :length].numpy(), max_new_tokens)
     pending = int(choose(logits))  # chosen and handed on; its keys and values are not in the cache yet
     take(pending, False)
     while not ends_here(pending) and length < end:
@@ -157,7 +159,7 @@ def lean_decode(
         assert drafts is not None
         checked = drafts.verify(torch.tensor([pending, *guesses]), length - 1)
         first_token = length - prompt_length  # the pass's time lands on the first token it gives
-        kept, own = 0, None
+        kept, own, ended = 0, None, False
         for guess in guesses:
             token, agreed = check(checked[kept : kept + 1], guess)
             if not agreed:
@@ -166,8 +168,11 @@ def lean_decode(
             take(guess, True)
             kept += 1
             if ends_here(guess):
+                ended = True
                 break
-        drafts.checked(len(guesses), kept, length, time.perf_counter_ns() - step_started_ns, first_token)
+        # Drafts past the end of the reply were never weighed: they are neither accepted nor rejected.
+        weighed = kept if ended else len(guesses)
+        drafts.checked(weighed, kept, length, time.perf_counter_ns() - step_started_ns, first_token)
         prompt_cache.extend(sequence[0, length - kept - 1 : length].tolist())
         if (kept and ends_here(int(sequence[0, length - 1]))) or length == end:
             break

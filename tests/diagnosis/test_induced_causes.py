@@ -153,3 +153,24 @@ def test_a_plain_reply_gets_no_finding_its_measurements_do_not_show(native_model
     assert ("contention" in found) == contended
     if found == {"healthy"}:
         assert findings[0].summary.startswith("Nothing slowed this reply")
+
+
+def test_speculation_that_cost_more_than_it_saved_is_found_and_one_that_paid_is_not(native_model, tmp_path):
+    from tiny_gguf import write_tiny_llama
+
+    random_drafter = write_tiny_llama(tmp_path / "random-drafter.gguf")  # the embedded vocabulary, random weights
+    settings = GenerationSettings(max_new_tokens=32, speculation="draft", draft_model=str(random_drafter))
+    _, built = prepare_reply(native_model, ReplyRequest("", (Message("user", "Tell me about the sea."),), settings))
+    wasted = LocalReply(native_model, built.input_ids, settings).run_to_end()
+    report = wasted.speculation
+    assert report.passes and report.saved_s < 0  # the cause is there: its passes cost more than the steps they gave
+    finding = next(finding for finding in diagnose(wasted) if finding.kind == "speculation")
+    assert finding.summary.startswith(f"Drafts were accepted {report.acceptance:.0%} of the time; speculation cost")
+
+    paragraph = "The river runs past the old mill, where the children play in summer and the dogs sleep in the shade."
+    copying = GenerationSettings(max_new_tokens=40, speculation="ngram")
+    request = ReplyRequest("", (Message("user", f"Repeat this text exactly, word for word: {paragraph}"),), copying)
+    _, built = prepare_reply(native_model, request)
+    paid = LocalReply(native_model, built.input_ids, copying).run_to_end()
+    assert paid.speculation.saved_s > 0
+    assert "speculation" not in kinds(paid)

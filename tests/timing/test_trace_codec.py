@@ -55,7 +55,9 @@ def full_trace() -> ReplyTrace:
     trace.stop_requested_ns = 280 * MS
     trace.record(ServerReport("llama.cpp", 12, 3, 150 * MS, 3, {"source": "llama.cpp timings", "prompt_ms": 1.5}))
     trace.record(CpuUsage(0.75, 1.0, 2, 70, 900, 12, [64, 0, 6], [3, 1, 8], [(210 * MS, 2 * MS)], 98_000_000, 0.5, 2))
-    trace.record(SpeculationReport("ngram", 2, 1, 1, note="a note", verify_s=0.02, steps=1, step_s=0.01, pass_marks=[(2, 2, 1)]))
+    trace.record(
+        SpeculationReport("ngram", 2, 1, 1, note="a note", verify_s=0.02, steps=1, step_s=0.01, pass_marks=[(2, 2, 1)])
+    )
     trace.record(FinishedEvent(StopReason.STOPPED, 3, 301 * MS, tail_text="!", error="cut short"))
     trace.window_cpu_s = 0.125
     trace.diagnosis = [Finding("stalls", "1 token took over 5x...", "a cause", "the evidence", 1.0, "advice", 0.04)]

@@ -51,6 +51,9 @@ def draft_model_for(target: LoadedModel, path: str) -> LoadedModel:
     return draft
 
 
+BASELINE_STEPS = 2
+
+
 class ModelDrafts(Drafts):
     """Drafts written greedily by a draft model (its most likely token each time: a draft proposed with certainty,
     as the loop's keep_or_resample rule for sampling asks)."""
@@ -69,7 +72,9 @@ class ModelDrafts(Drafts):
 
     def propose(self, tokens: np.ndarray, room: int) -> list[int]:
         count = min(self.most, room)
-        if count <= 0:
+        if count <= 0 or self.steps < BASELINE_STEPS:
+            # A draft model drafts at every step, so the reply would have no ordinary step to weigh its verify
+            # passes against (SpeculationReport.saved_s): its first steps are ordinary ones.
             return []
         if self.seen == 0:
             self.decoder.start_sequence(tokens.size + room + 1)

@@ -9,6 +9,7 @@ import ctypes
 import gc
 import itertools
 import os
+import shutil
 import subprocess
 import sys
 
@@ -19,7 +20,7 @@ from core.diagnosis.diagnose import diagnose
 from core.diagnosis.machine import OTHERS_SHARE
 from core.generation.local_reply import LocalReply
 from core.generation.request import ReplyRequest, prepare_reply
-from core.model.source import embedded_gguf_path
+from core.model.loader import load_model
 from core.settings import GenerationSettings
 from core.timing.cpu_share import CONTENDED_SHARE
 
@@ -104,14 +105,21 @@ def test_an_edited_message_is_found_where_the_cache_broke(native_model):
     assert "your message 1 edited" in finding.summary
 
 
-def test_weights_read_from_disk_are_found(native_model):
-    ask(native_model, tokens=4)
-    drop_from_memory(embedded_gguf_path())
-    cold = ask(native_model, tokens=16)
+def test_weights_read_from_disk_are_found(real_model, tmp_path):
+    # A copy of its own: the session's model file is mapped by the other test workers too, and the kernel keeps a
+    # page that any process maps.
+    copy = tmp_path / "model.gguf"
+    shutil.copyfile(real_model, copy)
+    with open(copy, "rb+") as written:
+        os.fsync(written.fileno())  # a dirty page is not dropped
+    loaded = load_model(str(copy))
+    ask(loaded, tokens=4)
+    drop_from_memory(copy)
+    cold = ask(loaded, tokens=16)
     assert cold.cpu.disk_read_bytes > 8 * 1024 * 1024  # the cause is there, measured
     finding = next(finding for finding in diagnose(cold) if finding.kind == "page_faults")
     assert "read from disk" in finding.summary and f"{cold.cpu.major_faults:,} major page faults" in finding.summary
-    warm = ask(native_model, tokens=16)
+    warm = ask(loaded, tokens=16)
     assert "page_faults" not in kinds(warm)
 
 

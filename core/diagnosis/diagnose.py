@@ -37,7 +37,7 @@ def diagnose(
     findings = [
         *prompt_findings(trace, prefill_s),
         *contention_finding(trace),
-        *page_fault_finding(trace),
+        *page_fault_finding(trace, arithmetic),
         *stall_finding(trace),
         *server_finding(trace),
         *speculation_finding(trace),

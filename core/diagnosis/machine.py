@@ -54,7 +54,8 @@ def contention_finding(trace: ReplyTrace) -> list[Finding]:
     ]
 
 
-def page_fault_finding(trace: ReplyTrace) -> list[Finding]:
+def page_fault_finding(trace: ReplyTrace, arithmetic: dict | None = None) -> list[Finding]:
+    """arithmetic: the model's shape, whose weight bytes tell a file too big for free memory from one read cold."""
     cpu = trace.cpu
     read = cpu.disk_read_bytes if cpu is not None else None
     if cpu is None or (cpu.major_faults < FAULTS_FROM_DISK and (read or 0) < READ_FROM_DISK):
@@ -71,7 +72,7 @@ def page_fault_finding(trace: ReplyTrace) -> list[Finding]:
                 f"The model's weights were read from disk during this reply: {amount}{cpu.major_faults:,} major "
                 f"page faults{split}."
             ),
-            cause="the model file was not all in memory (dropped from the page cache, or too big for free memory)",
+            cause=_why_from_disk(cpu.memory_available_bytes, (arithmetic or {}).get("weight_bytes")),
             evidence=f"{amount}{cpu.major_faults:,} major page faults in the engine over the reply{split}",
             figure=float(read if read else cpu.major_faults),
             advice=(
@@ -81,6 +82,20 @@ def page_fault_finding(trace: ReplyTrace) -> list[Finding]:
             cost_s=stalled or (trace.metrics().ttft_s if prefill else None),
         )
     ]
+
+
+def _why_from_disk(available: int | None, weights: int | None) -> str:
+    if available is not None and weights and available < weights:
+        return (
+            f"the model did not fit in free memory: {available / 1e9:,.1f} GB available for {weights / 1e9:,.1f} GB of "
+            f"weights"
+        )
+    if available is not None and weights:
+        return (
+            f"the model's file was not all in the page cache (read cold, or pushed out): it fits, {available / 1e9:,.1f} "
+            f"GB available for {weights / 1e9:,.1f} GB of weights"
+        )
+    return "the model's file was not all in memory (not read yet, pushed out, or too big for free memory)"
 
 
 def stall_finding(trace: ReplyTrace) -> list[Finding]:

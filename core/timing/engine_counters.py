@@ -59,6 +59,7 @@ class EngineCounters:
         if machine is not None and self._first_machine is not None:
             others = max(machine - self._first_machine - own, 0.0)  # /proc/stat's ticks are 10 ms: never below 0
         return {
+            "memory_available_bytes": memory_available_bytes(),
             "others_cpu_s": others,
             "cores": len(os.sched_getaffinity(0)),
             "disk_read_bytes": read - self._first_read if read is not None and self._first_read is not None else None,
@@ -94,3 +95,14 @@ def machine_busy_s(stat: Path = Path("/proc/stat")) -> float | None:
     except (OSError, ValueError, IndexError):
         return None
     return sum(values[index] for index in (0, 1, 2, 5, 6, 7) if index < len(values)) / os.sysconf("SC_CLK_TCK")
+
+
+def memory_available_bytes(meminfo: Path = Path("/proc/meminfo")) -> int | None:
+    """What the kernel says could be given to programs without swapping (MemAvailable); None where it does not say."""
+    try:
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None

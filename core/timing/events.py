@@ -143,6 +143,7 @@ class CpuUsage:
     # What other programs used of the machine's CPUs over the reply (/proc/stat less this process), of how many.
     others_cpu_s: Seconds | None = None
     cores: Int64 | None = None
+    memory_available_bytes: Int64 | None = None  # MemAvailable as the reply ended (/proc/meminfo)
 
     @property
     def others_share(self) -> float | None:

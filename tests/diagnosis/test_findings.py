@@ -143,6 +143,17 @@ def test_weights_read_from_disk_are_named_with_the_faults_and_bytes():
     )
 
 
+def test_weights_read_from_disk_say_whether_the_model_fit_in_free_memory():
+    faults = [40] + [2] * 30
+    tight = CpuUsage(0.6, 0.35, 2, 100, 0, 0, faults, [1] * 31, [], 98_000_000, 0.0, 2, 2_000_000_000)
+    shape = {**tiny_shape().to_dict(), "weight_bytes": 3_900_000_000}
+    finding = next(f for f in diagnose(made_trace([10.0] * 30, cpu=tight), shape) if f.kind == "page_faults")
+    assert finding.cause == "the model did not fit in free memory: 2.0 GB available for 3.9 GB of weights"
+    roomy = CpuUsage(0.6, 0.35, 2, 100, 0, 0, faults, [1] * 31, [], 98_000_000, 0.0, 2, 20_000_000_000)
+    finding = next(f for f in diagnose(made_trace([10.0] * 30, cpu=roomy), shape) if f.kind == "page_faults")
+    assert finding.cause.startswith("the model's file was not all in the page cache (read cold, or pushed out)")
+
+
 def test_a_few_stray_faults_are_not_the_disk():
     cpu = CpuUsage(0.6, 0.35, 2, 8, 0, 0, [8] + [0] * 30, [1] * 31, [], 1_000_000)
     assert "page_faults" not in kinds(made_trace([10.0] * 30, cpu=cpu))

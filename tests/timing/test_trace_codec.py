@@ -54,7 +54,11 @@ def full_trace() -> ReplyTrace:
     trace.painted_ns = [202 * MS, 252 * MS]
     trace.stop_requested_ns = 280 * MS
     trace.record(ServerReport("llama.cpp", 12, 3, 150 * MS, 3, {"source": "llama.cpp timings", "prompt_ms": 1.5}))
-    trace.record(CpuUsage(0.75, 1.0, 2, 70, 900, 12, [64, 0, 6], [3, 1, 8], [(210 * MS, 2 * MS)], 98_000_000, 0.5, 2))
+    trace.record(
+        CpuUsage(
+            0.75, 1.0, 2, 70, 900, 12, [64, 0, 6], [3, 1, 8], [(210 * MS, 2 * MS)], 98_000_000, 0.5, 2, 20_000_000_000
+        )
+    )
     trace.record(
         SpeculationReport("ngram", 2, 1, 1, note="a note", verify_s=0.02, steps=1, step_s=0.01, pass_marks=[(2, 2, 1)])
     )

@@ -1,4 +1,4 @@
-"""Parse the command line and dispatch: `ask`, `chat`, `bench`, `race`, `doctor`, or the chat window when no subcommand is given."""
+"""Parse the command line and dispatch: `ask`, `chat`, `bench`, `race`, `doctor`, `proxy`, or the chat window when no subcommand is given."""
 
 from __future__ import annotations
 
@@ -173,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     from cli.bench import add_bench_parser
     from cli.chat import add_chat_parser
     from cli.doctor import add_doctor_parser
+    from cli.proxy import add_proxy_parser
     from cli.race import add_race_parser
 
     add_ask_parser(subparsers, add_common_options)
@@ -180,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_bench_parser(subparsers, add_common_options)
     add_race_parser(subparsers, add_common_options)
     add_doctor_parser(subparsers, add_common_options)
+    add_proxy_parser(subparsers, add_common_options)
     return parser
 
 

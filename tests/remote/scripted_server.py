@@ -111,8 +111,8 @@ class _Handler(BaseHTTPRequestHandler):
         if script.redirect_to:
             self._redirect(script.redirect_to)
             return
-        expected = "/api/chat" if script.ollama else "/v1/chat/completions"
-        if self.path != expected:
+        expected = ("/api/chat", "/api/generate") if script.ollama else ("/v1/chat/completions",)
+        if self.path not in expected:
             self._json(404, {"error": {"message": f"no route {self.path}"}})
             return
         if script.silent:

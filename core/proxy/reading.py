@@ -1,0 +1,125 @@
+"""What one JSON message from a server carries, in either API: text, counts, server timings, the model, an error.
+
+The proxy reads what passes and never answers for it: a message it cannot read is named in a Reading's `problem`,
+never raised. Messages are parsed once; counts and timings go through core.remote's checks (server_timings)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from core.proxy.routes import OLLAMA_APIS
+from core.remote.server_timings import from_llama_cpp, from_ollama, from_vllm
+
+MAX_COUNT = 2**53
+
+
+@dataclass
+class Reading:
+    text: str = ""  # what the user reads: content, reasoning, or a tool call's arguments
+    has_output: bool = False  # generated output (text, reasoning or a tool call): one chunk of the reply
+    model: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached_tokens: int | None = None
+    timings: dict = field(default_factory=dict)
+    finish_reason: str | None = None
+    error: str | None = None  # the server's own error message
+    problem: str | None = None  # why this message could not be read
+
+
+def read_message(api: str, data: str | bytes) -> Reading:
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError):
+        return Reading(problem=f"a message that is not JSON: {_snippet(data)}")
+    if not isinstance(document, dict):
+        return Reading(problem=f"a message that is not a JSON object: {_snippet(data)}")
+    reading = Reading(model=_text_or_none(document.get("model")))
+    error = document.get("error")
+    if error:
+        message = error.get("message") if isinstance(error, dict) else error
+        reading.error = _one_line(str(message))
+    if api in OLLAMA_APIS:
+        _read_ollama(document, reading)
+    else:
+        _read_openai(document, reading)
+    return reading
+
+
+def _read_openai(document: dict, reading: Reading) -> None:
+    choices = document.get("choices")
+    choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    message = choice.get("delta") or choice.get("message") or {}
+    parts: list[object] = []
+    if isinstance(message, dict):
+        parts += [message.get(key) for key in ("content", "reasoning_content", "reasoning")]
+        parts += _tool_call_arguments(message.get("tool_calls"))
+        reading.has_output = bool(message.get("tool_calls"))
+    parts.append(choice.get("text"))  # /v1/completions
+    reading.text = "".join(part for part in parts if isinstance(part, str))
+    reading.has_output = reading.has_output or bool(reading.text)
+    finish = choice.get("finish_reason")
+    reading.finish_reason = finish if isinstance(finish, str) else None
+    usage = document.get("usage")
+    if isinstance(usage, dict):
+        reading.prompt_tokens = _count(usage.get("prompt_tokens"))
+        reading.completion_tokens = _count(usage.get("completion_tokens"))
+        details = usage.get("prompt_tokens_details")
+        if isinstance(details, dict):
+            reading.cached_tokens = _count(details.get("cached_tokens"))
+    timings = document.get("timings")  # llama.cpp's server
+    if isinstance(timings, dict):
+        reading.timings = from_llama_cpp(timings)
+        if reading.cached_tokens is None:
+            reading.cached_tokens = _count(timings.get("cache_n"))
+    metrics = document.get("metrics")  # vLLM, where a deployment returns them
+    if isinstance(metrics, dict):
+        reading.timings = {**reading.timings, **from_vllm(metrics)}
+
+
+def _read_ollama(document: dict, reading: Reading) -> None:
+    message = document.get("message")
+    parts: list[object] = [document.get("response"), document.get("thinking")]  # /api/generate
+    if isinstance(message, dict):
+        parts += [message.get("content"), message.get("thinking")]
+        parts += _tool_call_arguments(message.get("tool_calls"))
+        reading.has_output = bool(message.get("tool_calls"))
+    reading.text = "".join(part for part in parts if isinstance(part, str))
+    reading.has_output = reading.has_output or bool(reading.text)
+    if document.get("done") is True:
+        reason = document.get("done_reason")
+        reading.finish_reason = reason if isinstance(reason, str) else "stop"
+        reading.prompt_tokens = _count(document.get("prompt_eval_count"))
+        reading.completion_tokens = _count(document.get("eval_count"))
+        reading.cached_tokens = _count(document.get("prompt_eval_cached_count"))
+        reading.timings = from_ollama(document)
+
+
+def _tool_call_arguments(calls) -> list[str]:
+    if not isinstance(calls, list):
+        return []
+    texts = []
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        arguments = function.get("arguments") if isinstance(function, dict) else None
+        texts.append(arguments if isinstance(arguments, str) else json.dumps(arguments) if arguments else "")
+    return texts
+
+
+def _count(value) -> int | None:
+    """A count the server sent, or None: not a whole number, negative, or past what a float holds exactly."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT else None
+
+
+def _text_or_none(value) -> str | None:
+    return value[:200] if isinstance(value, str) and value else None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:300]
+
+
+def _snippet(data: str | bytes) -> str:
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    return repr(text[:80])

@@ -1,0 +1,45 @@
+"""The server the proxy forwards to: a URL checked once, and where each request's path lands on it."""
+
+from __future__ import annotations
+
+import urllib.parse
+from dataclasses import dataclass
+
+
+class BadUpstream(ValueError):
+    """The upstream URL cannot be used; the message says why and what would do."""
+
+
+@dataclass(frozen=True)
+class Upstream:
+    origin: str  # scheme://host:port
+    prefix: str  # a path the URL carried (/v1), without its last slash; "" for none
+
+    @classmethod
+    def parse(cls, url: str) -> Upstream:
+        parts = urllib.parse.urlsplit(url.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise BadUpstream(
+                f"--upstream must be an http:// or https:// URL with a host, such as http://127.0.0.1:11434 "
+                f"(got {url!r})"
+            )
+        if parts.query or parts.fragment or parts.username or parts.password:
+            raise BadUpstream("--upstream takes a scheme, host, port and optional path; no query, fragment or password")
+        try:
+            parts.port  # noqa: B018 - reading it checks it
+        except ValueError:
+            raise BadUpstream(f"--upstream has a port that is not a number from 0 to 65535: {url!r}") from None
+        return cls(origin=f"{parts.scheme}://{parts.netloc}", prefix=parts.path.rstrip("/"))
+
+    def target(self, raw_path: str) -> str:
+        """The upstream URL for a request's raw path and query, which pass untouched. A prefix in the upstream URL
+        (http://host:8080/v1) is added unless the path already starts with it, so clients told either
+        http://proxy/v1 or http://proxy reach the same endpoint."""
+        path = raw_path if raw_path.startswith("/") else "/" + raw_path
+        bare = path.split("?", 1)[0]
+        if self.prefix and not (bare == self.prefix or bare.startswith(self.prefix + "/")):
+            path = self.prefix + path
+        return self.origin + path
+
+    def __str__(self) -> str:
+        return self.origin + self.prefix

@@ -1,0 +1,114 @@
+"""The proxy under faults: clients that leave, servers that cut, stall or send garbage; it keeps serving."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import httpx
+import pytest
+
+from tests.remote.scripted_server import Script, ScriptedServer, openai_chunk
+
+CHAT = {"model": "m", "stream": True}
+
+
+def _raw_post(port: int, path: str, body: dict) -> socket.socket:
+    data = json.dumps(body).encode()
+    sock = socket.create_connection(("127.0.0.1", port))
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: proxy\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+    )
+    sock.sendall(head.encode() + data)
+    return sock
+
+
+def test_a_client_that_leaves_during_the_prompt_closes_the_servers_request(proxy_to):
+    with ScriptedServer(Script(silent=True)) as server:
+        proxy, recorder = proxy_to(server.url)
+        sock = _raw_post(proxy.port, "/v1/chat/completions", CHAT)
+        assert server.held.wait(10)  # the server has the request and says nothing yet (a long prompt's pass)
+        sock.close()
+        assert server.client_gone.wait(10)
+        record = recorder.finished()[0]
+    assert record.status is None and record.error == "the client went away before the reply ended"
+
+
+def test_a_client_that_leaves_mid_stream_closes_the_servers_request(proxy_to):
+    script = Script(chunks=[openai_chunk(role="assistant")], repeat=openai_chunk("more"), pace_s=0.005)
+    with ScriptedServer(script) as server:
+        proxy, recorder = proxy_to(server.url)
+        with httpx.stream("POST", f"{proxy.url}/v1/chat/completions", json=CHAT) as response:
+            for count, _ in enumerate(response.iter_raw()):
+                if count == 10:
+                    break
+        assert server.client_gone.wait(10)  # the server's write failed: the proxy closed its side
+        record = recorder.finished()[0]
+    assert record.status == 200 and record.chunks >= 1 and "went away" in record.error
+
+
+def test_a_server_that_cuts_its_stream_short_cuts_the_client_too(proxy_to):
+    script = Script(chunks=[openai_chunk("a"), openai_chunk("b"), openai_chunk("c")], cut_after=2)
+    with ScriptedServer(script) as server:
+        proxy, recorder = proxy_to(server.url)
+        with pytest.raises(httpx.RemoteProtocolError):  # not a reply that ended well
+            httpx.post(f"{proxy.url}/v1/chat/completions", json=CHAT)
+        record = recorder.finished()[0]
+        assert httpx.get(f"{proxy.url}/v1/models").status_code == 200  # and the proxy serves on
+    assert record.error.startswith("the server cut the reply short")
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        Script(raw_prefix=b"garbage that is no event\n\n", chunks=[openai_chunk("a")]),
+        Script(chunks=["{not json", openai_chunk("a")]),
+        Script(chunks=['{"choices": "not a list", "usage": {"completion_tokens": -3}}', openai_chunk("a")]),
+        Script(raw_prefix=b"data: " + b"[" * 50_000 + b"\n\n", chunks=[openai_chunk("a")]),
+        Script(raw_prefix=b"\xff\xfe\xfd\n\n", chunks=[openai_chunk("a")]),
+    ],
+    ids=["not-sse", "not-json", "wrong-types", "deep-nesting", "not-utf8"],
+)
+def test_malformed_output_passes_through_untouched_and_is_named(proxy_to, script):
+    with ScriptedServer(script) as server:
+        direct = httpx.post(f"{server.url}/chat/completions", json=CHAT).content
+        proxy, recorder = proxy_to(server.url)
+        through = httpx.post(f"{proxy.url}/v1/chat/completions", json=CHAT)
+        record = recorder.finished()[0]
+    assert through.status_code == 200 and through.content == direct
+    assert record.error is None
+    assert record.meter_note or record.output_tokens in (1, None)  # named, or read past (wrong types read as none)
+
+
+def test_the_servers_error_status_and_message_reach_the_client_and_the_record(proxy_to):
+    script = Script(status=429, error_body={"error": {"message": "Too many requests, slow down"}})
+    with ScriptedServer(script) as server:
+        proxy, recorder = proxy_to(server.url)
+        response = httpx.post(f"{proxy.url}/v1/chat/completions", json=CHAT)
+        record = recorder.finished()[0]
+    assert response.status_code == 429 and response.json()["error"]["message"] == "Too many requests, slow down"
+    assert record.status == 429 and record.error == "Too many requests, slow down"
+
+
+def test_a_listener_that_fails_does_not_fail_the_request(proxy_to, capsys):
+    with ScriptedServer(Script(chunks=[openai_chunk("a")])) as server:
+        proxy, recorder = proxy_to(server.url)
+
+        def broken(_event):
+            raise ValueError("a bug in a listener")
+
+        proxy.subscribe(broken)
+        assert httpx.post(f"{proxy.url}/v1/chat/completions", json=CHAT).status_code == 200
+        assert httpx.post(f"{proxy.url}/v1/chat/completions", json=CHAT).status_code == 200
+        recorder.finished(2)
+    assert capsys.readouterr().err.count("a listener failed (ValueError: a bug in a listener)") == 1
+
+
+def test_a_port_already_taken_is_said_in_words():
+    from core.proxy.proxy_thread import ProxyStartError, ProxyThread
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(ProxyStartError, match="could not listen on 127.0.0.1"):
+            ProxyThread("http://127.0.0.1:9", port=taken.getsockname()[1]).start()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 PROC = Path("/proc")
 _CACHE_SIZE = 256  # sockets remembered: a kept-alive connection carries many requests, looked up once
+_RECENT_PROCESSES = 16
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class ConnectionOwners:
     def __init__(self, proc: Path = PROC):
         self._proc = proc
         self._known: OrderedDict[int, ClientProcess | None] = OrderedDict()
+        self._recent: OrderedDict[int, None] = OrderedDict()  # pids that owned connections lately, newest last
         self._lock = threading.Lock()
 
     def owner(self, client: tuple[str, int], server: tuple[str, int]) -> ClientProcess | None:
@@ -70,20 +72,37 @@ class ConnectionOwners:
         return None
 
     def _process_holding(self, inode: int) -> ClientProcess | None:
+        """The process with the socket among its fds: the ones that sent requests lately first (an agent opens
+        connection after connection), then every process (a few ms on a desktop)."""
         target = f"socket:[{inode}]"
+        with self._lock:
+            recent = list(reversed(self._recent))
+        for pid in recent:
+            if self._holds(str(pid), target):
+                return self._seen(pid)
         try:
-            processes = [entry for entry in os.scandir(self._proc) if entry.name.isdigit()]
+            processes = [entry.name for entry in os.scandir(self._proc) if entry.name.isdigit()]
         except OSError:
             return None
-        for entry in processes:
-            try:
-                with os.scandir(os.path.join(entry.path, "fd")) as fds:
-                    for fd in fds:
-                        if os.readlink(fd.path) == target:
-                            return ClientProcess(int(entry.name), _name(entry.path))
-            except OSError:
-                continue  # gone, or not ours to read
+        for name in processes:
+            if int(name) not in recent and self._holds(name, target):
+                return self._seen(int(name))
         return None
+
+    def _holds(self, pid: str, target: str) -> bool:
+        try:
+            with os.scandir(self._proc / pid / "fd") as fds:
+                return any(_link(fd.path) == target for fd in fds)
+        except OSError:
+            return False  # gone, or not ours to read
+
+    def _seen(self, pid: int) -> ClientProcess:
+        with self._lock:
+            self._recent[pid] = None
+            self._recent.move_to_end(pid)
+            while len(self._recent) > _RECENT_PROCESSES:
+                self._recent.popitem(last=False)
+        return ClientProcess(pid, _name(str(self._proc / str(pid))))
 
 
 def _proc_address(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int, table: str) -> str:
@@ -93,6 +112,13 @@ def _proc_address(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int, 
     packed = socket.inet_pton(socket.AF_INET if ip.version == 4 else socket.AF_INET6, str(ip))
     words = struct.unpack(f"={len(packed) // 4}I", packed)
     return "".join(f"{word:08X}" for word in words) + f":{port:04X}"
+
+
+def _link(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""  # closed while we looked
 
 
 def _name(process_path: str) -> str:

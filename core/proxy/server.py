@@ -13,6 +13,7 @@ import asyncio
 import itertools
 import time
 import urllib.parse
+import weakref
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -57,6 +58,7 @@ class ProxyServer:
         # /proc is read off the event loop, one lookup at a time: it never holds up a chunk.
         self._lookups = ThreadPoolExecutor(max_workers=1, thread_name_prefix="latencylab-proxy-owner")
         self._pending: set[asyncio.Future | None] = set()  # lookups that records still wait for
+        self._owner_of: weakref.WeakKeyDictionary[asyncio.BaseTransport, asyncio.Future] = weakref.WeakKeyDictionary()
         self._session: aiohttp.ClientSession | None = None
         self._runner: web.ServerRunner | None = None
         self.port = 0
@@ -111,7 +113,7 @@ class ProxyServer:
             keep_bodies=self.keep_bodies,
             start_ns=start_ns,
         )
-        lookup = self._look_up_owner(exchange, peer, own)
+        lookup = self._look_up_owner(request.transport, peer, own)
         if exchange.api is not None:
             self._in_flight.enter(exchange)
         upstream_response: aiohttp.ClientResponse | None = None
@@ -224,11 +226,17 @@ class ProxyServer:
         await response.write_eof()
         return response
 
-    def _look_up_owner(self, exchange: Exchange, peer, own) -> asyncio.Future | None:
-        if not peer or not own or not is_local(str(peer[0]), str(own[0])):
+    def _look_up_owner(self, transport, peer, own) -> asyncio.Future | None:
+        """The process behind a connection, looked up once per connection (a kept-alive one carries many requests)."""
+        if transport is None or not peer or not own or not is_local(str(peer[0]), str(own[0])):
             return None
+        known = self._owner_of.get(transport)
+        if known is not None:
+            return known
         client, server = (str(peer[0]), int(peer[1])), (str(own[0]), int(own[1]))
-        return asyncio.get_running_loop().run_in_executor(self._lookups, self._owners.owner, client, server)
+        lookup = asyncio.get_running_loop().run_in_executor(self._lookups, self._owners.owner, client, server)
+        self._owner_of[transport] = lookup
+        return lookup
 
 
 async def _streamed(content: aiohttp.StreamReader, already: bytes) -> AsyncIterator[bytes]:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
+from pathlib import Path
 
 import httpx
 
@@ -110,3 +112,16 @@ def test_live_progress_is_sent_while_a_request_runs(proxy_to):
     assert kinds[0] is RequestStarted and RequestProgress in kinds
     progress = next(event for event in recorder.events if isinstance(event, RequestProgress))
     assert progress.id == record.id and progress.ttft_s == record.ttft_s
+
+
+def test_the_clients_process_is_found_once_per_connection(proxy_to):
+    """This test is the client: its connection, kept alive for three requests, leads to this process."""
+    with ScriptedServer(Script(chunks=[openai_chunk("x"), USAGE, "[DONE]"])) as server:
+        proxy, recorder = proxy_to(server.url)
+        with httpx.Client() as client:
+            for _ in range(3):
+                client.post(f"{proxy.url}/v1/chat/completions", json={"model": "m", "stream": True})
+            records = recorder.finished(3)  # while the connection is still open
+    assert len({record.client_address for record in records}) == 1
+    this_process = (os.getpid(), Path("/proc/self/comm").read_text().strip())
+    assert [(record.client_pid, record.client_process) for record in records] == [this_process] * 3

@@ -1,0 +1,160 @@
+"""What `latencylab proxy` adds to a client's latency: the same streams straight to llama-server and through the proxy.
+
+A real llama-server on the embedded model; the proxy runs as a user runs it (`latencylab proxy`, its own process).
+Rounds alternate direct and proxied (ABBA: each round's order is the reverse of the one before, so a drift in the
+machine's load falls on both), at each concurrency: 1 stream, then N at once (the server gets N slots, so they share
+its batch rather than queue). Each stream asks for exactly --tokens tokens (ignore_eos) and the client stamps each
+chunk as it reads it (aiohttp, one event loop). TTFT: send to the first chunk with content; TPOT: (E2E - TTFT) /
+(N - 1) with N from usage. Targets: TTFT p50 at most 1 ms more, TPOT median at most 2% more, at 1 and 32 streams.
+
+Run: .venv/bin/python benchmarks/proxy_overhead.py [--rounds 10] [--tokens 32] [--concurrency 1 32] [--threads N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import _common
+import aiohttp
+
+from core.model.source import embedded_gguf_path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/, which the tests share (not the package)
+from tools.llama_cpp_server import LLAMA_SERVER, LlamaCppServer
+
+TTFT_TARGET_MS = 1.0
+TPOT_TARGET_RATIO = 1.02
+PROMPT = [{"role": "user", "content": "Tell me a long story about the sea."}]
+SLOT_CONTEXT = 512  # the prompt and the reply fit; llama-server splits --ctx-size among its slots
+
+
+async def one_stream(session: aiohttp.ClientSession, root: str, tokens: int) -> tuple[float, float]:
+    """(TTFT s, TPOT s) of one streamed chat, stamped by this client as each chunk arrives."""
+    body = {
+        "model": "embedded",
+        "messages": PROMPT,
+        "max_tokens": tokens,
+        "temperature": 0,
+        "stream": True,
+        "ignore_eos": True,
+        "stream_options": {"include_usage": True},
+    }
+    sent = time.perf_counter_ns()
+    first = last = None
+    count = None
+    pending = b""
+    async with session.post(f"{root}/v1/chat/completions", json=body) as response:
+        response.raise_for_status()
+        async for data in response.content.iter_any():
+            stamp = time.perf_counter_ns()
+            *events, pending = (pending + data).split(b"\n\n")
+            for event in events:
+                payload = event.strip().removeprefix(b"data: ")
+                if not payload or payload == b"[DONE]":
+                    continue
+                document = json.loads(payload)
+                if document.get("usage"):
+                    count = document["usage"]["completion_tokens"]
+                choices = document.get("choices") or [{}]
+                if (choices[0].get("delta") or {}).get("content"):
+                    first = first or stamp
+                    last = stamp
+    if first is None or last is None or not count or count < 2:
+        raise RuntimeError(f"a stream ended with {count} tokens")
+    return (first - sent) / 1e9, (last - first) / (count - 1) / 1e9
+
+
+async def one_round(root: str, concurrency: int, tokens: int) -> list[tuple[float, float]]:
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as session:
+        return await asyncio.gather(*(one_stream(session, root, tokens) for _ in range(concurrency)))
+
+
+def start_proxy(upstream: str) -> tuple[subprocess.Popen, str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cli.main", "proxy", "--upstream", upstream, "--port", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    assert process.stderr is not None
+    banner = process.stderr.readline()
+    match = re.search(r"latencylab proxy: (http://\S+) -> ", banner)
+    if not match:
+        process.kill()
+        raise RuntimeError(f"the proxy did not start: {banner}{process.stderr.read()}")
+    return process, match.group(1)
+
+
+def cpu_seconds(pid: int) -> float:
+    """A process's user + system CPU time so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=10, help="rounds per mode at each concurrency")
+    parser.add_argument("--tokens", type=int, default=32, help="tokens per stream")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 32], help="streams at once")
+    parser.add_argument("--threads", type=int, default=None, help="the server's threads (default: all cores)")
+    _common.add_json_option(parser)
+    args = parser.parse_args()
+    report = _common.start_report(args, "proxy_overhead")
+    slots = max(args.concurrency)
+    extra = ("--parallel", str(slots), "--ctx-size", str(SLOT_CONTEXT * slots))
+    with LlamaCppServer(embedded_gguf_path(), threads=args.threads, kind=LLAMA_SERVER, extra_args=extra) as server:
+        direct = f"http://127.0.0.1:{server.port}"
+        proxy, through = start_proxy(direct)
+        try:
+            asyncio.run(one_round(direct, 1, 4))  # warm-up: the weights into the cache, the prompt into a slot
+            asyncio.run(one_round(through, 1, 4))
+            print(
+                f"llama-server on the embedded model, {slots} slots; proxy at {through}; {args.tokens} tokens a stream"
+            )
+            for concurrency in args.concurrency:
+                measure(report, {"direct": direct, "proxy": through}, concurrency, args, proxy.pid)
+        finally:
+            proxy.terminate()
+            proxy.wait(10)
+
+
+def measure(report, roots: dict[str, str], concurrency: int, args, proxy_pid: int) -> None:
+    results: dict[str, list[tuple[float, float]]] = {"direct": [], "proxy": []}
+    cpu_before = cpu_seconds(proxy_pid)
+    for round_index in range(args.rounds):
+        order = ("direct", "proxy") if round_index % 2 == 0 else ("proxy", "direct")
+        for mode in order:
+            results[mode] += asyncio.run(one_round(roots[mode], concurrency, args.tokens))
+    proxy_cpu_ms = (cpu_seconds(proxy_pid) - cpu_before) * 1e3
+    ttft = {mode: statistics.median(t for t, _ in rows) * 1e3 for mode, rows in results.items()}
+    tpot = {mode: statistics.median(p for _, p in rows) * 1e3 for mode, rows in results.items()}
+    delta, ratio = ttft["proxy"] - ttft["direct"], tpot["proxy"] / tpot["direct"]
+    streams = len(results["proxy"])
+    ttft_met, tpot_met = delta <= TTFT_TARGET_MS, ratio <= TPOT_TARGET_RATIO
+    print(f"\n{concurrency} stream(s) at once, {args.rounds} rounds each way ({streams} streams a mode), interleaved:")
+    print(f"  TTFT p50: direct {ttft['direct']:.2f} ms, through the proxy {ttft['proxy']:.2f} ms")
+    print(f"    delta {delta:+.2f} ms (target <= {TTFT_TARGET_MS:g} ms): {'met' if ttft_met else 'NOT met'}")
+    print(f"  TPOT median: direct {tpot['direct']:.3f} ms, through the proxy {tpot['proxy']:.3f} ms")
+    print(f"    ratio {ratio:.3f} (target <= {TPOT_TARGET_RATIO:g}): {'met' if tpot_met else 'NOT met'}")
+    chunks = streams * args.tokens
+    print(
+        f"  the proxy's own CPU: {proxy_cpu_ms:.0f} ms for {streams} streams, {proxy_cpu_ms / chunks * 1e3:.0f} µs a chunk"
+    )
+    report.figure(f"ttft_p50_delta_ms_at_{concurrency}", round(delta, 3), f"<= {TTFT_TARGET_MS:g} ms", ttft_met)
+    report.figure(f"tpot_ratio_at_{concurrency}", round(ratio, 4), f"<= {TPOT_TARGET_RATIO:g}", tpot_met)
+    report.figure(f"proxy_cpu_us_per_chunk_at_{concurrency}", round(proxy_cpu_ms / chunks * 1e3, 1))
+
+
+if __name__ == "__main__":
+    main()

@@ -46,26 +46,8 @@ class HistoryPlot(pg.PlotWidget):
         self.tpot_item = self.plot(
             [], [], pen=pg.mkPen("#188038", width=2), symbol="o", symbolSize=7, symbolBrush="#188038", name="TPOT"
         )
-        self.over_item = self.plot(
-            [],
-            [],
-            pen=None,
-            symbol="o",
-            symbolSize=15,
-            symbolBrush=pg.mkBrush(0, 0, 0, 0),
-            symbolPen=pg.mkPen("#b00020", width=2),
-            name="over budget",
-        )
-        self.found_item = self.plot(
-            [],
-            [],
-            pen=None,
-            symbol="d",
-            symbolSize=13,
-            symbolBrush=pg.mkBrush(0, 0, 0, 0),
-            symbolPen=pg.mkPen("#8a5300", width=2),
-            name="slowed: see why",
-        )
+        self.over_item = self._hollow_markers("o", 15, "#b00020", "over budget")
+        self.found_item = self._hollow_markers("d", 13, "#8a5300", "slowed: see why")
         # The budget's limits, outside the autorange: a 1 s TTFT budget must not squash replies of 50 ms.
         self.ttft_budget_line = pg.InfiniteLine(
             angle=0,
@@ -98,6 +80,19 @@ class HistoryPlot(pg.PlotWidget):
         self._dirty = True
         self._top = 1.0  # the highest point's value, for the y range (refresh)
         self.getViewBox().sigResized.connect(self._fit_y)  # the room a marker needs is in pixels
+
+    def _hollow_markers(self, symbol: str, size: int, color: str, name: str):
+        """Outlined markers drawn over a reply's point: its mark against the budget, or its diagnosis's."""
+        return self.plot(
+            [],
+            [],
+            pen=None,
+            symbol=symbol,
+            symbolSize=size,
+            symbolBrush=pg.mkBrush(0, 0, 0, 0),
+            symbolPen=pg.mkPen(color, width=2),
+            name=name,
+        )
 
     def add_reply(
         self,

@@ -4,6 +4,7 @@ list it opens, the history plot's mark, and the findings kept in the saved chat.
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from PySide6.QtCore import Qt
@@ -14,7 +15,9 @@ from core.timing.cpu_share import CONTENDED_SHARE
 from tests.diagnosis.test_induced_causes import busy_programs
 
 pytestmark = pytest.mark.model
-REPLY_TIMEOUT_MS = 120_000
+# Generous: a reply on a loaded 2-core machine with busy programs of the test's own can take minutes; a timeout
+# here says the reply never came, not that it was slow.
+REPLY_TIMEOUT_MS = 600_000
 LONG_SYSTEM = "You are a kind assistant. " + " ".join(f"Rule {n}: answer in a few plain words." for n in range(1, 25))
 
 
@@ -60,7 +63,7 @@ def test_the_line_under_the_cards_says_why_and_opens_to_the_list(qtbot, window, 
 @pytest.mark.subprocess
 def test_a_busy_machine_is_named_in_the_line(qtbot, window):
     ask(qtbot, window, "Warm up.", tokens=2)
-    with busy_programs(4):
+    with busy_programs(os.cpu_count() or 2):  # one a core: others take half the machine
         trace = ask(qtbot, window, "Tell me about the sea.", tokens=40)
     assert trace.cpu_share < CONTENDED_SHARE
     kinds = [finding.kind for finding in trace.diagnosis]

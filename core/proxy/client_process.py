@@ -1,4 +1,5 @@
-"""The local process that owns a client's connection: its socket in /proc/net/tcp{,6}, then whose fd holds it.
+"""The local process that owns a client's connection: its socket's inode (sock_diag, else /proc/net/tcp{,6}), then
+whose fd holds it.
 
 Linux only, and only where /proc can be read: another user's processes hide their fds unless the proxy runs as root.
 Every failure is None, never an error: which program sent a request is a nicety, not a reason to fail it.
@@ -14,6 +15,8 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
+
+from core.proxy.socket_diag import tcp_socket_inode
 
 PROC = Path("/proc")
 _CACHE_SIZE = 256  # sockets remembered: a kept-alive connection carries many requests, looked up once
@@ -55,6 +58,14 @@ class ConnectionOwners:
         return found
 
     def _socket_inode(self, client: tuple[str, int], server: tuple[str, int]) -> int | None:
+        if self._proc == PROC:
+            try:
+                return tcp_socket_inode(client, server)
+            except OSError:
+                pass  # no sock_diag here: the tables, slower
+        return self._table_inode(client, server)
+
+    def _table_inode(self, client: tuple[str, int], server: tuple[str, int]) -> int | None:
         local_ip = ipaddress.ip_address(client[0])
         remote_ip = ipaddress.ip_address(server[0])
         tables = ("tcp", "tcp6") if local_ip.version == 4 else ("tcp6",)

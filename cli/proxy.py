@@ -7,7 +7,7 @@ import argparse
 import contextlib
 import signal
 import sys
-import threading
+import time
 from pathlib import Path
 
 from core.proxy.log import RecordWriter
@@ -99,11 +99,9 @@ def run_proxy(args: argparse.Namespace, settings: GenerationSettings) -> int:
 
 
 def _wait_for_a_stop() -> None:
-    """Until Ctrl+C or SIGTERM (a service manager's stop)."""
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        while not stop.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        pass
+    """Until Ctrl+C or SIGTERM (a service manager's stop). Both raise KeyboardInterrupt here: a handler that set an
+    Event instead deadlocked now and then, taking the Event's lock that the wait it interrupted already held."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    with contextlib.suppress(KeyboardInterrupt):
+        while True:
+            time.sleep(3600)

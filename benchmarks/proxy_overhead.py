@@ -1,8 +1,8 @@
 """What `latencylab proxy` adds to a client's latency: the same streams straight to llama-server and through the proxy.
 
 A real llama-server on the embedded model; the proxy runs as a user runs it (`latencylab proxy`, its own process).
-Rounds alternate direct and proxied (ABBA: each round's order is the reverse of the one before, so a drift in the
-machine's load falls on both), at each concurrency: 1 stream, then N at once (the server gets N slots, so they share
+After one unmeasured round each way, rounds alternate direct and proxied (ABBA: each round's order is the reverse of
+the one before, so a drift in the machine's load falls on both), at each concurrency: 1 stream, then N at once (the server gets N slots, so they share
 its batch rather than queue). Each stream asks for exactly --tokens tokens (ignore_eos) and the client stamps each
 chunk as it reads it (aiohttp, one event loop). TTFT: send to the first chunk with content; TPOT: (E2E - TTFT) /
 (N - 1) with N from usage. Targets: TTFT p50 at most 1 ms more, TPOT median at most 2% more, at 1 and 32 streams.
@@ -131,6 +131,8 @@ def main() -> None:
 
 def measure(report, roots: dict[str, str], concurrency: int, args, proxy_pid: int) -> None:
     results: dict[str, list[tuple[float, float]]] = {"direct": [], "proxy": []}
+    for mode in ("direct", "proxy"):  # unmeasured: the server's first batch this wide, both sides' connections
+        asyncio.run(one_round(roots[mode], concurrency, args.tokens))
     cpu_before = cpu_seconds(proxy_pid)
     for round_index in range(args.rounds):
         order = ("direct", "proxy") if round_index % 2 == 0 else ("proxy", "direct")

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+import msgspec
+
 from core.proxy.routes import OLLAMA_APIS
 from core.remote.server_timings import from_llama_cpp, from_ollama, from_vllm
 
@@ -30,8 +32,8 @@ class Reading:
 
 def read_message(api: str, data: str | bytes) -> Reading:
     try:
-        document = json.loads(data)
-    except (ValueError, RecursionError):
+        document = msgspec.json.decode(data)  # a few times json's speed: the proxy reads every chunk it passes on
+    except (ValueError, RecursionError):  # msgspec's DecodeError is a ValueError
         return Reading(problem=f"a message that is not JSON: {_snippet(data)}")
     if not isinstance(document, dict):
         return Reading(problem=f"a message that is not a JSON object: {_snippet(data)}")

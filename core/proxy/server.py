@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 
 import aiohttp
-from aiohttp import web
+from aiohttp import HttpVersion11, web
 from multidict import CIMultiDict
 from yarl import URL
 
@@ -159,6 +159,10 @@ class ProxyServer:
         """A generation request's body, read to learn its model; any other body, streamed through as it comes."""
         if not request.body_exists:
             return None
+        if request.version == HttpVersion11 and request.headers.get("Expect", "").lower() == "100-continue":
+            # The client waits to be asked for its body; the proxy takes it, and the server is sent it whole.
+            await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            request.writer.output_size = 0
         if exchange.api is None:
             return _streamed(request.content, b"")
         read = bytearray()
@@ -174,8 +178,8 @@ class ProxyServer:
         self, request: web.BaseRequest, target: str, body: bytes | AsyncIterator[bytes] | None
     ) -> aiohttp.ClientResponse:
         assert self._session is not None
-        # Host is the upstream's; a body read whole gets its own Content-Length from the client library.
-        dropped = {"host"} | ({"content-length"} if isinstance(body, bytes) else set())
+        # Host is the upstream's; Expect was answered here; a body read whole gets its Content-Length from aiohttp.
+        dropped = {"host", "expect"} | ({"content-length"} if isinstance(body, bytes) else set())
         headers = CIMultiDict(end_to_end(request.headers.items(), also_drop=dropped))
         return await self._session.request(
             request.method,

@@ -101,3 +101,34 @@ def test_a_path_in_the_upstream_url_is_not_doubled():
 def test_an_upstream_that_is_no_server_url_is_refused_in_words(url):
     with pytest.raises(BadUpstream, match="upstream"):
         Upstream.parse(url)
+
+
+def test_a_client_that_expects_100_continue_is_asked_for_its_body(proxy_to):
+    body = json.dumps({"model": "m", "messages": []}).encode()
+    with EchoServer() as server:
+        proxy, recorder = proxy_to(server.root)
+        with socket.create_connection(("127.0.0.1", proxy.port)) as sock:
+            sock.settimeout(10)
+            sock.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: proxy\r\nContent-Type: application/json\r\n"
+                b"Expect: 100-continue\r\nConnection: close\r\nContent-Length: %d\r\n\r\n" % len(body)
+            )
+            assert sock.recv(64).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+            sock.sendall(body)
+            raw = b""
+            while chunk := sock.recv(65536):
+                raw += chunk
+        record = recorder.finished()[0]
+    head, _, answer = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200") and base64.b64decode(json.loads(answer)["body"]) == body
+    assert "expect" not in [name.lower() for name, _ in json.loads(answer)["headers"]]
+    assert record.model == "m"
+
+
+def test_a_head_request_passes_with_its_headers_and_no_body(proxy_to):
+    with EchoServer() as server:
+        proxy, recorder = proxy_to(server.root)
+        response = httpx.head(f"{proxy.url}/api/tags")
+        record = recorder.finished()[0]
+    assert response.status_code == 200 and response.content == b"" and int(response.headers["content-length"]) > 0
+    assert record.method == "HEAD" and record.status == 200

@@ -45,6 +45,7 @@ SHUTDOWN_GRACE_S = 0.5
 # Headers the HTTP client would otherwise add: a request arrives upstream with the client's own, or none.
 AUTO_HEADERS = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
 CLIENT_GONE = "the client went away before the reply ended"
+PROXY_STOPPED = "the proxy stopped before the reply ended"
 
 
 class ProxyServer:
@@ -63,6 +64,7 @@ class ProxyServer:
         self._owner_of: weakref.WeakKeyDictionary[asyncio.BaseTransport, asyncio.Future] = weakref.WeakKeyDictionary()
         self._session: aiohttp.ClientSession | None = None
         self._runner: web.ServerRunner | None = None
+        self._closing = False
         self.port = 0
 
     async def start(self, host: str, port: int) -> int:
@@ -87,6 +89,8 @@ class ProxyServer:
         return self.port
 
     async def close(self) -> None:
+        """Stop listening; requests still running get SHUTDOWN_GRACE_S, then are cut (their server requests closed)."""
+        self._closing = True
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -131,7 +135,7 @@ class ProxyServer:
             return await self._relay(request, upstream_response, exchange)
         except asyncio.CancelledError:
             if exchange.end_ns is None:  # cancelled once the reply was whole: the client merely closed its connection
-                exchange.error = exchange.error or CLIENT_GONE
+                exchange.error = exchange.error or (PROXY_STOPPED if self._closing else CLIENT_GONE)
             raise
         finally:
             if upstream_response is not None:

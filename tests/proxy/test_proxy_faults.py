@@ -112,3 +112,38 @@ def test_a_port_already_taken_is_said_in_words():
         taken.listen()
         with pytest.raises(ProxyStartError, match="could not listen on 127.0.0.1"):
             ProxyThread("http://127.0.0.1:9", port=taken.getsockname()[1]).start()
+
+
+def test_stopping_the_proxy_cuts_a_running_stream_and_closes_its_server_request():
+    import threading
+
+    from core.proxy.proxy_thread import ProxyThread
+    from tests.proxy.conftest import Recorder
+
+    script = Script(chunks=[openai_chunk("first")], repeat=b": still here\n\n", pace_s=0.01)
+    with ScriptedServer(script) as server:
+        proxy = ProxyThread(server.url)
+        recorder = Recorder()
+        proxy.subscribe(recorder)
+        proxy.start()
+        streaming = threading.Event()
+        outcome: list[BaseException | None] = []
+
+        def read() -> None:
+            try:
+                with httpx.stream("POST", f"{proxy.url}/v1/chat/completions", json=CHAT, timeout=30) as response:
+                    for _ in response.iter_raw():
+                        streaming.set()
+                outcome.append(None)
+            except httpx.HTTPError as error:
+                outcome.append(error)
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        assert streaming.wait(10)
+        proxy.stop()
+        reader.join(10)
+        assert server.client_gone.wait(10)
+        record = recorder.finished()[0]
+    assert not proxy.running and isinstance(outcome[0], httpx.RemoteProtocolError)
+    assert record.error == "the proxy stopped before the reply ended" and record.chunks == 1

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.support.loopback_server import LoopbackServer
 
 
-class EchoServer:
+class EchoServer(LoopbackServer):
     """Each answer is JSON: the method, the raw path, the headers as received (in order) and the body (base64);
     it carries the headers in `answer_headers` too (hop-by-hop ones included, to see them dropped)."""
 
@@ -43,19 +44,8 @@ class EchoServer:
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _answer  # noqa: N815 - http.server's names
 
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._http.daemon_threads = True
-        self._thread = threading.Thread(target=self._http.serve_forever, args=(0.05,), name="echo-server", daemon=True)
+        super().__init__(Handler, "echo-server", poll_s=0.05)
 
     @property
     def root(self) -> str:
-        return f"http://127.0.0.1:{self._http.server_address[1]}"
-
-    def __enter__(self) -> EchoServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_) -> None:
-        self._http.shutdown()
-        self._http.server_close()
-        self._thread.join(5)
+        return self.url

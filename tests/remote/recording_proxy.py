@@ -8,34 +8,20 @@ for, is recorded and refused, as a proxy that forbids the host does.
 from __future__ import annotations
 
 import http.client
-import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.support.loopback_server import LoopbackServer
 
 # Headers that describe one hop, not the request: the proxy sets its own.
 _HOP_BY_HOP = {"connection", "proxy-connection", "keep-alive", "transfer-encoding", "content-length", "host"}
 
 
-class RecordingProxy:
+class RecordingProxy(LoopbackServer):
     def __init__(self):
         self.requests: list[tuple[str, str]] = []  # (method, target) as the client asked the proxy
         handler = type("Handler", (_Handler,), {"proxy": self})
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._http.daemon_threads = True
-        self._thread = threading.Thread(target=self._http.serve_forever, name="recording-proxy", daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._http.server_address[1]}"
-
-    def __enter__(self) -> RecordingProxy:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_) -> None:
-        self._http.shutdown()
-        self._http.server_close()
-        self._thread.join(5)
+        super().__init__(handler, "recording-proxy")
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -69,6 +69,9 @@ class ResponseMeter:
         self.finish_reason: str | None = None
         self.server_error: str | None = None
         self.problem: str | None = None  # the first thing that could not be read; reading stops there
+        # When the stream's own end arrived (SSE's [DONE], Ollama's done: true): a client may close at once after it,
+        # before the server's last bytes (the chunked terminator) pass, and its reply was whole all the same.
+        self.ended_ns: int | None = None
         self._text: list[str] = []
         self._text_chars = 0
         self._parser: ServerSentEvents | JsonLines | None = None
@@ -129,12 +132,15 @@ class ResponseMeter:
     def _take(self, messages: list, stamp_ns: int) -> None:
         for message in messages:
             if self.framing == SSE and message.strip() == "[DONE]":
+                self.ended_ns = stamp_ns
                 continue
             reading = read_message(self.api, message)
             if reading.problem is not None:
                 self._stop(f"the server sent {reading.problem}")
                 return
             self._note(reading, stamp_ns)
+            if reading.done:
+                self.ended_ns = stamp_ns
 
     def _note(self, reading: Reading, stamp_ns: int) -> None:
         if reading.has_output:

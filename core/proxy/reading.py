@@ -28,6 +28,7 @@ class Reading:
     finish_reason: str | None = None
     error: str | None = None  # the server's own error message
     problem: str | None = None  # why this message could not be read
+    done: bool = False  # the stream's last message by its own API (Ollama's done: true)
 
 
 def read_message(api: str, data: str | bytes) -> Reading:
@@ -90,6 +91,7 @@ def _read_ollama(document: dict, reading: Reading) -> None:
     reading.text = "".join(part for part in parts if isinstance(part, str))
     reading.has_output = reading.has_output or bool(reading.text)
     if document.get("done") is True:
+        reading.done = True
         reason = document.get("done_reason")
         reading.finish_reason = reason if isinstance(reason, str) else "stop"
         reading.prompt_tokens = _count(document.get("prompt_eval_count"))

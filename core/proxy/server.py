@@ -134,7 +134,8 @@ class ProxyServer:
                 return web.Response(status=502, text=f"latencylab proxy: {exchange.error}\n")
             return await self._relay(request, upstream_response, exchange)
         except asyncio.CancelledError:
-            if exchange.end_ns is None:  # cancelled once the reply was whole: the client merely closed its connection
+            # Cancelled once the reply was whole (the client closed its connection after the stream's end): no error.
+            if exchange.end_ns is None and not _ended_whole(exchange):
                 exchange.error = exchange.error or (PROXY_STOPPED if self._closing else CLIENT_GONE)
             raise
         finally:
@@ -223,7 +224,8 @@ class ProxyServer:
                     if progress is not None:
                         self._subscribers.send(progress)
         except ConnectionError:
-            exchange.error = CLIENT_GONE  # writing to a client that left
+            if not _ended_whole(exchange):
+                exchange.error = CLIENT_GONE  # writing to a client that left
             return response
         except (aiohttp.ClientError, asyncio.TimeoutError) as error:
             exchange.error = f"the server cut the reply short ({_said(error)})"
@@ -247,6 +249,17 @@ class ProxyServer:
         lookup = asyncio.get_running_loop().run_in_executor(self._lookups, self._owners.owner, client, server)
         self._owner_of[transport] = lookup
         return lookup
+
+
+def _ended_whole(exchange: Exchange) -> bool:
+    """Whether the stream had sent its own end before the client left; if so, the exchange is closed as whole."""
+    meter = exchange.meter
+    if meter is None or meter.ended_ns is None:
+        return False
+    if exchange.end_ns is None:
+        exchange.end_ns = meter.ended_ns
+        meter.finish(meter.ended_ns)
+    return True
 
 
 async def _streamed(content: aiohttp.StreamReader, already: bytes) -> AsyncIterator[bytes]:

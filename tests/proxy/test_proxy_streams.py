@@ -125,3 +125,31 @@ def test_the_clients_process_is_found_once_per_connection(proxy_to):
     assert len({record.client_address for record in records}) == 1
     this_process = (os.getpid(), Path("/proc/self/comm").read_text().strip())
     assert [(record.client_pid, record.client_process) for record in records] == [this_process] * 3
+
+
+def test_a_client_that_closes_right_after_the_streams_end_got_a_whole_reply(proxy_to):
+    """OpenAI's SDK closes its connection at [DONE], which can beat the server's last bytes (the chunked
+    terminator): the reply was whole, so the record has its count and no error. Here the server holds those bytes."""
+    chunks = [openai_chunk("a"), openai_chunk("b"), openai_chunk(finish="stop"), USAGE, "[DONE]", "never"]
+    with ScriptedServer(Script(chunks=chunks, stall_after=5)) as server:
+        proxy, recorder = proxy_to(server.url)
+        with httpx.stream("POST", f"{proxy.url}/v1/chat/completions", json={"model": "m", "stream": True}) as response:
+            for line in response.iter_lines():
+                if line == "data: [DONE]":
+                    break
+        record = recorder.finished()[0]
+    assert record.error is None and record.output_tokens == 5 and record.chunks == 2
+    assert record.ttft_s <= record.e2e_s <= record.total_s
+
+
+def test_an_ollama_client_that_closes_right_after_done_got_a_whole_reply(proxy_to):
+    done = {"model": "m", "message": {"role": "assistant", "content": ""}, "done": True, "eval_count": 3}
+    chunks = [{"model": "m", "message": {"role": "assistant", "content": "hi"}, "done": False}, done, "never"]
+    with ScriptedServer(Script(chunks=chunks, stall_after=2, ollama=True)) as server:
+        proxy, recorder = proxy_to(server.root)
+        with httpx.stream("POST", f"{proxy.url}/api/chat", json={"model": "m", "stream": True}) as response:
+            for line in response.iter_lines():
+                if '"done": true' in line:
+                    break
+        record = recorder.finished()[0]
+    assert record.error is None and record.output_tokens == 3 and record.finish_reason == "stop"

@@ -61,10 +61,12 @@ class ResponseMeter:
         self.last_output_ns: int | None = None
         self.output_chunks = 0
         self.gaps = Gaps()
+        self.chunk_chars = array("q")  # characters of output in each of the first ITL_KEPT + 1 chunks
         self.model: str | None = None
         self.prompt_tokens: int | None = None
         self.completion_tokens: int | None = None
         self.cached_tokens: int | None = None
+        self.cache_source: str | None = None
         self.timings: dict = {}
         self.finish_reason: str | None = None
         self.server_error: str | None = None
@@ -150,15 +152,19 @@ class ResponseMeter:
                 self.first_output_ns = stamp_ns
             self.last_output_ns = stamp_ns
             self.output_chunks += 1
+            if len(self.chunk_chars) <= ITL_KEPT:
+                self.chunk_chars.append(len(reading.text))
             if self.keep_text and self._text_chars < MAX_KEPT_CHARS:
                 piece = reading.text[: MAX_KEPT_CHARS - self._text_chars]
                 self._text.append(piece)
                 self._text_chars += len(piece)
         self.model = self.model or reading.model
-        for name in ("prompt_tokens", "completion_tokens", "cached_tokens", "finish_reason"):
+        for name in ("prompt_tokens", "completion_tokens", "finish_reason"):
             value = getattr(reading, name)
             if value is not None:
                 setattr(self, name, value)  # the latest wins: vLLM's continuous usage counts up
+        if reading.cached_tokens is not None:  # a count and the field it came in, together
+            self.cached_tokens, self.cache_source = reading.cached_tokens, reading.cache_source
         if reading.timings:
             self.timings = {**self.timings, **reading.timings}
         if reading.error and self.server_error is None:

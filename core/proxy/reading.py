@@ -24,6 +24,7 @@ class Reading:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int | None = None
+    cache_source: str | None = None  # the field the cached count came in
     timings: dict = field(default_factory=dict)
     finish_reason: str | None = None
     error: str | None = None  # the server's own error message
@@ -71,11 +72,13 @@ def _read_openai(document: dict, reading: Reading) -> None:
         details = usage.get("prompt_tokens_details")
         if isinstance(details, dict):
             reading.cached_tokens = _count(details.get("cached_tokens"))
+            reading.cache_source = "usage.prompt_tokens_details.cached_tokens"
     timings = document.get("timings")  # llama.cpp's server
     if isinstance(timings, dict):
         reading.timings = from_llama_cpp(timings)
         if reading.cached_tokens is None:
             reading.cached_tokens = _count(timings.get("cache_n"))
+            reading.cache_source = "llama.cpp timings.cache_n"
     metrics = document.get("metrics")  # vLLM, where a deployment returns them
     if isinstance(metrics, dict):
         reading.timings = {**reading.timings, **from_vllm(metrics)}
@@ -97,6 +100,7 @@ def _read_ollama(document: dict, reading: Reading) -> None:
         reading.prompt_tokens = _count(document.get("prompt_eval_count"))
         reading.completion_tokens = _count(document.get("eval_count"))
         reading.cached_tokens = _count(document.get("prompt_eval_cached_count"))
+        reading.cache_source = "Ollama prompt_eval_cached_count"
         reading.timings = from_ollama(document)
 
 

@@ -43,6 +43,7 @@ class ProxyRecord:
     client_process: str | None
     prompt_tokens: int | None = None
     cached_tokens: int | None = None
+    cache_source: str | None = None  # the field the server's cached count came in
     output_tokens: int | None = None
     tokens_are_chunks: bool = False  # the server sent no count: output_tokens counts chunks with output
     chunks: int = 0
@@ -53,6 +54,7 @@ class ProxyRecord:
     total_s: float | None = None
     itl_s: tuple[float, ...] = ()
     itl_count: int = 0
+    chunk_chars: tuple[int, ...] = ()  # characters of output each chunk brought, for the chunks itl_s covers
     itl_p50_s: float | None = None
     itl_p90_s: float | None = None
     itl_p99_s: float | None = None
@@ -74,6 +76,7 @@ class ProxyRecord:
     def to_dict(self) -> dict:
         values = asdict(self)
         values["itl_s"] = list(self.itl_s)
+        values["chunk_chars"] = list(self.chunk_chars)
         return values
 
 

@@ -16,13 +16,12 @@ from core.remote.connect import RemoteModel
 from core.remote.errors import PastMaxTokens, RemoteError, ReplyTooLarge, StreamCut, StreamRedactor, redact
 from core.remote.http_stream import HttpStream
 from core.remote.pieces import Piece
+from core.remote.server_reports import cache_report, speculation_report
 from core.remote.wire_formats import JsonLines, MalformedStream, ServerSentEvents
 from core.timing.events import (
     FinishedEvent,
     PrefillProgress,
-    PromptCacheReport,
     ServerReport,
-    SpeculationReport,
     StopReason,
     TokenEvent,
 )
@@ -138,8 +137,10 @@ class RemoteReply(Reply):
                 timings,
             )
         )
-        self.emit(_cache_report(self.model.server_kind, reading))
-        speculation = _speculation_report(timings)
+        self.emit(
+            cache_report(self.model.server_kind, reading.prompt_tokens, reading.cached_tokens, reading.cache_source)
+        )
+        speculation = speculation_report(timings)
         if speculation is not None:
             self.emit(speculation)
         # Reasoning held back at the very end (a stream cut inside it) is kept with the answer's: it is shown, not lost.
@@ -288,38 +289,6 @@ class _Reading:
         self.cache_source: str | None = None
         self.reason = StopReason.EOS
         self.done = False
-
-
-def _speculation_report(timings: dict | None) -> SpeculationReport | None:
-    """The server's own count of drafts and accepted drafts (llama.cpp's timings.draft_n, draft_n_accepted), where it
-    sent them: never inferred. It does not say how many verify passes it made."""
-    drafted, accepted = (timings or {}).get("draft_n"), (timings or {}).get("draft_n_accepted")
-    if not isinstance(drafted, int) or not isinstance(accepted, int) or not 0 <= accepted <= drafted:
-        return None
-    return SpeculationReport("server", drafted, accepted, None, "counted by the server (its verify passes unreported)")
-
-
-def _cache_report(server_kind: str, reading: _Reading) -> PromptCacheReport:
-    """What the server said of its prompt cache; where it said nothing, that is what the report says."""
-    prompt = reading.prompt_tokens or 0
-    cached, source = reading.cached_tokens, reading.cache_source
-    if cached is None or source is None:  # a piece sets the count and the field it came in together
-        return PromptCacheReport(
-            prompt, None, f"not reported: {server_kind} sent no count of cached prompt tokens", source="not reported"
-        )
-    if prompt and cached > prompt:  # a count beyond the prompt is the server's claim, not a fact: kept apart
-        return PromptCacheReport(
-            prompt,
-            None,
-            f"not reported: {server_kind} claimed {cached:,} cached tokens of a {prompt:,}-token prompt",
-            source=source,
-        )
-    reason = (
-        f"{server_kind} reused {cached:,} cached prompt tokens"
-        if cached
-        else f"{server_kind} reports no prompt tokens from its cache"
-    )
-    return PromptCacheReport(prompt, cached, reason, source=source)
 
 
 def _ollama_whole(body: bytes) -> Piece:

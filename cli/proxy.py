@@ -13,9 +13,9 @@ from pathlib import Path
 from core.proxy.log import RecordWriter
 from core.proxy.proxy_thread import LOOPBACK, ProxyStartError, ProxyThread
 from core.proxy.upstream import BadUpstream
-from core.settings import GenerationSettings
+from core.settings import PROXY_PORT, GenerationSettings
 
-DEFAULT_PORT = 8788
+DEFAULT_PORT = int(PROXY_PORT.default)
 
 
 def add_proxy_parser(subparsers: argparse._SubParsersAction, add_common_options) -> None:

@@ -101,6 +101,8 @@ DECODE_LOOP = ChoiceLimit("decode loop", (LEAN_LOOP, GENERATE_LOOP), LEAN_LOOP)
 # model of the same vocabulary (draft_model, a GGUF file); the model checks a step's drafts in one pass.
 SPECULATION = ChoiceLimit("speculation", ("off", "ngram", "draft"), "off")
 DRAFT_TOKENS = NumberLimit("draft tokens", 1, 16, 4, whole=True)
+# The proxy (`latencylab proxy`, the Traffic tab): the port the user's tools connect to; 0 takes any free one.
+PROXY_PORT = NumberLimit("proxy port", 0, 65535, 8788, whole=True)
 
 # Latency budgets (SLOs) for an interactive chat, as load testers set them (vLLM's --goodput, AIPerf, GuideLLM) but
 # for a person reading: text should appear within a second, and then come at least as fast as it is read. A reader

@@ -38,6 +38,7 @@ from gui.replay.replay_dialog import ReplayDialog, open_replay
 from gui.settings.budget_store import BudgetKeeper
 from gui.settings.check import apply_chat_settings, check_window_settings
 from gui.settings.store import load_window_settings, save_window_settings
+from gui.traffic.traffic_tab import TrafficTab
 from gui.untrusted_text import plain_label, plain_tooltip
 from gui.vertical_scroll import VerticalScroll
 from gui.window_size import fit_to_screen
@@ -137,6 +138,8 @@ class MainWindow(QMainWindow):
         self.tabs = QTabWidget()
         self.tabs.addTab(splitter, "Chat")
         self.tabs.addTab(self.lab_tab, "Lab")
+        self.traffic_tab = TrafficTab(self.window_settings.proxy_upstream, self.window_settings.proxy_port)
+        self.tabs.addTab(self.traffic_tab, "Traffic")
         self.setCentralWidget(self.tabs)
         self.model_label = plain_label("no model loaded")
         self.statusBar().addPermanentWidget(self.model_label)
@@ -415,12 +418,16 @@ class MainWindow(QMainWindow):
 
     def _window_settings(self):
         panel = self.chat_panel
-        return panel.settings_panel.collect(panel.streaming_toggle.isChecked(), panel.cache_toggle.isChecked())
+        settings = panel.settings_panel.collect(panel.streaming_toggle.isChecked(), panel.cache_toggle.isChecked())
+        settings.proxy_upstream = self.traffic_tab.upstream_edit.text().strip()
+        settings.proxy_port = self.traffic_tab.port_box.value()
+        return settings
 
     def shutdown(self) -> None:
         """Stop the reply and the lab, then end the engine: asked to exit, killed if it has not within the wait."""
         self.live.stop()
         self.lab_tab.shutdown()
+        self.traffic_tab.shutdown()
         self.replies.shutdown()
         self.models.shutdown(CLOSE_WAIT_MS)
         self.collector.stop()

@@ -24,7 +24,7 @@ def format_line(record: ProxyRecord) -> str:
         parts.append(_span("total", record.total_s))
     else:
         parts += [_span("TTFT", record.ttft_s), _span("TPOT", record.tpot_s), _span("E2E", record.e2e_s)]
-        parts.append(_tokens(record))
+        parts.append(tokens_text(record))
         parts.append(f"in flight {record.in_flight_at_start} (max {record.max_in_flight})")
     if record.error:
         parts.append(f"error: {record.error}")
@@ -34,12 +34,18 @@ def format_line(record: ProxyRecord) -> str:
 
 
 def _span(name: str, seconds: float | None) -> str:
+    return f"{name} {span_text(seconds)}"
+
+
+def span_text(seconds: float | None) -> str:
+    """A duration as people read one: ms below a second, else seconds; "-" where not measured."""
     if seconds is None:
-        return f"{name} -"
-    return f"{name} {seconds * 1e3:.1f} ms" if seconds < 1 else f"{name} {seconds:.2f} s"
+        return "-"
+    return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
-def _tokens(record: ProxyRecord) -> str:
+def tokens_text(record: ProxyRecord) -> str:
+    """Prompt tokens (cached) → output tokens, or chunks where the server sent no count."""
     prompt = "?" if record.prompt_tokens is None else str(record.prompt_tokens)
     if record.cached_tokens:
         prompt += f" ({record.cached_tokens} cached)"

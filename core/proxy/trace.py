@@ -58,7 +58,7 @@ def reply_trace(record: ProxyRecord) -> ReplyTrace:
         token_texts=texts,
         timestamps_ns=stamps,
         chunk_of=list(range(len(stamps))),
-        stop_reason=stop,
+        stop_reason=stop.value,
         error=record.error,
         finished_ns=record.end_ns,
         server=ServerReport(

@@ -5,11 +5,11 @@ from __future__ import annotations
 from core.chats.record import ChatRecord, ReplyRecord
 from core.timing.budget import BudgetMark
 from core.timing.cpu_share import contention_note
-from core.timing.events import TokenEvent
 from core.timing.trace import ReplyTrace
 from gui.chat.draft_tint import drafted_spans
 from gui.chat.transcript_view import TranscriptView
 from gui.meter.meter_panel import MeterPanel
+from gui.meter.trace_playback import play_trace
 
 STOP_NOTES = {"stopped": "[stopped by you]", "max_tokens": "[reached max new tokens]"}
 INTERRUPTED_NOTICE = (
@@ -81,21 +81,7 @@ def replay_traces(record: ChatRecord, meter: MeterPanel) -> None:
     for reply in record.replies[:-1]:
         meter.add_history(reply.trace, streaming_of(reply))
     last = record.replies[-1]
-    trace = last.trace
-    streaming = streaming_of(last)
-    meter.begin_reply(trace.request_start_ns)
-    visible = 0
-    drafted = set(trace.drafted_indices)
-    for index, (token_id, text, stamp) in enumerate(zip(trace.token_ids, trace.token_texts, trace.timestamps_ns)):
-        chunk = trace.chunk_of[index] if trace.chunk_of else None
-        meter.record_token(TokenEvent(index, token_id, text, stamp, chunk, drafted=index in drafted))
-        if streaming:
-            # The token's stamp stands in for the moment it was drawn (benchmarks/stamp_to_consumer.py: the gap).
-            visible += len(text)
-            meter.show_visible_text(stamp, visible)
-    if trace.timestamps_ns:
-        meter.show_visible_text(trace.timestamps_ns[-1], len(trace.text))
-    meter.finish_reply(trace, streaming)
+    play_trace(meter, last.trace, streaming_of(last))
 
 
 def streaming_of(reply: ReplyRecord) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QDoubleSpinBox, QSpinBox
 
 from core.errors import InvalidSettingsError
-from core.settings import GenerationSettings, validate_dtype
+from core.settings import PROXY_PORT, GenerationSettings, validate_dtype
 from gui.settings.panel import SettingsPanel
 from gui.settings.store import WindowSettings
 
@@ -35,6 +35,11 @@ def check_window_settings(settings: WindowSettings) -> list[str]:
     if message:
         problems.append(f"Saved setting refused: {message} Using {defaults.speculation}.")
         settings.speculation = defaults.speculation
+    try:
+        PROXY_PORT.check(settings.proxy_port)
+    except InvalidSettingsError as error:
+        problems.append(f"Saved setting refused: {error} Using {defaults.proxy_port}.")
+        settings.proxy_port = defaults.proxy_port
     if settings.seed is not None and _sampling_problem("seed", settings.seed):
         problems.append(f"Saved setting refused: {_sampling_problem('seed', settings.seed)} Using a random seed.")
         settings.seed = None

@@ -11,7 +11,17 @@ from PySide6.QtCore import QSettings
 
 from core.atomic_file import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE
 from core.model.source import EMBEDDED_SPEC
-from core.settings import DECODE_LOOP, DRAFT_TOKENS, DTYPE, MAX_NEW_TOKENS, SEED, SPECULATION, TEMPERATURE, TOP_P
+from core.settings import (
+    DECODE_LOOP,
+    DRAFT_TOKENS,
+    DTYPE,
+    MAX_NEW_TOKENS,
+    PROXY_PORT,
+    SEED,
+    SPECULATION,
+    TEMPERATURE,
+    TOP_P,
+)
 
 # The default before native precision existed (issue #16).
 OLD_DEFAULT_DTYPE = "float32"
@@ -38,6 +48,8 @@ class WindowSettings:
     # default (native precision) reaches people whose saved settings only echo the old one.
     dtype_chosen: bool = False
     settings_folded: bool = False  # the settings folded away, to give the chat their room
+    proxy_upstream: str = ""  # the Traffic tab's server ("" until one is given)
+    proxy_port: int = int(PROXY_PORT.default)
 
 
 def open_settings() -> QSettings:

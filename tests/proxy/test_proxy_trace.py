@@ -39,7 +39,7 @@ def test_the_trace_gives_the_records_figures_and_counts_tokens_not_chunks(proxy_
     assert metrics.tpot_s == pytest.approx(record.tpot_s, abs=1e-9)
     assert trace.server.kind == "llama.cpp" and trace.prompt_tokens == 12
     assert trace.cached_tokens == 3 and trace.cache_source == "llama.cpp timings.cache_n"
-    assert trace.stop_reason is StopReason.MAX_TOKENS and trace.text == ""  # bodies were not kept: no text
+    assert trace.stop_reason == StopReason.MAX_TOKENS.value and trace.text == ""  # bodies were not kept: no text
     assert diagnose(trace, None, None)  # the diagnosis reads it as it reads a remote reply
 
 
@@ -51,4 +51,4 @@ def test_kept_bodies_give_the_trace_its_text_and_an_error_its_stop(proxy_to):
         with pytest.raises(httpx.RemoteProtocolError):
             httpx.post(f"{proxy.url}/v1/chat/completions", json={"model": "m", "stream": True}, timeout=10)
         cut = reply_trace(recorder.finished()[0])
-    assert cut.stop_reason is StopReason.ERROR and "cut the reply short" in cut.error
+    assert cut.stop_reason == StopReason.ERROR.value and "cut the reply short" in cut.error

@@ -1,0 +1,1 @@
+"""The Traffic tab: the proxy started from the window, its requests listed, drawn and metered."""

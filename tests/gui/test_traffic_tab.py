@@ -1,0 +1,142 @@
+"""The Traffic tab as a user meets it: start the proxy, point a tool at it, watch the requests fill the table and the
+timeline, pick one and read its meter; stop it, and close the window with it running."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import httpx
+import pytest
+
+from gui.traffic.request_table import COLUMNS
+from gui.traffic.traffic_tab import TrafficTab
+from tests.remote.scripted_server import Script, ScriptedServer, openai_chunk
+
+WAIT_MS = 20_000
+USAGE = {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 5}}
+CHUNKS = [openai_chunk(word) for word in ("The", " sea", " is", " wide", ".")] + [USAGE, "[DONE]"]
+
+
+@pytest.fixture
+def tab(qtbot):
+    traffic = TrafficTab()
+    qtbot.addWidget(traffic)
+    traffic.port_box.setValue(0)  # any free port: tests run side by side
+    yield traffic
+    traffic.shutdown()
+
+
+def _start(qtbot, tab: TrafficTab, upstream: str) -> str:
+    tab.upstream_edit.setText(upstream)
+    with qtbot.waitSignal(tab.proxy_started, timeout=WAIT_MS) as started:
+        tab.start_button.click()
+    return started.args[0]
+
+
+def _cell(tab: TrafficTab, row: int, column: str) -> str:
+    return tab.table.data(tab.table.index(row, COLUMNS.index(column)))
+
+
+def _refused(url: str) -> bool:
+    host, port = url.removeprefix("http://").split(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError:
+        return True
+    return False
+
+
+def test_a_request_through_the_tab_is_listed_drawn_and_metered(qtbot, tab):
+    with ScriptedServer(Script(chunks=CHUNKS)) as server:
+        url = _start(qtbot, tab, server.url)
+        assert not tab.start_button.isEnabled() and not tab.upstream_edit.isEnabled()
+        assert url in tab.status_label.text() and f"{url}/v1" in tab.status_label.text()
+        with qtbot.waitSignal(tab.request_finished, timeout=WAIT_MS) as finished:
+            reply = httpx.post(f"{url}/v1/chat/completions", json={"model": "sea-7b", "stream": True}, timeout=10)
+        record = finished.args[0]
+    assert reply.status_code == 200 and record.output_tokens == 5
+    assert _cell(tab, 0, "Model") == "sea-7b" and _cell(tab, 0, "Status") == "200"
+    assert _cell(tab, 0, "Tokens") == "12 → 5 tokens" and _cell(tab, 0, "In flight") == "0 (0)"
+    assert _cell(tab, 0, "TTFT").endswith(" ms") and _cell(tab, 0, "Request") == "POST /v1/chat/completions"
+    assert "python" in _cell(tab, 0, "Client")  # this test's own process, read from /proc
+    ((wait_start, wait_end, lane),) = tab.timeline.bars(tab.timeline.wait_bars)
+    ((output_start, output_end, _),) = tab.timeline.bars(tab.timeline.output_bars)
+    assert lane == record.id and wait_start < wait_end == output_start <= output_end
+    assert output_end - wait_start == pytest.approx(record.e2e_s, abs=1e-6)
+
+    with qtbot.waitSignal(tab.request_shown, timeout=WAIT_MS):
+        tab.table_view.selectRow(0)
+    cards = tab.meter.cards.cards
+    assert cards["ttft"].value == pytest.approx(record.ttft_s, abs=1e-9)
+    assert cards["tpot"].value == pytest.approx(record.tpot_s, abs=1e-9) and cards["tokens"].value == 5
+    assert tab.meter.interval_plot.marker_count() == 4  # a point per gap between the five chunks
+    assert tab.meter.visible_plot.points()[1].max() == len("The sea is wide.")  # what the user saw, bodies not kept
+    assert tab.meter.diagnosis_line.top.text()  # the request diagnosed as a chat reply is
+    assert tab.meter_note.text().startswith(f"Request #{record.id}: sea-7b")
+
+    with qtbot.waitSignal(tab.proxy_stopped, timeout=WAIT_MS):
+        tab.stop_button.click()
+    assert _refused(url) and not tab.frame_timer.isActive() and tab.start_button.isEnabled()
+
+
+def test_requests_that_overlap_are_seen_side_by_side(qtbot, tab):
+    """Three streams held open by the server: three running rows, in flight 0, 1 and 2 at their start, and three
+    bars that overlap on the timeline; stopping the proxy cuts them and their rows say so."""
+    script = Script(chunks=[openai_chunk("first")], repeat=b": still here\n\n", pace_s=0.02)
+    with ScriptedServer(script) as server:
+        url = _start(qtbot, tab, server.url)
+        opened = [threading.Event() for _ in range(3)]
+
+        def stream(index: int) -> None:
+            body = {"model": f"m{index}", "stream": True}
+            try:
+                with httpx.stream("POST", f"{url}/v1/chat/completions", json=body, timeout=30) as response:
+                    for line in response.iter_lines():
+                        if "first" in line:
+                            opened[index].set()
+            except httpx.HTTPError:
+                pass  # cut when the proxy stops: what the test does next
+            opened[index].set()
+
+        threads = [threading.Thread(target=stream, args=(index,)) for index in range(3)]
+        for index, thread in enumerate(threads):
+            thread.start()
+            assert opened[index].wait(10)
+        qtbot.waitUntil(lambda: len(tab.timeline.bars(tab.timeline.output_bars)) == 3, timeout=WAIT_MS)
+        assert [_cell(tab, row, "Status") for row in range(3)] == ["running"] * 3
+        assert [_cell(tab, row, "In flight")[0] for row in range(3)] == ["0", "1", "2"]
+        bars = tab.timeline.bars(tab.timeline.output_bars)
+        assert max(start for start, _, _ in bars) < min(end for _, end, _ in bars)  # all three at once
+        with qtbot.waitSignal(tab.proxy_stopped, timeout=WAIT_MS):
+            tab.stop_button.click()
+        for thread in threads:
+            thread.join(10)
+    assert all("proxy stopped" in _cell(tab, row, "Note") for row in range(3))
+
+
+def test_a_bad_upstream_or_a_taken_port_is_said_and_nothing_starts(qtbot, tab):
+    tab.upstream_edit.setText("ftp://example.invalid")
+    tab.start_button.click()
+    assert tab.status_label.text().startswith("Not started: ") and not tab.running
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        tab.upstream_edit.setText("http://127.0.0.1:9")
+        tab.port_box.setValue(taken.getsockname()[1])
+        tab.start_button.click()
+    assert tab.status_label.text().startswith("Not started: could not listen") and not tab.running
+    assert tab.start_button.isEnabled() and not tab.frame_timer.isActive()
+
+
+def test_closing_the_window_stops_its_proxy_and_keeps_its_settings(qtbot, open_window):
+    window = open_window()
+    traffic = window.traffic_tab
+    traffic.port_box.setValue(0)
+    with ScriptedServer(Script(chunks=CHUNKS)) as server:
+        url = _start(qtbot, traffic, server.url)
+        proxy = traffic.proxy
+        window.close()
+        assert not proxy.running and _refused(url) and not traffic.frame_timer.isActive()
+    reopened = open_window()
+    assert reopened.traffic_tab.upstream_edit.text() == server.url and reopened.traffic_tab.port_box.value() == 0

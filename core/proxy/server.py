@@ -16,7 +16,7 @@ import itertools
 import time
 import urllib.parse
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import aiohttp
@@ -119,7 +119,15 @@ class ProxyServer:
             keep_bodies=self.keep_bodies,
             start_ns=start_ns,
         )
-        lookup = self._look_up_owner(request.transport, peer, own)
+        transport = request.transport
+        lookups: list[asyncio.Future | None] = []
+
+        def look_up() -> None:
+            # Once the first token has passed (or the reply ended): the lookup's thread then never holds the
+            # interpreter while a request is forwarded or its first token relayed (measured: +2 ms TTFT otherwise).
+            if not lookups:
+                lookups.append(self._look_up_owner(transport, peer, own))
+
         if exchange.api is not None:
             self._in_flight.enter(exchange)
         upstream_response: aiohttp.ClientResponse | None = None
@@ -132,7 +140,7 @@ class ProxyServer:
                 exchange.error = _unreachable(self.upstream, error)
                 exchange.status = 502
                 return web.Response(status=502, text=f"latencylab proxy: {exchange.error}\n")
-            return await self._relay(request, upstream_response, exchange)
+            return await self._relay(request, upstream_response, exchange, look_up)
         except asyncio.CancelledError:
             # Cancelled once the reply was whole (the client closed its connection after the stream's end): no error.
             if exchange.end_ns is None and not _ended_whole(exchange):
@@ -143,7 +151,8 @@ class ProxyServer:
                 upstream_response.close()  # a no-op when it was read to the end; otherwise the server sees us go
             exchange.end_ns = exchange.end_ns or time.perf_counter_ns()
             self._in_flight.leave(exchange)
-            self._finish(exchange, lookup)
+            look_up()
+            self._finish(exchange, lookups[0])
 
     def _finish(self, exchange: Exchange, lookup: asyncio.Future | None) -> None:
         """Send the record now, or once the client's process is known (that lookup never holds up the reply)."""
@@ -196,7 +205,11 @@ class ProxyServer:
         )
 
     async def _relay(
-        self, request: web.BaseRequest, upstream: aiohttp.ClientResponse, exchange: Exchange
+        self,
+        request: web.BaseRequest,
+        upstream: aiohttp.ClientResponse,
+        exchange: Exchange,
+        first_token_passed: Callable[[], None],
     ) -> web.StreamResponse:
         exchange.first_byte_ns = time.perf_counter_ns()
         exchange.status = upstream.status
@@ -223,6 +236,8 @@ class ProxyServer:
                     progress = exchange.progress(stamp)
                     if progress is not None:
                         self._subscribers.send(progress)
+                if meter is None or meter.first_output_ns is not None:
+                    first_token_passed()
         except ConnectionError:
             if not _ended_whole(exchange):
                 exchange.error = CLIENT_GONE  # writing to a client that left

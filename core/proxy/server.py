@@ -135,7 +135,7 @@ class ProxyServer:
             body = await self._request_body(request, exchange)
             self._subscribers.send(exchange.started())
             try:
-                upstream_response = await self._send(request, target, body)
+                upstream_response = await self._send_once_more_if_stale(request, target, body)
             except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as error:
                 exchange.error = _unreachable(self.upstream, error)
                 exchange.status = 502
@@ -187,6 +187,19 @@ class ProxyServer:
                 return bytes(read)
             read += data
         return _streamed(request.content, bytes(read))
+
+    async def _send_once_more_if_stale(
+        self, request: web.BaseRequest, target: str, body: bytes | AsyncIterator[bytes] | None
+    ) -> aiohttp.ClientResponse:
+        """Sent again, once, where the server closed the connection without a word: a kept-alive connection it had
+        already given up (llama.cpp's server closes one after 5 requests or 5 s; seen as a 502 in 1 of 80 requests).
+        Only a body the proxy holds whole can be sent again."""
+        try:
+            return await self._send(request, target, body)
+        except aiohttp.ServerDisconnectedError:
+            if not isinstance(body, bytes | None):
+                raise
+            return await self._send(request, target, body)
 
     async def _send(
         self, request: web.BaseRequest, target: str, body: bytes | AsyncIterator[bytes] | None

@@ -147,3 +147,27 @@ def test_stopping_the_proxy_cuts_a_running_stream_and_closes_its_server_request(
         record = recorder.finished()[0]
     assert not proxy.running and isinstance(outcome[0], httpx.RemoteProtocolError)
     assert record.error == "the proxy stopped before the reply ended" and record.chunks == 1
+
+
+def test_a_kept_alive_connection_the_server_dropped_is_not_a_502(proxy_to):
+    """The server closes the proxy's kept-alive connection without answering the next request on it (as llama.cpp's
+    does after 5 requests): the request is sent again on a fresh one and the client never sees the stale one."""
+    chunks = [openai_chunk("a"), "[DONE]"]
+    with ScriptedServer(Script(chunks=chunks, hang_up_at=(1,))) as server:
+        proxy, recorder = proxy_to(server.url)
+        with httpx.Client(timeout=10) as client:
+            replies = [client.post(f"{proxy.url}/v1/chat/completions", json=CHAT) for _ in range(2)]
+        records = recorder.finished(2)
+        assert len(server.requests) == 3  # the second was asked twice
+    assert [reply.status_code for reply in replies] == [200, 200]
+    assert all(record.error is None and record.chunks == 1 for record in records)
+
+
+def test_a_server_that_hangs_up_twice_gets_the_client_a_502(proxy_to):
+    with ScriptedServer(Script(chunks=[openai_chunk("a")], hang_up_at=(0, 1, 2))) as server:
+        proxy, recorder = proxy_to(server.url)
+        reply = httpx.post(f"{proxy.url}/v1/chat/completions", json=CHAT, timeout=10)
+        record = recorder.finished()[0]
+        assert len(server.requests) == 2  # once more, not for ever
+    assert reply.status_code == 502 and "closed the connection without answering" in reply.text
+    assert record.status == 502

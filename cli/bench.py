@@ -50,7 +50,7 @@ def add_bench_parser(subparsers: argparse._SubParsersAction, add_common_options)
         "--sweeps",
         type=_list_type(parse_name_list, "sweeps"),
         default=DEFAULT_SWEEPS,
-        help=f"comma-separated, from {','.join(SWEEPS)} (default: all but speculation)",
+        help=f"comma-separated, from {','.join(SWEEPS)} (default: all but speculation and size)",
     )
     parser.add_argument(
         "--prompt-words",
@@ -88,6 +88,14 @@ def add_bench_parser(subparsers: argparse._SubParsersAction, add_common_options)
         default=DEFAULT_HISTORY_TURNS,
         help="turns of the history sweep's chat, each timed with the prompt cache on and off (default: %(default)s)",
     )
+    parser.add_argument(
+        "--size-models",
+        nargs="+",
+        metavar="MODEL",
+        default=(),
+        help="the size sweep's models, two or more (.gguf files, folders, 'embedded'): decode speed against their "
+        "weight bytes, each loaded in turn at --dtype",
+    )
     parser.add_argument("--json", metavar="FILE", help="write the results as JSON")
     parser.add_argument("--csv", metavar="FILE", help="write the results as CSV, one row per measurement")
     parser.set_defaults(handler=run_bench, bench_parser=parser)
@@ -103,6 +111,7 @@ def config_from_args(args: argparse.Namespace, settings: GenerationSettings) -> 
         dtypes=tuple(args.dtypes) if args.dtypes else None,
         batch_sizes=tuple(args.batch_sizes),
         history_turns=args.history_turns,
+        size_models=tuple(args.size_models),
         model=args.model,
         dtype=args.dtype,
         device=args.device,

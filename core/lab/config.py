@@ -8,8 +8,9 @@ import core.settings
 from core.errors import InvalidSettingsError
 from core.settings import NumberLimit
 
-SWEEPS = ("prompt", "precision", "batch", "bandwidth", "history", "speculation")
-# A run measures these unless told otherwise; the speculation sweep (ten timed replies a repeat) is asked for by name.
+SWEEPS = ("prompt", "precision", "batch", "bandwidth", "history", "speculation", "size")
+# A run measures these unless told otherwise; the speculation sweep (ten timed replies a repeat) and the size sweep (the
+# models to compare, given by the user) are asked for by name.
 DEFAULT_SWEEPS = ("prompt", "precision", "batch", "bandwidth", "history")
 DEFAULT_PROMPT_WORDS = (10, 100, 500, 1500)
 DEFAULT_NEW_TOKENS = 50
@@ -44,6 +45,7 @@ class LabConfig:
     dtypes: tuple[str, ...] | None = None
     batch_sizes: tuple[int, ...] = DEFAULT_BATCH_SIZES
     history_turns: int = DEFAULT_HISTORY_TURNS  # the history sweep's chat: this many turns, cache on and off
+    size_models: tuple[str, ...] = ()  # the size sweep's models (GGUF files, folders), each loaded in turn
     model: str | None = None
     dtype: str = core.settings.DTYPE.default
     device: str = core.settings.DEVICE.default
@@ -58,7 +60,7 @@ class LabConfig:
     def to_dict(self) -> dict:
         values = asdict(self)
         values["dtypes"] = list(self.resolved_dtypes())
-        for key in ("sweeps", "prompt_words", "batch_sizes"):
+        for key in ("sweeps", "prompt_words", "batch_sizes", "size_models"):
             values[key] = list(values[key])
         return values
 
@@ -73,6 +75,10 @@ def validate_config(config: LabConfig) -> None:
     if len(set(config.sweeps)) != len(config.sweeps):
         raise InvalidSettingsError("each sweep may be named only once.")
     _check_list(PROMPT_WORDS, config.prompt_words)
+    if "size" in config.sweeps and len(set(config.size_models)) < 2:
+        raise InvalidSettingsError(
+            "the size sweep compares two or more models: name their files with --size-models (comma-separated)."
+        )
     NEW_TOKENS.check(config.new_tokens)
     REPEATS.check(config.repeats)
     _check_list(BATCH_SIZE, config.batch_sizes)

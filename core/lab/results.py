@@ -65,6 +65,10 @@ LAB_DEFINITIONS = {
     "tokens_per_pass": "Speculation sweep: (accepted drafts + verify passes) / verify passes: the tokens one pass "
     "over the weights gave, where it checked drafts.",
     "same_reply": "Speculation sweep: the reply is token for token the one without speculation (greedy).",
+    "size": "Size sweep: the precision sweep's question on each of the models named, one loaded at a time, each "
+    "reply exactly new_tokens long after one unrecorded warm-up; TPOT is the median over the repeats.",
+    "read_bytes_s": "Size sweep: weight_bytes x decode_tok_s, the bytes of weights decode read a second; the chapter "
+    "says this stays near the memory's bandwidth whatever the model's size.",
     **ROOFLINE_DEFINITIONS,
     "ceilings": "This machine's ceilings (bandwidth sweep): GEMM FLOP/s per precision, DRAM read bandwidth over a "
     "buffer at least 4x the last-level cache, and the last-level cache's own; each with its method. "
@@ -92,6 +96,7 @@ class LabResults:
     bandwidth: list[dict] = field(default_factory=list)
     history: list[dict] = field(default_factory=list)
     speculation: list[dict] = field(default_factory=list)
+    size: list[dict] = field(default_factory=list)
     verdicts: list[dict] = field(default_factory=list)
     cancelled: bool = False
     error: str | None = None

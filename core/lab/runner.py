@@ -143,6 +143,13 @@ class LabRun:
                 self._local_model(), DEFAULT_DRAFT_LENGTHS, config.new_tokens, config.repeats, self.context
             ):
                 self._add("speculation", row)
+        if "size" in sweeps:
+            from core.lab.size_sweep import sweep_model_sizes
+
+            for row in sweep_model_sizes(
+                self._model_of, config.size_models, config.new_tokens, config.repeats, self.context
+            ):
+                self._add("size", row)
 
     def _run_remote_sweeps(self) -> None:
         """Against a server: the prompt sweep, and the batch sweep as N simultaneous streams."""
@@ -151,7 +158,7 @@ class LabRun:
         config = self.config
         self.results.notes = [
             NOT_APPLICABLE[name]
-            for name in ("precision", "bandwidth", "history", "speculation")
+            for name in ("precision", "bandwidth", "history", "speculation", "size")
             if name in config.sweeps
         ]
         for note in self.results.notes:
@@ -250,6 +257,15 @@ class LabRun:
         assert isinstance(loaded, LoadedModel)  # the precision sweep runs on local models only
         return loaded
 
+    def _model_of(self, spec: str) -> LoadedModel:
+        """The size sweep's loader: each model at the run's precision; the main model is set aside meanwhile."""
+        loaded = self.context.run(
+            lambda: self.loader(spec, device=self.config.device, dtype=self.config.dtype, progress=self._load_progress)
+        )
+        if not isinstance(loaded, LoadedModel):
+            raise MeasurementError(f"{spec} is a server: the size sweep measures models on this machine.")
+        return loaded
+
     def _load(self, dtype: str) -> LoadedModel | RemoteModel:
         # On the compute thread, so that any torch work the loader does uses the same OpenMP pool.
         return self.context.run(
@@ -301,6 +317,8 @@ class LabRun:
             from core.lab.speculation_sweep import DEFAULT_DRAFT_LENGTHS, PROMPTS
 
             total += len(PROMPTS) * len(DEFAULT_DRAFT_LENGTHS)
+        if "size" in sweeps:
+            total += len(config.size_models) * (2 + config.repeats)
         if "precision" in sweeps:
             total += len(self.dtypes) * measurements_per_dtype(config.repeats)
             if REFERENCE_DTYPE not in self.dtypes:

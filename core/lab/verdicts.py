@@ -15,6 +15,7 @@ CLAIM_PRECISION = (
 CLAIM_BATCH = "Batching is nearly free"
 CLAIM_TOTAL = "Total time ≈ TTFT + TPOT × N"
 CLAIM_HISTORY = "With the prompt cache, TTFT follows the new tokens, not the history"
+CLAIM_SIZE = "Decode reads every weight once a token: a model k times larger decodes about k times slower"
 CLAIM_SPECULATION = (
     "Checking k drafts reads the weights once, as one decode step does, so accepted drafts are nearly free"
 )
@@ -47,8 +48,11 @@ def judge(results: LabResults) -> list[dict]:
         judge_history(results),
         judge_roofline(results),
     ]
-    if "speculation" in (results.config.get("sweeps") or ()):  # asked for by name (core/lab/config.py)
+    asked = results.config.get("sweeps") or ()
+    if "speculation" in asked:  # asked for by name (core/lab/config.py)
         verdicts.insert(-1, judge_speculation(results))
+    if "size" in asked:
+        verdicts.insert(-1, judge_size(results))
     return verdicts
 
 
@@ -222,6 +226,36 @@ def judge_speculation(results: LabResults) -> dict:
         evidence += "; a reply differed from the one without speculation"
     holds = best["tpot_ratio"] <= MAX_SPECULATION_TPOT_RATIO and same
     return _verdict("speculation", CLAIM_SPECULATION, holds, evidence, criterion)
+
+
+def judge_size(results: LabResults) -> dict:
+    criterion = (
+        f"from the smallest model to the largest, decode slows at least {MIN_PROPORTION:g}× as much as the weights "
+        f"grow (k times the bytes: at least {MIN_PROPORTION:g} k times the TPOT)"
+    )
+    rows = sorted(
+        (row for row in results.size if row.get("weight_bytes") and row.get("decode_tok_s")),
+        key=lambda row: row["weight_bytes"],
+    )
+    if len(rows) < 2 or rows[0]["weight_bytes"] == rows[-1]["weight_bytes"]:
+        return _verdict("size", CLAIM_SIZE, None, "needs the size sweep with two models of different sizes", criterion)
+    smallest, largest = rows[0], rows[-1]
+    grown = largest["weight_bytes"] / smallest["weight_bytes"]
+    slowed = smallest["decode_tok_s"] / largest["decode_tok_s"]
+    bandwidth = (results.bandwidth_measurement or {}).get("bytes_per_s")
+    each = "; ".join(
+        f"{row['model']}: {row['weight_bytes'] / 1e9:.2f} GB at {row['decode_tok_s']:.1f} tok/s, "
+        f"reading {row['read_bytes_s'] / 1e9:.1f} GB/s"
+        + (f" ({pct(row['read_bytes_s'] / bandwidth)} of the memory's {bandwidth / 1e9:.1f} GB/s)" if bandwidth else "")
+        for row in rows
+    )
+    evidence = f"{ratio(grown)} the bytes decoded {ratio(slowed)} slower ({pct(slowed / grown)} of proportion). {each}"
+    if smallest["read_bytes_s"] < 0.5 * largest["read_bytes_s"]:
+        evidence += (
+            ". The smallest read less than half what the largest did: at its size the costs that do not grow with "
+            "the weights (attention, sampling, the loop's own) are a large share of a token"
+        )
+    return _verdict("size", CLAIM_SIZE, slowed >= MIN_PROPORTION * grown, evidence, criterion)
 
 
 def ratio(value: float) -> str:

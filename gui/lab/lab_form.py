@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QCheckBox, QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QSpinBox, QWidget
+from PySide6.QtCore import Slot
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QWidget,
+)
 
 import core.settings
 from core.errors import InvalidSettingsError
@@ -29,7 +41,9 @@ SWEEP_TITLES = {
     "bandwidth": "bandwidth ceiling",
     "history": "chat history",
     "speculation": "speculation (draft length)",
+    "size": "model size",
 }
+SIZE_MODELS_SEPARATOR = ";"
 
 
 def joined(values) -> str:
@@ -81,6 +95,15 @@ class LabForm(QWidget):
         self.history_turns_spin.setRange(int(HISTORY_TURNS.low), int(HISTORY_TURNS.high))
         self.history_turns_spin.setValue(int(HISTORY_TURNS.default))
         self.history_turns_spin.setToolTip("Turns of the chat history sweep's chat.")
+        self.size_models_edit = QLineEdit()
+        self.size_models_edit.setPlaceholderText("two or more .gguf files or model folders, separated by ;")
+        self.size_models_edit.setToolTip(
+            "The model size sweep times the same question on each of these (one loaded at a time) and draws decode "
+            "speed against weight bytes: the chapter's tok/s ≈ bandwidth / model bytes."
+        )
+        self.size_models_button = QPushButton("Add…")
+        self.size_models_button.clicked.connect(self._add_size_models)
+        self.sweep_boxes["size"].setToolTip(self.size_models_edit.toolTip())
 
         model_row = QHBoxLayout()
         model_row.addWidget(self.model_box, stretch=1)
@@ -110,6 +133,20 @@ class LabForm(QWidget):
         batch_row.addWidget(QLabel("history turns"))
         batch_row.addWidget(self.history_turns_spin)
         form.addRow("Batch sizes", batch_row)
+        size_row = QHBoxLayout()
+        size_row.addWidget(self.size_models_edit, stretch=1)
+        size_row.addWidget(self.size_models_button)
+        form.addRow("Size models", size_row)
+
+    def size_models(self) -> tuple[str, ...]:
+        return tuple(part.strip() for part in self.size_models_edit.text().split(SIZE_MODELS_SEPARATOR) if part.strip())
+
+    @Slot()
+    def _add_size_models(self) -> None:
+        files, _ = QFileDialog.getOpenFileNames(self, "Models for the size sweep", "", "GGUF files (*.gguf)")
+        if files:
+            self.size_models_edit.setText(SIZE_MODELS_SEPARATOR.join((*self.size_models(), *files)))
+            self.sweep_boxes["size"].setChecked(True)
 
     def config(self) -> LabConfig:
         """Raises InvalidSettingsError with a message for the user when a field is wrong."""
@@ -128,6 +165,7 @@ class LabForm(QWidget):
             dtypes=dtypes or None,
             batch_sizes=parse_int_list(self.batch_sizes_edit.text(), "batch sizes"),
             history_turns=self.history_turns_spin.value(),
+            size_models=self.size_models(),
             model=None if spec == EMBEDDED_CHOICE else spec,
             dtype=self.dtype_box.currentText(),
             decode_loop=self.decode_loop_box.currentText(),

@@ -178,7 +178,7 @@ class LabTab(QWidget):
         self.results = results
         self._clear_plots()
         self._add_row("ceilings", {"ceilings": results.ceilings, "arithmetic": (results.model or {}).get("arithmetic")})
-        for sweep in ("prompt", "batch", "precision", "bandwidth", "history"):
+        for sweep in ("prompt", "batch", "precision", "bandwidth", "history", "size"):
             for row in results.rows(sweep):
                 self._add_row(sweep, row)
         self._refresh_plots()
@@ -286,6 +286,8 @@ class LabTab(QWidget):
             self.history_plot.add_row(row)
         elif sweep == "bandwidth":
             self.precision_plot.add_bandwidth_row(row)
+        elif sweep == "size":
+            self.precision_plot.add_size_row(row)
 
     def _plots(self) -> tuple:
         return self.prompt_plot, self.batch_plot, self.precision_plot, self.roofline_plot, self.history_plot

@@ -1,4 +1,5 @@
-"""Decode tok/s against weight bytes, one point per precision, under the bandwidth-ceiling line."""
+"""Decode tok/s against weight bytes, one point per precision (or per model, from the size sweep), under the
+bandwidth-ceiling line."""
 
 from __future__ import annotations
 
@@ -73,6 +74,14 @@ class PrecisionPlot(pg.PlotWidget):
         self._megabytes.append(row["weight_bytes"] / 1e6)
         self._tok_s.append(row["decode_tok_s"])
         self._names.append(row["dtype"])
+
+    def add_size_row(self, row: dict) -> None:
+        """A model of the size sweep: its point named by its file."""
+        if row.get("error") or not row.get("decode_tok_s"):
+            return
+        self._megabytes.append(row["weight_bytes"] / 1e6)
+        self._tok_s.append(row["decode_tok_s"])
+        self._names.append(row["model"])
 
     def add_bandwidth_row(self, row: dict) -> None:
         self._bandwidth_bytes_s = row["bandwidth_bytes_s"]

@@ -8,7 +8,15 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from core.lab.roofline_verdict import CLAIM_ROOFLINE
-from core.lab.verdicts import CLAIM_BATCH, CLAIM_HISTORY, CLAIM_PRECISION, CLAIM_PROMPT, CLAIM_TOTAL
+from core.lab.verdicts import (
+    CLAIM_BATCH,
+    CLAIM_HISTORY,
+    CLAIM_PRECISION,
+    CLAIM_PROMPT,
+    CLAIM_SIZE,
+    CLAIM_SPECULATION,
+    CLAIM_TOTAL,
+)
 
 CLAIMS = (
     ("prompt", CLAIM_PROMPT),
@@ -18,6 +26,8 @@ CLAIMS = (
     ("history", CLAIM_HISTORY),
     ("roofline", CLAIM_ROOFLINE),
 )
+# The sweeps asked for by name: their claims are shown only where a run judged them.
+OPTIONAL_CLAIMS = (("speculation", CLAIM_SPECULATION), ("size", CLAIM_SIZE))
 VERDICT_STYLE = {
     True: ("Holds", "#188038"),
     False: ("Does not hold", "#d93025"),
@@ -32,7 +42,7 @@ class VerdictPanel(QWidget):
         title = QLabel("<b>The chapter's claims on this machine</b>")
         layout.addWidget(title)
         self.labels: dict[str, QLabel] = {}
-        for key, _claim in CLAIMS:
+        for key, _claim in (*CLAIMS, *OPTIONAL_CLAIMS):
             label = QLabel()
             label.setObjectName(f"verdict_{key}")
             label.setWordWrap(True)
@@ -48,6 +58,8 @@ class VerdictPanel(QWidget):
         for key, claim in CLAIMS:
             self._show(key, claim, None, "run the lab to test it")
             self.labels[key].setToolTip("")
+        for key, _claim in OPTIONAL_CLAIMS:
+            self.labels[key].setVisible(False)
 
     def show_verdicts(self, verdicts: list[dict]) -> None:
         self.clear()
@@ -56,6 +68,7 @@ class VerdictPanel(QWidget):
             if key in self.labels:
                 self._show(key, verdict.get("claim", ""), verdict.get("holds"), verdict.get("evidence", ""))
                 self.labels[key].setToolTip("Judged by: " + verdict.get("criterion", ""))
+                self.labels[key].setVisible(True)
 
     def verdict_text(self, key: str) -> str:
         return self.labels[key].text()

@@ -182,3 +182,31 @@ def test_closing_during_a_lab_model_load_does_not_wait_for_it(open_window, held_
     finally:
         release.set()
         assert engine.core.close(60)
+
+
+@pytest.mark.llama_cpp
+def test_the_size_sweep_draws_each_model_by_its_bytes_and_judges_the_claim(qtbot, make_tab):
+    from core.model.source import embedded_gguf_path
+    from tools import quant_files
+
+    small, large = embedded_gguf_path(), quant_files.quant_file("Q8_0")
+    tab = make_tab()
+    configure(tab, sweeps=("size",))
+    assert "model size" in tab.form.sweep_boxes["size"].text()
+    tab.form.size_models_edit.setText(f"{small} ; {large}")
+    with qtbot.waitSignal(tab.run_finished, timeout=RUN_TIMEOUT_MS) as blocker:
+        tab.run_button.click()
+    results = blocker.args[0]
+    assert results.error is None and [row["model"] for row in results.size] == [small.name, large.name]
+    assert points(tab.precision_plot.measured_item) == 2
+    assert [label.toPlainText().strip() for label in tab.precision_plot.labels[:2]] == [small.name, large.name]
+    shown = tab.verdicts.verdict_text("size")
+    assert "a model k times larger decodes about k times slower" in shown and small.name in shown
+
+
+def test_the_size_sweep_with_one_model_says_so(qtbot, make_tab):
+    tab = make_tab()
+    configure(tab, sweeps=("size",))
+    tab.form.size_models_edit.setText("embedded")
+    tab.run_button.click()
+    assert not tab.running and "two or more models" in tab.status_label.text()

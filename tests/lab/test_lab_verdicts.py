@@ -191,3 +191,37 @@ def test_the_history_claim_is_not_tested_without_growth_or_rows():
     assert judge(results())[4]["holds"] is None
     flat = judge(results(history=history_rows((100, 100), (100, 110), prompts=(100, 120))))[4]
     assert flat["holds"] is None and "did not grow enough" in flat["evidence"]
+
+
+def size_row(name, gigabytes, tok_s):
+    return {
+        "model": name,
+        "weight_bytes": int(gigabytes * 1e9),
+        "decode_tok_s": tok_s,
+        "read_bytes_s": gigabytes * 1e9 * tok_s,
+    }
+
+
+@pytest.mark.parametrize(
+    ("small_tok_s", "holds"),
+    [(36.0, True), (102.0, False)],  # 1B: 6.2x the bytes and 5.5x slower; 135M: 43x the bytes, 15x slower
+    ids=["in-proportion", "small-model-overhead-bound"],
+)
+def test_the_size_claim_compares_the_smallest_and_the_largest_model(small_tok_s, holds):
+    rows = [size_row("7b.gguf", 4.18, 6.6), size_row("1b.gguf", 0.67, small_tok_s)]
+    if not holds:
+        rows[1] = size_row("135m.gguf", 0.096, small_tok_s)  # 43x the bytes, only 15x slower
+    sweep = LabResults(config={"sweeps": ["size"]}, size=rows, bandwidth_measurement={"bytes_per_s": 31.8e9})
+    (verdict,) = [v for v in judge(sweep) if v["key"] == "size"]
+    assert verdict["holds"] is holds
+    evidence = verdict["evidence"]
+    assert evidence.index("7b.gguf") > evidence.index(rows[1]["model"])  # smallest first
+    assert "of the memory's 31.8 GB/s" in evidence
+    assert ("less than half what the largest did" in evidence) is (not holds)
+
+
+def test_the_size_claim_waits_for_two_sizes():
+    sweep = LabResults(config={"sweeps": ["size"]}, size=[size_row("a.gguf", 1.0, 10.0)])
+    (verdict,) = [v for v in judge(sweep) if v["key"] == "size"]
+    assert verdict["holds"] is None and "needs the size sweep" in verdict["evidence"]
+    assert not [v for v in judge(LabResults(config={})) if v["key"] == "size"]  # not asked for: no verdict

@@ -252,8 +252,8 @@ def judge_size(results: LabResults) -> dict:
     evidence = f"{ratio(grown)} the bytes decoded {ratio(slowed)} slower ({pct(slowed / grown)} of proportion). {each}"
     if smallest["read_bytes_s"] < 0.5 * largest["read_bytes_s"]:
         evidence += (
-            ". The smallest read less than half what the largest did: at its size the costs that do not grow with "
-            "the weights (attention, sampling, the loop's own) are a large share of a token"
+            ". The smallest read its weights at less than half the rate the largest did: something other than "
+            "reading its weights set its pace"
         )
     return _verdict("size", CLAIM_SIZE, slowed >= MIN_PROPORTION * grown, evidence, criterion)
 

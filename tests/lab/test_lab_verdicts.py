@@ -217,7 +217,7 @@ def test_the_size_claim_compares_the_smallest_and_the_largest_model(small_tok_s,
     evidence = verdict["evidence"]
     assert evidence.index("7b.gguf") > evidence.index(rows[1]["model"])  # smallest first
     assert "of the memory's 31.8 GB/s" in evidence
-    assert ("less than half what the largest did" in evidence) is (not holds)
+    assert ("less than half the rate the largest did" in evidence) is (not holds)
 
 
 def test_the_size_claim_waits_for_two_sizes():

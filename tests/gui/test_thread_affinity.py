@@ -27,7 +27,7 @@ def test_token_slots_run_on_the_gui_thread(qtbot, window):
 
 def test_the_window_has_a_lab_tab_on_the_windows_engine_which_ends_with_the_window(qtbot, window):
     labels = [window.tabs.tabText(index) for index in range(window.tabs.count())]
-    assert labels == ["Chat", "Lab"]
+    assert labels == ["Chat", "Lab", "Traffic"]
     assert window.lab_tab.client is window.models.client and window.models.engine.alive
     window.close()
     assert not window.models.engine.alive

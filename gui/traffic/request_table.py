@@ -61,7 +61,11 @@ class RequestTable(QAbstractTableModel):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.rows: list[Row] = []
-        self._by_id: dict[int, Row] = {}
+        # A request's id → its row's place among every row ever added; less the rows dropped from the top, its row
+        # number now (no search of the list on each update).
+        self._by_id: dict[int, int] = {}
+        self._added = 0
+        self._dropped = 0
 
     def rowCount(self, parent: Index = TOP) -> int:  # noqa: N802 - Qt's name
         return 0 if parent.isValid() else len(self.rows)
@@ -88,10 +92,6 @@ class RequestTable(QAbstractTableModel):
             return cell_text(row, COLUMNS[index.column()]) or None
         return None
 
-    def row_of(self, request_id: int) -> int | None:
-        row = self._by_id.get(request_id)
-        return self.rows.index(row) if row is not None else None
-
     def record_at(self, row: int) -> ProxyRecord | None:
         return self.rows[row].record if 0 <= row < len(self.rows) else None
 
@@ -100,29 +100,32 @@ class RequestTable(QAbstractTableModel):
             self.beginRemoveRows(QModelIndex(), 0, 0)
             dropped = self.rows.pop(0)
             del self._by_id[dropped.id]
+            self._dropped += 1
             self.endRemoveRows()
         self.beginInsertRows(QModelIndex(), len(self.rows), len(self.rows))
-        row = Row(event)
-        self.rows.append(row)
-        self._by_id[event.id] = row
+        self.rows.append(Row(event))
+        self._by_id[event.id] = self._added
+        self._added += 1
         self.endInsertRows()
 
     def update(self, event: RequestProgress | ProxyRecord) -> None:
         """A running request's figures so far, or its record once it ended."""
-        row = self._by_id.get(event.id)
-        if row is None:
+        added = self._by_id.get(event.id)
+        if added is None:
             return  # dropped from the table already
+        number = added - self._dropped
+        row = self.rows[number]
         if isinstance(event, ProxyRecord):
             row.record = event
         else:
             row.progress = event
-        number = self.rows.index(row) if self.rows[-1] is not row else len(self.rows) - 1
         self.dataChanged.emit(self.index(number, 0), self.index(number, len(COLUMNS) - 1))
 
     def clear(self) -> None:
         self.beginResetModel()
         self.rows.clear()
         self._by_id.clear()
+        self._added = self._dropped = 0
         self.endResetModel()
 
 

@@ -140,3 +140,23 @@ def test_closing_the_window_stops_its_proxy_and_keeps_its_settings(qtbot, open_w
         assert not proxy.running and _refused(url) and not traffic.frame_timer.isActive()
     reopened = open_window()
     assert reopened.traffic_tab.upstream_edit.text() == server.url and reopened.traffic_tab.port_box.value() == 0
+
+
+def test_the_table_keeps_the_last_rows_and_updates_each_in_its_place(qtbot, monkeypatch):
+    import gui.traffic.request_table as request_table
+    from core.proxy.record import RequestProgress, RequestStarted
+
+    monkeypatch.setattr(request_table, "MAX_ROWS", 3)
+    table = request_table.RequestTable()
+    for request_id in range(1, 6):
+        table.add(
+            RequestStarted(request_id, "POST", "/v1/chat/completions", "openai-chat", f"m{request_id}", None, 0, 0)
+        )
+    table.update(RequestProgress(4, 7, 0.01, 0.02, 0.5, 1))
+    table.update(RequestProgress(1, 9, 0.01, 0.02, 0.5, 1))  # dropped already: nothing changes
+    assert [row.id for row in table.rows] == [3, 4, 5]
+    assert [row.progress.chunks if row.progress else None for row in table.rows] == [None, 7, None]
+    table.clear()
+    table.add(RequestStarted(6, "POST", "/api/chat", "ollama-chat", "m6", None, 0, 0))
+    table.update(RequestProgress(6, 2, 0.01, 0.02, 0.1, 0))
+    assert table.rows[0].progress.chunks == 2

@@ -74,15 +74,12 @@ def dtype_table(args, report) -> None:
     models = {dtype: load_model(None, dtype=dtype) for dtype in dtypes}
     reference = models["float32"]
     prompt = torch.tensor([reference.tokenizer("Hello! Please tell me about the sea.")["input_ids"]])
-    from core.model.kernel_causal_lm import is_kernel_model
+    from core.generation.decode.choice import on_kernels
 
     loops = ("generate", "lean")
     # A native GGUF on the C kernels has no transformers layers: it runs on the lean loop only.
     runs = [
-        (dtype, loop)
-        for dtype in dtypes
-        for loop in loops
-        if loop == "lean" or not is_kernel_model(models[dtype].model)
+        (dtype, loop) for dtype in dtypes for loop in loops if loop == "lean" or not on_kernels(models[dtype].model)
     ]
     tpots = {run: [] for run in runs}
     for dtype, loop in runs:

@@ -148,7 +148,6 @@ def agreement_table(report, models, file_types, paths) -> None:
     the llama.cpp side)."""
     import llama_cpp
     import numpy as np
-    import torch
 
     from core.quant.agreement import agreement_text
 
@@ -157,9 +156,8 @@ def agreement_table(report, models, file_types, paths) -> None:
     for file_type in file_types:
         native, exact = models[file_type, "native"], models[file_type, "float32"]
         ids = native.tokenizer(agreement_text())["input_ids"]
-        with torch.inference_mode():
-            ours = native.model(torch.tensor([ids])).logits[0].argmax(-1).numpy()
-            dequantised = exact.model(torch.tensor([ids])).logits[0].argmax(-1).numpy()
+        ours = native.position_logits(ids).argmax(-1).numpy()
+        dequantised = exact.position_logits(ids).argmax(-1).numpy()
         reference = llama_cpp.Llama(str(paths[file_type]), n_ctx=1024, logits_all=True, verbose=False, n_threads=2)
         reference.eval(ids)
         theirs = np.asarray(reference.scores[: len(ids)]).argmax(-1)

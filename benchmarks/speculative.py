@@ -52,7 +52,7 @@ def main() -> None:
     report = _common.start_report(args, "speculative")
     import torch
 
-    from core.backend.choice import load_any, prepare_any
+    from core.backend.choice import load_any
     from core.chats.session import Message
     from core.compute_thread import on_compute_thread
     from core.generation.request import ReplyRequest
@@ -86,7 +86,7 @@ def main() -> None:
 
     def ask(model, settings, prompt: str):
         request = ReplyRequest("", (Message("user", prompt),), settings)
-        reply, _ = prepare_any(model, request, streaming=True)
+        reply, _ = model.prepare(request, streaming=True)
         trace = reply.run_to_end()
         metrics = compute_metrics(trace.request_start_ns, trace.timestamps_ns, trace.prompt_tokens)
         return trace, metrics.tpot_s

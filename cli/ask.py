@@ -18,12 +18,12 @@ from cli.exit_paths import (
 )
 from cli.progress_printer import PrefillLine, ProgressPrinter
 from cli.prompt_arg import prompt_argument, text_argument
-from core.backend.choice import load_any, prepare_any
+from core.backend.choice import load_any
 from core.backend.load_options import LoadOptions
 from core.chats.session import Message
 from core.diagnosis.diagnose import diagnose_reply
 from core.errors import LatencyLabError
-from core.generation.local_reply import LocalReply
+from core.generation.reply import Reply
 from core.generation.request import ReplyRequest
 from core.model.facts import ModelFacts
 from core.settings import GenerationSettings
@@ -48,7 +48,7 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
     if problem:
         say(f"error: {problem}")
         return OUTPUT_FAILED_STATUS
-    generation: LocalReply | None = None
+    generation: Reply | None = None
     try:
         try:
             loaded = load_any(
@@ -58,8 +58,7 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
                 progress=ProgressPrinter(),
                 options=LoadOptions.from_args(args),
             )
-            generation, prompt = prepare_any(
-                loaded,
+            generation, prompt = loaded.prepare(
                 ReplyRequest(args.system, (Message("user", args.prompt),), settings),
                 streaming=not args.no_stream,
             )
@@ -82,7 +81,7 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
 
 
 def stream_reply(
-    args: argparse.Namespace, settings: GenerationSettings, loaded, generation: LocalReply, extra: dict | None = None
+    args: argparse.Namespace, settings: GenerationSettings, loaded, generation: Reply, extra: dict | None = None
 ) -> tuple[int, ReplyTrace]:
     """Print one reply as it streams (or whole, or as one JSON object with `extra` in it); (exit status, trace)."""
     prefill_line = PrefillLine(sys.stderr)

@@ -25,10 +25,11 @@ from cli.exit_paths import (
 )
 from cli.progress_printer import ProgressPrinter
 from cli.prompt_arg import text_argument
-from core.backend.choice import load_any, prepare_any
+from core.backend.choice import load_any
 from core.backend.load_options import LoadOptions
 from core.chats.session import MAX_MESSAGE_CHARS, Message
 from core.errors import LatencyLabError, MessageTooLongError
+from core.generation.reply import Reply
 from core.generation.request import ReplyRequest
 from core.settings import GenerationSettings
 
@@ -79,7 +80,7 @@ def run_chat(args: argparse.Namespace, settings: GenerationSettings) -> int:
     if problem:
         say(f"error: {problem}")
         return OUTPUT_FAILED_STATUS
-    generation = None
+    generation: Reply | None = None
     status = 0
     try:
         try:
@@ -109,7 +110,7 @@ def run_chat(args: argparse.Namespace, settings: GenerationSettings) -> int:
                 continue
             request = ReplyRequest(args.system, (*messages, Message("user", text)), settings, chat_id=CHAT_ID)
             try:
-                generation, prompt = prepare_any(loaded, request, streaming=not args.no_stream)
+                generation, prompt = loaded.prepare(request, streaming=not args.no_stream)
             except LatencyLabError as error:
                 say(f"error: {error} (this message was not sent; the chat goes on)")
                 status = 1

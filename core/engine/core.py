@@ -32,9 +32,8 @@ from core.engine.messages import (
 from core.errors import LatencyLabError
 
 if TYPE_CHECKING:
+    from core.backend.served_model import ServedModel
     from core.engine.race_models import RaceModels
-    from core.model.loader import LoadedModel
-    from core.remote.connect import RemoteModel
 
 Emit = Callable[[Event], None]
 
@@ -42,9 +41,9 @@ Emit = Callable[[Event], None]
 class EngineCore:
     def __init__(self, emit: Emit):
         self._emit = emit
-        self.loaded: LoadedModel | RemoteModel | None = None  # the chat's model, local or a server's
+        self.loaded: ServedModel | None = None  # the chat's model, local or a server's
         self.extra_logits_processors: tuple = ()  # a seam for in-process fault-injection tests
-        self.lab_model: tuple[tuple, LoadedModel | RemoteModel] | None = None  # the last lab run's, by its key
+        self.lab_model: tuple[tuple, ServedModel] | None = None  # the last lab run's, by its key
         self._threads = {
             "replies": ComputeThread("latencylab-engine-replies"),
             "measurements": ComputeThread("latencylab-engine-lab"),
@@ -71,7 +70,7 @@ class EngineCore:
         else:
             raise TypeError(f"the engine does not know the request {type(request).__name__}")
 
-    def adopt(self, loaded) -> None:
+    def adopt(self, loaded: ServedModel) -> None:
         """Use a model loaded elsewhere in this process (tests share one across windows)."""
         self.loaded = loaded
         self._emit(self._loaded_event(loaded))
@@ -138,7 +137,7 @@ class EngineCore:
         self._emit(self._loaded_event(loaded))
 
     @staticmethod
-    def _loaded_event(loaded: LoadedModel | RemoteModel) -> ModelReady:
+    def _loaded_event(loaded: ServedModel) -> ModelReady:
         facts = loaded.describe()
         if loaded.device == "cpu":
             from core.roofline.ceilings import cached_ceilings
@@ -151,6 +150,4 @@ class EngineCore:
         damaged = take_notices()  # cache files the load or the ceilings set aside: said once, in the window
         if damaged:
             facts = replace(facts, notice="; ".join(filter(None, (facts.notice, *damaged))))
-        from core.backend.choice import loop_refusal
-
-        return ModelReady(facts, loop_refusal(loaded))
+        return ModelReady(facts, loaded.loop_refusal())

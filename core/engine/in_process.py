@@ -10,9 +10,13 @@ import contextlib
 import queue
 import socket
 import time
+from typing import TYPE_CHECKING
 
 from core.engine.core import EngineCore
 from core.engine.messages import Delivered, EngineStopped, Event, Request
+
+if TYPE_CHECKING:
+    from core.backend.served_model import ServedModel
 
 
 class InProcessEngine:
@@ -47,7 +51,7 @@ class InProcessEngine:
     def silent_for_s(self) -> float:
         return 0.0
 
-    def adopt(self, loaded) -> None:
+    def adopt(self, loaded: ServedModel) -> None:
         self.core.adopt(loaded)
 
     def fileno(self) -> int:

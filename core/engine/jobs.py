@@ -27,9 +27,8 @@ from core.errors import LatencyLabError
 from core.timing.events import FinishedEvent, PromptReady, ReplyRefused, StopReason
 
 if TYPE_CHECKING:
+    from core.backend.served_model import ServedModel
     from core.engine.race_models import RaceModels
-    from core.model.loader import LoadedModel
-    from core.remote.connect import RemoteModel
 
 Update = Callable[[JobUpdate], None]
 
@@ -37,9 +36,9 @@ Update = Callable[[JobUpdate], None]
 class JobHost(Protocol):
     """What a runner may use of the engine that runs it (core/engine/core.py's EngineCore)."""
 
-    loaded: LoadedModel | RemoteModel | None  # the chat's model
+    loaded: ServedModel | None  # the chat's model
     extra_logits_processors: tuple
-    lab_model: tuple[tuple, LoadedModel | RemoteModel] | None  # the last lab run's, by (model, dtype, device)
+    lab_model: tuple[tuple, ServedModel] | None  # the last lab run's, by (model, dtype, device)
 
     def race_models(self) -> RaceModels: ...
 
@@ -57,7 +56,6 @@ class JobKind:
 
 def run_reply(engine: JobHost, spec: ReplyJob, stop: threading.Event, update: Update) -> None:
     """The reply's events, each as it happens; it ends with its FinishedEvent or ReplyRefused."""
-    from core.backend.choice import prepare_any
     from core.chats.session import Message
     from core.generation.request import ReplyRequest
 
@@ -78,7 +76,7 @@ def run_reply(engine: JobHost, spec: ReplyJob, stop: threading.Event, update: Up
             tuple(processors),
             spec.chat_id,
         )
-        generation, prompt = prepare_any(loaded, request, streaming=spec.streaming, ignore_eos=spec.ignore_eos)
+        generation, prompt = loaded.prepare(request, streaming=spec.streaming, ignore_eos=spec.ignore_eos)
     except TemplateInterrupted:
         # Stop came while the prompt was built: as at any other phase, the reply ends stopped with no token and
         # the message stays in the chat (a refusal would hand it back to the message box).

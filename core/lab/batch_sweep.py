@@ -80,12 +80,12 @@ def decode_batch(
     token. The median step is the headline: other processes sharing the CPU stretch a few steps, and
     the median shrugs those off where the mean does not.
     """
-    from core.model.kernel_causal_lm import is_kernel_model
+    from core.generation.decode.choice import on_kernels
 
     eos = sorted(loaded.eos_token_ids)
     start_ns = time.perf_counter_ns()
     try:
-        if is_kernel_model(loaded.model):
+        if on_kernels(loaded.model):
             # The native kernels decode the sequences together themselves: one weight read per step for all.
             from core.generation.decode.kernel_batch import decode_together
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.backend.choice import load_any
+from core.backend.served_model import ServedModel
 from core.errors import LatencyLabError
 from core.lab.bandwidth import BandwidthMeasurement, ceiling_row, measure_read_bandwidth
 from core.lab.batch_sweep import sweep_batch_sizes
@@ -27,7 +28,7 @@ from core.remote.connect import RemoteModel
 from core.remote.spec import is_remote_spec
 
 RowCallback = Callable[[str, dict], None]
-Loader = Callable[..., LoadedModel | RemoteModel]  # load_any: a server URL connects, anything else loads
+Loader = Callable[..., ServedModel]  # load_any: a server URL connects, anything else loads
 
 
 def no_rows(sweep: str, row: dict) -> None:
@@ -51,7 +52,7 @@ class LabRun:
     def __init__(
         self,
         config: LabConfig,
-        loaded: LoadedModel | RemoteModel | None,
+        loaded: ServedModel | None,
         observer: LabObserver,
         cancel: threading.Event | None,
         loader: Loader,
@@ -226,7 +227,7 @@ class LabRun:
         self.results.rows(sweep).append(row)
         self.observer.row_measured(sweep, row)
 
-    def _main_model(self) -> LoadedModel | RemoteModel:
+    def _main_model(self) -> ServedModel:
         if self.main_model is None:
             check_cancel(self.cancel)
             model = self.config.model or "the embedded model"
@@ -266,7 +267,7 @@ class LabRun:
             raise MeasurementError(f"{spec} is a server: the size sweep measures models on this machine.")
         return loaded
 
-    def _load(self, dtype: str) -> LoadedModel | RemoteModel:
+    def _load(self, dtype: str) -> ServedModel:
         # On the compute thread, so that any torch work the loader does uses the same OpenMP pool.
         return self.context.run(
             lambda: self.loader(self.config.model, device=self.config.device, dtype=dtype, progress=self._load_progress)
@@ -329,7 +330,7 @@ class LabRun:
 def run_lab(
     config: LabConfig,
     *,
-    loaded: LoadedModel | RemoteModel | None = None,
+    loaded: ServedModel | None = None,
     observer: LabObserver | None = None,
     cancel: threading.Event | None = None,
     loader: Loader = load_any,

@@ -1,4 +1,4 @@
-"""A loaded model's shape as the roofline counts it (core/roofline/counts.py), as plain data for describe()."""
+"""A transformers model's shape as the roofline counts it (core/roofline/counts.py), as plain data for describe()."""
 
 from __future__ import annotations
 
@@ -9,36 +9,12 @@ GEMM_PRECISION = {"float32": "float32", "bfloat16": "bfloat16"}
 
 
 def arithmetic_facts(model: Any, weight_bytes: int, dtype: str) -> dict | None:
-    """layers, width, heads, ..., weight_bytes and windows of a model on the kernels or on transformers; None when
-    its config does not say (a model whose shape is not a decoder's)."""
-    from core.model.kernel_causal_lm import is_kernel_model
-
-    if is_kernel_model(model):
-        return _kernel_facts(model, weight_bytes)
+    """layers, width, heads, ..., weight_bytes and windows of a transformers model; None when its config does not say
+    (a model whose shape is not a decoder's). A model on the C kernels says its own (KernelCausalLM.arithmetic)."""
     try:
         return _transformers_facts(model, weight_bytes, dtype)
     except (AttributeError, TypeError, ValueError):
         return None
-
-
-def _kernel_facts(model: Any, weight_bytes: int) -> dict:
-    shape, kernel = model.shape, model.kernel
-    embedding, head = kernel.matrices.get((-1, "token_embd")), kernel.matrices.get((-1, "output"))
-    untied = embedding is not None and head is not None and embedding[0].ctypes.data != head[0].ctypes.data
-    return {
-        "layers": shape.layers,
-        "width": shape.width,
-        "heads": shape.heads,
-        "kv_heads": shape.kv_heads,
-        "head_dim": shape.head_dim,
-        "ffn": shape.ffn,
-        "vocab": shape.vocab,
-        "weight_bytes": weight_bytes,
-        "embedding_bytes": int(embedding[0].nbytes) if untied else 0,
-        "windows": list(shape.windows),
-        "cache_value_bytes": 2,
-        "prefill_precision": "int8",  # the GEMM multiplies the file's quants with int8 activations
-    }
 
 
 def _transformers_facts(model: Any, weight_bytes: int, dtype: str) -> dict:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from core.model.gguf_kernels import KernelBuild
 
@@ -24,30 +27,55 @@ class KernelCausalLM:
         self.generation_config = generation_config
         self.device = torch.device("cpu")
 
-    def eval(self) -> KernelCausalLM:
-        return self
+    @property
+    def weight_bytes(self) -> int:
+        return self.build.weight_bytes
 
-    def __call__(self, input_ids: Any) -> Any:
-        """Teacher-forced logits of every position of one sequence, as model(ids).logits: [1, n, vocab].
+    def position_logits(self, ids: Sequence[int]) -> np.ndarray:
+        """Teacher-forced logits of every position of one sequence, [n, vocab] float32.
 
         It uses the model's KV cache (a chat's prompt cache is set aside first): run it on the thread that
         generates, between replies.
         """
-        from types import SimpleNamespace
-
-        import numpy as np
         import torch
 
-        ids = np.asarray(input_ids, dtype=np.int32).reshape(-1)
+        positions = np.asarray(ids, dtype=np.int32).reshape(-1)
         self.kernel.claim_cache()
-        self.kernel.reserve(1, ids.size, keep=False)
-        logits = self.kernel.pass_over(ids, 0, torch.get_num_threads(), every_position=True)
-        return SimpleNamespace(logits=torch.from_numpy(logits)[None])
+        self.kernel.reserve(1, positions.size, keep=False)
+        return self.kernel.pass_over(positions, 0, torch.get_num_threads(), every_position=True)
+
+    def runtime(self) -> str:
+        """What runs the layers, and how much of chats set aside the prompt cache keeps on this machine."""
+        from core.model.memory_check import available_memory_bytes
+        from core.settings import prompt_cache_budget
+
+        kernel = self.kernel
+        budget = prompt_cache_budget(kernel.position_bytes, available_memory_bytes())
+        return (
+            f"Latency Lab's C kernels ({kernel.library.isa}); the prompt cache keeps up to "
+            f"{budget // kernel.position_bytes:,} positions ({budget / 2**20:,.0f} MiB) of chats set aside"
+        )
+
+    def arithmetic(self) -> dict:
+        """The shape the roofline counts FLOPs and bytes from (core/model/arithmetic.py has the transformers one)."""
+        shape, kernel = self.shape, self.kernel
+        embedding, head = kernel.matrices.get((-1, "token_embd")), kernel.matrices.get((-1, "output"))
+        untied = embedding is not None and head is not None and embedding[0].ctypes.data != head[0].ctypes.data
+        return {
+            "layers": shape.layers,
+            "width": shape.width,
+            "heads": shape.heads,
+            "kv_heads": shape.kv_heads,
+            "head_dim": shape.head_dim,
+            "ffn": shape.ffn,
+            "vocab": shape.vocab,
+            "weight_bytes": self.weight_bytes,
+            "embedding_bytes": int(embedding[0].nbytes) if untied and embedding is not None else 0,
+            "windows": list(shape.windows),
+            "cache_value_bytes": 2,
+            "prefill_precision": "int8",  # the GEMM multiplies the file's quants with int8 activations
+        }
 
     def close(self) -> None:
         """Free the C model now rather than when the garbage collector gets to it."""
         self.kernel.close()
-
-
-def is_kernel_model(model: Any) -> bool:
-    return isinstance(model, KernelCausalLM)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +75,18 @@ class LoadedModel:
         from transformers import SuppressTokensLogitsProcessor
 
         return (SuppressTokensLogitsProcessor(sorted(self.eos_token_ids)),)
+
+    def position_logits(self, ids: Sequence[int]) -> Any:
+        """Teacher-forced logits of every position of one sequence, a [n, vocab] tensor: what quality checks compare.
+        On the C kernels it uses the model's KV cache: run it on the thread that generates, between replies."""
+        import torch
+
+        from core.model.kernel_causal_lm import KernelCausalLM
+
+        if isinstance(self.model, KernelCausalLM):  # the kernels' own pass; transformers' forward otherwise
+            return torch.from_numpy(self.model.position_logits(ids))
+        with torch.inference_mode():
+            return self.model(torch.tensor([list(ids)], device=self.device)).logits[0]
 
     def describe(self) -> ModelFacts:
         return ModelFacts(
@@ -172,49 +185,26 @@ def _load(
 
 
 def _load_native(source: ModelSource, progress: ProgressCallback) -> LoadedModel:
-    from core.model.kernel_causal_lm import is_kernel_model
     from core.model.native_load import load_native
     from core.model.weight_count import gguf_parameter_count
 
     gguf_file = source.gguf_file
     assert gguf_file is not None  # a "gguf" source names its file
     native = load_native(gguf_file, progress, source.header)
-    model, tokenizer = native.model, native.tokenizer
-    on_kernels = is_kernel_model(model)
-    if not on_kernels:
-        from core.quant.apply import parameter_count, weight_bytes
     return LoadedModel(
-        model=model,
-        tokenizer=tokenizer,
+        model=native.model,
+        tokenizer=native.tokenizer,
         source=source,
         dtype=NATIVE_DTYPE,
         device="cpu",
-        context_window=_context_window(model, tokenizer),
-        parameter_count=gguf_parameter_count(gguf_file, source.header) or (0 if on_kernels else parameter_count(model)),
-        weight_bytes=model.build.weight_bytes if on_kernels else weight_bytes(model),
-        eos_token_ids=_eos_ids(model, tokenizer),
+        context_window=_context_window(native.model, native.tokenizer),
+        parameter_count=gguf_parameter_count(gguf_file, source.header) or native.parameters,
+        weight_bytes=native.weight_bytes,
+        eos_token_ids=_eos_ids(native.model, native.tokenizer),
         precision=native.precision,
         precision_note=native.note,
-        runtime=_kernel_runtime(model) if on_kernels else "",
-        arithmetic=_arithmetic(model, model.build.weight_bytes if on_kernels else weight_bytes(model), NATIVE_DTYPE),
-    )
-
-
-def _arithmetic(model: Any, weights: int, dtype: str) -> dict | None:
-    from core.model.arithmetic import arithmetic_facts
-
-    return arithmetic_facts(model, weights, dtype)
-
-
-def _kernel_runtime(model) -> str:
-    from core.model.memory_check import available_memory_bytes
-    from core.settings import prompt_cache_budget
-
-    kernel = model.kernel
-    budget = prompt_cache_budget(kernel.position_bytes, available_memory_bytes())
-    return (
-        f"Latency Lab's C kernels ({kernel.library.isa}); the prompt cache keeps up to "
-        f"{budget // kernel.position_bytes:,} positions ({budget / 2**20:,.0f} MiB) of chats set aside"
+        runtime=native.runtime,
+        arithmetic=native.arithmetic,
     )
 
 
@@ -237,6 +227,7 @@ def _load_converted(
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
+        from core.model.arithmetic import arithmetic_facts
         from core.quant.apply import parameter_count, weight_bytes
 
         # Our own progress callback reports these phases; transformers' bars and notices would
@@ -277,7 +268,7 @@ def _load_converted(
         parameter_count=logical_parameters,
         weight_bytes=weight_bytes(model),
         eos_token_ids=_eos_ids(model, tokenizer),
-        arithmetic=_arithmetic(model, weight_bytes(model), dtype),
+        arithmetic=arithmetic_facts(model, weight_bytes(model), dtype),
     )
 
 

@@ -16,10 +16,16 @@ from core.quant.gguf_header import GGUFHeader
 
 @dataclass
 class NativeModel:
+    """A GGUF's model in its own quantisation, with the facts only the path that built it knows."""
+
     model: Any
     tokenizer: Any
     precision: str  # what the status bar shows, e.g. "native (Q4_K_M)"
     note: str | None  # how tensors without a kernel run, when some have none
+    weight_bytes: int
+    parameters: int  # counted from the weights, where the file's header does not say
+    runtime: str  # what runs the layers when it is not transformers, else ""
+    arithmetic: dict | None  # the shape the roofline counts
 
 
 class NotNative(Exception):
@@ -135,7 +141,10 @@ def _on_kernels(
     notes = [library.note, cache_note, larger_than_memory_note(weights.path)]
     if fallbacks:
         notes.append(", ".join(sorted(fallbacks)) + " tensors run in float16 (no native kernel for them)")
-    return NativeModel(model, tokenizer, f"native ({kind})", "; ".join(note for note in notes if note) or None)
+    note = "; ".join(note for note in notes if note) or None
+    return NativeModel(
+        model, tokenizer, f"native ({kind})", note, model.weight_bytes, 0, model.runtime(), model.arithmetic()
+    )
 
 
 def _on_torch_int4(
@@ -156,7 +165,16 @@ def _on_torch_int4(
     fallbacks = build.fallbacks()
     if fallbacks:
         notes.append(", ".join(sorted(fallbacks)) + " tensors run in bfloat16 (no native kernel for them)")
-    return NativeModel(build.model.eval(), tokenizer, f"native ({kind})", "; ".join(notes) or None)
+    from core.model.arithmetic import arithmetic_facts
+    from core.quant.apply import parameter_count, weight_bytes
+    from core.settings import NATIVE_DTYPE
+
+    model = build.model.eval()
+    size = weight_bytes(model)
+    facts = arithmetic_facts(model, size, NATIVE_DTYPE)
+    return NativeModel(
+        model, tokenizer, f"native ({kind})", "; ".join(notes) or None, size, parameter_count(model), "", facts
+    )
 
 
 def _main_type(weights) -> str:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
-
 # Package data beside this module, so an installed (not editable) copy finds it too.
 AGREEMENT_TEXT_FILE = Path(__file__).with_name("agreement_text.txt")
 
@@ -15,9 +13,7 @@ def agreement_text() -> str:
 
 
 def top1_agreement(reference, candidate, token_ids: list[int]) -> float:
-    """Share of positions where both models' most likely next token is the same (teacher-forced)."""
-    ids = torch.tensor([token_ids])
-    with torch.inference_mode():
-        expected = reference(ids).logits.argmax(-1)
-        got = candidate(ids).logits.argmax(-1)
+    """Share of positions where both loaded models' most likely next token is the same (teacher-forced)."""
+    expected = reference.position_logits(token_ids).argmax(-1)
+    got = candidate.position_logits(token_ids).argmax(-1)
     return float((expected == got).float().mean())

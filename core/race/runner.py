@@ -11,18 +11,16 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-from core.backend.choice import prepare_any
-from core.chats.session import ChatSession, Message
+from core.backend.served_model import ServedModel
+from core.chats.session import Message
 from core.errors import LatencyLabError
 from core.generation.request import ReplyRequest
 from core.model.facts import ModelFacts
-from core.model.loader import LoadedModel
 from core.race.config import RaceConfig
 from core.race.sides import RaceSide, labels, side_summary
 from core.race.verdict import Verdict, make_verdict, side_facts
-from core.remote.connect import RemoteModel
 from core.timing.events import PrefillProgress, ReplyEventKind
 from core.timing.trace import ReplyTrace
 
@@ -107,7 +105,7 @@ class RaceObserver:
     started: Callable[[str, int], None] = lambda sides, request_start_ns: None  # "A", "B" or "AB", and when
 
 
-Loader = Callable[[RaceSide], LoadedModel | RemoteModel]
+Loader = Callable[[RaceSide], ServedModel]
 _race_numbers = itertools.count(1)
 
 
@@ -198,16 +196,16 @@ def _prepare(
     run.model_facts = loaded.describe()
     chat = f"race-{race}-{name}"
     try:
-        _clear_cache(loaded)
+        # The live prompt cache set aside, so this side reuses nothing another reply (the other side, the chat) left
+        # there: a new chat would otherwise reuse the start it shares with the cached one, here the whole prompt.
+        loaded.set_cache_aside()
+        messages = tuple(Message(role, text) for role, text in config.history) + (Message("user", config.prompt),)
+        request = ReplyRequest(config.system_prompt, messages, side.settings, stop=cancel, chat_id=chat)
         if side.settings.prompt_cache and config.history:
             observer.progress(f"{name}: warming the prompt cache with the shared history")
-            run.notes.append(_warm(loaded, config, side, chat, cancel, _warming_progress(name, observer)))
-        messages = tuple(Message(role, text) for role, text in config.history) + (Message("user", config.prompt),)
-        reply, prompt = prepare_any(
-            loaded,
-            ReplyRequest(config.system_prompt, messages, side.settings, stop=cancel, chat_id=chat),
-            streaming=side.streaming,
-        )
+            progress = _warming_progress(name, observer)
+            run.notes.append(loaded.warm(request, streaming=side.streaming, progress=progress))
+        reply, prompt = loaded.prepare(request, streaming=side.streaming)
     except LatencyLabError as error:
         run.error = f"could not be asked: {error}"
         observer.progress(f"{name}: {run.error}")
@@ -237,14 +235,6 @@ def _consume(name: str, reply, run: SideRun, observer: RaceObserver) -> None:
             )
 
 
-def _clear_cache(loaded) -> None:
-    """Set the model's live prompt cache aside, so this side reuses nothing another reply (the other side, the chat)
-    left there: a new chat would otherwise reuse the start it shares with the cached one, here the whole prompt."""
-    from core.backend.choice import set_cache_aside
-
-    set_cache_aside(loaded)
-
-
 def _warming_progress(name: str, observer: RaceObserver) -> Callable[[object], None]:
     """The warm-up's prefill in words, each tenth of it once: a long history took minutes with nothing shown."""
     said: set[int] = set()
@@ -257,43 +247,3 @@ def _warming_progress(name: str, observer: RaceObserver) -> Callable[[object], N
                 observer.progress(f"{name}: warming the prompt cache with the shared history: {tenths * 10}% prefilled")
 
     return progress
-
-
-def _warm(
-    loaded,
-    config: RaceConfig,
-    side: RaceSide,
-    chat: str,
-    cancel: threading.Event,
-    progress: Callable[[object], None] | None = None,
-) -> str:
-    """Put the shared history in this side's prompt cache, as the chat's earlier turns would have: one token is
-    generated after it, untimed. Over the wire the server's own cache is warmed with the history's last question.
-    progress gets the warm-up's prefill progress events."""
-    one_token = replace(side.settings, max_new_tokens=1)
-    history = tuple(Message(role, text) for role, text in config.history)
-    if loaded.is_remote:
-        asked = history[:-1] if history and history[-1].role == "assistant" else history
-        if not asked:
-            return "the shared history holds no question to warm the server's cache with"
-        reply, _ = prepare_any(
-            loaded,
-            ReplyRequest(config.system_prompt, asked, one_token, stop=cancel, chat_id=chat),
-            streaming=side.streaming,
-        )
-        reply.run_to_end(progress)
-        return f"the server's prompt cache was warmed with the history's {len(asked)} messages"
-    from core.generation.decode.prompt_cache import CacheRequest, common_prefix
-    from core.generation.local_reply import LocalReply
-
-    full = ChatSession(config.system_prompt, [*history, Message("user", config.prompt)])
-    other = ChatSession(config.system_prompt, [*history, Message("user", ".")])
-    window = loaded.context_window
-    built = full.build_prompt(loaded.tokenizer, window, side.settings.max_new_tokens)
-    ids = built.input_ids
-    shared = common_prefix(ids, other.build_prompt(loaded.tokenizer, window, side.settings.max_new_tokens).input_ids)
-    if shared < 2:
-        return "the shared history left nothing to cache"
-    cache = CacheRequest(chat, built.pieces, True)
-    LocalReply(loaded, ids[:shared], one_token, stop=cancel, cache=cache).run_to_end(progress)
-    return f"the prompt cache held the shared history ({shared:,} tokens) before the reply, as in a running chat"

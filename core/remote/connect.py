@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import InitVar, dataclass, field
+from collections.abc import Callable
+from dataclasses import InitVar, dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from core.errors import InvalidSettingsError, ModelLoadError
 from core.model.facts import ModelFacts
@@ -12,6 +14,10 @@ from core.remote.errors import RemoteError, redact
 from core.remote.http_client import HttpClient
 from core.remote.http_stream import get_json
 from core.remote.spec import RemoteSpec, is_remote_spec
+
+if TYPE_CHECKING:
+    from core.generation.request import ReplyRequest
+    from core.remote.reply import RemotePrompt, RemoteReply
 
 # Whose models list says owned_by what: how an OpenAI-compatible server gives itself away.
 _OWNERS = {
@@ -83,6 +89,47 @@ class RemoteModel:
     def end_suppressors(self) -> tuple:
         """Nothing here: a server is asked to ignore its end of sequence in the request (core/remote/reply.py)."""
         return ()
+
+    def prepare(
+        self, request: ReplyRequest, *, streaming: bool = True, ignore_eos: bool = False
+    ) -> tuple[RemoteReply, RemotePrompt]:
+        """(the reply, not started; what it knows of its prompt before the server answers). Raises LatencyLabError
+        when it cannot be asked."""
+        from core.chats.session import check_message_sizes
+        from core.remote.reply import RemotePrompt, RemoteReply
+
+        check_message_sizes(request.system_prompt, request.messages)  # before a socket is opened
+        messages = [(message.role, message.content) for message in request.messages]
+        reply = RemoteReply(
+            self,
+            request.system_prompt,
+            messages,
+            request.settings,
+            stop=request.stop,
+            streaming=streaming,
+            ignore_eos=ignore_eos,
+        )
+        return reply, RemotePrompt()
+
+    def loop_refusal(self) -> str | None:
+        return "the model runs on a server; its loop is the server's own"
+
+    def set_cache_aside(self) -> None:
+        """Nothing a client can do: a server keeps its own prompt cache (a race says what it reused)."""
+
+    def warm(
+        self, request: ReplyRequest, *, streaming: bool = True, progress: Callable[[object], None] | None = None
+    ) -> str:
+        """Warm the server's own prompt cache with the history before the request's last message: its last question
+        is asked for one token, untimed. Says what it sent."""
+        history = request.messages[:-1]
+        asked = history[:-1] if history and history[-1].role == "assistant" else history
+        if not asked:
+            return "the shared history holds no question to warm the server's cache with"
+        one_token = replace(request, messages=asked, settings=replace(request.settings, max_new_tokens=1))
+        reply, _ = self.prepare(one_token, streaming=streaming)
+        reply.run_to_end(progress)
+        return f"the server's prompt cache was warmed with the history's {len(asked)} messages"
 
     def describe(self) -> ModelFacts:
         return ModelFacts(

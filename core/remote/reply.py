@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from core.generation.reply import Reply
 from core.remote import ollama_chat, openai_chat
@@ -42,6 +43,14 @@ TOKENS_PER_CHUNK_SLACK = 8
 COUNT_SLACK = 16
 COUNT_PER_BYTE = 16
 _FINISH_REASONS = {"length": StopReason.MAX_TOKENS, "max_tokens": StopReason.MAX_TOKENS}
+
+
+@dataclass(frozen=True)
+class RemotePrompt:
+    """What a remote reply knows of its prompt before the server answers: the count comes with the usage."""
+
+    prompt_tokens: int = 0
+    notice: str | None = None
 
 
 class RemoteReply(Reply):

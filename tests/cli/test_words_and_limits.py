@@ -83,15 +83,13 @@ def test_chat_sends_no_oversized_message_to_a_server_says_so_in_one_line_and_goe
 
 
 def test_every_backend_refuses_an_oversized_message_before_tokenising_or_sending_it(small_message_limit):
-    from core.backend.choice import prepare_any
-
     with ScriptedServer() as server:
         model = connect(server.url, timeout_s=10.0)
         request = ReplyRequest("", (Message("user", "w" * 1001),), GenerationSettings())
         with pytest.raises(MessageTooLongError, match="1,001 characters, more than the 1,000"):
-            prepare_any(model, request)
+            model.prepare(request)
         with pytest.raises(MessageTooLongError):
-            prepare_any(model, ReplyRequest("s" * 1001, (Message("user", "hi"),), GenerationSettings()))
+            model.prepare(ReplyRequest("s" * 1001, (Message("user", "hi"),), GenerationSettings()))
         assert [request for request in server.requests if request["body"]] == []
 
 

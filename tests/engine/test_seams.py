@@ -9,9 +9,9 @@ from core.backend.served_model import ServedModel
 from core.engine.in_process import InProcessEngine
 from core.engine.process import EngineProcess
 from core.engine.protocol import Engine
+from core.generation.local_model import LocalModel
 from core.generation.local_reply import LocalReply
 from core.generation.reply import Reply
-from core.model.loader import LoadedModel
 from core.remote.connect import RemoteModel
 from core.remote.reply import RemoteReply
 
@@ -25,7 +25,7 @@ def members(protocol) -> dict:
 
 
 @pytest.mark.parametrize(
-    "protocol, kinds", [(Engine, (InProcessEngine, EngineProcess)), (ServedModel, (LoadedModel, RemoteModel))]
+    "protocol, kinds", [(Engine, (InProcessEngine, EngineProcess)), (ServedModel, (LocalModel, RemoteModel))]
 )
 def test_each_kind_has_every_member_of_its_protocol_with_the_same_parameters(protocol, kinds):
     for kind in kinds:

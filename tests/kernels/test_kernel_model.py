@@ -9,11 +9,11 @@ import pytest
 import torch
 from tiny_gguf import FAMILY_EXTRAS, write_tiny_family
 
+from core.generation.decode.choice import on_kernels
 from core.generation.decode.kernel_batch import decode_together
 from core.generation.decode.kernel_decoder import KernelDecoder
 from core.generation.decode.loop import lean_decode
 from core.generation.stopping import PassInterrupted
-from core.model.kernel_causal_lm import is_kernel_model
 from core.model.loader import load_model
 
 PROMPT = list(range(300, 320))  # 20 tokens: past Gemma's 8-position window in these files
@@ -47,9 +47,8 @@ def tiny(family_files):
 def test_each_family_runs_on_the_kernels_as_llama_cpp_runs_it(family_files, arch, qtype, llama_cpp):
     path = family_files[arch, qtype]
     loaded = load_model(str(path))
-    assert is_kernel_model(loaded.model) and loaded.describe().runtime.startswith("Latency Lab's C kernels")
-    with torch.inference_mode():
-        ours = loaded.model(torch.tensor([PROMPT])).logits[0].numpy()
+    assert on_kernels(loaded.model) and loaded.describe().runtime.startswith("Latency Lab's C kernels")
+    ours = loaded.position_logits(PROMPT).numpy()
     theirs = llama_cpp_logits(llama_cpp, path, PROMPT)
     # llama.cpp's arithmetic (8-bit activations, float16 cache, its rotary angles and GELU), with the blocks' float
     # sums in the kernels' own canonical order (batch-invariant), not llama.cpp's: equal to rounding, until now

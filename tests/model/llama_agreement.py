@@ -14,7 +14,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from tools import quant_files
 
@@ -32,8 +31,7 @@ def judge_against_llama_cpp(native, path: Path, ids: list[int], label: str) -> N
     theirs, top_ids, top_logits = reference["top1 batched"], reference["top ids"], reference["top logits batched"]
     others = [name for name in quant_files.LLAMA_CPP_VARIANTS if name != "batched"]
     variants = {name: reference[f"top1 {name}"] for name in others}
-    with torch.inference_mode():
-        logits = native.model(torch.tensor([ids])).logits[0].float().numpy()
+    logits = native.position_logits(ids).float().numpy()
     choice, ours_logits = logits.argmax(-1), np.take_along_axis(logits, top_ids, axis=-1)
 
     def widest_gap(picked) -> float:

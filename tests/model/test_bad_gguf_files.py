@@ -8,6 +8,7 @@ import pytest
 from tiny_gguf import write_tiny_llama
 
 from core.errors import ModelLoadError
+from core.generation.local_model import LocalModel
 from core.model.loader import load_model
 
 
@@ -73,7 +74,7 @@ def test_the_model_already_loaded_stays_loaded_after_a_bad_file(bad_files, good_
 
     engine = InProcessEngine()
     try:
-        before = load_model(str(good_file))
+        before = LocalModel.of(load_model(str(good_file)))
         engine.adopt(before)
         engine.take_events()
         engine.send(LoadModel(str(bad_files["truncated"]), "native"))

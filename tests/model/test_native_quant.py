@@ -110,8 +110,7 @@ def test_a_mixed_quant_file_runs_on_the_kernels_as_llama_cpp_runs_it(mixed_file,
     # The weights are the file's blocks themselves, mapped, not copied; the tied head shares the embedding's.
     assert native.weight_bytes < mixed_file.stat().st_size < reference.weight_bytes
     ids = native.tokenizer("The sea is wide and the sky is blue, said the old sailor.")["input_ids"]
-    with torch.inference_mode():
-        got, exact = native.model(torch.tensor([ids])).logits[0], reference.model(torch.tensor([ids])).logits[0]
+    got, exact = native.position_logits(ids), reference.position_logits(ids)
     theirs = llama_cpp_logits(llama_cpp, mixed_file, ids)
     # llama.cpp's own arithmetic (8-bit activations, a float16 cache): on two layers the same to rounding.
     assert (got - theirs).abs().max() < 1e-3 * theirs.abs().max()
@@ -130,9 +129,8 @@ def test_without_a_compiler_a_mixed_file_runs_on_torchs_int4_kernel_and_says_so(
     assert "no C compiler" in facts.precision_note and "torch's int4 kernel" in facts.precision_note
     # Packed from the blocks, near the file's own size (the tied head adds its packed copy).
     assert native.weight_bytes < 2 * mixed_file.stat().st_size < reference.weight_bytes
-    ids = torch.tensor([native.tokenizer("The sea is wide and the sky is blue, said the old sailor.")["input_ids"]])
-    with torch.inference_mode():
-        got, expected = native.model(ids).logits, reference.model(ids).logits
+    ids = native.tokenizer("The sea is wide and the sky is blue, said the old sailor.")["input_ids"]
+    got, expected = native.position_logits(ids), reference.position_logits(ids)
     assert (got - expected).abs().max() < 0.03 * expected.abs().max()
     assert torch.equal(got.argmax(-1), expected.argmax(-1))
 
@@ -142,8 +140,7 @@ def test_a_type_without_a_kernel_runs_in_float16_and_says_so(tmp_path, llama_cpp
     loaded = load_model(str(path))
     assert "Q2_K tensors run in float16" in loaded.describe().precision_note
     ids = [1, 2, 3]
-    with torch.inference_mode():
-        logits = loaded.model(torch.tensor([ids])).logits[0]
+    logits = loaded.position_logits(ids)
     assert torch.isfinite(logits).all()
     theirs = llama_cpp_logits(
         llama_cpp, path, ids
@@ -155,8 +152,7 @@ def test_without_a_compiler_a_type_without_a_kernel_runs_in_bfloat16(tmp_path, w
     path = write_tiny_llama(tmp_path / "q2k.gguf", {"ffn_down": "Q2_K"})
     loaded = load_model(str(path))
     assert "Q2_K tensors run in bfloat16" in loaded.describe().precision_note
-    with torch.inference_mode():
-        logits = loaded.model(torch.tensor([[1, 2, 3]])).logits
+    logits = loaded.position_logits([1, 2, 3])
     assert torch.isfinite(logits).all()
 
 

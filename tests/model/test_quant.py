@@ -74,7 +74,7 @@ def test_int4_model_is_smaller_and_agrees_with_float32(embedded_model, int4_mode
     assert int4_model.weight_bytes < embedded_model.weight_bytes / 4
     ids = embedded_model.tokenizer(agreement_text())["input_ids"]
     assert len(ids) > 300
-    assert top1_agreement(embedded_model.model, int4_model.model, ids) >= 0.97
+    assert top1_agreement(embedded_model, int4_model, ids) >= 0.97
 
 
 @pytest.mark.model

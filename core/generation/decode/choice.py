@@ -9,7 +9,7 @@ from typing import Any
 from core.generation.decode.families import lean_pass_refusal
 from core.generation.decode.kernel_decoder import KernelDecoder
 from core.generation.decode.loop import generation_config_blocks_lean_loop
-from core.model.kernel_causal_lm import is_kernel_model
+from core.model.kernel_causal_lm import KernelCausalLM
 from core.settings import GENERATE_LOOP, LEAN_LOOP
 
 # A decoder holds fused copies of the int4 weights (or a kernel model's cache); one per model, dropped with it.
@@ -23,16 +23,22 @@ KERNELS_HAVE_NO_GENERATE = (
 )
 
 
+def on_kernels(model: Any) -> bool:
+    """Whether the model runs on Latency Lab's C kernels (a GGUF at native precision), not on transformers' layers:
+    the one question of a model's kind the generation layer asks, here, to choose its loop and decoder."""
+    return isinstance(model, KernelCausalLM)
+
+
 def lean_loop_refusal(model: Any) -> str | None:
     """Why this model must use generate(), or None when the lean loop covers it."""
-    if is_kernel_model(model):
+    if on_kernels(model):
         return generation_config_blocks_lean_loop(model)
     return lean_pass_refusal(model) or generation_config_blocks_lean_loop(model)
 
 
 def loop_for(model: Any, requested: str) -> tuple[str, str | None]:
     """(the loop that will run, why it differs from the one requested or None)."""
-    if is_kernel_model(model):
+    if on_kernels(model):
         # Extras only generate() applies (a repetition penalty, say) cannot be had here: say so and run lean.
         refusal = generation_config_blocks_lean_loop(model)
         if requested == GENERATE_LOOP:
@@ -49,7 +55,7 @@ def lean_decoder(model: Any):
     with _decoders_lock:
         decoder = _decoders.get(model)
         if decoder is None:
-            if is_kernel_model(model):
+            if on_kernels(model):
                 decoder = KernelDecoder(model.kernel)
             else:
                 from core.generation.decode.decoder import LeanDecoder

@@ -30,7 +30,7 @@ class DraftModelError(LatencyLabError):
 def draft_model_for(target: LoadedModel, path: str) -> LoadedModel:
     """The draft model at path, loaded once, checked against the target; DraftModelError in one line when it cannot
     draft for it (checked before any work of the reply)."""
-    from core.model.kernel_causal_lm import is_kernel_model
+    from core.generation.decode.choice import on_kernels
     from core.model.loader import load_model
 
     with _lock:
@@ -41,7 +41,7 @@ def draft_model_for(target: LoadedModel, path: str) -> LoadedModel:
             except LatencyLabError as error:
                 raise DraftModelError(f"the draft model could not be loaded: {error}") from None
             _loaded[path] = draft
-    if not is_kernel_model(draft.model):
+    if not on_kernels(draft.model):
         raise DraftModelError(f"the draft model {draft.name} does not run on the C kernels, so it cannot draft here.")
     if draft.tokenizer.get_vocab() != target.tokenizer.get_vocab():
         raise DraftModelError(

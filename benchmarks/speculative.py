@@ -33,6 +33,8 @@ MISSPELT = (
 PROMPTS = {
     "copy": f"Repeat this text exactly, word for word: {PARAGRAPH}",
     "spelling": f"Fix the spelling in this paragraph and give it back: {MISSPELT}",
+    # Free writing: few of its n-grams recur, so what matters is what the wrong guesses cost.
+    "free": "Write a short story about a lighthouse keeper and the birds that rest on his rail.",
 }
 COPY_TARGET = 0.7
 SERVER_TARGET = 1.0
@@ -43,7 +45,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--draft-tokens", type=int, default=4)
+    parser.add_argument("--draft-tokens", type=int, default=8, help="at most this many a pass (the app's default)")
     parser.add_argument("--model", default=None, help="a GGUF file (default: the embedded model)")
     parser.add_argument("--no-server", action="store_true", help="leave llama-server out")
     parser.add_argument("--draft-model", default=None, help="draft with this GGUF instead of prompt lookup")

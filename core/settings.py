@@ -100,7 +100,7 @@ DECODE_LOOP = ChoiceLimit("decode loop", (LEAN_LOOP, GENERATE_LOOP), LEAN_LOOP)
 # Speculative decoding: "ngram" drafts from the prompt and the reply so far (prompt lookup), "draft" with a smaller
 # model of the same vocabulary (draft_model, a GGUF file); the model checks a step's drafts in one pass.
 SPECULATION = ChoiceLimit("speculation", ("off", "ngram", "draft"), "off")
-DRAFT_TOKENS = NumberLimit("draft tokens", 1, 16, 4, whole=True)
+DRAFT_TOKENS = NumberLimit("draft tokens", 1, 16, 8, whole=True)
 # The proxy (`latencylab proxy`, the Traffic tab): the port the user's tools connect to; 0 takes any free one.
 PROXY_PORT = NumberLimit("proxy port", 0, 65535, 8788, whole=True)
 

@@ -15,7 +15,7 @@ from core.race.playback import Track
 from core.race.runner import RaceResult, SideRun
 from core.race.sides import RaceSide, check_race, labels, parse_side
 from core.race.verdict import make_verdict, side_facts
-from core.settings import READER_TPOT_S, READING_CHARS_PER_S, LatencyBudget
+from core.settings import DRAFT_TOKENS, READER_TPOT_S, READING_CHARS_PER_S, LatencyBudget
 from core.timing.budget import budget_document, judge, tally_line
 from core.timing.events import CpuUsage, FinishedEvent, StopReason, TokenEvent
 from core.timing.reading import reader_wait_s, visible_steps
@@ -210,12 +210,12 @@ def test_clashing_settings_are_refused_in_one_line(a_pairs, b_pairs, live, says)
 
 
 def test_speculation_on_against_off_is_what_sets_the_sides_apart():
-    a, b = parse_side("A", ["speculation=ngram", "draft_tokens=8"]), parse_side("B", ["speculation=off"])
-    assert a.settings.speculation == "ngram" and a.settings.draft_tokens == 8 and b.settings.speculation == "off"
-    assert labels(a, b) == ("speculation (ngram, 8 drafts)", "no speculation")
+    a, b = parse_side("A", ["speculation=ngram", "draft_tokens=3"]), parse_side("B", ["speculation=off"])
+    assert a.settings.speculation == "ngram" and a.settings.draft_tokens == 3 and b.settings.speculation == "off"
+    assert labels(a, b) == ("speculation (ngram, 3 drafts)", "no speculation")
     drafted = parse_side("A", ["draft_model=/models/small.gguf"])  # a draft model given is speculation asked for
     assert drafted.settings.speculation == "draft" and drafted.settings.draft_model == "/models/small.gguf"
-    assert labels(drafted, b)[0] == "speculation (draft model small.gguf, 4 drafts)"
+    assert labels(drafted, b)[0] == f"speculation (draft model small.gguf, {int(DRAFT_TOKENS.default)} drafts)"
 
 
 def test_a_live_race_of_a_local_model_against_a_server_is_allowed():

@@ -71,7 +71,7 @@ class ModelDrafts(Drafts):
         self._fed = 0  # of the last step's drafts, how many went through the draft model
 
     def propose(self, tokens: np.ndarray, room: int) -> list[int]:
-        count = min(self.most, room)
+        count = min(self.length, room)
         if count <= 0 or self.steps < BASELINE_STEPS:
             # A draft model drafts at every step, so the reply would have no ordinary step to weigh its verify
             # passes against (SpeculationReport.saved_s): its first steps are ordinary ones.

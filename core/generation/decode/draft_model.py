@@ -76,6 +76,9 @@ class ModelDrafts(Drafts):
             # A draft model drafts at every step, so the reply would have no ordinary step to weigh its verify
             # passes against (SpeculationReport.saved_s): its first steps are ordinary ones.
             return []
+        if self.rest > 0:  # after a pass that missed (Drafts.checked); the next drafts feed it what it skipped
+            self.rest -= 1
+            return []
         if self.seen == 0:
             self.decoder.start_sequence(tokens.size + room + 1)
         logits = self.decoder.forward(torch.from_numpy(tokens[self.seen :].astype(np.int64)), self.seen)

@@ -231,7 +231,7 @@ def open_window(qtbot):
         qtbot.addWidget(win)
         opened.append(win)
         if model is not None:
-            win.models.accept_model(model)
+            win.models.accept_model(LocalModel.of(model))  # the loader's model, with the verbs load_any gives it
         if show:
             win.show()
         return win

@@ -10,11 +10,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from core.generation.reply import Reply
 from core.remote import ollama_chat, openai_chat
-from core.remote.connect import RemoteModel
 from core.remote.errors import PastMaxTokens, RemoteError, ReplyTooLarge, StreamCut, StreamRedactor, redact
+from core.remote.http_client import HttpClient
 from core.remote.http_stream import HttpStream
 from core.remote.pieces import Piece
 from core.remote.server_reports import cache_report, speculation_report
@@ -45,6 +46,26 @@ COUNT_PER_BYTE = 16
 _FINISH_REASONS = {"length": StopReason.MAX_TOKENS, "max_tokens": StopReason.MAX_TOKENS}
 
 
+class Endpoint(Protocol):
+    """What a reply needs of the server's model (a RemoteModel, which makes its replies: it imports this module, so
+    this module names only the parts it reads)."""
+
+    @property
+    def server_kind(self) -> str: ...
+    @property
+    def protocol(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def base_url(self) -> str: ...
+    @property
+    def timeout_s(self) -> float: ...
+    @property
+    def api_key(self) -> str | None: ...
+    @property
+    def http(self) -> HttpClient: ...
+
+
 @dataclass(frozen=True)
 class RemotePrompt:
     """What a remote reply knows of its prompt before the server answers: the count comes with the usage."""
@@ -56,7 +77,7 @@ class RemotePrompt:
 class RemoteReply(Reply):
     def __init__(
         self,
-        model: RemoteModel,
+        model: Endpoint,
         system_prompt: str,
         messages: list[tuple[str, str]],
         settings,

@@ -62,7 +62,9 @@ def test_a_request_through_the_tab_is_listed_drawn_and_metered(qtbot, tab):
     assert "python" in _cell(tab, 0, "Client")  # this test's own process, read from /proc
     ((wait_start, wait_end, lane),) = tab.timeline.bars(tab.timeline.wait_bars)
     ((output_start, output_end, _),) = tab.timeline.bars(tab.timeline.output_bars)
-    assert lane == record.id and wait_start < wait_end == output_start <= output_end
+    # The bars are (start, width) in float seconds: the first ends where the second starts, to rounding.
+    assert lane == record.id and wait_start < wait_end <= output_end
+    assert wait_end == pytest.approx(output_start, abs=1e-9) and output_start <= output_end
     assert output_end - wait_start == pytest.approx(record.e2e_s, abs=1e-6)
 
     with qtbot.waitSignal(tab.request_shown, timeout=WAIT_MS):

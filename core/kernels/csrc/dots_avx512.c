@@ -421,9 +421,9 @@ INLINE void q6_K_tile(int n, const void *w, size_t w_stride, const void *a, size
         case 1 * 8 + 1: NAME##_tile(n, w, w_stride, a, a_stride, 1, 1, out); break;                             \
         case 2 * 8 + 1: NAME##_tile(n, w, w_stride, a, a_stride, 2, 1, out); break;                             \
         case 4 * 8 + 1: FOUR_BY_ONE(n, w, w_stride, a, a_stride, 4, 1, out); break;                             \
-        case 4 * 8 + 2: NAME##_tile(n, w, w_stride, a, a_stride, 4, 2, out); break;                             \
-        case 4 * 8 + 3: NAME##_tile(n, w, w_stride, a, a_stride, 4, 3, out); break;                             \
-        case 4 * 8 + 4: NAME##_tile(n, w, w_stride, a, a_stride, 4, 4, out); break;                             \
+        case 4 * 8 + 2: FOUR_BY_ONE(n, w, w_stride, a, a_stride, 4, 2, out); break;                             \
+        case 4 * 8 + 3: FOUR_BY_ONE(n, w, w_stride, a, a_stride, 4, 3, out); break;                             \
+        case 4 * 8 + 4: FOUR_BY_ONE(n, w, w_stride, a, a_stride, 4, 4, out); break;                             \
         case 1 * 8 + 2: NAME##_tile(n, w, w_stride, a, a_stride, 1, 2, out); break;                             \
         case 1 * 8 + 3: NAME##_tile(n, w, w_stride, a, a_stride, 1, 3, out); break;                             \
         case 1 * 8 + 4: NAME##_tile(n, w, w_stride, a, a_stride, 1, 4, out); break;                             \
@@ -434,12 +434,22 @@ INLINE void q6_K_tile(int n, const void *w, size_t w_stride, const void *a, size
         }                                                                                                       \
     }
 
-/* The legacy types' four-row decode step runs NAME##_rows4; every other shape their general tile. */
+/* The legacy types' four-row shapes run NAME##_rows4, a token at a time (a short pass's tokens too: its lanes
+ * reduce four rows' sums together where the general tile reduces each row and token alone); every other shape
+ * their general tile. Both give each row and token the same canonical sequence. */
 #define LEGACY_ENTRY(NAME)                                                                                      \
     INLINE void NAME##_decode(int n, const void *w, size_t w_stride, const void *a, size_t a_stride, int R,      \
                               int C, float *out) {                                                              \
-        (void)a_stride, (void)R, (void)C;                                                                       \
-        NAME##_rows4(n, w, w_stride, a, out);                                                                   \
+        (void)R;                                                                                                \
+        if (C == 1) {                                                                                           \
+            NAME##_rows4(n, w, w_stride, a, out);                                                               \
+            return;                                                                                             \
+        }                                                                                                       \
+        float four[4];                                                                                          \
+        for (int j = 0; j < C; j++) {                                                                           \
+            NAME##_rows4(n, w, w_stride, (const char *)a + (size_t)j * a_stride, four);                         \
+            for (int i = 0; i < 4; i++) out[i * C + j] = four[i];                                               \
+        }                                                                                                       \
     }
 LEGACY_ENTRY(q4_0) LEGACY_ENTRY(q4_1) LEGACY_ENTRY(q5_0) LEGACY_ENTRY(q5_1) LEGACY_ENTRY(q8_0)
 TILE_ENTRY(q4_0, q4_0_decode) TILE_ENTRY(q4_1, q4_1_decode) TILE_ENTRY(q5_0, q5_0_decode)

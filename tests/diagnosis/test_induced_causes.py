@@ -175,8 +175,13 @@ def test_speculation_that_cost_more_than_it_saved_is_found_and_one_that_paid_is_
     finding = next(finding for finding in diagnose(wasted) if finding.kind == "speculation")
     assert finding.summary.startswith(f"Drafts were accepted {report.acceptance:.0%} of the time; speculation cost")
 
-    paragraph = "The river runs past the old mill, where the children play in summer and the dogs sleep in the shade."
-    copying = GenerationSettings(max_new_tokens=40, speculation="ngram")
+    # Long enough for the drafts to grow to their most (a reply's first pass drafts 2): a short copy is over before
+    # speculation has paid for its first misses.
+    paragraph = (
+        "The river runs past the old mill, where the children play in summer and the dogs sleep in the shade. In "
+        "winter the water freezes at the edges, and the miller walks along the bank every morning to break the ice."
+    )
+    copying = GenerationSettings(max_new_tokens=80, speculation="ngram")
     request = ReplyRequest("", (Message("user", f"Repeat this text exactly, word for word: {paragraph}"),), copying)
     _, built = prepare_reply(native_model, request)
     paid = LocalReply(native_model, built.input_ids, copying).run_to_end()

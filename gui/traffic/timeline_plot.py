@@ -100,7 +100,9 @@ class TimelinePlot(pg.PlotWidget):
         last = self.last_s.view()[-SHOWN:]
         end = np.where(running, now, self.end_s.view()[-SHOWN:])
         has_first = ~np.isnan(first)
-        output_end = np.where(np.isnan(last), end, last)
+        # The last token is stamped as start + E2E, the first on its own clock reading: the two can differ by a
+        # rounding where every token came in one read, and a bar is never drawn backwards.
+        output_end = np.fmax(np.where(np.isnan(last), end, last), first)
         wait_end = np.where(has_first, first, end)
         self._set(self.wait_bars, start, wait_end, lanes, has_first | running)
         self._set(self.output_bars, first, output_end, lanes, has_first)

@@ -1,0 +1,33 @@
+"""The traffic timeline's bars: a request's wait and output bars meet, and neither is drawn backwards."""
+
+from __future__ import annotations
+
+import pytest
+
+from gui.traffic.timeline_plot import TimelinePlot
+
+ZERO_NS = 78_972_907_092_507  # a proxy's start on the perf_counter_ns clock, as a CI run had it
+
+
+@pytest.fixture
+def timeline(qtbot):
+    plot = TimelinePlot()
+    qtbot.addWidget(plot)
+    plot.begin(ZERO_NS)
+    return plot
+
+
+def test_a_reply_whose_tokens_came_in_one_read_is_drawn_without_a_backwards_output_bar(timeline):
+    # Every token in one read: E2E (to the last token) equals TTFT, and start + E2E rounds below the first token's
+    # own reading on the plot's clock.
+    start_ns, first_ns = ZERO_NS + 23_591_503, ZERO_NS + 25_682_221
+    e2e_s = (first_ns - start_ns) / 1e9
+    assert (start_ns - ZERO_NS) / 1e9 + e2e_s < (first_ns - ZERO_NS) / 1e9  # the rounding this test is about
+    timeline.add(1, start_ns)
+    timeline.finish(1, start_ns, first_ns, e2e_s, first_ns + 1_000_000)
+    timeline.refresh(first_ns + 2_000_000)
+    ((wait_start, wait_end, _),) = timeline.bars(timeline.wait_bars)
+    ((output_start, output_end, _),) = timeline.bars(timeline.output_bars)
+    assert wait_start < wait_end == output_start <= output_end
+    ((tail_start, tail_end, _),) = timeline.bars(timeline.tail_bars)
+    assert tail_start == output_end and tail_end == pytest.approx(0.026682221)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import mmap
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -79,6 +80,7 @@ class KernelModel:
             raise ValueError(f"the kernels refused the model's shape: {library.ll_last_error().decode()}")
         # (layer, role) -> (data, type id, rows, columns) of every matrix: what the roofline and the lab count.
         self.matrices: dict[tuple[int, str], tuple[np.ndarray, int, int, int]] = {}
+        self.packed: set[tuple[int, str]] = set()  # the matrices the products read in a packed copy (pack)
         self.sequences = 0
         self.capacity = 0
         self.completed = 0  # positions the last pass_over took through every layer (all, or up to a stop)
@@ -111,6 +113,17 @@ class KernelModel:
             ),
             f"setting {role} of layer {layer}",
         )
+
+    def pack(self, layer: int, role: str, threads: int) -> bool:
+        """A set matrix copied into its type's packed layout where this build has one (csrc/quants.h): the products
+        then read the copy alone, so a memory-mapped file's pages for it are given back (they stay in the page
+        cache), and the process holds the weights once. False: the matrix stays as the file lays it out."""
+        packed = self.library.ll_pack(self._handle, layer, self.library.roles[role], threads)
+        self.library.check(-1 if packed < 0 else 0, f"packing {role} of layer {layer}")
+        if packed:
+            self.packed.add((layer, role))
+            release_file_pages(self.matrices[layer, role][0])
+        return bool(packed)
 
     def set_rope(self, layer: int, base: float, freq_scale: float = 1.0) -> None:
         """A layer's rotary base and linear scaling (1 / factor); per-dimension factors are a tensor role."""
@@ -247,6 +260,21 @@ class KernelModel:
                 self._handle = None
                 self._kept.clear()
                 self.matrices.clear()
+                self.packed.clear()
 
     def __del__(self):
         self.close()
+
+
+def release_file_pages(data: np.ndarray) -> None:
+    """Tells the OS this process no longer needs the whole pages of a memory-mapped array: they leave its resident
+    set but stay in the page cache, and a later read brings them back. An array not backed by a file is left
+    alone: for anonymous memory the same advice would zero it."""
+    mapping = getattr(data, "_mmap", None)
+    if not isinstance(mapping, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED") or data.nbytes == 0:
+        return
+    start = data.ctypes.data - np.frombuffer(mapping, dtype=np.uint8, count=1).ctypes.data
+    page = mmap.PAGESIZE
+    first, end = -(-start // page) * page, (start + data.nbytes) // page * page
+    if end > first:
+        mapping.madvise(mmap.MADV_DONTNEED, first, end - first)

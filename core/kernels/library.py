@@ -71,6 +71,7 @@ _SIGNATURES = {
     "ll_model_new": (_P, [ctypes.POINTER(Config)]),
     "ll_model_free": (None, [_P]),
     "ll_set_tensor": (_I, [_P, _I, _I, _P, _S, _I, _I, _I]),
+    "ll_pack": (_I, [_P, _I, _I, _I]),
     "ll_set_window": (_I, [_P, _I, _I]),
     "ll_set_rope": (_I, [_P, _I, _F, _F]),
     "ll_reserve": (_I, [_P, _I, _I, _I]),
@@ -94,6 +95,7 @@ _SIGNATURES = {
     "ll_dot_reference": (_F, [_I, _I, _P, _P]),
     "ll_dot_tile": (_I, [_I, _I, _P, _S, _P, _S, _I, _I, _P]),
     "ll_gemm_rows": (_I, [_I, _I, _P, _S, _I, _P, _S, _I, _P]),
+    "ll_packed_dot": (_I, [_I, _I, _P, _I, _P, _S, _I, _P]),
     "ll_weight_row_reads": (ctypes.c_uint64, []),
     "ll_read": (ctypes.c_uint64, [_P, ctypes.c_size_t, _I]),  # csrc/read.c: the bandwidth ceilings' read loop
     "ll_int8_peak": (ctypes.c_uint64, [ctypes.c_int64, _I]),  # csrc/peak.c: the int8 products' ceiling

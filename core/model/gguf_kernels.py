@@ -10,6 +10,7 @@ dequantised to float16 once, and the build says which types those were.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -225,6 +226,7 @@ def build_kernel_model(library: KernelLibrary, weights: GGUFWeights, progress: P
     fused = FAMILIES[weights.architecture].fused
     total = len(checked)
     done = 0
+    threads = os.cpu_count() or 1  # packing a matrix is a copy, spread over the machine's cores
 
     def matrix(layer: int, role: str, name: str) -> None:
         nonlocal done
@@ -234,6 +236,7 @@ def build_kernel_model(library: KernelLibrary, weights: GGUFWeights, progress: P
         rows, columns = checked[name]  # only a checked tensor reaches the kernels
         data, type_id = _matrix_data(weights, name, rows, build)
         kernel.set_tensor(layer, role, data, type_id, rows, columns)
+        kernel.pack(layer, role, threads)
 
     def vector(layer: int, role: str, name: str) -> None:
         (length,) = checked[name]

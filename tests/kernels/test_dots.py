@@ -258,3 +258,29 @@ def test_the_portable_build_has_no_gemm():
     activations = np.zeros(34, dtype=np.uint8)
     args = (library.kernel_types["Q4_0"], 32, weights.ctypes.data, 18, 1, activations.ctypes.data, 34, 1)
     assert library.ll_gemm_rows(*args, out.ctypes.data) == -1
+
+
+@pytest.mark.parametrize("tokens", [1, 2, 3, 4])
+def test_packed_rows_give_each_product_the_bits_the_file_layout_gives(tokens: int):
+    """Q4_0 regrouped 16 rows at a time (one row per vector lane, as llama.cpp repacks it for speed) against the
+    tiles on the file's layout: the canonical dot to the last bit, for every row and token of a pass."""
+    library = _library(False)
+    if "avx512" not in library.isa:
+        pytest.skip("the packed layout is the AVX-512 kernels'")
+    rng = np.random.default_rng(21)
+    rows, columns = 32, COLUMNS + 32
+    raw, _ = _weights("Q4_0", rows, rng, columns)
+    quantised = [_activation(library, "Q4_0", rng.normal(0, 1, columns).astype(np.float32))[0] for _ in range(tokens)]
+    stride, activations = quantised[0].size, np.concatenate(quantised)
+    packed = np.zeros(rows * tokens, dtype=np.float32)
+    type_id = library.kernel_types["Q4_0"]
+    args = (type_id, columns, raw.ctypes.data, rows, activations.ctypes.data, stride, tokens, packed.ctypes.data)
+    assert library.ll_packed_dot(*args) == 0
+    for r in range(rows):
+        for t in range(tokens):
+            reference = library.ll_dot_reference(
+                type_id, columns, raw[r].ctypes.data, activations[t * stride :].ctypes.data
+            )
+            assert np.float32(reference) == packed[r * tokens + t], (r, t)
+    # Rows that are not a whole number of groups are refused, not read past.
+    assert library.ll_packed_dot(type_id, columns, raw.ctypes.data, 24, *args[4:]) == -1

@@ -63,28 +63,32 @@ GEMM_INLINE int gemm_store_32(int8_t *q, __m256i unsigned_bytes, int offset) {
     return gemm_byte_sum(unsigned_bytes);
 }
 
-/* Each type's unpacking of block b of a row. */
-GEMM_INLINE void unpack_q4_0(const void *row, int b, unpacked *u) {
+/* Each type's unpacking of block b of row r (w_stride bytes apart from the one before, in the file's layout). */
+GEMM_INLINE void unpack_q4_0(const void *w, size_t w_stride, int r, int b, unpacked *u) {
+    const void *row = (const char *)w + (size_t)r * w_stride;
     const block_q4_0 *x = (const block_q4_0 *)row + b;
     u->correction = 128 * (gemm_store_32(u->q, gemm_nibbles_32(x->qs), 8) - 8 * QK);
     u->d = half_to_float(x->d);
 }
 
-GEMM_INLINE void unpack_q4_1(const void *row, int b, unpacked *u) {
+GEMM_INLINE void unpack_q4_1(const void *w, size_t w_stride, int r, int b, unpacked *u) {
+    const void *row = (const char *)w + (size_t)r * w_stride;
     const block_q4_1 *x = (const block_q4_1 *)row + b;
     u->correction = 128 * gemm_store_32(u->q, gemm_nibbles_32(x->qs), 0);
     u->d = half_to_float(x->d);
     u->m = half_to_float(x->m);
 }
 
-GEMM_INLINE void unpack_q5_0(const void *row, int b, unpacked *u) {
+GEMM_INLINE void unpack_q5_0(const void *w, size_t w_stride, int r, int b, unpacked *u) {
+    const void *row = (const char *)w + (size_t)r * w_stride;
     const block_q5_0 *x = (const block_q5_0 *)row + b;
     const __m256i v = _mm256_or_si256(gemm_nibbles_32(x->qs), gemm_fifth_bits(x->qh));
     u->correction = 128 * (gemm_store_32(u->q, v, 16) - 16 * QK);
     u->d = half_to_float(x->d);
 }
 
-GEMM_INLINE void unpack_q5_1(const void *row, int b, unpacked *u) {
+GEMM_INLINE void unpack_q5_1(const void *w, size_t w_stride, int r, int b, unpacked *u) {
+    const void *row = (const char *)w + (size_t)r * w_stride;
     const block_q5_1 *x = (const block_q5_1 *)row + b;
     const __m256i v = _mm256_or_si256(gemm_nibbles_32(x->qs), gemm_fifth_bits(x->qh));
     u->correction = 128 * gemm_store_32(u->q, v, 0);
@@ -92,7 +96,8 @@ GEMM_INLINE void unpack_q5_1(const void *row, int b, unpacked *u) {
     u->m = half_to_float(x->m);
 }
 
-GEMM_INLINE void unpack_q8_0(const void *row, int b, unpacked *u) {
+GEMM_INLINE void unpack_q8_0(const void *w, size_t w_stride, int r, int b, unpacked *u) {
+    const void *row = (const char *)w + (size_t)r * w_stride;
     const block_q8_0 *x = (const block_q8_0 *)row + b;
     const __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)x->qs), _mm256_set1_epi8((char)0x80));
     u->correction = 128 * (gemm_store_32(u->q, v, 0x80) - 128 * QK);
@@ -128,12 +133,17 @@ GEMM_INLINE void unpack_k4(const void *row, int b, unpacked *u, const int five) 
     u->m = half_to_float(mh);
 }
 
-GEMM_INLINE void unpack_q4_K(const void *row, int b, unpacked *u) { unpack_k4(row, b, u, 0); }
-GEMM_INLINE void unpack_q5_K(const void *row, int b, unpacked *u) { unpack_k4(row, b, u, 1); }
+GEMM_INLINE void unpack_q4_K(const void *w, size_t w_stride, int r, int b, unpacked *u) {
+    unpack_k4((const char *)w + (size_t)r * w_stride, b, u, 0);
+}
+GEMM_INLINE void unpack_q5_K(const void *w, size_t w_stride, int r, int b, unpacked *u) {
+    unpack_k4((const char *)w + (size_t)r * w_stride, b, u, 1);
+}
 
 /* Q6_K in element order: quarter q of half h is ql's low (q < 2) or high nibbles of bytes 32 (q & 1) + l, with
  * bits 2q..2q+1 of qh[l] on top; minus 32. Sub-blocks of 16 with int8 scales. */
-GEMM_INLINE void unpack_q6_K(const void *row, int b, unpacked *u) {
+GEMM_INLINE void unpack_q6_K(const void *w, size_t w_stride, int r, int b, unpacked *u) {
+    const void *row = (const char *)w + (size_t)r * w_stride;
     const block_q6_K *x = (const block_q6_K *)row + b;
     const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3);
     int correction = 0;
@@ -197,7 +207,7 @@ GEMM_INLINE void unpack_q6_K(const void *row, int b, unpacked *u) {
                 memset(buffer, 0, 2 * floats * sizeof(float));                                                    \
                 for (int b = 0; b < n / BLOCK; b++) {                                                             \
                     for (int r = 0; r < R; r++)                                                                   \
-                        unpack_##NAME((const char *)w + (size_t)(r0 + r) * w_stride, b, &u[r]);                  \
+                        unpack_##NAME(w, w_stride, r0 + r, b, &u[r]);                                            \
                     const char *block = (const char *)panel + (size_t)b * bytes;                                  \
                     for (int pair = 0; pair < pairs; pair++) {                                                    \
                         const char *p = block + (size_t)(2 * pair) * group_stride;                                \

@@ -40,6 +40,7 @@ typedef struct {
     size_t row_bytes;
     dot_tile_fn dot;  /* the type's tile kernel and activation slot, resolved once from the type table */
     int32_t kind;
+    void *packed;     /* the rows in the type's packed layout (ll_pack), owned; NULL: the products read data */
 } ll_weight;
 
 typedef struct {
@@ -68,6 +69,10 @@ LL_API void ll_model_free(ll_model *model);
  * cols its length, float32). */
 LL_API int ll_set_tensor(ll_model *model, int32_t layer, int32_t role, const void *data, size_t bytes, int32_t type,
                   int32_t rows, int32_t cols);
+/* A matrix set by ll_set_tensor copied into its type's packed layout (quants.h), where this build has one and its
+ * rows are a whole number of groups; the products then read the copy alone, so the caller may let the file's
+ * pages go. 1: packed, 0: left as it is (the token embedding always: it is read by row), -1: an error. */
+LL_API int ll_pack(ll_model *model, int32_t layer, int32_t role, int32_t threads);
 LL_API int ll_set_window(ll_model *model, int32_t layer, int32_t window);
 LL_API int ll_set_rope(ll_model *model, int32_t layer, float base, float freq_scale);
 /* Room for `sequences` caches of `positions` each. With keep, a cache that is large enough stays, and one that

@@ -140,6 +140,16 @@ static void quantize_rows(ll_model *m, const ll_weight *weights, int weight_coun
     }
 }
 
+/* A tile's results[k * n + j] (weight row first + k, token i + j) into out, or added to it. */
+static inline void store(float *out, int out_stride, int first, int i, int rows, int n, const float *results,
+                         int accumulate) {
+    for (int k = 0; k < rows; k++)
+        for (int j = 0; j < n; j++) {
+            float *target = out + (size_t)(i + j) * out_stride + first + k;
+            *target = accumulate ? *target + results[k * n + j] : results[k * n + j];
+        }
+}
+
 /* out[i][offset_w + r] (+)= W_w[r] . act_i for the weights side by side, rows [0, count); jobs from *counter. */
 static void project(ll_model *m, const ll_weight *weights, int weight_count, int count, float *out, int out_stride,
                     int accumulate, int *counter, int threads) {
@@ -149,7 +159,8 @@ static void project(ll_model *m, const ll_weight *weights, int weight_count, int
         /* Long runs of rows per job: each thread then streams contiguous memory, which the prefetchers follow;
          * short interleaved chunks left a second thread's bandwidth unused (a decode step took 1.4x as long). */
         int rows = (weights[w].rows + threads * CHUNKS_PER_THREAD - 1) / (threads * CHUNKS_PER_THREAD);
-        rows = rows < MIN_CHUNK ? MIN_CHUNK : (rows + 3) / 4 * 4;
+        const int align = weights[w].packed ? PACK_ROWS : 4;  /* a packed matrix's jobs are whole groups */
+        rows = rows < MIN_CHUNK ? MIN_CHUNK : (rows + align - 1) / align * align;
         chunk_rows[w] = rows;
         chunks[w] = (weights[w].rows + rows - 1) / rows;
         total += chunks[w] * tiles;
@@ -169,9 +180,12 @@ static void project(ll_model *m, const ll_weight *weights, int weight_count, int
         const int row_end = row0 + chunk_rows[w] < weight->rows ? row0 + chunk_rows[w] : weight->rows;
         if (uses_gemm(m, weight, count)) {  /* one job: the chunk's rows against every token */
             if (tile0 == 0) {
-                ll_type(weight->type)->gemm(weight->cols, (const char *)weight->data + (size_t)row0 * weight->row_bytes,
-                                            weight->row_bytes, row_end - row0, m->panel[kind], count,
-                                            out + offset + row0, out_stride, accumulate);
+                const ll_type_traits *t = ll_type(weight->type);
+                const gemm_fn gemm = weight->packed ? t->packed_gemm : t->gemm;
+                gemm(weight->cols, (const char *)(weight->packed ? weight->packed : weight->data) +
+                                       (size_t)row0 * weight->row_bytes,
+                     weight->row_bytes, row_end - row0, m->panel[kind], count, out + offset + row0, out_stride,
+                     accumulate);
                 /* the GEMM reads each row once per two registers of tokens */
                 count_reads((uint64_t)(row_end - row0) * ((count + GEMM_READ_TOKENS - 1) / GEMM_READ_TOKENS));
             }
@@ -180,6 +194,19 @@ static void project(ll_model *m, const ll_weight *weights, int weight_count, int
         const int tile_end = tile0 + TOKEN_TILE < count ? tile0 + TOKEN_TILE : count;
         count_reads((uint64_t)(row_end - row0) * ((tile_end - tile0 + DOT_ROWS - 1) / DOT_ROWS));
         const size_t stride = m->act_stride[kind];
+        if (weight->packed) {  /* whole groups of PACK_ROWS rows, a tile of tokens at a time */
+            const packed_tiles_fn tiles = ll_type(weight->type)->packed_tiles;
+            for (int r = row0; r < row_end; r += PACK_ROWS) {
+                const char *group = (const char *)weight->packed + (size_t)r * weight->row_bytes;
+                for (int i = tile0; i < tile_end; i += DOT_ROWS) {
+                    const int n = tile_end - i < DOT_ROWS ? tile_end - i : DOT_ROWS;
+                    float results[PACK_ROWS * DOT_ROWS];
+                    tiles(weight->cols, group, m->act[kind] + i * stride, stride, n, results);
+                    store(out, out_stride, offset + r, i, PACK_ROWS, n, results, accumulate);
+                }
+            }
+            continue;
+        }
         /* A single token (a decode step) runs decode_rows weight rows a call (1, or 2 for AVX-512's legacy
          * kernels) by 1 token; a prompt PREFILL_ROWS (4) rows by DOT_ROWS (4) tokens, fewer at the edges. */
         const int tile_rows = count == 1 ? decode_rows(weight->type) : PREFILL_ROWS;
@@ -190,11 +217,7 @@ static void project(ll_model *m, const ll_weight *weights, int weight_count, int
                 const int n = tile_end - i < DOT_ROWS ? tile_end - i : DOT_ROWS;
                 float results[4 * DOT_ROWS];
                 weight->dot(weight->cols, row, weight->row_bytes, m->act[kind] + i * stride, stride, rows, n, results);
-                for (int k = 0; k < rows; k++)
-                    for (int j = 0; j < n; j++) {
-                        float *target = out + (size_t)(i + j) * out_stride + offset + r + k;
-                        *target = accumulate ? *target + results[k * n + j] : results[k * n + j];
-                    }
+                store(out, out_stride, offset + r, i, rows, n, results, accumulate);
             }
         }
     }

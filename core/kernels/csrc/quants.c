@@ -287,7 +287,12 @@ static const ll_type_traits types[LL_TYPE_LIMIT] = {
     [LL_F32] = {"F32", 1, 4, LL_F32, dequantize_f32, copy_f32, dot_f32, ll_tiles_f32, NULL},  /* weights and activations */
     [LL_F16] = {"F16", 1, 2, LL_F32, dequantize_f16, NULL, dot_f16, ll_tiles_f16, NULL},
     [LL_BF16] = {"BF16", 1, 2, LL_F32, dequantize_bf16, NULL, dot_bf16, ll_tiles_bf16, NULL},
+#if LL_AVX512_DOTS
+    [LL_Q4_0] = {"Q4_0", QK, sizeof(block_q4_0), LL_Q8_0, dequantize_q4_0, NULL, dot_q4_0, ll_tiles_q4_0,
+                 ll_gemm_q4_0, ll_pack_q4_0x16, ll_packed_tiles_q4_0x16, ll_gemm_q4_0x16},
+#else
     [LL_Q4_0] = WEIGHT(Q4_0, QK, sizeof(block_q4_0), LL_Q8_0, q4_0),
+#endif
     [LL_Q4_1] = WEIGHT(Q4_1, QK, sizeof(block_q4_1), LL_Q8_1, q4_1),
     [LL_Q5_0] = WEIGHT(Q5_0, QK, sizeof(block_q5_0), LL_Q8_0, q5_0),
     [LL_Q5_1] = WEIGHT(Q5_1, QK, sizeof(block_q5_1), LL_Q8_1, q5_1),
@@ -349,5 +354,22 @@ int32_t ll_dot_tile(int32_t type, int32_t n, const void *w, size_t w_stride, con
     const ll_type_traits *t = ll_type(type);
     if (!t || !t->tiles || rows < 1 || rows > 4 || count < 1 || count > DOT_ROWS || n % t->block_elements) return -1;
     t->tiles(n, w, w_stride, a, a_stride, rows, count, out);
+    return 0;
+}
+
+int32_t ll_packed_dot(int32_t type, int32_t n, const void *w, int32_t rows, const void *a, size_t a_stride,
+                      int32_t count, float *out) {
+    const ll_type_traits *t = ll_type(type);
+    if (!t || !t->pack || rows < PACK_ROWS || rows % PACK_ROWS || count < 1 || count > DOT_ROWS ||
+        n % t->block_elements)
+        return -1;
+    const size_t row_bytes = ll_row_bytes(type, n), bytes = (size_t)rows * row_bytes;
+    void *packed = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!packed) return -1;
+    t->pack(w, rows, n, packed);
+    for (int g = 0; g < rows / PACK_ROWS; g++)
+        t->packed_tiles(n, (const char *)packed + (size_t)g * PACK_ROWS * row_bytes, a, a_stride, count,
+                        out + (size_t)g * PACK_ROWS * count);
+    free(packed);
     return 0;
 }

@@ -36,6 +36,15 @@ typedef void (*dot_tile_fn)(int n, const void *w, size_t w_stride, const void *a
 typedef void (*gemm_fn)(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,
                         size_t out_stride, int accumulate);
 
+/* A type's packed layout, where this build has one (quants.c's table): its rows regrouped PACK_ROWS at a time so that
+ * one register holds the same four elements of every row of a group, and a decode step's sums are each row's in its
+ * own lane, with no reduction across lanes. pack_fn lays out `rows` (a multiple of PACK_ROWS) of n elements;
+ * packed_tiles_fn runs a group against C (1..DOT_ROWS) activation rows: out[i * C + j] = w_i . a_j, the canonical
+ * dot; a packed matrix's GEMM is a gemm_fn whose w is the packed rows, group after group, w_stride the row bytes. */
+#define PACK_ROWS 16
+typedef void (*pack_fn)(const void *rows, int count, int n, void *out);
+typedef void (*packed_tiles_fn)(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
+
 /* One entry per GGML type id the kernels know, as ggml's type_traits: the facts of the type's rows and the
  * functions that read and write them. Callers resolve an entry (and its pointers) once per matrix or row, never
  * per block. */
@@ -49,6 +58,9 @@ typedef struct {
     float (*dot_reference)(int n, const void *w, const void *a); /* scalar: what every SIMD kernel is tested against */
     dot_tile_fn tiles;       /* this build's tile kernel (AVX-512, AVX2 or scalar); NULL: not a weight type */
     gemm_fn gemm;            /* this build's GEMM; NULL where it has none (float types, builds without lanes) */
+    pack_fn pack;            /* this build's packed layout (all three, or all NULL) */
+    packed_tiles_fn packed_tiles;
+    gemm_fn packed_gemm;
 } ll_type_traits;
 
 #define LL_TYPE_LIMIT 31  /* type ids [0, LL_TYPE_LIMIT): BF16 (30) is the last */
@@ -69,6 +81,13 @@ LL_TILE_KERNELS(LL_DECLARE_TILES)
                                                   int tokens, float *out, size_t out_stride, int accumulate);
 LL_GEMM_KERNELS(LL_DECLARE_GEMM)
 #undef LL_DECLARE_GEMM
+
+#if LL_AVX512_DOTS
+void ll_pack_q4_0x16(const void *rows, int count, int n, void *out);
+void ll_packed_tiles_q4_0x16(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
+void ll_gemm_q4_0x16(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,
+                     size_t out_stride, int accumulate);
+#endif
 
 /* The GEMM's activation panel: `tokens` rows of an activation type (Q8_0, Q8_1 or Q8_K, row_stride bytes apart)
  * of n elements, laid out LL_GEMM_LANES tokens to a register; ll_panel_bytes is its size. */
@@ -95,6 +114,10 @@ LL_API int32_t ll_dequantize_row(int32_t type, const void *row, float *y, int32_
 LL_API float ll_dot_reference(int32_t type, int32_t n, const void *w, const void *a);
 LL_API int32_t ll_dot_tile(int32_t type, int32_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
                            int32_t rows, int32_t count, float *out);
+/* Test hook: `rows` weight rows (a multiple of PACK_ROWS) packed, then their products with `count` activation rows
+ * through the packed tiles, out[r * count + j]; -1 where this build has no packed layout for the type. */
+LL_API int32_t ll_packed_dot(int32_t type, int32_t n, const void *w, int32_t rows, const void *a, size_t a_stride,
+                             int32_t count, float *out);
 /* The instruction set the kernels were built for, e.g. "avx2". */
 LL_API const char *ll_kernel_isa(void);
 

@@ -261,19 +261,20 @@ def test_the_portable_build_has_no_gemm():
 
 
 @pytest.mark.parametrize("tokens", [1, 2, 3, 4])
-def test_packed_rows_give_each_product_the_bits_the_file_layout_gives(tokens: int):
-    """Q4_0 regrouped 16 rows at a time (one row per vector lane, as llama.cpp repacks it for speed) against the
-    tiles on the file's layout: the canonical dot to the last bit, for every row and token of a pass."""
+@pytest.mark.parametrize("qtype", ["Q4_0", "Q4_K"])
+def test_packed_rows_give_each_product_the_bits_the_file_layout_gives(qtype: str, tokens: int):
+    """Rows regrouped 16 at a time (one row per vector lane, as llama.cpp repacks them for speed) against the scalar
+    reference on the file's layout: the canonical dot to the last bit, for every row and token of a pass."""
     library = _library(False)
     if "avx512" not in library.isa:
         pytest.skip("the packed layout is the AVX-512 kernels'")
     rng = np.random.default_rng(21)
-    rows, columns = 32, COLUMNS + 32
-    raw, _ = _weights("Q4_0", rows, rng, columns)
-    quantised = [_activation(library, "Q4_0", rng.normal(0, 1, columns).astype(np.float32))[0] for _ in range(tokens)]
+    rows, columns = 32, COLUMNS if qtype.endswith("_K") else COLUMNS + 32
+    raw, _ = _weights(qtype, rows, rng, columns)
+    quantised = [_activation(library, qtype, rng.normal(0, 1, columns).astype(np.float32))[0] for _ in range(tokens)]
     stride, activations = quantised[0].size, np.concatenate(quantised)
     packed = np.zeros(rows * tokens, dtype=np.float32)
-    type_id = library.kernel_types["Q4_0"]
+    type_id = library.kernel_types[qtype]
     args = (type_id, columns, raw.ctypes.data, rows, activations.ctypes.data, stride, tokens, packed.ctypes.data)
     assert library.ll_packed_dot(*args) == 0
     for r in range(rows):

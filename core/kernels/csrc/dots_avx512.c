@@ -543,6 +543,132 @@ INLINE void unpack_q4_0x16(const void *w, size_t w_stride, int r, int b, unpacke
     u->d = half_to_float(d);
 }
 
+/* ---- Q4_K packed 16 rows a group: the same idea for the k-quants' 4-bit type, the most downloaded one. Per
+ * super-block: the 16 rows' d, then their dmin (float16), three registers of 6-bit scales and minimums (register w's
+ * lane r: row r's scales[4w..4w+3], unpacked with the bit steps of k_scales_mins, 16 rows at once), then 32
+ * registers of quants (register w's lane r: row r's qs[4w..4w+3]: low nibbles of sub-block 2(w / 8), high nibbles
+ * of the next). A sub-block's sums are whole in each lane, weighted by its row's scale exactly as integers, and the
+ * minimums' term is the rows' minimums against the activations' sub-block sums: the canonical integers, then the
+ * canonical float steps lane by lane. ---- */
+
+enum { Q4_KX16_BLOCK = PACK_ROWS * sizeof(block_q4_K) };
+
+void ll_pack_q4_Kx16(const void *rows, int count, int n, void *out) {
+    const int blocks = n / QK_K;
+    for (int g = 0; g < count / PACK_ROWS; g++)
+        for (int b = 0; b < blocks; b++) {
+            uint8_t *o = (uint8_t *)out + ((size_t)g * blocks + b) * Q4_KX16_BLOCK;
+            for (int r = 0; r < PACK_ROWS; r++) {
+                const block_q4_K *x = (const block_q4_K *)rows + (size_t)(g * PACK_ROWS + r) * blocks + b;
+                memcpy(o + 2 * r, &x->d, 2);
+                memcpy(o + 32 + 2 * r, &x->dmin, 2);
+                for (int w = 0; w < 3; w++) memcpy(o + 64 + 64 * w + 4 * r, x->scales + 4 * w, 4);
+                for (int w = 0; w < 32; w++) memcpy(o + 256 + 64 * w + 4 * r, x->qs + 4 * w, 4);
+            }
+        }
+}
+
+/* Sub-blocks 2p and 2p + 1's activation sums (two of the 16-element sums each) as two int16 in one word, p < 4,
+ * in the order the minimums' registers pair them: (0, 2), (1, 3), (4, 6), (5, 7). */
+INLINE void k_activation_pairs(const block_q8_K *y, int32_t words[4]) {
+    int16_t sums[8];
+    for (int j = 0; j < 8; j++) sums[j] = (int16_t)(y->bsums[2 * j] + y->bsums[2 * j + 1]);
+    static const int first[4] = {0, 1, 4, 5};
+    for (int p = 0; p < 4; p++)
+        words[p] = (int32_t)((uint32_t)(uint16_t)sums[first[p]] | (uint32_t)(uint16_t)sums[first[p] + 2] << 16);
+}
+
+INLINE void q4_Kx16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out) {
+    const int blocks = n / QK_K;
+    const __m512i low4 = _mm512_set1_epi8(0x0F), six = _mm512_set1_epi8(0x3f), four = _mm512_set1_epi8(0x0f),
+                  two = _mm512_set1_epi8(3), low_byte = _mm512_set1_epi16(0xFF), byte = _mm512_set1_epi32(0xFF);
+    __m512 sums[DOT_ROWS], minimums[DOT_ROWS];
+    for (int j = 0; j < C; j++) sums[j] = minimums[j] = _mm512_setzero_ps();
+    for (int b = 0; b < blocks; b++) {
+        const uint8_t *o = (const uint8_t *)group + (size_t)b * Q4_KX16_BLOCK;
+        for (int line = 0; line < Q4_KX16_BLOCK; line += 64)
+            _mm_prefetch((const char *)o + 2 * Q4_KX16_BLOCK + line, _MM_HINT_T0);
+        const __m512i w0 = _mm512_loadu_si512((const void *)(o + 64)), w1 = _mm512_loadu_si512((const void *)(o + 128)),
+                      w2 = _mm512_loadu_si512((const void *)(o + 192));
+        /* bytes j of each lane: the scales (minimums) of sub-blocks j, then 4 + j */
+        const __m512i scales[2] = {
+            _mm512_and_si512(w0, six),
+            _mm512_or_si512(_mm512_and_si512(w2, four),
+                            _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(w0, 6), two), 4))};
+        const __m512i mins[2] = {
+            _mm512_and_si512(w1, six),
+            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(w2, 4), four),
+                            _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(w1, 6), two), 4))};
+        __m512i total[DOT_ROWS];
+        for (int j = 0; j < C; j++) total[j] = _mm512_setzero_si512();
+        for (int k = 0; k < 4; k++) {  /* sub-blocks 2k (low nibbles) and 2k + 1 (high) */
+            __m512i low_sum[DOT_ROWS], high_sum[DOT_ROWS];
+            for (int j = 0; j < C; j++) low_sum[j] = high_sum[j] = _mm512_setzero_si512();
+            for (int w = 0; w < 8; w++) {
+                const __m512i x = _mm512_loadu_si512((const void *)(o + 256 + 64 * (8 * k + w)));
+                const __m512i low = _mm512_and_si512(x, low4), high = _mm512_and_si512(_mm512_srli_epi16(x, 4), low4);
+                for (int j = 0; j < C; j++) {
+                    const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+                    int32_t first, second;
+                    memcpy(&first, y->qs + 64 * k + 4 * w, 4);
+                    memcpy(&second, y->qs + 64 * k + 32 + 4 * w, 4);
+                    low_sum[j] = _mm512_dpbusd_epi32(low_sum[j], low, _mm512_set1_epi32(first));
+                    high_sum[j] = _mm512_dpbusd_epi32(high_sum[j], high, _mm512_set1_epi32(second));
+                }
+            }
+            const __m512i scale = scales[k / 2];
+            const __m512i low_scale = _mm512_and_si512(_mm512_srli_epi32(scale, 16 * (k % 2)), byte);
+            const __m512i high_scale = _mm512_and_si512(_mm512_srli_epi32(scale, 16 * (k % 2) + 8), byte);
+            for (int j = 0; j < C; j++)
+                total[j] = _mm512_add_epi32(total[j], _mm512_add_epi32(_mm512_mullo_epi32(low_sum[j], low_scale),
+                                                                       _mm512_mullo_epi32(high_sum[j], high_scale)));
+        }
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)o));
+        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 32)));
+        /* the minimums as int16: lanes' (m0, m2), (m1, m3), (m4, m6), (m5, m7) */
+        const __m512i min_words[4] = {_mm512_and_si512(mins[0], low_byte),
+                                      _mm512_and_si512(_mm512_srli_epi16(mins[0], 8), low_byte),
+                                      _mm512_and_si512(mins[1], low_byte),
+                                      _mm512_and_si512(_mm512_srli_epi16(mins[1], 8), low_byte)};
+        for (int j = 0; j < C; j++) {
+            const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+            int32_t pairs[4];
+            k_activation_pairs(y, pairs);
+            __m512i m = _mm512_setzero_si512();
+            for (int p = 0; p < 4; p++) m = _mm512_dpwssd_epi32(m, min_words[p], _mm512_set1_epi32(pairs[p]));
+            const __m512 yd = _mm512_set1_ps(y->d);
+            sums[j] = _mm512_fmadd_ps(_mm512_mul_ps(d, yd), _mm512_cvtepi32_ps(total[j]), sums[j]);
+            minimums[j] = _mm512_fmadd_ps(_mm512_mul_ps(dmin, yd), _mm512_cvtepi32_ps(m), minimums[j]);
+        }
+    }
+    for (int j = 0; j < C; j++) {
+        float lanes[PACK_ROWS];
+        _mm512_storeu_ps(lanes, _mm512_sub_ps(sums[j], minimums[j]));
+        for (int i = 0; i < PACK_ROWS; i++) out[i * C + j] = lanes[i];
+    }
+}
+
+void ll_packed_tiles_q4_Kx16(int n, const void *group, const void *a, size_t a_stride, int C, float *out) {
+    switch (C) {
+    case 1: q4_Kx16_tile(n, group, a, a_stride, 1, out); break;
+    case 2: q4_Kx16_tile(n, group, a, a_stride, 2, out); break;
+    case 3: q4_Kx16_tile(n, group, a, a_stride, 3, out); break;
+    default: q4_Kx16_tile(n, group, a, a_stride, 4, out); break;
+    }
+}
+
+/* The GEMM's unpacking of row r's super-block b: the row's bytes gathered back into a file block, then unpacked. */
+INLINE void unpack_q4_Kx16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
+    const uint8_t *o = (const uint8_t *)w + (size_t)(r / PACK_ROWS) * PACK_ROWS * w_stride + (size_t)b * Q4_KX16_BLOCK;
+    const int lane = r % PACK_ROWS;
+    block_q4_K x;
+    memcpy(&x.d, o + 2 * lane, 2);
+    memcpy(&x.dmin, o + 32 + 2 * lane, 2);
+    for (int k = 0; k < 3; k++) memcpy(x.scales + 4 * k, o + 64 + 64 * k + 4 * lane, 4);
+    for (int k = 0; k < 32; k++) memcpy(x.qs + 4 * k, o + 256 + 64 * k + 4 * lane, 4);
+    unpack_k4(&x, 0, u, 0);
+}
+
 /* ---- the GEMM of a prompt's pass (gemm.h): 16 tokens in the lanes of a register, vpdpbusd's 4 products each ---- */
 
 /* One block b of R unpacked rows against TV groups of 16 tokens (group_stride apart in the panel): each token's
@@ -605,5 +731,7 @@ INLINE void unpack_q4_0x16(const void *w, size_t w_stride, int r, int b, unpacke
 GEMM_TYPES(GEMM_KERNEL)
 GEMM_KERNEL(q4_0x16, QK, QK, 0, 0, LL_Q8_0)
 GEMM_ENTRY(q4_0x16, QK, 0, LL_Q8_0)
+GEMM_KERNEL(q4_Kx16, QK_K, 32, 1, 2, LL_Q8_K)
+GEMM_ENTRY(q4_Kx16, QK_K, 2, LL_Q8_K)
 
 #endif

@@ -298,7 +298,12 @@ static const ll_type_traits types[LL_TYPE_LIMIT] = {
     [LL_Q5_1] = WEIGHT(Q5_1, QK, sizeof(block_q5_1), LL_Q8_1, q5_1),
     [LL_Q8_0] = {"Q8_0", QK, sizeof(block_q8_0), LL_Q8_0, dequantize_q8_0, quantize_q8_0, dot_q8_0, ll_tiles_q8_0,
                  GEMM_OF(q8_0)},
+#if LL_AVX512_DOTS
+    [LL_Q4_K] = {"Q4_K", QK_K, sizeof(block_q4_K), LL_Q8_K, dequantize_q4_K, NULL, dot_q4_K, ll_tiles_q4_K,
+                 ll_gemm_q4_K, ll_pack_q4_Kx16, ll_packed_tiles_q4_Kx16, ll_gemm_q4_Kx16},
+#else
     [LL_Q4_K] = WEIGHT(Q4_K, QK_K, sizeof(block_q4_K), LL_Q8_K, q4_K),
+#endif
     [LL_Q5_K] = WEIGHT(Q5_K, QK_K, sizeof(block_q5_K), LL_Q8_K, q5_K),
     [LL_Q6_K] = WEIGHT(Q6_K, QK_K, sizeof(block_q6_K), LL_Q8_K, q6_K),
     /* Activation formats only, as llama.cpp pairs them with the types with a minimum and the k-quants. */

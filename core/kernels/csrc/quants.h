@@ -87,6 +87,10 @@ void ll_pack_q4_0x16(const void *rows, int count, int n, void *out);
 void ll_packed_tiles_q4_0x16(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
 void ll_gemm_q4_0x16(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,
                      size_t out_stride, int accumulate);
+void ll_pack_q4_Kx16(const void *rows, int count, int n, void *out);
+void ll_packed_tiles_q4_Kx16(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
+void ll_gemm_q4_Kx16(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,
+                     size_t out_stride, int accumulate);
 #endif
 
 /* The GEMM's activation panel: `tokens` rows of an activation type (Q8_0, Q8_1 or Q8_K, row_stride bytes apart)

@@ -5,7 +5,6 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 
 static _Thread_local char last_error[256];
 
@@ -207,9 +206,8 @@ int ll_pack(ll_model *m, int32_t index, int32_t role, int32_t threads) {
     const size_t bytes = (size_t)w->rows * w->row_bytes;
     void *packed = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!packed) return fail("out of memory packing a matrix");
-#ifdef MADV_HUGEPAGE
-    madvise(packed, bytes, MADV_HUGEPAGE);  /* a decode step reads it all: fewer pages, fewer TLB misses */
-#endif
+    /* No MADV_HUGEPAGE here: where the kernel's defrag setting is "madvise", that advice makes each fault compact
+     * memory on the spot, and packing the 7B shape's Q4_K took 3.7 s with it against 2.1 s without. */
     const int groups = w->rows / PACK_ROWS, per_job = 64;
 #pragma omp parallel for num_threads(threads < 1 ? 1 : threads) schedule(dynamic)
     for (int g = 0; g < groups; g += per_job) {

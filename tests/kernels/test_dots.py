@@ -261,7 +261,7 @@ def test_the_portable_build_has_no_gemm():
 
 
 @pytest.mark.parametrize("tokens", [1, 2, 3, 4])
-@pytest.mark.parametrize("qtype", ["Q4_0", "Q4_K"])
+@pytest.mark.parametrize("qtype", ["Q4_0", "Q8_0", "Q4_K"])
 def test_packed_rows_give_each_product_the_bits_the_file_layout_gives(qtype: str, tokens: int):
     """Rows regrouped 16 at a time (one row per vector lane, as llama.cpp repacks them for speed) against the scalar
     reference on the file's layout: the canonical dot to the last bit, for every row and token of a pass."""

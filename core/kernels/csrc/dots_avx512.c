@@ -456,47 +456,69 @@ TILE_ENTRY(q4_0, q4_0_decode) TILE_ENTRY(q4_1, q4_1_decode) TILE_ENTRY(q5_0, q5_
 TILE_ENTRY(q5_1, q5_1_decode) TILE_ENTRY(q8_0, q8_0_decode)
 TILE_ENTRY(q4_K, q4_K_tile) TILE_ENTRY(q5_K, q5_K_tile) TILE_ENTRY(q6_K, q6_K_tile)
 
-/* ---- Q4_0 packed 16 rows a group (quants.h's packed layout): what llama.cpp's repacked Q4_0 does for the same
- * reason. A decode step in the file's layout spends most of its work reducing each row's vector lanes to one sum
- * per block (the four-row kernel above: 8.5 GB/s a core); with one row per lane the sums need no reduction, and a
- * step reads at DRAM speed (21 GB/s a core, 31.7 on two, against 15.8). Each lane still takes the canonical float
- * steps of its row, block after block: the same bits as the tiles above. ---- */
+/* ---- Q4_0 and Q8_0 packed 16 rows a group (quants.h's packed layout): what llama.cpp's repacked Q4_0 does for the
+ * same reason. A decode step in the file's layout spends most of its work reducing each row's vector lanes to one
+ * sum per block (the four-row kernel above: 8.5 GB/s a core on Q4_0); with one row per lane the sums need no
+ * reduction, and a step reads at DRAM speed (21 GB/s a core, 31.7 on two, against 15.8). Each lane still takes the
+ * canonical float steps of its row, block after block: the same bits as the tiles above. ---- */
 
-/* A group's block: the 16 rows' scales (float16), then four registers' worth of quants: register k's lane r holds
- * row r's bytes qs[4k..4k+3], whose low nibbles are elements 4k..4k+3 and high nibbles elements 16+4k..16+4k+3. */
-enum { Q4_0X16_BLOCK = 32 + 4 * 64 };
+/* A group's block: the 16 rows' scales (float16), then the quants: register k's lane r holds row r's bytes
+ * qs[4k..4k+3]. Q4_0: four registers, whose low nibbles are elements 4k..4k+3 and high nibbles 16+4k..16+4k+3;
+ * Q8_0: eight, elements 4k..4k+3. */
+enum { Q4_0X16_BLOCK = 32 + 4 * 64, Q8_0X16_BLOCK = 32 + 8 * 64 };
 _Static_assert(Q4_0X16_BLOCK == PACK_ROWS * sizeof(block_q4_0), "a packed group is its rows' bytes, regrouped");
+_Static_assert(Q8_0X16_BLOCK == PACK_ROWS * sizeof(block_q8_0), "a packed group is its rows' bytes, regrouped");
+/* Blocks ahead that the packed kernels ask for early; 0, none: a packed group is one contiguous stream, which the
+ * hardware prefetchers follow alone, and a prefetch per line cost more than it saved (the 1B shape's step, interleaved
+ * with and without: Q4_K_M 27.5 -> 19.1 ms, Q8_0 48.7 -> 34.2 ms, Q4_0 even). -D sets it to try again elsewhere. */
 #ifndef PACKED_PREFETCH_BLOCKS
-#define PACKED_PREFETCH_BLOCKS 8
+#define PACKED_PREFETCH_BLOCKS 0
 #endif
 
-void ll_pack_q4_0x16(const void *rows, int count, int n, void *out) {
+/* Both legacy types' blocks are a float16 scale, then `words` 4-byte words of quants. */
+INLINE void pack_legacy(const void *rows, int count, int n, void *out, const size_t block_bytes, const int words) {
     const int blocks = n / QK;
+    const size_t group_block = PACK_ROWS * block_bytes;
     for (int g = 0; g < count / PACK_ROWS; g++)
         for (int b = 0; b < blocks; b++) {
-            uint8_t *o = (uint8_t *)out + ((size_t)g * blocks + b) * Q4_0X16_BLOCK;
+            uint8_t *o = (uint8_t *)out + ((size_t)g * blocks + b) * group_block;
             for (int r = 0; r < PACK_ROWS; r++) {
-                const block_q4_0 *x = (const block_q4_0 *)rows + (size_t)(g * PACK_ROWS + r) * blocks + b;
-                memcpy(o + 2 * r, &x->d, 2);
-                for (int k = 0; k < 4; k++) memcpy(o + 32 + 64 * k + 4 * r, x->qs + 4 * k, 4);
+                const uint8_t *x = (const uint8_t *)rows + ((size_t)(g * PACK_ROWS + r) * blocks + b) * block_bytes;
+                memcpy(o + 2 * r, x, 2);
+                for (int k = 0; k < words; k++) memcpy(o + 32 + 64 * k + 4 * r, x + 2 + 4 * k, 4);
             }
         }
 }
 
-INLINE void q4_0x16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out) {
+void ll_pack_q4_0x16(const void *rows, int count, int n, void *out) {
+    pack_legacy(rows, count, n, out, sizeof(block_q4_0), 4);
+}
+
+void ll_pack_q8_0x16(const void *rows, int count, int n, void *out) {
+    pack_legacy(rows, count, n, out, sizeof(block_q8_0), 8);
+}
+
+/* eight: Q8_0 (signed bytes, +128 to make them unsigned); else Q4_0 (nibbles, which are the values + 8). */
+INLINE void legacy_x16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out,
+                            const int eight) {
     const int blocks = n / QK;
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const size_t group_block = eight ? Q8_0X16_BLOCK : Q4_0X16_BLOCK;
+    const __m512i low4 = _mm512_set1_epi8(0x0F), sign = _mm512_set1_epi8((char)0x80);
     __m512 sums[DOT_ROWS];
     for (int j = 0; j < C; j++) sums[j] = _mm512_setzero_ps();
     for (int b = 0; b < blocks; b++) {
-        const uint8_t *o = (const uint8_t *)group + (size_t)b * Q4_0X16_BLOCK;
-        for (int line = 0; line < Q4_0X16_BLOCK; line += 64)
-            _mm_prefetch((const char *)o + PACKED_PREFETCH_BLOCKS * Q4_0X16_BLOCK + line, _MM_HINT_T0);
-        __m512i q[8];  /* q[k]: elements 4k..4k+3 of every row, k < 8 */
-        for (int k = 0; k < 4; k++) {
+        const uint8_t *o = (const uint8_t *)group + (size_t)b * group_block;
+        for (size_t line = 0; PACKED_PREFETCH_BLOCKS && line < group_block; line += 64)
+            _mm_prefetch((const char *)o + PACKED_PREFETCH_BLOCKS * group_block + line, _MM_HINT_T0);
+        __m512i q[8];  /* q[k]: elements 4k..4k+3 of every row, as unsigned bytes */
+        for (int k = 0; k < (eight ? 8 : 4); k++) {
             const __m512i x = _mm512_loadu_si512((const void *)(o + 32 + 64 * k));
-            q[k] = _mm512_and_si512(x, low4);
-            q[4 + k] = _mm512_and_si512(_mm512_srli_epi16(x, 4), low4);
+            if (eight) {
+                q[k] = _mm512_xor_si512(x, sign);
+            } else {
+                q[k] = _mm512_and_si512(x, low4);
+                q[4 + k] = _mm512_and_si512(_mm512_srli_epi16(x, 4), low4);
+            }
         }
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)o));
         for (int j = 0; j < C; j++) {
@@ -507,9 +529,9 @@ INLINE void q4_0x16_tile(int n, const void *group, const void *a, size_t a_strid
                 memcpy(&four, y->qs + 4 * k, 4);
                 sum = _mm512_dpbusd_epi32(sum, q[k], _mm512_set1_epi32(four));
             }
-            /* the stored nibbles are the values + 8: 8 times the activations' sum comes off, exactly */
+            /* the unsigned bytes are the values + 8 (+128): that times the activations' sum comes off, exactly */
             const __m256i v = _mm256_loadu_si256((const __m256i *)y->qs);
-            const int offset = sum_8(_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(8), v));
+            const int offset = sum_8(_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(eight ? (char)0x80 : 8), v));
             const __m512i exact = _mm512_sub_epi32(sum, _mm512_set1_epi32(offset));
             const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(half_to_float(y->d)));
             sums[j] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(exact), sums[j]);
@@ -522,25 +544,40 @@ INLINE void q4_0x16_tile(int n, const void *group, const void *a, size_t a_strid
     }
 }
 
-void ll_packed_tiles_q4_0x16(int n, const void *group, const void *a, size_t a_stride, int C, float *out) {
-    switch (C) {  /* each token count unrolled on its own */
-    case 1: q4_0x16_tile(n, group, a, a_stride, 1, out); break;
-    case 2: q4_0x16_tile(n, group, a, a_stride, 2, out); break;
-    case 3: q4_0x16_tile(n, group, a, a_stride, 3, out); break;
-    default: q4_0x16_tile(n, group, a, a_stride, 4, out); break;
+/* Each token count unrolled on its own. */
+#define PACKED_TILES_ENTRY(NAME, TILE, ...)                                                                      \
+    void ll_packed_tiles_##NAME(int n, const void *group, const void *a, size_t a_stride, int C, float *out) {   \
+        switch (C) {                                                                                            \
+        case 1: TILE(n, group, a, a_stride, 1, out __VA_ARGS__); break;                                         \
+        case 2: TILE(n, group, a, a_stride, 2, out __VA_ARGS__); break;                                         \
+        case 3: TILE(n, group, a, a_stride, 3, out __VA_ARGS__); break;                                         \
+        default: TILE(n, group, a, a_stride, 4, out __VA_ARGS__); break;                                        \
+        }                                                                                                       \
     }
+PACKED_TILES_ENTRY(q4_0x16, legacy_x16_tile, , 0)
+PACKED_TILES_ENTRY(q8_0x16, legacy_x16_tile, , 1)
+
+/* The GEMM's unpacking of row r's block b from the packed groups (w_stride: a row's bytes in the file): the row's
+ * bytes gathered back into a file block, then unpacked as the file's. */
+INLINE const uint8_t *packed_block(const void *w, size_t w_stride, int r, int b, size_t group_block) {
+    return (const uint8_t *)w + (size_t)(r / PACK_ROWS) * PACK_ROWS * w_stride + (size_t)b * group_block;
 }
 
-/* The GEMM's unpacking of row r's block b from the packed groups (w_stride: a row's bytes in the file). */
+INLINE void gather_legacy(const uint8_t *o, int lane, uint8_t *block, int words) {
+    memcpy(block, o + 2 * lane, 2);
+    for (int k = 0; k < words; k++) memcpy(block + 2 + 4 * k, o + 32 + 64 * k + 4 * lane, 4);
+}
+
 INLINE void unpack_q4_0x16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
-    const uint8_t *o = (const uint8_t *)w + (size_t)(r / PACK_ROWS) * PACK_ROWS * w_stride + (size_t)b * Q4_0X16_BLOCK;
-    const int lane = r % PACK_ROWS;
-    uint8_t qs[QK / 2];
-    for (int k = 0; k < 4; k++) memcpy(qs + 4 * k, o + 32 + 64 * k + 4 * lane, 4);
-    ll_half d;
-    memcpy(&d, o + 2 * lane, 2);
-    u->correction = 128 * (gemm_store_32(u->q, gemm_nibbles_32(qs), 8) - 8 * QK);
-    u->d = half_to_float(d);
+    block_q4_0 x;
+    gather_legacy(packed_block(w, w_stride, r, b, Q4_0X16_BLOCK), r % PACK_ROWS, (uint8_t *)&x, 4);
+    unpack_q4_0(&x, 0, 0, 0, u);
+}
+
+INLINE void unpack_q8_0x16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
+    block_q8_0 x;
+    gather_legacy(packed_block(w, w_stride, r, b, Q8_0X16_BLOCK), r % PACK_ROWS, (uint8_t *)&x, 8);
+    unpack_q8_0(&x, 0, 0, 0, u);
 }
 
 /* ---- Q4_K packed 16 rows a group: the same idea for the k-quants' 4-bit type, the most downloaded one. Per
@@ -586,8 +623,8 @@ INLINE void q4_Kx16_tile(int n, const void *group, const void *a, size_t a_strid
     for (int j = 0; j < C; j++) sums[j] = minimums[j] = _mm512_setzero_ps();
     for (int b = 0; b < blocks; b++) {
         const uint8_t *o = (const uint8_t *)group + (size_t)b * Q4_KX16_BLOCK;
-        for (int line = 0; line < Q4_KX16_BLOCK; line += 64)
-            _mm_prefetch((const char *)o + 2 * Q4_KX16_BLOCK + line, _MM_HINT_T0);
+        for (int line = 0; PACKED_PREFETCH_BLOCKS && line < Q4_KX16_BLOCK; line += 64)
+            _mm_prefetch((const char *)o + PACKED_PREFETCH_BLOCKS * Q4_KX16_BLOCK + line, _MM_HINT_T0);
         const __m512i w0 = _mm512_loadu_si512((const void *)(o + 64)), w1 = _mm512_loadu_si512((const void *)(o + 128)),
                       w2 = _mm512_loadu_si512((const void *)(o + 192));
         /* bytes j of each lane: the scales (minimums) of sub-blocks j, then 4 + j */
@@ -648,18 +685,11 @@ INLINE void q4_Kx16_tile(int n, const void *group, const void *a, size_t a_strid
     }
 }
 
-void ll_packed_tiles_q4_Kx16(int n, const void *group, const void *a, size_t a_stride, int C, float *out) {
-    switch (C) {
-    case 1: q4_Kx16_tile(n, group, a, a_stride, 1, out); break;
-    case 2: q4_Kx16_tile(n, group, a, a_stride, 2, out); break;
-    case 3: q4_Kx16_tile(n, group, a, a_stride, 3, out); break;
-    default: q4_Kx16_tile(n, group, a, a_stride, 4, out); break;
-    }
-}
+PACKED_TILES_ENTRY(q4_Kx16, q4_Kx16_tile, )
 
 /* The GEMM's unpacking of row r's super-block b: the row's bytes gathered back into a file block, then unpacked. */
 INLINE void unpack_q4_Kx16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
-    const uint8_t *o = (const uint8_t *)w + (size_t)(r / PACK_ROWS) * PACK_ROWS * w_stride + (size_t)b * Q4_KX16_BLOCK;
+    const uint8_t *o = packed_block(w, w_stride, r, b, Q4_KX16_BLOCK);
     const int lane = r % PACK_ROWS;
     block_q4_K x;
     memcpy(&x.d, o + 2 * lane, 2);
@@ -731,6 +761,8 @@ INLINE void unpack_q4_Kx16(const void *w, size_t w_stride, int r, int b, unpacke
 GEMM_TYPES(GEMM_KERNEL)
 GEMM_KERNEL(q4_0x16, QK, QK, 0, 0, LL_Q8_0)
 GEMM_ENTRY(q4_0x16, QK, 0, LL_Q8_0)
+GEMM_KERNEL(q8_0x16, QK, QK, 0, 0, LL_Q8_0)
+GEMM_ENTRY(q8_0x16, QK, 0, LL_Q8_0)
 GEMM_KERNEL(q4_Kx16, QK_K, 32, 1, 2, LL_Q8_K)
 GEMM_ENTRY(q4_Kx16, QK_K, 2, LL_Q8_K)
 

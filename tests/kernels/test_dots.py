@@ -260,14 +260,22 @@ def test_the_portable_build_has_no_gemm():
     assert library.ll_gemm_rows(*args, out.ctypes.data) == -1
 
 
+# The types each build reads in a packed layout (quants.c's table): AVX-512 three, AVX2 Q4_0.
+PACKED = {"avx512 vnni": ("Q4_0", "Q8_0", "Q4_K"), "avx2": ("Q4_0",), "avx2 kernels (avx512 machine)": ("Q4_0",)}
+
+
 @pytest.mark.parametrize("tokens", [1, 2, 3, 4])
-@pytest.mark.parametrize("qtype", ["Q4_0", "Q8_0", "Q4_K"])
-def test_packed_rows_give_each_product_the_bits_the_file_layout_gives(qtype: str, tokens: int):
+@pytest.mark.parametrize(
+    ("build", "qtype"),
+    [pytest.param(False, qtype, id=f"native-{qtype}") for qtype in ("Q4_0", "Q8_0", "Q4_K")]
+    + [pytest.param("avx2", "Q4_0", id="avx2-Q4_0", marks=BUILDS[1].marks)],
+)
+def test_packed_rows_give_each_product_the_bits_the_file_layout_gives(build, qtype: str, tokens: int):
     """Rows regrouped 16 at a time (one row per vector lane, as llama.cpp repacks them for speed) against the scalar
     reference on the file's layout: the canonical dot to the last bit, for every row and token of a pass."""
-    library = _library(False)
-    if "avx512" not in library.isa:
-        pytest.skip("the packed layout is the AVX-512 kernels'")
+    library = _library(build)
+    if qtype not in PACKED.get(library.isa, ()):
+        pytest.skip(f"{library.isa} reads {qtype} in the file's layout")
     rng = np.random.default_rng(21)
     rows, columns = 32, COLUMNS if qtype.endswith("_K") else COLUMNS + 32
     raw, _ = _weights(qtype, rows, rng, columns)
@@ -283,5 +291,6 @@ def test_packed_rows_give_each_product_the_bits_the_file_layout_gives(qtype: str
                 type_id, columns, raw[r].ctypes.data, activations[t * stride :].ctypes.data
             )
             assert np.float32(reference) == packed[r * tokens + t], (r, t)
-    # Rows that are not a whole number of groups are refused, not read past.
+    # Rows that are not a whole number of groups are refused, not read past; a type without a packed layout too.
     assert library.ll_packed_dot(type_id, columns, raw.ctypes.data, 24, *args[4:]) == -1
+    assert library.ll_packed_dot(library.kernel_types["Q5_1"], columns, *args[2:]) == -1

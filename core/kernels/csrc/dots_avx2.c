@@ -377,6 +377,61 @@ TILE_ENTRY(f32) TILE_ENTRY(f16) TILE_ENTRY(bf16)
     }
 
 GEMM_TYPES(GEMM_KERNEL)
+
+#if !LL_AVX512_DOTS
+/* ---- Q4_0 packed 16 rows a group (quants.h): one row per 32-bit lane, two registers of 8 rows a block, so a
+ * step's sums need no reduction across lanes. Without VNNI, 4 products a lane are maddubs (the unsigned nibbles by
+ * the broadcast signed activations, in pairs to 16 bits), and a block's 8 such stay within 16 bits (8 x 2 x 15 x 128
+ * = 30,720) before one madd by ones widens them: the exact integer of the canonical dot. ---- */
+INLINE void q4_0x16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out) {
+    const int blocks = n / QK;
+    const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1), one_bytes = _mm256_set1_epi8(1);
+    __m256 sums[DOT_ROWS][2];
+    for (int j = 0; j < C; j++) sums[j][0] = sums[j][1] = _mm256_setzero_ps();
+    for (int b = 0; b < blocks; b++) {
+        const uint8_t *o = (const uint8_t *)group + (size_t)b * Q4_0X16_BLOCK;
+        int offset[DOT_ROWS];
+        float dy[DOT_ROWS];
+        for (int j = 0; j < C; j++) {  /* the nibbles are the values + 8: 8 times the activations' sum comes off */
+            const block_q8_0 *y = (const block_q8_0 *)A_ROW(j) + b;
+            const __m256i v = _mm256_loadu_si256((const __m256i *)y->qs);
+            offset[j] = 8 * sum_8(_mm256_madd_epi16(_mm256_maddubs_epi16(one_bytes, v), ones));
+            dy[j] = half_to_float(y->d);
+        }
+        for (int h = 0; h < 2; h++) {  /* rows 8h..8h+7 */
+            __m256i q[8];  /* q[k]: elements 4k..4k+3 of each row */
+            for (int k = 0; k < 4; k++) {
+                const __m256i x = _mm256_loadu_si256((const __m256i *)(o + 32 + 64 * k + 32 * h));
+                q[k] = _mm256_and_si256(x, low4);
+                q[4 + k] = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
+            }
+            const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16 * h)));
+            for (int j = 0; j < C; j++) {
+                const block_q8_0 *y = (const block_q8_0 *)A_ROW(j) + b;
+                __m256i pairs = _mm256_setzero_si256();
+                for (int k = 0; k < 8; k++) {
+                    int32_t four;
+                    memcpy(&four, y->qs + 4 * k, 4);
+                    pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(q[k], _mm256_set1_epi32(four)));
+                }
+                const __m256i exact = _mm256_sub_epi32(_mm256_madd_epi16(pairs, ones), _mm256_set1_epi32(offset[j]));
+                sums[j][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(dy[j])), _mm256_cvtepi32_ps(exact),
+                                             sums[j][h]);
+            }
+        }
+    }
+    for (int j = 0; j < C; j++)
+        for (int h = 0; h < 2; h++) {
+            float lanes[8];
+            _mm256_storeu_ps(lanes, _mm256_add_ps(sums[j][h], _mm256_setzero_ps()));  /* + 0: sum + minimum */
+            for (int i = 0; i < 8; i++) out[(8 * h + i) * C + j] = lanes[i];
+        }
+}
+
+PACKED_TILES_ENTRY(q4_0x16, q4_0x16_tile, )
+GEMM_KERNEL(q4_0x16, QK, QK, 0, 0, LL_Q8_0)
+GEMM_ENTRY(q4_0x16, QK, 0, LL_Q8_0)
+#endif
 #endif
 
 const char *ll_kernel_isa(void) {

@@ -465,38 +465,12 @@ TILE_ENTRY(q4_K, q4_K_tile) TILE_ENTRY(q5_K, q5_K_tile) TILE_ENTRY(q6_K, q6_K_ti
 /* A group's block: the 16 rows' scales (float16), then the quants: register k's lane r holds row r's bytes
  * qs[4k..4k+3]. Q4_0: four registers, whose low nibbles are elements 4k..4k+3 and high nibbles 16+4k..16+4k+3;
  * Q8_0: eight, elements 4k..4k+3. */
-enum { Q4_0X16_BLOCK = 32 + 4 * 64, Q8_0X16_BLOCK = 32 + 8 * 64 };
-_Static_assert(Q4_0X16_BLOCK == PACK_ROWS * sizeof(block_q4_0), "a packed group is its rows' bytes, regrouped");
-_Static_assert(Q8_0X16_BLOCK == PACK_ROWS * sizeof(block_q8_0), "a packed group is its rows' bytes, regrouped");
 /* Blocks ahead that the packed kernels ask for early; 0, none: a packed group is one contiguous stream, which the
  * hardware prefetchers follow alone, and a prefetch per line cost more than it saved (the 1B shape's step, interleaved
  * with and without: Q4_K_M 27.5 -> 19.1 ms, Q8_0 48.7 -> 34.2 ms, Q4_0 even). -D sets it to try again elsewhere. */
 #ifndef PACKED_PREFETCH_BLOCKS
 #define PACKED_PREFETCH_BLOCKS 0
 #endif
-
-/* Both legacy types' blocks are a float16 scale, then `words` 4-byte words of quants. */
-INLINE void pack_legacy(const void *rows, int count, int n, void *out, const size_t block_bytes, const int words) {
-    const int blocks = n / QK;
-    const size_t group_block = PACK_ROWS * block_bytes;
-    for (int g = 0; g < count / PACK_ROWS; g++)
-        for (int b = 0; b < blocks; b++) {
-            uint8_t *o = (uint8_t *)out + ((size_t)g * blocks + b) * group_block;
-            for (int r = 0; r < PACK_ROWS; r++) {
-                const uint8_t *x = (const uint8_t *)rows + ((size_t)(g * PACK_ROWS + r) * blocks + b) * block_bytes;
-                memcpy(o + 2 * r, x, 2);
-                for (int k = 0; k < words; k++) memcpy(o + 32 + 64 * k + 4 * r, x + 2 + 4 * k, 4);
-            }
-        }
-}
-
-void ll_pack_q4_0x16(const void *rows, int count, int n, void *out) {
-    pack_legacy(rows, count, n, out, sizeof(block_q4_0), 4);
-}
-
-void ll_pack_q8_0x16(const void *rows, int count, int n, void *out) {
-    pack_legacy(rows, count, n, out, sizeof(block_q8_0), 8);
-}
 
 /* eight: Q8_0 (signed bytes, +128 to make them unsigned); else Q4_0 (nibbles, which are the values + 8). */
 INLINE void legacy_x16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out,
@@ -544,41 +518,8 @@ INLINE void legacy_x16_tile(int n, const void *group, const void *a, size_t a_st
     }
 }
 
-/* Each token count unrolled on its own. */
-#define PACKED_TILES_ENTRY(NAME, TILE, ...)                                                                      \
-    void ll_packed_tiles_##NAME(int n, const void *group, const void *a, size_t a_stride, int C, float *out) {   \
-        switch (C) {                                                                                            \
-        case 1: TILE(n, group, a, a_stride, 1, out __VA_ARGS__); break;                                         \
-        case 2: TILE(n, group, a, a_stride, 2, out __VA_ARGS__); break;                                         \
-        case 3: TILE(n, group, a, a_stride, 3, out __VA_ARGS__); break;                                         \
-        default: TILE(n, group, a, a_stride, 4, out __VA_ARGS__); break;                                        \
-        }                                                                                                       \
-    }
 PACKED_TILES_ENTRY(q4_0x16, legacy_x16_tile, , 0)
 PACKED_TILES_ENTRY(q8_0x16, legacy_x16_tile, , 1)
-
-/* The GEMM's unpacking of row r's block b from the packed groups (w_stride: a row's bytes in the file): the row's
- * bytes gathered back into a file block, then unpacked as the file's. */
-INLINE const uint8_t *packed_block(const void *w, size_t w_stride, int r, int b, size_t group_block) {
-    return (const uint8_t *)w + (size_t)(r / PACK_ROWS) * PACK_ROWS * w_stride + (size_t)b * group_block;
-}
-
-INLINE void gather_legacy(const uint8_t *o, int lane, uint8_t *block, int words) {
-    memcpy(block, o + 2 * lane, 2);
-    for (int k = 0; k < words; k++) memcpy(block + 2 + 4 * k, o + 32 + 64 * k + 4 * lane, 4);
-}
-
-INLINE void unpack_q4_0x16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
-    block_q4_0 x;
-    gather_legacy(packed_block(w, w_stride, r, b, Q4_0X16_BLOCK), r % PACK_ROWS, (uint8_t *)&x, 4);
-    unpack_q4_0(&x, 0, 0, 0, u);
-}
-
-INLINE void unpack_q8_0x16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
-    block_q8_0 x;
-    gather_legacy(packed_block(w, w_stride, r, b, Q8_0X16_BLOCK), r % PACK_ROWS, (uint8_t *)&x, 8);
-    unpack_q8_0(&x, 0, 0, 0, u);
-}
 
 /* ---- Q4_K packed 16 rows a group: the same idea for the k-quants' 4-bit type, the most downloaded one. Per
  * super-block: the 16 rows' d, then their dmin (float16), three registers of 6-bit scales and minimums (register w's
@@ -587,23 +528,6 @@ INLINE void unpack_q8_0x16(const void *w, size_t w_stride, int r, int b, unpacke
  * of the next). A sub-block's sums are whole in each lane, weighted by its row's scale exactly as integers, and the
  * minimums' term is the rows' minimums against the activations' sub-block sums: the canonical integers, then the
  * canonical float steps lane by lane. ---- */
-
-enum { Q4_KX16_BLOCK = PACK_ROWS * sizeof(block_q4_K) };
-
-void ll_pack_q4_Kx16(const void *rows, int count, int n, void *out) {
-    const int blocks = n / QK_K;
-    for (int g = 0; g < count / PACK_ROWS; g++)
-        for (int b = 0; b < blocks; b++) {
-            uint8_t *o = (uint8_t *)out + ((size_t)g * blocks + b) * Q4_KX16_BLOCK;
-            for (int r = 0; r < PACK_ROWS; r++) {
-                const block_q4_K *x = (const block_q4_K *)rows + (size_t)(g * PACK_ROWS + r) * blocks + b;
-                memcpy(o + 2 * r, &x->d, 2);
-                memcpy(o + 32 + 2 * r, &x->dmin, 2);
-                for (int w = 0; w < 3; w++) memcpy(o + 64 + 64 * w + 4 * r, x->scales + 4 * w, 4);
-                for (int w = 0; w < 32; w++) memcpy(o + 256 + 64 * w + 4 * r, x->qs + 4 * w, 4);
-            }
-        }
-}
 
 /* Sub-blocks 2p and 2p + 1's activation sums (two of the 16-element sums each) as two int16 in one word, p < 4,
  * in the order the minimums' registers pair them: (0, 2), (1, 3), (4, 6), (5, 7). */
@@ -686,18 +610,6 @@ INLINE void q4_Kx16_tile(int n, const void *group, const void *a, size_t a_strid
 }
 
 PACKED_TILES_ENTRY(q4_Kx16, q4_Kx16_tile, )
-
-/* The GEMM's unpacking of row r's super-block b: the row's bytes gathered back into a file block, then unpacked. */
-INLINE void unpack_q4_Kx16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
-    const uint8_t *o = packed_block(w, w_stride, r, b, Q4_KX16_BLOCK);
-    const int lane = r % PACK_ROWS;
-    block_q4_K x;
-    memcpy(&x.d, o + 2 * lane, 2);
-    memcpy(&x.dmin, o + 32 + 2 * lane, 2);
-    for (int k = 0; k < 3; k++) memcpy(x.scales + 4 * k, o + 64 + 64 * k + 4 * lane, 4);
-    for (int k = 0; k < 32; k++) memcpy(x.qs + 4 * k, o + 256 + 64 * k + 4 * lane, 4);
-    unpack_k4(&x, 0, u, 0);
-}
 
 /* ---- the GEMM of a prompt's pass (gemm.h): 16 tokens in the lanes of a register, vpdpbusd's 4 products each ---- */
 

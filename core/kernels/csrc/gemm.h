@@ -168,6 +168,50 @@ GEMM_INLINE void unpack_q6_K(const void *w, size_t w_stride, int r, int b, unpac
     u->d = half_to_float(x->d);
 }
 
+/* The packed layouts (quants.h): row r's block b gathered back into a file block, then unpacked as the file's. */
+GEMM_INLINE const uint8_t *packed_block(const void *w, size_t w_stride, int r, int b, size_t group_block) {
+    return (const uint8_t *)w + (size_t)(r / PACK_ROWS) * PACK_ROWS * w_stride + (size_t)b * group_block;
+}
+
+GEMM_INLINE void gather_legacy(const uint8_t *o, int lane, uint8_t *block, int words) {
+    memcpy(block, o + 2 * lane, 2);
+    for (int k = 0; k < words; k++) memcpy(block + 2 + 4 * k, o + 32 + 64 * k + 4 * lane, 4);
+}
+
+GEMM_INLINE void unpack_q4_0x16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
+    block_q4_0 x;
+    gather_legacy(packed_block(w, w_stride, r, b, Q4_0X16_BLOCK), r % PACK_ROWS, (uint8_t *)&x, 4);
+    unpack_q4_0(&x, 0, 0, 0, u);
+}
+
+GEMM_INLINE void unpack_q8_0x16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
+    block_q8_0 x;
+    gather_legacy(packed_block(w, w_stride, r, b, Q8_0X16_BLOCK), r % PACK_ROWS, (uint8_t *)&x, 8);
+    unpack_q8_0(&x, 0, 0, 0, u);
+}
+
+GEMM_INLINE void unpack_q4_Kx16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
+    const uint8_t *o = packed_block(w, w_stride, r, b, Q4_KX16_BLOCK);
+    const int lane = r % PACK_ROWS;
+    block_q4_K x;
+    memcpy(&x.d, o + 2 * lane, 2);
+    memcpy(&x.dmin, o + 32 + 2 * lane, 2);
+    for (int k = 0; k < 3; k++) memcpy(x.scales + 4 * k, o + 64 + 64 * k + 4 * lane, 4);
+    for (int k = 0; k < 32; k++) memcpy(x.qs + 4 * k, o + 256 + 64 * k + 4 * lane, 4);
+    unpack_k4(&x, 0, u, 0);
+}
+
+/* A packed type's tile entry (quants.h's packed_tiles_fn): each token count unrolled on its own. */
+#define PACKED_TILES_ENTRY(NAME, TILE, ...)                                                                      \
+    void ll_packed_tiles_##NAME(int n, const void *group, const void *a, size_t a_stride, int C, float *out) {   \
+        switch (C) {                                                                                            \
+        case 1: TILE(n, group, a, a_stride, 1, out __VA_ARGS__); break;                                         \
+        case 2: TILE(n, group, a, a_stride, 2, out __VA_ARGS__); break;                                         \
+        case 3: TILE(n, group, a, a_stride, 3, out __VA_ARGS__); break;                                         \
+        default: TILE(n, group, a, a_stride, 4, out __VA_ARGS__); break;                                        \
+        }                                                                                                       \
+    }
+
 /* Rows whose results are written out together, a line of each token's output row at a time. */
 #define GEMM_ROWS 16
 

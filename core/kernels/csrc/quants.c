@@ -287,7 +287,7 @@ static const ll_type_traits types[LL_TYPE_LIMIT] = {
     [LL_F32] = {"F32", 1, 4, LL_F32, dequantize_f32, copy_f32, dot_f32, ll_tiles_f32, NULL},  /* weights and activations */
     [LL_F16] = {"F16", 1, 2, LL_F32, dequantize_f16, NULL, dot_f16, ll_tiles_f16, NULL},
     [LL_BF16] = {"BF16", 1, 2, LL_F32, dequantize_bf16, NULL, dot_bf16, ll_tiles_bf16, NULL},
-#if LL_AVX512_DOTS
+#if LL_GEMM_LANES  /* AVX-512 or AVX2 */
     [LL_Q4_0] = {"Q4_0", QK, sizeof(block_q4_0), LL_Q8_0, dequantize_q4_0, NULL, dot_q4_0, ll_tiles_q4_0,
                  ll_gemm_q4_0, ll_pack_q4_0x16, ll_packed_tiles_q4_0x16, ll_gemm_q4_0x16},
 #else

@@ -42,6 +42,17 @@ typedef void (*gemm_fn)(int n, const void *w, size_t w_stride, int rows, const v
  * packed_tiles_fn runs a group against C (1..DOT_ROWS) activation rows: out[i * C + j] = w_i . a_j, the canonical
  * dot; a packed matrix's GEMM is a gemm_fn whose w is the packed rows, group after group, w_stride the row bytes. */
 #define PACK_ROWS 16
+/* A group's block in the packed layouts (packed.c): as many bytes as its rows' blocks, regrouped. Q4_0 and Q8_0:
+ * the 16 rows' scales (float16), then the quants, register k's lane r holding row r's bytes qs[4k..4k+3] (Q4_0: four
+ * registers, low nibbles elements 4k..4k+3, high nibbles 16+4k..16+4k+3; Q8_0: eight). Q4_K, per super-block: the
+ * rows' d, their dmin, three registers of packed 6-bit scales and minimums (register w's lane r: row r's
+ * scales[4w..4w+3]), then 32 registers of quants (register w's lane r: row r's qs[4w..4w+3], low nibbles of
+ * sub-block 2(w / 8), high nibbles of the next). */
+enum {
+    Q4_0X16_BLOCK = 32 + 4 * 64,
+    Q8_0X16_BLOCK = 32 + 8 * 64,
+    Q4_KX16_BLOCK = 64 + 3 * 64 + 32 * 64,
+};
 typedef void (*pack_fn)(const void *rows, int count, int n, void *out);
 typedef void (*packed_tiles_fn)(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
 
@@ -82,16 +93,19 @@ LL_TILE_KERNELS(LL_DECLARE_TILES)
 LL_GEMM_KERNELS(LL_DECLARE_GEMM)
 #undef LL_DECLARE_GEMM
 
-#if LL_AVX512_DOTS
+/* packed.c: the layouts, the same on every instruction set. */
 void ll_pack_q4_0x16(const void *rows, int count, int n, void *out);
+void ll_pack_q8_0x16(const void *rows, int count, int n, void *out);
+void ll_pack_q4_Kx16(const void *rows, int count, int n, void *out);
+#if LL_GEMM_LANES  /* AVX2's kernels (dots_avx2.c) and AVX-512's (dots_avx512.c) */
 void ll_packed_tiles_q4_0x16(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
 void ll_gemm_q4_0x16(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,
                      size_t out_stride, int accumulate);
-void ll_pack_q8_0x16(const void *rows, int count, int n, void *out);
+#endif
+#if LL_AVX512_DOTS
 void ll_packed_tiles_q8_0x16(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
 void ll_gemm_q8_0x16(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,
                      size_t out_stride, int accumulate);
-void ll_pack_q4_Kx16(const void *rows, int count, int n, void *out);
 void ll_packed_tiles_q4_Kx16(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
 void ll_gemm_q4_Kx16(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,
                      size_t out_stride, int accumulate);

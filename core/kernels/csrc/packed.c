@@ -1,0 +1,46 @@
+/* The packed layouts (quants.h): a matrix's rows regrouped 16 at a time at load, so that one vector register holds
+ * the same four elements of every row of a group. Plain copies, the same on every instruction set; the kernels that
+ * read them are dots_avx512.c's and dots_avx2.c's. */
+#include "quants.h"
+
+_Static_assert(Q4_0X16_BLOCK == PACK_ROWS * sizeof(block_q4_0), "a packed group is its rows' bytes, regrouped");
+_Static_assert(Q8_0X16_BLOCK == PACK_ROWS * sizeof(block_q8_0), "a packed group is its rows' bytes, regrouped");
+_Static_assert(Q4_KX16_BLOCK == PACK_ROWS * sizeof(block_q4_K), "a packed group is its rows' bytes, regrouped");
+
+/* Both legacy types' blocks are a float16 scale, then `words` 4-byte words of quants. */
+static void pack_legacy(const void *rows, int count, int n, void *out, size_t block_bytes, int words) {
+    const int blocks = n / QK;
+    const size_t group_block = PACK_ROWS * block_bytes;
+    for (int g = 0; g < count / PACK_ROWS; g++)
+        for (int b = 0; b < blocks; b++) {
+            uint8_t *o = (uint8_t *)out + ((size_t)g * blocks + b) * group_block;
+            for (int r = 0; r < PACK_ROWS; r++) {
+                const uint8_t *x = (const uint8_t *)rows + ((size_t)(g * PACK_ROWS + r) * blocks + b) * block_bytes;
+                memcpy(o + 2 * r, x, 2);
+                for (int k = 0; k < words; k++) memcpy(o + 32 + 64 * k + 4 * r, x + 2 + 4 * k, 4);
+            }
+        }
+}
+
+void ll_pack_q4_0x16(const void *rows, int count, int n, void *out) {
+    pack_legacy(rows, count, n, out, sizeof(block_q4_0), 4);
+}
+
+void ll_pack_q8_0x16(const void *rows, int count, int n, void *out) {
+    pack_legacy(rows, count, n, out, sizeof(block_q8_0), 8);
+}
+
+void ll_pack_q4_Kx16(const void *rows, int count, int n, void *out) {
+    const int blocks = n / QK_K;
+    for (int g = 0; g < count / PACK_ROWS; g++)
+        for (int b = 0; b < blocks; b++) {
+            uint8_t *o = (uint8_t *)out + ((size_t)g * blocks + b) * Q4_KX16_BLOCK;
+            for (int r = 0; r < PACK_ROWS; r++) {
+                const block_q4_K *x = (const block_q4_K *)rows + (size_t)(g * PACK_ROWS + r) * blocks + b;
+                memcpy(o + 2 * r, &x->d, 2);
+                memcpy(o + 32 + 2 * r, &x->dmin, 2);
+                for (int w = 0; w < 3; w++) memcpy(o + 64 + 64 * w + 4 * r, x->scales + 4 * w, 4);
+                for (int w = 0; w < 32; w++) memcpy(o + 256 + 64 * w + 4 * r, x->qs + 4 * w, 4);
+            }
+        }
+}

@@ -34,7 +34,7 @@ CASES += [
     for qtype in ("Q4_0", "Q4_K", "Q8_0", "Q6_K")
 ]
 # The types each build reads in a packed layout (quants.c's table).
-PACKED = {"avx512 vnni": {"Q4_0", "Q8_0", "Q4_K"}, "avx2": {"Q4_0"}, "avx2 kernels (avx512 machine)": {"Q4_0"}}
+PACKED = {"avx512 vnni": {"Q4_0", "Q8_0", "Q4_K"}, "avx2": {"Q4_0", "Q4_K"}, "avx2 kernels (avx512 machine)": {"Q4_0", "Q4_K"}}
 
 
 @pytest.mark.parametrize(("build", "arch", "qtype"), CASES)

@@ -260,15 +260,15 @@ def test_the_portable_build_has_no_gemm():
     assert library.ll_gemm_rows(*args, out.ctypes.data) == -1
 
 
-# The types each build reads in a packed layout (quants.c's table): AVX-512 three, AVX2 Q4_0.
-PACKED = {"avx512 vnni": ("Q4_0", "Q8_0", "Q4_K"), "avx2": ("Q4_0",), "avx2 kernels (avx512 machine)": ("Q4_0",)}
+# The types each build reads in a packed layout (quants.c's table): AVX-512 three, AVX2 two.
+PACKED = {"avx512 vnni": ("Q4_0", "Q8_0", "Q4_K"), "avx2": ("Q4_0", "Q4_K"), "avx2 kernels (avx512 machine)": ("Q4_0", "Q4_K")}
 
 
 @pytest.mark.parametrize("tokens", [1, 2, 3, 4])
 @pytest.mark.parametrize(
     ("build", "qtype"),
     [pytest.param(False, qtype, id=f"native-{qtype}") for qtype in ("Q4_0", "Q8_0", "Q4_K")]
-    + [pytest.param("avx2", "Q4_0", id="avx2-Q4_0", marks=BUILDS[1].marks)],
+    + [pytest.param("avx2", qtype, id=f"avx2-{qtype}", marks=BUILDS[1].marks) for qtype in ("Q4_0", "Q4_K")],
 )
 def test_packed_rows_give_each_product_the_bits_the_file_layout_gives(build, qtype: str, tokens: int):
     """Rows regrouped 16 at a time (one row per vector lane, as llama.cpp repacks them for speed) against the scalar

@@ -431,6 +431,88 @@ INLINE void q4_0x16_tile(int n, const void *group, const void *a, size_t a_strid
 PACKED_TILES_ENTRY(q4_0x16, q4_0x16_tile, )
 GEMM_KERNEL(q4_0x16, QK, QK, 0, 0, LL_Q8_0)
 GEMM_ENTRY(q4_0x16, QK, 0, LL_Q8_0)
+
+/* ---- Q4_K packed 16 rows a group: as dots_avx512.c's, 8 rows a register, each sub-block's 8 maddubs summed within
+ * 16 bits and widened once, then weighted by the row's scale as integers; the minimums' term by madd. ---- */
+INLINE void q4_Kx16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out) {
+    const int blocks = n / QK_K;
+    const __m256i low4 = _mm256_set1_epi8(0x0F), six = _mm256_set1_epi8(0x3f), two = _mm256_set1_epi8(3),
+                  low_byte = _mm256_set1_epi16(0xFF), byte = _mm256_set1_epi32(0xFF), ones = _mm256_set1_epi16(1);
+    __m256 sums[DOT_ROWS][2], minimums[DOT_ROWS][2];
+    for (int j = 0; j < C; j++)
+        for (int h = 0; h < 2; h++) sums[j][h] = minimums[j][h] = _mm256_setzero_ps();
+    for (int b = 0; b < blocks; b++) {
+        const uint8_t *o = (const uint8_t *)group + (size_t)b * Q4_KX16_BLOCK;
+        int32_t pairs[DOT_ROWS][4];
+        for (int j = 0; j < C; j++) k_activation_pairs((const block_q8_K *)A_ROW(j) + b, pairs[j]);
+        for (int h = 0; h < 2; h++) {  /* rows 8h..8h+7 */
+            const __m256i w0 = _mm256_loadu_si256((const __m256i *)(o + 64 + 32 * h)),
+                          w1 = _mm256_loadu_si256((const __m256i *)(o + 128 + 32 * h)),
+                          w2 = _mm256_loadu_si256((const __m256i *)(o + 192 + 32 * h));
+            const __m256i scales[2] = {
+                _mm256_and_si256(w0, six),
+                _mm256_or_si256(_mm256_and_si256(w2, low4),
+                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(w0, 6), two), 4))};
+            const __m256i mins[2] = {
+                _mm256_and_si256(w1, six),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(w2, 4), low4),
+                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(w1, 6), two), 4))};
+            __m256i total[DOT_ROWS];
+            for (int j = 0; j < C; j++) total[j] = _mm256_setzero_si256();
+            for (int k = 0; k < 4; k++) {  /* sub-blocks 2k (low nibbles) and 2k + 1 (high) */
+                __m256i low_pairs[DOT_ROWS], high_pairs[DOT_ROWS];
+                for (int j = 0; j < C; j++) low_pairs[j] = high_pairs[j] = _mm256_setzero_si256();
+                for (int w = 0; w < 8; w++) {
+                    const __m256i x = _mm256_loadu_si256((const __m256i *)(o + 256 + 64 * (8 * k + w) + 32 * h));
+                    const __m256i low = _mm256_and_si256(x, low4);
+                    const __m256i high = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
+                    for (int j = 0; j < C; j++) {
+                        const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+                        int32_t first, second;
+                        memcpy(&first, y->qs + 64 * k + 4 * w, 4);
+                        memcpy(&second, y->qs + 64 * k + 32 + 4 * w, 4);
+                        low_pairs[j] = _mm256_add_epi16(low_pairs[j], _mm256_maddubs_epi16(low, _mm256_set1_epi32(first)));
+                        high_pairs[j] =
+                            _mm256_add_epi16(high_pairs[j], _mm256_maddubs_epi16(high, _mm256_set1_epi32(second)));
+                    }
+                }
+                const __m256i scale = scales[k / 2];
+                const __m256i low_scale = _mm256_and_si256(_mm256_srli_epi32(scale, 16 * (k % 2)), byte);
+                const __m256i high_scale = _mm256_and_si256(_mm256_srli_epi32(scale, 16 * (k % 2) + 8), byte);
+                for (int j = 0; j < C; j++)
+                    total[j] = _mm256_add_epi32(
+                        total[j], _mm256_add_epi32(_mm256_mullo_epi32(_mm256_madd_epi16(low_pairs[j], ones), low_scale),
+                                                   _mm256_mullo_epi32(_mm256_madd_epi16(high_pairs[j], ones), high_scale)));
+            }
+            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16 * h)));
+            const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 32 + 16 * h)));
+            /* the minimums as int16: lanes' (m0, m2), (m1, m3), (m4, m6), (m5, m7) */
+            const __m256i min_words[4] = {_mm256_and_si256(mins[0], low_byte),
+                                          _mm256_and_si256(_mm256_srli_epi16(mins[0], 8), low_byte),
+                                          _mm256_and_si256(mins[1], low_byte),
+                                          _mm256_and_si256(_mm256_srli_epi16(mins[1], 8), low_byte)};
+            for (int j = 0; j < C; j++) {
+                const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+                __m256i m = _mm256_setzero_si256();
+                for (int p = 0; p < 4; p++)
+                    m = _mm256_add_epi32(m, _mm256_madd_epi16(min_words[p], _mm256_set1_epi32(pairs[j][p])));
+                const __m256 yd = _mm256_set1_ps(y->d);
+                sums[j][h] = _mm256_fmadd_ps(_mm256_mul_ps(d, yd), _mm256_cvtepi32_ps(total[j]), sums[j][h]);
+                minimums[j][h] = _mm256_fmadd_ps(_mm256_mul_ps(dmin, yd), _mm256_cvtepi32_ps(m), minimums[j][h]);
+            }
+        }
+    }
+    for (int j = 0; j < C; j++)
+        for (int h = 0; h < 2; h++) {
+            float lanes[8];
+            _mm256_storeu_ps(lanes, _mm256_sub_ps(sums[j][h], minimums[j][h]));
+            for (int i = 0; i < 8; i++) out[(8 * h + i) * C + j] = lanes[i];
+        }
+}
+
+PACKED_TILES_ENTRY(q4_Kx16, q4_Kx16_tile, )
+GEMM_KERNEL(q4_Kx16, QK_K, 32, 1, 2, LL_Q8_K)
+GEMM_ENTRY(q4_Kx16, QK_K, 2, LL_Q8_K)
 #endif
 #endif
 

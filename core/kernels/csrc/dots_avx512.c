@@ -529,16 +529,6 @@ PACKED_TILES_ENTRY(q8_0x16, legacy_x16_tile, , 1)
  * minimums' term is the rows' minimums against the activations' sub-block sums: the canonical integers, then the
  * canonical float steps lane by lane. ---- */
 
-/* Sub-blocks 2p and 2p + 1's activation sums (two of the 16-element sums each) as two int16 in one word, p < 4,
- * in the order the minimums' registers pair them: (0, 2), (1, 3), (4, 6), (5, 7). */
-INLINE void k_activation_pairs(const block_q8_K *y, int32_t words[4]) {
-    int16_t sums[8];
-    for (int j = 0; j < 8; j++) sums[j] = (int16_t)(y->bsums[2 * j] + y->bsums[2 * j + 1]);
-    static const int first[4] = {0, 1, 4, 5};
-    for (int p = 0; p < 4; p++)
-        words[p] = (int32_t)((uint32_t)(uint16_t)sums[first[p]] | (uint32_t)(uint16_t)sums[first[p] + 2] << 16);
-}
-
 INLINE void q4_Kx16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out) {
     const int blocks = n / QK_K;
     const __m512i low4 = _mm512_set1_epi8(0x0F), six = _mm512_set1_epi8(0x3f), four = _mm512_set1_epi8(0x0f),

@@ -201,6 +201,16 @@ GEMM_INLINE void unpack_q4_Kx16(const void *w, size_t w_stride, int r, int b, un
     unpack_k4(&x, 0, u, 0);
 }
 
+/* Packed Q4_K's tiles (both instruction sets): sub-blocks 2p and 2p + 1's activation sums (two of the 16-element sums each) as two int16 in one word, p < 4,
+ * in the order the minimums' registers pair them: (0, 2), (1, 3), (4, 6), (5, 7). */
+GEMM_INLINE void k_activation_pairs(const block_q8_K *y, int32_t words[4]) {
+    int16_t sums[8];
+    for (int j = 0; j < 8; j++) sums[j] = (int16_t)(y->bsums[2 * j] + y->bsums[2 * j + 1]);
+    static const int first[4] = {0, 1, 4, 5};
+    for (int p = 0; p < 4; p++)
+        words[p] = (int32_t)((uint32_t)(uint16_t)sums[first[p]] | (uint32_t)(uint16_t)sums[first[p] + 2] << 16);
+}
+
 /* A packed type's tile entry (quants.h's packed_tiles_fn): each token count unrolled on its own. */
 #define PACKED_TILES_ENTRY(NAME, TILE, ...)                                                                      \
     void ll_packed_tiles_##NAME(int n, const void *group, const void *a, size_t a_stride, int C, float *out) {   \

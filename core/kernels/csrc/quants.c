@@ -303,7 +303,7 @@ static const ll_type_traits types[LL_TYPE_LIMIT] = {
     [LL_Q8_0] = {"Q8_0", QK, sizeof(block_q8_0), LL_Q8_0, dequantize_q8_0, quantize_q8_0, dot_q8_0, ll_tiles_q8_0,
                  GEMM_OF(q8_0)},
 #endif
-#if LL_AVX512_DOTS
+#if LL_GEMM_LANES  /* AVX-512 or AVX2 */
     [LL_Q4_K] = {"Q4_K", QK_K, sizeof(block_q4_K), LL_Q8_K, dequantize_q4_K, NULL, dot_q4_K, ll_tiles_q4_K,
                  ll_gemm_q4_K, ll_pack_q4_Kx16, ll_packed_tiles_q4_Kx16, ll_gemm_q4_Kx16},
 #else

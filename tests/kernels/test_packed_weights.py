@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from core.kernels.kernel_model import release_file_pages
 
@@ -37,3 +38,29 @@ def test_an_array_in_memory_is_left_alone():
     values = np.arange(SIZE // 8, dtype=np.int64)
     release_file_pages(values)  # the same advice on anonymous memory would zero it
     assert np.array_equal(values, np.arange(SIZE // 8, dtype=np.int64))
+
+
+def test_a_matrix_that_is_not_whole_groups_stays_in_the_files_layout_beside_packed_ones(tmp_path):
+    """A vocabulary of 200 rows is not a whole number of groups of 16: the head keeps the file's layout while the
+    layers are packed, and a token's logits are still the same bits decoded alone or in a pass of 20."""
+    from tiny_gguf import write_tiny_family
+
+    from core.kernels.library import kernels
+    from core.model.gguf_kernels import build_kernel_model
+    from core.quant.gguf_blocks import GGUFWeights
+
+    library = kernels(portable=False)
+    if library.isa == "scalar":
+        pytest.skip("the scalar build packs nothing")
+    path = write_tiny_family(tmp_path / "llama-Q4_0.gguf", "llama", "Q4_0", vocab=200)
+    kernel = build_kernel_model(library, GGUFWeights(path), lambda fraction, text: None).kernel
+    try:
+        assert (-1, "output") not in kernel.packed and (0, "ffn_down") in kernel.packed
+        tokens = np.random.default_rng(1).integers(0, 200, 20)
+        kernel.reserve(1, 20, keep=False)
+        together = kernel.pass_over(tokens, 0, 2, every_position=True)
+        kernel.reserve(1, 20, keep=False)
+        alone = np.concatenate([kernel.pass_over(tokens[i : i + 1], i, 2, every_position=True) for i in range(20)])
+    finally:
+        kernel.close()
+    assert together.shape == (20, 200) and np.array_equal(together, alone)

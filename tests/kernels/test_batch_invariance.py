@@ -11,6 +11,7 @@ import core.kernels.kernel_model as kernel_model
 from core.kernels.library import kernels
 from core.model.gguf_kernels import build_kernel_model
 from core.quant.gguf_blocks import GGUFWeights
+from tests.support.packed_types import PACKED_TYPES
 
 QTYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K"]
 PASS_SIZES = (1, 7, 32, 512)
@@ -33,8 +34,6 @@ CASES += [
     for arch in FAMILY_EXTRAS
     for qtype in ("Q4_0", "Q4_K", "Q8_0", "Q6_K")
 ]
-# The types each build reads in a packed layout (quants.c's table).
-PACKED = {"avx512 vnni": {"Q4_0", "Q8_0", "Q4_K"}, "avx2": {"Q4_0", "Q4_K"}, "avx2 kernels (avx512 machine)": {"Q4_0", "Q4_K"}}
 
 
 @pytest.mark.parametrize(("build", "arch", "qtype"), CASES)
@@ -45,7 +44,7 @@ def test_a_tokens_logits_are_the_same_bits_whatever_the_size_of_its_pass(tmp_pat
     kernel = build_kernel_model(library, GGUFWeights(path), lambda fraction, text: None).kernel
     tokens = np.random.default_rng(3).integers(0, VOCAB, TOKENS)
     # The packed layout ran where the build has one, on every matrix but the embedding; elsewhere the file's.
-    packed = set(kernel.matrices) - {(-1, "token_embd")} if qtype in PACKED.get(library.isa, ()) else set()
+    packed = set(kernel.matrices) - {(-1, "token_embd")} if qtype in PACKED_TYPES.get(library.isa, ()) else set()
     assert kernel.packed == packed
     logits, reads = {}, {}
     try:

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from tiny_gguf import random_blocks
 
+from tests.support.packed_types import PACKED_TYPES
+
 WEIGHT_TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16", "F32"]
 
 
@@ -260,10 +262,6 @@ def test_the_portable_build_has_no_gemm():
     assert library.ll_gemm_rows(*args, out.ctypes.data) == -1
 
 
-# The types each build reads in a packed layout (quants.c's table): AVX-512 three, AVX2 two.
-PACKED = {"avx512 vnni": ("Q4_0", "Q8_0", "Q4_K"), "avx2": ("Q4_0", "Q4_K"), "avx2 kernels (avx512 machine)": ("Q4_0", "Q4_K")}
-
-
 @pytest.mark.parametrize("tokens", [1, 2, 3, 4])
 @pytest.mark.parametrize(
     ("build", "qtype"),
@@ -274,7 +272,7 @@ def test_packed_rows_give_each_product_the_bits_the_file_layout_gives(build, qty
     """Rows regrouped 16 at a time (one row per vector lane, as llama.cpp repacks them for speed) against the scalar
     reference on the file's layout: the canonical dot to the last bit, for every row and token of a pass."""
     library = _library(build)
-    if qtype not in PACKED.get(library.isa, ()):
+    if qtype not in PACKED_TYPES.get(library.isa, ()):
         pytest.skip(f"{library.isa} reads {qtype} in the file's layout")
     rng = np.random.default_rng(21)
     rows, columns = 32, COLUMNS if qtype.endswith("_K") else COLUMNS + 32

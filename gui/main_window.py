@@ -67,6 +67,8 @@ class MainWindow(QMainWindow):
         problems = check_window_settings(self.window_settings)
         for name, value in (overrides or {}).items():  # flags given on the command line win for this launch
             setattr(self.window_settings, name, value)
+        # ...over the chat reopened at launch too; a chat the user opens later brings its own settings.
+        self._launch_flags = frozenset(overrides or ())
         self._closing = False
         self._warned_hosts: set[str] = set()
         self.ui_probe: object | None = None  # --profile-ui's probe (gui/ui_probe.py), kept alive with the window
@@ -104,6 +106,7 @@ class MainWindow(QMainWindow):
         build_menus(self)
         self._wire()
         self.saved_chats.restore()
+        self._launch_flags = frozenset()
         for problem in problems:
             self.notify(problem)
         risky = [
@@ -322,7 +325,8 @@ class MainWindow(QMainWindow):
         """A saved chat reopened: its system prompt and settings in the panel, its replies drawn again."""
         self.chat_panel.settings_panel.system_prompt.setPlainText(record.system_prompt)
         replay_chat(record, self.chat_panel.transcript, self.meter)
-        for problem in apply_chat_settings(self.chat_panel.settings_panel, record.settings):
+        saved = {name: value for name, value in record.settings.items() if name not in self._launch_flags}
+        for problem in apply_chat_settings(self.chat_panel.settings_panel, saved):
             self.notify(problem, is_error=True)
 
     @Slot()

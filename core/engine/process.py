@@ -223,7 +223,9 @@ def engine_main(connection: FramedSocket) -> None:
 def _import_the_model_stack() -> None:
     import torch  # noqa: F401
     import transformers  # noqa: F401
-    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401  (the lazy parts the load uses)
+
+    # The lazy parts a GGUF's load on the kernels uses; the float path imports its model classes when it loads one.
+    from transformers import GenerationConfig, PretrainedConfig, TokenizersBackend  # noqa: F401
 
 
 if __name__ == "__main__":

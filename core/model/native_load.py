@@ -103,7 +103,9 @@ def load_native(path: Path, progress: ProgressCallback, header: GGUFHeader | Non
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
         check = checked.result()
-    tokenizer, config, cache_note = _tokenizer_and_config(path, check, scaled(progress, 0.3, 0.5))
+    tokenizer, config, cache_note = _tokenizer_and_config(
+        path, check, scaled(progress, 0.3, 0.5), plain_config=library is not None
+    )
     kind = weights.file_type() or _main_type(weights)
     if library is not None:
         return _on_kernels(library, weights, config, tokenizer, kind, scaled(progress, 0.5, 0.95), cache_note)
@@ -185,7 +187,9 @@ def _main_type(weights) -> str:
     return f"mostly {counts.most_common(1)[0][0]}" if counts else "GGUF"
 
 
-def _tokenizer_and_config(path: Path, check, progress: ProgressCallback):
+def _tokenizer_and_config(path: Path, check, progress: ProgressCallback, plain_config: bool = False):
+    """(tokenizer, config, a note when the cache cannot be written). plain_config: the C kernels take the shape from
+    the GGUF itself, so they need only the config's plain values (context length, special tokens), not its class."""
     from transformers import AutoConfig, AutoTokenizer
 
     from core.model.gguf_reads import shared_gguf_reads
@@ -224,11 +228,34 @@ def _tokenizer_and_config(path: Path, check, progress: ProgressCallback):
                 ),
             )
     progress(1.0, "loading the tokenizer")
-    return (
-        AutoTokenizer.from_pretrained(check.folder, local_files_only=True),
-        AutoConfig.from_pretrained(check.folder, local_files_only=True),
-        None,
-    )
+    return _cached_tokenizer(check.folder), _cached_config(check.folder, plain_config), None
+
+
+def _cached_tokenizer(folder: Path):
+    """The cache's tokenizer. One saved as the plain tokenizers backend (what transformers builds from a GGUF) is
+    opened as that class directly: AutoTokenizer first imports the model family's config module, and with it
+    torch.distributed, about 0.8 s of every launch."""
+    import json
+
+    from transformers import AutoTokenizer, TokenizersBackend
+
+    try:
+        saved = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8")).get("tokenizer_class")
+    except (OSError, ValueError, AttributeError):
+        saved = None
+    if saved == TokenizersBackend.__name__:
+        return TokenizersBackend.from_pretrained(folder, local_files_only=True)
+    return AutoTokenizer.from_pretrained(folder, local_files_only=True)
+
+
+def _cached_config(folder: Path, plain: bool):
+    """The cache's config: its family's class, or (plain) its values on the base class, which skips importing
+    the family's modules (the same 0.8 s as above)."""
+    from transformers import AutoConfig, PretrainedConfig
+
+    if plain:
+        return PretrainedConfig.from_pretrained(folder, local_files_only=True)
+    return AutoConfig.from_pretrained(folder, local_files_only=True)
 
 
 def _short(text: str) -> str:

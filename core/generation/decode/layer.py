@@ -7,7 +7,6 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers.activations import GELUTanh, SiLUActivation
 
 from core.generation.decode.families import FamilySpec
 from core.generation.decode.projection import fused_projection
@@ -56,6 +55,10 @@ class LayerParts:
 def _plain_activation(module: Any) -> Any:
     """The function behind the MLP's own activation module (SiLU for most, Gemma's tanh GELU), so a decode
     step skips nn.Module's call machinery; any other activation runs as the module itself."""
+    # Imported here, not at the top: transformers.activations pulls in torch.distributed (0.7 s), and the C-kernel
+    # path imports this module without ever building a torch layer.
+    from transformers.activations import GELUTanh, SiLUActivation
+
     if isinstance(module, (nn.SiLU, SiLUActivation)):
         return F.silu
     if isinstance(module, GELUTanh):

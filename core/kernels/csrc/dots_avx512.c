@@ -594,6 +594,74 @@ INLINE void q4_Kx16_tile(int n, const void *group, const void *a, size_t a_strid
 
 PACKED_TILES_ENTRY(q4_Kx16, q4_Kx16_tile, )
 
+/* ---- Q6_K packed 16 rows a group (quants.h): per half and word, three registers give the four quarters of four
+ * elements of every row, whole 6-bit values (unsigned, value + 32) for vpdpbusd. Each 16-element sub-block's sum
+ * stays in its row's lane; the +32 comes off as 32 times the activations' sub-block sum before the row's int8 scale
+ * weights it: the canonical integer, then the canonical float step, lane by lane. ---- */
+
+INLINE void q6_Kx16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out) {
+    const int blocks = n / QK_K;
+    const __m512i low4 = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(3);
+    __m512 sums[DOT_ROWS];
+    for (int j = 0; j < C; j++) sums[j] = _mm512_setzero_ps();
+    for (int b = 0; b < blocks; b++) {
+        const uint8_t *o = (const uint8_t *)group + (size_t)b * Q6_KX16_BLOCK;
+        __m512i total[DOT_ROWS];
+        for (int j = 0; j < C; j++) total[j] = _mm512_setzero_si512();
+        for (int h = 0; h < 2; h++)
+            for (int s = 0; s < 2; s++) {  /* words 4s..4s+3: elements 16s..16s+15 of each quarter */
+                __m512i part[DOT_ROWS][4];
+                for (int j = 0; j < C; j++)
+                    for (int q = 0; q < 4; q++) part[j][q] = _mm512_setzero_si512();
+                for (int w = 4 * s; w < 4 * s + 4; w++) {
+                    const uint8_t *p = o + 288 + 192 * (8 * h + w);
+                    const __m512i first = _mm512_loadu_si512((const void *)p),
+                                  second = _mm512_loadu_si512((const void *)(p + 64)),
+                                  high = _mm512_loadu_si512((const void *)(p + 128));
+                    const __m512i e[4] = {
+                        _mm512_or_si512(_mm512_and_si512(first, low4),
+                                        _mm512_slli_epi16(_mm512_and_si512(high, two), 4)),
+                        _mm512_or_si512(_mm512_and_si512(second, low4),
+                                        _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(high, 2), two), 4)),
+                        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(first, 4), low4),
+                                        _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(high, 4), two), 4)),
+                        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(second, 4), low4),
+                                        _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(high, 6), two), 4))};
+                    for (int j = 0; j < C; j++) {
+                        const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+                        for (int q = 0; q < 4; q++) {
+                            int32_t four;
+                            memcpy(&four, y->qs + 128 * h + 32 * q + 4 * w, 4);
+                            part[j][q] = _mm512_dpbusd_epi32(part[j][q], e[q], _mm512_set1_epi32(four));
+                        }
+                    }
+                }
+                for (int q = 0; q < 4; q++) {
+                    const int g = 8 * h + 2 * q + s;
+                    const __m512i word = _mm512_loadu_si512((const void *)(o + 32 + 64 * (g / 4)));
+                    const __m512i scale = _mm512_srai_epi32(_mm512_slli_epi32(word, 24 - 8 * (g % 4)), 24);
+                    for (int j = 0; j < C; j++) {
+                        const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+                        const __m512i exact = _mm512_sub_epi32(part[j][q], _mm512_set1_epi32(32 * y->bsums[g]));
+                        total[j] = _mm512_add_epi32(total[j], _mm512_mullo_epi32(exact, scale));
+                    }
+                }
+            }
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)o));
+        for (int j = 0; j < C; j++) {
+            const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+            sums[j] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(y->d)), _mm512_cvtepi32_ps(total[j]), sums[j]);
+        }
+    }
+    for (int j = 0; j < C; j++) {
+        float lanes[PACK_ROWS];
+        _mm512_storeu_ps(lanes, sums[j]);
+        for (int i = 0; i < PACK_ROWS; i++) out[i * C + j] = lanes[i];
+    }
+}
+
+PACKED_TILES_ENTRY(q6_Kx16, q6_Kx16_tile, )
+
 /* ---- the GEMM of a prompt's pass (gemm.h): 16 tokens in the lanes of a register, vpdpbusd's 4 products each ---- */
 
 /* One block b of R unpacked rows against TV groups of 16 tokens (group_stride apart in the panel): each token's
@@ -660,5 +728,7 @@ GEMM_KERNEL(q8_0x16, QK, QK, 0, 0, LL_Q8_0)
 GEMM_ENTRY(q8_0x16, QK, 0, LL_Q8_0)
 GEMM_KERNEL(q4_Kx16, QK_K, 32, 1, 2, LL_Q8_K)
 GEMM_ENTRY(q4_Kx16, QK_K, 2, LL_Q8_K)
+GEMM_KERNEL(q6_Kx16, QK_K, 16, 1, 0, LL_Q8_K)
+GEMM_ENTRY(q6_Kx16, QK_K, 0, LL_Q8_K)
 
 #endif

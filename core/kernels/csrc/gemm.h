@@ -201,6 +201,22 @@ GEMM_INLINE void unpack_q4_Kx16(const void *w, size_t w_stride, int r, int b, un
     unpack_k4(&x, 0, u, 0);
 }
 
+GEMM_INLINE void unpack_q6_Kx16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
+    const uint8_t *o = packed_block(w, w_stride, r, b, Q6_KX16_BLOCK);
+    const int lane = r % PACK_ROWS;
+    block_q6_K x;
+    memcpy(&x.d, o + 2 * lane, 2);
+    for (int k = 0; k < 4; k++) memcpy(x.scales + 4 * k, o + 32 + 64 * k + 4 * lane, 4);
+    for (int h = 0; h < 2; h++)
+        for (int k = 0; k < 8; k++) {
+            const uint8_t *q = o + 288 + 192 * (8 * h + k) + 4 * lane;
+            memcpy(x.ql + 64 * h + 4 * k, q, 4);
+            memcpy(x.ql + 64 * h + 32 + 4 * k, q + 64, 4);
+            memcpy(x.qh + 32 * h + 4 * k, q + 128, 4);
+        }
+    unpack_q6_K(&x, 0, 0, 0, u);
+}
+
 /* Packed Q4_K's tiles (both instruction sets): sub-blocks 2p and 2p + 1's activation sums (two of the 16-element sums each) as two int16 in one word, p < 4,
  * in the order the minimums' registers pair them: (0, 2), (1, 3), (4, 6), (5, 7). */
 GEMM_INLINE void k_activation_pairs(const block_q8_K *y, int32_t words[4]) {

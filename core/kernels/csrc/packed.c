@@ -6,6 +6,7 @@
 _Static_assert(Q4_0X16_BLOCK == PACK_ROWS * sizeof(block_q4_0), "a packed group is its rows' bytes, regrouped");
 _Static_assert(Q8_0X16_BLOCK == PACK_ROWS * sizeof(block_q8_0), "a packed group is its rows' bytes, regrouped");
 _Static_assert(Q4_KX16_BLOCK == PACK_ROWS * sizeof(block_q4_K), "a packed group is its rows' bytes, regrouped");
+_Static_assert(Q6_KX16_BLOCK == PACK_ROWS * sizeof(block_q6_K), "a packed group is its rows' bytes, regrouped");
 
 /* Both legacy types' blocks are a float16 scale, then `words` 4-byte words of quants. */
 static void pack_legacy(const void *rows, int count, int n, void *out, size_t block_bytes, int words) {
@@ -41,6 +42,26 @@ void ll_pack_q4_Kx16(const void *rows, int count, int n, void *out) {
                 memcpy(o + 32 + 2 * r, &x->dmin, 2);
                 for (int w = 0; w < 3; w++) memcpy(o + 64 + 64 * w + 4 * r, x->scales + 4 * w, 4);
                 for (int w = 0; w < 32; w++) memcpy(o + 256 + 64 * w + 4 * r, x->qs + 4 * w, 4);
+            }
+        }
+}
+
+void ll_pack_q6_Kx16(const void *rows, int count, int n, void *out) {
+    const int blocks = n / QK_K;
+    for (int g = 0; g < count / PACK_ROWS; g++)
+        for (int b = 0; b < blocks; b++) {
+            uint8_t *o = (uint8_t *)out + ((size_t)g * blocks + b) * Q6_KX16_BLOCK;
+            for (int r = 0; r < PACK_ROWS; r++) {
+                const block_q6_K *x = (const block_q6_K *)rows + (size_t)(g * PACK_ROWS + r) * blocks + b;
+                memcpy(o + 2 * r, &x->d, 2);
+                for (int w = 0; w < 4; w++) memcpy(o + 32 + 64 * w + 4 * r, x->scales + 4 * w, 4);
+                for (int h = 0; h < 2; h++)
+                    for (int w = 0; w < 8; w++) {
+                        uint8_t *q = o + 288 + 192 * (8 * h + w) + 4 * r;
+                        memcpy(q, x->ql + 64 * h + 4 * w, 4);
+                        memcpy(q + 64, x->ql + 64 * h + 32 + 4 * w, 4);
+                        memcpy(q + 128, x->qh + 32 * h + 4 * w, 4);
+                    }
             }
         }
 }

@@ -310,7 +310,12 @@ static const ll_type_traits types[LL_TYPE_LIMIT] = {
     [LL_Q4_K] = WEIGHT(Q4_K, QK_K, sizeof(block_q4_K), LL_Q8_K, q4_K),
 #endif
     [LL_Q5_K] = WEIGHT(Q5_K, QK_K, sizeof(block_q5_K), LL_Q8_K, q5_K),
+#if LL_AVX512_DOTS
+    [LL_Q6_K] = {"Q6_K", QK_K, sizeof(block_q6_K), LL_Q8_K, dequantize_q6_K, NULL, dot_q6_K, ll_tiles_q6_K,
+                 ll_gemm_q6_K, ll_pack_q6_Kx16, ll_packed_tiles_q6_Kx16, ll_gemm_q6_Kx16},
+#else
     [LL_Q6_K] = WEIGHT(Q6_K, QK_K, sizeof(block_q6_K), LL_Q8_K, q6_K),
+#endif
     /* Activation formats only, as llama.cpp pairs them with the types with a minimum and the k-quants. */
     [LL_Q8_1] = {"Q8_1", QK, sizeof(block_q8_1), -1, NULL, quantize_q8_1, NULL, NULL, NULL},
     [LL_Q8_K] = {"Q8_K", QK_K, sizeof(block_q8_K), -1, NULL, quantize_q8_K, NULL, NULL, NULL},

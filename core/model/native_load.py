@@ -98,29 +98,18 @@ def load_native(path: Path, progress: ProgressCallback, header: GGUFHeader | Non
         if library is None and weights.architecture not in NATIVE_ARCHITECTURES:
             assert kernel_problem is not None  # there is no library only for a reason
             raise NotNative(weights.architecture, kernel_problem)
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
         check = checked.result()
-    kind = weights.file_type() or _main_type(weights)
-    tokenizer_progress, weights_progress = scaled(progress, 0.3, 0.5), scaled(progress, 0.5, 0.95)
-    if library is not None and check.valid:
-        # The cached tokenizer (and transformers' import, about a second) on a helper thread while this one maps and
-        # packs the weights in C with the GIL released. A first launch builds the tokenizer first, with its message.
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="latencylab-tokenizer") as pool:
-            opened = pool.submit(_tokenizer_and_config, path, check, tokenizer_progress, plain_config=True)
-            try:
-                build, problem = _kernel_build(library, weights, weights_progress), None
-            except ModelLoadError as error:
-                build, problem = None, error
-            tokenizer, config, cache_note = opened.result()  # its refusal first, as when the steps ran in turn
-        if problem is not None:
-            raise problem
-        return _on_kernels(library, weights, build, config, tokenizer, kind, cache_note)
     tokenizer, config, cache_note = _tokenizer_and_config(
-        path, check, tokenizer_progress, plain_config=library is not None
+        path, check, scaled(progress, 0.3, 0.5), plain_config=library is not None
     )
+    kind = weights.file_type() or _main_type(weights)
     if library is not None:
-        build = _kernel_build(library, weights, weights_progress)
-        return _on_kernels(library, weights, build, config, tokenizer, kind, cache_note)
-    return _on_torch_int4(weights, config, tokenizer, kind, kernel_problem, weights_progress, cache_note)
+        return _on_kernels(library, weights, config, tokenizer, kind, scaled(progress, 0.5, 0.95), cache_note)
+    return _on_torch_int4(weights, config, tokenizer, kind, kernel_problem, scaled(progress, 0.5, 0.95), cache_note)
 
 
 def _kernel_library(progress: ProgressCallback):
@@ -136,22 +125,19 @@ def _kernel_library(progress: ProgressCallback):
         return str(error)
 
 
-def _kernel_build(library, weights, progress: ProgressCallback):
-    """The weights mapped (and packed) into the C kernels' model, or ModelLoadError in one line."""
-    from core.model.gguf_kernels import build_kernel_model
-
-    try:
-        return build_kernel_model(library, weights, progress)
-    except (ValueError, RuntimeError) as error:  # a shape the kernels refuse, a tensor they cannot take
-        raise ModelLoadError(f"the GGUF file's tensors do not fit its own metadata: {_short(str(error))}.") from None
-
-
-def _on_kernels(library, weights, build, config, tokenizer, kind: str, cache_note: str | None = None) -> NativeModel:
+def _on_kernels(
+    library, weights, config, tokenizer, kind: str, progress: ProgressCallback, cache_note: str | None = None
+) -> NativeModel:
     from transformers import GenerationConfig
 
+    from core.model.gguf_kernels import build_kernel_model
     from core.model.kernel_causal_lm import KernelCausalLM
     from core.model.memory_check import larger_than_memory_note
 
+    try:
+        build = build_kernel_model(library, weights, progress)
+    except (ValueError, RuntimeError) as error:  # a shape the kernels refuse, a tensor they cannot take
+        raise ModelLoadError(f"the GGUF file's tensors do not fit its own metadata: {_short(str(error))}.") from None
     model = KernelCausalLM(build, config, GenerationConfig.from_model_config(config))
     fallbacks = build.fallbacks()
     notes = [library.note, cache_note, larger_than_memory_note(weights.path)]
@@ -205,10 +191,6 @@ def _tokenizer_and_config(path: Path, check, progress: ProgressCallback, plain_c
     """(tokenizer, config, a note when the cache cannot be written). plain_config: the C kernels take the shape from
     the GGUF itself, so they need only the config's plain values (context length, special tokens), not its class."""
     from transformers import AutoConfig, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
 
     from core.model.gguf_reads import shared_gguf_reads
     from core.model.memory_check import ADDRESS_SPACE_MARGIN, check_headroom

@@ -4,6 +4,7 @@ a group (csrc/quants.h) and one in the file's layout, decode steps and prompt pa
 Both copies give the same bits (tests/kernels/test_batch_invariance.py); only their speed differs. The type is packed
 where this build has a layout for it; run it per type to see what each layout gives on this CPU.
 Run: .venv/bin/python benchmarks/packing.py --model FILE.gguf [--type Q6_K] [--steps 150] [--prompt 512] [--threads 2]
+     [--kernels native|avx2]
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=150, help="decode steps each copy, interleaved")
     parser.add_argument("--prompt", type=int, default=512, help="tokens of a prompt pass (0: none)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--kernels", choices=("native", "avx2"), default="native", help="avx2: the AVX2 build, on an AVX-512 CPU too"
+    )
     _common.add_json_option(parser)
     args = parser.parse_args()
     report = _common.start_report(args, "packing")
@@ -29,9 +33,13 @@ def main() -> None:
 
     from core.compute_thread import on_compute_thread
     from core.generation.decode.kernel_decoder import KernelDecoder
+    from core.kernels import library
     from core.kernels.kernel_model import KernelModel
     from core.model.loader import load_model
 
+    if args.kernels == "avx2":  # the loader asks library.kernels() for its build
+        build = library.kernels
+        library.kernels = lambda portable=False, progress=None: build("avx2", progress)  # type: ignore[assignment]
     packed = load_model(args.model)
     pack = KernelModel.pack
     try:  # the second copy: every matrix of the type stays as the file lays it out
@@ -46,7 +54,8 @@ def main() -> None:
     copies = {"packed": packed.model.kernel, "file layout": unpacked.model.kernel}
     difference = len(copies["packed"].packed) - len(copies["file layout"].packed)
     print(
-        f"{packed.describe().model}: {difference} {args.type} matrices packed in one copy only; {args.threads} threads"
+        f"{packed.describe().model}: {difference} {args.type} matrices packed in one copy only; "
+        f"{packed.model.kernel.library.isa} kernels, {args.threads} threads"
     )
     if not difference:
         print(f"this build has no packed layout for {args.type}, or the file has no {args.type} matrix")

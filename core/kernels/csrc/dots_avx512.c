@@ -516,6 +516,12 @@ INLINE void legacy_x16_tile(int n, const void *group, const void *a, size_t a_st
 PACKED_TILES_ENTRY(q4_0x16, legacy_x16_tile, , 0)
 PACKED_TILES_ENTRY(q8_0x16, legacy_x16_tile, , 1)
 
+/* Each byte's bits moved left by `by` (right where it is negative); bits crossing into a neighbour byte are the
+ * caller's to mask off. */
+INLINE __m512i shift_bits(__m512i v, const int by) {
+    return by >= 0 ? _mm512_slli_epi16(v, by) : _mm512_srli_epi16(v, -by);
+}
+
 /* ---- Q4_K packed 16 rows a group: the same idea for the k-quants' 4-bit type, the most downloaded one. Per
  * super-block: the 16 rows' d, then their dmin (float16), three registers of 6-bit scales and minimums (register w's
  * lane r: row r's scales[4w..4w+3], unpacked with the bit steps of k_scales_mins, 16 rows at once), then 32
@@ -524,14 +530,17 @@ PACKED_TILES_ENTRY(q8_0x16, legacy_x16_tile, , 1)
  * minimums' term is the rows' minimums against the activations' sub-block sums: the canonical integers, then the
  * canonical float steps lane by lane. ---- */
 
-INLINE void q4_Kx16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out) {
+INLINE void k4x16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out,
+                       const int five) {
     const int blocks = n / QK_K;
+    const size_t group_block = five ? Q5_KX16_BLOCK : Q4_KX16_BLOCK, quants = five ? 768 : 256;
+    const __m512i sixteen = _mm512_set1_epi8(0x10);
     const __m512i low4 = _mm512_set1_epi8(0x0F), six = _mm512_set1_epi8(0x3f), four = _mm512_set1_epi8(0x0f),
                   two = _mm512_set1_epi8(3), low_byte = _mm512_set1_epi16(0xFF), byte = _mm512_set1_epi32(0xFF);
     __m512 sums[DOT_ROWS], minimums[DOT_ROWS];
     for (int j = 0; j < C; j++) sums[j] = minimums[j] = _mm512_setzero_ps();
     for (int b = 0; b < blocks; b++) {
-        const uint8_t *o = (const uint8_t *)group + (size_t)b * Q4_KX16_BLOCK;
+        const uint8_t *o = (const uint8_t *)group + (size_t)b * group_block;
         const __m512i w0 = _mm512_loadu_si512((const void *)(o + 64)), w1 = _mm512_loadu_si512((const void *)(o + 128)),
                       w2 = _mm512_loadu_si512((const void *)(o + 192));
         /* bytes j of each lane: the scales (minimums) of sub-blocks j, then 4 + j */
@@ -549,8 +558,13 @@ INLINE void q4_Kx16_tile(int n, const void *group, const void *a, size_t a_strid
             __m512i low_sum[DOT_ROWS], high_sum[DOT_ROWS];
             for (int j = 0; j < C; j++) low_sum[j] = high_sum[j] = _mm512_setzero_si512();
             for (int w = 0; w < 8; w++) {
-                const __m512i x = _mm512_loadu_si512((const void *)(o + 256 + 64 * (8 * k + w)));
-                const __m512i low = _mm512_and_si512(x, low4), high = _mm512_and_si512(_mm512_srli_epi16(x, 4), low4);
+                const __m512i x = _mm512_loadu_si512((const void *)(o + quants + 64 * (8 * k + w)));
+                __m512i low = _mm512_and_si512(x, low4), high = _mm512_and_si512(_mm512_srli_epi16(x, 4), low4);
+                if (five) {  /* Q5_K: bits 2k and 2k + 1 of the fifth-bit bytes, each to bit 4 (16) of its value */
+                    const __m512i h = _mm512_loadu_si512((const void *)(o + 256 + 64 * w));
+                    low = _mm512_ternarylogic_epi32(low, shift_bits(h, 4 - 2 * k), sixteen, 0xF8);  /* a | (b & c) */
+                    high = _mm512_ternarylogic_epi32(high, shift_bits(h, 3 - 2 * k), sixteen, 0xF8);
+                }
                 for (int j = 0; j < C; j++) {
                     const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
                     int32_t first, second;
@@ -592,7 +606,8 @@ INLINE void q4_Kx16_tile(int n, const void *group, const void *a, size_t a_strid
     }
 }
 
-PACKED_TILES_ENTRY(q4_Kx16, q4_Kx16_tile, )
+PACKED_TILES_ENTRY(q4_Kx16, k4x16_tile, , 0)
+PACKED_TILES_ENTRY(q5_Kx16, k4x16_tile, , 1)
 
 /* ---- Q6_K packed 16 rows a group (quants.h): per half and word, three registers give the four quarters of four
  * elements of every row, whole 6-bit values (unsigned, value + 32) for vpdpbusd. Each 16-element sub-block's sum
@@ -728,6 +743,8 @@ GEMM_KERNEL(q8_0x16, QK, QK, 0, 0, LL_Q8_0)
 GEMM_ENTRY(q8_0x16, QK, 0, LL_Q8_0)
 GEMM_KERNEL(q4_Kx16, QK_K, 32, 1, 2, LL_Q8_K)
 GEMM_ENTRY(q4_Kx16, QK_K, 2, LL_Q8_K)
+GEMM_KERNEL(q5_Kx16, QK_K, 32, 1, 2, LL_Q8_K)
+GEMM_ENTRY(q5_Kx16, QK_K, 2, LL_Q8_K)
 GEMM_KERNEL(q6_Kx16, QK_K, 16, 1, 0, LL_Q8_K)
 GEMM_ENTRY(q6_Kx16, QK_K, 0, LL_Q8_K)
 

@@ -190,15 +190,26 @@ GEMM_INLINE void unpack_q8_0x16(const void *w, size_t w_stride, int r, int b, un
     unpack_q8_0(&x, 0, 0, 0, u);
 }
 
-GEMM_INLINE void unpack_q4_Kx16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
-    const uint8_t *o = packed_block(w, w_stride, r, b, Q4_KX16_BLOCK);
+/* Q4_K's and Q5_K's packed block (packed.c's pack_k4), gathered back into the file's block. */
+GEMM_INLINE void unpack_k4x16(const void *w, size_t w_stride, int r, int b, unpacked *u, const int five) {
+    const uint8_t *o = packed_block(w, w_stride, r, b, five ? Q5_KX16_BLOCK : Q4_KX16_BLOCK);
     const int lane = r % PACK_ROWS;
-    block_q4_K x;
-    memcpy(&x.d, o + 2 * lane, 2);
-    memcpy(&x.dmin, o + 32 + 2 * lane, 2);
-    for (int k = 0; k < 3; k++) memcpy(x.scales + 4 * k, o + 64 + 64 * k + 4 * lane, 4);
-    for (int k = 0; k < 32; k++) memcpy(x.qs + 4 * k, o + 256 + 64 * k + 4 * lane, 4);
-    unpack_k4(&x, 0, u, 0);
+    uint8_t x[sizeof(block_q5_K)];  /* the file's block: d, dmin, scales, (Q5_K: qh,) qs */
+    memcpy(x, o + 2 * lane, 2);
+    memcpy(x + 2, o + 32 + 2 * lane, 2);
+    for (int k = 0; k < 3; k++) memcpy(x + 4 + 4 * k, o + 64 + 64 * k + 4 * lane, 4);
+    if (five)
+        for (int k = 0; k < 8; k++) memcpy(x + 16 + 4 * k, o + 256 + 64 * k + 4 * lane, 4);
+    for (int k = 0; k < 32; k++) memcpy(x + (five ? 48 : 16) + 4 * k, o + (five ? 768 : 256) + 64 * k + 4 * lane, 4);
+    unpack_k4(x, 0, u, five);
+}
+
+GEMM_INLINE void unpack_q4_Kx16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
+    unpack_k4x16(w, w_stride, r, b, u, 0);
+}
+
+GEMM_INLINE void unpack_q5_Kx16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
+    unpack_k4x16(w, w_stride, r, b, u, 1);
 }
 
 GEMM_INLINE void unpack_q6_Kx16(const void *w, size_t w_stride, int r, int b, unpacked *u) {

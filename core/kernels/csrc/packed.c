@@ -6,6 +6,7 @@
 _Static_assert(Q4_0X16_BLOCK == PACK_ROWS * sizeof(block_q4_0), "a packed group is its rows' bytes, regrouped");
 _Static_assert(Q8_0X16_BLOCK == PACK_ROWS * sizeof(block_q8_0), "a packed group is its rows' bytes, regrouped");
 _Static_assert(Q4_KX16_BLOCK == PACK_ROWS * sizeof(block_q4_K), "a packed group is its rows' bytes, regrouped");
+_Static_assert(Q5_KX16_BLOCK == PACK_ROWS * sizeof(block_q5_K), "a packed group is its rows' bytes, regrouped");
 _Static_assert(Q6_KX16_BLOCK == PACK_ROWS * sizeof(block_q6_K), "a packed group is its rows' bytes, regrouped");
 
 /* Both legacy types' blocks are a float16 scale, then `words` 4-byte words of quants. */
@@ -31,20 +32,29 @@ void ll_pack_q8_0x16(const void *rows, int count, int n, void *out) {
     pack_legacy(rows, count, n, out, sizeof(block_q8_0), 8);
 }
 
-void ll_pack_q4_Kx16(const void *rows, int count, int n, void *out) {
+/* Q4_K and Q5_K: the same fields, Q5_K's fifth bits (qh) between the scales and the quants. */
+static void pack_k4(const void *rows, int count, int n, void *out, const int five) {
     const int blocks = n / QK_K;
+    const size_t block_bytes = five ? sizeof(block_q5_K) : sizeof(block_q4_K), group_block = PACK_ROWS * block_bytes;
+    const size_t qs_at = five ? 48 : 16, packed_qs_at = five ? 768 : 256;
     for (int g = 0; g < count / PACK_ROWS; g++)
         for (int b = 0; b < blocks; b++) {
-            uint8_t *o = (uint8_t *)out + ((size_t)g * blocks + b) * Q4_KX16_BLOCK;
+            uint8_t *o = (uint8_t *)out + ((size_t)g * blocks + b) * group_block;
             for (int r = 0; r < PACK_ROWS; r++) {
-                const block_q4_K *x = (const block_q4_K *)rows + (size_t)(g * PACK_ROWS + r) * blocks + b;
-                memcpy(o + 2 * r, &x->d, 2);
-                memcpy(o + 32 + 2 * r, &x->dmin, 2);
-                for (int w = 0; w < 3; w++) memcpy(o + 64 + 64 * w + 4 * r, x->scales + 4 * w, 4);
-                for (int w = 0; w < 32; w++) memcpy(o + 256 + 64 * w + 4 * r, x->qs + 4 * w, 4);
+                const uint8_t *x = (const uint8_t *)rows + ((size_t)(g * PACK_ROWS + r) * blocks + b) * block_bytes;
+                memcpy(o + 2 * r, x, 2);            /* d */
+                memcpy(o + 32 + 2 * r, x + 2, 2);   /* dmin */
+                for (int w = 0; w < 3; w++) memcpy(o + 64 + 64 * w + 4 * r, x + 4 + 4 * w, 4);
+                if (five)
+                    for (int w = 0; w < 8; w++) memcpy(o + 256 + 64 * w + 4 * r, x + 16 + 4 * w, 4);
+                for (int w = 0; w < 32; w++) memcpy(o + packed_qs_at + 64 * w + 4 * r, x + qs_at + 4 * w, 4);
             }
         }
 }
+
+void ll_pack_q4_Kx16(const void *rows, int count, int n, void *out) { pack_k4(rows, count, n, out, 0); }
+
+void ll_pack_q5_Kx16(const void *rows, int count, int n, void *out) { pack_k4(rows, count, n, out, 1); }
 
 void ll_pack_q6_Kx16(const void *rows, int count, int n, void *out) {
     const int blocks = n / QK_K;

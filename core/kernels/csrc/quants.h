@@ -47,13 +47,15 @@ typedef void (*gemm_fn)(int n, const void *w, size_t w_stride, int rows, const v
  * registers, low nibbles elements 4k..4k+3, high nibbles 16+4k..16+4k+3; Q8_0: eight). Q4_K, per super-block: the
  * rows' d, their dmin, three registers of packed 6-bit scales and minimums (register w's lane r: row r's
  * scales[4w..4w+3]), then 32 registers of quants (register w's lane r: row r's qs[4w..4w+3], low nibbles of
- * sub-block 2(w / 8), high nibbles of the next). Q6_K, per super-block: the rows' d, four registers of int8 scales
+ * sub-block 2(w / 8), high nibbles of the next). Q5_K: Q4_K's layout with eight registers of fifth bits between
+ * the scales and the quants (register w's lane r: row r's qh[4w..4w+3]). Q6_K, per super-block: the rows' d, four registers of int8 scales
  * (register w's lane r: row r's scales[4w..4w+3]), then per half h and word w < 8 three registers, lane r holding row
  * r's ql[64h + 4w..], ql[64h + 32 + 4w..] and qh[32h + 4w..]: the four quarters of four elements, whole. */
 enum {
     Q4_0X16_BLOCK = 32 + 4 * 64,
     Q8_0X16_BLOCK = 32 + 8 * 64,
     Q4_KX16_BLOCK = 64 + 3 * 64 + 32 * 64,
+    Q5_KX16_BLOCK = 64 + 3 * 64 + 8 * 64 + 32 * 64,
     Q6_KX16_BLOCK = 32 + 4 * 64 + 48 * 64,
 };
 typedef void (*pack_fn)(const void *rows, int count, int n, void *out);
@@ -100,6 +102,7 @@ LL_GEMM_KERNELS(LL_DECLARE_GEMM)
 void ll_pack_q4_0x16(const void *rows, int count, int n, void *out);
 void ll_pack_q8_0x16(const void *rows, int count, int n, void *out);
 void ll_pack_q4_Kx16(const void *rows, int count, int n, void *out);
+void ll_pack_q5_Kx16(const void *rows, int count, int n, void *out);
 void ll_pack_q6_Kx16(const void *rows, int count, int n, void *out);
 #if LL_GEMM_LANES  /* AVX2's kernels (dots_avx2.c) and AVX-512's (dots_avx512.c) */
 void ll_packed_tiles_q4_0x16(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
@@ -112,6 +115,9 @@ void ll_gemm_q4_Kx16(int n, const void *w, size_t w_stride, int rows, const void
 #if LL_AVX512_DOTS
 void ll_packed_tiles_q8_0x16(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
 void ll_gemm_q8_0x16(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,
+                     size_t out_stride, int accumulate);
+void ll_packed_tiles_q5_Kx16(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
+void ll_gemm_q5_Kx16(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,
                      size_t out_stride, int accumulate);
 void ll_packed_tiles_q6_Kx16(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
 void ll_gemm_q6_Kx16(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,

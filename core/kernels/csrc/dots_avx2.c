@@ -432,17 +432,29 @@ PACKED_TILES_ENTRY(q4_0x16, q4_0x16_tile, )
 GEMM_KERNEL(q4_0x16, QK, QK, 0, 0, LL_Q8_0)
 GEMM_ENTRY(q4_0x16, QK, 0, LL_Q8_0)
 
-/* ---- Q4_K packed 16 rows a group: as dots_avx512.c's, 8 rows a register, each sub-block's 8 maddubs summed within
- * 16 bits and widened once, then weighted by the row's scale as integers; the minimums' term by madd. ---- */
-INLINE void q4_Kx16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out) {
+/* ---- Q4_K and Q5_K packed 16 rows a group: as dots_avx512.c's, 8 rows a register, each sub-block's maddubs summed
+ * within 16 bits and widened (Q4_K: its 8 at once, at most 8 x 2 x 15 x 128 = 30,720; Q5_K: 4 at a time, at most
+ * 4 x 2 x 31 x 128 = 31,744), then weighted by the row's scale as integers; the minimums' term by madd. ---- */
+
+/* Each byte's bits moved left by `by` (right where it is negative); bits crossing into a neighbour byte are the
+ * caller's to mask off. */
+INLINE __m256i shift_bits(__m256i v, const int by) {
+    return by >= 0 ? _mm256_slli_epi16(v, by) : _mm256_srli_epi16(v, -by);
+}
+
+INLINE void k4x16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out,
+                       const int five) {
     const int blocks = n / QK_K;
+    const size_t group_block = five ? Q5_KX16_BLOCK : Q4_KX16_BLOCK, quants = five ? 768 : 256;
+    const int widen_every = five ? 4 : 8;
+    const __m256i sixteen = _mm256_set1_epi8(0x10);
     const __m256i low4 = _mm256_set1_epi8(0x0F), six = _mm256_set1_epi8(0x3f), two = _mm256_set1_epi8(3),
                   low_byte = _mm256_set1_epi16(0xFF), byte = _mm256_set1_epi32(0xFF), ones = _mm256_set1_epi16(1);
     __m256 sums[DOT_ROWS][2], minimums[DOT_ROWS][2];
     for (int j = 0; j < C; j++)
         for (int h = 0; h < 2; h++) sums[j][h] = minimums[j][h] = _mm256_setzero_ps();
     for (int b = 0; b < blocks; b++) {
-        const uint8_t *o = (const uint8_t *)group + (size_t)b * Q4_KX16_BLOCK;
+        const uint8_t *o = (const uint8_t *)group + (size_t)b * group_block;
         int32_t pairs[DOT_ROWS][4];
         for (int j = 0; j < C; j++) k_activation_pairs((const block_q8_K *)A_ROW(j) + b, pairs[j]);
         for (int h = 0; h < 2; h++) {  /* rows 8h..8h+7 */
@@ -460,29 +472,42 @@ INLINE void q4_Kx16_tile(int n, const void *group, const void *a, size_t a_strid
             __m256i total[DOT_ROWS];
             for (int j = 0; j < C; j++) total[j] = _mm256_setzero_si256();
             for (int k = 0; k < 4; k++) {  /* sub-blocks 2k (low nibbles) and 2k + 1 (high) */
-                __m256i low_pairs[DOT_ROWS], high_pairs[DOT_ROWS];
-                for (int j = 0; j < C; j++) low_pairs[j] = high_pairs[j] = _mm256_setzero_si256();
-                for (int w = 0; w < 8; w++) {
-                    const __m256i x = _mm256_loadu_si256((const __m256i *)(o + 256 + 64 * (8 * k + w) + 32 * h));
-                    const __m256i low = _mm256_and_si256(x, low4);
-                    const __m256i high = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
+                __m256i low_sum[DOT_ROWS], high_sum[DOT_ROWS];
+                for (int j = 0; j < C; j++) low_sum[j] = high_sum[j] = _mm256_setzero_si256();
+                for (int part = 0; part < 8; part += widen_every) {
+                    __m256i low_pairs[DOT_ROWS], high_pairs[DOT_ROWS];
+                    for (int j = 0; j < C; j++) low_pairs[j] = high_pairs[j] = _mm256_setzero_si256();
+                    for (int w = part; w < part + widen_every; w++) {
+                        const __m256i x = _mm256_loadu_si256((const __m256i *)(o + quants + 64 * (8 * k + w) + 32 * h));
+                        __m256i low = _mm256_and_si256(x, low4);
+                        __m256i high = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
+                        if (five) {  /* bits 2k and 2k + 1 of the fifth-bit bytes, each to bit 4 (16) of its value */
+                            const __m256i q5 = _mm256_loadu_si256((const __m256i *)(o + 256 + 64 * w + 32 * h));
+                            low = _mm256_or_si256(low, _mm256_and_si256(shift_bits(q5, 4 - 2 * k), sixteen));
+                            high = _mm256_or_si256(high, _mm256_and_si256(shift_bits(q5, 3 - 2 * k), sixteen));
+                        }
+                        for (int j = 0; j < C; j++) {
+                            const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+                            int32_t first, second;
+                            memcpy(&first, y->qs + 64 * k + 4 * w, 4);
+                            memcpy(&second, y->qs + 64 * k + 32 + 4 * w, 4);
+                            low_pairs[j] =
+                                _mm256_add_epi16(low_pairs[j], _mm256_maddubs_epi16(low, _mm256_set1_epi32(first)));
+                            high_pairs[j] =
+                                _mm256_add_epi16(high_pairs[j], _mm256_maddubs_epi16(high, _mm256_set1_epi32(second)));
+                        }
+                    }
                     for (int j = 0; j < C; j++) {
-                        const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
-                        int32_t first, second;
-                        memcpy(&first, y->qs + 64 * k + 4 * w, 4);
-                        memcpy(&second, y->qs + 64 * k + 32 + 4 * w, 4);
-                        low_pairs[j] = _mm256_add_epi16(low_pairs[j], _mm256_maddubs_epi16(low, _mm256_set1_epi32(first)));
-                        high_pairs[j] =
-                            _mm256_add_epi16(high_pairs[j], _mm256_maddubs_epi16(high, _mm256_set1_epi32(second)));
+                        low_sum[j] = _mm256_add_epi32(low_sum[j], _mm256_madd_epi16(low_pairs[j], ones));
+                        high_sum[j] = _mm256_add_epi32(high_sum[j], _mm256_madd_epi16(high_pairs[j], ones));
                     }
                 }
                 const __m256i scale = scales[k / 2];
                 const __m256i low_scale = _mm256_and_si256(_mm256_srli_epi32(scale, 16 * (k % 2)), byte);
                 const __m256i high_scale = _mm256_and_si256(_mm256_srli_epi32(scale, 16 * (k % 2) + 8), byte);
                 for (int j = 0; j < C; j++)
-                    total[j] = _mm256_add_epi32(
-                        total[j], _mm256_add_epi32(_mm256_mullo_epi32(_mm256_madd_epi16(low_pairs[j], ones), low_scale),
-                                                   _mm256_mullo_epi32(_mm256_madd_epi16(high_pairs[j], ones), high_scale)));
+                    total[j] = _mm256_add_epi32(total[j], _mm256_add_epi32(_mm256_mullo_epi32(low_sum[j], low_scale),
+                                                                           _mm256_mullo_epi32(high_sum[j], high_scale)));
             }
             const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16 * h)));
             const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 32 + 16 * h)));
@@ -510,9 +535,12 @@ INLINE void q4_Kx16_tile(int n, const void *group, const void *a, size_t a_strid
         }
 }
 
-PACKED_TILES_ENTRY(q4_Kx16, q4_Kx16_tile, )
+PACKED_TILES_ENTRY(q4_Kx16, k4x16_tile, , 0)
+PACKED_TILES_ENTRY(q5_Kx16, k4x16_tile, , 1)
 GEMM_KERNEL(q4_Kx16, QK_K, 32, 1, 2, LL_Q8_K)
 GEMM_ENTRY(q4_Kx16, QK_K, 2, LL_Q8_K)
+GEMM_KERNEL(q5_Kx16, QK_K, 32, 1, 2, LL_Q8_K)
+GEMM_ENTRY(q5_Kx16, QK_K, 2, LL_Q8_K)
 #endif
 #endif
 

@@ -309,7 +309,7 @@ static const ll_type_traits types[LL_TYPE_LIMIT] = {
 #else
     [LL_Q4_K] = WEIGHT(Q4_K, QK_K, sizeof(block_q4_K), LL_Q8_K, q4_K),
 #endif
-#if LL_AVX512_DOTS
+#if LL_GEMM_LANES  /* AVX-512 or AVX2 */
     [LL_Q5_K] = {"Q5_K", QK_K, sizeof(block_q5_K), LL_Q8_K, dequantize_q5_K, NULL, dot_q5_K, ll_tiles_q5_K,
                  ll_gemm_q5_K, ll_pack_q5_Kx16, ll_packed_tiles_q5_Kx16, ll_gemm_q5_Kx16},
 #else

@@ -65,7 +65,8 @@ void ll_rms_norm(const float *x, const float *weight, float *out, int n, float e
 /* After attention's projections: biases, head norms, rotary embedding, then the row's keys and values cached. */
 void ll_prepare_row(ll_model *m, int layer, float *projected, int seq, int pos, float *cosines, float *sines);
 /* out[d] = act(gate[d]) * up[d] over one row of the feed-forward (out may be gate). */
-void ll_activate_row(const ll_model *m, const float *gate, const float *up, float *out);
+/* The feed-forward's activation of elements [from, to) of a row: out = act(gate) * up. */
+void ll_activate(const ll_model *m, const float *gate, const float *up, float *out, int from, int to);
 int ll_check_ready(const ll_model *m);
 /* One query head of one row over its sequence's cached keys and values, into out (head_dim floats); scores holds
  * room for the row's positions. */

@@ -283,9 +283,15 @@ static void layer_pass(ll_model *m, int layer, float *hidden, int count, const i
     project(m, l->ffn_in, l->ffn_in_count, count, m->ffn, 2 * c->ffn, 0, ffn_jobs, threads);
     reset(down_jobs, tid);
 #pragma omp barrier
-    FOR_ROWS(i, count, tid, threads) {
-        float *gate = m->ffn + (size_t)i * 2 * c->ffn, *up = gate + c->ffn;
-        ll_activate_row(m, gate, up, gate);
+    if (count == 1) {  /* a decode step's one row split across the team, rather than one thread working alone */
+        const int share = (c->ffn + threads - 1) / threads, from = tid * share;
+        ll_activate(m, m->ffn, m->ffn + c->ffn, m->ffn, from, from + share < c->ffn ? from + share : c->ffn);
+#pragma omp barrier
+    } else {
+        FOR_ROWS(i, count, tid, threads) {
+            float *gate = m->ffn + (size_t)i * 2 * c->ffn, *up = gate + c->ffn;
+            ll_activate(m, gate, up, gate, 0, c->ffn);
+        }
     }
     quantize_rows(m, &l->ffn_down, 1, m->ffn, 2 * c->ffn, c->ffn, count, tid, threads);
 #pragma omp barrier

@@ -91,10 +91,10 @@ static inline __m256 exp_256(__m256 x) {
 }
 #endif
 
-void ll_activate_row(const ll_model *m, const float *gate, const float *up, float *out) {
+void ll_activate(const ll_model *m, const float *gate, const float *up, float *out, int from, int to) {
     const ll_config *c = &m->c;
     if (c->activation == ACT_GELU_TANH) pthread_once(&gelu_table_made, make_gelu_table);
-    for (int d = 0; d < c->ffn; d++) {
+    for (int d = from; d < to; d++) {
         const float g = gate[d];
         out[d] = (c->activation == ACT_GELU_TANH ? gelu_tanh(g) : g / (1.0f + expf(-g))) * up[d];
     }

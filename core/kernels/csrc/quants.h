@@ -48,9 +48,10 @@ typedef void (*gemm_fn)(int n, const void *w, size_t w_stride, int rows, const v
  * rows' d, their dmin, three registers of packed 6-bit scales and minimums (register w's lane r: row r's
  * scales[4w..4w+3]), then 32 registers of quants (register w's lane r: row r's qs[4w..4w+3], low nibbles of
  * sub-block 2(w / 8), high nibbles of the next). Q5_K: Q4_K's layout with eight registers of fifth bits between
- * the scales and the quants (register w's lane r: row r's qh[4w..4w+3]). Q6_K, per super-block: the rows' d, four registers of int8 scales
- * (register w's lane r: row r's scales[4w..4w+3]), then per half h and word w < 8 three registers, lane r holding row
- * r's ql[64h + 4w..], ql[64h + 32 + 4w..] and qh[32h + 4w..]: the four quarters of four elements, whole. */
+ * the scales and the quants (register w's lane r: row r's qh[4w..4w+3]). Q6_K, per super-block: the rows' d, four
+ * registers of int8 scales (register w's lane r: row r's scales[4w..4w+3]), then per half h and word w < 8 three
+ * registers, lane r holding row r's ql[64h + 4w..], ql[64h + 32 + 4w..] and qh[32h + 4w..]: the four quarters of four
+ * elements, whole. */
 enum {
     Q4_0X16_BLOCK = 32 + 4 * 64,
     Q8_0X16_BLOCK = 32 + 8 * 64,

@@ -445,7 +445,7 @@ INLINE __m256i shift_bits(__m256i v, const int by) {
 INLINE void k4x16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out,
                        const int five) {
     const int blocks = n / QK_K;
-    const size_t group_block = five ? Q5_KX16_BLOCK : Q4_KX16_BLOCK, quants = five ? 768 : 256;
+    const size_t group_block = five ? Q5_KX16_BLOCK : Q4_KX16_BLOCK, quants = K4X16_QUANTS(five);
     const int widen_every = five ? 4 : 8;
     const __m256i sixteen = _mm256_set1_epi8(0x10);
     const __m256i low4 = _mm256_set1_epi8(0x0F), six = _mm256_set1_epi8(0x3f), two = _mm256_set1_epi8(3),
@@ -482,7 +482,7 @@ INLINE void k4x16_tile(int n, const void *group, const void *a, size_t a_stride,
                         __m256i low = _mm256_and_si256(x, low4);
                         __m256i high = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
                         if (five) {  /* bits 2k and 2k + 1 of the fifth-bit bytes, each to bit 4 (16) of its value */
-                            const __m256i q5 = _mm256_loadu_si256((const __m256i *)(o + 256 + 64 * w + 32 * h));
+                            const __m256i q5 = _mm256_loadu_si256((const __m256i *)(o + K4X16_FIFTH_BITS + 64 * w + 32 * h));
                             low = _mm256_or_si256(low, _mm256_and_si256(shift_bits(q5, 4 - 2 * k), sixteen));
                             high = _mm256_or_si256(high, _mm256_and_si256(shift_bits(q5, 3 - 2 * k), sixteen));
                         }

@@ -533,7 +533,7 @@ INLINE __m512i shift_bits(__m512i v, const int by) {
 INLINE void k4x16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out,
                        const int five) {
     const int blocks = n / QK_K;
-    const size_t group_block = five ? Q5_KX16_BLOCK : Q4_KX16_BLOCK, quants = five ? 768 : 256;
+    const size_t group_block = five ? Q5_KX16_BLOCK : Q4_KX16_BLOCK, quants = K4X16_QUANTS(five);
     const __m512i sixteen = _mm512_set1_epi8(0x10);
     const __m512i low4 = _mm512_set1_epi8(0x0F), six = _mm512_set1_epi8(0x3f), four = _mm512_set1_epi8(0x0f),
                   two = _mm512_set1_epi8(3), low_byte = _mm512_set1_epi16(0xFF), byte = _mm512_set1_epi32(0xFF);
@@ -561,7 +561,7 @@ INLINE void k4x16_tile(int n, const void *group, const void *a, size_t a_stride,
                 const __m512i x = _mm512_loadu_si512((const void *)(o + quants + 64 * (8 * k + w)));
                 __m512i low = _mm512_and_si512(x, low4), high = _mm512_and_si512(_mm512_srli_epi16(x, 4), low4);
                 if (five) {  /* Q5_K: bits 2k and 2k + 1 of the fifth-bit bytes, each to bit 4 (16) of its value */
-                    const __m512i h = _mm512_loadu_si512((const void *)(o + 256 + 64 * w));
+                    const __m512i h = _mm512_loadu_si512((const void *)(o + K4X16_FIFTH_BITS + 64 * w));
                     low = _mm512_ternarylogic_epi32(low, shift_bits(h, 4 - 2 * k), sixteen, 0xF8);  /* a | (b & c) */
                     high = _mm512_ternarylogic_epi32(high, shift_bits(h, 3 - 2 * k), sixteen, 0xF8);
                 }

@@ -199,8 +199,8 @@ GEMM_INLINE void unpack_k4x16(const void *w, size_t w_stride, int r, int b, unpa
     memcpy(x + 2, o + 32 + 2 * lane, 2);
     for (int k = 0; k < 3; k++) memcpy(x + 4 + 4 * k, o + 64 + 64 * k + 4 * lane, 4);
     if (five)
-        for (int k = 0; k < 8; k++) memcpy(x + 16 + 4 * k, o + 256 + 64 * k + 4 * lane, 4);
-    for (int k = 0; k < 32; k++) memcpy(x + (five ? 48 : 16) + 4 * k, o + (five ? 768 : 256) + 64 * k + 4 * lane, 4);
+        for (int k = 0; k < 8; k++) memcpy(x + 16 + 4 * k, o + K4X16_FIFTH_BITS + 64 * k + 4 * lane, 4);
+    for (int k = 0; k < 32; k++) memcpy(x + (five ? 48 : 16) + 4 * k, o + K4X16_QUANTS(five) + 64 * k + 4 * lane, 4);
     unpack_k4(x, 0, u, five);
 }
 

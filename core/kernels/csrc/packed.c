@@ -7,6 +7,8 @@ _Static_assert(Q4_0X16_BLOCK == PACK_ROWS * sizeof(block_q4_0), "a packed group 
 _Static_assert(Q8_0X16_BLOCK == PACK_ROWS * sizeof(block_q8_0), "a packed group is its rows' bytes, regrouped");
 _Static_assert(Q4_KX16_BLOCK == PACK_ROWS * sizeof(block_q4_K), "a packed group is its rows' bytes, regrouped");
 _Static_assert(Q5_KX16_BLOCK == PACK_ROWS * sizeof(block_q5_K), "a packed group is its rows' bytes, regrouped");
+_Static_assert(K4X16_QUANTS(0) + 32 * 64 == Q4_KX16_BLOCK && K4X16_QUANTS(1) + 32 * 64 == Q5_KX16_BLOCK,
+               "the quants' 32 registers end each K-quant group's block");
 _Static_assert(Q6_KX16_BLOCK == PACK_ROWS * sizeof(block_q6_K), "a packed group is its rows' bytes, regrouped");
 
 /* Both legacy types' blocks are a float16 scale, then `words` 4-byte words of quants. */
@@ -36,7 +38,7 @@ void ll_pack_q8_0x16(const void *rows, int count, int n, void *out) {
 static void pack_k4(const void *rows, int count, int n, void *out, const int five) {
     const int blocks = n / QK_K;
     const size_t block_bytes = five ? sizeof(block_q5_K) : sizeof(block_q4_K), group_block = PACK_ROWS * block_bytes;
-    const size_t qs_at = five ? 48 : 16, packed_qs_at = five ? 768 : 256;
+    const size_t qs_at = five ? 48 : 16, packed_qs_at = K4X16_QUANTS(five);
     for (int g = 0; g < count / PACK_ROWS; g++)
         for (int b = 0; b < blocks; b++) {
             uint8_t *o = (uint8_t *)out + ((size_t)g * blocks + b) * group_block;
@@ -46,7 +48,7 @@ static void pack_k4(const void *rows, int count, int n, void *out, const int fiv
                 memcpy(o + 32 + 2 * r, x + 2, 2);   /* dmin */
                 for (int w = 0; w < 3; w++) memcpy(o + 64 + 64 * w + 4 * r, x + 4 + 4 * w, 4);
                 if (five)
-                    for (int w = 0; w < 8; w++) memcpy(o + 256 + 64 * w + 4 * r, x + 16 + 4 * w, 4);
+                    for (int w = 0; w < 8; w++) memcpy(o + K4X16_FIFTH_BITS + 64 * w + 4 * r, x + 16 + 4 * w, 4);
                 for (int w = 0; w < 32; w++) memcpy(o + packed_qs_at + 64 * w + 4 * r, x + qs_at + 4 * w, 4);
             }
         }

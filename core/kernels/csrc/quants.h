@@ -59,6 +59,10 @@ enum {
     Q5_KX16_BLOCK = 64 + 3 * 64 + 8 * 64 + 32 * 64,
     Q6_KX16_BLOCK = 32 + 4 * 64 + 48 * 64,
 };
+/* Where Q4_K's and Q5_K's packed blocks hold their fifth bits (Q5_K only) and their quants: after the d, dmin and
+ * scale registers, the fifth bits' eight registers (Q5_K), then the quants'. */
+enum { K4X16_FIFTH_BITS = 64 + 3 * 64 };
+#define K4X16_QUANTS(five) ((five) ? K4X16_FIFTH_BITS + 8 * 64 : K4X16_FIFTH_BITS)
 typedef void (*pack_fn)(const void *rows, int count, int n, void *out);
 typedef void (*packed_tiles_fn)(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
 

@@ -204,12 +204,50 @@ GEMM_INLINE void unpack_k4x16(const void *w, size_t w_stride, int r, int b, unpa
     unpack_k4(x, 0, u, five);
 }
 
-GEMM_INLINE void unpack_q4_Kx16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
-    unpack_k4x16(w, w_stride, r, b, u, 0);
+/* Eight words (64 bytes apart) of four neighbouring lanes, each lane's 32 bytes stored whole at rows + 4 lanes' block
+ * strides: a 4x4 transpose of 32-bit words in registers. Word by word, the later 32-byte load of the gathered block
+ * could not be forwarded from eight 4-byte stores and waited for them to reach the cache. */
+GEMM_INLINE void gather_words4(const uint8_t *o, uint8_t *rows, size_t stride) {
+#define GATHER_WORD(k) _mm_loadu_si128((const __m128i *)(o + 64 * (k)))
+    const __m256i a = _mm256_set_m128i(GATHER_WORD(4), GATHER_WORD(0)), b = _mm256_set_m128i(GATHER_WORD(5), GATHER_WORD(1));
+    const __m256i c = _mm256_set_m128i(GATHER_WORD(6), GATHER_WORD(2)), d = _mm256_set_m128i(GATHER_WORD(7), GATHER_WORD(3));
+#undef GATHER_WORD
+    const __m256i ab_low = _mm256_unpacklo_epi32(a, b), ab_high = _mm256_unpackhi_epi32(a, b);
+    const __m256i cd_low = _mm256_unpacklo_epi32(c, d), cd_high = _mm256_unpackhi_epi32(c, d);
+    _mm256_storeu_si256((__m256i *)rows, _mm256_unpacklo_epi64(ab_low, cd_low));
+    _mm256_storeu_si256((__m256i *)(rows + stride), _mm256_unpackhi_epi64(ab_low, cd_low));
+    _mm256_storeu_si256((__m256i *)(rows + 2 * stride), _mm256_unpacklo_epi64(ab_high, cd_high));
+    _mm256_storeu_si256((__m256i *)(rows + 3 * stride), _mm256_unpackhi_epi64(ab_high, cd_high));
 }
 
-GEMM_INLINE void unpack_q5_Kx16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
-    unpack_k4x16(w, w_stride, r, b, u, 1);
+/* Rows r0..r0 + 3 of one packed group at once, where the GEMM takes four (r0 a multiple of 4): their quants and
+ * fifth bits gathered by gather_words4, the rest word by word as unpack_k4x16 does. */
+GEMM_INLINE void unpack_rows_k4x16(const void *w, size_t w_stride, int r0, int R, int b, unpacked *u, const int five) {
+    if (R != 4) {
+        for (int r = 0; r < R; r++) unpack_k4x16(w, w_stride, r0 + r, b, &u[r], five);
+        return;
+    }
+    const uint8_t *o = packed_block(w, w_stride, r0, b, five ? Q5_KX16_BLOCK : Q4_KX16_BLOCK);
+    const int first = r0 % PACK_ROWS, quants = five ? 48 : 16;
+    uint8_t x[4][sizeof(block_q5_K)] __attribute__((aligned(32)));
+    for (int r = 0; r < 4; r++) {
+        const int lane = first + r;
+        memcpy(x[r], o + 2 * lane, 2);
+        memcpy(x[r] + 2, o + 32 + 2 * lane, 2);
+        for (int k = 0; k < 3; k++) memcpy(x[r] + 4 + 4 * k, o + 64 + 64 * k + 4 * lane, 4);
+    }
+    if (five) gather_words4(o + K4X16_FIFTH_BITS + 4 * first, x[0] + 16, sizeof x[0]);
+    for (int k = 0; k < 4; k++)
+        gather_words4(o + K4X16_QUANTS(five) + 8 * 64 * k + 4 * first, x[0] + quants + 32 * k, sizeof x[0]);
+    for (int r = 0; r < 4; r++) unpack_k4(x[r], 0, &u[r], five);
+}
+
+GEMM_INLINE void unpack_rows_q4_Kx16(const void *w, size_t w_stride, int r0, int R, int b, unpacked *u) {
+    unpack_rows_k4x16(w, w_stride, r0, R, b, u, 0);
+}
+
+GEMM_INLINE void unpack_rows_q5_Kx16(const void *w, size_t w_stride, int r0, int R, int b, unpacked *u) {
+    unpack_rows_k4x16(w, w_stride, r0, R, b, u, 1);
 }
 
 GEMM_INLINE void unpack_q6_Kx16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
@@ -227,6 +265,23 @@ GEMM_INLINE void unpack_q6_Kx16(const void *w, size_t w_stride, int r, int b, un
         }
     unpack_q6_K(&x, 0, 0, 0, u);
 }
+
+/* Every other type's rows unpacked one at a time. */
+#define UNPACK_ROWS_BY_ROW(NAME)                                                                                  \
+    GEMM_INLINE void unpack_rows_##NAME(const void *w, size_t w_stride, int r0, int R, int b, unpacked *u) {      \
+        for (int r = 0; r < R; r++) unpack_##NAME(w, w_stride, r0 + r, b, &u[r]);                               \
+    }
+UNPACK_ROWS_BY_ROW(q4_0)
+UNPACK_ROWS_BY_ROW(q4_1)
+UNPACK_ROWS_BY_ROW(q5_0)
+UNPACK_ROWS_BY_ROW(q5_1)
+UNPACK_ROWS_BY_ROW(q8_0)
+UNPACK_ROWS_BY_ROW(q4_K)
+UNPACK_ROWS_BY_ROW(q5_K)
+UNPACK_ROWS_BY_ROW(q6_K)
+UNPACK_ROWS_BY_ROW(q4_0x16)
+UNPACK_ROWS_BY_ROW(q8_0x16)
+UNPACK_ROWS_BY_ROW(q6_Kx16)
 
 /* Packed Q4_K's tiles (both instruction sets): sub-blocks 2p and 2p + 1's activation sums (two of the 16-element sums each) as two int16 in one word, p < 4,
  * in the order the minimums' registers pair them: (0, 2), (1, 3), (4, 6), (5, 7). */
@@ -287,8 +342,7 @@ GEMM_INLINE void k_activation_pairs(const block_q8_K *y, int32_t words[4]) {
                 const int R = first + panel_rows - r0 >= 4 ? 4 : 1;                                              \
                 memset(buffer, 0, 2 * floats * sizeof(float));                                                    \
                 for (int b = 0; b < n / BLOCK; b++) {                                                             \
-                    for (int r = 0; r < R; r++)                                                                   \
-                        unpack_##NAME(w, w_stride, r0 + r, b, &u[r]);                                            \
+                    unpack_rows_##NAME(w, w_stride, r0, R, b, u);                                                 \
                     const char *block = (const char *)panel + (size_t)b * bytes;                                  \
                     for (int pair = 0; pair < pairs; pair++) {                                                    \
                         const char *p = block + (size_t)(2 * pair) * group_stride;                                \

@@ -136,5 +136,20 @@ def add_json_option(parser) -> None:
     parser.add_argument("--json", metavar="FILE", help="also write what is printed, and the headline figures, as JSON")
 
 
+def add_kernels_option(parser) -> None:
+    parser.add_argument(
+        "--kernels", choices=("native", "avx2"), default="native", help="avx2: the AVX2 build, on an AVX-512 CPU too"
+    )
+
+
+def use_kernels(choice: str) -> None:
+    """--kernels avx2: every load in this process takes the AVX2 build (the loader asks library.kernels())."""
+    if choice == "avx2":
+        from core.kernels import library
+
+        build = library.kernels
+        library.kernels = lambda portable=False, progress=None: build("avx2", progress)  # type: ignore[assignment]
+
+
 def start_report(args, name: str) -> Report:
     return Report(name, getattr(args, "json", None))

@@ -23,9 +23,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=150, help="decode steps each copy, interleaved")
     parser.add_argument("--prompt", type=int, default=512, help="tokens of a prompt pass (0: none)")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument(
-        "--kernels", choices=("native", "avx2"), default="native", help="avx2: the AVX2 build, on an AVX-512 CPU too"
-    )
+    _common.add_kernels_option(parser)
     _common.add_json_option(parser)
     args = parser.parse_args()
     report = _common.start_report(args, "packing")
@@ -33,13 +31,10 @@ def main() -> None:
 
     from core.compute_thread import on_compute_thread
     from core.generation.decode.kernel_decoder import KernelDecoder
-    from core.kernels import library
     from core.kernels.kernel_model import KernelModel
     from core.model.loader import load_model
 
-    if args.kernels == "avx2":  # the loader asks library.kernels() for its build
-        build = library.kernels
-        library.kernels = lambda portable=False, progress=None: build("avx2", progress)  # type: ignore[assignment]
+    _common.use_kernels(args.kernels)
     packed = load_model(args.model)
     pack = KernelModel.pack
     try:  # the second copy: every matrix of the type stays as the file lays it out

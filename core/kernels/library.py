@@ -97,6 +97,8 @@ _SIGNATURES = {
     "ll_gemm_rows": (_I, [_I, _I, _P, _S, _I, _P, _S, _I, _P]),
     "ll_packed_dot": (_I, [_I, _I, _P, _I, _P, _S, _I, _P]),
     "ll_weight_row_reads": (ctypes.c_uint64, []),
+    "ll_set_prefetch": (None, [_I]),  # csrc/packed.c: how far ahead the packed kernels prefetch (bytes; 0: off)
+    "ll_prefetch": (_I, []),
     "ll_read": (ctypes.c_uint64, [_P, ctypes.c_size_t, _I]),  # csrc/read.c: the bandwidth ceilings' read loop
     "ll_int8_peak": (ctypes.c_uint64, [ctypes.c_int64, _I]),  # csrc/peak.c: the int8 products' ceiling
 }

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from core.kernels.kernel_model import release_file_pages
+from tests.support.packed_types import PACKED_TYPES
 
 SIZE = 64 * 2**20
 
@@ -64,3 +65,38 @@ def test_a_matrix_that_is_not_whole_groups_stays_in_the_files_layout_beside_pack
     finally:
         kernel.close()
     assert together.shape == (20, 200) and np.array_equal(together, alone)
+
+
+@pytest.mark.parametrize("qtype", ["Q4_0", "Q8_0", "Q4_K", "Q5_K", "Q6_K"])
+def test_the_packed_kernels_prefetch_changes_no_bit_of_the_logits(tmp_path, qtype):
+    """packed.c chooses a prefetch distance per CPU; whatever it is (off, 64 bytes, past a group's end), a decode
+    step and a prompt pass give the same logits."""
+    from tiny_gguf import write_tiny_family
+
+    from core.kernels.library import kernels
+    from core.model.gguf_kernels import build_kernel_model
+    from core.quant.gguf_blocks import GGUFWeights
+
+    library = kernels(portable=False)
+    if library.isa == "scalar":
+        pytest.skip("the scalar build packs nothing")
+    path = write_tiny_family(tmp_path / f"llama-{qtype}.gguf", "llama", qtype, vocab=256)
+    kernel = build_kernel_model(library, GGUFWeights(path), lambda fraction, text: None).kernel
+    chosen = library.ll_prefetch()
+    tokens = np.random.default_rng(2).integers(0, 256, 12)
+    results = []
+    try:
+        if qtype in PACKED_TYPES.get(library.isa, ()):
+            assert kernel.packed, "a packed type ran in the file's layout"
+        for distance in (0, 64, 4096, 1 << 20):
+            library.ll_set_prefetch(distance)
+            assert library.ll_prefetch() == distance
+            kernel.reserve(1, 13, keep=False)
+            prompt = kernel.pass_over(tokens, 0, 2, every_position=True)
+            step = kernel.pass_over(tokens[:1], 12, 2, every_position=True)
+            results.append((prompt, step))
+    finally:
+        library.ll_set_prefetch(chosen)
+        kernel.close()
+    for prompt, step in results[1:]:
+        assert np.array_equal(prompt, results[0][0]) and np.array_equal(step, results[0][1])

@@ -390,6 +390,7 @@ INLINE void q4_0x16_tile(int n, const void *group, const void *a, size_t a_strid
     for (int j = 0; j < C; j++) sums[j][0] = sums[j][1] = _mm256_setzero_ps();
     for (int b = 0; b < blocks; b++) {
         const uint8_t *o = (const uint8_t *)group + (size_t)b * Q4_0X16_BLOCK;
+        prefetch_ahead(o, Q4_0X16_BLOCK);
         int offset[DOT_ROWS];
         float dy[DOT_ROWS];
         for (int j = 0; j < C; j++) {  /* the nibbles are the values + 8: 8 times the activations' sum comes off */
@@ -455,6 +456,7 @@ INLINE void k4x16_tile(int n, const void *group, const void *a, size_t a_stride,
         for (int h = 0; h < 2; h++) sums[j][h] = minimums[j][h] = _mm256_setzero_ps();
     for (int b = 0; b < blocks; b++) {
         const uint8_t *o = (const uint8_t *)group + (size_t)b * group_block;
+        prefetch_ahead(o, group_block);
         int32_t pairs[DOT_ROWS][4];
         for (int j = 0; j < C; j++) k_activation_pairs((const block_q8_K *)A_ROW(j) + b, pairs[j]);
         for (int h = 0; h < 2; h++) {  /* rows 8h..8h+7 */

@@ -465,9 +465,10 @@ TILE_ENTRY(q4_K, q4_K_tile) TILE_ENTRY(q5_K, q5_K_tile) TILE_ENTRY(q6_K, q6_K_ti
 /* A group's block: the 16 rows' scales (float16), then the quants: register k's lane r holds row r's bytes
  * qs[4k..4k+3]. Q4_0: four registers, whose low nibbles are elements 4k..4k+3 and high nibbles 16+4k..16+4k+3;
  * Q8_0: eight, elements 4k..4k+3. */
-/* The packed kernels do not prefetch: a packed group is one contiguous stream, which the hardware prefetchers follow
- * alone, and a prefetch per line cost more than it saved (the 1B shape's step, interleaved with and without 8 blocks
- * ahead: Q4_K_M 27.5 -> 19.1 ms, Q8_0 48.7 -> 34.2 ms, Q4_0 even). */
+/* The packed kernels prefetch only where packed.c's choice says (Intel: 4 KB ahead into L2). On the EPYCs a packed
+ * group's one contiguous stream is followed by the hardware prefetchers alone, and a prefetch per line cost more than
+ * it saved (the 1B shape's step, interleaved with and without 8 blocks ahead: Q4_K_M 27.5 -> 19.1 ms, Q8_0 48.7 ->
+ * 34.2 ms, Q4_0 even). */
 
 /* eight: Q8_0 (signed bytes, +128 to make them unsigned); else Q4_0 (nibbles, which are the values + 8). */
 INLINE void legacy_x16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out,
@@ -479,6 +480,7 @@ INLINE void legacy_x16_tile(int n, const void *group, const void *a, size_t a_st
     for (int j = 0; j < C; j++) sums[j] = _mm512_setzero_ps();
     for (int b = 0; b < blocks; b++) {
         const uint8_t *o = (const uint8_t *)group + (size_t)b * group_block;
+        prefetch_ahead(o, group_block);
         __m512i q[8];  /* q[k]: elements 4k..4k+3 of every row, as unsigned bytes */
         for (int k = 0; k < (eight ? 8 : 4); k++) {
             const __m512i x = _mm512_loadu_si512((const void *)(o + 32 + 64 * k));
@@ -541,6 +543,7 @@ INLINE void k4x16_tile(int n, const void *group, const void *a, size_t a_stride,
     for (int j = 0; j < C; j++) sums[j] = minimums[j] = _mm512_setzero_ps();
     for (int b = 0; b < blocks; b++) {
         const uint8_t *o = (const uint8_t *)group + (size_t)b * group_block;
+        prefetch_ahead(o, group_block);
         const __m512i w0 = _mm512_loadu_si512((const void *)(o + 64)), w1 = _mm512_loadu_si512((const void *)(o + 128)),
                       w2 = _mm512_loadu_si512((const void *)(o + 192));
         /* bytes j of each lane: the scales (minimums) of sub-blocks j, then 4 + j */
@@ -621,6 +624,7 @@ INLINE void q6_Kx16_tile(int n, const void *group, const void *a, size_t a_strid
     for (int j = 0; j < C; j++) sums[j] = _mm512_setzero_ps();
     for (int b = 0; b < blocks; b++) {
         const uint8_t *o = (const uint8_t *)group + (size_t)b * Q6_KX16_BLOCK;
+        prefetch_ahead(o, Q6_KX16_BLOCK);
         __m512i total[DOT_ROWS];
         for (int j = 0; j < C; j++) total[j] = _mm512_setzero_si512();
         for (int h = 0; h < 2; h++)

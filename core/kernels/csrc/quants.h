@@ -52,6 +52,15 @@ typedef void (*gemm_fn)(int n, const void *w, size_t w_stride, int rows, const v
  * registers of int8 scales (register w's lane r: row r's scales[4w..4w+3]), then per half h and word w < 8 three
  * registers, lane r holding row r's ql[64h + 4w..], ql[64h + 32 + 4w..] and qh[32h + 4w..]: the four quarters of four
  * elements, whole. */
+/* How far ahead of the block it multiplies (bytes) a packed kernel asks for its group's stream in the second-level
+ * cache; 0: not at all. packed.c chooses per CPU when the library loads; ll_set_prefetch changes it (benchmarks). */
+extern int ll_prefetch_ahead;
+static inline __attribute__((always_inline)) void prefetch_ahead(const void *block, size_t bytes) {
+    if (!ll_prefetch_ahead) return;
+    const char *ahead = (const char *)block + ll_prefetch_ahead;
+    for (size_t line = 0; line < bytes; line += 64) __builtin_prefetch(ahead + line, 0, 2);  /* 2: prefetcht1 */
+}
+
 enum {
     Q4_0X16_BLOCK = 32 + 4 * 64,
     Q8_0X16_BLOCK = 32 + 8 * 64,

@@ -204,11 +204,11 @@ GEMM_INLINE void unpack_k4x16(const void *w, size_t w_stride, int r, int b, unpa
     unpack_k4(x, 0, u, five);
 }
 
-/* Eight words (64 bytes apart) of four neighbouring lanes, each lane's 32 bytes stored whole at rows + 4 lanes' block
+/* Eight words (`spacing` bytes apart) of four neighbouring lanes, each lane's 32 bytes stored whole at rows + 4 lanes' block
  * strides: a 4x4 transpose of 32-bit words in registers. Word by word, the later 32-byte load of the gathered block
  * could not be forwarded from eight 4-byte stores and waited for them to reach the cache. */
-GEMM_INLINE void gather_words4(const uint8_t *o, uint8_t *rows, size_t stride) {
-#define GATHER_WORD(k) _mm_loadu_si128((const __m128i *)(o + 64 * (k)))
+GEMM_INLINE void gather_words4(const uint8_t *o, size_t spacing, uint8_t *rows, size_t stride) {
+#define GATHER_WORD(k) _mm_loadu_si128((const __m128i *)(o + spacing * (k)))
     const __m256i a = _mm256_set_m128i(GATHER_WORD(4), GATHER_WORD(0)), b = _mm256_set_m128i(GATHER_WORD(5), GATHER_WORD(1));
     const __m256i c = _mm256_set_m128i(GATHER_WORD(6), GATHER_WORD(2)), d = _mm256_set_m128i(GATHER_WORD(7), GATHER_WORD(3));
 #undef GATHER_WORD
@@ -236,9 +236,9 @@ GEMM_INLINE void unpack_rows_k4x16(const void *w, size_t w_stride, int r0, int R
         memcpy(x[r] + 2, o + 32 + 2 * lane, 2);
         for (int k = 0; k < 3; k++) memcpy(x[r] + 4 + 4 * k, o + 64 + 64 * k + 4 * lane, 4);
     }
-    if (five) gather_words4(o + K4X16_FIFTH_BITS + 4 * first, x[0] + 16, sizeof x[0]);
+    if (five) gather_words4(o + K4X16_FIFTH_BITS + 4 * first, 64, x[0] + 16, sizeof x[0]);
     for (int k = 0; k < 4; k++)
-        gather_words4(o + K4X16_QUANTS(five) + 8 * 64 * k + 4 * first, x[0] + quants + 32 * k, sizeof x[0]);
+        gather_words4(o + K4X16_QUANTS(five) + 8 * 64 * k + 4 * first, 64, x[0] + quants + 32 * k, sizeof x[0]);
     for (int r = 0; r < 4; r++) unpack_k4(x[r], 0, &u[r], five);
 }
 
@@ -266,6 +266,30 @@ GEMM_INLINE void unpack_q6_Kx16(const void *w, size_t w_stride, int r, int b, un
     unpack_q6_K(&x, 0, 0, 0, u);
 }
 
+/* Four Q6_K rows of one group at once, as unpack_rows_k4x16: each half's low-nibble, upper-nibble and high-bit words
+ * (192 bytes apart) by gather_words4, the scales and d word by word. */
+GEMM_INLINE void unpack_rows_q6_Kx16(const void *w, size_t w_stride, int r0, int R, int b, unpacked *u) {
+    if (R != 4) {
+        for (int r = 0; r < R; r++) unpack_q6_Kx16(w, w_stride, r0 + r, b, &u[r]);
+        return;
+    }
+    const uint8_t *o = packed_block(w, w_stride, r0, b, Q6_KX16_BLOCK);
+    const int first = r0 % PACK_ROWS;
+    block_q6_K x[4] __attribute__((aligned(32)));
+    for (int r = 0; r < 4; r++) {
+        const int lane = first + r;
+        memcpy(&x[r].d, o + 2 * lane, 2);
+        for (int k = 0; k < 4; k++) memcpy(x[r].scales + 4 * k, o + 32 + 64 * k + 4 * lane, 4);
+    }
+    for (int h = 0; h < 2; h++) {
+        const uint8_t *q = o + 288 + 192 * 8 * h + 4 * first;
+        gather_words4(q, 192, x[0].ql + 64 * h, sizeof x[0]);
+        gather_words4(q + 64, 192, x[0].ql + 64 * h + 32, sizeof x[0]);
+        gather_words4(q + 128, 192, x[0].qh + 32 * h, sizeof x[0]);
+    }
+    for (int r = 0; r < 4; r++) unpack_q6_K(&x[r], 0, 0, 0, &u[r]);
+}
+
 /* Every other type's rows unpacked one at a time. */
 #define UNPACK_ROWS_BY_ROW(NAME)                                                                                  \
     GEMM_INLINE void unpack_rows_##NAME(const void *w, size_t w_stride, int r0, int R, int b, unpacked *u) {      \
@@ -281,7 +305,6 @@ UNPACK_ROWS_BY_ROW(q5_K)
 UNPACK_ROWS_BY_ROW(q6_K)
 UNPACK_ROWS_BY_ROW(q4_0x16)
 UNPACK_ROWS_BY_ROW(q8_0x16)
-UNPACK_ROWS_BY_ROW(q6_Kx16)
 
 /* Packed Q4_K's tiles (both instruction sets): sub-blocks 2p and 2p + 1's activation sums (two of the 16-element sums each) as two int16 in one word, p < 4,
  * in the order the minimums' registers pair them: (0, 2), (1, 3), (4, 6), (5, 7). */

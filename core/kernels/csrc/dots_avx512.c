@@ -470,20 +470,22 @@ TILE_ENTRY(q4_K, q4_K_tile) TILE_ENTRY(q5_K, q5_K_tile) TILE_ENTRY(q6_K, q6_K_ti
  * it saved (the 1B shape's step, interleaved with and without 8 blocks ahead: Q4_K_M 27.5 -> 19.1 ms, Q8_0 48.7 ->
  * 34.2 ms, Q4_0 even). */
 
-/* eight: Q8_0 (signed bytes, +128 to make them unsigned); else Q4_0 (nibbles, which are the values + 8). */
+/* eight: Q8_0 (signed bytes, +128 to make them unsigned); else Q4_0 (nibbles, which are the values + 8), or with
+ * minimum Q4_1 (nibbles, the values themselves; its rows' minimums after the scales, Q8_1 activations). */
 INLINE void legacy_x16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out,
-                            const int eight) {
+                            const int eight, const int minimum) {
     const int blocks = n / QK;
-    const size_t group_block = eight ? Q8_0X16_BLOCK : Q4_0X16_BLOCK;
+    const size_t group_block = eight ? Q8_0X16_BLOCK : minimum ? Q4_1X16_BLOCK : Q4_0X16_BLOCK;
+    const int quants = minimum ? 64 : 32;
     const __m512i low4 = _mm512_set1_epi8(0x0F), sign = _mm512_set1_epi8((char)0x80);
-    __m512 sums[DOT_ROWS];
-    for (int j = 0; j < C; j++) sums[j] = _mm512_setzero_ps();
+    __m512 sums[DOT_ROWS], minimums[DOT_ROWS];
+    for (int j = 0; j < C; j++) sums[j] = minimums[j] = _mm512_setzero_ps();
     for (int b = 0; b < blocks; b++) {
         const uint8_t *o = (const uint8_t *)group + (size_t)b * group_block;
         prefetch_ahead(o, group_block);
         __m512i q[8];  /* q[k]: elements 4k..4k+3 of every row, as unsigned bytes */
         for (int k = 0; k < (eight ? 8 : 4); k++) {
-            const __m512i x = _mm512_loadu_si512((const void *)(o + 32 + 64 * k));
+            const __m512i x = _mm512_loadu_si512((const void *)(o + quants + 64 * k));
             if (eight) {
                 q[k] = _mm512_xor_si512(x, sign);
             } else {
@@ -492,31 +494,45 @@ INLINE void legacy_x16_tile(int n, const void *group, const void *a, size_t a_st
             }
         }
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)o));
+        const __m512 mw = minimum ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 32))) : dw;
         for (int j = 0; j < C; j++) {
-            const block_q8_0 *y = (const block_q8_0 *)A_ROW(j) + b;
+            /* Q8_1's block is Q8_0's with its d * sum(quants) between the scale and the quants */
+            const uint8_t *y = (const uint8_t *)A_ROW(j) + (size_t)b * (minimum ? sizeof(block_q8_1) : sizeof(block_q8_0));
+            const int8_t *yq = (const int8_t *)(y + (minimum ? 4 : 2));
+            ll_half yd;
+            memcpy(&yd, y, 2);
             __m512i sum = _mm512_setzero_si512();
             for (int k = 0; k < 8; k++) {
                 int32_t four;
-                memcpy(&four, y->qs + 4 * k, 4);
+                memcpy(&four, yq + 4 * k, 4);
                 sum = _mm512_dpbusd_epi32(sum, q[k], _mm512_set1_epi32(four));
             }
-            /* the unsigned bytes are the values + 8 (+128): that times the activations' sum comes off, exactly */
-            const __m256i v = _mm256_loadu_si256((const __m256i *)y->qs);
-            const int offset = sum_8(_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(eight ? (char)0x80 : 8), v));
-            const __m512i exact = _mm512_sub_epi32(sum, _mm512_set1_epi32(offset));
-            const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(half_to_float(y->d)));
+            __m512i exact = sum;
+            if (!minimum) {  /* the unsigned bytes are the values + 8 (+128): that times the activations' sum comes off */
+                const __m256i v = _mm256_loadu_si256((const __m256i *)yq);
+                const int offset =
+                    sum_8(_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(eight ? (char)0x80 : 8), v));
+                exact = _mm512_sub_epi32(sum, _mm512_set1_epi32(offset));
+            }
+            const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(half_to_float(yd)));
             sums[j] = _mm512_fmadd_ps(scale, _mm512_cvtepi32_ps(exact), sums[j]);
+            if (minimum) {
+                ll_half ys;
+                memcpy(&ys, y + 2, 2);
+                minimums[j] = _mm512_fmadd_ps(mw, _mm512_set1_ps(half_to_float(ys)), minimums[j]);
+            }
         }
     }
     for (int j = 0; j < C; j++) {
         float lanes[PACK_ROWS];
-        _mm512_storeu_ps(lanes, _mm512_add_ps(sums[j], _mm512_setzero_ps()));  /* + 0: the tiles' sum + minimum */
+        _mm512_storeu_ps(lanes, _mm512_add_ps(sums[j], minimums[j]));  /* Q4_0, Q8_0: + 0, the tiles' sum + minimum */
         for (int i = 0; i < PACK_ROWS; i++) out[i * C + j] = lanes[i];
     }
 }
 
-PACKED_TILES_ENTRY(q4_0x16, legacy_x16_tile, , 0)
-PACKED_TILES_ENTRY(q8_0x16, legacy_x16_tile, , 1)
+PACKED_TILES_ENTRY(q4_0x16, legacy_x16_tile, , 0, 0)
+PACKED_TILES_ENTRY(q4_1x16, legacy_x16_tile, , 0, 1)
+PACKED_TILES_ENTRY(q8_0x16, legacy_x16_tile, , 1, 0)
 
 /* Each byte's bits moved left by `by` (right where it is negative); bits crossing into a neighbour byte are the
  * caller's to mask off. */
@@ -743,6 +759,8 @@ PACKED_TILES_ENTRY(q6_Kx16, q6_Kx16_tile, )
 GEMM_TYPES(GEMM_KERNEL)
 GEMM_KERNEL(q4_0x16, QK, QK, 0, 0, LL_Q8_0)
 GEMM_ENTRY(q4_0x16, QK, 0, LL_Q8_0)
+GEMM_KERNEL(q4_1x16, QK, QK, 0, 1, LL_Q8_1)
+GEMM_ENTRY(q4_1x16, QK, 1, LL_Q8_1)
 GEMM_KERNEL(q8_0x16, QK, QK, 0, 0, LL_Q8_0)
 GEMM_ENTRY(q8_0x16, QK, 0, LL_Q8_0)
 GEMM_KERNEL(q4_Kx16, QK_K, 32, 1, 2, LL_Q8_K)

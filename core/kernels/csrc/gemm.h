@@ -173,20 +173,26 @@ GEMM_INLINE const uint8_t *packed_block(const void *w, size_t w_stride, int r, i
     return (const uint8_t *)w + (size_t)(r / PACK_ROWS) * PACK_ROWS * w_stride + (size_t)b * group_block;
 }
 
-GEMM_INLINE void gather_legacy(const uint8_t *o, int lane, uint8_t *block, int words) {
-    memcpy(block, o + 2 * lane, 2);
-    for (int k = 0; k < words; k++) memcpy(block + 2 + 4 * k, o + 32 + 64 * k + 4 * lane, 4);
+GEMM_INLINE void gather_legacy(const uint8_t *o, int lane, uint8_t *block, int head, int words) {
+    for (int h = 0; h < head; h++) memcpy(block + 2 * h, o + 32 * h + 2 * lane, 2);
+    for (int k = 0; k < words; k++) memcpy(block + 2 * head + 4 * k, o + 32 * head + 64 * k + 4 * lane, 4);
 }
 
 GEMM_INLINE void unpack_q4_0x16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
     block_q4_0 x;
-    gather_legacy(packed_block(w, w_stride, r, b, Q4_0X16_BLOCK), r % PACK_ROWS, (uint8_t *)&x, 4);
+    gather_legacy(packed_block(w, w_stride, r, b, Q4_0X16_BLOCK), r % PACK_ROWS, (uint8_t *)&x, 1, 4);
     unpack_q4_0(&x, 0, 0, 0, u);
+}
+
+GEMM_INLINE void unpack_q4_1x16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
+    block_q4_1 x;
+    gather_legacy(packed_block(w, w_stride, r, b, Q4_1X16_BLOCK), r % PACK_ROWS, (uint8_t *)&x, 2, 4);
+    unpack_q4_1(&x, 0, 0, 0, u);
 }
 
 GEMM_INLINE void unpack_q8_0x16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
     block_q8_0 x;
-    gather_legacy(packed_block(w, w_stride, r, b, Q8_0X16_BLOCK), r % PACK_ROWS, (uint8_t *)&x, 8);
+    gather_legacy(packed_block(w, w_stride, r, b, Q8_0X16_BLOCK), r % PACK_ROWS, (uint8_t *)&x, 1, 8);
     unpack_q8_0(&x, 0, 0, 0, u);
 }
 
@@ -266,6 +272,41 @@ GEMM_INLINE void unpack_q6_Kx16(const void *w, size_t w_stride, int r, int b, un
     unpack_q6_K(&x, 0, 0, 0, u);
 }
 
+/* Four words (`spacing` bytes apart) of four neighbouring lanes as each lane's 16 bytes: gather_words4's half. */
+GEMM_INLINE void gather_words4_half(const uint8_t *o, size_t spacing, uint8_t *rows, size_t stride) {
+    const __m128i a = _mm_loadu_si128((const __m128i *)o), b = _mm_loadu_si128((const __m128i *)(o + spacing));
+    const __m128i c = _mm_loadu_si128((const __m128i *)(o + 2 * spacing));
+    const __m128i d = _mm_loadu_si128((const __m128i *)(o + 3 * spacing));
+    const __m128i ab_low = _mm_unpacklo_epi32(a, b), ab_high = _mm_unpackhi_epi32(a, b);
+    const __m128i cd_low = _mm_unpacklo_epi32(c, d), cd_high = _mm_unpackhi_epi32(c, d);
+    _mm_storeu_si128((__m128i *)rows, _mm_unpacklo_epi64(ab_low, cd_low));
+    _mm_storeu_si128((__m128i *)(rows + stride), _mm_unpackhi_epi64(ab_low, cd_low));
+    _mm_storeu_si128((__m128i *)(rows + 2 * stride), _mm_unpacklo_epi64(ab_high, cd_high));
+    _mm_storeu_si128((__m128i *)(rows + 3 * stride), _mm_unpackhi_epi64(ab_high, cd_high));
+}
+
+/* Four rows of a packed legacy type at once (gather_legacy's layout: HEAD float16 fields, then WORDS words): the
+ * words by gather_words4 (8) or its half (4), the fields one by one. */
+#define UNPACK_ROWS_LEGACY(NAME, GROUP_BLOCK, HEAD, WORDS)                                                        \
+    GEMM_INLINE void unpack_rows_##NAME##x16(const void *w, size_t w_stride, int r0, int R, int b, unpacked *u) { \
+        if (R != 4) {                                                                                             \
+            for (int r = 0; r < R; r++) unpack_##NAME##x16(w, w_stride, r0 + r, b, &u[r]);                        \
+            return;                                                                                               \
+        }                                                                                                         \
+        const uint8_t *o = packed_block(w, w_stride, r0, b, GROUP_BLOCK);                                         \
+        const int first = r0 % PACK_ROWS;                                                                         \
+        block_##NAME x[4];                                                                                        \
+        for (int r = 0; r < 4; r++)                                                                               \
+            for (int h = 0; h < HEAD; h++) memcpy((uint8_t *)&x[r] + 2 * h, o + 32 * h + 2 * (first + r), 2);     \
+        const uint8_t *q = o + 32 * HEAD + 4 * first;                                                             \
+        if (WORDS == 8) gather_words4(q, 64, (uint8_t *)&x[0] + 2 * HEAD, sizeof x[0]);                           \
+        else gather_words4_half(q, 64, (uint8_t *)&x[0] + 2 * HEAD, sizeof x[0]);                                 \
+        for (int r = 0; r < 4; r++) unpack_##NAME(&x[r], 0, 0, 0, &u[r]);                                         \
+    }
+UNPACK_ROWS_LEGACY(q4_0, Q4_0X16_BLOCK, 1, 4)
+UNPACK_ROWS_LEGACY(q4_1, Q4_1X16_BLOCK, 2, 4)
+UNPACK_ROWS_LEGACY(q8_0, Q8_0X16_BLOCK, 1, 8)
+
 /* Four Q6_K rows of one group at once, as unpack_rows_k4x16: each half's low-nibble, upper-nibble and high-bit words
  * (192 bytes apart) by gather_words4, the scales and d word by word. */
 GEMM_INLINE void unpack_rows_q6_Kx16(const void *w, size_t w_stride, int r0, int R, int b, unpacked *u) {
@@ -303,8 +344,6 @@ UNPACK_ROWS_BY_ROW(q8_0)
 UNPACK_ROWS_BY_ROW(q4_K)
 UNPACK_ROWS_BY_ROW(q5_K)
 UNPACK_ROWS_BY_ROW(q6_K)
-UNPACK_ROWS_BY_ROW(q4_0x16)
-UNPACK_ROWS_BY_ROW(q8_0x16)
 
 /* Packed Q4_K's tiles (both instruction sets): sub-blocks 2p and 2p + 1's activation sums (two of the 16-element sums each) as two int16 in one word, p < 4,
  * in the order the minimums' registers pair them: (0, 2), (1, 3), (4, 6), (5, 7). */

@@ -4,6 +4,7 @@
 #include "quants.h"
 
 _Static_assert(Q4_0X16_BLOCK == PACK_ROWS * sizeof(block_q4_0), "a packed group is its rows' bytes, regrouped");
+_Static_assert(Q4_1X16_BLOCK == PACK_ROWS * sizeof(block_q4_1), "a packed group is its rows' bytes, regrouped");
 _Static_assert(Q8_0X16_BLOCK == PACK_ROWS * sizeof(block_q8_0), "a packed group is its rows' bytes, regrouped");
 _Static_assert(Q4_KX16_BLOCK == PACK_ROWS * sizeof(block_q4_K), "a packed group is its rows' bytes, regrouped");
 _Static_assert(Q5_KX16_BLOCK == PACK_ROWS * sizeof(block_q5_K), "a packed group is its rows' bytes, regrouped");
@@ -34,8 +35,9 @@ LL_API int ll_prefetch(void) {
     return ll_prefetch_ahead;
 }
 
-/* Both legacy types' blocks are a float16 scale, then `words` 4-byte words of quants. */
-static void pack_legacy(const void *rows, int count, int n, void *out, size_t block_bytes, int words) {
+/* The legacy types' blocks are `head` float16 fields (the scale; Q4_1's minimum), then `words` 4-byte words of
+ * quants: the group's block holds each field of the 16 rows side by side, then the words. */
+static void pack_legacy(const void *rows, int count, int n, void *out, size_t block_bytes, int head, int words) {
     const int blocks = n / QK;
     const size_t group_block = PACK_ROWS * block_bytes;
     for (int g = 0; g < count / PACK_ROWS; g++)
@@ -43,18 +45,22 @@ static void pack_legacy(const void *rows, int count, int n, void *out, size_t bl
             uint8_t *o = (uint8_t *)out + ((size_t)g * blocks + b) * group_block;
             for (int r = 0; r < PACK_ROWS; r++) {
                 const uint8_t *x = (const uint8_t *)rows + ((size_t)(g * PACK_ROWS + r) * blocks + b) * block_bytes;
-                memcpy(o + 2 * r, x, 2);
-                for (int k = 0; k < words; k++) memcpy(o + 32 + 64 * k + 4 * r, x + 2 + 4 * k, 4);
+                for (int h = 0; h < head; h++) memcpy(o + 32 * h + 2 * r, x + 2 * h, 2);
+                for (int k = 0; k < words; k++) memcpy(o + 32 * head + 64 * k + 4 * r, x + 2 * head + 4 * k, 4);
             }
         }
 }
 
 void ll_pack_q4_0x16(const void *rows, int count, int n, void *out) {
-    pack_legacy(rows, count, n, out, sizeof(block_q4_0), 4);
+    pack_legacy(rows, count, n, out, sizeof(block_q4_0), 1, 4);
+}
+
+void ll_pack_q4_1x16(const void *rows, int count, int n, void *out) {
+    pack_legacy(rows, count, n, out, sizeof(block_q4_1), 2, 4);
 }
 
 void ll_pack_q8_0x16(const void *rows, int count, int n, void *out) {
-    pack_legacy(rows, count, n, out, sizeof(block_q8_0), 8);
+    pack_legacy(rows, count, n, out, sizeof(block_q8_0), 1, 8);
 }
 
 /* Q4_K and Q5_K: the same fields, Q5_K's fifth bits (qh) between the scales and the quants. */

@@ -293,7 +293,12 @@ static const ll_type_traits types[LL_TYPE_LIMIT] = {
 #else
     [LL_Q4_0] = WEIGHT(Q4_0, QK, sizeof(block_q4_0), LL_Q8_0, q4_0),
 #endif
+#if LL_AVX512_DOTS
+    [LL_Q4_1] = {"Q4_1", QK, sizeof(block_q4_1), LL_Q8_1, dequantize_q4_1, NULL, dot_q4_1, ll_tiles_q4_1,
+                 ll_gemm_q4_1, ll_pack_q4_1x16, ll_packed_tiles_q4_1x16, ll_gemm_q4_1x16},
+#else
     [LL_Q4_1] = WEIGHT(Q4_1, QK, sizeof(block_q4_1), LL_Q8_1, q4_1),
+#endif
     [LL_Q5_0] = WEIGHT(Q5_0, QK, sizeof(block_q5_0), LL_Q8_0, q5_0),
     [LL_Q5_1] = WEIGHT(Q5_1, QK, sizeof(block_q5_1), LL_Q8_1, q5_1),
 #if LL_AVX512_DOTS

@@ -63,6 +63,7 @@ static inline __attribute__((always_inline)) void prefetch_ahead(const void *blo
 
 enum {
     Q4_0X16_BLOCK = 32 + 4 * 64,
+    Q4_1X16_BLOCK = 32 + 32 + 4 * 64,
     Q8_0X16_BLOCK = 32 + 8 * 64,
     Q4_KX16_BLOCK = 64 + 3 * 64 + 32 * 64,
     Q5_KX16_BLOCK = 64 + 3 * 64 + 8 * 64 + 32 * 64,
@@ -114,6 +115,7 @@ LL_GEMM_KERNELS(LL_DECLARE_GEMM)
 
 /* packed.c: the layouts, the same on every instruction set. */
 void ll_pack_q4_0x16(const void *rows, int count, int n, void *out);
+void ll_pack_q4_1x16(const void *rows, int count, int n, void *out);
 void ll_pack_q8_0x16(const void *rows, int count, int n, void *out);
 void ll_pack_q4_Kx16(const void *rows, int count, int n, void *out);
 void ll_pack_q5_Kx16(const void *rows, int count, int n, void *out);
@@ -130,6 +132,9 @@ void ll_gemm_q5_Kx16(int n, const void *w, size_t w_stride, int rows, const void
                      size_t out_stride, int accumulate);
 #endif
 #if LL_AVX512_DOTS
+void ll_packed_tiles_q4_1x16(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
+void ll_gemm_q4_1x16(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,
+                     size_t out_stride, int accumulate);
 void ll_packed_tiles_q8_0x16(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
 void ll_gemm_q8_0x16(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,
                      size_t out_stride, int accumulate);

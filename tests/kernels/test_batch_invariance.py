@@ -32,7 +32,7 @@ CASES += [
         "avx2", arch, qtype, id=f"avx2-{arch}-{qtype}", marks=pytest.mark.skipif(not _has_avx2(), reason="no AVX2")
     )
     for arch in FAMILY_EXTRAS
-    for qtype in ("Q4_0", "Q4_K", "Q8_0", "Q6_K")
+    for qtype in ("Q4_0", "Q4_1", "Q4_K", "Q8_0", "Q6_K")
 ]
 
 

@@ -266,7 +266,10 @@ def test_the_portable_build_has_no_gemm():
 @pytest.mark.parametrize(
     ("build", "qtype"),
     [pytest.param(False, qtype, id=f"native-{qtype}") for qtype in ("Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K")]
-    + [pytest.param("avx2", qtype, id=f"avx2-{qtype}", marks=BUILDS[1].marks) for qtype in ("Q4_0", "Q4_K", "Q5_K")],
+    + [
+        pytest.param("avx2", qtype, id=f"avx2-{qtype}", marks=BUILDS[1].marks)
+        for qtype in ("Q4_0", "Q4_1", "Q4_K", "Q5_K")
+    ],
 )
 def test_packed_rows_give_each_product_the_bits_the_file_layout_gives(build, qtype: str, tokens: int):
     """Rows regrouped 16 at a time (one row per vector lane, as llama.cpp repacks them for speed) against the scalar

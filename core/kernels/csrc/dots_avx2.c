@@ -383,55 +383,68 @@ GEMM_TYPES(GEMM_KERNEL)
  * step's sums need no reduction across lanes. Without VNNI, 4 products a lane are maddubs (the unsigned nibbles by
  * the broadcast signed activations, in pairs to 16 bits), and a block's 8 such stay within 16 bits (8 x 2 x 15 x 128
  * = 30,720) before one madd by ones widens them: the exact integer of the canonical dot. ---- */
-INLINE void q4_0x16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out) {
+/* minimum: Q4_1 (the nibbles are the values; its rows' minimums after the scales, Q8_1 activations). */
+INLINE void q4_x16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out,
+                        const int minimum) {
     const int blocks = n / QK;
+    const size_t group_block = minimum ? Q4_1X16_BLOCK : Q4_0X16_BLOCK;
+    const int quants = minimum ? 64 : 32;
     const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1), one_bytes = _mm256_set1_epi8(1);
-    __m256 sums[DOT_ROWS][2];
-    for (int j = 0; j < C; j++) sums[j][0] = sums[j][1] = _mm256_setzero_ps();
+    __m256 sums[DOT_ROWS][2], minimums[DOT_ROWS][2];
+    for (int j = 0; j < C; j++) sums[j][0] = sums[j][1] = minimums[j][0] = minimums[j][1] = _mm256_setzero_ps();
     for (int b = 0; b < blocks; b++) {
-        const uint8_t *o = (const uint8_t *)group + (size_t)b * Q4_0X16_BLOCK;
-        prefetch_ahead(o, Q4_0X16_BLOCK);
+        const uint8_t *o = (const uint8_t *)group + (size_t)b * group_block;
+        prefetch_ahead(o, group_block);
         int offset[DOT_ROWS];
-        float dy[DOT_ROWS];
-        for (int j = 0; j < C; j++) {  /* the nibbles are the values + 8: 8 times the activations' sum comes off */
-            const block_q8_0 *y = (const block_q8_0 *)A_ROW(j) + b;
-            const __m256i v = _mm256_loadu_si256((const __m256i *)y->qs);
-            offset[j] = 8 * sum_8(_mm256_madd_epi16(_mm256_maddubs_epi16(one_bytes, v), ones));
-            dy[j] = half_to_float(y->d);
+        float dy[DOT_ROWS], sy[DOT_ROWS];
+        const int8_t *yq[DOT_ROWS];
+        for (int j = 0; j < C; j++) {  /* Q4_0's nibbles are the values + 8: 8 times the activations' sum comes off */
+            const uint8_t *y = (const uint8_t *)A_ROW(j) + (size_t)b * (minimum ? sizeof(block_q8_1) : sizeof(block_q8_0));
+            ll_half half[2];
+            memcpy(half, y, minimum ? 4 : 2);
+            yq[j] = (const int8_t *)(y + (minimum ? 4 : 2));
+            const __m256i v = _mm256_loadu_si256((const __m256i *)yq[j]);
+            offset[j] = minimum ? 0 : 8 * sum_8(_mm256_madd_epi16(_mm256_maddubs_epi16(one_bytes, v), ones));
+            dy[j] = half_to_float(half[0]);
+            sy[j] = minimum ? half_to_float(half[1]) : 0.0f;
         }
         for (int h = 0; h < 2; h++) {  /* rows 8h..8h+7 */
             __m256i q[8];  /* q[k]: elements 4k..4k+3 of each row */
             for (int k = 0; k < 4; k++) {
-                const __m256i x = _mm256_loadu_si256((const __m256i *)(o + 32 + 64 * k + 32 * h));
+                const __m256i x = _mm256_loadu_si256((const __m256i *)(o + quants + 64 * k + 32 * h));
                 q[k] = _mm256_and_si256(x, low4);
                 q[4 + k] = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
             }
             const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16 * h)));
+            const __m256 mw = minimum ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 32 + 16 * h))) : dw;
             for (int j = 0; j < C; j++) {
-                const block_q8_0 *y = (const block_q8_0 *)A_ROW(j) + b;
                 __m256i pairs = _mm256_setzero_si256();
                 for (int k = 0; k < 8; k++) {
                     int32_t four;
-                    memcpy(&four, y->qs + 4 * k, 4);
+                    memcpy(&four, yq[j] + 4 * k, 4);
                     pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(q[k], _mm256_set1_epi32(four)));
                 }
                 const __m256i exact = _mm256_sub_epi32(_mm256_madd_epi16(pairs, ones), _mm256_set1_epi32(offset[j]));
                 sums[j][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(dy[j])), _mm256_cvtepi32_ps(exact),
                                              sums[j][h]);
+                if (minimum) minimums[j][h] = _mm256_fmadd_ps(mw, _mm256_set1_ps(sy[j]), minimums[j][h]);
             }
         }
     }
     for (int j = 0; j < C; j++)
         for (int h = 0; h < 2; h++) {
             float lanes[8];
-            _mm256_storeu_ps(lanes, _mm256_add_ps(sums[j][h], _mm256_setzero_ps()));  /* + 0: sum + minimum */
+            _mm256_storeu_ps(lanes, _mm256_add_ps(sums[j][h], minimums[j][h]));  /* Q4_0: + 0, sum + minimum */
             for (int i = 0; i < 8; i++) out[(8 * h + i) * C + j] = lanes[i];
         }
 }
 
-PACKED_TILES_ENTRY(q4_0x16, q4_0x16_tile, )
+PACKED_TILES_ENTRY(q4_0x16, q4_x16_tile, , 0)
 GEMM_KERNEL(q4_0x16, QK, QK, 0, 0, LL_Q8_0)
 GEMM_ENTRY(q4_0x16, QK, 0, LL_Q8_0)
+PACKED_TILES_ENTRY(q4_1x16, q4_x16_tile, , 1)
+GEMM_KERNEL(q4_1x16, QK, QK, 0, 1, LL_Q8_1)
+GEMM_ENTRY(q4_1x16, QK, 1, LL_Q8_1)
 
 /* ---- Q4_K and Q5_K packed 16 rows a group: as dots_avx512.c's, 8 rows a register, each sub-block's maddubs summed
  * within 16 bits and widened (Q4_K: its 8 at once, at most 8 x 2 x 15 x 128 = 30,720; Q5_K: 4 at a time, at most

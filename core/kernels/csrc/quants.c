@@ -293,7 +293,7 @@ static const ll_type_traits types[LL_TYPE_LIMIT] = {
 #else
     [LL_Q4_0] = WEIGHT(Q4_0, QK, sizeof(block_q4_0), LL_Q8_0, q4_0),
 #endif
-#if LL_AVX512_DOTS
+#if LL_GEMM_LANES  /* AVX-512 or AVX2 */
     [LL_Q4_1] = {"Q4_1", QK, sizeof(block_q4_1), LL_Q8_1, dequantize_q4_1, NULL, dot_q4_1, ll_tiles_q4_1,
                  ll_gemm_q4_1, ll_pack_q4_1x16, ll_packed_tiles_q4_1x16, ll_gemm_q4_1x16},
 #else

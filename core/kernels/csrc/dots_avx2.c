@@ -399,7 +399,8 @@ INLINE void q4_x16_tile(int n, const void *group, const void *a, size_t a_stride
         float dy[DOT_ROWS], sy[DOT_ROWS];
         const int8_t *yq[DOT_ROWS];
         for (int j = 0; j < C; j++) {  /* Q4_0's nibbles are the values + 8: 8 times the activations' sum comes off */
-            const uint8_t *y = (const uint8_t *)A_ROW(j) + (size_t)b * (minimum ? sizeof(block_q8_1) : sizeof(block_q8_0));
+            const size_t y_bytes = minimum ? sizeof(block_q8_1) : sizeof(block_q8_0);
+            const uint8_t *y = (const uint8_t *)A_ROW(j) + (size_t)b * y_bytes;
             ll_half half[2];
             memcpy(half, y, minimum ? 4 : 2);
             yq[j] = (const int8_t *)(y + (minimum ? 4 : 2));

@@ -497,7 +497,8 @@ INLINE void legacy_x16_tile(int n, const void *group, const void *a, size_t a_st
         const __m512 mw = minimum ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(o + 32))) : dw;
         for (int j = 0; j < C; j++) {
             /* Q8_1's block is Q8_0's with its d * sum(quants) between the scale and the quants */
-            const uint8_t *y = (const uint8_t *)A_ROW(j) + (size_t)b * (minimum ? sizeof(block_q8_1) : sizeof(block_q8_0));
+            const size_t y_bytes = minimum ? sizeof(block_q8_1) : sizeof(block_q8_0);
+            const uint8_t *y = (const uint8_t *)A_ROW(j) + (size_t)b * y_bytes;
             const int8_t *yq = (const int8_t *)(y + (minimum ? 4 : 2));
             ll_half yd;
             memcpy(&yd, y, 2);
@@ -508,7 +509,7 @@ INLINE void legacy_x16_tile(int n, const void *group, const void *a, size_t a_st
                 sum = _mm512_dpbusd_epi32(sum, q[k], _mm512_set1_epi32(four));
             }
             __m512i exact = sum;
-            if (!minimum) {  /* the unsigned bytes are the values + 8 (+128): that times the activations' sum comes off */
+            if (!minimum) {  /* the bytes are the values + 8 (+128): that times the activations' sum comes off */
                 const __m256i v = _mm256_loadu_si256((const __m256i *)yq);
                 const int offset =
                     sum_8(_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(eight ? (char)0x80 : 8), v));

@@ -210,13 +210,15 @@ GEMM_INLINE void unpack_k4x16(const void *w, size_t w_stride, int r, int b, unpa
     unpack_k4(x, 0, u, five);
 }
 
-/* Eight words (`spacing` bytes apart) of four neighbouring lanes, each lane's 32 bytes stored whole at rows + 4 lanes' block
- * strides: a 4x4 transpose of 32-bit words in registers. Word by word, the later 32-byte load of the gathered block
- * could not be forwarded from eight 4-byte stores and waited for them to reach the cache. */
+/* Eight words (`spacing` bytes apart) of four neighbouring lanes, as each lane's 32 bytes stored whole at rows,
+ * rows + stride, ...: a 4x4 transpose of 32-bit words in registers. Gathered word by word, the block's later 32-byte
+ * load could not be forwarded from eight 4-byte stores and waited for them to reach the cache. */
 GEMM_INLINE void gather_words4(const uint8_t *o, size_t spacing, uint8_t *rows, size_t stride) {
 #define GATHER_WORD(k) _mm_loadu_si128((const __m128i *)(o + spacing * (k)))
-    const __m256i a = _mm256_set_m128i(GATHER_WORD(4), GATHER_WORD(0)), b = _mm256_set_m128i(GATHER_WORD(5), GATHER_WORD(1));
-    const __m256i c = _mm256_set_m128i(GATHER_WORD(6), GATHER_WORD(2)), d = _mm256_set_m128i(GATHER_WORD(7), GATHER_WORD(3));
+    const __m256i a = _mm256_set_m128i(GATHER_WORD(4), GATHER_WORD(0));
+    const __m256i b = _mm256_set_m128i(GATHER_WORD(5), GATHER_WORD(1));
+    const __m256i c = _mm256_set_m128i(GATHER_WORD(6), GATHER_WORD(2));
+    const __m256i d = _mm256_set_m128i(GATHER_WORD(7), GATHER_WORD(3));
 #undef GATHER_WORD
     const __m256i ab_low = _mm256_unpacklo_epi32(a, b), ab_high = _mm256_unpackhi_epi32(a, b);
     const __m256i cd_low = _mm256_unpacklo_epi32(c, d), cd_high = _mm256_unpackhi_epi32(c, d);
@@ -228,7 +230,8 @@ GEMM_INLINE void gather_words4(const uint8_t *o, size_t spacing, uint8_t *rows, 
 
 /* Rows r0..r0 + 3 of one packed group at once, where the GEMM takes four (r0 a multiple of 4): their quants and
  * fifth bits gathered by gather_words4, the rest word by word as unpack_k4x16 does. */
-GEMM_INLINE void unpack_rows_k4x16(const void *w, size_t w_stride, int r0, int R, int b, unpacked *u, const int five) {
+GEMM_INLINE void unpack_rows_k4x16(const void *w, size_t w_stride, int r0, int R, int b, unpacked *u,
+                                   const int five) {
     if (R != 4) {
         for (int r = 0; r < R; r++) unpack_k4x16(w, w_stride, r0 + r, b, &u[r], five);
         return;

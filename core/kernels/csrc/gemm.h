@@ -228,14 +228,17 @@ GEMM_INLINE void gather_words4(const uint8_t *o, size_t spacing, uint8_t *rows, 
     _mm256_storeu_si256((__m256i *)(rows + 3 * stride), _mm256_unpackhi_epi64(ab_high, cd_high));
 }
 
-/* Rows r0..r0 + 3 of one packed group at once, where the GEMM takes four (r0 a multiple of 4): their quants and
- * fifth bits gathered by gather_words4, the rest word by word as unpack_k4x16 does. */
-GEMM_INLINE void unpack_rows_k4x16(const void *w, size_t w_stride, int r0, int R, int b, unpacked *u,
-                                   const int five) {
-    if (R != 4) {
-        for (int r = 0; r < R; r++) unpack_k4x16(w, w_stride, r0 + r, b, &u[r], five);
-        return;
-    }
+GEMM_INLINE void unpack_q4_Kx16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
+    unpack_k4x16(w, w_stride, r, b, u, 0);
+}
+
+GEMM_INLINE void unpack_q5_Kx16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
+    unpack_k4x16(w, w_stride, r, b, u, 1);
+}
+
+/* Rows r0..r0 + 3 of one packed group at once, where the GEMM takes four (r0 a multiple of 4; fewer go row by
+ * row): their quants and fifth bits gathered by gather_words4, the rest word by word as unpack_k4x16 does. */
+GEMM_INLINE void unpack4_k4x16(const void *w, size_t w_stride, int r0, int b, unpacked *u, const int five) {
     const uint8_t *o = packed_block(w, w_stride, r0, b, five ? Q5_KX16_BLOCK : Q4_KX16_BLOCK);
     const int first = r0 % PACK_ROWS, quants = five ? 48 : 16;
     uint8_t x[4][sizeof(block_q5_K)] __attribute__((aligned(32)));
@@ -251,12 +254,12 @@ GEMM_INLINE void unpack_rows_k4x16(const void *w, size_t w_stride, int r0, int R
     for (int r = 0; r < 4; r++) unpack_k4(x[r], 0, &u[r], five);
 }
 
-GEMM_INLINE void unpack_rows_q4_Kx16(const void *w, size_t w_stride, int r0, int R, int b, unpacked *u) {
-    unpack_rows_k4x16(w, w_stride, r0, R, b, u, 0);
+GEMM_INLINE void unpack4_q4_Kx16(const void *w, size_t w_stride, int r0, int b, unpacked *u) {
+    unpack4_k4x16(w, w_stride, r0, b, u, 0);
 }
 
-GEMM_INLINE void unpack_rows_q5_Kx16(const void *w, size_t w_stride, int r0, int R, int b, unpacked *u) {
-    unpack_rows_k4x16(w, w_stride, r0, R, b, u, 1);
+GEMM_INLINE void unpack4_q5_Kx16(const void *w, size_t w_stride, int r0, int b, unpacked *u) {
+    unpack4_k4x16(w, w_stride, r0, b, u, 1);
 }
 
 GEMM_INLINE void unpack_q6_Kx16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
@@ -291,11 +294,7 @@ GEMM_INLINE void gather_words4_half(const uint8_t *o, size_t spacing, uint8_t *r
 /* Four rows of a packed legacy type at once (gather_legacy's layout: HEAD float16 fields, then WORDS words): the
  * words by gather_words4 (8) or its half (4), the fields one by one. */
 #define UNPACK_ROWS_LEGACY(NAME, GROUP_BLOCK, HEAD, WORDS)                                                        \
-    GEMM_INLINE void unpack_rows_##NAME##x16(const void *w, size_t w_stride, int r0, int R, int b, unpacked *u) { \
-        if (R != 4) {                                                                                             \
-            for (int r = 0; r < R; r++) unpack_##NAME##x16(w, w_stride, r0 + r, b, &u[r]);                        \
-            return;                                                                                               \
-        }                                                                                                         \
+    GEMM_INLINE void unpack4_##NAME##x16(const void *w, size_t w_stride, int r0, int b, unpacked *u) {            \
         const uint8_t *o = packed_block(w, w_stride, r0, b, GROUP_BLOCK);                                         \
         const int first = r0 % PACK_ROWS;                                                                         \
         block_##NAME x[4];                                                                                        \
@@ -310,13 +309,9 @@ UNPACK_ROWS_LEGACY(q4_0, Q4_0X16_BLOCK, 1, 4)
 UNPACK_ROWS_LEGACY(q4_1, Q4_1X16_BLOCK, 2, 4)
 UNPACK_ROWS_LEGACY(q8_0, Q8_0X16_BLOCK, 1, 8)
 
-/* Four Q6_K rows of one group at once, as unpack_rows_k4x16: each half's low-nibble, upper-nibble and high-bit words
+/* Four Q6_K rows of one group at once, as unpack4_k4x16: each half's low-nibble, upper-nibble and high-bit words
  * (192 bytes apart) by gather_words4, the scales and d word by word. */
-GEMM_INLINE void unpack_rows_q6_Kx16(const void *w, size_t w_stride, int r0, int R, int b, unpacked *u) {
-    if (R != 4) {
-        for (int r = 0; r < R; r++) unpack_q6_Kx16(w, w_stride, r0 + r, b, &u[r]);
-        return;
-    }
+GEMM_INLINE void unpack4_q6_Kx16(const void *w, size_t w_stride, int r0, int b, unpacked *u) {
     const uint8_t *o = packed_block(w, w_stride, r0, b, Q6_KX16_BLOCK);
     const int first = r0 % PACK_ROWS;
     block_q6_K x[4] __attribute__((aligned(32)));
@@ -334,19 +329,19 @@ GEMM_INLINE void unpack_rows_q6_Kx16(const void *w, size_t w_stride, int r0, int
     for (int r = 0; r < 4; r++) unpack_q6_K(&x[r], 0, 0, 0, &u[r]);
 }
 
-/* Every other type's rows unpacked one at a time. */
-#define UNPACK_ROWS_BY_ROW(NAME)                                                                                  \
-    GEMM_INLINE void unpack_rows_##NAME(const void *w, size_t w_stride, int r0, int R, int b, unpacked *u) {      \
-        for (int r = 0; r < R; r++) unpack_##NAME(w, w_stride, r0 + r, b, &u[r]);                               \
+/* The file's layouts: four rows unpacked one at a time. */
+#define UNPACK4_BY_ROW(NAME)                                                                                      \
+    GEMM_INLINE void unpack4_##NAME(const void *w, size_t w_stride, int r0, int b, unpacked *u) {                 \
+        for (int r = 0; r < 4; r++) unpack_##NAME(w, w_stride, r0 + r, b, &u[r]);                               \
     }
-UNPACK_ROWS_BY_ROW(q4_0)
-UNPACK_ROWS_BY_ROW(q4_1)
-UNPACK_ROWS_BY_ROW(q5_0)
-UNPACK_ROWS_BY_ROW(q5_1)
-UNPACK_ROWS_BY_ROW(q8_0)
-UNPACK_ROWS_BY_ROW(q4_K)
-UNPACK_ROWS_BY_ROW(q5_K)
-UNPACK_ROWS_BY_ROW(q6_K)
+UNPACK4_BY_ROW(q4_0)
+UNPACK4_BY_ROW(q4_1)
+UNPACK4_BY_ROW(q5_0)
+UNPACK4_BY_ROW(q5_1)
+UNPACK4_BY_ROW(q8_0)
+UNPACK4_BY_ROW(q4_K)
+UNPACK4_BY_ROW(q5_K)
+UNPACK4_BY_ROW(q6_K)
 
 /* Packed Q4_K's tiles (both instruction sets): sub-blocks 2p and 2p + 1's activation sums (two of the 16-element sums each) as two int16 in one word, p < 4,
  * in the order the minimums' registers pair them: (0, 2), (1, 3), (4, 6), (5, 7). */
@@ -407,7 +402,9 @@ GEMM_INLINE void k_activation_pairs(const block_q8_K *y, int32_t words[4]) {
                 const int R = first + panel_rows - r0 >= 4 ? 4 : 1;                                              \
                 memset(buffer, 0, 2 * floats * sizeof(float));                                                    \
                 for (int b = 0; b < n / BLOCK; b++) {                                                             \
-                    unpack_rows_##NAME(w, w_stride, r0, R, b, u);                                                 \
+                    if (R == 4) unpack4_##NAME(w, w_stride, r0, b, u);                                            \
+                    else                                                                                          \
+                        for (int r = 0; r < R; r++) unpack_##NAME(w, w_stride, r0 + r, b, &u[r]);                \
                     const char *block = (const char *)panel + (size_t)b * bytes;                                  \
                     for (int pair = 0; pair < pairs; pair++) {                                                    \
                         const char *p = block + (size_t)(2 * pair) * group_stride;                                \

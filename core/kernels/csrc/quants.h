@@ -44,7 +44,8 @@ typedef void (*gemm_fn)(int n, const void *w, size_t w_stride, int rows, const v
 #define PACK_ROWS 16
 /* A group's block in the packed layouts (packed.c): as many bytes as its rows' blocks, regrouped. Q4_0 and Q8_0:
  * the 16 rows' scales (float16), then the quants, register k's lane r holding row r's bytes qs[4k..4k+3] (Q4_0: four
- * registers, low nibbles elements 4k..4k+3, high nibbles 16+4k..16+4k+3; Q8_0: eight). Q4_K, per super-block: the
+ * registers, low nibbles elements 4k..4k+3, high nibbles 16+4k..16+4k+3; Q8_0: eight). Q4_1: Q4_0's, with the
+ * rows' minimums (float16) between the scales and the quants. Q4_K, per super-block: the
  * rows' d, their dmin, three registers of packed 6-bit scales and minimums (register w's lane r: row r's
  * scales[4w..4w+3]), then 32 registers of quants (register w's lane r: row r's qs[4w..4w+3], low nibbles of
  * sub-block 2(w / 8), high nibbles of the next). Q5_K: Q4_K's layout with eight registers of fifth bits between
@@ -52,15 +53,6 @@ typedef void (*gemm_fn)(int n, const void *w, size_t w_stride, int rows, const v
  * registers of int8 scales (register w's lane r: row r's scales[4w..4w+3]), then per half h and word w < 8 three
  * registers, lane r holding row r's ql[64h + 4w..], ql[64h + 32 + 4w..] and qh[32h + 4w..]: the four quarters of four
  * elements, whole. */
-/* How far ahead of the block it multiplies (bytes) a packed kernel asks for its group's stream in the second-level
- * cache; 0: not at all. packed.c chooses per CPU when the library loads; ll_set_prefetch changes it (benchmarks). */
-extern int ll_prefetch_ahead;
-static inline __attribute__((always_inline)) void prefetch_ahead(const void *block, size_t bytes) {
-    if (!ll_prefetch_ahead) return;
-    const char *ahead = (const char *)block + ll_prefetch_ahead;
-    for (size_t line = 0; line < bytes; line += 64) __builtin_prefetch(ahead + line, 0, 2);  /* 2: prefetcht1 */
-}
-
 enum {
     Q4_0X16_BLOCK = 32 + 4 * 64,
     Q4_1X16_BLOCK = 32 + 32 + 4 * 64,
@@ -73,6 +65,16 @@ enum {
  * scale registers, the fifth bits' eight registers (Q5_K), then the quants'. */
 enum { K4X16_FIFTH_BITS = 64 + 3 * 64 };
 #define K4X16_QUANTS(five) ((five) ? K4X16_FIFTH_BITS + 8 * 64 : K4X16_FIFTH_BITS)
+
+/* How far ahead of the block it multiplies (bytes) a packed kernel asks for its group's stream in the second-level
+ * cache; 0: not at all. packed.c chooses per CPU when the library loads; ll_set_prefetch changes it (benchmarks). */
+extern int ll_prefetch_ahead;
+static inline __attribute__((always_inline)) void prefetch_ahead(const void *block, size_t bytes) {
+    if (!ll_prefetch_ahead) return;
+    const char *ahead = (const char *)block + ll_prefetch_ahead;
+    for (size_t line = 0; line < bytes; line += 64) __builtin_prefetch(ahead + line, 0, 2);  /* 2: prefetcht1 */
+}
+
 typedef void (*pack_fn)(const void *rows, int count, int n, void *out);
 typedef void (*packed_tiles_fn)(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
 

@@ -72,9 +72,9 @@ class LoadedModel:
         """Logits processors that keep the reply from ending, for a reply of exactly max new tokens (benchmarks)."""
         if not self.eos_token_ids:
             return ()
-        from transformers import SuppressTokensLogitsProcessor
+        from core.model.end_suppression import SuppressEnds
 
-        return (SuppressTokensLogitsProcessor(sorted(self.eos_token_ids)),)
+        return (SuppressEnds(self.eos_token_ids),)
 
     def position_logits(self, ids: Sequence[int]) -> Any:
         """Teacher-forced logits of every position of one sequence, a [n, vocab] tensor: what quality checks compare.

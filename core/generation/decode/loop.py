@@ -115,16 +115,16 @@ def lean_decode(
         # transformers declares torch.LongTensor, a legacy tensor type that no torch op is typed to return.
         return processors(sequence[:, :length], logits.float())  # type: ignore[arg-type]
 
-    def choose(logits: torch.Tensor) -> torch.Tensor:
+    def choose(logits: torch.Tensor) -> int:
         scores = scores_for(logits)
         if temperature is None:
-            return scores.argmax(dim=-1)
-        return torch.multinomial(scores.softmax(dim=-1), num_samples=1).squeeze(1)
+            return greedy(scores)
+        return int(torch.multinomial(scores.softmax(dim=-1), num_samples=1))
 
     def check(logits: torch.Tensor, guess: int) -> tuple[int, bool]:
         """The model's token where a draft stands, and whether it is the draft."""
         if temperature is None:
-            chosen = int(scores_for(logits).argmax(dim=-1))
+            chosen = greedy(scores_for(logits))
             return chosen, chosen == guess
         return keep_or_resample(scores_for(logits).softmax(dim=-1)[0], guess)
 
@@ -141,7 +141,7 @@ def lean_decode(
     eos_ids = set(eos.tolist())
     if drafts is not None:
         drafts.prime(sequence[0, :length].numpy(), max_new_tokens)
-    pending = int(choose(logits))  # chosen and handed on; its keys and values are not in the cache yet
+    pending = choose(logits)  # chosen and handed on; its keys and values are not in the cache yet
     take(pending, False)
     while not ends_here(pending) and length < end:
         step_started_ns = time.perf_counter_ns()
@@ -149,7 +149,7 @@ def lean_decode(
         if not guesses:
             logits = decoder.forward(torch.tensor([pending]), length - 1)
             prompt_cache.extend([pending])
-            pending = int(choose(logits))
+            pending = choose(logits)
             if drafts is not None:  # an ordinary step's cost, against which the verify passes are weighed
                 drafts.stepped(time.perf_counter_ns() - step_started_ns)
             take(pending, False)
@@ -176,9 +176,17 @@ def lean_decode(
         prompt_cache.extend(sequence[0, length - kept - 1 : length].tolist())
         if (kept and ends_here(int(sequence[0, length - 1]))) or length == end:
             break
-        pending = own if own is not None else int(choose(checked[kept : kept + 1]))
+        pending = own if own is not None else choose(checked[kept : kept + 1])
         take(pending, False)
     return sequence[:, :length]
+
+
+def greedy(scores: torch.Tensor) -> int:
+    """The token of the highest score of a [1, vocab] row, the first of equals (as torch's argmax). numpy's argmax
+    takes 5 µs over a 49,152-token vocabulary where torch's took 93 µs, 2% of a 4 ms decode step."""
+    if scores.device.type != "cpu":
+        return int(scores.argmax(dim=-1))
+    return int(scores.detach()[0].numpy().argmax())
 
 
 def keep_or_resample(probabilities: torch.Tensor, draft: int) -> tuple[int, bool]:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import bisect
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -68,7 +67,6 @@ def one_run(burn_ms: float, period_ms: float, tokens: int) -> tuple[float, float
             capture_output=True,
             text=True,
             timeout=1800,
-            env={**os.environ},
         )
     finally:
         finished.set()

@@ -4,7 +4,8 @@ import torch
 from transformers import LogitsProcessorList, SuppressTokensLogitsProcessor
 
 from core.generation.decode.decoder import LeanDecoder
-from core.generation.decode.loop import greedy, lean_decode
+from core.generation.decode.greedy import greedy
+from core.generation.decode.loop import lean_decode
 from core.model.end_suppression import SuppressEnds
 from tests.generation.test_lean_decode import chat_prompt, generate_reply
 

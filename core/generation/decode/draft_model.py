@@ -15,6 +15,7 @@ import torch
 
 from core.errors import LatencyLabError
 from core.generation.decode.drafting import Drafts
+from core.generation.decode.greedy import greedy
 
 if TYPE_CHECKING:
     from core.model.loader import LoadedModel
@@ -88,7 +89,7 @@ class ModelDrafts(Drafts):
         # No confidence cut (llama.cpp's p_min): measured on Q4_0 drafting for Q8_0 it saved nothing (TPOT 12.2 ms with
         # p_min 0.75 against 11.5 without, benchmarks/speculative.py --draft-model) and hid the pair's disagreements.
         while True:
-            best = int(logits.argmax(dim=-1))
+            best = greedy(logits)
             drafts.append(best)
             if len(drafts) == count or best in self._ends:
                 break  # nothing follows the end of the reply

@@ -30,26 +30,28 @@ BIN = Path(sys.executable).parent / "latencylab"
 
 
 def tpot_from_saved_chat(data_dir: Path, timeout_s: float, nth: int = 1) -> tuple[float, int, float | None] | None:
-    """(TPOT, tokens, the window's CPU share) of the nth finished reply the window saved, once it is there."""
+    """(TPOT, tokens, the window's CPU share) of the nth finished reply the window saved (in any of its chats, in the
+    order they were asked), once it is there."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
+        finished = []
         for path in (data_dir / "chats").glob("*.json"):
             try:
                 document = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 continue  # being written
-            finished = [
+            finished += [
                 reply.get("trace") or {}
                 for reply in document.get("replies") or []
                 if (reply.get("trace") or {}).get("stop_reason")
                 and len((reply.get("trace") or {}).get("timestamps_ns") or []) > 1
             ]
-            if len(finished) >= nth:
-                trace = finished[nth - 1]
-                stamps = trace["timestamps_ns"]
-                wall_s = (trace.get("finished_ns") or stamps[-1]) - trace["request_start_ns"]
-                share = trace["window_cpu_s"] / (wall_s / 1e9) if trace.get("window_cpu_s") else None
-                return (stamps[-1] - stamps[0]) / 1e9 / (len(stamps) - 1), len(stamps), share
+        if len(finished) >= nth:
+            trace = sorted(finished, key=lambda each: each["request_start_ns"])[nth - 1]
+            stamps = trace["timestamps_ns"]
+            wall_s = (trace.get("finished_ns") or stamps[-1]) - trace["request_start_ns"]
+            share = trace["window_cpu_s"] / (wall_s / 1e9) if trace.get("window_cpu_s") else None
+            return (stamps[-1] - stamps[0]) / 1e9 / (len(stamps) - 1), len(stamps), share
         time.sleep(0.2)
     return None
 
@@ -79,6 +81,8 @@ def window_round(
             subprocess.run(["xdotool", "key", "ctrl+t"], env=env, timeout=30)
         measured = []
         for nth in range(1, replies + 1):
+            if nth > 1:  # a new chat (Ctrl+N): each reply one turn, as ask's, not the last one's in its context
+                subprocess.run(["xdotool", "key", "ctrl+n"], env=env, timeout=30)
             subprocess.run(["xdotool", "type", "--delay", "5", PROMPT], env=env, timeout=60)
             subprocess.run(["xdotool", "key", "Return"], env=env, timeout=30)
             reply = tpot_from_saved_chat(data_dir, timeout_s=300, nth=nth)
@@ -113,7 +117,10 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--no-stream", action="store_true", help="the window's streaming off (Ctrl+T)")
     parser.add_argument(
-        "--replies", type=int, default=1, help="replies asked in a row in each window (the first as it opens)"
+        "--replies",
+        type=int,
+        default=1,
+        help="replies asked in a row in each window, each in a new chat (the first as the window opens)",
     )
     _common.add_json_option(parser)
     args = parser.parse_args()

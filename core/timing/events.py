@@ -240,6 +240,15 @@ class SpeculationReport:
             return None
         return (self.accepted + self.passes) * self.step_s / self.steps - self.verify_s
 
+    @property
+    def speedup(self) -> float | None:
+        """How many times faster decode ran than the reply's own ordinary steps would have made it: its verify passes
+        and ordinary steps, against the same with the passes' tokens made at the ordinary step's time. None where
+        saved_s is."""
+        saved = self.saved_s
+        spent = (self.verify_s or 0.0) + (self.step_s or 0.0)
+        return (spent + saved) / spent if saved is not None and spent > 0 else None
+
 
 # Every event a reply can produce, for type checks and dispatch.
 ReplyEventKind = (

@@ -1,5 +1,5 @@
-"""The speculation row of the cards: drafted, accepted, acceptance rate and tokens per verify pass, from the reply's
-SpeculationReport; or why speculation asked for did not run."""
+"""The speculation row of the cards: drafted, accepted, acceptance rate, tokens per verify pass and the speed-up, from
+the reply's SpeculationReport; or why speculation asked for did not run."""
 
 from __future__ import annotations
 
@@ -34,6 +34,11 @@ SPECULATION_CARDS = (
     CardSpec("acceptance", "acceptance rate", "%", ACCEPTANCE_TOOLTIP),
     CardSpec("per_pass", "tokens per verify pass", "per pass", PER_PASS_TOOLTIP),
 )
+SPEEDUP_TOOLTIP = (
+    "What speculation did for decode in this reply, weighed by the reply's own ordinary decode steps (steps with "
+    "nothing to draft): its verify passes and steps took what they took; at the ordinary step's time, the tokens the "
+    "passes gave would have taken one step each. Above 1: the drafts paid for their verify passes."
+)
 METHOD_NAMES = {"ngram": "prompt lookup", "draft": "draft model", "server": "by the server"}
 
 
@@ -43,8 +48,19 @@ def tokens_per_pass(report: SpeculationReport) -> float | None:
     return (report.accepted + report.passes) / report.passes if report.passes else None
 
 
+def speedup_text(report: SpeculationReport) -> str:
+    """One line: the TPOT speed-up against the reply's own ordinary steps, and the time it saved or cost."""
+    speedup, saved = report.speedup, report.saved_s
+    if speedup is None or saved is None:
+        if report.method == "server":
+            return "TPOT speed-up: not reported (the server's steps are its own)"
+        return "TPOT speed-up: not measured (it needs two ordinary decode steps in the reply to weigh the passes by)"
+    change = f"saved {saved * 1000:,.0f} ms" if saved >= 0 else f"cost {-saved * 1000:,.0f} ms"
+    return f"TPOT speed-up {speedup:.2f}× against this reply's own decode steps ({change})"
+
+
 class SpeculationCards(QWidget):
-    """A row of four cards under the others, shown after a reply that speculated; while the next reply streams it
+    """A row of four cards and a line of speed-up under the others, shown after a reply that speculated; while the next reply streams it
     keeps its place (its values cleared), so the plots below are not re-laid out mid-reply. Where speculation was
     asked for and could not run, one line says why instead."""
 
@@ -56,11 +72,17 @@ class SpeculationCards(QWidget):
         for column, card in enumerate(self.cards.values()):
             card.set_title(card.spec.title, DRAFT_COLOR)  # the drafts' colour on the plot
             layout.addWidget(card, 0, column)
+        # What the drafts did for decode, under the cards; kept (emptied) while the next reply streams, so the plots
+        # below keep their place.
+        self.speedup = plain_label()
+        self.speedup.setObjectName("speculation_speedup")
+        self.speedup.setToolTip(SPEEDUP_TOOLTIP)
+        layout.addWidget(self.speedup, 1, 0, 1, len(self.cards))
         self.note = plain_label()
         self.note.setObjectName("speculation_note")
         self.note.setWordWrap(True)
         self.note.setStyleSheet("color: #8a5300;")
-        layout.addWidget(self.note, 1, 0, 1, len(self.cards))
+        layout.addWidget(self.note, 2, 0, 1, len(self.cards))
         self.report: SpeculationReport | None = None
         self.setVisible(False)
         self.note.setVisible(False)
@@ -69,6 +91,7 @@ class SpeculationCards(QWidget):
         """A new reply: the values go, the row stays where it was until the reply says."""
         for card in self.cards.values():
             card.set_value(None)
+        self.speedup.setText("TPOT speed-up: –")
 
     def show_report(self, report: SpeculationReport | None, output_tokens: int) -> None:
         """The finished reply's report; None (no speculation asked for) hides the row."""
@@ -81,6 +104,8 @@ class SpeculationCards(QWidget):
         refused = report.note is not None and report.passes == 0
         self.note.setVisible(refused)
         self.note.setText(f"Speculation asked for, not run: {report.note}." if refused else "")
+        self.speedup.setVisible(not refused)
+        self.speedup.setText(speedup_text(report))
         for card in self.cards.values():
             card.setVisible(not refused)
         if refused:

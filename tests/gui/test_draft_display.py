@@ -129,20 +129,32 @@ def test_the_speculation_cards_say_the_report_or_why_it_did_not_run(qtbot):
     tooltip = cards.cards["per_pass"].toolTip()
     assert tooltip.startswith("(accepted + passes) / passes") and "10 verify passes" in tooltip
     assert "its 60 tokens took 30: 2.00 tokens a pass" in tooltip
+    assert cards.speedup.isVisible() and "not measured" in cards.speedup.text()  # no ordinary step to weigh by
     cards.show_report(SpeculationReport("draft", drafted=40, accepted=30, passes=10), output_tokens=60)
     assert cards.cards["drafted"].title() == "drafted (draft model)"
     cards.clear()
     assert cards.isVisible() and [card.text() for card in cards.cards.values()] == ["–"] * 4
+    assert cards.speedup.isVisible() and cards.speedup.text() == "TPOT speed-up: –"  # kept in place while streaming
+
+    # 10 passes gave 40 tokens in 70 ms, where 4 ordinary steps took 20 ms (5 ms each): 200 ms of steps saved 130 ms.
+    paid = SpeculationReport("ngram", 40, 30, 10, verify_s=0.07, steps=4, step_s=0.02)
+    cards.show_report(paid, output_tokens=45)
+    assert cards.speedup.text() == "TPOT speed-up 2.44× against this reply's own decode steps (saved 130 ms)"
+    # 10 passes gave 12 tokens in 90 ms, 60 ms at the ordinary step: speculation cost 30 ms.
+    unpaid = SpeculationReport("ngram", 40, 2, 10, verify_s=0.09, steps=4, step_s=0.02)
+    cards.show_report(unpaid, output_tokens=17)
+    assert cards.speedup.text() == "TPOT speed-up 0.73× against this reply's own decode steps (cost 30 ms)"
 
     note = "speculation is exact with greedy decoding (temperature 0) only: it was off for this reply"
     cards.show_report(SpeculationReport("ngram", 0, 0, 0, note), output_tokens=12)
     assert cards.note.isVisible() and cards.note.text() == f"Speculation asked for, not run: {note}."
-    assert not any(card.isVisible() for card in cards.cards.values())
+    assert not any(card.isVisible() for card in cards.cards.values()) and not cards.speedup.isVisible()
     # A server's own counts (llama.cpp's draft_n, draft_n_accepted): where they came from, its passes not reported.
     counted = "counted by the server (its verify passes unreported)"
     cards.show_report(SpeculationReport("server", 20, 15, None, counted), output_tokens=40)
     assert not cards.note.isVisible() and all(card.isVisible() for card in cards.cards.values())
     assert [card.text() for card in cards.cards.values()] == ["20", "15", "75%", "not reported"]
+    assert cards.speedup.text() == "TPOT speed-up: not reported (the server's steps are its own)"
     assert cards.cards["drafted"].title() == "drafted (by the server)" and counted in cards.cards["drafted"].toolTip()
     cards.show_report(None, output_tokens=12)
     assert not cards.isVisible()

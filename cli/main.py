@@ -8,7 +8,7 @@ import sys
 
 from cli.remote_flags import apply_remote_flags
 from cli.risky_options import add_risky_options, warn_about_risky_options
-from core.errors import InvalidSettingsError
+from core.errors import InvalidSettingsError, LatencyLabError
 from core.remote.spec import PROTOCOLS
 from core.settings import (
     DECODE_LOOP,
@@ -205,6 +205,20 @@ def main(argv: list[str] | None = None) -> int:
         return end_generation(None, INTERRUPTED_STATUS, "stopped (Ctrl+C)")
 
 
+def draft_model_problem(spec: str | None) -> str | None:
+    """Why a draft model named on the command line cannot be found, said before the model loads (exit 2), or None.
+    What is in the file (its vocabulary against the model's) is checked once the model is there."""
+    if not spec:
+        return None
+    from core.model.source import resolve_model_source
+
+    try:
+        resolve_model_source(spec)
+    except LatencyLabError as error:
+        return f"the draft model: {error}"
+    return None
+
+
 def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -215,7 +229,7 @@ def _main(argv: list[str] | None) -> int:
         settings = GenerationSettings(**{name: given[name] for name in SETTING_FLAGS if name in given})
     except InvalidSettingsError as error:
         parser.error(str(error))
-    problem = apply_remote_flags(args)
+    problem = apply_remote_flags(args) or draft_model_problem(settings.draft_model)
     if problem:
         parser.error(problem)
     given = given_flags(args)

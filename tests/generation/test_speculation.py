@@ -175,6 +175,14 @@ def test_a_draft_model_with_another_vocabulary_is_refused_in_one_line_before_any
     errors = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("[")]
     assert done.returncode == 1 and len(errors) == 1 and "another vocabulary" in errors[0], done.stderr
     assert done.stdout == ""  # no reply began
-    missing = run_cli("ask", "hi", "--draft-model", str(tmp_path / "none.gguf"), "--max-new-tokens", "4")
-    assert missing.returncode == 1 and "draft model could not be loaded" in missing.stderr
-    assert "Traceback" not in done.stderr + missing.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("name", ["none.gguf", "notes.txt"])
+def test_a_draft_model_that_cannot_be_found_exits_2_in_one_line_before_the_model_loads(run_cli, tmp_path, name):
+    (tmp_path / "notes.txt").write_text("not a model", encoding="utf-8")
+    done = run_cli("ask", "hi", "--draft-model", str(tmp_path / name), "--max-new-tokens", "4")
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and errors[-1].startswith("latencylab: error: the draft model: "), done.stderr
+    assert name in errors[-1] and "model ready" not in done.stderr and "Traceback" not in done.stderr

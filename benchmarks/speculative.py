@@ -8,7 +8,7 @@ the rounds, with the CPU's flags. The replies with and without speculation are c
 With --draft-model FILE.gguf the drafts come from that model (the same vocabulary), step by step, and llama-server
 runs `-md FILE --spec-draft-n-max k` on the same pair.
 Run: .venv/bin/python benchmarks/speculative.py [--rounds 3] [--tokens 128] [--model FILE.gguf] [--no-server]
-     [--draft-model FILE.gguf]
+     [--draft-model FILE.gguf] [--kernels avx2]
 """
 
 from __future__ import annotations
@@ -50,7 +50,9 @@ def main() -> None:
     parser.add_argument("--no-server", action="store_true", help="leave llama-server out")
     parser.add_argument("--draft-model", default=None, help="draft with this GGUF instead of prompt lookup")
     _common.add_json_option(parser)
+    _common.add_kernels_option(parser)
     args = parser.parse_args()
+    _common.use_kernels(args.kernels)
     report = _common.start_report(args, "speculative")
     import torch
 

@@ -12,6 +12,8 @@ from gui.untrusted_text import plain_label, plain_tooltip
 
 FOUND_COLOR = "#8a5300"  # amber: a cause, as the history plot marks the reply
 HEALTHY_COLOR = "#188038"
+STALE_COLOR = "#9a9a9a"  # the last reply's line, while the next one runs
+STALE_TIP = "The last reply's diagnosis: this reply's comes when it ends."
 HOW_TO_READ = (
     "Why this reply was as slow as it was: each finding names a cause, the measurement that shows it and what would "
     "change it, most costly first. Only what was measured is named (the prompt cache, the engine's CPU share, page "
@@ -20,7 +22,8 @@ HOW_TO_READ = (
 
 
 class DiagnosisLine(QWidget):
-    """Hidden until a reply has been diagnosed; the list opens with the toggle (its state kept across replies)."""
+    """Hidden until a reply has been diagnosed; the list opens with the toggle (its state kept across replies). While the
+    next reply runs, the last one's line stays, greyed (mark_stale)."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -43,12 +46,14 @@ class DiagnosisLine(QWidget):
         layout.addWidget(self.details, 1, 0, 1, 2)
         layout.setColumnStretch(0, 1)
         self.findings: list[Finding] = []
+        self.stale = False  # the line is the last reply's, and another reply is running
         self.setToolTip(HOW_TO_READ)
         self.setVisible(False)
 
     def show_findings(self, findings: list[Finding] | None) -> None:
         """A reply's diagnosis (None or []: nothing to say, the line hides)."""
         self.findings = list(findings or [])
+        self.stale = False
         self.setVisible(bool(self.findings))
         if not self.findings:
             return
@@ -68,6 +73,16 @@ class DiagnosisLine(QWidget):
 
     def clear(self) -> None:
         self.show_findings(None)
+
+    def mark_stale(self) -> None:
+        """A reply has started: the last one's line keeps its place, greyed, text unchanged. Hidden there, the plots
+        below grew as each reply started and shrank as it ended: a jump the eye sees, and a re-layout and repaint of
+        every plot that the window paid for while the model ran."""
+        if not self.findings or self.stale:
+            return
+        self.stale = True
+        self.top.setStyleSheet(f"color: {STALE_COLOR};")
+        self.top.setToolTip(STALE_TIP)
 
     @Slot(bool)
     def _on_toggled(self, opened: bool) -> None:

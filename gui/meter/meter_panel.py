@@ -86,7 +86,7 @@ class MeterPanel(QWidget):
         self.visible_plot.reset()
         self.cards.clear()
         self.speculation_cards.clear()
-        self.diagnosis_line.clear()
+        self.diagnosis_line.mark_stale()
 
     def record_token(self, event: TokenEvent) -> None:
         if event.chunk is not None:

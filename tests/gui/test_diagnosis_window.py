@@ -69,3 +69,28 @@ def test_a_busy_machine_is_named_in_the_line(qtbot, window):
     kinds = [finding.kind for finding in trace.diagnosis]
     assert "contention" in kinds and HEALTHY not in kinds
     assert "Other programs took " in window.meter.diagnosis_line.details.text()
+
+
+def test_the_last_line_stays_greyed_while_the_next_reply_runs(qtbot, window):
+    """Hidden while a reply ran, the line let the plots below grow as each reply started and shrink as it ended."""
+    line = window.meter.diagnosis_line
+    ask(qtbot, window, "Name a colour.")
+    assert line.isVisible() and not line.stale
+    shown = line.top.text()
+    window.meter.layout().activate()  # the line's arrival laid out now, not at the event loop's next turn
+    plot_height = window.meter.interval_plot.height()
+    seen_running = []
+
+    def running(_tokens) -> None:
+        window.meter.layout().activate()
+        seen_running.append(
+            (line.isVisible(), line.stale, line.top.text(), line.top.toolTip(), window.meter.interval_plot.height())
+        )
+
+    window.replies.tokens_received.connect(running)
+    ask(qtbot, window, "Name another one.", tokens=12)
+    visible, stale, text, tip, height = seen_running[0]
+    assert visible and stale and text == shown  # the same words, greyed
+    assert tip.startswith("The last reply's diagnosis")
+    assert height == plot_height  # the plots kept their size
+    assert line.isVisible() and not line.stale and "color: #9a9a9a" not in line.top.styleSheet()

@@ -18,10 +18,8 @@ from cli.exit_paths import (
 )
 from cli.progress_printer import PrefillLine, ProgressPrinter
 from cli.prompt_arg import prompt_argument, text_argument
-from core.backend.choice import load_any
 from core.backend.load_options import LoadOptions
 from core.chats.session import Message
-from core.diagnosis.diagnose import diagnose_reply
 from core.errors import LatencyLabError
 from core.generation.reply import Reply
 from core.generation.request import ReplyRequest
@@ -44,6 +42,10 @@ def add_ask_parser(subparsers: argparse._SubParsersAction, add_common_options) -
 
 def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
     """Every way out stops the reply and waits for the compute thread first (cli/exit_paths.py)."""
+    # Here, not at the top: every command (the window's too) builds the parser that imports this module, and the
+    # backends' imports (HTTP clients among them) are a third of a second.
+    from core.backend.choice import load_any
+
     problem = stdout_problem()
     if problem:
         say(f"error: {problem}")
@@ -100,6 +102,8 @@ def stream_reply(
     trace = generation.trace
     assert trace is not None  # started above
     facts = loaded.describe()
+    from core.diagnosis.diagnose import diagnose_reply  # as load_any in run_ask
+
     trace.diagnosis = diagnose_reply(trace, facts)
     if args.json:
         report = {**(extra or {}), **reply_report(facts.to_dict(), trace, settings)}

@@ -25,7 +25,6 @@ from cli.exit_paths import (
 )
 from cli.progress_printer import ProgressPrinter
 from cli.prompt_arg import text_argument
-from core.backend.choice import load_any
 from core.backend.load_options import LoadOptions
 from core.chats.session import MAX_MESSAGE_CHARS, Message
 from core.errors import LatencyLabError, MessageTooLongError
@@ -76,6 +75,8 @@ def input_lines(stream=None):
 
 def run_chat(args: argparse.Namespace, settings: GenerationSettings) -> int:
     """Every way out stops the running reply and waits for the compute thread first, as `ask` does."""
+    from core.backend.choice import load_any  # as in run_ask: not on every command's path
+
     problem = stdout_problem()
     if problem:
         say(f"error: {problem}")

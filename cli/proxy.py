@@ -10,10 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from core.proxy.log import RecordWriter
-from core.proxy.proxy_thread import LOOPBACK, ProxyStartError, ProxyThread
-from core.proxy.upstream import BadUpstream
-from core.settings import PROXY_PORT, GenerationSettings
+from core.settings import PROXY_HOST, PROXY_PORT, GenerationSettings
 
 DEFAULT_PORT = int(PROXY_PORT.default)
 
@@ -37,7 +34,7 @@ def add_proxy_parser(subparsers: argparse._SubParsersAction, add_common_options)
     parser.add_argument(
         "--host",
         default=None,
-        help=f"address to listen on (default: {LOOPBACK}, this machine only); any other is reachable from elsewhere",
+        help=f"address to listen on (default: {PROXY_HOST}, this machine only); any other is reachable from elsewhere",
     )
     parser.add_argument(
         "--jsonl",
@@ -65,8 +62,13 @@ def _port(text: str) -> int:
 
 
 def run_proxy(args: argparse.Namespace, settings: GenerationSettings) -> int:
+    # Here, not at the top: every command builds this parser, and aiohttp's import is a fifth of a second.
+    from core.proxy.log import RecordWriter
+    from core.proxy.proxy_thread import ProxyStartError, ProxyThread
+    from core.proxy.upstream import BadUpstream
+
     try:
-        proxy = ProxyThread(args.upstream, host=args.host or LOOPBACK, port=args.port, keep_bodies=args.keep_bodies)
+        proxy = ProxyThread(args.upstream, host=args.host or PROXY_HOST, port=args.port, keep_bodies=args.keep_bodies)
     except BadUpstream as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -102,6 +102,8 @@ DECODE_LOOP = ChoiceLimit("decode loop", (LEAN_LOOP, GENERATE_LOOP), LEAN_LOOP)
 SPECULATION = ChoiceLimit("speculation", ("off", "ngram", "draft"), "off")
 DRAFT_TOKENS = NumberLimit("draft tokens", 1, 16, 8, whole=True)
 # The proxy (`latencylab proxy`, the Traffic tab): the port the user's tools connect to; 0 takes any free one.
+# The proxy listens here unless told otherwise: this machine only.
+PROXY_HOST = "127.0.0.1"
 PROXY_PORT = NumberLimit("proxy port", 0, 65535, 8788, whole=True)
 
 # Latency budgets (SLOs) for an interactive chat, as load testers set them (vLLM's --goodput, AIPerf, GuideLLM) but

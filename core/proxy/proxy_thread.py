@@ -14,8 +14,9 @@ import threading
 from core.proxy.server import ProxyServer
 from core.proxy.subscribers import Subscriber, Subscribers
 from core.proxy.upstream import Upstream
+from core.settings import PROXY_HOST
 
-LOOPBACK = "127.0.0.1"
+LOOPBACK = PROXY_HOST
 
 
 class ProxyStartError(RuntimeError):

@@ -178,6 +178,9 @@ class MainWindow(QMainWindow):
         self.saved_chats.chat_opened.connect(self._on_chat_opened)
         self.saved_chats.chat_cleared.connect(self._on_chat_cleared)
         self.saved_chats.status_posted.connect(self._show_status)
+        max_new_tokens = self.chat_panel.settings_panel.max_new_tokens
+        max_new_tokens.valueChanged.connect(self.meter.size_for_budget)
+        self.meter.size_for_budget(max_new_tokens.value())
 
     # -- public actions -------------------------------------------------------------------------
 

@@ -63,7 +63,7 @@ class LiveReply(QObject):
         # in its own process or, in tests, on threads of this one.
         self._cpu_at_start_s = time.thread_time()
         self._transcript.begin_assistant_turn()
-        self._meter.begin_reply(record.trace.request_start_ns)
+        self._meter.begin_reply(record.trace.request_start_ns, (record.context.settings or {}).get("max_new_tokens"))
         self._indicator.setVisible(not self._replies.streaming)
         self._update_indicator(time.perf_counter_ns())
         self.frame_timer.start()

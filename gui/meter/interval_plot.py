@@ -9,6 +9,7 @@ import numpy as np
 import pyqtgraph as pg
 
 from core.timing.metrics import DEFINITIONS
+from gui.meter.first_reply_axes import first_axis_tokens
 from gui.plotting.data_height import hold_data_height_again
 from gui.plotting.growable_buffer import GrowableBuffer
 from gui.plotting.live_curve import LiveCurve
@@ -100,11 +101,14 @@ class IntervalPlot(pg.PlotWidget):
         # steps and y (log) spans whole decades, so both change only a few times per reply.
         self._x_range = SteppedRange(self.setXRange, floor=32)
         self._x_range.reset()
+        self._settled = False  # whether a reply has ended on this plot (its axis then starts the next one)
         self._y_decades: tuple[int, int] | None = None
         self._lowest_ms = self._highest_ms = None
         self._show_decades()
 
-    def reset(self) -> None:
+    def reset(self, budget_tokens: int | None = None) -> None:
+        """budget_tokens: the reply's max new tokens; the window's first reply starts its axis there
+        (gui/meter/first_reply_axes.py)."""
         # A reply starts on the axis the last one ended on (fitted to it by settle()): replies of a similar
         # length then stream without one re-layout of the axes, each of which cost a few ms of the window's CPU.
         self._ttft_ms = None
@@ -128,6 +132,13 @@ class IntervalPlot(pg.PlotWidget):
         self._show_draft_legend(False)
         self._lowest_ms = self._highest_ms = None
         self._show_decades()
+        self.size_for_budget(budget_tokens)
+
+    def size_for_budget(self, budget_tokens: int | None) -> None:
+        """Until a reply has ended here, the token axis spans the budget (gui/meter/first_reply_axes.py)."""
+        first_tokens = None if self._settled or len(self._x) else first_axis_tokens(budget_tokens)
+        if first_tokens:
+            self._x_range.reset(first_tokens)
 
     def add_ttft(self, ttft_ms: float) -> None:
         self._ttft_ms = ttft_ms
@@ -175,6 +186,7 @@ class IntervalPlot(pg.PlotWidget):
     def settle(self) -> None:
         """Draw every point, once the reply has ended, on axes fitted to them."""
         self.refresh()
+        self._settled = True
         self._x_range.reset(len(self._x) + 1)
         self._show_decades(fit=True)
 

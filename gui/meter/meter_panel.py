@@ -3,7 +3,7 @@ line above its views (this reply, where its time went, this chat)."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRect
+from PySide6.QtCore import QRect, Slot
 from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
@@ -76,17 +76,25 @@ class MeterPanel(QWidget):
         self._ceilings: dict | None = None  # this machine's ceilings, when measured
         self.set_budget(self.budget)
 
-    def begin_reply(self, request_start_ns: int) -> None:
+    def begin_reply(self, request_start_ns: int, budget_tokens: int | None = None) -> None:
+        """budget_tokens: the reply's max new tokens, which the window's first reply sizes its plots' axes by."""
         self._request_start_ns = request_start_ns
         self._median = RunningMedian()
         self._previous_stamp_ns = None
         self._previous_chunk = None
         self._cards_shown_ns = None
-        self.interval_plot.reset()
-        self.visible_plot.reset()
+        self.interval_plot.reset(budget_tokens)
+        self.visible_plot.reset(budget_tokens)
         self.cards.clear()
         self.speculation_cards.clear()
         self.diagnosis_line.mark_stale()
+
+    @Slot(int)
+    def size_for_budget(self, budget_tokens: int) -> None:
+        """Until a reply has ended here, the live plots' axes span what max new tokens can reach
+        (gui/meter/first_reply_axes.py)."""
+        self.interval_plot.size_for_budget(budget_tokens)
+        self.visible_plot.size_for_budget(budget_tokens)
 
     def record_token(self, event: TokenEvent) -> None:
         if event.chunk is not None:

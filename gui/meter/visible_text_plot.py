@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 
+from gui.meter.first_reply_axes import CHARS_PER_TOKEN, first_axis_tokens
 from gui.plotting.growable_buffer import GrowableBuffer
 from gui.plotting.live_curve import LiveCurve
 from gui.plotting.live_layer import LiveLayer
@@ -42,6 +43,7 @@ class VisibleTextPlot(pg.PlotWidget):
         self._previous_max = 0.0
         self._drawn_reading: tuple | None = None
         self._carry_previous = True  # whether reset() keeps the reply just shown as the previous one
+        self._settled = False  # whether a reply has ended on this plot (its axes then start the next one)
         # The clock moves every frame; doubling steps keep the axes from re-laying out each time.
         self._x_range = SteppedRange(self.setXRange, floor=1.0)
         self._y_range = SteppedRange(self.setYRange, floor=64)
@@ -49,8 +51,10 @@ class VisibleTextPlot(pg.PlotWidget):
         # unscaled default around 0, which read "(x0.001)" on both axes.
         self.reset()
 
-    def reset(self) -> None:
-        """Keep the finished reply's curve, faded, for comparison; start a new one."""
+    def reset(self, budget_tokens: int | None = None) -> None:
+        """Keep the finished reply's curve, faded, for comparison; start a new one. budget_tokens: the reply's max new
+        tokens; the window's first reply starts its character axis at what they would write
+        (gui/meter/first_reply_axes.py)."""
         # A reply that showed something: its extent, for the axes (and its curve, unless forgotten).
         shown = len(self._x) > 1
         extent_s = extent_chars = 0.0
@@ -72,7 +76,15 @@ class VisibleTextPlot(pg.PlotWidget):
         if shown or self._x_range.limit is None:
             self._x_range.reset(extent_s)
             self._y_range.reset(extent_chars)
+        self.size_for_budget(budget_tokens)
         self._append(0.0, 0)
+
+    def size_for_budget(self, budget_tokens: int | None) -> None:
+        """Until a reply has ended here, the character axis spans what the budget would write
+        (gui/meter/first_reply_axes.py)."""
+        first_tokens = None if self._settled or len(self._y) > 1 else first_axis_tokens(budget_tokens)
+        if first_tokens:
+            self._y_range.reset(first_tokens * CHARS_PER_TOKEN)
 
     def forget_previous(self) -> None:
         """No previous reply (a new chat, a new race): the next reset() keeps no faded curve, only the axes' extent."""
@@ -130,6 +142,7 @@ class VisibleTextPlot(pg.PlotWidget):
         it streamed they stepped ahead of it."""
         self.refresh()
         if len(self._x) > 1:
+            self._settled = True
             self._x_range.reset(max(self._now_s, float(self._x.view()[-1])))
             self._y_range.reset(max(float(self._y.view().max()), self._previous_max))
             self.refresh()  # the reader's line runs to the fitted end

@@ -397,3 +397,36 @@ def test_what_the_user_saw_ends_on_axes_fitted_to_the_reply(qtbot):
     plot.settle()
     (_, x_high), (_, y_high) = plot.getViewBox().viewRange()
     assert streaming_y > 1000 and 450 <= y_high < 600 and 1.1 <= x_high <= streaming_x
+
+
+def test_a_window_s_first_reply_streams_on_axes_sized_for_its_budget(qtbot):
+    """A later reply starts on the axes the last one ended on; the first had only the empty plots' small axes, and a
+    128-token reply stepped them seven times (each a re-layout and a new picture of the plot)."""
+    from gui.meter.meter_panel import MeterPanel
+
+    meter = MeterPanel()
+    qtbot.addWidget(meter)
+    meter.resize(600, 700)
+    meter.show()
+    meter.size_for_budget(256)  # max new tokens, as the window's settings say before any reply
+    intervals, seen = meter.interval_plot, meter.visible_plot
+    assert intervals.getViewBox().viewRange()[0][1] == pytest.approx(256, rel=0.05)
+    assert seen.getViewBox().viewRange()[1][1] == pytest.approx(1024, rel=0.1)  # 4 characters a token
+    meter.size_for_budget(64)  # changed before the first reply: the axes follow, down as well as up
+    assert intervals.getViewBox().viewRange()[0][1] == pytest.approx(64, rel=0.05)
+    meter.size_for_budget(256)
+    changes = _range_changes(intervals) + _range_changes(seen)
+    meter.begin_reply(0, 256)
+    changes_x = _range_changes(intervals)
+    _feed(intervals, [5.0] * 127, refresh_every=8)  # 128 tokens, as the budget allows
+    for step in range(1, 60):
+        seen.show_characters(step / 100, step * 8)  # 472 characters in 0.6 s
+        seen.refresh()
+    assert "x" not in changes_x + changes  # neither plot's x axis stepped (a decade may: 5 ms is below the empty 10)
+    assert seen.getViewBox().viewRange()[1][1] == pytest.approx(1024, rel=0.1)  # nor the character axis
+    intervals.settle()
+    seen.settle()
+    assert intervals.getViewBox().viewRange()[0][1] == pytest.approx(128, rel=0.05)  # fitted, as any reply's
+    meter.size_for_budget(1024)  # a reply has ended: the next starts where it ended, whatever the budget
+    meter.begin_reply(0, 1024)
+    assert intervals.getViewBox().viewRange()[0][1] == pytest.approx(128, rel=0.05)

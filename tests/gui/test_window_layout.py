@@ -116,3 +116,18 @@ def test_the_window_remembers_the_settings_folded(qtbot, tiny_window, open_windo
         again.close()
     third = open_window(show=False)
     assert not third.chat_panel.settings_panel.folded  # unfolding is remembered too
+
+
+def test_before_the_first_reply_the_token_axis_spans_max_new_tokens(qtbot, tiny_window):
+    """The window's first reply streams on axes sized for its budget (gui/meter/first_reply_axes.py); later replies
+    start where the last ended."""
+    tokens = tiny_window.chat_panel.settings_panel.max_new_tokens
+    axis = tiny_window.meter.interval_plot.getViewBox()
+    assert axis.viewRange()[0][1] < 40  # the tiny window's 5 tokens: the smallest step, 32
+    tokens.setValue(200)
+    assert 200 <= axis.viewRange()[0][1] < 300  # 256, the step that holds it
+    tokens.setValue(5)
+    _reply(qtbot, tiny_window)
+    fitted = axis.viewRange()[0][1]
+    tokens.setValue(1000)
+    assert axis.viewRange()[0][1] == fitted

@@ -26,9 +26,10 @@ class WindowDriver:
         self.app = QApplication.instance() or QApplication([])
         if loaded is not None:
             from core.engine.in_process import InProcessEngine
+            from core.generation.local_model import LocalModel
 
             self.window = MainWindow(engine_factory=InProcessEngine)
-            self.window.models.accept_model(loaded)
+            self.window.models.accept_model(LocalModel.of(loaded))  # the loader's model, with its verbs
         else:
             self.window = MainWindow()
             self._wait(self.window.model_ready, lambda: self.window.start_loading("embedded", dtype), timeout_s)

@@ -1,7 +1,7 @@
 """How the meter's GUI cost grows with reply length (1k, 4k tokens) and chat length (50 turns).
 
 A tiny random-weight model makes tokens fast, so the window's own work dominates: the per-token
-slot (text append, trace record, plot buffers) must stay flat, and only the 25 Hz frame may grow.
+work (text append, trace record, plot buffers, applied once a frame) must stay flat, and only the 25 Hz frame may grow.
 The long reply is also replayed with made-up tokens and no model, because a model decoding beside
 the window changes what the window's work costs as its own context grows.
 Run: .venv/bin/python benchmarks/meter_scaling.py [--long 4000] [--turns 50]
@@ -45,40 +45,44 @@ def build_tiny_model(folder: Path, context: int) -> None:
 
 
 def instrument_per_token_work(window) -> list:
-    """Time the per-token steps the window's token slot performs, by wrapping the plain methods it calls.
+    """Time the per-token steps the window's frames perform, by wrapping the plain methods they call.
 
-    The slot itself is left alone: PySide6 dispatches a replaced or overridden slot straight from
-    the worker thread, which would measure (and break) something the app never does.
+    A frame applies the tokens that arrived since the last one (gui/chat/live_reply.py): each token's stamp goes into
+    the meter, then one text insert and one visible-text point for all of them. A frame's cost is shared out over its
+    tokens, so the figures stay per token. The frame itself is left alone: PySide6 dispatches a replaced or overridden
+    slot differently, which would measure something the app never does.
     """
     per_token_us: list[float] = []
-    # The GUI thread's CPU time at each token, so differences also count the repaints and frames
-    # the slot's work causes later (text layout, plots), not just the slot itself.
+    # The GUI thread's CPU time at each token (at its frame's end), so differences also count the repaints and frames
+    # the work causes later (text layout, plots), not just the calls themselves.
     window.gui_cpu_ns_at_token = []
     pieces = [
         (window.meter, "record_token"),
         (window.chat_panel.transcript, "append_reply_text"),
         (window.meter, "show_visible_text"),
     ]
-    pending = {"us": 0.0}
+    pending = {"us": 0.0, "tokens": 0}
 
-    def timed(owner, name, closes_token):
+    def timed(owner, name, closes_frame, counts_token):
         original = getattr(owner, name)
 
         def wrapper(*args):
-            # CPU time, not wall time: waiting for the GIL while the model decodes is not the slot's work.
+            # CPU time, not wall time: waiting for the GIL while the model decodes is not the frame's work.
             started = time.thread_time_ns()
             result = original(*args)
             pending["us"] += (time.thread_time_ns() - started) / 1000
-            if closes_token:
-                window.gui_cpu_ns_at_token.append(time.thread_time_ns())
-                per_token_us.append(pending["us"])
-                pending["us"] = 0.0
+            pending["tokens"] += counts_token
+            if closes_frame and pending["tokens"]:
+                tokens = pending["tokens"]
+                window.gui_cpu_ns_at_token.extend([time.thread_time_ns()] * tokens)
+                per_token_us.extend([pending["us"] / tokens] * tokens)
+                pending["us"], pending["tokens"] = 0.0, 0
             return result
 
         setattr(owner, name, wrapper)
 
     for position, (owner, name) in enumerate(pieces):
-        timed(owner, name, closes_token=position == len(pieces) - 1)
+        timed(owner, name, closes_frame=position == len(pieces) - 1, counts_token=position == 0)
     return per_token_us
 
 
@@ -121,8 +125,8 @@ def main() -> None:
     for start, end in windows:
         gui_us = (cpu[end - 1] - cpu[start]) / (end - 1 - start) / 1000
         print(
-            f"  tokens {start:>5}-{end:<5}: per-token slot CPU {mean(per_token[start:end]):7.1f} us; "
-            f"GUI thread CPU per token (slot, text layout, repaints, frames) {gui_us:7.1f} us"
+            f"  tokens {start:>5}-{end:<5}: per-token work CPU {mean(per_token[start:end]):7.1f} us; "
+            f"GUI thread CPU per token (the work, text layout, repaints, frames) {gui_us:7.1f} us"
         )
     frame_costs[args.long] = frame_cost_ms()
     growth = mean(per_token[windows[-1][0] : windows[-1][1]]) / mean(per_token[100:200])
@@ -150,7 +154,7 @@ def main() -> None:
         driver.ask(f"Turn {turn}: say something.", 40)
         turn_means.append(mean(durations[before:]))
     first, last = mean(turn_means[1:6]), mean(turn_means[-5:])
-    print(f"  per-token slot CPU, turns 2-6: {first:.1f} us; last 5 turns: {last:.1f} us; ratio {last / first:.2f}x")
+    print(f"  per-token work CPU, turns 2-6: {first:.1f} us; last 5 turns: {last:.1f} us; ratio {last / first:.2f}x")
     print(f"  one frame (median of 5) with {args.turns} turns of history: {frame_cost_ms():.1f} ms")
     print(
         "  with no model decoding beside the window, GUI thread CPU per token at tokens 100-300 of a reply "

@@ -54,8 +54,8 @@ def main() -> None:
     from PySide6.QtCore import QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication
 
-    import gui.model.model_controller
     from core.engine.in_process import InProcessEngine
+    from core.generation.local_model import LocalModel
     from core.model.loader import load_model
     from gui.main_window import MainWindow
 
@@ -63,11 +63,10 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="latencylab-window-cpu-"))
     build_tiny_model(folder, context=args.tokens * 2 + 256)
     tiny = load_model(str(folder))
-    gui.model.model_controller.default_engine = InProcessEngine
-    window = MainWindow()
+    window = MainWindow(engine_factory=InProcessEngine)
     window.resize(1400, 950)
     window.show()
-    window.models.accept_model(tiny)
+    window.models.accept_model(LocalModel.of(tiny))  # the loader's model, with its verbs
     window.replies.ignore_eos = True
     window.chat_panel.settings_panel.max_new_tokens.setValue(args.tokens)
     print(f"platform {app.platformName()}, {args.tokens} tokens at {args.tok_s:g} tok/s, {args.replies} replies")
@@ -76,7 +75,7 @@ def main() -> None:
     loop, done = QEventLoop(), []
     window.reply_finished.connect(lambda trace: (done.append(trace), loop.quit()))
     for reply in range(args.replies):
-        window.models.engine.core.extra_logits_processors = (paced(1.0 / args.tok_s),)
+        window.models.engine.logits_processors = (paced(1.0 / args.tok_s),)
         done.clear()
         window.chat_panel.input_box.setPlainText(f"Reply {reply}: write anything.")
         QTimer.singleShot(0, window.send_message)

@@ -28,14 +28,18 @@ def main() -> None:
     args = parser.parse_args()
     report = _common.start_report(args, "model_size")
     sys.path.insert(0, str(ROOT))
+    from core.errors import InvalidSettingsError
     from core.lab.config import LabConfig
     from core.lab.runner import run_lab
     from tools.real_size import real_size_file
 
     paths = [str(real_size_file(name, args.type)) for name in args.files.split(",")]
-    config = LabConfig(
-        sweeps=("bandwidth", "size"), size_models=tuple(paths), new_tokens=args.new_tokens, repeats=args.repeats
-    )
+    try:
+        config = LabConfig(
+            sweeps=("bandwidth", "size"), size_models=tuple(paths), new_tokens=args.new_tokens, repeats=args.repeats
+        )
+    except InvalidSettingsError as error:  # one file, a bad count: the lab's own words, not a traceback
+        parser.error(str(error))
     results = run_lab(config)
     bandwidth = (results.bandwidth_measurement or {}).get("bytes_per_s")
     print(f"DRAM ceiling: {bandwidth / 1e9:.1f} GB/s" if bandwidth else "DRAM ceiling: not measured")

@@ -1,4 +1,4 @@
-"""TTFT of a prompt's pass: native (GEMM prompts, and the block kernels alone), float32 and llama.cpp, interleaved.
+"""TTFT of a prompt's pass: native (the C kernels, batch-invariant), float32 and llama.cpp, interleaved.
 
 Targets at ~1,240 prompt tokens (issue #23): native TTFT <= 1.0x float32's and <= 0.5x llama.cpp's on the same
 file. Prints each engine's TTFT and TPOT per prompt length (median of the rounds), the prefill's GFLOP/s and
@@ -27,7 +27,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tokens", type=int, default=32, help="new tokens for TPOT (0: TTFT only)")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--engines", default="native,blocks,float32,llama.cpp")
+    parser.add_argument("--engines", default="native,float32,llama.cpp")
     _common.add_json_option(parser)
     args = parser.parse_args()
     report = _common.start_report(args, "prefill")
@@ -47,7 +47,7 @@ def main() -> None:
     path = args.model or str(embedded_gguf_path())
     engines = args.engines.split(",")
     native = load_model(path)
-    models = {"native": native, "blocks": native}
+    models = {"native": native}
     if "float32" in engines:
         models["float32"] = load_model(path, dtype="float32")
     llama = None
@@ -55,8 +55,8 @@ def main() -> None:
         import llama_cpp
 
         llama = llama_cpp.Llama(path, n_ctx=4096, verbose=False, n_threads=args.threads, n_threads_batch=args.threads)
-    kernel = native.model.kernel
-    gemm = kernel.prefill_precision
+    shape = ArithmeticShape.from_dict(native.describe().arithmetic)
+    gemm = shape.prefill_precision  # what a prompt's products run in: the ceiling they are measured against
     print(f"{native.describe().runtime}; {args.threads} threads for ours, torch and llama.cpp")
     tokenizer = native.tokenizer
     prompts = {int(words): tokenizer(chapter_prompt(int(words)))["input_ids"] for words in args.words.split(",")}
@@ -72,14 +72,10 @@ def main() -> None:
             llama.eval(ids)
             llama_next()
             return time.perf_counter() - started
-        kernel.prefill_precision = None if engine == "blocks" else gemm
-        try:
-            return generate_seconds(models[engine].model, torch.tensor([ids]), 1, "lean")
-        finally:
-            kernel.prefill_precision = gemm
+        return generate_seconds(models[engine].model, torch.tensor([ids]), 1, "lean")
 
     def tpot(engine: str, ids: list[int]) -> float | None:
-        if not args.tokens or engine == "blocks":
+        if not args.tokens:
             return None
         if engine == "llama.cpp":
             llama.reset()
@@ -113,11 +109,10 @@ def main() -> None:
         else ""
     )
     ceilings = cached_ceilings(args.threads)
-    shape = ArithmeticShape.from_dict(native.describe().arithmetic)
     ceiling = compute_ceiling(ceilings, gemm)
     print(
-        f"\nTTFT (a 1-token reply, bare), median of {args.rounds} interleaved rounds; native = GEMM prompts "
-        f"({gemm}) from {_min_tokens()} tokens, blocks = the block kernels alone\n"
+        f"\nTTFT (a 1-token reply, bare), median of {args.rounds} interleaved rounds; native = the C kernels, "
+        f"products in {gemm} (on their GEMM once a pass is long enough, pass.c's GEMM_MIN_TOKENS)\n"
     )
     header = f"{'tokens':>7}" + "".join(f"{engine + ' ms':>14}" for engine in runs)
     header += f"{'native/fp32':>13}{'native/llama':>14}{'GFLOP/s':>9}{'of ceiling':>12}"
@@ -174,12 +169,6 @@ def main() -> None:
                 f"{len(ids):>7}"
                 + "".join(f"{median(tpots[engine, words]) * 1000:>12.2f}" for engine in engines_with_tpot)
             )
-
-
-def _min_tokens() -> int:
-    from core.kernels.kernel_model import GEMM_MIN_TOKENS
-
-    return GEMM_MIN_TOKENS
 
 
 if __name__ == "__main__":

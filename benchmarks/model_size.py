@@ -33,6 +33,8 @@ def main() -> None:
     from core.lab.runner import run_lab
     from tools.real_size import real_size_file
 
+    if len(args.files.split(",")) < 2:
+        parser.error("--files: name two or more files, the sweep compares them")
     paths = [str(real_size_file(name, args.type)) for name in args.files.split(",")]
     try:
         config = LabConfig(

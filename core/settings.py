@@ -101,9 +101,9 @@ DECODE_LOOP = ChoiceLimit("decode loop", (LEAN_LOOP, GENERATE_LOOP), LEAN_LOOP)
 # model of the same vocabulary (draft_model, a GGUF file); the model checks a step's drafts in one pass.
 SPECULATION = ChoiceLimit("speculation", ("off", "ngram", "draft"), "off")
 DRAFT_TOKENS = NumberLimit("draft tokens", 1, 16, 8, whole=True)
-# The proxy (`latencylab proxy`, the Traffic tab): the port the user's tools connect to; 0 takes any free one.
-# The proxy listens here unless told otherwise: this machine only.
+# The proxy (`latencylab proxy`, the Traffic tab) listens here unless told otherwise: this machine only.
 PROXY_HOST = "127.0.0.1"
+# The port the user's tools connect to; 0 takes any free one.
 PROXY_PORT = NumberLimit("proxy port", 0, 65535, 8788, whole=True)
 
 # Latency budgets (SLOs) for an interactive chat, as load testers set them (vLLM's --goodput, AIPerf, GuideLLM) but

@@ -16,15 +16,13 @@ from core.proxy.subscribers import Subscriber, Subscribers
 from core.proxy.upstream import Upstream
 from core.settings import PROXY_HOST
 
-LOOPBACK = PROXY_HOST
-
 
 class ProxyStartError(RuntimeError):
     """The proxy could not listen; the message says why (the port taken, an address not this machine's)."""
 
 
 class ProxyThread:
-    def __init__(self, upstream: str | Upstream, *, host: str = LOOPBACK, port: int = 0, keep_bodies: bool = False):
+    def __init__(self, upstream: str | Upstream, *, host: str = PROXY_HOST, port: int = 0, keep_bodies: bool = False):
         """upstream: the server's URL (BadUpstream if it is not one); port 0: a free one."""
         self.upstream = upstream if isinstance(upstream, Upstream) else Upstream.parse(upstream)
         self.host, self.port = host, port

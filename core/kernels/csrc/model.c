@@ -1,10 +1,18 @@
 /* A decoder-only transformer over a GGUF's own quant blocks: its configuration, its tensors by role, its KV cache
  * and the token embedding. The passes over its layers are pass.c's; a layer's per-row steps rows.c's. */
+#define _DEFAULT_SOURCE /* madvise and its advice names, which -std=c11 alone leaves out */
 #include "model_internal.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older kernels refuse it with EINVAL and the copy faults as before */
+#endif
 
 static _Thread_local char last_error[256];
 
@@ -195,6 +203,15 @@ int ll_set_tensor(ll_model *m, int32_t index, int32_t role, const void *data, si
     return set_weight((ll_weight *)(owner + entry->offset), data, bytes, type, rows, cols);
 }
 
+/* The whole pages of [start, start + bytes) made present and writable in one call. A copy into fresh memory
+ * otherwise takes a page fault each 4 KiB (a million for a 7B's weights), and those traps, not the zeroing or the
+ * copy, were most of packing's time: 4 GB copied on two threads in 1.64 s faulting, 1.0 s populated first. */
+static void populate(char *start, size_t bytes) {
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), first = ((uintptr_t)start + page - 1) / page * page,
+                    end = ((uintptr_t)start + bytes) / page * page;
+    if (end > first) (void)madvise((void *)first, end - first, MADV_POPULATE_WRITE);
+}
+
 int ll_pack(ll_model *m, int32_t index, int32_t role, int32_t threads) {
     if (role < 0 || role >= ROLE_COUNT || roles[role].rows == SIZE_NONE) return fail("only a matrix can be packed");
     const role_entry *entry = &roles[role];
@@ -213,6 +230,7 @@ int ll_pack(ll_model *m, int32_t index, int32_t role, int32_t threads) {
     for (int g = 0; g < groups; g += per_job) {
         const int count = (groups - g < per_job ? groups - g : per_job) * PACK_ROWS;
         const size_t offset = (size_t)g * PACK_ROWS * w->row_bytes;
+        populate((char *)packed + offset, (size_t)count * w->row_bytes);
         t->pack((const char *)w->data + offset, count, w->cols, (char *)packed + offset);
     }
     drop_packed(w);

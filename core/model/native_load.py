@@ -190,14 +190,15 @@ def _main_type(weights) -> str:
 def _tokenizer_and_config(path: Path, check, progress: ProgressCallback, plain_config: bool = False):
     """(tokenizer, config, a note when the cache cannot be written). plain_config: the C kernels take the shape from
     the GGUF itself, so they need only the config's plain values (context length, special tokens), not its class."""
-    from transformers import AutoConfig, AutoTokenizer
-
     from core.model.gguf_reads import shared_gguf_reads
     from core.model.memory_check import ADDRESS_SPACE_MARGIN, check_headroom
 
     check_headroom(ADDRESS_SPACE_MARGIN, f"building {path.name}'s tokenizer")
 
     if not check.valid:
+        # Imported only here: the Auto classes import every family's mappings, half a second of each load.
+        from transformers import AutoConfig, AutoTokenizer
+
         progress(0.0, "first launch: building the tokenizer from the GGUF (once)")
         with shared_gguf_reads():
             try:
@@ -237,7 +238,7 @@ def _cached_tokenizer(folder: Path):
     torch.distributed, about 0.8 s of every launch."""
     import json
 
-    from transformers import AutoTokenizer, TokenizersBackend
+    from transformers import TokenizersBackend
 
     try:
         saved = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8")).get("tokenizer_class")
@@ -245,16 +246,20 @@ def _cached_tokenizer(folder: Path):
         saved = None
     if saved == TokenizersBackend.__name__:
         return TokenizersBackend.from_pretrained(folder, local_files_only=True)
+    from transformers import AutoTokenizer
+
     return AutoTokenizer.from_pretrained(folder, local_files_only=True)
 
 
 def _cached_config(folder: Path, plain: bool):
     """The cache's config: its family's class, or (plain) its values on the base class, which skips importing
     the family's modules (the same 0.8 s as above)."""
-    from transformers import AutoConfig, PretrainedConfig
+    from transformers import PretrainedConfig
 
     if plain:
         return PretrainedConfig.from_pretrained(folder, local_files_only=True)
+    from transformers import AutoConfig
+
     return AutoConfig.from_pretrained(folder, local_files_only=True)
 
 

@@ -117,3 +117,23 @@ def test_within_a_conversion_each_gguf_is_parsed_once_and_restored_after(tmp_pat
         assert first.fields["general.architecture"] is not None
         assert gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 2) is gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 2)
     assert gguf.GGUFReader is reader_class and gguf.GGUFReader(str(path)) is not first
+
+
+@pytest.mark.model
+@pytest.mark.subprocess
+def test_a_load_from_the_cache_imports_no_auto_class(native_model):
+    """With the tokenizer cached, a native load opens it and its config by their own classes: importing
+    transformers' Auto classes (every family's mappings) cost each load of a GGUF half a second."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from core.model.loader import load_model\n"
+        "load_model(None)\n"
+        "auto = sorted(m for m in sys.modules if m.startswith('transformers.models.auto'))\n"
+        "print(auto); sys.exit(1 if auto else 0)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr

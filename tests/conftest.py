@@ -304,6 +304,17 @@ def collect_cycles_after_each_test(cycles_collected_on_the_main_thread_only):
 
 
 @pytest.fixture(autouse=True)
+def no_cache_notices_left():
+    """Damaged cache files are said once, to whoever takes the process's notices next (core/cache_file.py): one
+    test's set-aside manifest must not show up in the next test's window as a notice in its transcript."""
+    from core.cache_file import take_notices
+
+    take_notices()
+    yield
+    take_notices()
+
+
+@pytest.fixture(autouse=True)
 def in_process_engine_unless_marked(request, monkeypatch):
     """Windows in tests use the in-process engine (fast, and it shares the session's loaded models);
     tests marked engine_process get the real engine process, as the app does."""

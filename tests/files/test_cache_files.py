@@ -15,14 +15,6 @@ import core.roofline.ceilings
 from core.cache_file import take_notices
 from core.roofline.ceilings import FORMAT, Ceiling, Ceilings, cached_ceilings
 
-
-@pytest.fixture(autouse=True)
-def no_notices_left():
-    take_notices()
-    yield
-    take_notices()
-
-
 # -- the ceilings file ----------------------------------------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ import sys
 
 from cli.remote_flags import apply_remote_flags
 from cli.risky_options import add_risky_options, warn_about_risky_options
+from core import startup_gc
 from core.errors import InvalidSettingsError, LatencyLabError
 from core.remote.spec import PROTOCOLS
 from core.settings import (
@@ -147,6 +148,8 @@ SETTING_FLAGS = (
     "draft_model",
 )
 LOAD_FLAGS = {"dtype": DTYPE.default, "device": DEVICE.default}
+# The commands that load a model through load_any, which ends the start (core/startup_gc.py) once it has.
+LOADING_COMMANDS = ("ask", "chat", "bench", "race")
 
 
 def given_flags(args: argparse.Namespace) -> dict:
@@ -192,6 +195,13 @@ def utf8_output() -> None:
         # Not a text stream (a test's capture), or already closed.
         with contextlib.suppress(AttributeError, ValueError, OSError):
             stream.reconfigure(encoding="utf-8", errors="replace")  # type: ignore[union-attr]
+
+
+def run() -> int:
+    """The program's entry point (`latencylab`, `python -m cli.main`): main() with the cycle collector held while it
+    starts (core/startup_gc.py). Tests call main() in their own process, whose collector is theirs."""
+    startup_gc.hold()
+    return main()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -244,8 +254,10 @@ def _main(argv: list[str] | None) -> int:
     from core.model.offline import use_offline_mode_for
 
     use_offline_mode_for(args.model)
+    if args.command not in LOADING_COMMANDS:
+        startup_gc.started()  # nothing more to import that lives for ever; the others start once their model loads
     return args.handler(args, settings)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 
+from core import startup_gc
 from core.settings import GenerationSettings
 
 
@@ -64,6 +65,8 @@ def launch_window(args: argparse.Namespace, settings: GenerationSettings) -> int
 
     from gui.main_window import MainWindow
 
+    # The window's modules are imported; from here its GUI thread collects on its own timer (gui/gui_thread_gc.py).
+    startup_gc.started()
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Latency Lab")
     window = MainWindow(

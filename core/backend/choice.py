@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from core import startup_gc
 from core.backend.load_options import DEFAULT_LOAD_OPTIONS, LoadOptions
 from core.chats.template_render import template_worker
 from core.generation.local_model import LocalModel
@@ -21,6 +22,15 @@ def load_any(
     options: LoadOptions = DEFAULT_LOAD_OPTIONS,
 ) -> LocalModel | RemoteModel:
     """A LocalModel for a local spec, a RemoteModel for a server URL: each prepares its own replies."""
+    try:
+        return _load(spec, device, dtype, progress, options)
+    finally:
+        startup_gc.started()  # what the imports and the first load made lives as long as the process
+
+
+def _load(
+    spec: str | None, device: str, dtype: str, progress: ProgressCallback, options: LoadOptions
+) -> LocalModel | RemoteModel:
     if is_remote_spec(spec):
         timeout_s = options.server_timeout_s
         return connect(

@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 
+from core import startup_gc
 from core.child_process import as_child, python_module, start_child
 from core.engine.messages import EVENTS, Delivered, EngineStopped, Heartbeat, Request, Shutdown
 from core.framing import FrameDecoder, FramedSocket, encode
@@ -227,7 +228,11 @@ def _import_the_model_stack() -> None:
     # The lazy parts a GGUF's load on the kernels uses; the float path imports its model classes when it loads one.
     from transformers import GenerationConfig, PretrainedConfig, TokenizersBackend  # noqa: F401
 
+    # Here, not after the first load: the engine loads other models later, and a frozen model is never collected.
+    startup_gc.started()
+
 
 if __name__ == "__main__":
+    startup_gc.hold()
     engine_socket, _ = as_child(sys.argv[1:])
     engine_main(FramedSocket(engine_socket))

@@ -45,13 +45,15 @@ class ChatListPanel(QWidget):
         self.list.customContextMenuRequested.connect(self._on_context_menu)
 
     def set_chats(self, summaries: list[ChatSummary], current_id: str | None) -> None:
-        """Show these chats in this order. The list is rebuilt only when the chats or their order change; otherwise
-        only the items whose words changed are touched (every message sent saves the chat and lists the chats again:
-        rebuilding 500 items took 10 ms and repainted the whole list)."""
+        """Show these chats in this order. Only the items whose words changed are touched, and a chat new or moved to
+        the top (its first message, or a message in an older chat) is one item inserted there; the list is rebuilt
+        only when the order changes otherwise (every message sent saves the chat and lists the chats again: rebuilding
+        500 items took 10 ms and repainted the whole list)."""
         shown = [(summary.chat_id, summary.title, _tooltip(summary)) for summary in summaries]
         self._filling = True
         try:
-            if [chat_id for chat_id, _, _ in shown] != [chat_id for chat_id, _, _ in self._shown]:
+            ids = [chat_id for chat_id, _, _ in shown]
+            if ids != [chat_id for chat_id, _, _ in self._shown] and not self._raise_to_top(ids):
                 self._rebuild(shown)
             else:
                 for row, (now, before) in enumerate(zip(shown, self._shown)):
@@ -69,11 +71,23 @@ class ChatListPanel(QWidget):
     def _rebuild(self, shown: list[tuple[str, str, str]]) -> None:
         self.list.clear()
         for chat_id, title, tooltip in shown:
-            item = QListWidgetItem(title)
-            item.setData(_ID_ROLE, chat_id)
-            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsEditable)
-            item.setToolTip(tooltip)
-            self.list.addItem(item)
+            self.list.addItem(_item(chat_id, title, tooltip))
+
+    def _raise_to_top(self, ids: list[str]) -> bool:
+        """Where ids is the listed order with its first chat added or moved to the top, put that chat's item there
+        (its words are set by the caller, as a changed row's) and say so; otherwise change nothing."""
+        top, listed = ids[0] if ids else None, [chat_id for chat_id, _, _ in self._shown]
+        if top is None or ids[1:] != [chat_id for chat_id in listed if chat_id != top]:
+            return False
+        if top in listed:
+            row = listed.index(top)
+            item = self.list.takeItem(row)
+            del self._shown[row]
+        else:
+            item = _item(top, "", "")
+        self.list.insertItem(0, item)
+        self._shown.insert(0, (top, None, None))
+        return True
 
     def chat_ids(self) -> list[str]:
         return [self.list.item(row).data(_ID_ROLE) for row in range(self.list.count())]
@@ -140,6 +154,14 @@ class ChatListPanel(QWidget):
             self.export_requested.emit(chat_id)
         elif chosen is delete_action:
             self.delete_requested.emit(chat_id)
+
+
+def _item(chat_id: str, title: str, tooltip: str) -> QListWidgetItem:
+    item = QListWidgetItem(title)
+    item.setData(_ID_ROLE, chat_id)
+    item.setFlags(item.flags() | Qt.ItemFlag.ItemIsEditable)
+    item.setToolTip(tooltip)
+    return item
 
 
 def _tooltip(summary: ChatSummary) -> str:

@@ -39,6 +39,37 @@ def test_a_new_order_lists_the_chats_anew_with_the_open_one_selected(qtbot):
     assert panel.list.currentItem().text() == "Storm"
 
 
+def test_a_new_chat_at_the_top_is_one_item_inserted_and_the_others_stay(qtbot):
+    panel = _panel(qtbot)
+    panel.set_chats(_summaries(["Lighthouse", "Storm"]), "chat-0")
+    items = [panel.list.item(row) for row in range(2)]
+    new = ChatSummary(chat_id="chat-new", title="Birds", updated_at="2026-12-05", message_count=1)
+    older = _summaries(["Lighthouse", "Storm"])
+    panel.set_chats([new, *older], "chat-new")
+    assert panel.chat_ids() == ["chat-new", "chat-0", "chat-1"]
+    assert panel.titles() == ["Birds", "Lighthouse", "Storm"]
+    assert "1 messages" in panel.list.item(0).toolTip()
+    assert [panel.list.item(row) for row in (1, 2)] == items  # not listed anew
+    assert panel.list.currentItem().text() == "Birds"
+
+
+def test_an_older_chat_that_gets_a_message_moves_to_the_top_alone(qtbot):
+    panel = _panel(qtbot)
+    panel.set_chats(_summaries(["Lighthouse", "Storm", "Keeper"]), "chat-0")
+    items = [panel.list.item(row) for row in range(3)]
+    summaries = _summaries(["Lighthouse", "Storm", "Keeper at dawn"], counts={2: 4})
+    panel.set_chats([summaries[2], summaries[0], summaries[1]], "chat-2")
+    assert panel.chat_ids() == ["chat-2", "chat-0", "chat-1"]
+    assert panel.titles() == ["Keeper at dawn", "Lighthouse", "Storm"]
+    assert "4 messages" in panel.list.item(0).toolTip()
+    assert [panel.list.item(row) for row in range(3)] == [items[2], items[0], items[1]]
+    assert panel.list.currentItem() is items[2]
+    asked = []
+    panel.rename_requested.connect(lambda chat_id, title: asked.append((chat_id, title)))
+    panel.list.item(0).setText("Keeper")  # as an edit in the list ends: the moved item still names its chat
+    assert asked == [("chat-2", "Keeper")]
+
+
 def test_a_rename_the_store_refused_shows_the_kept_title_at_the_next_listing(qtbot):
     panel = _panel(qtbot)
     asked = []

@@ -120,10 +120,16 @@ def start_proxy(upstream: str) -> tuple[subprocess.Popen, str]:
     return process, match.group(1)
 
 
-def cpu_seconds(pid: int) -> float:
-    """A process's user + system CPU time so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def scheduled_ms(pid: int) -> tuple[float, float]:
+    """(ms on a core, ms runnable but waiting for one) of all a process's threads so far (Linux schedstat, in ns)."""
+    ran = waited = 0
+    for path in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            on_cpu, on_queue, _ = path.read_text().split()
+        except (OSError, ValueError):
+            continue  # a thread that ended meanwhile
+        ran, waited = ran + int(on_cpu), waited + int(on_queue)
+    return ran / 1e6, waited / 1e6
 
 
 def main() -> None:
@@ -161,7 +167,7 @@ def main() -> None:
 
 
 def measure(report, roots: dict[str, str], concurrency: int, args, proxy_pid: int) -> None:
-    results, proxy_cpu_ms = asyncio.run(rounds(roots, concurrency, args, proxy_pid))
+    results, (proxy_cpu_ms, proxy_wait_ms) = asyncio.run(rounds(roots, concurrency, args, proxy_pid))
     ttft = {mode: statistics.median(t for t, _ in rows) * 1e3 for mode, rows in results.items()}
     tpot = {mode: statistics.median(p for _, p in rows) * 1e3 for mode, rows in results.items()}
     delta, ratio = ttft["proxy"] - ttft["direct"], tpot["proxy"] / tpot["direct"]
@@ -177,29 +183,32 @@ def measure(report, roots: dict[str, str], concurrency: int, args, proxy_pid: in
     print(f"    ratio {ratio:.3f} (target <= {TPOT_TARGET_RATIO:g}): {'met' if tpot_met else 'NOT met'}")
     chunks = streams * args.tokens
     print(
-        f"  the proxy's own CPU: {proxy_cpu_ms:.0f} ms for {streams} streams, {proxy_cpu_ms / chunks * 1e3:.0f} µs a chunk"
+        f"  the proxy's own CPU: {proxy_cpu_ms:.0f} ms for {streams} streams, {proxy_cpu_ms / chunks * 1e3:.0f} µs a chunk; "
+        f"it waited for a core {proxy_wait_ms / chunks * 1e3:.0f} µs a chunk"
     )
     label = f"{concurrency}_{args.connections}"
     report.figure(f"ttft_p50_delta_ms_at_{label}", round(delta, 3), f"<= {TTFT_TARGET_MS:g} ms", ttft_met)
     report.figure(f"tpot_ratio_at_{label}", round(ratio, 4), f"<= {TPOT_TARGET_RATIO:g}", tpot_met)
     report.figure(f"proxy_cpu_us_per_chunk_at_{label}", round(proxy_cpu_ms / chunks * 1e3, 1))
+    report.figure(f"proxy_wait_us_per_chunk_at_{label}", round(proxy_wait_ms / chunks * 1e3, 1))
 
 
 async def rounds(
     roots: dict[str, str], concurrency: int, args, proxy_pid: int
-) -> tuple[dict[str, list[tuple[float, float]]], float]:
-    """Each mode's (TTFT, TPOT) rows over ABBA-ordered rounds, and the proxy's CPU (ms) while they ran."""
+) -> tuple[dict[str, list[tuple[float, float]]], tuple[float, float]]:
+    """Each mode's (TTFT, TPOT) rows over ABBA-ordered rounds, and the proxy's ms on a core and waiting for one."""
     results: dict[str, list[tuple[float, float]]] = {"direct": [], "proxy": []}
     sessions = {mode: new_session() for mode in roots} if args.connections == "kept" else {}
     try:
         for mode in ("direct", "proxy"):  # unmeasured: the server's first batch this wide, both sides' connections
             await one_round(roots[mode], concurrency, args.tokens, sessions.get(mode))
-        cpu_before = cpu_seconds(proxy_pid)
+        before = scheduled_ms(proxy_pid)
         for round_index in range(args.rounds):
             order = ("direct", "proxy") if round_index % 2 == 0 else ("proxy", "direct")
             for mode in order:
                 results[mode] += await one_round(roots[mode], concurrency, args.tokens, sessions.get(mode))
-        return results, (cpu_seconds(proxy_pid) - cpu_before) * 1e3
+        after = scheduled_ms(proxy_pid)
+        return results, (after[0] - before[0], after[1] - before[1])
     finally:
         for session in sessions.values():
             await session.close()

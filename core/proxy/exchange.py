@@ -7,13 +7,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from core.proxy.client_process import ClientProcess
 from core.proxy.meter import ResponseMeter
 from core.proxy.record import ProxyRecord, RequestProgress, RequestStarted
 from core.proxy.routes import streams_by_default
-from core.timing.metrics import NS_PER_S, summarize
+from core.timing.metrics import NS_PER_S, percentiles, summarize
 
 MAX_KEPT_REQUEST_BYTES = 1024 * 1024
 PROGRESS_EVERY_NS = 50_000_000
@@ -132,7 +130,7 @@ def _measured(meter: ResponseMeter, start_ns: int, model: str | None, error: str
     tokens = counted if counted is not None else meter.output_chunks
     summary = summarize(start_ns, meter.first_output_ns, meter.last_output_ns, tokens if meter.output_chunks else 0, 0)
     kept = [gap / NS_PER_S for gap in meter.gaps.kept]
-    p50, p90, p99 = np.percentile(kept, (50, 90, 99)).tolist() if kept else (None, None, None)  # one pass, not three
+    p50, p90, p99 = percentiles(kept, (50, 90, 99))
     return dict(
         model=model or meter.model,
         streamed=meter.streamed,

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-
-import numpy as np
 
 NS_PER_S = 1_000_000_000
 
@@ -93,7 +92,26 @@ def inter_token_latencies(timestamps_ns: Sequence[int]) -> tuple[float, ...]:
 
 def percentile(values: Sequence[float], q: float) -> float | None:
     """The q-th percentile with linear interpolation, as numpy and vLLM's benchmark compute it."""
-    return float(np.percentile(np.asarray(values, dtype=float), q)) if len(values) else None
+    return percentiles(values, (q,))[0]
+
+
+def percentiles(values: Sequence[float], qs: Sequence[float]) -> tuple[float | None, ...]:
+    """Each q-th percentile of values (None for none), sorted once; numpy's linear interpolation, its rounding
+    included. Plain Python: numpy.percentile's own overhead is 60-90 µs a call (three for a reply's ITL, once per
+    request in the proxy), and a sort in Python is faster up to about 5,000 values."""
+    if not len(values):
+        return tuple(None for _ in qs)
+    ordered = sorted(float(value) for value in values)
+    last = len(ordered) - 1
+    found = []
+    for q in qs:
+        position = q / 100 * last
+        low = math.floor(position)
+        below, above = ordered[low], ordered[min(low + 1, last)]
+        weight = position - low
+        # numpy interpolates from the nearer end, so a percentile between equal values is exactly that value.
+        found.append(above - (above - below) * (1 - weight) if weight >= 0.5 else below + (above - below) * weight)
+    return tuple(found)
 
 
 def compute_metrics(
@@ -112,10 +130,5 @@ def compute_metrics(
         request_start_ns, stamps[0] if stamps else None, stamps[-1] if stamps else None, count, prompt_tokens
     )
     itl = inter_token_latencies(stamps if itl_stamps_ns is None else list(itl_stamps_ns))
-    return LatencyMetrics(
-        **asdict(summary),
-        itl_s=itl,
-        itl_p50_s=percentile(itl, 50),
-        itl_p90_s=percentile(itl, 90),
-        itl_p99_s=percentile(itl, 99),
-    )
+    p50, p90, p99 = percentiles(itl, (50, 90, 99))
+    return LatencyMetrics(**asdict(summary), itl_s=itl, itl_p50_s=p50, itl_p90_s=p90, itl_p99_s=p99)

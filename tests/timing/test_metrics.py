@@ -7,7 +7,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from core.timing.metrics import compute_metrics, inter_token_latencies, percentile
+from core.timing.metrics import compute_metrics, inter_token_latencies, percentile, percentiles
 
 MS = 1_000_000
 
@@ -48,6 +48,18 @@ def test_percentile_matches_numpy_linear_interpolation():
     values = [0.5, 0.1, 0.3, 0.9, 0.7]
     assert percentile(values, 99) == pytest.approx(float(np.percentile(values, 99)))
     assert percentile([], 50) is None
+
+
+@given(st.lists(st.floats(min_value=0, max_value=60, allow_nan=False), min_size=1, max_size=300))
+@example([0.25, 0.25, 0.25])  # between equal values: exactly that value
+@example([1e-9, 30.0])
+def test_percentiles_are_numpys_to_the_bit(values):
+    qs = (0, 1, 25, 50, 90, 99, 100)
+    assert percentiles(values, qs) == tuple(np.percentile(values, qs).tolist())
+
+
+def test_percentiles_of_nothing_are_none():
+    assert percentiles([], (50, 90, 99)) == (None, None, None)
 
 
 @given(st.integers(0, 10**12), st.lists(st.integers(1, 10**9), min_size=0, max_size=60), st.integers(0, 10**6))

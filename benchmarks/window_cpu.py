@@ -3,9 +3,13 @@
 A tiny random-weight model on the in-process engine sleeps between tokens to stream at --tok-s (the embedded
 model's native pace here, about 90 tok/s), so the GUI thread's CPU time (the meter's own measure, its "window's own
 CPU" card) is the window's work alone: text, plots, cards and frames. Target: at most 5% of one core.
+What it writes (--text): prose, a paragraph of English repeated (its tokens forced, as a reply's words wrap into
+lines); or newlines, the tiny model's own greedy output, one empty line a token: a stress case in which every frame
+adds lines and scrolls the whole view.
 Run under `xvfb-run -a -s "-screen 0 1400x950x24"` with QT_QPA_PLATFORM=xcb for a real X screen.
 
-Run: .venv/bin/python benchmarks/window_cpu.py [--tokens 400] [--tok-s 90] [--replies 3] [--profile FILE]
+Run: .venv/bin/python benchmarks/window_cpu.py [--tokens 400] [--tok-s 90] [--replies 3] [--text prose|newlines]
+     [--profile FILE]
 """
 
 from __future__ import annotations
@@ -40,11 +44,45 @@ def paced(seconds_per_token: float):
     return Paced()
 
 
+PROSE = (
+    "Prefill reads the whole prompt in one pass, so a long question mostly delays the first word; its pace is set by "
+    "arithmetic. Decode then writes one token for each full pass over the weights, and that pass is limited by "
+    "memory, not by the cores: a four gigabyte model on a machine that reads thirty gigabytes a second cannot write "
+    "much more than seven tokens a second. That is why a quantised model feels faster, why serving a few users at "
+    "once costs almost nothing more, and why streaming the words as they come changes how long a reply feels. "
+)
+
+
+def forced(token_ids: list[int]):
+    """A logits processor that makes greedy decoding write token_ids, over and over."""
+    import torch
+    from transformers import LogitsProcessor
+
+    class Forced(LogitsProcessor):
+        def __init__(self):
+            self.written = 0
+
+        def __call__(self, input_ids, scores):
+            chosen = token_ids[self.written % len(token_ids)]
+            self.written += 1
+            forced_scores = torch.full_like(scores, -torch.inf)
+            forced_scores[:, chosen] = 0.0
+            return forced_scores
+
+    return Forced()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=400)
     parser.add_argument("--tok-s", type=float, default=90.0)
     parser.add_argument("--replies", type=int, default=3)
+    parser.add_argument(
+        "--text",
+        choices=("prose", "newlines"),
+        default="prose",
+        help="prose: English wrapped into lines; newlines: the tiny model's own output, an empty line a token",
+    )
     parser.add_argument("--profile", metavar="FILE", help="cProfile the GUI thread over the replies into FILE")
     _common.add_json_option(parser)
     args = parser.parse_args()
@@ -69,13 +107,18 @@ def main() -> None:
     window.models.accept_model(LocalModel.of(tiny))  # the loader's model, with its verbs
     window.replies.ignore_eos = True
     window.chat_panel.settings_panel.max_new_tokens.setValue(args.tokens)
-    print(f"platform {app.platformName()}, {args.tokens} tokens at {args.tok_s:g} tok/s, {args.replies} replies")
+    print(
+        f"platform {app.platformName()}, {args.tokens} tokens at {args.tok_s:g} tok/s, {args.replies} replies, "
+        f"text: {args.text}"
+    )
+    prose_ids = tiny.tokenizer.encode(PROSE, add_special_tokens=False)
     shares = []
     profiler = cProfile.Profile() if args.profile else None
     loop, done = QEventLoop(), []
     window.reply_finished.connect(lambda trace: (done.append(trace), loop.quit()))
     for reply in range(args.replies):
-        window.models.engine.logits_processors = (paced(1.0 / args.tok_s),)
+        writing = (forced(prose_ids),) if args.text == "prose" else ()
+        window.models.engine.logits_processors = (paced(1.0 / args.tok_s), *writing)
         done.clear()
         window.chat_panel.input_box.setPlainText(f"Reply {reply}: write anything.")
         QTimer.singleShot(0, window.send_message)

@@ -37,3 +37,9 @@ def test_finished_reply_replaces_the_cut_blocks_with_its_text(qtbot, monkeypatch
     view.finish_assistant_turn(text, message_index=1)
     assert text in view.toPlainText().replace("\n", " ") and text.split(". ")[0] in view.toPlainText()
     assert view.toPlainText().count("\n") <= 4  # header lines and the copy link, not the cuts
+
+
+def test_a_streamed_and_finished_reply_keeps_no_undo_history(qtbot, monkeypatch):
+    view = stream_reply(qtbot, LIVE_BLOCK_LINES, monkeypatch)
+    view.finish_assistant_turn(" ".join(WORDS).strip(), message_index=1)
+    assert view.document().availableUndoSteps() == 0  # one step a token otherwise, for the whole session

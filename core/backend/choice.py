@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from core import startup_gc
 from core.backend.load_options import DEFAULT_LOAD_OPTIONS, LoadOptions
 from core.chats.template_render import template_worker
 from core.generation.local_model import LocalModel
 from core.model import loader
 from core.progress import ProgressCallback, no_progress
-from core.remote.connect import RemoteModel, connect
 from core.remote.spec import is_remote_spec
 from core.settings import SERVER_TIMEOUT
+
+if TYPE_CHECKING:
+    from core.remote.connect import RemoteModel
 
 
 def load_any(
@@ -32,6 +36,8 @@ def _load(
     spec: str | None, device: str, dtype: str, progress: ProgressCallback, options: LoadOptions
 ) -> LocalModel | RemoteModel:
     if is_remote_spec(spec):
+        from core.remote.connect import connect  # the HTTP client (httpx, 0.1 s to import): for a server only
+
         timeout_s = options.server_timeout_s
         return connect(
             spec,

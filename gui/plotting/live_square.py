@@ -45,9 +45,9 @@ class LiveSquare:
     def rescale(self) -> None:
         """Sized in pixels, it needs nothing when the scale changes."""
 
-    def paint(self, painter: QPainter) -> None:
+    def paint(self, painter: QPainter, _area: tuple[float, float, float, float]) -> None:
         """Onto a painter that maps data coordinates to the layer's pixels: the square's size is turned into data
-        units, so the painter keeps its transform for the curves."""
+        units, so the painter keeps its transform for the curves. One square: drawn whatever part is repainted."""
         if not len(self._x):
             return
         width, height = self._layer.pixel_size()

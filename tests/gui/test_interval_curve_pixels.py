@@ -19,11 +19,11 @@ TOKENS = 122
 GAP_MS = 48.0
 
 
-def _gaps() -> list[float]:
-    return [GAP_MS + 6.0 * math.sin(index / 4.0) for index in range(1, TOKENS)]
+def _gaps(tokens: int = TOKENS) -> list[float]:
+    return [GAP_MS + 6.0 * math.sin(index / 4.0) for index in range(1, tokens)]
 
 
-def _run_a_reply(qtbot) -> MeterPanel:
+def _run_a_reply(qtbot, tokens: int = TOKENS) -> MeterPanel:
     """A reply's tokens arrive a few per frame, as the window's 25 Hz timer sees them, then it finishes."""
     meter = MeterPanel()
     qtbot.addWidget(meter)
@@ -34,7 +34,7 @@ def _run_a_reply(qtbot) -> MeterPanel:
     meter.begin_reply(start_ns)
     trace = ReplyTrace(request_start_ns=start_ns, prompt_tokens=40)
     stamp_ns = start_ns + 300_000_000
-    for index, gap in enumerate([0.0] + _gaps()):
+    for index, gap in enumerate([0.0] + _gaps(tokens)):
         stamp_ns += int(gap * 1e6)
         event = TokenEvent(index=index, token_id=index, text=f"{index},", timestamp_ns=stamp_ns)
         trace.record(event)
@@ -62,12 +62,13 @@ def _is_curve_colour(colour: QColor) -> bool:
     return all(abs(a - b) <= 40 for a, b in zip(colour.getRgb()[:3], curve.getRgb()[:3]))
 
 
-def test_every_point_of_a_finished_reply_is_drawn_in_the_curve_colour(qtbot):
-    meter = _run_a_reply(qtbot)
+@pytest.mark.parametrize("tokens", [TOKENS, 700])  # 700: the curves are kept in pieces (gui/plotting/live_curve.py)
+def test_every_point_of_a_finished_reply_is_drawn_in_the_curve_colour(qtbot, tokens):
+    meter = _run_a_reply(qtbot, tokens)
     plot = meter.interval_plot
     image = plot.grab().toImage()
     x, log_y = plot.interval_item.getData()
-    assert len(x) == TOKENS - 1
+    assert len(x) == tokens - 1
     uncovered = []
     for index, (column, row) in zip(x, _point_pixels(plot, x, log_y)):
         # The point's cross spans two pixels either side of it: some of them must have the curve's colour.

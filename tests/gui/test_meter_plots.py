@@ -3,7 +3,7 @@
 import math
 
 import pytest
-from PySide6.QtCore import QEvent, QObject
+from PySide6.QtCore import QEvent, QObject, QPointF, QRect
 
 from gui.meter.interval_plot import IntervalPlot, decade_label
 from gui.meter.visible_text_plot import VisibleTextPlot
@@ -430,3 +430,58 @@ def test_a_window_s_first_reply_streams_on_axes_sized_for_its_budget(qtbot):
     meter.size_for_budget(1024)  # a reply has ended: the next starts where it ended, whatever the budget
     meter.begin_reply(0, 1024)
     assert intervals.getViewBox().viewRange()[0][1] == pytest.approx(128, rel=0.05)
+
+
+def _long_reply(qtbot) -> IntervalPlot:
+    """Seven hundred gaps, a few a frame: many pieces of each curve, with flat stretches (bounds with no height)."""
+    plot = _shown_plot(qtbot)
+    qtbot.waitExposed(plot)
+    gaps = [12.0 + 8.0 * math.sin(index / 9.0) if (index // 50) % 2 else 20.0 for index in range(1, 700)]
+    _feed(plot, gaps, refresh_every=3)
+    plot.settle()  # the ranges' last steps are drawn: the plot no longer changes under the strips
+    return plot
+
+
+def test_any_strip_of_a_long_reply_painted_alone_shows_what_painting_the_whole_plot_shows(qtbot):
+    """A frame repaints the strip of its new points, and each curve draws only its pieces that reach into it: the
+    pixels of a strip painted alone are those of a paint of the whole. (Its edge columns are left out: Qt clips a
+    line at the strip's edge and may light the edge pixel, as it did before the curves were cut in pieces.)"""
+    plot = _long_reply(qtbot)
+    layer = plot.live_layer
+    whole = layer.grab().toImage()
+    width, height = layer.width(), layer.height()
+    for left in range(0, width - 12, 37):
+        strip = QRect(left, 0, 12, height)
+        inner = QRect(2, 0, 8, height)
+        assert layer.grab(strip).toImage().copy(inner) == whole.copy(inner.translated(left, 0)), strip
+
+
+class _DrawnPaths:
+    """A painter that keeps the paths it is asked to draw."""
+
+    def __init__(self):
+        self.paths = []
+
+    def setPen(self, _pen) -> None:  # noqa: N802 - Qt's name
+        pass
+
+    def drawPath(self, path) -> None:  # noqa: N802 - Qt's name
+        self.paths.append(path)
+
+
+def test_a_strip_draws_the_pieces_of_a_curve_that_reach_into_it_and_no_others(qtbot):
+    plot = _long_reply(qtbot)
+    x, y = plot.interval_item.getData()
+    whole = _DrawnPaths()
+    plot.interval_item.paint(whole, (float(x[0]), float(y.min()), float(x[-1]), float(y.max())))
+    assert len(whole.paths) >= 5  # a long curve is kept in pieces
+    for low, high in ((100.5, 104.5), (300.0, 301.0), (697.0, 700.0)):
+        drawn = _DrawnPaths()
+        plot.interval_item.paint(drawn, (low, float(y.min()), high, float(y.max())))
+        assert len(drawn.paths) <= 3
+        inside = [(float(px), float(py)) for px, py in zip(x, y) if low <= px <= high]
+        # Each point inside lies on a path drawn (a path's bounds hold all its points).
+        for point in inside:
+            assert any(
+                path.boundingRect().adjusted(0, -1e-9, 0, 1e-9).contains(QPointF(*point)) for path in drawn.paths
+            )

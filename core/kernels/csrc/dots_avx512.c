@@ -468,7 +468,11 @@ TILE_ENTRY(q4_K, q4_K_tile) TILE_ENTRY(q5_K, q5_K_tile) TILE_ENTRY(q6_K, q6_K_ti
 /* The packed kernels prefetch only where packed.c's choice says (Intel: 4 KB ahead into L2). On the EPYCs a packed
  * group's one contiguous stream is followed by the hardware prefetchers alone, and a prefetch per line cost more than
  * it saved (the 1B shape's step, interleaved with and without 8 blocks ahead: Q4_K_M 27.5 -> 19.1 ms, Q8_0 48.7 ->
- * 34.2 ms, Q4_0 even). */
+ * 34.2 ms, Q4_0 even). The k-quants' blocks are 36-53 lines: asked for all at once as a block starts, the requests
+ * filled the core's miss buffers and the loop stalled on the prefetches themselves (perf: 43% of Q4_K's samples on
+ * the instruction after one), so those kernels ask for each line as they come to the line it stands in for, and
+ * the Xeon's step shortened 4-8% (Llama-2-7B shape Q4_K_M 164 -> 158 ms, Llama-3-8B Q5_K_M 220 -> 202 ms,
+ * interleaved step by step; benchmarks/prefetch.py measures the distance). */
 
 /* eight: Q8_0 (signed bytes, +128 to make them unsigned); else Q4_0 (nibbles, which are the values + 8), or with
  * minimum Q4_1 (nibbles, the values themselves; its rows' minimums after the scales, Q8_1 activations). */
@@ -560,7 +564,7 @@ INLINE void k4x16_tile(int n, const void *group, const void *a, size_t a_stride,
     for (int j = 0; j < C; j++) sums[j] = minimums[j] = _mm512_setzero_ps();
     for (int b = 0; b < blocks; b++) {
         const uint8_t *o = (const uint8_t *)group + (size_t)b * group_block;
-        prefetch_ahead(o, group_block);
+        prefetch_ahead(o, quants);  /* the scales; each register of quants as the loop below comes to it */
         const __m512i w0 = _mm512_loadu_si512((const void *)(o + 64)), w1 = _mm512_loadu_si512((const void *)(o + 128)),
                       w2 = _mm512_loadu_si512((const void *)(o + 192));
         /* bytes j of each lane: the scales (minimums) of sub-blocks j, then 4 + j */
@@ -578,6 +582,7 @@ INLINE void k4x16_tile(int n, const void *group, const void *a, size_t a_stride,
             __m512i low_sum[DOT_ROWS], high_sum[DOT_ROWS];
             for (int j = 0; j < C; j++) low_sum[j] = high_sum[j] = _mm512_setzero_si512();
             for (int w = 0; w < 8; w++) {
+                prefetch_ahead(o + quants + 64 * (8 * k + w), 64);
                 const __m512i x = _mm512_loadu_si512((const void *)(o + quants + 64 * (8 * k + w)));
                 __m512i low = _mm512_and_si512(x, low4), high = _mm512_and_si512(_mm512_srli_epi16(x, 4), low4);
                 if (five) {  /* Q5_K: bits 2k and 2k + 1 of the fifth-bit bytes, each to bit 4 (16) of its value */
@@ -641,7 +646,7 @@ INLINE void q6_Kx16_tile(int n, const void *group, const void *a, size_t a_strid
     for (int j = 0; j < C; j++) sums[j] = _mm512_setzero_ps();
     for (int b = 0; b < blocks; b++) {
         const uint8_t *o = (const uint8_t *)group + (size_t)b * Q6_KX16_BLOCK;
-        prefetch_ahead(o, Q6_KX16_BLOCK);
+        prefetch_ahead(o, 288);  /* d and the scales; each word's three registers as the loop below comes to them */
         __m512i total[DOT_ROWS];
         for (int j = 0; j < C; j++) total[j] = _mm512_setzero_si512();
         for (int h = 0; h < 2; h++)
@@ -651,6 +656,7 @@ INLINE void q6_Kx16_tile(int n, const void *group, const void *a, size_t a_strid
                     for (int q = 0; q < 4; q++) part[j][q] = _mm512_setzero_si512();
                 for (int w = 4 * s; w < 4 * s + 4; w++) {
                     const uint8_t *p = o + 288 + 192 * (8 * h + w);
+                    prefetch_ahead(p, 192);
                     const __m512i first = _mm512_loadu_si512((const void *)p),
                                   second = _mm512_loadu_si512((const void *)(p + 64)),
                                   high = _mm512_loadu_si512((const void *)(p + 128));

@@ -4,7 +4,9 @@ Targets (issue #40), on tools/real_size.py's files (random weights in real shape
 its own child process (so its load time and peak RSS are its own), interleaved round by round:
   TTFT ratio (ours / llama.cpp) <= 1.0 at every prompt length (stretch: <= 0.5 from 512 tokens);
   TPOT ratio <= 1.0; decode's share of this machine's DRAM bandwidth >= 85% (weight and KV bytes a step reads,
-  over TPOT, against the DRAM ceiling of core/roofline/ceilings.py).
+  over TPOT, against the DRAM ceiling of core/roofline/ceilings.py, the best pass of its read loop; and "beside":
+  against the median of that read loop run just before and after each of our runs, for a machine whose bandwidth
+  moves between phases).
 Run: .venv/bin/python benchmarks/real_size.py [--files llama-3.2-1b:Q4_K_M,llama-2-7b:Q4_K_M] [--lengths 50,512,2048]
      [--rounds 2] [--new-tokens 32]
 """
@@ -130,6 +132,27 @@ def run_child(engine: str, path: Path, args) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def read_loop_now() -> float:
+    """The DRAM read loop's rate now (the median of five passes), in a process of its own: a child's peak RSS starts
+    from its parent's high-water mark (Linux keeps it across exec), so the parent never holds the loop's buffer.
+
+    This machine's bandwidth moves by a third between phases of the same hour (other tenants share it), so each of our
+    runs is also set against the read loop run just before and just after it, median against median."""
+    done = subprocess.run(
+        [sys.executable, __file__, "--read-loop"], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the read loop failed:\n{done.stderr[-2000:]}")
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def child_read_loop() -> float:
+    from core.roofline.ceilings import best_rate, dram_probe, last_level_cache_bytes
+
+    probe = dram_probe(last_level_cache_bytes())
+    return best_rate(probe.run, probe.amount, min_passes=5, budget_s=0.0)[1]
+
+
 def dram_ceiling() -> float | None:
     from core.roofline.ceilings import cached_ceilings, measure_ceilings
 
@@ -141,6 +164,7 @@ def dram_ceiling() -> float | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", nargs=2, metavar=("ENGINE", "FILE"), help=argparse.SUPPRESS)
+    parser.add_argument("--read-loop", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--files", default=DEFAULT_FILES, help="FAMILY:FILE_TYPE,... (tools/real_size.py's names)")
     parser.add_argument("--lengths", default="50,512,2048")
     parser.add_argument("--rounds", type=int, default=2)
@@ -149,6 +173,9 @@ def main() -> None:
     _common.add_json_option(parser)
     args = parser.parse_args()
     lengths = [int(length) for length in args.lengths.split(",")]
+    if args.read_loop:
+        print(child_read_loop())
+        return
     if args.child:
         engine, path = args.child
         run = child_ours if engine == "ours" else child_llama
@@ -169,7 +196,10 @@ def main() -> None:
         for spec, path in files:
             order = ("ours", "llama.cpp") if round_index % 2 == 0 else ("llama.cpp", "ours")
             for engine in order:
+                before = read_loop_now() if dram and engine == "ours" else None
                 found = run_child("ours" if engine == "ours" else "llama", path, args)
+                if before is not None:
+                    found["read_loop_bytes_per_s"] = (before + read_loop_now()) / 2
                 runs.setdefault((spec, engine), []).append(found)
                 print(f"  round {round_index + 1}: {spec} {engine} done", flush=True)
 
@@ -178,9 +208,9 @@ def main() -> None:
         f"each engine in its own process\n"
     )
     header = f"{'file':<22}{'GiB':>6}{'tokens':>8}{'llama TTFT':>12}{'ours TTFT':>11}{'ratio':>7}"
-    header += f"{'llama TPOT':>12}{'ours TPOT':>11}{'ratio':>7}{'DRAM share':>12}"
+    header += f"{'llama TPOT':>12}{'ours TPOT':>11}{'ratio':>7}{'DRAM share':>12}{'beside':>8}"
     print(header)
-    ttft_ok = tpot_ok = dram_ok = stretch_ok = True
+    ttft_ok = tpot_ok = dram_ok = beside_ok = stretch_ok = True
     for spec, path in files:
         size = path.stat().st_size
         ours_runs, theirs_runs = runs[spec, "ours"], runs[spec, "llama.cpp"]
@@ -192,13 +222,20 @@ def main() -> None:
 
             ttft_ours, ttft_theirs = figure(ours_runs, "ttft_s"), figure(theirs_runs, "ttft_s")
             tpot_ours, tpot_theirs = figure(ours_runs, "tpot_s"), figure(theirs_runs, "tpot_s")
-            share = None
+            share = beside = None
             if dram and facts:
                 from core.roofline.counts import ArithmeticShape, decode_counts
 
                 shape = ArithmeticShape.from_dict(facts)
                 bytes_per_step = decode_counts(shape, length + args.new_tokens // 2).bytes
                 share = bytes_per_step / tpot_ours / dram
+                beside = median(
+                    [
+                        bytes_per_step / run["results"][str(length)]["tpot_s"] / run["read_loop_bytes_per_s"]
+                        for run in ours_runs
+                    ]
+                )
+                beside_ok &= beside >= DRAM_SHARE_TARGET
             ttft_ratio, tpot_ratio = ttft_ours / ttft_theirs, tpot_ours / tpot_theirs
             ttft_ok &= ttft_ratio <= TTFT_TARGET
             tpot_ok &= tpot_ratio <= TPOT_TARGET
@@ -209,10 +246,13 @@ def main() -> None:
             print(
                 f"{spec:<22}{size / 2**30:>6.2f}{length:>8}{ttft_theirs:>11.2f}s{ttft_ours:>10.2f}s{ttft_ratio:>7.2f}"
                 f"{tpot_theirs * 1e3:>10.1f}ms{tpot_ours * 1e3:>9.1f}ms{tpot_ratio:>7.2f}"
-                f"{(f'{share:.0%}' if share is not None else '-'):>12}"
+                f"{(f'{share:.0%}' if share is not None else '-'):>12}{(f'{beside:.0%}' if beside is not None else '-'):>8}"
             )
             report.figure(f"{spec} {length} ttft_ratio", round(ttft_ratio, 3), f"<= {TTFT_TARGET}")
             report.figure(f"{spec} {length} tpot_ratio", round(tpot_ratio, 3), f"<= {TPOT_TARGET}")
+            if share is not None and beside is not None:
+                report.figure(f"{spec} {length} dram_share", round(share, 3), f">= {DRAM_SHARE_TARGET}")
+                report.figure(f"{spec} {length} dram_share_beside", round(beside, 3), f">= {DRAM_SHARE_TARGET}")
         for engine, engine_runs in (("ours", ours_runs), ("llama.cpp", theirs_runs)):
             rss = median([run["peak_rss_bytes"] for run in engine_runs])
             ready = median([run["ready_s"] for run in engine_runs])
@@ -222,7 +262,8 @@ def main() -> None:
     print(
         f"\nTTFT ratio <= {TTFT_TARGET}: {'MET' if ttft_ok else 'NOT MET'}; stretch <= {TTFT_STRETCH} from 512 tokens: "
         f"{'MET' if stretch_ok else 'NOT MET'}; TPOT ratio <= {TPOT_TARGET}: {'MET' if tpot_ok else 'NOT MET'}; "
-        f"DRAM share >= {DRAM_SHARE_TARGET:.0%}: {'MET' if dram_ok else 'NOT MET'}"
+        f"DRAM share >= {DRAM_SHARE_TARGET:.0%}: {'MET' if dram_ok else 'NOT MET'} against the ceiling, "
+        f"{'MET' if beside_ok else 'NOT MET'} against the read loop run beside each of our runs"
     )
 
 

@@ -234,19 +234,24 @@ def read_probe(name: str, label: str, buffer_bytes: int, why: str) -> Probe:
         )
 
 
-def default_probes(last_level_cache: int | None) -> list[Callable[[], Probe]]:
-    """Each made when it runs, so only one buffer is in memory at a time."""
-    probes: list[Callable[[], Probe]] = [partial(gemm_probe, precision) for precision in GEMM_PRECISIONS]
-    int8 = int8_probe()
-    if int8 is not None:
-        probes.append(lambda: int8)
+def dram_probe(last_level_cache: int | None) -> Probe:
+    """The read loop over a buffer the last-level cache cannot hold: the DRAM ceiling's work."""
     dram = max(MIN_DRAM_BUFFER, DRAM_CACHE_MULTIPLE * (last_level_cache or 0))
     why = (
         f"{dram / last_level_cache:.0f}x the {last_level_cache / MIB:,.0f} MiB last-level cache"
         if last_level_cache
         else "the last-level cache's size is unknown here"
     )
-    probes.append(lambda: read_probe("dram", "DRAM", dram, why))
+    return read_probe("dram", "DRAM", dram, why)
+
+
+def default_probes(last_level_cache: int | None) -> list[Callable[[], Probe]]:
+    """Each made when it runs, so only one buffer is in memory at a time."""
+    probes: list[Callable[[], Probe]] = [partial(gemm_probe, precision) for precision in GEMM_PRECISIONS]
+    int8 = int8_probe()
+    if int8 is not None:
+        probes.append(lambda: int8)
+    probes.append(lambda: dram_probe(last_level_cache))
     if last_level_cache:
         size = last_level_cache // LLC_FRACTION
         probes.append(

@@ -470,7 +470,7 @@ INLINE void k4x16_tile(int n, const void *group, const void *a, size_t a_stride,
         for (int h = 0; h < 2; h++) sums[j][h] = minimums[j][h] = _mm256_setzero_ps();
     for (int b = 0; b < blocks; b++) {
         const uint8_t *o = (const uint8_t *)group + (size_t)b * group_block;
-        prefetch_ahead(o, group_block);
+        prefetch_ahead(o, quants);  /* the scales; each line of quants as the first half's loop comes to it */
         int32_t pairs[DOT_ROWS][4];
         for (int j = 0; j < C; j++) k_activation_pairs((const block_q8_K *)A_ROW(j) + b, pairs[j]);
         for (int h = 0; h < 2; h++) {  /* rows 8h..8h+7 */
@@ -494,6 +494,7 @@ INLINE void k4x16_tile(int n, const void *group, const void *a, size_t a_stride,
                     __m256i low_pairs[DOT_ROWS], high_pairs[DOT_ROWS];
                     for (int j = 0; j < C; j++) low_pairs[j] = high_pairs[j] = _mm256_setzero_si256();
                     for (int w = part; w < part + widen_every; w++) {
+                        if (h == 0) prefetch_ahead(o + quants + 64 * (8 * k + w), 64);
                         const __m256i x = _mm256_loadu_si256((const __m256i *)(o + quants + 64 * (8 * k + w) + 32 * h));
                         __m256i low = _mm256_and_si256(x, low4);
                         __m256i high = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);

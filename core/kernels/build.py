@@ -2,9 +2,9 @@
 
 The library is built with -march=native, so an AVX2-only laptop and an AVX-512 server each get code for
 what they have; the cache key holds the CPU's flags and the sources, so a changed CPU (a shared home
-folder) or source builds anew. It links OpenMP's libgomp.so.1 by name: loaded after
-torch, it resolves to torch's own copy, so torch and the kernels share one thread pool (one_pool.py shows
-what a second pool costs).
+folder) or source builds anew. It links OpenMP's libgomp.so.1 by name: torch's own copy is loaded first
+(core/kernels/library.py), so torch and the kernels share one thread pool (one_pool.py shows what a second pool
+costs).
 """
 
 from __future__ import annotations

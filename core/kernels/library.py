@@ -7,9 +7,11 @@ threads that carry tokens away.
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import shutil
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 from core.kernels.build import BuiltLibrary, KernelsUnavailable, build_library
 
@@ -111,8 +113,7 @@ class KernelLibrary:
         self.path = built.path
         self.compiled_now = built.compiled_now
         self.note = built.note  # e.g. compiled into a temporary folder, the cache being unwritable
-        import torch  # noqa: F401 - first, so the library's libgomp.so.1 is torch's copy: one OpenMP pool
-
+        share_torch_openmp()
         try:
             self._lib = ctypes.CDLL(str(built.path))
         except OSError as error:
@@ -173,6 +174,19 @@ def _names(name_of) -> dict[str, int]:
 
 _loaded: dict[bool | str, KernelLibrary] = {}
 _lock = threading.Lock()
+
+
+def share_torch_openmp() -> None:
+    """Load torch's own libgomp.so.1 before the library, so that the library's libgomp.so.1, and torch's when torch
+    is imported later, resolve to that one copy (the loader matches a loaded library by its name): one OpenMP pool.
+    Loading the file by path spares the launch torch's import (a second), which then runs beside the packing."""
+    spec = importlib.util.find_spec("torch")
+    for folder in (spec.submodule_search_locations or ()) if spec else ():
+        copy = Path(folder) / "lib" / "libgomp.so.1"
+        if copy.is_file():
+            ctypes.CDLL(str(copy))
+            return
+    import torch  # noqa: F401 - a torch without its own copy: the library then takes whichever torch loaded
 
 
 def kernels(portable: bool | str = False, progress=None) -> KernelLibrary:

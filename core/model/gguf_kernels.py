@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -219,14 +220,20 @@ def checked_shape(weights: GGUFWeights) -> tuple[ModelShape, dict[str, tuple[int
     return shape, expected_tensors(weights, shape)
 
 
-def build_kernel_model(library: KernelLibrary, weights: GGUFWeights, progress: ProgressCallback) -> KernelBuild:
+def build_kernel_model(
+    library: KernelLibrary,
+    weights: GGUFWeights,
+    progress: ProgressCallback,
+    cores: Callable[[], int | None] = os.cpu_count,
+) -> KernelBuild:
+    """The weights set and packed for the kernels. cores: how many threads may pack the next matrix (asked each
+    time: fewer while a load's other half still runs beside it)."""
     shape, checked = checked_shape(weights)
     kernel = KernelModel(library, shape)
     build = KernelBuild(kernel, shape, weights.file_type(), 0)
     fused = FAMILIES[weights.architecture].fused
     total = len(checked)
     done = 0
-    threads = os.cpu_count() or 1  # packing a matrix is a copy, spread over the machine's cores
 
     def matrix(layer: int, role: str, name: str) -> None:
         nonlocal done
@@ -236,7 +243,7 @@ def build_kernel_model(library: KernelLibrary, weights: GGUFWeights, progress: P
         rows, columns = checked[name]  # only a checked tensor reaches the kernels
         data, type_id = _matrix_data(weights, name, rows, build)
         kernel.set_tensor(layer, role, data, type_id, rows, columns)
-        kernel.pack(layer, role, threads)
+        kernel.pack(layer, role, cores() or 1)
 
     def vector(layer: int, role: str, name: str) -> None:
         (length,) = checked[name]

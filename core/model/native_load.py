@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,13 +83,15 @@ def load_native(path: Path, progress: ProgressCallback, header: GGUFHeader | Non
     else (Llama files) on torch's int4 kernel; NotNative when neither covers it. header: the file's, read once
     per load (the walk refuses a truncated file or an unknown type in one line)."""
     from core.model.gguf_kernels import checked_shape, kernel_refusal
-    from core.model.gguf_torch_int4 import NATIVE_ARCHITECTURES
     from core.model.weight_count import gguf_header
 
     header = header or gguf_header(path)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="latencylab-cache-check") as pool:
-        # Verifying the cache's files releases the GIL, so it overlaps the weights' checks and the slow imports.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="latencylab-load-helper") as pool:
+        # One helper thread verifies the cache's files, then imports torch and transformers and opens the cached
+        # tokenizer (a second and a half, nearly all of it holding the GIL), while this thread checks the weights
+        # and packs them in C with the GIL released: the two halves of a launch overlap.
         checked = pool.submit(check_cache, path, scaled(progress, 0.0, 0.2), NATIVE_KIND, header.model_digest)
+        prepared = pool.submit(_python_side, path, checked)
         weights = open_gguf(path, header)
         kernel_problem = kernel_refusal(weights)
         if kernel_problem:  # transformers' GGUF reader must cover it then (its import alone takes a second)
@@ -95,21 +101,66 @@ def load_native(path: Path, progress: ProgressCallback, header: GGUFHeader | Non
         library = None if kernel_problem else _kernel_library(scaled(progress, 0.2, 0.3))
         if isinstance(library, str):
             library, kernel_problem = None, library
-        if library is None and weights.architecture not in NATIVE_ARCHITECTURES:
+        if library is None and weights.architecture not in _torch_int4_architectures():
             assert kernel_problem is not None  # there is no library only for a reason
             raise NotNative(weights.architecture, kernel_problem)
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.set_verbosity_error()
-        hf_logging.disable_progress_bar()
-        check = checked.result()
+        if library is None:
+            build = None
+        else:  # one core packs while the helper imports: on both, OpenMP's idle thread would spin against it
+            with _quick_switches():
+                build = _packed(library, weights, progress, lambda: (os.cpu_count() or 1) if prepared.done() else 1)
+        check, tokenizer = prepared.result()
     tokenizer, config, cache_note = _tokenizer_and_config(
-        path, check, scaled(progress, 0.3, 0.5), plain_config=library is not None
+        path, check, scaled(progress, 0.3, 0.5), plain_config=library is not None, tokenizer=tokenizer
     )
     kind = weights.file_type() or _main_type(weights)
-    if library is not None:
-        return _on_kernels(library, weights, config, tokenizer, kind, scaled(progress, 0.5, 0.95), cache_note)
+    if build is not None:
+        return _on_kernels(library, build, weights, config, tokenizer, kind, cache_note)
     return _on_torch_int4(weights, config, tokenizer, kind, kernel_problem, scaled(progress, 0.5, 0.95), cache_note)
+
+
+def _python_side(path: Path, checked):
+    """(the cache check, its tokenizer when the cache is valid): the load's GIL-bound half, on the helper thread."""
+    import torch  # noqa: F401 - the reply needs it; imported here, beside the packing
+    from transformers.utils import logging as hf_logging
+
+    from core.model.memory_check import ADDRESS_SPACE_MARGIN, check_headroom
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    check = checked.result()
+    if not check.valid:
+        return check, None
+    check_headroom(ADDRESS_SPACE_MARGIN, f"opening {path.name}'s tokenizer")
+    return check, _cached_tokenizer(check.folder)
+
+
+@contextmanager
+def _quick_switches():
+    """The GIL handed over every 0.5 ms instead of 5: the packing thread wants it back briefly between matrices,
+    and would otherwise wait out the helper's imports (2.43 s to a ready 7B against 2.57, five alternated runs)."""
+    usual = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(usual)
+
+
+def _torch_int4_architectures() -> tuple[str, ...]:
+    from core.model.gguf_torch_int4 import NATIVE_ARCHITECTURES
+
+    return NATIVE_ARCHITECTURES
+
+
+def _packed(library, weights, progress: ProgressCallback, cores: Callable[[], int]):
+    """The weights mapped and packed for the kernels, or ModelLoadError naming a tensor they cannot take."""
+    from core.model.gguf_kernels import build_kernel_model
+
+    try:
+        return build_kernel_model(library, weights, scaled(progress, 0.5, 0.95), cores)
+    except (ValueError, RuntimeError) as error:  # a shape the kernels refuse, a tensor they cannot take
+        raise ModelLoadError(f"the GGUF file's tensors do not fit its own metadata: {_short(str(error))}.") from None
 
 
 def _kernel_library(progress: ProgressCallback):
@@ -125,19 +176,12 @@ def _kernel_library(progress: ProgressCallback):
         return str(error)
 
 
-def _on_kernels(
-    library, weights, config, tokenizer, kind: str, progress: ProgressCallback, cache_note: str | None = None
-) -> NativeModel:
+def _on_kernels(library, build, weights, config, tokenizer, kind: str, cache_note: str | None = None) -> NativeModel:
     from transformers import GenerationConfig
 
-    from core.model.gguf_kernels import build_kernel_model
     from core.model.kernel_causal_lm import KernelCausalLM
     from core.model.memory_check import larger_than_memory_note
 
-    try:
-        build = build_kernel_model(library, weights, progress)
-    except (ValueError, RuntimeError) as error:  # a shape the kernels refuse, a tensor they cannot take
-        raise ModelLoadError(f"the GGUF file's tensors do not fit its own metadata: {_short(str(error))}.") from None
     model = KernelCausalLM(build, config, GenerationConfig.from_model_config(config))
     fallbacks = build.fallbacks()
     notes = [library.note, cache_note, larger_than_memory_note(weights.path)]
@@ -187,12 +231,15 @@ def _main_type(weights) -> str:
     return f"mostly {counts.most_common(1)[0][0]}" if counts else "GGUF"
 
 
-def _tokenizer_and_config(path: Path, check, progress: ProgressCallback, plain_config: bool = False):
+def _tokenizer_and_config(path: Path, check, progress: ProgressCallback, plain_config: bool = False, tokenizer=None):
     """(tokenizer, config, a note when the cache cannot be written). plain_config: the C kernels take the shape from
-    the GGUF itself, so they need only the config's plain values (context length, special tokens), not its class."""
+    the GGUF itself, so they need only the config's plain values (context length, special tokens), not its class.
+    tokenizer: the valid cache's, opened already."""
     from core.model.gguf_reads import shared_gguf_reads
     from core.model.memory_check import ADDRESS_SPACE_MARGIN, check_headroom
 
+    if tokenizer is not None:
+        return tokenizer, _cached_config(check.folder, plain_config), None
     check_headroom(ADDRESS_SPACE_MARGIN, f"building {path.name}'s tokenizer")
 
     if not check.valid:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 import random
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -179,3 +181,22 @@ def test_every_source_compiles_without_a_warning(variant, tmp_path):
             timeout=300,
         )
         assert done.returncode == 0 and "warning" not in done.stderr, (source.name, done.stderr[-2000:])
+
+
+@pytest.mark.subprocess
+def test_the_kernels_loaded_before_torch_share_torchs_openmp_pool():
+    """A load packs the weights while torch is still being imported: both must still end up on one libgomp."""
+    probe = (
+        "import sys\n"
+        "from core.kernels.library import kernels\n"
+        "kernels()\n"
+        "assert 'torch' not in sys.modules, 'the kernels imported torch'\n"
+        "import torch\n"
+        "import json\n"
+        "print(json.dumps(sorted({line.split()[-1] for line in open('/proc/self/maps') if 'libgomp' in line})))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, cwd=root)
+    assert result.returncode == 0, result.stderr[-2000:]
+    copies = json.loads(result.stdout)
+    assert len(copies) == 1, f"two OpenMP runtimes loaded: {copies}"

@@ -94,17 +94,19 @@ def load_native(path: Path, progress: ProgressCallback, header: GGUFHeader | Non
         prepared = pool.submit(_python_side, path, checked)
         weights = open_gguf(path, header)
         kernel_problem = kernel_refusal(weights)
-        if kernel_problem:  # transformers' GGUF reader must cover it then (its import alone takes a second)
+        if kernel_problem:  # transformers' GGUF reader must cover it then, imported after the helper's imports
+            prepared.result()
             check_architecture(path, weights.architecture)
         else:  # a shape fault is named as one, before the tokenizer's build reads the file
             checked_shape(weights)
         library = None if kernel_problem else _kernel_library(scaled(progress, 0.2, 0.3))
         if isinstance(library, str):
             library, kernel_problem = None, library
-        if library is None and weights.architecture not in _torch_int4_architectures():
-            assert kernel_problem is not None  # there is no library only for a reason
-            raise NotNative(weights.architecture, kernel_problem)
         if library is None:
+            prepared.result()  # torch's int4 kernel's imports follow the helper's, never run beside them
+            if weights.architecture not in _torch_int4_architectures():
+                assert kernel_problem is not None  # there is no library only for a reason
+                raise NotNative(weights.architecture, kernel_problem)
             build = None
         else:  # one core packs while the helper imports: on both, OpenMP's idle thread would spin against it
             with _quick_switches():

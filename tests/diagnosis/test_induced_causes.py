@@ -164,9 +164,12 @@ def test_a_plain_reply_gets_no_finding_its_measurements_do_not_show(native_model
 
 
 def test_speculation_that_cost_more_than_it_saved_is_found_and_one_that_paid_is_not(native_model, tmp_path):
-    from tiny_gguf import write_tiny_llama
+    from tiny_gguf import write_tiny_family
 
-    random_drafter = write_tiny_llama(tmp_path / "random-drafter.gguf")  # the embedded vocabulary, random weights
+    # The embedded vocabulary, random weights, and 96 layers: each pass's drafting costs about three of the reply's
+    # ordinary steps, so the loss (about 60 ms) stands out of the noise of another process slowing some steps. A
+    # 2-layer drafter lost only 10-15 ms, and once "saved" 45 ms with the test suite's other worker beside it.
+    random_drafter = write_tiny_family(tmp_path / "random-drafter.gguf", "llama", layers=96)
     settings = GenerationSettings(max_new_tokens=32, speculation="draft", draft_model=str(random_drafter))
     _, built = prepare_reply(native_model, ReplyRequest("", (Message("user", "Tell me about the sea."),), settings))
     wasted = LocalReply(native_model, built.input_ids, settings).run_to_end()

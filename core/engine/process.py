@@ -222,6 +222,9 @@ def engine_main(connection: FramedSocket) -> None:
 
 
 def _import_the_model_stack() -> None:
+    from core.model.transformers_index import keep_transformers_index
+
+    keep_transformers_index()
     import torch  # noqa: F401
     import transformers  # noqa: F401
 

@@ -15,6 +15,7 @@ from core.model.facts import ModelFacts
 from core.model.gguf_cache import check_cache, convert
 from core.model.preflight import check_source_before_loading
 from core.model.source import ModelSource, resolve_model_source, with_header
+from core.model.transformers_index import keep_transformers_index
 from core.progress import ProgressCallback, never_backwards, no_progress, scaled
 from core.settings import DTYPE, NATIVE_DTYPE, QUANTISED_DTYPES, validate_device, validate_dtype
 
@@ -128,6 +129,7 @@ def _load_model(
         validate_device(device)
     except InvalidSettingsError as error:
         raise ModelLoadError(str(error)) from None
+    keep_transformers_index()  # before any path imports transformers
     source = resolve_model_source(spec)
     # Every path hashes the file on a helper thread beside the main steps, and a GGUF the native path
     # cannot run starts again on float32: one bar for the whole load, that only moves forward.

@@ -20,7 +20,7 @@ FORMAT = 1
 
 def keep_transformers_index() -> None:
     """From now on, transformers' import takes its model index from the cache when the installed files are the ones
-    it was made from (0.34-0.42 s against 0.68-1.02 s for `import transformers` after torch, alternated, on the
+    it was made from (0.30-0.42 s against 0.68-1.02 s for `import transformers` after torch, alternated, on the
     development machine). Does nothing once transformers is imported."""
     if MODULE in sys.modules or any(isinstance(finder, _IndexFinder) for finder in sys.meta_path):
         return

@@ -26,6 +26,9 @@ class ChatListPanel(QWidget):
         self.list.setObjectName("chat_list")
         self.list.setEditTriggers(QListWidget.EditTrigger.EditKeyPressed | QListWidget.EditTrigger.DoubleClicked)
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        # A long title ends in "..." (its tooltip has it whole), not in a scroll bar under a list of a few lines.
+        self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.list.setToolTip(
             "Saved chats, newest first. Click to open, F2 or double-click to rename, right-click to export or delete."
         )

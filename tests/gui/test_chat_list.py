@@ -79,3 +79,17 @@ def test_a_rename_the_store_refused_shows_the_kept_title_at_the_next_listing(qtb
     assert asked == [("chat-1", "Storm at sea")]
     panel.set_chats(_summaries(["Lighthouse", "Storm"]), "chat-0")  # the store kept the old title
     assert panel.titles() == ["Lighthouse", "Storm"]
+
+
+def test_a_title_longer_than_the_list_is_cut_with_an_ellipsis_and_whole_in_its_tooltip(qtbot):
+    from PySide6.QtCore import Qt
+
+    panel = _panel(qtbot)
+    title = "Explain in a few sentences why streaming makes a chatbot feel faster."
+    panel.set_chats(_summaries([title]), "chat-0")
+    panel.resize(90, 300)
+    panel.show()
+    qtbot.waitExposed(panel)
+    assert panel.list.textElideMode() == Qt.TextElideMode.ElideRight
+    assert not panel.list.horizontalScrollBar().isVisible()  # no strip under the list for one long line
+    assert title in panel.list.item(0).toolTip()

@@ -64,6 +64,19 @@ def bare_tpot(model, input_ids, new_tokens: int, loop: str = "generate") -> floa
     return (many - one) / (new_tokens - 1)
 
 
+def fully_packed(loaded):
+    """The loaded model with every matrix a load left in the file's layout packed (core/model/idle_packing.py), as the
+    app's first decode step would: timed passes then all run on the layout the app settles into."""
+    from core.compute_thread import on_compute_thread
+
+    kernel = getattr(loaded.model, "kernel", None)  # only the C kernels' models defer packing
+    if kernel is not None:
+        import torch
+
+        on_compute_thread(lambda: kernel.pack_pending(torch.get_num_threads()))
+    return loaded
+
+
 def median(values):
     ordered = sorted(values)
     middle = len(ordered) // 2

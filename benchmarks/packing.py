@@ -35,7 +35,7 @@ def main() -> None:
     from core.model.loader import load_model
 
     _common.use_kernels(args.kernels)
-    packed = load_model(args.model)
+    packed = _common.fully_packed(load_model(args.model))
     pack = KernelModel.pack
     try:  # the second copy: every matrix of the type stays as the file lays it out
         KernelModel.pack = lambda self, layer, role, threads: (  # type: ignore[method-assign]
@@ -43,7 +43,7 @@ def main() -> None:
             if self.matrices[layer, role][1] == self.library.kernel_types[args.type]
             else pack(self, layer, role, threads)
         )
-        unpacked = load_model(args.model)
+        unpacked = _common.fully_packed(load_model(args.model))  # while the type is left out
     finally:
         KernelModel.pack = pack  # type: ignore[method-assign]
     copies = {"packed": packed.model.kernel, "file layout": unpacked.model.kernel}

@@ -46,7 +46,7 @@ def main() -> None:
     on_compute_thread(lambda: torch.set_num_threads(args.threads))
     path = args.model or str(embedded_gguf_path())
     engines = args.engines.split(",")
-    native = load_model(path)
+    native = _common.fully_packed(load_model(path))
     models = {"native": native}
     if "float32" in engines:
         models["float32"] = load_model(path, dtype="float32")

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import _common
 from _common import bare_tpot, median
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/, which the tests share (not the package)
@@ -62,7 +63,7 @@ def run(report, rounds: int, tokens: int, file_types: list[str], threads: int) -
     paths = {file_type: quant_file(file_type) for file_type in file_types}
     models = {}
     for file_type, path in paths.items():
-        models[file_type, "native"] = load_model(str(path))
+        models[file_type, "native"] = _common.fully_packed(load_model(str(path)))
         models[file_type, "float32"] = load_model(str(path), dtype="float32")
         models[file_type, "llama.cpp"] = llama_cpp.Llama(
             str(path), n_ctx=512, verbose=False, n_threads=threads, n_threads_batch=threads

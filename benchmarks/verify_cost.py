@@ -34,7 +34,7 @@ def main() -> None:
     from core.model.loader import load_model
 
     on_compute_thread(lambda: torch.set_num_threads(args.threads))
-    loaded = load_model(args.model)
+    loaded = _common.fully_packed(load_model(args.model))
     facts = loaded.describe()
     print(f"{facts.model}: {facts.runtime}; {facts.weight_bytes / 1e9:.2f} GB of weights; {args.threads} threads")
 

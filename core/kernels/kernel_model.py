@@ -15,6 +15,11 @@ from core.kernels.library import Config, KernelLibrary
 # Tokens per chunk of a prompt's pass: keeps the scratch buffers small for long prompts, and a chunk's
 # activations in cache while the weights pass over them.
 PROMPT_CHUNK = 256
+# A pass of at most this many tokens is bound by reading the weights, which the packed layout speeds up (a 7B's decode
+# step 272-289 ms in the file's layout against 176-194 packed); a prompt's pass is bound by arithmetic and runs as
+# fast on the file's layout. So matrices a load left unpacked are packed before the first such pass, or the first
+# pass of several sequences (the lab's batch sweep).
+PACKED_PASS_ROWS = 8
 
 
 @dataclass(frozen=True)
@@ -71,7 +76,7 @@ class KernelModel:
         # Set first: close() (and __del__) must work on a model whose shape the kernels refused.
         self._handle: int | None = None
         self._kept: list[object] = []
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # held by pack_pending around each pack
         self.library = library
         self.shape = shape
         self._config = shape.config(library)
@@ -81,6 +86,7 @@ class KernelModel:
         # (layer, role) -> (data, type id, rows, columns) of every matrix: what the roofline and the lab count.
         self.matrices: dict[tuple[int, str], tuple[np.ndarray, int, int, int]] = {}
         self.packed: set[tuple[int, str]] = set()  # the matrices the products read in a packed copy (pack)
+        self.pending: list[tuple[int, str]] = []  # set, left in the file's layout for now (defer_pack)
         self.sequences = 0
         self.capacity = 0
         self.completed = 0  # positions the last pass_over took through every layer (all, or up to a stop)
@@ -118,12 +124,27 @@ class KernelModel:
         """A set matrix copied into its type's packed layout where this build has one (csrc/quants.h): the products
         then read the copy alone, so a memory-mapped file's pages for it are given back (they stay in the page
         cache), and the process holds the weights once. False: the matrix stays as the file lays it out."""
-        packed = self.library.ll_pack(self._handle, layer, self.library.roles[role], threads)
-        self.library.check(-1 if packed < 0 else 0, f"packing {role} of layer {layer}")
-        if packed:
-            self.packed.add((layer, role))
-            release_file_pages(self.matrices[layer, role][0])
-        return bool(packed)
+        with self._lock:
+            packed = self.library.ll_pack(self._handle, layer, self.library.roles[role], threads)
+            self.library.check(-1 if packed < 0 else 0, f"packing {role} of layer {layer}")
+            if packed:
+                self.packed.add((layer, role))
+                release_file_pages(self.matrices[layer, role][0])
+            return bool(packed)
+
+    def defer_pack(self, layer: int, role: str) -> None:
+        """Leave a set matrix in the file's layout until pack_pending, or the first pass of PACKED_PASS_ROWS tokens
+        or fewer: the products give the same bits on either layout, so a load can end before its packing does."""
+        self.pending.append((layer, role))
+
+    def pack_pending(self, threads: int, limit: int | None = None) -> int:
+        """Pack the deferred matrices (at most limit of them, in the order they were set); returns how many are
+        left."""
+        with self._lock:
+            while self.pending and self._handle and (limit is None or limit > 0):
+                self.pack(*self.pending.pop(0), threads)
+                limit = None if limit is None else limit - 1
+            return len(self.pending) if self._handle else 0
 
     def set_rope(self, layer: int, base: float, freq_scale: float = 1.0) -> None:
         """A layer's rotary base and linear scaling (1 / factor); per-dimension factors are a tensor role."""
@@ -183,7 +204,7 @@ class KernelModel:
     def layers(
         self, hidden: np.ndarray, sequences: np.ndarray, positions: np.ndarray, first: int, end: int, threads: int
     ) -> None:
-        """Run layers [first, end) over hidden's rows in place."""
+        """Run layers [first, end) over hidden's rows in place; a pass of few rows first packs what is pending."""
         sequences = np.ascontiguousarray(sequences, dtype=np.int32).reshape(-1)
         positions = np.ascontiguousarray(positions, dtype=np.int32).reshape(-1)
         if hidden.dtype != np.float32 or not hidden.flags.c_contiguous or hidden.ndim != 2:
@@ -193,20 +214,23 @@ class KernelModel:
                 f"{hidden.shape[0]} rows need as many sequences and positions "
                 f"({sequences.size} and {positions.size} given)"
             )
-        self.library.check(
-            self.library.ll_layers(
-                self._handle,
-                hidden.ctypes.data,
-                hidden.size,
-                hidden.shape[0],
-                sequences.ctypes.data,
-                positions.ctypes.data,
-                first,
-                end,
-                threads,
-            ),
-            "running the decoder layers",
-        )
+        if self.pending and (hidden.shape[0] <= PACKED_PASS_ROWS or sequences.min() != sequences.max()):
+            self.pack_pending(threads)  # a decode step, a speculative check or a batch of sequences
+        with self._lock:  # a background packing may not swap a matrix's layout under a pass
+            self.library.check(
+                self.library.ll_layers(
+                    self._handle,
+                    hidden.ctypes.data,
+                    hidden.size,
+                    hidden.shape[0],
+                    sequences.ctypes.data,
+                    positions.ctypes.data,
+                    first,
+                    end,
+                    threads,
+                ),
+                "running the decoder layers",
+            )
 
     def logits(self, hidden: np.ndarray, threads: int, out: np.ndarray | None = None) -> np.ndarray:
         hidden = np.ascontiguousarray(hidden, dtype=np.float32)
@@ -214,12 +238,13 @@ class KernelModel:
             out = np.empty((hidden.shape[0], self.shape.vocab), dtype=np.float32)
         if out.dtype != np.float32 or not out.flags.c_contiguous:
             raise ValueError("out must be a C-contiguous float32 array")
-        self.library.check(
-            self.library.ll_logits(
-                self._handle, hidden.ctypes.data, hidden.size, hidden.shape[0], out.ctypes.data, out.size, threads
-            ),
-            "computing the logits",
-        )
+        with self._lock:
+            self.library.check(
+                self.library.ll_logits(
+                    self._handle, hidden.ctypes.data, hidden.size, hidden.shape[0], out.ctypes.data, out.size, threads
+                ),
+                "computing the logits",
+            )
         return out
 
     def pass_over(

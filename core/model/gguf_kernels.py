@@ -224,10 +224,12 @@ def build_kernel_model(
     library: KernelLibrary,
     weights: GGUFWeights,
     progress: ProgressCallback,
-    cores: Callable[[], int | None] = os.cpu_count,
+    threads: int | None = None,
+    defer: Callable[[], bool] = lambda: False,
 ) -> KernelBuild:
-    """The weights set and packed for the kernels. cores: how many threads may pack the next matrix (asked each
-    time: fewer while a load's other half still runs beside it)."""
+    """The weights set and packed for the kernels, on threads (all cores when None). Once defer() says so, the
+    matrices left are set in the file's layout and packed later (KernelModel.pack_pending): a load then ends when its
+    other half does."""
     shape, checked = checked_shape(weights)
     kernel = KernelModel(library, shape)
     build = KernelBuild(kernel, shape, weights.file_type(), 0)
@@ -243,7 +245,10 @@ def build_kernel_model(
         rows, columns = checked[name]  # only a checked tensor reaches the kernels
         data, type_id = _matrix_data(weights, name, rows, build)
         kernel.set_tensor(layer, role, data, type_id, rows, columns)
-        kernel.pack(layer, role, cores() or 1)
+        if kernel.pending or defer():
+            kernel.defer_pack(layer, role)
+        else:
+            kernel.pack(layer, role, threads or os.cpu_count() or 1)
 
     def vector(layer: int, role: str, name: str) -> None:
         (length,) = checked[name]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -108,9 +107,10 @@ def load_native(path: Path, progress: ProgressCallback, header: GGUFHeader | Non
                 assert kernel_problem is not None  # there is no library only for a reason
                 raise NotNative(weights.architecture, kernel_problem)
             build = None
-        else:  # one core packs while the helper imports: on both, OpenMP's idle thread would spin against it
+        else:  # one core packs while the helper imports (on both, OpenMP's idle thread would spin against it);
+            # what is left when the helper is done is packed after the load (core/model/idle_packing.py)
             with _quick_switches():
-                build = _packed(library, weights, progress, lambda: (os.cpu_count() or 1) if prepared.done() else 1)
+                build = _packed(library, weights, progress, prepared.done)
         check, tokenizer = prepared.result()
     tokenizer, config, cache_note = _tokenizer_and_config(
         path, check, scaled(progress, 0.3, 0.5), plain_config=library is not None, tokenizer=tokenizer
@@ -155,12 +155,13 @@ def _torch_int4_architectures() -> tuple[str, ...]:
     return NATIVE_ARCHITECTURES
 
 
-def _packed(library, weights, progress: ProgressCallback, cores: Callable[[], int]):
-    """The weights mapped and packed for the kernels, or ModelLoadError naming a tensor they cannot take."""
+def _packed(library, weights, progress: ProgressCallback, defer: Callable[[], bool]):
+    """The weights mapped and packed for the kernels (those left when defer() turns true, later), or ModelLoadError
+    naming a tensor they cannot take."""
     from core.model.gguf_kernels import build_kernel_model
 
     try:
-        return build_kernel_model(library, weights, scaled(progress, 0.5, 0.95), cores)
+        return build_kernel_model(library, weights, scaled(progress, 0.5, 0.95), threads=1, defer=defer)
     except (ValueError, RuntimeError) as error:  # a shape the kernels refuse, a tensor they cannot take
         raise ModelLoadError(f"the GGUF file's tensors do not fit its own metadata: {_short(str(error))}.") from None
 
@@ -181,10 +182,12 @@ def _kernel_library(progress: ProgressCallback):
 def _on_kernels(library, build, weights, config, tokenizer, kind: str, cache_note: str | None = None) -> NativeModel:
     from transformers import GenerationConfig
 
+    from core.model.idle_packing import pack_when_idle
     from core.model.kernel_causal_lm import KernelCausalLM
     from core.model.memory_check import larger_than_memory_note
 
     model = KernelCausalLM(build, config, GenerationConfig.from_model_config(config))
+    pack_when_idle(build.kernel)
     fallbacks = build.fallbacks()
     notes = [library.note, cache_note, larger_than_memory_note(weights.path)]
     if fallbacks:

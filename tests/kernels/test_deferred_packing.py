@@ -78,7 +78,9 @@ def test_a_pass_over_several_sequences_packs_first_however_many_rows_it_has(libr
     try:
         kernel.reserve(2, rows, keep=False)
         hidden = kernel.embed(np.arange(rows))
-        kernel.layers(hidden, np.repeat([0, 1], rows // 2), np.tile(np.arange(rows // 2), 2), 0, 1, 2)  # the lab's batch
+        kernel.layers(
+            hidden, np.repeat([0, 1], rows // 2), np.tile(np.arange(rows // 2), 2), 0, 1, 2
+        )  # the lab's batch
         assert not kernel.pending
     finally:
         kernel.close()

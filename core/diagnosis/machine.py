@@ -116,16 +116,22 @@ def stall_finding(trace: ReplyTrace) -> list[Finding]:
     cpu = trace.cpu
     preempted = [token for token in slow if token in _preempted_tokens(cpu.token_preemptions)]
     faulted = [token for token in slow if token < len(cpu.token_major_faults) and cpu.token_major_faults[token]]
-    collected = [token for token in slow if _gc_during(trace, token)]
+    collected = [token for token in slow if _paused_during(trace, cpu.gc_pauses, token)]
+    packing = [token for token in slow if _paused_during(trace, cpu.packing_pauses, token)]
     reasons = []
     if preempted:
         reasons.append(f"at {_count(preempted, slow)} the engine's threads were descheduled for other programs")
     if faulted:
         reasons.append(f"at {_count(faulted, slow)} weights were read from disk (major page faults)")
     if collected:
-        pause = sum(_gc_during(trace, token) for token in collected)
+        pause = sum(_paused_during(trace, cpu.gc_pauses, token) for token in collected)
         reasons.append(f"at {_count(collected, slow)} Python's garbage collector paused the engine ({duration(pause)})")
-    explained = set(preempted) | set(faulted) | set(collected)
+    if packing:
+        pause = sum(_paused_during(trace, cpu.packing_pauses, token) for token in packing)
+        reasons.append(
+            f"at {_count(packing, slow)} the engine packed the weights its load had left for later ({duration(pause)})"
+        )
+    explained = set(preempted) | set(faulted) | set(collected) | set(packing)
     if not explained:
         reasons.append("the engine's counters show no cause for " + ("it" if len(slow) == 1 else "any of them"))
     elif len(explained) < len(slow):
@@ -145,7 +151,7 @@ def stall_finding(trace: ReplyTrace) -> list[Finding]:
                 f"{duration(excess)} lost in all"
             ),
             figure=float(len(slow)),
-            advice=_stall_advice(bool(preempted), bool(faulted), bool(collected)),
+            advice=_stall_advice(bool(preempted), bool(faulted), bool(collected), bool(packing)),
             cost_s=excess,
         )
     ]
@@ -192,7 +198,7 @@ def _preempted_tokens(preemptions: list[int]) -> set[int]:
     return {token for token, count in enumerate(preemptions) if token and count > max(2 * usual, usual + 2)}
 
 
-def _stall_advice(preempted: bool, faulted: bool, collected: bool) -> str:
+def _stall_advice(preempted: bool, faulted: bool, collected: bool, packing: bool) -> str:
     advice = []
     if preempted:
         advice.append("close the programs competing for the cores")
@@ -200,6 +206,10 @@ def _stall_advice(preempted: bool, faulted: bool, collected: bool) -> str:
         advice.append("free memory so the weights stay in it")
     if collected:
         advice.append("a collection is the engine's own pause; it is rare and short")
+    if packing:
+        advice.append(
+            "packing happens once after a load: a message sent a few seconds after the model is ready waits for none"
+        )
     return "; ".join(advice)
 
 
@@ -217,12 +227,12 @@ def _decode_s(trace: ReplyTrace) -> float | None:
     return (stamps[-1] - stamps[0]) / 1e9 if len(stamps) > 1 else None
 
 
-def _gc_during(trace: ReplyTrace, token: int) -> float:
-    """Seconds of garbage collection inside token's interval (the previous token's stamp to its own)."""
-    if trace.cpu is None or token < 1:
+def _paused_during(trace: ReplyTrace, pauses: list[tuple[int, int]], token: int) -> float:
+    """Seconds of the pauses ((start, duration) in ns) inside token's interval (the previous token's stamp to its own)."""
+    if token < 1:
         return 0.0
     begin, end = trace.timestamps_ns[token - 1], trace.timestamps_ns[token]
     paused = 0
-    for started, took in trace.cpu.gc_pauses:
+    for started, took in pauses:
         paused += max(0, min(end, started + took) - max(begin, started))
     return paused / 1e9

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from core.compute_thread import ComputeThread, compute_thread
 from core.generation.reply import Reply
+from core.kernels.pauses import PACKING_CALLBACKS
 from core.model.loader import LoadedModel
 from core.settings import LEAN_LOOP, GenerationSettings
 from core.timing.cpu_share import process_cpu_s
@@ -113,7 +114,7 @@ class LocalReply(Reply):
         from core.generation.stopping import PassInterrupted  # imports torch: not at module level (cold start)
 
         started_ns, started_cpu_s = time.perf_counter_ns(), process_cpu_s()
-        self._counters = EngineCounters()
+        self._counters = EngineCounters(PACKING_CALLBACKS)
         self.emit(ComputeStarted(started_ns))
         finished_reason = StopReason.ERROR
         error: str | None = None

@@ -5,12 +5,14 @@ from __future__ import annotations
 import ctypes
 import mmap
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from core.kernels.library import Config, KernelLibrary
+from core.kernels.pauses import PACKING_CALLBACKS
 
 # Tokens per chunk of a prompt's pass: keeps the scratch buffers small for long prompts, and a chunk's
 # activations in cache while the weights pass over them.
@@ -141,9 +143,15 @@ class KernelModel:
         """Pack the deferred matrices (at most limit of them, in the order they were set); returns how many are
         left."""
         with self._lock:
-            while self.pending and self._handle and (limit is None or limit > 0):
+            started = time.perf_counter_ns()
+            packed = 0
+            while self.pending and self._handle and (limit is None or limit != packed):
                 self.pack(*self.pending.pop(0), threads)
-                limit = None if limit is None else limit - 1
+                packed += 1
+            if packed:
+                took = time.perf_counter_ns() - started
+                for callback in list(PACKING_CALLBACKS):
+                    callback(started, took)
             return len(self.pending) if self._handle else 0
 
     def set_rope(self, layer: int, base: float, freq_scale: float = 1.0) -> None:

@@ -1,4 +1,4 @@
-"""The engine's own counters over a reply, per token: major page faults, preemptions and garbage collections."""
+"""The engine's own counters over a reply, per token: major page faults, preemptions, garbage collections and packing."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import gc
 import os
 import resource
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 # A reply keeps at most this many garbage-collection pauses: a reply that collects more often than this is
@@ -21,7 +22,8 @@ class EngineCounters:
     Faults and switches are the whole process's, every thread: the engine's process computes nothing else.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, packing_callbacks: list[Callable[[int, int], None]] | None = None) -> None:
+        """packing_callbacks: where the kernels tell of a pass that waited for packing (core/kernels/pauses.py)."""
         usage = resource.getrusage(resource.RUSAGE_SELF)
         self._first = usage
         self._first_read = disk_read_bytes()
@@ -33,6 +35,14 @@ class EngineCounters:
         self.gc_pauses: list[tuple[int, int]] = []  # (start, duration), perf_counter_ns
         self._gc_started_ns: int | None = None
         gc.callbacks.append(self._on_gc)
+        self.packing_pauses: list[tuple[int, int]] = []  # (start, duration), perf_counter_ns
+        self._packing_callbacks = packing_callbacks
+        if packing_callbacks is not None:
+            packing_callbacks.append(self._on_packing)
+
+    def _on_packing(self, started_ns: int, took_ns: int) -> None:
+        if len(self.packing_pauses) < MAX_GC_PAUSES:
+            self.packing_pauses.append((started_ns, took_ns))
 
     def _on_gc(self, phase: str, info: dict) -> None:
         if phase == "start":
@@ -52,6 +62,8 @@ class EngineCounters:
         """Stop watching; the totals over the reply and the per-token lists, as CpuUsage's fields take them."""
         if self._on_gc in gc.callbacks:
             gc.callbacks.remove(self._on_gc)
+        if self._packing_callbacks is not None and self._on_packing in self._packing_callbacks:
+            self._packing_callbacks.remove(self._on_packing)
         usage, first = resource.getrusage(resource.RUSAGE_SELF), self._first
         read, machine = disk_read_bytes(), machine_busy_s()
         own = usage.ru_utime + usage.ru_stime - self._first_own
@@ -69,6 +81,7 @@ class EngineCounters:
             "token_major_faults": self.token_major_faults,
             "token_preemptions": self.token_preemptions,
             "gc_pauses": self.gc_pauses,
+            "packing_pauses": self.packing_pauses,
         }
 
 

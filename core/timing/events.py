@@ -144,6 +144,8 @@ class CpuUsage:
     others_cpu_s: Seconds | None = None
     cores: Int64 | None = None
     memory_available_bytes: Int64 | None = None  # MemAvailable as the reply ended (/proc/meminfo)
+    # Passes that first packed what a load left in the file's layout (core/model/idle_packing.py): (start, duration).
+    packing_pauses: list[tuple[Int64, Int64]] = field(default_factory=list)
 
     @property
     def others_share(self) -> float | None:

@@ -38,6 +38,8 @@ CPU_DEFINITIONS = {
     "other programs. token_preemptions: per token, as token_major_faults.",
     "cpu.gc_pauses": "Python's garbage collections in the engine over the reply: [start (perf_counter_ns), duration "
     "(ns)].",
+    "cpu.packing_pauses": "Passes that first packed the weights a load had left in the file's layout (once, in the "
+    "first reply after a load, before its first decode step): [start (perf_counter_ns), duration (ns)].",
     "cpu.window_cpu_share": "The window process's CPU time during the reply over its wall time, in cores (0.2 = a "
     "fifth of one core): what the meter itself costs, taken from decode on a small machine.",
 }

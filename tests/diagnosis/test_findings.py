@@ -3,6 +3,8 @@ rules as written, apart from any machine (tests/diagnosis/test_induced_causes.py
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from core.diagnosis.diagnose import HEALTHY, diagnose
@@ -302,3 +304,21 @@ def test_a_reply_with_no_token_has_nothing_to_explain():
     trace = ReplyTrace(request_start_ns=0, prompt_tokens=3)
     trace.record(FinishedEvent(StopReason.STOPPED, 0, MS))
     assert diagnose(trace) == []
+
+
+def test_a_stall_while_the_engine_packed_what_its_load_left_is_named_as_that():
+    intervals = [10.0] * 30
+    intervals[0] = 900.0  # token 1: the first decode step, which packed the rest of the weights first
+    cpu = replace(quiet_cpu(31, 1.2), packing_pauses=[(51 * MS, 880 * MS)])
+    finding = diagnose(made_trace(intervals, cpu=cpu))[0]
+    assert finding.kind == "stalls"
+    assert finding.cause == "at 1 the engine packed the weights its load had left for later (880 ms)"
+    assert "packing happens once after a load" in finding.advice
+
+
+def test_packing_outside_a_slow_tokens_interval_explains_nothing():
+    intervals = [10.0] * 30
+    intervals[9] = 100.0
+    cpu = replace(quiet_cpu(31, 0.4), packing_pauses=[(20 * MS, 25 * MS)])
+    finding = diagnose(made_trace(intervals, cpu=cpu))[0]
+    assert finding.kind == "stalls" and finding.cause == "the engine's counters show no cause for it"

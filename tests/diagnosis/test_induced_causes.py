@@ -17,7 +17,7 @@ import pytest
 
 from core.chats.session import Message
 from core.diagnosis.diagnose import diagnose
-from core.diagnosis.machine import OTHERS_SHARE
+from core.diagnosis.machine import OTHERS_SHARE, STALL_FLOOR_S, STALL_MULTIPLE
 from core.generation.local_reply import LocalReply
 from core.generation.request import ReplyRequest, prepare_reply
 from core.model.loader import load_model
@@ -190,3 +190,40 @@ def test_speculation_that_cost_more_than_it_saved_is_found_and_one_that_paid_is_
     paid = LocalReply(native_model, built.input_ids, copying).run_to_end()
     assert paid.speculation.saved_s > 0
     assert "speculation" not in kinds(paid)
+
+
+def test_a_reply_sent_as_the_model_became_ready_packs_before_its_first_decode_step_and_says_so(
+    native_model, monkeypatch
+):
+    """A load that left every matrix in the file's layout, and no idle time before the reply (a message sent while the
+    model loaded): the prompt runs on the file's layout, the first decode step packs the rest, the trace holds that one
+    pause inside token 1's interval, and the reply is token for token the fully packed model's."""
+    import core.model.idle_packing
+    import core.model.native_load
+
+    build = core.model.native_load._packed
+    monkeypatch.setattr(
+        core.model.native_load,
+        "_packed",
+        lambda library, weights, progress, defer: build(library, weights, progress, lambda: True),
+    )
+    monkeypatch.setattr(core.model.idle_packing, "pack_when_idle", lambda kernel: None)
+    deferred = load_model(str(native_model.source.gguf_file))
+    try:
+        kernel = deferred.model.kernel
+        assert kernel.pending and not kernel.packed
+        first = ask(deferred, tokens=16)
+        reference = ask(native_model, tokens=16)
+        assert not kernel.pending and kernel.packed == native_model.model.kernel.packed
+        ((started, took),) = first.cpu.packing_pauses
+        assert first.timestamps_ns[0] <= started and started + took <= first.timestamps_ns[1]
+        assert first.token_ids == reference.token_ids
+        stamps = first.timestamps_ns
+        intervals = sorted(later - earlier for earlier, later in zip(stamps, stamps[1:]))
+        first_step = stamps[1] - stamps[0]
+        if first_step > max(STALL_MULTIPLE * intervals[len(intervals) // 2], STALL_FLOOR_S * 1e9):  # a stall: named
+            (stalls,) = [finding for finding in diagnose(first) if finding.kind == "stalls"]
+            assert "packed the weights its load had left for later" in stalls.cause
+        assert ask(deferred, tokens=16).cpu.packing_pauses == []
+    finally:
+        deferred.model.close()

@@ -56,7 +56,20 @@ def full_trace() -> ReplyTrace:
     trace.record(ServerReport("llama.cpp", 12, 3, 150 * MS, 3, {"source": "llama.cpp timings", "prompt_ms": 1.5}))
     trace.record(
         CpuUsage(
-            0.75, 1.0, 2, 70, 900, 12, [64, 0, 6], [3, 1, 8], [(210 * MS, 2 * MS)], 98_000_000, 0.5, 2, 20_000_000_000
+            0.75,
+            1.0,
+            2,
+            70,
+            900,
+            12,
+            [64, 0, 6],
+            [3, 1, 8],
+            [(210 * MS, 2 * MS)],
+            98_000_000,
+            0.5,
+            2,
+            20_000_000_000,
+            [(205 * MS, 3 * MS)],
         )
     )
     trace.record(

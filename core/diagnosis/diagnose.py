@@ -3,7 +3,13 @@ finding saying nothing slowed it."""
 
 from __future__ import annotations
 
-from core.diagnosis.machine import contention_finding, page_fault_finding, stall_finding, window_finding
+from core.diagnosis.machine import (
+    contention_finding,
+    packing_finding,
+    page_fault_finding,
+    stall_finding,
+    window_finding,
+)
 from core.diagnosis.memory import memory_finding
 from core.diagnosis.prompt import prompt_findings
 from core.diagnosis.server import server_finding
@@ -39,6 +45,7 @@ def diagnose(
         *contention_finding(trace),
         *page_fault_finding(trace, arithmetic),
         *stall_finding(trace),
+        *packing_finding(trace),
         *server_finding(trace),
         *speculation_finding(trace),
         *window_finding(trace),
@@ -74,7 +81,9 @@ def healthy(trace: ReplyTrace, placement: dict | None) -> Finding:
         summary = "Nothing slowed this reply" + (f" ({', '.join(parts)})" if parts else "") + "."
         figure = metrics.tpot_s or metrics.ttft_s or 0.0
     checked = (
-        ["the prompt cache", "other programs' load", "page faults", "stalls"] if trace.cpu else ["the server's timings"]
+        ["the prompt cache", "other programs' load", "page faults", "stalls", "packing"]
+        if trace.cpu
+        else ["the server's timings"]
     )
     return Finding(
         kind=HEALTHY,

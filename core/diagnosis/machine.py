@@ -20,6 +20,8 @@ OTHERS_SHARE = 0.2
 # A token whose interval is this many times the median of the model's own steps stalled.
 STALL_MULTIPLE = 5.0
 STALL_FLOOR_S = 0.005  # and at least this long: below it, no one sees it
+# Decode's wait for packing left from the load, at least this long to be said (a few layers' worth is not).
+PACKING_FLOOR_S = 0.05
 # The window's own CPU while streaming, in cores, above which it took a visible share of a small machine.
 WINDOW_CORES = 0.3
 
@@ -110,14 +112,17 @@ def stall_finding(trace: ReplyTrace) -> list[Finding]:
         return []
     median = statistics.median(own)
     limit = max(STALL_MULTIPLE * median, STALL_FLOOR_S)
-    slow = [index + 1 for index, interval in enumerate(intervals) if interval > limit and index + 1 in stepped]
+    cpu = trace.cpu
+    slow = [
+        index + 1
+        for index, interval in enumerate(intervals)
+        if interval > limit and index + 1 in stepped and not _paused_during(trace, cpu.packing_pauses, index + 1)
+    ]  # a token that waited for packing is packing_finding's
     if not slow:
         return []
-    cpu = trace.cpu
     preempted = [token for token in slow if token in _preempted_tokens(cpu.token_preemptions)]
     faulted = [token for token in slow if token < len(cpu.token_major_faults) and cpu.token_major_faults[token]]
     collected = [token for token in slow if _paused_during(trace, cpu.gc_pauses, token)]
-    packing = [token for token in slow if _paused_during(trace, cpu.packing_pauses, token)]
     reasons = []
     if preempted:
         reasons.append(f"at {_count(preempted, slow)} the engine's threads were descheduled for other programs")
@@ -126,12 +131,7 @@ def stall_finding(trace: ReplyTrace) -> list[Finding]:
     if collected:
         pause = sum(_paused_during(trace, cpu.gc_pauses, token) for token in collected)
         reasons.append(f"at {_count(collected, slow)} Python's garbage collector paused the engine ({duration(pause)})")
-    if packing:
-        pause = sum(_paused_during(trace, cpu.packing_pauses, token) for token in packing)
-        reasons.append(
-            f"at {_count(packing, slow)} the engine packed the weights its load had left for later ({duration(pause)})"
-        )
-    explained = set(preempted) | set(faulted) | set(collected) | set(packing)
+    explained = set(preempted) | set(faulted) | set(collected)
     if not explained:
         reasons.append("the engine's counters show no cause for " + ("it" if len(slow) == 1 else "any of them"))
     elif len(explained) < len(slow):
@@ -151,7 +151,7 @@ def stall_finding(trace: ReplyTrace) -> list[Finding]:
                 f"{duration(excess)} lost in all"
             ),
             figure=float(len(slow)),
-            advice=_stall_advice(bool(preempted), bool(faulted), bool(collected), bool(packing)),
+            advice=_stall_advice(bool(preempted), bool(faulted), bool(collected)),
             cost_s=excess,
         )
     ]
@@ -169,6 +169,32 @@ def window_finding(trace: ReplyTrace) -> list[Finding]:
             evidence=f"the window process's CPU time over the reply: {cores:.2f} cores",
             figure=cores,
             advice="turn streaming off (Ctrl+T) or fold the meter away while it streams",
+        )
+    ]
+
+
+def packing_finding(trace: ReplyTrace) -> list[Finding]:
+    """Decode waited for the packing its load had left for later (core/model/idle_packing.py): once after a load, in
+    a reply asked for before the engine was idle long enough to pack."""
+    if trace.cpu is None or len(trace.timestamps_ns) < 2:
+        return []
+    waits = {
+        token: _paused_during(trace, trace.cpu.packing_pauses, token) for token in range(1, len(trace.timestamps_ns))
+    }
+    waits = {token: paused for token, paused in waits.items() if paused}
+    paused = sum(waits.values())
+    if paused < PACKING_FLOOR_S:
+        return []
+    tokens = ", ".join(str(token) for token in waits)
+    return [
+        Finding(
+            kind="packing",
+            summary=f"Decode waited {duration(paused)} while the engine packed the weights its load had left for later.",
+            cause="the reply was asked for as the model became ready, before the engine had packed its weights while idle",
+            evidence=f"{duration(paused)} of packing inside the interval before token {tokens}",
+            figure=paused,
+            advice="it happens once after a load: a message sent a few seconds after the model is ready waits for none",
+            cost_s=paused,
         )
     ]
 
@@ -198,7 +224,7 @@ def _preempted_tokens(preemptions: list[int]) -> set[int]:
     return {token for token, count in enumerate(preemptions) if token and count > max(2 * usual, usual + 2)}
 
 
-def _stall_advice(preempted: bool, faulted: bool, collected: bool, packing: bool) -> str:
+def _stall_advice(preempted: bool, faulted: bool, collected: bool) -> str:
     advice = []
     if preempted:
         advice.append("close the programs competing for the cores")
@@ -206,10 +232,6 @@ def _stall_advice(preempted: bool, faulted: bool, collected: bool, packing: bool
         advice.append("free memory so the weights stay in it")
     if collected:
         advice.append("a collection is the engine's own pause; it is rare and short")
-    if packing:
-        advice.append(
-            "packing happens once after a load: a message sent a few seconds after the model is ready waits for none"
-        )
     return "; ".join(advice)
 
 

@@ -306,19 +306,24 @@ def test_a_reply_with_no_token_has_nothing_to_explain():
     assert diagnose(trace) == []
 
 
-def test_a_stall_while_the_engine_packed_what_its_load_left_is_named_as_that():
+def test_decode_that_waited_for_packing_left_by_the_load_is_its_own_finding_not_a_stall():
     intervals = [10.0] * 30
     intervals[0] = 900.0  # token 1: the first decode step, which packed the rest of the weights first
     cpu = replace(quiet_cpu(31, 1.2), packing_pauses=[(51 * MS, 880 * MS)])
-    finding = diagnose(made_trace(intervals, cpu=cpu))[0]
-    assert finding.kind == "stalls"
-    assert finding.cause == "at 1 the engine packed the weights its load had left for later (880 ms)"
-    assert "packing happens once after a load" in finding.advice
+    findings = diagnose(made_trace(intervals, cpu=cpu))
+    assert [finding.kind for finding in findings] == ["packing"]
+    (finding,) = findings
+    assert finding.summary == "Decode waited 880 ms while the engine packed the weights its load had left for later."
+    assert finding.evidence == "880 ms of packing inside the interval before token 1"
+    assert finding.cost_s == pytest.approx(0.88) and "once after a load" in finding.advice
 
 
-def test_packing_outside_a_slow_tokens_interval_explains_nothing():
+def test_a_short_packing_is_not_said_and_packing_outside_a_slow_tokens_interval_explains_nothing():
     intervals = [10.0] * 30
-    intervals[9] = 100.0
-    cpu = replace(quiet_cpu(31, 0.4), packing_pauses=[(20 * MS, 25 * MS)])
+    intervals[0] = 12.0
+    cpu = replace(quiet_cpu(31, 0.4), packing_pauses=[(51 * MS, 2 * MS)])  # a few matrices: nothing anyone sees
+    assert kinds(made_trace(intervals, cpu=cpu)) == [HEALTHY]
+    intervals[0], intervals[9] = 10.0, 100.0
+    cpu = replace(quiet_cpu(31, 0.4), packing_pauses=[(20 * MS, 25 * MS)])  # before the first token: the prompt's pass
     finding = diagnose(made_trace(intervals, cpu=cpu))[0]
     assert finding.kind == "stalls" and finding.cause == "the engine's counters show no cause for it"

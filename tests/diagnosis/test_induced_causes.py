@@ -17,7 +17,7 @@ import pytest
 
 from core.chats.session import Message
 from core.diagnosis.diagnose import diagnose
-from core.diagnosis.machine import OTHERS_SHARE, STALL_FLOOR_S, STALL_MULTIPLE
+from core.diagnosis.machine import OTHERS_SHARE, PACKING_FLOOR_S
 from core.generation.local_reply import LocalReply
 from core.generation.request import ReplyRequest, prepare_reply
 from core.model.loader import load_model
@@ -218,12 +218,9 @@ def test_a_reply_sent_as_the_model_became_ready_packs_before_its_first_decode_st
         ((started, took),) = first.cpu.packing_pauses
         assert first.timestamps_ns[0] <= started and started + took <= first.timestamps_ns[1]
         assert first.token_ids == reference.token_ids
-        stamps = first.timestamps_ns
-        intervals = sorted(later - earlier for earlier, later in zip(stamps, stamps[1:]))
-        first_step = stamps[1] - stamps[0]
-        if first_step > max(STALL_MULTIPLE * intervals[len(intervals) // 2], STALL_FLOOR_S * 1e9):  # a stall: named
-            (stalls,) = [finding for finding in diagnose(first) if finding.kind == "stalls"]
-            assert "packed the weights its load had left for later" in stalls.cause
+        if took >= PACKING_FLOOR_S * 1e9:  # long enough to be said (a machine this fast packs 98 MB in less)
+            (packing,) = [finding for finding in diagnose(first) if finding.kind == "packing"]
+            assert packing.evidence.endswith("inside the interval before token 1")
         assert ask(deferred, tokens=16).cpu.packing_pauses == []
     finally:
         deferred.model.close()

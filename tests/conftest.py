@@ -7,6 +7,7 @@ child process without them.
 
 from __future__ import annotations
 
+import faulthandler
 import gc
 import itertools
 import os
@@ -41,6 +42,17 @@ FAST_TIER = os.environ.get("LATENCYLAB_FAST_TIER") == "1"
 # The slowest kinds of module first: pytest-xdist hands modules out in collection order (make test: --dist
 # loadscope), so a long module taken last would leave the other worker idle at the end.
 SLOW_FIRST = ("asan", "llama_cpp", "engine_process", "subprocess", "model")
+
+
+# pytest-timeout bounds each test; this bounds what comes after the last one (fixtures' teardown, the interpreter's exit).
+EXIT_WATCHDOG_S = 180
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """A process that has not exited EXIT_WATCHDOG_S after its session ended prints every thread's stack and exits
+    with 1: a hang at the end fails the run at once instead of holding CI to its limit."""
+    faulthandler.dump_traceback_later(EXIT_WATCHDOG_S, exit=True, file=sys.__stderr__)
 
 
 def pytest_collection_modifyitems(config, items):

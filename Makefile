@@ -11,6 +11,8 @@ TEST_STAMP := $(VENV)/.installed-test
 FAST_TIER := not model and not llama_cpp and not engine_process and not subprocess and not timing
 # Both tiers run one pytest-xdist worker per core. The full suite keeps each test module on one worker
 # (--dist loadscope), so a module's real server or quant files are made once; every worker loads the real model once.
+# A worker that crashes is not replaced (--max-worker-restart=0): pytest-xdist 3.8's loadscope deadlocks after replacing
+# one (its issue #1378; two CI runs hung until their limit), so the crash ends the run with the test named instead.
 # Its OpenMP threads sleep while they wait (OMP_WAIT_POLICY=PASSIVE): the tests time nothing, and two workers' spinning
 # teams on the same cores slowed each other as a busy program does (docs/performance.md).
 CHECK_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
@@ -68,7 +70,7 @@ run: $(STAMP)
 test: $(TEST_STAMP)
 	@$(MAKE) --no-print-directory lint
 	$(PY) tools/llama_cpp_builds.py >/dev/null
-	OMP_WAIT_POLICY=PASSIVE QT_QPA_PLATFORM=offscreen $(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope \
+	OMP_WAIT_POLICY=PASSIVE QT_QPA_PLATFORM=offscreen $(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --max-worker-restart=0 \
 		--durations=25 $(PYTEST_ARGS)
 	@if command -v xvfb-run >/dev/null 2>&1; then \
 		echo "Plot tests on a real X server (xvfb-run, QT_QPA_PLATFORM=xcb):"; \

@@ -44,15 +44,49 @@ FAST_TIER = os.environ.get("LATENCYLAB_FAST_TIER") == "1"
 SLOW_FIRST = ("asan", "llama_cpp", "engine_process", "subprocess", "model")
 
 
-# pytest-timeout bounds each test; this bounds what comes after the last one (fixtures' teardown, the interpreter's exit).
+# A test's stacks are printed and its process ends this long after pytest-timeout's limit for it has passed: that
+# limit's timer is a Python thread, which never runs while a C call holds the GIL; faulthandler's is a C thread.
+HANG_GRACE_S = 60
+# What comes after the last test (fixtures' teardown, the interpreter's exit) is bounded by this.
 EXIT_WATCHDOG_S = 180
+# Where the watchdogs write: a copy of the real stderr taken before any test runs. During a test, fd 2 is pytest's
+# capture file, which a process ended by a watchdog never shows.
+STDERR_KEY = pytest.StashKey[int]()
+
+
+def pytest_configure(config):
+    config.stash[STDERR_KEY] = os.dup(sys.__stderr__.fileno())  # global capture is suspended while plugins configure
+
+
+def limit_of(item: pytest.Item) -> float:
+    """pytest-timeout's limit for this test: its own `timeout` marker, else the ini's."""
+    marker = item.get_closest_marker("timeout")
+    if marker is not None and (marker.args or "timeout" in marker.kwargs):
+        return float(marker.args[0] if marker.args else marker.kwargs["timeout"])
+    return float(item.config.getini("timeout") or 0)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A test still running HANG_GRACE_S after its limit prints every thread's stack and ends its process (xdist
+    names the test), even where the hang holds the GIL and pytest-timeout's thread cannot run."""
+    limit = limit_of(item)
+    if limit > 0:
+        faulthandler.dump_traceback_later(limit + HANG_GRACE_S, exit=True, file=item.config.stash[STDERR_KEY])
+    try:
+        yield
+    finally:
+        if limit > 0:
+            faulthandler.cancel_dump_traceback_later()
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
     """A process that has not exited EXIT_WATCHDOG_S after its session ended prints every thread's stack and exits
-    with 1: a hang at the end fails the run at once instead of holding CI to its limit."""
-    faulthandler.dump_traceback_later(EXIT_WATCHDOG_S, exit=True, file=sys.__stderr__)
+    with 1: a hang at the end fails the run at once instead of holding CI to its limit. Not in an xdist worker:
+    one that has finished its share waits, alive and idle, until the controller ends the session."""
+    if not hasattr(config, "workerinput"):
+        faulthandler.dump_traceback_later(EXIT_WATCHDOG_S, exit=True, file=config.stash[STDERR_KEY])
 
 
 def pytest_collection_modifyitems(config, items):

@@ -71,14 +71,15 @@ class ModelShape:
 class KernelModel:
     """The C model. Weight buffers are borrowed: this object keeps every array it was given alive.
 
-    Calls are not reentrant (they share the model's scratch and KV cache); the compute thread makes them all.
+    Calls share the model's scratch and KV cache: the compute thread makes them all, and the model's lock keeps a
+    background packing, or a close on another thread, out of a call in progress. A closed model raises RuntimeError.
     """
 
     def __init__(self, library: KernelLibrary, shape: ModelShape):
         # Set first: close() (and __del__) must work on a model whose shape the kernels refused.
         self._handle: int | None = None
         self._kept: list[object] = []
-        self._lock = threading.RLock()  # held by pack_pending around each pack
+        self._lock = threading.RLock()  # held around every call into the kernels (_call) and by pack_pending
         self.library = library
         self.shape = shape
         self._config = shape.config(library)
@@ -99,14 +100,20 @@ class KernelModel:
             library.check(library.ll_set_window(self._handle, index, window), "setting a sliding window")
 
     @property
-    def handle(self) -> int | None:
-        """The C model's address; None once closed."""
-        return self._handle
-
-    @property
     def config(self) -> Config:
         """The C configuration, with defaults resolved (the attention scale)."""
         return self._config
+
+    def _call(self, what: str, entry, *args) -> int:
+        """A C entry point on this model, under its lock: a pass, a packing or a close on another thread waits, and a
+        closed model raises instead of handing the kernels a null model (which they would read: a crash)."""
+        with self._lock:
+            if not self._handle:
+                raise RuntimeError(f"{what}: the model is closed")
+            return entry(self._handle, *args)
+
+    def _checked(self, what: str, entry, *args) -> None:
+        self.library.check(self._call(what, entry, *args), what)
 
     def set_tensor(self, layer: int, role: str, data: np.ndarray, type_id: int, rows: int, columns: int) -> None:
         """data: the tensor's bytes or values, C-contiguous; memory-mapped file bytes are not copied."""
@@ -115,11 +122,16 @@ class KernelModel:
         self._kept.append(data)
         if rows > 1:
             self.matrices[layer, role] = (data, type_id, rows, columns)
-        self.library.check(
-            self.library.ll_set_tensor(
-                self._handle, layer, self.library.roles[role], data.ctypes.data, data.nbytes, type_id, rows, columns
-            ),
+        self._checked(
             f"setting {role} of layer {layer}",
+            self.library.ll_set_tensor,
+            layer,
+            self.library.roles[role],
+            data.ctypes.data,
+            data.nbytes,
+            type_id,
+            rows,
+            columns,
         )
 
     def pack(self, layer: int, role: str, threads: int) -> bool:
@@ -127,8 +139,9 @@ class KernelModel:
         then read the copy alone, so a memory-mapped file's pages for it are given back (they stay in the page
         cache), and the process holds the weights once. False: the matrix stays as the file lays it out."""
         with self._lock:
-            packed = self.library.ll_pack(self._handle, layer, self.library.roles[role], threads)
-            self.library.check(-1 if packed < 0 else 0, f"packing {role} of layer {layer}")
+            what = f"packing {role} of layer {layer}"
+            packed = self._call(what, self.library.ll_pack, layer, self.library.roles[role], threads)
+            self.library.check(-1 if packed < 0 else 0, what)
             if packed:
                 self.packed.add((layer, role))
                 release_file_pages(self.matrices[layer, role][0])
@@ -156,18 +169,14 @@ class KernelModel:
 
     def set_rope(self, layer: int, base: float, freq_scale: float = 1.0) -> None:
         """A layer's rotary base and linear scaling (1 / factor); per-dimension factors are a tensor role."""
-        self.library.check(
-            self.library.ll_set_rope(self._handle, layer, base, freq_scale), f"setting layer {layer}'s rope"
-        )
+        self._checked(f"setting layer {layer}'s rope", self.library.ll_set_rope, layer, base, freq_scale)
 
     def reserve(self, sequences: int, positions: int, keep: bool = True) -> None:
         """KV cache room. With keep, a large enough cache stays and a growing one keeps what it holds; without,
         the cache is made anew at exactly this size."""
         if keep and sequences == self.sequences and positions <= self.capacity:
             return
-        self.library.check(
-            self.library.ll_reserve(self._handle, sequences, positions, int(keep)), "reserving the KV cache"
-        )
+        self._checked("reserving the KV cache", self.library.ll_reserve, sequences, positions, int(keep))
         self.sequences, self.capacity = sequences, positions
 
     @property
@@ -179,9 +188,14 @@ class KernelModel:
         """Sequence 0's keys and values at positions [0, positions), packed [layer, kv head, position, dim]."""
         shape = (self.shape.layers, self.shape.kv_heads, positions, self.shape.head_dim)
         keys, values = np.empty(shape, dtype=np.float16), np.empty(shape, dtype=np.float16)
-        self.library.check(
-            self.library.ll_kv_copy(self._handle, positions, keys.ctypes.data, values.ctypes.data, keys.size, 0),
+        self._checked(
             "copying the KV cache out",
+            self.library.ll_kv_copy,
+            positions,
+            keys.ctypes.data,
+            values.ctypes.data,
+            keys.size,
+            0,
         )
         return keys, values
 
@@ -190,9 +204,14 @@ class KernelModel:
         keys, values = np.ascontiguousarray(keys, np.float16), np.ascontiguousarray(values, np.float16)
         if keys.shape != values.shape:
             raise ValueError("keys and values of a saved cache differ in shape")
-        self.library.check(
-            self.library.ll_kv_copy(self._handle, keys.shape[2], keys.ctypes.data, values.ctypes.data, keys.size, 1),
+        self._checked(
             "copying a saved KV cache in",
+            self.library.ll_kv_copy,
+            keys.shape[2],
+            keys.ctypes.data,
+            values.ctypes.data,
+            keys.size,
+            1,
         )
 
     def claim_cache(self) -> None:
@@ -203,9 +222,13 @@ class KernelModel:
     def embed(self, tokens: np.ndarray) -> np.ndarray:
         tokens = np.ascontiguousarray(tokens, dtype=np.int32)
         hidden = np.empty((tokens.size, self.shape.width), dtype=np.float32)
-        self.library.check(
-            self.library.ll_embed(self._handle, tokens.ctypes.data, tokens.size, hidden.ctypes.data, hidden.size),
+        self._checked(
             "embedding the tokens",
+            self.library.ll_embed,
+            tokens.ctypes.data,
+            tokens.size,
+            hidden.ctypes.data,
+            hidden.size,
         )
         return hidden
 
@@ -224,21 +247,18 @@ class KernelModel:
             )
         if self.pending and (hidden.shape[0] <= PACKED_PASS_ROWS or sequences.min() != sequences.max()):
             self.pack_pending(threads)  # a decode step, a speculative check or a batch of sequences
-        with self._lock:  # a background packing may not swap a matrix's layout under a pass
-            self.library.check(
-                self.library.ll_layers(
-                    self._handle,
-                    hidden.ctypes.data,
-                    hidden.size,
-                    hidden.shape[0],
-                    sequences.ctypes.data,
-                    positions.ctypes.data,
-                    first,
-                    end,
-                    threads,
-                ),
-                "running the decoder layers",
-            )
+        self._checked(  # under the lock: a background packing may not swap a matrix's layout under a pass
+            "running the decoder layers",
+            self.library.ll_layers,
+            hidden.ctypes.data,
+            hidden.size,
+            hidden.shape[0],
+            sequences.ctypes.data,
+            positions.ctypes.data,
+            first,
+            end,
+            threads,
+        )
 
     def logits(self, hidden: np.ndarray, threads: int, out: np.ndarray | None = None) -> np.ndarray:
         hidden = np.ascontiguousarray(hidden, dtype=np.float32)
@@ -246,13 +266,16 @@ class KernelModel:
             out = np.empty((hidden.shape[0], self.shape.vocab), dtype=np.float32)
         if out.dtype != np.float32 or not out.flags.c_contiguous:
             raise ValueError("out must be a C-contiguous float32 array")
-        with self._lock:
-            self.library.check(
-                self.library.ll_logits(
-                    self._handle, hidden.ctypes.data, hidden.size, hidden.shape[0], out.ctypes.data, out.size, threads
-                ),
-                "computing the logits",
-            )
+        self._checked(
+            "computing the logits",
+            self.library.ll_logits,
+            hidden.ctypes.data,
+            hidden.size,
+            hidden.shape[0],
+            out.ctypes.data,
+            out.size,
+            threads,
+        )
         return out
 
     def pass_over(

@@ -151,6 +151,36 @@ def test_bad_token_ids_and_positions_are_refused_with_a_reason(tiny):
         kernel.layers(hidden, np.zeros(1), np.array([4]), 0, 1, 2)
 
 
+def test_a_closed_model_refuses_every_call_with_a_reason_instead_of_crashing(family_files):
+    """The kernels would read a null model (a segfault): a call after close, from any thread, raises instead."""
+    from core.kernels.library import kernels
+    from core.model.gguf_kernels import build_kernel_model
+    from core.progress import no_progress
+    from core.quant.gguf_blocks import GGUFWeights
+
+    kernel = build_kernel_model(kernels(), GGUFWeights(family_files["llama", "Q8_0"]), no_progress).kernel
+    kernel.reserve(1, 8, keep=False)
+    hidden = kernel.embed(np.arange(4))
+    keys, values = kernel.copy_cache_out(2)
+    kernel.close()
+    calls = {
+        "embed": lambda: kernel.embed(np.arange(4)),
+        "layers": lambda: kernel.layers(hidden, np.zeros(4), np.arange(4), 0, 1, 2),
+        "logits": lambda: kernel.logits(hidden, 2),
+        "reserve": lambda: kernel.reserve(2, 16),
+        "copy out": lambda: kernel.copy_cache_out(2),
+        "copy in": lambda: kernel.copy_cache_in(keys, values),
+        "pass": lambda: kernel.pass_over(np.arange(3), 0, 2),
+        "rope": lambda: kernel.set_rope(0, 10000.0),
+        "pack": lambda: kernel.pack(0, "ffn_down", 2),
+    }
+    for name, call in calls.items():
+        with pytest.raises(RuntimeError, match="the model is closed"):
+            call()
+            pytest.fail(f"{name} ran on a closed model")
+    kernel.close()  # twice is harmless
+
+
 def test_a_file_missing_a_layer_tensor_is_refused_in_one_line(tmp_path):
     import gguf
 

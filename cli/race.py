@@ -98,7 +98,11 @@ def run_race_command(args: argparse.Namespace, settings: GenerationSettings) -> 
     if problem:
         say(f"error: {problem}")
         return OUTPUT_FAILED_STATUS
-    result, interrupted = _run(config, args)
+    try:
+        result, interrupted = _run(config, args)
+    except LatencyLabError as error:  # run_race says a side's own failure in its result; this is the race's
+        say(f"race: {error}")
+        return 1
     try:
         write_out(race_json(result) + "\n" if args.json else verdict_text(result))
     except OutputLost as lost:
@@ -184,6 +188,8 @@ def _run(config: RaceConfig, args: argparse.Namespace) -> tuple[RaceResult, bool
     def race() -> None:
         try:
             outcome["result"] = run_race(config, load, cancel=cancel, observer=observer)
+        except BaseException as error:  # raised again on the caller's thread, which has the command's handlers
+            outcome["error"] = error
         finally:
             ended.set()
 
@@ -201,9 +207,8 @@ def _run(config: RaceConfig, args: argparse.Namespace) -> tuple[RaceResult, bool
             if not ended.wait(JOIN_TIMEOUT_S):  # a reply stops at its next layer or token; a load cannot be cut short
                 say("stopped (Ctrl+C) while loading a model, which cannot be interrupted")
                 hard_exit(INTERRUPTED_STATUS)
-    if "result" not in outcome:
-        say("the race ended without a result")
-        hard_exit(1)
+    if "error" in outcome:  # the thread has ended, so leaving through Python's own exit is safe
+        raise outcome["error"]
     return outcome["result"], interrupted
 
 

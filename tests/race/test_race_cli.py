@@ -1,5 +1,5 @@
-"""`latencylab race`: bad or clashing settings refused in one line (exit 2), `--json` holding both full reports and
-the verdict, and Ctrl+C in the middle printing what ran."""
+"""`latencylab race`: bad or clashing settings refused in one line (exit 2), a failed race said in one line, `--json`
+holding both full reports and the verdict, and Ctrl+C in the middle printing what ran."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import sys
 
 import pytest
 
+from cli import race as race_cli
 from cli.main import main
+from core.errors import LatencyLabError
 
 PROMPT = "Name three colours of the rainbow."
 
@@ -35,6 +37,27 @@ def test_bad_or_clashing_settings_are_refused_in_one_line_with_exit_2(capsys, ar
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("latencylab: race: ") and says in lines[0]
+
+
+def test_a_race_that_fails_says_why_in_one_line_and_leaves_the_process_running(capsys, monkeypatch):
+    # The race runs on a worker thread; its failure used to end the whole process with os._exit(1) after a traceback.
+    def failing(*args, **kwargs):
+        raise LatencyLabError("the chat template cannot be rendered")
+
+    monkeypatch.setattr(race_cli, "run_race", failing)
+    assert main(["race", PROMPT]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.strip().splitlines() == ["latencylab: race: the chat template cannot be rendered"]
+
+
+def test_a_fault_in_the_race_reaches_the_caller_as_its_own_exception(monkeypatch):
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(race_cli, "run_race", broken)
+    with pytest.raises(ZeroDivisionError, match="a bug"):
+        main(["race", PROMPT])
 
 
 def test_race_json_holds_both_full_reports_and_the_verdict(run_cli, real_model):

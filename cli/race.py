@@ -188,7 +188,7 @@ def _run(config: RaceConfig, args: argparse.Namespace) -> tuple[RaceResult, bool
     def race() -> None:
         try:
             outcome["result"] = run_race(config, load, cancel=cancel, observer=observer)
-        except BaseException as error:  # raised again on the caller's thread, which has the command's handlers
+        except Exception as error:  # noqa: BLE001 - raised again on the caller's thread, with its handlers
             outcome["error"] = error
         finally:
             ended.set()

@@ -253,6 +253,35 @@ def test_the_gemm_gives_each_token_the_bits_its_own_tile_gives(qtype: str, porta
         assert np.array_equal(gemm.reshape(tokens, rows), tiles), (qtype, tokens)
 
 
+@pytest.mark.parametrize("qtype", [t for t in WEIGHT_TYPES if not t.startswith(("F", "BF"))])
+def test_the_gemm_on_amx_tiles_gives_the_bits_of_the_avx512_gemm(qtype: str):
+    """Where AMX's tiles are on (csrc/gemm_amx.c), the prompt's GEMM runs 16 weight rows at a time on them and the
+    rest on the AVX-512 GEMM: every product the same bits either way, for whole and part-filled groups of tokens."""
+    library = _library(False)
+    if not library.ll_use_amx(-1):
+        pytest.skip("no AMX tiles on this CPU or in this build")
+    rng = np.random.default_rng(8)
+    columns = COLUMNS if qtype.endswith("_K") else COLUMNS + 32
+    rows = 35  # two groups of 16 on the tiles, three rows on the AVX-512 GEMM
+    raw, _ = _weights(qtype, rows, rng, columns)
+    for tokens in (1, 16, 17, 40):
+        quantised = [
+            _activation(library, qtype, rng.normal(0, 1, columns).astype(np.float32))[0] for _ in range(tokens)
+        ]
+        packed = np.concatenate(quantised)
+        args = (library.kernel_types[qtype], columns, raw.ctypes.data, raw.shape[1], rows, packed.ctypes.data)
+        results = {}
+        try:
+            for amx in (1, 0):
+                assert library.ll_use_amx(amx) == amx
+                results[amx] = np.full(tokens * rows, np.nan, dtype=np.float32)
+                assert library.ll_gemm_rows(*args, quantised[0].size, tokens, results[amx].ctypes.data) == 0
+        finally:
+            library.ll_use_amx(1)
+        assert not np.isnan(results[1]).any()
+        assert np.array_equal(results[1], results[0]), (qtype, tokens)
+
+
 def test_the_portable_build_has_no_gemm():
     library = _library(True)
     out = np.zeros(1, dtype=np.float32)

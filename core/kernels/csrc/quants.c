@@ -278,7 +278,7 @@ static float dot_q6_K(int n, const void *w, const void *a) {
     {#NAME, ELEMENTS, BYTES, ACTIVATION, dequantize_##FUNCTIONS, NULL, dot_##FUNCTIONS, ll_tiles_##FUNCTIONS,       \
      GEMM_OF(FUNCTIONS)}
 #if LL_GEMM_LANES
-#define GEMM_OF(FUNCTIONS) ll_gemm_##FUNCTIONS
+#define GEMM_OF(FUNCTIONS) LL_GEMM(FUNCTIONS)
 #else
 #define GEMM_OF(FUNCTIONS) NULL
 #endif
@@ -289,13 +289,13 @@ static const ll_type_traits types[LL_TYPE_LIMIT] = {
     [LL_BF16] = {"BF16", 1, 2, LL_F32, dequantize_bf16, NULL, dot_bf16, ll_tiles_bf16, NULL},
 #if LL_GEMM_LANES  /* AVX-512 or AVX2 */
     [LL_Q4_0] = {"Q4_0", QK, sizeof(block_q4_0), LL_Q8_0, dequantize_q4_0, NULL, dot_q4_0, ll_tiles_q4_0,
-                 ll_gemm_q4_0, ll_pack_q4_0x16, ll_packed_tiles_q4_0x16, ll_gemm_q4_0x16},
+                 LL_GEMM(q4_0), ll_pack_q4_0x16, ll_packed_tiles_q4_0x16, LL_GEMM(q4_0x16)},
 #else
     [LL_Q4_0] = WEIGHT(Q4_0, QK, sizeof(block_q4_0), LL_Q8_0, q4_0),
 #endif
 #if LL_GEMM_LANES  /* AVX-512 or AVX2 */
     [LL_Q4_1] = {"Q4_1", QK, sizeof(block_q4_1), LL_Q8_1, dequantize_q4_1, NULL, dot_q4_1, ll_tiles_q4_1,
-                 ll_gemm_q4_1, ll_pack_q4_1x16, ll_packed_tiles_q4_1x16, ll_gemm_q4_1x16},
+                 LL_GEMM(q4_1), ll_pack_q4_1x16, ll_packed_tiles_q4_1x16, LL_GEMM(q4_1x16)},
 #else
     [LL_Q4_1] = WEIGHT(Q4_1, QK, sizeof(block_q4_1), LL_Q8_1, q4_1),
 #endif
@@ -303,26 +303,26 @@ static const ll_type_traits types[LL_TYPE_LIMIT] = {
     [LL_Q5_1] = WEIGHT(Q5_1, QK, sizeof(block_q5_1), LL_Q8_1, q5_1),
 #if LL_AVX512_DOTS
     [LL_Q8_0] = {"Q8_0", QK, sizeof(block_q8_0), LL_Q8_0, dequantize_q8_0, quantize_q8_0, dot_q8_0, ll_tiles_q8_0,
-                 ll_gemm_q8_0, ll_pack_q8_0x16, ll_packed_tiles_q8_0x16, ll_gemm_q8_0x16},
+                 LL_GEMM(q8_0), ll_pack_q8_0x16, ll_packed_tiles_q8_0x16, LL_GEMM(q8_0x16)},
 #else
     [LL_Q8_0] = {"Q8_0", QK, sizeof(block_q8_0), LL_Q8_0, dequantize_q8_0, quantize_q8_0, dot_q8_0, ll_tiles_q8_0,
                  GEMM_OF(q8_0)},
 #endif
 #if LL_GEMM_LANES  /* AVX-512 or AVX2 */
     [LL_Q4_K] = {"Q4_K", QK_K, sizeof(block_q4_K), LL_Q8_K, dequantize_q4_K, NULL, dot_q4_K, ll_tiles_q4_K,
-                 ll_gemm_q4_K, ll_pack_q4_Kx16, ll_packed_tiles_q4_Kx16, ll_gemm_q4_Kx16},
+                 LL_GEMM(q4_K), ll_pack_q4_Kx16, ll_packed_tiles_q4_Kx16, LL_GEMM(q4_Kx16)},
 #else
     [LL_Q4_K] = WEIGHT(Q4_K, QK_K, sizeof(block_q4_K), LL_Q8_K, q4_K),
 #endif
 #if LL_GEMM_LANES  /* AVX-512 or AVX2 */
     [LL_Q5_K] = {"Q5_K", QK_K, sizeof(block_q5_K), LL_Q8_K, dequantize_q5_K, NULL, dot_q5_K, ll_tiles_q5_K,
-                 ll_gemm_q5_K, ll_pack_q5_Kx16, ll_packed_tiles_q5_Kx16, ll_gemm_q5_Kx16},
+                 LL_GEMM(q5_K), ll_pack_q5_Kx16, ll_packed_tiles_q5_Kx16, LL_GEMM(q5_Kx16)},
 #else
     [LL_Q5_K] = WEIGHT(Q5_K, QK_K, sizeof(block_q5_K), LL_Q8_K, q5_K),
 #endif
 #if LL_AVX512_DOTS
     [LL_Q6_K] = {"Q6_K", QK_K, sizeof(block_q6_K), LL_Q8_K, dequantize_q6_K, NULL, dot_q6_K, ll_tiles_q6_K,
-                 ll_gemm_q6_K, ll_pack_q6_Kx16, ll_packed_tiles_q6_Kx16, ll_gemm_q6_Kx16},
+                 LL_GEMM(q6_K), ll_pack_q6_Kx16, ll_packed_tiles_q6_Kx16, LL_GEMM(q6_Kx16)},
 #else
     [LL_Q6_K] = WEIGHT(Q6_K, QK_K, sizeof(block_q6_K), LL_Q8_K, q6_K),
 #endif

@@ -31,6 +31,13 @@ typedef void (*dot_tile_fn)(int n, const void *w, size_t w_stride, const void *a
 #define LL_GEMM_LANES 0
 #endif
 
+/* Whether this build has the GEMM on AMX's tiles (gemm_amx.c): the CPU has them, and the build targets it. */
+#if LL_AVX512_DOTS && defined(__AMX_TILE__) && defined(__AMX_INT8__)
+#define LL_AMX_GEMM 1
+#else
+#define LL_AMX_GEMM 0
+#endif
+
 /* rows weight rows (w_stride bytes apart) against `tokens` activations laid out as ll_panel_build's panel:
  * out[t * out_stride + r] = w_r . a_t, or += with accumulate. Each result is the canonical dot (quants.c). */
 typedef void (*gemm_fn)(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,
@@ -144,6 +151,26 @@ void ll_packed_tiles_q6_Kx16(int n, const void *group, const void *a, size_t a_s
 void ll_gemm_q6_Kx16(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,
                      size_t out_stride, int accumulate);
 #endif
+
+#if LL_AMX_GEMM  /* gemm_amx.c: each type's GEMM on the tiles, the AVX-512 one above where they are off */
+#define LL_DECLARE_AMX_GEMM(NAME) void ll_gemm_amx_##NAME(int n, const void *w, size_t w_stride, int rows, \
+                                                          const void *panel, int tokens, float *out,        \
+                                                          size_t out_stride, int accumulate);
+LL_GEMM_KERNELS(LL_DECLARE_AMX_GEMM)
+LL_DECLARE_AMX_GEMM(q4_0x16)
+LL_DECLARE_AMX_GEMM(q4_1x16)
+LL_DECLARE_AMX_GEMM(q8_0x16)
+LL_DECLARE_AMX_GEMM(q4_Kx16)
+LL_DECLARE_AMX_GEMM(q5_Kx16)
+LL_DECLARE_AMX_GEMM(q6_Kx16)
+#undef LL_DECLARE_AMX_GEMM
+#define LL_GEMM(NAME) ll_gemm_amx_##NAME
+#else
+#define LL_GEMM(NAME) ll_gemm_##NAME
+#endif
+/* Whether a prompt's GEMM runs on AMX's tiles: on 1 asks for them (the OS must grant their state), 0 turns them
+ * off, -1 only asks; returns whether they are on. 0 where this build has none. */
+LL_API int32_t ll_use_amx(int32_t on);
 
 /* The GEMM's activation panel: `tokens` rows of an activation type (Q8_0, Q8_1 or Q8_K, row_stride bytes apart)
  * of n elements, laid out LL_GEMM_LANES tokens to a register; ll_panel_bytes is its size. */

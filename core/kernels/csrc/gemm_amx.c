@@ -1,0 +1,311 @@
+/* The GEMM of a prompt's pass on AMX's tiles (Intel Sapphire Rapids and later), where the build and the OS allow.
+ *
+ * The integer part of each sub-block, 16 weight rows by 16 tokens, is one tile product (tdpbsud: the unpacked
+ * weights' signed bytes against the panel's unsigned ones, whose 16-token groups of four bytes are the B tile's
+ * layout as they stand). A product of whole numbers is exact in any order, so each (row, token) gets the very
+ * integers the AVX-512 GEMM and the decode kernels sum, and the float steps after it are theirs, in their order:
+ * the same bits (the batch-invariance tests run this path where it is on).
+ * Measured against the AVX-512 VNNI loop on one block of 16 rows x 16 tokens x 256 (Xeon AMX): 3.0-3.8x.
+ * It is off where the kernel refuses the tiles' state (arch_prctl) and with LATENCYLAB_AMX=0; rows beyond the last
+ * whole 16 go to the AVX-512 GEMM.
+ */
+#define _GNU_SOURCE /* syscall() */
+#include "gemm.h"
+
+#if LL_AVX512_DOTS && defined(__AMX_TILE__) && defined(__AMX_INT8__)
+
+#include <immintrin.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+#define TILE_ROWS 16 /* weight rows a tile product takes, and tokens (a panel group) */
+
+static int amx_on;
+
+/* The process asks the kernel for the tiles' state once, as the library loads; without it the first tile
+ * instruction is a SIGILL. */
+__attribute__((constructor)) static void amx_start(void) {
+    const char *wanted = getenv("LATENCYLAB_AMX");
+    if (wanted && strcmp(wanted, "0") == 0) return;
+    amx_on = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+}
+
+int32_t ll_use_amx(int32_t on) {
+    if (on == 0) amx_on = 0;
+    else if (on > 0 && !amx_on) amx_on = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+    return amx_on;
+}
+
+/* The tiles by number (the intrinsics take a literal: they name the register in their assembly): the weights' A,
+ * two B tiles of tokens taken in turn, and a C tile for each of CHUNK groups of 16 tokens. */
+#define CHUNK 4
+
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} __attribute__((packed)) tile_config;
+
+/* The tiles for sub-blocks of `sub` elements: A (tile 1) 16 weight rows x sub bytes (each row's unpacked block,
+ * sizeof(unpacked) apart); B (2, 3) sub / 4 groups x 16 tokens x 4 bytes (the panel as it stands); C (4-7) 16 rows x
+ * 16 tokens of int32. Per thread. */
+static void configure(int sub) {
+    tile_config config;
+    memset(&config, 0, sizeof config);
+    config.palette = 1;
+    config.rows[1] = TILE_ROWS, config.colsb[1] = (uint16_t)sub;
+    for (int t = 2; t <= 3; t++) config.rows[t] = (uint8_t)(sub / 4), config.colsb[t] = LL_GEMM_LANES * 4;
+    for (int t = 4; t < 4 + CHUNK; t++) config.rows[t] = TILE_ROWS, config.colsb[t] = LL_GEMM_LANES * 4;
+    _tile_loadconfig(&config);
+}
+
+/* One sub-block's products for CHUNK groups of tokens into parts[j] (16 rows x 16 tokens each): every tile stored
+ * before any is read back, as a read right after its store waited for it (a quarter of the time, in perf). */
+#define PRODUCT(j, C, B)                                                                                          \
+    if (j < count) {                                                                                              \
+        _tile_zero(C);                                                                                            \
+        _tile_loadd(B, p + (size_t)j * group_stride, 64);                                                         \
+        _tile_dpbsud(C, 1, B);                                                                                    \
+    }
+#define STORE(j, C) if (j < count) _tile_stored(C, parts[j], LL_GEMM_LANES * sizeof(int32_t))
+
+/* Each type's GEMM on the tiles: 16 weight rows at a time, each block unpacked once (unpack4 four times) for every
+ * group of 16 tokens; per sub-block one tile product, then gemm_block's integer scaling and float steps
+ * (dots_avx512.c), row by row with the tokens in the lanes, as there. */
+#define AMX_ENTRY(NAME, BLOCK, SUB, SCALED, MINIMUM, ACTIVATION)                                                  \
+    void ll_gemm_amx_##NAME(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens,       \
+                            float *out, size_t out_stride, int accumulate) {                                      \
+        enum { SUBS = BLOCK / SUB };                                                                              \
+        const int whole = amx_on ? rows / TILE_ROWS * TILE_ROWS : 0;                                              \
+        if (whole < rows)                                                                                         \
+            ll_gemm_##NAME(n, (const char *)w + (size_t)whole * w_stride, w_stride, rows - whole, panel, tokens,  \
+                           out + whole, out_stride, accumulate);                                                  \
+        if (!whole) return;                                                                                       \
+        const int bytes = panel_block_bytes(ACTIVATION);                                                          \
+        const size_t group_stride = (size_t)(n / BLOCK) * bytes;                                                  \
+        const int groups = (tokens + LL_GEMM_LANES - 1) / LL_GEMM_LANES;                                          \
+        const size_t floats = (size_t)groups * TILE_ROWS * LL_GEMM_LANES;                                         \
+        float *buffer = aligned_alloc(64, 2 * floats * sizeof(float));                                            \
+        unpacked *u = aligned_alloc(64, TILE_ROWS * sizeof(unpacked));                                            \
+        int32_t(*all)[SUBS][TILE_ROWS][LL_GEMM_LANES] =                                                           \
+            aligned_alloc(64, CHUNK * sizeof(int32_t[SUBS][TILE_ROWS][LL_GEMM_LANES]));                           \
+        if (!buffer || !u || !all) { /* the caller's scratch came first: 64 KB for 512 tokens */                  \
+            free(buffer), free(u), free(all);                                                                     \
+            ll_gemm_##NAME(n, w, w_stride, whole, panel, tokens, out, out_stride, accumulate);                    \
+            return;                                                                                               \
+        }                                                                                                         \
+        float(*sums)[TILE_ROWS][LL_GEMM_LANES] = (float(*)[TILE_ROWS][LL_GEMM_LANES])buffer;                      \
+        float(*minimums)[TILE_ROWS][LL_GEMM_LANES] = (float(*)[TILE_ROWS][LL_GEMM_LANES])(buffer + floats);       \
+        configure(SUB);                                                                                           \
+        for (int first = 0; first < whole; first += TILE_ROWS) {                                                  \
+            memset(buffer, 0, 2 * floats * sizeof(float));                                                        \
+            for (int b = 0; b < n / BLOCK; b++) {                                                                 \
+                for (int r0 = 0; r0 < TILE_ROWS; r0 += 4) unpack4_##NAME(w, w_stride, first + r0, b, u + r0);     \
+                const char *block = (const char *)panel + (size_t)b * bytes;                                      \
+                for (int chunk = 0; chunk < groups; chunk += CHUNK) {                                             \
+                    const int count = groups - chunk < CHUNK ? groups - chunk : CHUNK;                            \
+                    for (int s = 0; s < SUBS; s++) {                                                              \
+                        const char *p = block + (size_t)chunk * group_stride + 64 * (SUB / 4) * s;                \
+                        int32_t(*parts[CHUNK])[LL_GEMM_LANES];                                                    \
+                        for (int j = 0; j < CHUNK; j++) parts[j] = all[j][s];                                     \
+                        _tile_loadd(1, u[0].q + SUB * s, sizeof(unpacked));                                       \
+                        PRODUCT(0, 4, 2) PRODUCT(1, 5, 3) PRODUCT(2, 6, 2) PRODUCT(3, 7, 3)                                   \
+                        STORE(0, 4); STORE(1, 5); STORE(2, 6); STORE(3, 7);                                                   \
+                    }                                                                                             \
+                    for (int j = 0; j < count; j++) {                                                             \
+                        const int group = chunk + j;                                                              \
+                        const char *p = block + (size_t)group * group_stride;                                     \
+                        const __m512 da = _mm512_load_ps((const float *)(p + BLOCK * LL_GEMM_LANES));             \
+                        const char *extra = p + BLOCK * LL_GEMM_LANES + 4 * LL_GEMM_LANES;                        \
+                        for (int r = 0; r < TILE_ROWS; r++) {                                                     \
+                            __m512i isum = _mm512_load_si512((const void *)all[j][0][r]);                         \
+                            if (SCALED) {                                                                         \
+                                isum = _mm512_mullo_epi32(isum, _mm512_set1_epi32(u[r].scale[0]));                \
+                                for (int s = 1; s < SUBS; s++)                                                    \
+                                    isum = _mm512_add_epi32(                                                      \
+                                        isum, _mm512_mullo_epi32(_mm512_load_si512((const void *)all[j][s][r]),   \
+                                                                 _mm512_set1_epi32(u[r].scale[s])));              \
+                            }                                                                                     \
+                            const __m512i exact = _mm512_sub_epi32(isum, _mm512_set1_epi32(u[r].correction));     \
+                            _mm512_store_ps(sums[group][r],                                                       \
+                                            _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(u[r].d), da),            \
+                                                            _mm512_cvtepi32_ps(exact),                            \
+                                                            _mm512_load_ps(sums[group][r])));                     \
+                            if (MINIMUM == 1)                                                                     \
+                                _mm512_store_ps(minimums[group][r],                                               \
+                                                _mm512_fmadd_ps(_mm512_set1_ps(u[r].m),                           \
+                                                                _mm512_load_ps((const float *)extra),             \
+                                                                _mm512_load_ps(minimums[group][r])));             \
+                            if (MINIMUM == 2) {                                                                   \
+                                __m512i m = _mm512_setzero_si512();                                               \
+                                for (int q = 0; q < 4; q++)                                                       \
+                                    m = _mm512_dpwssd_epi32(m, _mm512_load_si512((const void *)(extra + 64 * q)), \
+                                                            _mm512_set1_epi32(u[r].min_pairs[q]));                \
+                                _mm512_store_ps(minimums[group][r],                                               \
+                                                _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(u[r].m), da),        \
+                                                                _mm512_cvtepi32_ps(m),                            \
+                                                                _mm512_load_ps(minimums[group][r])));             \
+                            }                                                                                     \
+                        }                                                                                         \
+                    }                                                                                             \
+                }                                                                                                 \
+            }                                                                                                     \
+            /* token by token, the 16 rows side by side: a line of out at a time */                               \
+            for (int token = 0; token < tokens; token++) {                                                        \
+                const int group = token / LL_GEMM_LANES, lane = token % LL_GEMM_LANES;                            \
+                float *target = out + (size_t)token * out_stride + first;                                         \
+                for (int r = 0; r < TILE_ROWS; r++) {                                                             \
+                    const float sum = sums[group][r][lane], minimum = minimums[group][r][lane];                    \
+                    const float value = MINIMUM == 2 ? sum - minimum : MINIMUM == 1 ? sum + minimum : sum;        \
+                    target[r] = accumulate ? target[r] + value : value;                                           \
+                }                                                                                                 \
+            }                                                                                                     \
+        }                                                                                                         \
+        _tile_release();                                                                                          \
+        free(buffer), free(u), free(all);                                                                         \
+    }
+
+/* Q4_K and Q5_K without a multiply per sub-block: each 6-bit scale is split into DIGITS digits of SHIFT bits, and
+ * the weights times each digit still fit a signed byte (Q4_K: 15 x 7; Q5_K: 31 x 3), so one tile product per digit
+ * runs the whole 256-element block with the scales inside it: sum over s of scale_s x part_s is
+ * sum over digits of 2^(SHIFT x place) x (the weights times that digit) . activations, the same whole number. The
+ * multiply a sub-block left the k-quants' GEMM about as slow as the AVX-512 one (1.06x); Q6_K's signed scales
+ * would need four digits and keep it. */
+#define K_CHUNK 64 /* elements a tile product takes */
+
+/* digits[d][r][k]: row r's weight k times digit d of its sub-block's scale (sub elements a scale), the most
+ * significant first; that one keeps the scale's sign (Q6_K's are signed), the others are 0 .. 2^shift - 1. */
+static inline void scaled_digits(const unpacked *u, int sub, int digits, int shift, int8_t (*out)[TILE_ROWS][QK_K]) {
+    const int mask = (1 << shift) - 1;
+    for (int r = 0; r < TILE_ROWS; r++)
+        for (int c = 0; c < QK_K / 32; c++) {
+            const __m512i q = _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(u[r].q + 32 * c)));
+            const int first = sub == 32 ? c : 2 * c, second = sub == 32 ? c : 2 * c + 1; /* each half's scale */
+            for (int d = 0; d < digits; d++) {
+                const int place = shift * (digits - 1 - d);
+                const int low = d ? (u[r].scale[first] >> place) & mask : u[r].scale[first] >> place;
+                const int high = d ? (u[r].scale[second] >> place) & mask : u[r].scale[second] >> place;
+                const __m512i digit = _mm512_inserti64x4(_mm512_set1_epi16((short)low), _mm256_set1_epi16((short)high), 1);
+                _mm256_store_si256((__m256i *)(out[d][r] + 32 * c), _mm512_cvtepi16_epi8(_mm512_mullo_epi16(q, digit)));
+            }
+        }
+}
+
+#define DIGIT_PRODUCT(C, A, d)                                                                                    \
+    _tile_loadd(A, digits[d][0] + K_CHUNK * k, QK_K);                                                             \
+    _tile_dpbsud(C, A, 2);
+#define DIGIT_STORE(C, d) _tile_stored(C, parts[d], LL_GEMM_LANES * sizeof(int32_t))
+
+#define AMX_DIGITS_ENTRY(NAME, SUB, DIGITS, SHIFT, MINIMUM)                                                                     \
+    void ll_gemm_amx_##NAME(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens,       \
+                            float *out, size_t out_stride, int accumulate) {                                      \
+        const int whole = amx_on ? rows / TILE_ROWS * TILE_ROWS : 0;                                              \
+        if (whole < rows)                                                                                         \
+            ll_gemm_##NAME(n, (const char *)w + (size_t)whole * w_stride, w_stride, rows - whole, panel, tokens,  \
+                           out + whole, out_stride, accumulate);                                                  \
+        if (!whole) return;                                                                                       \
+        const int bytes = panel_block_bytes(LL_Q8_K);                                                             \
+        const size_t group_stride = (size_t)(n / QK_K) * bytes;                                                   \
+        const int groups = (tokens + LL_GEMM_LANES - 1) / LL_GEMM_LANES;                                          \
+        const size_t floats = (size_t)groups * TILE_ROWS * LL_GEMM_LANES;                                         \
+        float *buffer = aligned_alloc(64, 2 * floats * sizeof(float));                                            \
+        unpacked *u = aligned_alloc(64, TILE_ROWS * sizeof(unpacked));                                            \
+        int8_t(*digits)[TILE_ROWS][QK_K] = aligned_alloc(64, DIGITS * sizeof(int8_t[TILE_ROWS][QK_K]));           \
+        int32_t(*parts)[TILE_ROWS][LL_GEMM_LANES] =                                                               \
+            aligned_alloc(64, DIGITS * sizeof(int32_t[TILE_ROWS][LL_GEMM_LANES]));                                \
+        if (!buffer || !u || !digits || !parts) {                                                                 \
+            free(buffer), free(u), free(digits), free(parts);                                                     \
+            ll_gemm_##NAME(n, w, w_stride, whole, panel, tokens, out, out_stride, accumulate);                    \
+            return;                                                                                               \
+        }                                                                                                         \
+        float(*sums)[TILE_ROWS][LL_GEMM_LANES] = (float(*)[TILE_ROWS][LL_GEMM_LANES])buffer;                      \
+        float(*minimums)[TILE_ROWS][LL_GEMM_LANES] = (float(*)[TILE_ROWS][LL_GEMM_LANES])(buffer + floats);       \
+        configure(K_CHUNK);                                                                                       \
+        for (int first = 0; first < whole; first += TILE_ROWS) {                                                  \
+            memset(buffer, 0, 2 * floats * sizeof(float));                                                        \
+            for (int b = 0; b < n / QK_K; b++) {                                                                  \
+                for (int r0 = 0; r0 < TILE_ROWS; r0 += 4) unpack4_##NAME(w, w_stride, first + r0, b, u + r0);     \
+                scaled_digits(u, SUB, DIGITS, SHIFT, digits);                                                          \
+                const char *block = (const char *)panel + (size_t)b * bytes;                                      \
+                for (int group = 0; group < groups; group++) {                                                    \
+                    const char *p = block + (size_t)group * group_stride;                                         \
+                    _tile_zero(4);                                                                                \
+                    _tile_zero(5);                                                                                \
+                    if (DIGITS > 2) _tile_zero(6);                                                                \
+                    if (DIGITS > 3) _tile_zero(7);                                                                \
+                    for (int k = 0; k < QK_K / K_CHUNK; k++) {                                                    \
+                        _tile_loadd(2, p + 64 * (K_CHUNK / 4) * k, 64);                                           \
+                        DIGIT_PRODUCT(4, 1, 0)                                                                    \
+                        DIGIT_PRODUCT(5, 3, 1)                                                                    \
+                        if (DIGITS > 2) { DIGIT_PRODUCT(6, 1, 2) }                                                \
+                        if (DIGITS > 3) { DIGIT_PRODUCT(7, 3, 3) }                                                \
+                    }                                                                                             \
+                    DIGIT_STORE(4, 0);                                                                            \
+                    DIGIT_STORE(5, 1);                                                                            \
+                    if (DIGITS > 2) DIGIT_STORE(6, 2);                                                            \
+                    if (DIGITS > 3) DIGIT_STORE(7, 3);                                                            \
+                    const __m512 da = _mm512_load_ps((const float *)(p + QK_K * LL_GEMM_LANES));                  \
+                    const char *extra = p + QK_K * LL_GEMM_LANES + 4 * LL_GEMM_LANES;                             \
+                    for (int r = 0; r < TILE_ROWS; r++) {                                                         \
+                        __m512i isum = _mm512_load_si512((const void *)parts[0][r]);                              \
+                        for (int d = 1; d < DIGITS; d++)                                                          \
+                            isum = _mm512_add_epi32(_mm512_slli_epi32(isum, SHIFT),                               \
+                                                    _mm512_load_si512((const void *)parts[d][r]));                \
+                        const __m512i exact = _mm512_sub_epi32(isum, _mm512_set1_epi32(u[r].correction));         \
+                        _mm512_store_ps(sums[group][r], _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(u[r].d), da), \
+                                                                        _mm512_cvtepi32_ps(exact),                \
+                                                                        _mm512_load_ps(sums[group][r])));         \
+                        if (MINIMUM == 2) {                                                                       \
+                            __m512i m = _mm512_setzero_si512();                                                   \
+                            for (int q = 0; q < 4; q++)                                                           \
+                                m = _mm512_dpwssd_epi32(m, _mm512_load_si512((const void *)(extra + 64 * q)),     \
+                                                        _mm512_set1_epi32(u[r].min_pairs[q]));                    \
+                            _mm512_store_ps(minimums[group][r],                                                   \
+                                            _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(u[r].m), da),            \
+                                                            _mm512_cvtepi32_ps(m),                                \
+                                                            _mm512_load_ps(minimums[group][r])));                 \
+                        }                                                                                         \
+                    }                                                                                             \
+                }                                                                                                 \
+            }                                                                                                     \
+            for (int token = 0; token < tokens; token++) {                                                        \
+                const int group = token / LL_GEMM_LANES, lane = token % LL_GEMM_LANES;                            \
+                float *target = out + (size_t)token * out_stride + first;                                         \
+                for (int r = 0; r < TILE_ROWS; r++) {                                                             \
+                    const float value = MINIMUM == 2 ? sums[group][r][lane] - minimums[group][r][lane]            \
+                                                     : sums[group][r][lane];                                      \
+                    target[r] = accumulate ? target[r] + value : value;                                           \
+                }                                                                                                 \
+            }                                                                                                     \
+        }                                                                                                         \
+        _tile_release();                                                                                          \
+        free(buffer), free(u), free(digits), free(parts);                                                         \
+    }
+
+AMX_ENTRY(q4_0, QK, QK, 0, 0, LL_Q8_0)
+AMX_ENTRY(q4_1, QK, QK, 0, 1, LL_Q8_1)
+AMX_ENTRY(q5_0, QK, QK, 0, 0, LL_Q8_0)
+AMX_ENTRY(q5_1, QK, QK, 0, 1, LL_Q8_1)
+AMX_ENTRY(q8_0, QK, QK, 0, 0, LL_Q8_0)
+AMX_DIGITS_ENTRY(q4_K, 32, 2, 3, 2)
+AMX_DIGITS_ENTRY(q5_K, 32, 3, 2, 2)
+AMX_DIGITS_ENTRY(q6_K, 16, 4, 2, 0)
+AMX_ENTRY(q4_0x16, QK, QK, 0, 0, LL_Q8_0)
+AMX_ENTRY(q4_1x16, QK, QK, 0, 1, LL_Q8_1)
+AMX_ENTRY(q8_0x16, QK, QK, 0, 0, LL_Q8_0)
+AMX_DIGITS_ENTRY(q4_Kx16, 32, 2, 3, 2)
+AMX_DIGITS_ENTRY(q5_Kx16, 32, 3, 2, 2)
+AMX_DIGITS_ENTRY(q6_Kx16, 16, 4, 2, 0)
+
+#else
+
+int32_t ll_use_amx(int32_t on) {
+    (void)on;
+    return 0;
+}
+
+#endif

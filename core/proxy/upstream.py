@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import urllib.parse
 from dataclasses import dataclass
+
+from core.remote.server_url import BadServerURL, split_server_url
 
 
 class BadUpstream(ValueError):
@@ -17,18 +18,15 @@ class Upstream:
 
     @classmethod
     def parse(cls, url: str) -> Upstream:
-        parts = urllib.parse.urlsplit(url.strip())
-        if parts.scheme not in ("http", "https") or not parts.hostname:
+        try:
+            parts = split_server_url(url)
+        except BadServerURL as bad:
             raise BadUpstream(
                 f"--upstream must be an http:// or https:// URL with a host, such as http://127.0.0.1:11434 "
-                f"(got {url!r})"
-            )
+                f"(got {url!r}: {bad})"
+            ) from None
         if parts.query or parts.fragment or parts.username or parts.password:
             raise BadUpstream("--upstream takes a scheme, host, port and optional path; no query, fragment or password")
-        try:
-            parts.port  # noqa: B018 - reading it checks it
-        except ValueError:
-            raise BadUpstream(f"--upstream has a port that is not a number from 0 to 65535: {url!r}") from None
         return cls(origin=f"{parts.scheme}://{parts.netloc}", prefix=parts.path.rstrip("/"))
 
     def target(self, raw_path: str) -> str:

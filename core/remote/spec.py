@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TypeGuard
 
 from core.errors import ModelLoadError
+from core.remote.server_url import BadServerURL, split_server_url
 
 PROTOCOLS = ("auto", "openai", "ollama")
 # Query parameters that carry a secret: a key in a URL ends up in shell history, logs and saved chats.
@@ -28,9 +29,12 @@ class RemoteSpec:
 
     @classmethod
     def parse(cls, text: str) -> RemoteSpec:
-        parts = urllib.parse.urlsplit(text.strip())
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ModelLoadError(f"{text!r} is not a server URL; give one like http://127.0.0.1:8080/v1.")
+        try:
+            parts = split_server_url(text)
+        except BadServerURL as bad:
+            raise ModelLoadError(
+                f"{text!r} is not a server URL: {bad}; give one like http://127.0.0.1:8080/v1."
+            ) from None
         if parts.username or parts.password:
             raise ModelLoadError(
                 "the server URL holds a user name or password; remove it and give the API key "
@@ -42,10 +46,6 @@ class RemoteSpec:
                 "the server URL holds a key in its query; remove it and give the API key through "
                 "LATENCYLAB_API_KEY (or the window's key field) instead."
             )
-        try:
-            parts.port  # noqa: B018 - raises on a port that is not a number
-        except ValueError:
-            raise ModelLoadError(f"the server URL {text!r} has a port that is not a number.") from None
         options = urllib.parse.parse_qs(parts.fragment)
         protocol = options.get("protocol", ["auto"])[0]
         if protocol not in PROTOCOLS:

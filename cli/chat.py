@@ -81,6 +81,9 @@ def run_chat(args: argparse.Namespace, settings: GenerationSettings) -> int:
     if problem:
         say(f"error: {problem}")
         return OUTPUT_FAILED_STATUS
+    if sys.stdin is None:  # fd 0 closed (`<&-`): said before the model loads, not as a traceback after it
+        say("error: stdin is closed; chat reads one message a line from it (ask takes one question as an argument)")
+        return 2  # as a usage error
     generation: Reply | None = None
     status = 0
     try:

@@ -1,4 +1,4 @@
-"""Odd environments: a config folder that cannot be written, a C locale, a metric that is not a number."""
+"""Odd environments: a config folder that cannot be written, a C locale, a metric that is not a number, stdin closed."""
 
 from __future__ import annotations
 
@@ -68,3 +68,20 @@ def test_a_utf8_reply_prints_in_the_c_locale(json_flag):
     assert result.returncode == 0, result.stderr.decode("utf-8", "replace")
     out = result.stdout.decode("utf-8")
     assert (json.loads(out)["text"] if json_flag else out.strip()) == REPLY
+
+
+@pytest.mark.subprocess  # stdin closed as a shell's `<&-` closes it: Python's sys.stdin is then None
+def test_chat_with_stdin_closed_says_so_in_one_line_before_loading_the_model():
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.main", "chat"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: os.close(0),
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "latencylab: error: stdin is closed; chat reads one message a line from it (ask takes one question as an "
+        "argument)"
+    ]

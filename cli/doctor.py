@@ -11,6 +11,7 @@ from core.doctor.check import WARN
 from core.doctor.load import PROBE_S
 from core.doctor.run import NOTHING_TO_DO, Report, run_doctor
 from core.settings import GenerationSettings
+from core.terminal_text import for_stream
 
 MARKS = {"ok": "ok", "warn": "WARN", "info": "--"}
 
@@ -37,13 +38,13 @@ def add_doctor_parser(subparsers: argparse._SubParsersAction, add_common_options
 def run(args: argparse.Namespace, settings: GenerationSettings) -> int:
     def progress(text: str) -> None:
         if not args.json:
-            print(f"  ({text})", file=sys.stderr, flush=True)
+            print(f"  ({for_stream(text, sys.stderr)})", file=sys.stderr, flush=True)
 
     report = run_doctor(args.model, args.dtype, measure=args.measure, probe_s=PROBE_S, progress=progress)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, default=str))
     else:
-        print(render(report))
+        print(for_stream(render(report), sys.stdout))  # a server's model names are in it
     return 0
 
 

@@ -7,6 +7,8 @@ import os
 import signal
 import sys
 
+from core.terminal_text import for_stream
+
 # The shell's convention for a process ended by a signal: 128 + its number.
 BROKEN_PIPE_STATUS = 128 + signal.SIGPIPE  # 141, what `yes | head -1` reports for yes
 INTERRUPTED_STATUS = 128 + signal.SIGINT  # 130
@@ -42,7 +44,7 @@ def stdout_problem() -> str | None:
 def write_out(text: str) -> None:
     """Write and flush, turning every failure into OutputLost with its exit status."""
     try:
-        sys.stdout.write(text)
+        sys.stdout.write(for_stream(text, sys.stdout))
         sys.stdout.flush()
     except BrokenPipeError:
         raise OutputLost(BROKEN_PIPE_STATUS, None) from None
@@ -66,7 +68,7 @@ def silence_stdout() -> None:
 def say(line: str) -> None:
     """One line on stderr; a broken stderr is not worth a traceback either."""
     with contextlib.suppress(OSError, ValueError, AttributeError):
-        print(f"latencylab: {line}", file=sys.stderr, flush=True)
+        print(f"latencylab: {for_stream(line, sys.stderr)}", file=sys.stderr, flush=True)
 
 
 def say_cache_notices() -> None:

@@ -8,6 +8,7 @@ import time
 from typing import TextIO
 
 from core.proxy.record import ProxyEvent, ProxyRecord, RequestFinished
+from core.terminal_text import terminal_safe
 
 
 def format_line(record: ProxyRecord) -> str:
@@ -30,7 +31,8 @@ def format_line(record: ProxyRecord) -> str:
         parts.append(f"error: {record.error}")
     if record.meter_note:
         parts.append(f"note: {record.meter_note}")
-    return " · ".join(part for part in parts if part)
+    # The model, the client's name and the server's error are what others sent: shown, never obeyed by a terminal.
+    return terminal_safe(" · ".join(part for part in parts if part))
 
 
 def _span(name: str, seconds: float | None) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 
 from cli.remote_flags import apply_remote_flags
@@ -205,6 +206,8 @@ def run() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if sys.stderr is None:  # fd 2 closed (`2>&-`): progress and notes go nowhere, the reply still to stdout
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the process's life
     utf8_output()
     try:
         return _main(argv)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import TextIO
 
@@ -16,16 +17,18 @@ class ProgressPrinter:
         self._last_message: str | None = None
 
     def __call__(self, fraction: float, message: str) -> None:
-        if self._interactive:
-            width = 24
-            filled = int(round(fraction * width))
-            self._stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {fraction:4.0%} {message:<60.60}")
-            if fraction >= 1.0:
-                self._stream.write("\n")
-        elif message != self._last_message:
-            self._stream.write(f"[{fraction:4.0%}] {message}\n")
-        self._last_message = message
-        self._stream.flush()
+        # A stderr whose reader has gone loses the progress, not the reply.
+        with contextlib.suppress(OSError, ValueError):
+            if self._interactive:
+                width = 24
+                filled = int(round(fraction * width))
+                self._stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {fraction:4.0%} {message:<60.60}")
+                if fraction >= 1.0:
+                    self._stream.write("\n")
+            elif message != self._last_message:
+                self._stream.write(f"[{fraction:4.0%}] {message}\n")
+            self._last_message = message
+            self._stream.flush()
 
 
 class PrefillLine:
@@ -48,13 +51,15 @@ class PrefillLine:
         if self._started_ns is None:
             self._started_ns = event.timestamp_ns
         text = describe_prefill(event.fraction, prefill_eta_s(self._started_ns, event.timestamp_ns, event.fraction))
-        self._stream.write(f"\r{text:<60.60}")
-        self._stream.flush()
-        self._drawn = True
+        with contextlib.suppress(OSError, ValueError):
+            self._stream.write(f"\r{text:<60.60}")
+            self._stream.flush()
+            self._drawn = True
 
     def end(self) -> None:
         """Clear the line (the reply starts where it was)."""
         if self._drawn:
-            self._stream.write("\r" + " " * 60 + "\r")
-            self._stream.flush()
+            with contextlib.suppress(OSError, ValueError):
+                self._stream.write("\r" + " " * 60 + "\r")
+                self._stream.flush()
             self._drawn = False

@@ -1,4 +1,4 @@
-"""Odd environments: a config folder that cannot be written, a C locale, a metric that is not a number, stdin closed."""
+"""Odd environments: a config folder that cannot be written, a C locale, a non-number metric, stdin or stderr closed."""
 
 from __future__ import annotations
 
@@ -85,3 +85,22 @@ def test_chat_with_stdin_closed_says_so_in_one_line_before_loading_the_model():
         "latencylab: error: stdin is closed; chat reads one message a line from it (ask takes one question as an "
         "argument)"
     ]
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("stderr", ["closed", "reader gone"])
+def test_ask_prints_its_reply_when_stderr_cannot_be_written(stderr):
+    """Was: exit 1 and no reply; writing the progress to a closed stderr failed the command."""
+    with ScriptedServer(Script(chunks=[openai_chunk(REPLY), openai_chunk(finish="stop"), "[DONE]"])) as server:
+        reader, writer = os.pipe()
+        os.close(reader)  # a pipe whose reader has gone: each write is EPIPE
+        child = subprocess.run(
+            [sys.executable, "-m", "cli.main", "ask", "Hi", "--model", server.url, "--max-new-tokens", "8"],
+            stdout=subprocess.PIPE,
+            stderr=writer,
+            timeout=300,
+            preexec_fn=(lambda: os.close(2)) if stderr == "closed" else None,
+        )
+        os.close(writer)
+    assert child.returncode == 0
+    assert child.stdout.decode("utf-8").strip() == REPLY

@@ -104,6 +104,7 @@ _SIGNATURES = {
     "ll_use_amx": (_I, [_I]),  # csrc/gemm_amx.c: a prompt's GEMM on AMX's tiles (1 on, 0 off, -1 ask); whether on
     "ll_read": (ctypes.c_uint64, [_P, ctypes.c_size_t, _I]),  # csrc/read.c: the bandwidth ceilings' read loop
     "ll_int8_peak": (ctypes.c_uint64, [ctypes.c_int64, _I]),  # csrc/peak.c: the int8 products' ceiling
+    "ll_amx_peak": (ctypes.c_uint64, [ctypes.c_int64, _I]),  # csrc/gemm_amx.c: the same on AMX's tiles; 0 without
 }
 
 

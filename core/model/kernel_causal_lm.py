@@ -73,7 +73,8 @@ class KernelCausalLM:
             "embedding_bytes": int(embedding[0].nbytes) if untied and embedding is not None else 0,
             "windows": list(shape.windows),
             "cache_value_bytes": 2,
-            "prefill_precision": "int8",  # the GEMM multiplies the file's quants with int8 activations
+            # the GEMM multiplies the file's quants with int8 activations: on AMX's tiles where they are on
+            "prefill_precision": "amx_int8" if kernel.library.ll_use_amx(-1) else "int8",
         }
 
     def close(self) -> None:

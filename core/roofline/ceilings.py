@@ -32,7 +32,7 @@ MIN_DRAM_BUFFER = 512 * MIB
 LLC_FRACTION = 4  # a quarter of the last-level cache: well past the private caches, well inside the shared one
 MIN_PASSES = 5
 BUDGET_S = 0.4  # per ceiling, after the minimum passes
-FORMAT = 2  # 2: with the int8 ceiling the kernels' prompt GEMM runs against
+FORMAT = 3  # 2: with the int8 ceiling the kernels' prompt GEMM runs against; 3: and AMX's, where on
 
 Timer = Callable[[], float]
 
@@ -200,6 +200,38 @@ def int8_probe() -> Probe | None:
     )
 
 
+def amx_probe() -> Probe | None:
+    """The int8 ceiling of AMX's tiles (csrc/gemm_amx.c), which the prompt's GEMM runs on where the CPU and the OS
+    have them; None elsewhere."""
+    try:
+        import torch
+
+        from core.kernels.build import can_build, fast_here
+        from core.kernels.library import kernels
+
+        if not (fast_here() and can_build()):
+            return None
+        library, threads = kernels(), torch.get_num_threads()
+        per_round = library.ll_amx_peak(0, threads)
+    except Exception:  # noqa: BLE001 - no compiler, no kernels: no tiles to measure
+        return None
+    if not per_round:
+        return None
+    return Probe(
+        "gemm_amx_int8",
+        "AMX int8 GEMM",
+        "flop/s",
+        2.0 * per_round * AMX_ROUNDS,
+        lambda: library.ll_amx_peak(AMX_ROUNDS, threads),
+        f"Latency Lab's tile loop (tdpbsud, four 16x16x64 products a round from loaded tiles, {threads} threads): "
+        f"2 x the 8-bit products over the best pass",
+    )
+
+
+# Rounds of the tile loop per pass: about 0.1 s on two Sapphire Rapids cores.
+AMX_ROUNDS = 2_000_000
+
+
 def read_probe(name: str, label: str, buffer_bytes: int, why: str) -> Probe:
     """Latency Lab's read loop (csrc/read.c: wide loads, every thread) where the kernels are built, else torch.sum,
     whose pairwise float sums read at about half the rate here."""
@@ -248,9 +280,9 @@ def dram_probe(last_level_cache: int | None) -> Probe:
 def default_probes(last_level_cache: int | None) -> list[Callable[[], Probe]]:
     """Each made when it runs, so only one buffer is in memory at a time."""
     probes: list[Callable[[], Probe]] = [partial(gemm_probe, precision) for precision in GEMM_PRECISIONS]
-    int8 = int8_probe()
-    if int8 is not None:
-        probes.append(lambda: int8)
+    for compute in (int8_probe(), amx_probe()):
+        if compute is not None:
+            probes.append(partial(lambda probe: probe, compute))
     probes.append(lambda: dram_probe(last_level_cache))
     if last_level_cache:
         size = last_level_cache // LLC_FRACTION
@@ -356,7 +388,7 @@ def _save(result: Ceilings, threads: int) -> None:
 
 # What a cached ceilings file may hold. The rates' ranges hold any CPU from a slow ARM board (MFLOP/s) to a large
 # server (PFLOP/s, tens of TB/s); a rate of 0, below 0 or 1e-300 put replies at share -1.94 or 8e307 of a ceiling.
-CEILING_NAMES = {f"gemm_{precision}": "flop/s" for precision in (*GEMM_PRECISIONS, "int8")} | {
+CEILING_NAMES = {f"gemm_{precision}": "flop/s" for precision in (*GEMM_PRECISIONS, "int8", "amx_int8")} | {
     "dram": "byte/s",
     "llc": "byte/s",
 }

@@ -122,3 +122,28 @@ def test_the_int8_ceiling_counts_the_products_the_kernels_prompt_gemm_makes():
     assert per_round in (16 * 64, 8 * 32)  # sixteen vpdpbusd of 64 products, or eight maddubs + madd of 32
     best, _, passes = best_rate(probe.run, probe.amount, min_passes=2, budget_s=0.0)
     assert passes == 2 and best > 1e9
+
+
+def test_the_amx_ceiling_is_measured_where_the_prompts_gemm_runs_on_tiles():
+    """Where the kernels' GEMM runs on AMX's tiles, the roofline gains their ceiling, far above vpdpbusd's, and a
+    reply on the kernels is placed against it; elsewhere there is none."""
+    from core.kernels.build import can_build, fast_here
+    from core.roofline.ceilings import amx_probe, best_rate, int8_probe
+
+    probe = amx_probe()
+    on = fast_here() and can_build() and _kernels_amx_on()
+    if not on:
+        assert probe is None
+        return
+    assert probe is not None and probe.name == "gemm_amx_int8" and probe.unit == "flop/s"
+    tiles, _, _ = best_rate(probe.run, probe.amount, min_passes=2, budget_s=0.0)
+    vnni_probe = int8_probe()
+    assert vnni_probe is not None
+    vnni, _, _ = best_rate(vnni_probe.run, vnni_probe.amount, min_passes=2, budget_s=0.0)
+    assert tiles > 2 * vnni
+
+
+def _kernels_amx_on() -> bool:
+    from core.kernels.library import kernels
+
+    return bool(kernels().ll_use_amx(-1))

@@ -301,10 +301,44 @@ AMX_DIGITS_ENTRY(q4_Kx16, 32, 2, 3, 2)
 AMX_DIGITS_ENTRY(q5_Kx16, 32, 3, 2, 2)
 AMX_DIGITS_ENTRY(q6_Kx16, 16, 4, 2, 0)
 
+/* The tiles' int8 ceiling, as peak.c's for vpdpbusd: four independent tile products a round (16 x 16 x 64 each)
+ * from tiles loaded once, on every thread. Returns the products a round does (all threads), 0 with AMX off. */
+uint64_t ll_amx_peak(int64_t rounds, int32_t threads) {
+    if (!amx_on) return 0;
+#pragma omp parallel num_threads(threads)
+    {
+        static const uint8_t zeros[TILE_ROWS * 64] __attribute__((aligned(64)));
+        int32_t sink[TILE_ROWS][LL_GEMM_LANES] __attribute__((aligned(64)));
+        configure(K_CHUNK);
+        _tile_loadd(1, zeros, 64);
+        _tile_loadd(2, zeros, 64);
+        _tile_loadd(3, zeros, 64);
+        _tile_zero(4);
+        _tile_zero(5);
+        _tile_zero(6);
+        _tile_zero(7);
+        for (int64_t r = 0; r < rounds; r++) {
+            _tile_dpbsud(4, 1, 2);
+            _tile_dpbsud(5, 1, 3);
+            _tile_dpbsud(6, 3, 2);
+            _tile_dpbsud(7, 2, 3);
+        }
+        _tile_stored(4, sink, 64);
+        _tile_release();
+        __asm__ volatile("" : : "r"(sink) : "memory");
+    }
+    return (uint64_t)threads * 4 * TILE_ROWS * TILE_ROWS * K_CHUNK;
+}
+
 #else
 
 int32_t ll_use_amx(int32_t on) {
     (void)on;
+    return 0;
+}
+
+uint64_t ll_amx_peak(int64_t rounds, int32_t threads) {
+    (void)rounds, (void)threads;
     return 0;
 }
 

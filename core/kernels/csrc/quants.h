@@ -171,6 +171,9 @@ LL_DECLARE_AMX_GEMM(q6_Kx16)
 /* Whether a prompt's GEMM runs on AMX's tiles: on 1 asks for them (the OS must grant their state), 0 turns them
  * off, -1 only asks; returns whether they are on. 0 where this build has none. */
 LL_API int32_t ll_use_amx(int32_t on);
+/* The tiles' int8 ceiling (gemm_amx.c): runs `rounds` rounds on each of `threads` threads and returns the products a
+ * round does, all threads together; 0 where the tiles are off or absent. */
+LL_API uint64_t ll_amx_peak(int64_t rounds, int32_t threads);
 
 /* The GEMM's activation panel: `tokens` rows of an activation type (Q8_0, Q8_1 or Q8_K, row_stride bytes apart)
  * of n elements, laid out LL_GEMM_LANES tokens to a register; ll_panel_bytes is its size. */

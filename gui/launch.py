@@ -84,4 +84,9 @@ def launch_window(args: argparse.Namespace, settings: GenerationSettings) -> int
     window.chat_panel.input_box.setFocus()
     # The window is up before the model: loading runs on its own thread behind it.
     window.start_loading()
-    return app.exec()
+    from gui.interrupt import CloseOnInterrupt
+
+    interrupt = CloseOnInterrupt(window)
+    status = app.exec()
+    interrupt.restore()
+    return interrupt.exit_status(status)

@@ -132,3 +132,32 @@ def test_sigkill_mid_reply_then_relaunch_keeps_every_earlier_turn(tmp_path, embe
     shown = result.stdout.split("TRANSCRIPT-BEGIN")[1]
     assert "First question" in shown and "Second question" in shown
     assert "The reply to your last message was interrupted" in shown
+
+
+def test_ctrl_c_in_the_terminal_closes_the_window_and_its_engine(tmp_path):
+    """Was: the window went on (a KeyboardInterrupt traceback from whichever slot ran next). A terminal's Ctrl+C
+    reaches the whole process group, the engine included: the window closes as its close button does, and the app
+    ends with the shell's status for Ctrl+C."""
+    process = subprocess.Popen(
+        [sys.executable, str(DRIVER), "shown"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=driver_env(tmp_path),
+        cwd=REPO,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    try:
+        for line in process.stdout:
+            if line.strip() == "SHOWN":
+                break
+        else:
+            pytest.fail(f"the window never showed: {process.stderr.read()}")
+        os.killpg(process.pid, signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err

@@ -7,6 +7,7 @@ usage: python app_driver.py MODE [MS]
   inspect         print what the relaunched window shows, then close it
   engine-report   after the first reply, print the engine's pid and whether this (the window's) process
                   imported torch or transformers, then wait to be killed
+  shown           print SHOWN once the window is up, then wait (for a Ctrl+C)
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ class Driver(QObject):
             QTimer.singleShot(self.delay_ms, self.close_window)
         elif self.mode == "inspect":
             QTimer.singleShot(0, self.inspect)
+        elif self.mode == "shown":
+            print("SHOWN", flush=True)
         else:
             self.window.model_ready.connect(self.first_question)
             self.window.reply_finished.connect(self.next_step)

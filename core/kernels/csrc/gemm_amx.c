@@ -5,7 +5,8 @@
  * layout as they stand). A product of whole numbers is exact in any order, so each (row, token) gets the very
  * integers the AVX-512 GEMM and the decode kernels sum, and the float steps after it are theirs, in their order:
  * the same bits (the batch-invariance tests run this path where it is on).
- * Measured against the AVX-512 VNNI loop on one block of 16 rows x 16 tokens x 256 (Xeon AMX): 3.0-3.8x.
+ * ll_gemm_rows, one thread, 2,048 x 2,048 by 512 tokens (Xeon AMX): Q4_K 16.1 -> 7.7 ms, Q5_K 16.2 -> 9.8 ms,
+ * Q6_K 17.9 -> 11.6 ms, Q4_0 15.0 -> 10.2 ms.
  * It is off where the kernel refuses the tiles' state (arch_prctl) and with LATENCYLAB_AMX=0; rows beyond the last
  * whole 16 go to the AVX-512 GEMM.
  */
@@ -113,8 +114,10 @@ static void configure(int sub) {
                         int32_t(*parts[CHUNK])[LL_GEMM_LANES];                                                    \
                         for (int j = 0; j < CHUNK; j++) parts[j] = all[j][s];                                     \
                         _tile_loadd(1, u[0].q + SUB * s, sizeof(unpacked));                                       \
-                        PRODUCT(0, 4, 2) PRODUCT(1, 5, 3) PRODUCT(2, 6, 2) PRODUCT(3, 7, 3)                                   \
-                        STORE(0, 4); STORE(1, 5); STORE(2, 6); STORE(3, 7);                                                   \
+                        PRODUCT(0, 4, 2) PRODUCT(1, 5, 3)                                                             \
+                        PRODUCT(2, 6, 2) PRODUCT(3, 7, 3)                                                             \
+                        STORE(0, 4); STORE(1, 5);                                                                     \
+                        STORE(2, 6); STORE(3, 7);                                                                     \
                     }                                                                                             \
                     for (int j = 0; j < count; j++) {                                                             \
                         const int group = chunk + j;                                                              \
@@ -189,7 +192,8 @@ static inline void scaled_digits(const unpacked *u, int sub, int digits, int shi
                 const int place = shift * (digits - 1 - d);
                 const int low = d ? (u[r].scale[first] >> place) & mask : u[r].scale[first] >> place;
                 const int high = d ? (u[r].scale[second] >> place) & mask : u[r].scale[second] >> place;
-                const __m512i digit = _mm512_inserti64x4(_mm512_set1_epi16((short)low), _mm256_set1_epi16((short)high), 1);
+                const __m512i digit =
+                    _mm512_inserti64x4(_mm512_set1_epi16((short)low), _mm256_set1_epi16((short)high), 1);
                 _mm256_store_si256((__m256i *)(out[d][r] + 32 * c), _mm512_cvtepi16_epi8(_mm512_mullo_epi16(q, digit)));
             }
         }
@@ -200,10 +204,14 @@ static inline void scaled_digits(const unpacked *u, int sub, int digits, int shi
     _tile_dpbsud(C, A, 2);
 #define DIGIT_STORE(C, d) _tile_stored(C, parts[d], LL_GEMM_LANES * sizeof(int32_t))
 
-#define AMX_DIGITS_ENTRY(NAME, SUB, DIGITS, SHIFT, MINIMUM)                                                                     \
+/* Building the digits is paid per block whatever the tokens: with fewer than 2 x DIGITS - 1 groups of 16 tokens
+ * the AVX-512 GEMM was faster (ll_gemm_rows, 2,048 x 2,048, one thread: Q4_K from about 48 tokens, Q5_K 80, Q6_K
+ * 96-112). */
+#define AMX_DIGITS_ENTRY(NAME, SUB, DIGITS, SHIFT, MINIMUM)                                                           \
     void ll_gemm_amx_##NAME(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens,       \
                             float *out, size_t out_stride, int accumulate) {                                      \
-        const int whole = amx_on ? rows / TILE_ROWS * TILE_ROWS : 0;                                              \
+        const int many = (tokens + LL_GEMM_LANES - 1) / LL_GEMM_LANES >= 2 * DIGITS - 1;                              \
+        const int whole = amx_on && many ? rows / TILE_ROWS * TILE_ROWS : 0;                                          \
         if (whole < rows)                                                                                         \
             ll_gemm_##NAME(n, (const char *)w + (size_t)whole * w_stride, w_stride, rows - whole, panel, tokens,  \
                            out + whole, out_stride, accumulate);                                                  \

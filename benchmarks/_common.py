@@ -77,6 +77,16 @@ def fully_packed(loaded):
     return loaded
 
 
+def high_water_bytes() -> int:
+    """VmHWM, this process's peak resident memory. Not getrusage's ru_maxrss: Linux carries that across
+    exec from the forked parent, so a child of a large benchmark would report the parent's peak."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def median(values):
     ordered = sorted(values)
     middle = len(ordered) // 2

@@ -11,17 +11,9 @@ import os
 import sys
 import time
 
+import _common
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-
-def high_water_bytes() -> int:
-    """VmHWM, this process's peak resident memory. Not getrusage's ru_maxrss: Linux carries that across
-    exec from the forked parent, so a child of a large benchmark would report the parent's peak."""
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 def main() -> None:
@@ -32,17 +24,17 @@ def main() -> None:
 
         from core.model.loader import load_model
 
-        before = high_water_bytes()
+        before = _common.high_water_bytes()
         started = time.perf_counter()
         load_model(path)
     else:
         import llama_cpp
 
-        before = high_water_bytes()
+        before = _common.high_water_bytes()
         started = time.perf_counter()
         llama_cpp.Llama(path, n_ctx=512, verbose=False, n_threads=2)
     seconds = time.perf_counter() - started
-    peak = high_water_bytes()
+    peak = _common.high_water_bytes()
     print(json.dumps({"load_s": seconds, "peak_rss_bytes": peak, "rss_before_load_bytes": before}))
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
@@ -185,7 +184,7 @@ def main() -> None:
         engine, path = args.child
         run = child_ours if engine == "ours" else child_llama
         found = run(path, lengths, args.new_tokens, args.threads)
-        found["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        found["peak_rss_bytes"] = _common.high_water_bytes()  # not ru_maxrss, which starts at the parent's peak
         print(json.dumps(found))
         return
 

@@ -43,6 +43,26 @@ def run_driver(tmp_path, *args, cache_dir=None, timeout=300):
     return result, time.time(), started
 
 
+def start_driver(tmp_path, mode: str, **popen) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(DRIVER), mode],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=driver_env(tmp_path),
+        cwd=REPO,
+        **popen,
+    )
+
+
+def wait_for_line(process: subprocess.Popen, wanted: str) -> None:
+    """Read the driver's stdout up to the line it prints at the moment the test acts on."""
+    for line in process.stdout:
+        if line.strip() == wanted:
+            return
+    pytest.fail(f"the app never printed {wanted}: {process.stderr.read()}")
+
+
 def seconds_from_close_to_exit(result, ended: float) -> float:
     line = next(line for line in result.stdout.splitlines() if line.startswith("CLOSING "))
     return ended - float(line.split()[1])
@@ -90,20 +110,9 @@ def test_closing_mid_reply_exits_and_keeps_every_turn(tmp_path, embedded_model):
 
 @pytest.mark.model
 def test_sigkill_mid_reply_then_relaunch_keeps_every_earlier_turn(tmp_path, embedded_model):
-    process = subprocess.Popen(
-        [sys.executable, str(DRIVER), "kill-mid-reply"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=driver_env(tmp_path),
-        cwd=REPO,
-    )
+    process = start_driver(tmp_path, "kill-mid-reply")
     try:
-        for line in process.stdout:
-            if line.strip() == "STREAMING":
-                break
-        else:
-            pytest.fail(f"the app never streamed: {process.stderr.read()}")
+        wait_for_line(process, "STREAMING")
         os.kill(process.pid, signal.SIGKILL)
         process.wait(30)
     finally:
@@ -138,21 +147,9 @@ def test_ctrl_c_in_the_terminal_closes_the_window_and_its_engine(tmp_path):
     """Was: the window went on (a KeyboardInterrupt traceback from whichever slot ran next). A terminal's Ctrl+C
     reaches the whole process group, the engine included: the window closes as its close button does, and the app
     ends with the shell's status for Ctrl+C."""
-    process = subprocess.Popen(
-        [sys.executable, str(DRIVER), "shown"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=driver_env(tmp_path),
-        cwd=REPO,
-        start_new_session=True,  # its own process group, as a terminal's foreground job
-    )
+    process = start_driver(tmp_path, "shown", start_new_session=True)  # a group, as a terminal's foreground job
     try:
-        for line in process.stdout:
-            if line.strip() == "SHOWN":
-                break
-        else:
-            pytest.fail(f"the window never showed: {process.stderr.read()}")
+        wait_for_line(process, "SHOWN")
         os.killpg(process.pid, signal.SIGINT)
         _, err = process.communicate(timeout=120)
     finally:

@@ -74,6 +74,43 @@ static void configure(int sub) {
     }
 #define STORE(j, C) if (j < count) _tile_stored(C, parts[j], LL_GEMM_LANES * sizeof(int32_t))
 
+/* One block's float steps for row u over a group of 16 tokens, as gemm_block's (dots_avx512.c) in its order: the
+ * sum takes d x da x (isum - correction); the minimum Q8_1's m x s (1) or the k-quants' dmin x da x their sums (2). */
+static inline __attribute__((always_inline)) void float_steps(const unpacked *u, __m512i isum, __m512 da,
+                                                               const char *extra, float *sums, float *minimums,
+                                                               const int minimum) {
+    const __m512i exact = _mm512_sub_epi32(isum, _mm512_set1_epi32(u->correction));
+    _mm512_store_ps(sums, _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(u->d), da), _mm512_cvtepi32_ps(exact),
+                                          _mm512_load_ps(sums)));
+    if (minimum == 1)
+        _mm512_store_ps(minimums, _mm512_fmadd_ps(_mm512_set1_ps(u->m), _mm512_load_ps((const float *)extra),
+                                                  _mm512_load_ps(minimums)));
+    if (minimum == 2) {
+        __m512i m = _mm512_setzero_si512();
+        for (int q = 0; q < 4; q++)
+            m = _mm512_dpwssd_epi32(m, _mm512_load_si512((const void *)(extra + 64 * q)),
+                                    _mm512_set1_epi32(u->min_pairs[q]));
+        _mm512_store_ps(minimums, _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(u->m), da), _mm512_cvtepi32_ps(m),
+                                                  _mm512_load_ps(minimums)));
+    }
+}
+
+/* Rows first .. first + 15 of out, token by token, the 16 rows side by side: a line of out at a time. */
+static inline __attribute__((always_inline)) void write_rows(const float (*sums)[TILE_ROWS][LL_GEMM_LANES],
+                                                              const float (*minimums)[TILE_ROWS][LL_GEMM_LANES],
+                                                              int tokens, float *out, size_t out_stride, int first,
+                                                              int accumulate, const int minimum) {
+    for (int token = 0; token < tokens; token++) {
+        const int group = token / LL_GEMM_LANES, lane = token % LL_GEMM_LANES;
+        float *target = out + (size_t)token * out_stride + first;
+        for (int r = 0; r < TILE_ROWS; r++) {
+            const float sum = sums[group][r][lane], low = minimums[group][r][lane];
+            const float value = minimum == 2 ? sum - low : minimum == 1 ? sum + low : sum;
+            target[r] = accumulate ? target[r] + value : value;
+        }
+    }
+}
+
 /* Each type's GEMM on the tiles: 16 weight rows at a time, each block unpacked once (unpack4 four times) for every
  * group of 16 tokens; per sub-block one tile product, then gemm_block's integer scaling and float steps
  * (dots_avx512.c), row by row with the tokens in the lanes, as there. */
@@ -114,10 +151,10 @@ static void configure(int sub) {
                         int32_t(*parts[CHUNK])[LL_GEMM_LANES];                                                    \
                         for (int j = 0; j < CHUNK; j++) parts[j] = all[j][s];                                     \
                         _tile_loadd(1, u[0].q + SUB * s, sizeof(unpacked));                                       \
-                        PRODUCT(0, 4, 2) PRODUCT(1, 5, 3)                                                             \
-                        PRODUCT(2, 6, 2) PRODUCT(3, 7, 3)                                                             \
-                        STORE(0, 4); STORE(1, 5);                                                                     \
-                        STORE(2, 6); STORE(3, 7);                                                                     \
+                        PRODUCT(0, 4, 2) PRODUCT(1, 5, 3)                                                         \
+                        PRODUCT(2, 6, 2) PRODUCT(3, 7, 3)                                                         \
+                        STORE(0, 4); STORE(1, 5);                                                                 \
+                        STORE(2, 6); STORE(3, 7);                                                                 \
                     }                                                                                             \
                     for (int j = 0; j < count; j++) {                                                             \
                         const int group = chunk + j;                                                              \
@@ -133,51 +170,25 @@ static void configure(int sub) {
                                         isum, _mm512_mullo_epi32(_mm512_load_si512((const void *)all[j][s][r]),   \
                                                                  _mm512_set1_epi32(u[r].scale[s])));              \
                             }                                                                                     \
-                            const __m512i exact = _mm512_sub_epi32(isum, _mm512_set1_epi32(u[r].correction));     \
-                            _mm512_store_ps(sums[group][r],                                                       \
-                                            _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(u[r].d), da),            \
-                                                            _mm512_cvtepi32_ps(exact),                            \
-                                                            _mm512_load_ps(sums[group][r])));                     \
-                            if (MINIMUM == 1)                                                                     \
-                                _mm512_store_ps(minimums[group][r],                                               \
-                                                _mm512_fmadd_ps(_mm512_set1_ps(u[r].m),                           \
-                                                                _mm512_load_ps((const float *)extra),             \
-                                                                _mm512_load_ps(minimums[group][r])));             \
-                            if (MINIMUM == 2) {                                                                   \
-                                __m512i m = _mm512_setzero_si512();                                               \
-                                for (int q = 0; q < 4; q++)                                                       \
-                                    m = _mm512_dpwssd_epi32(m, _mm512_load_si512((const void *)(extra + 64 * q)), \
-                                                            _mm512_set1_epi32(u[r].min_pairs[q]));                \
-                                _mm512_store_ps(minimums[group][r],                                               \
-                                                _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(u[r].m), da),        \
-                                                                _mm512_cvtepi32_ps(m),                            \
-                                                                _mm512_load_ps(minimums[group][r])));             \
-                            }                                                                                     \
+                            float_steps(&u[r], isum, da, extra, sums[group][r], minimums[group][r], MINIMUM);     \
                         }                                                                                         \
                     }                                                                                             \
                 }                                                                                                 \
             }                                                                                                     \
-            /* token by token, the 16 rows side by side: a line of out at a time */                               \
-            for (int token = 0; token < tokens; token++) {                                                        \
-                const int group = token / LL_GEMM_LANES, lane = token % LL_GEMM_LANES;                            \
-                float *target = out + (size_t)token * out_stride + first;                                         \
-                for (int r = 0; r < TILE_ROWS; r++) {                                                             \
-                    const float sum = sums[group][r][lane], minimum = minimums[group][r][lane];                    \
-                    const float value = MINIMUM == 2 ? sum - minimum : MINIMUM == 1 ? sum + minimum : sum;        \
-                    target[r] = accumulate ? target[r] + value : value;                                           \
-                }                                                                                                 \
-            }                                                                                                     \
+            write_rows((const float(*)[TILE_ROWS][LL_GEMM_LANES])sums,                                            \
+                       (const float(*)[TILE_ROWS][LL_GEMM_LANES])minimums, tokens, out, out_stride, first,        \
+                       accumulate, MINIMUM);                                                                      \
         }                                                                                                         \
         _tile_release();                                                                                          \
         free(buffer), free(u), free(all);                                                                         \
     }
 
-/* Q4_K and Q5_K without a multiply per sub-block: each 6-bit scale is split into DIGITS digits of SHIFT bits, and
- * the weights times each digit still fit a signed byte (Q4_K: 15 x 7; Q5_K: 31 x 3), so one tile product per digit
- * runs the whole 256-element block with the scales inside it: sum over s of scale_s x part_s is
- * sum over digits of 2^(SHIFT x place) x (the weights times that digit) . activations, the same whole number. The
- * multiply a sub-block left the k-quants' GEMM about as slow as the AVX-512 one (1.06x); Q6_K's signed scales
- * would need four digits and keep it. */
+/* The k-quants without a multiply per sub-block: each scale is split into DIGITS digits of SHIFT bits, and the
+ * weights times each digit still fit a signed byte (Q4_K: 15 x 7; Q5_K: 31 x 3; Q6_K: 32 x 2, its signed scale's top
+ * digit keeping the sign), so one tile product per digit runs the whole 256-element block with the scales inside it:
+ * sum over s of scale_s x part_s is sum over digits of 2^(SHIFT x place) x (the weights times that digit) .
+ * activations, the same whole number. The multiply a sub-block (AMX_ENTRY's) left the k-quants' GEMM about as slow as
+ * the AVX-512 one (1.06x). */
 #define K_CHUNK 64 /* elements a tile product takes */
 
 /* digits[d][r][k]: row r's weight k times digit d of its sub-block's scale (sub elements a scale), the most
@@ -207,11 +218,11 @@ static inline void scaled_digits(const unpacked *u, int sub, int digits, int shi
 /* Building the digits is paid per block whatever the tokens: with fewer than 2 x DIGITS - 1 groups of 16 tokens
  * the AVX-512 GEMM was faster (ll_gemm_rows, 2,048 x 2,048, one thread: Q4_K from about 48 tokens, Q5_K 80, Q6_K
  * 96-112). */
-#define AMX_DIGITS_ENTRY(NAME, SUB, DIGITS, SHIFT, MINIMUM)                                                           \
+#define AMX_DIGITS_ENTRY(NAME, SUB, DIGITS, SHIFT, MINIMUM)                                                       \
     void ll_gemm_amx_##NAME(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens,       \
                             float *out, size_t out_stride, int accumulate) {                                      \
-        const int many = (tokens + LL_GEMM_LANES - 1) / LL_GEMM_LANES >= 2 * DIGITS - 1;                              \
-        const int whole = amx_on && many ? rows / TILE_ROWS * TILE_ROWS : 0;                                          \
+        const int many = (tokens + LL_GEMM_LANES - 1) / LL_GEMM_LANES >= 2 * DIGITS - 1;                          \
+        const int whole = amx_on && many ? rows / TILE_ROWS * TILE_ROWS : 0;                                      \
         if (whole < rows)                                                                                         \
             ll_gemm_##NAME(n, (const char *)w + (size_t)whole * w_stride, w_stride, rows - whole, panel, tokens,  \
                            out + whole, out_stride, accumulate);                                                  \
@@ -237,7 +248,7 @@ static inline void scaled_digits(const unpacked *u, int sub, int digits, int shi
             memset(buffer, 0, 2 * floats * sizeof(float));                                                        \
             for (int b = 0; b < n / QK_K; b++) {                                                                  \
                 for (int r0 = 0; r0 < TILE_ROWS; r0 += 4) unpack4_##NAME(w, w_stride, first + r0, b, u + r0);     \
-                scaled_digits(u, SUB, DIGITS, SHIFT, digits);                                                          \
+                scaled_digits(u, SUB, DIGITS, SHIFT, digits);                                                     \
                 const char *block = (const char *)panel + (size_t)b * bytes;                                      \
                 for (int group = 0; group < groups; group++) {                                                    \
                     const char *p = block + (size_t)group * group_stride;                                         \
@@ -263,32 +274,13 @@ static inline void scaled_digits(const unpacked *u, int sub, int digits, int shi
                         for (int d = 1; d < DIGITS; d++)                                                          \
                             isum = _mm512_add_epi32(_mm512_slli_epi32(isum, SHIFT),                               \
                                                     _mm512_load_si512((const void *)parts[d][r]));                \
-                        const __m512i exact = _mm512_sub_epi32(isum, _mm512_set1_epi32(u[r].correction));         \
-                        _mm512_store_ps(sums[group][r], _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(u[r].d), da), \
-                                                                        _mm512_cvtepi32_ps(exact),                \
-                                                                        _mm512_load_ps(sums[group][r])));         \
-                        if (MINIMUM == 2) {                                                                       \
-                            __m512i m = _mm512_setzero_si512();                                                   \
-                            for (int q = 0; q < 4; q++)                                                           \
-                                m = _mm512_dpwssd_epi32(m, _mm512_load_si512((const void *)(extra + 64 * q)),     \
-                                                        _mm512_set1_epi32(u[r].min_pairs[q]));                    \
-                            _mm512_store_ps(minimums[group][r],                                                   \
-                                            _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(u[r].m), da),            \
-                                                            _mm512_cvtepi32_ps(m),                                \
-                                                            _mm512_load_ps(minimums[group][r])));                 \
-                        }                                                                                         \
+                        float_steps(&u[r], isum, da, extra, sums[group][r], minimums[group][r], MINIMUM);         \
                     }                                                                                             \
                 }                                                                                                 \
             }                                                                                                     \
-            for (int token = 0; token < tokens; token++) {                                                        \
-                const int group = token / LL_GEMM_LANES, lane = token % LL_GEMM_LANES;                            \
-                float *target = out + (size_t)token * out_stride + first;                                         \
-                for (int r = 0; r < TILE_ROWS; r++) {                                                             \
-                    const float value = MINIMUM == 2 ? sums[group][r][lane] - minimums[group][r][lane]            \
-                                                     : sums[group][r][lane];                                      \
-                    target[r] = accumulate ? target[r] + value : value;                                           \
-                }                                                                                                 \
-            }                                                                                                     \
+            write_rows((const float(*)[TILE_ROWS][LL_GEMM_LANES])sums,                                            \
+                       (const float(*)[TILE_ROWS][LL_GEMM_LANES])minimums, tokens, out, out_stride, first,        \
+                       accumulate, MINIMUM);                                                                      \
         }                                                                                                         \
         _tile_release();                                                                                          \
         free(buffer), free(u), free(digits), free(parts);                                                         \

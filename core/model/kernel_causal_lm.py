@@ -51,8 +51,9 @@ class KernelCausalLM:
 
         kernel = self.kernel
         budget = prompt_cache_budget(kernel.position_bytes, available_memory_bytes())
+        tiles = ", prompts on AMX tiles" if kernel.library.ll_use_amx(-1) else ""
         return (
-            f"Latency Lab's C kernels ({kernel.library.isa}); the prompt cache keeps up to "
+            f"Latency Lab's C kernels ({kernel.library.isa}{tiles}); the prompt cache keeps up to "
             f"{budget // kernel.position_bytes:,} positions ({budget / 2**20:,.0f} MiB) of chats set aside"
         )
 

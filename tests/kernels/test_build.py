@@ -159,6 +159,8 @@ def test_the_default_model_runs_on_the_kernels_with_a_cache_path_that_is_a_file(
     loaded = load_model(None)
     facts = loaded.describe()
     assert facts.runtime.startswith("Latency Lab's C kernels")
+    # the status bar says where a prompt's products run: AMX's tiles where they are on
+    assert ("prompts on AMX tiles" in facts.runtime) == bool(library.kernels().ll_use_amx(-1))
     assert "compiled into a temporary folder for this run" in facts.precision_note
     assert "so the tokenizer is built anew at each launch" in facts.precision_note
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
+from pathlib import Path
 
 from cli.progress_printer import ProgressPrinter
 from core.errors import InvalidSettingsError
@@ -137,11 +139,27 @@ def checked_loader(args: argparse.Namespace):
     return load
 
 
+def output_problem(path: str) -> str | None:
+    """Why the results could not be written to path, said before the sweeps run rather than after them."""
+    target = Path(path)
+    if target.is_dir():
+        return "is a folder; give a file name"
+    if not target.parent.is_dir():
+        return "its folder does not exist"
+    if not os.access(target.parent, os.W_OK):
+        return "its folder cannot be written"
+    return None
+
+
 def run_bench(args: argparse.Namespace, settings: GenerationSettings) -> int:
     try:
         config = config_from_args(args, settings)
     except InvalidSettingsError as error:
         args.bench_parser.error(str(error))
+    for flag, path in (("--json", args.json), ("--csv", args.csv)):
+        problem = output_problem(path) if path else None
+        if problem:
+            args.bench_parser.error(f"{flag} {path}: {problem}")
     from cli.bench_report import format_summary
     from core.lab.results import save_results_csv, save_results_json
     from core.lab.runner import LabObserver, run_lab
@@ -184,8 +202,8 @@ def run_bench(args: argparse.Namespace, settings: GenerationSettings) -> int:
         if path:
             try:
                 save(results, path)
-            except OSError as error:
-                print(f"latencylab: error: could not write {path}: {error}", file=sys.stderr)
+            except OSError as error:  # strerror alone: the error's own names are the staging file's
+                print(f"latencylab: error: could not write {path}: {error.strerror or error}", file=sys.stderr)
                 status = 1
     print(format_summary(results))
     if results.error:

@@ -26,6 +26,9 @@ pytestmark = pytest.mark.subprocess  # each test runs latencylab (or Python) in 
         (["--new-tokens", "1"], "new tokens must be a whole number from 2"),
         (["--new-tokens", "many"], "invalid int value"),
         (["--repeats", "0"], "repeats must be a whole number from 1"),
+        # said before the sweeps run: it was said after them, naming an internal staging file
+        (["--json", "/"], "--json /: is a folder; give a file name"),
+        (["--csv", "/nonexistent-folder/lab.csv"], "--csv /nonexistent-folder/lab.csv: its folder does not exist"),
     ],
 )
 def test_bad_input_is_a_usage_error(args, words, capsys):

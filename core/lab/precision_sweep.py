@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterator, Sequence
 
 from core.chats.session import render_prompt_ids
 from core.errors import LatencyLabError
+from core.lab.collect import collect_between_models
 from core.lab.measure import SweepContext, median_or_none, timed_generation
 from core.model.loader import LoadedModel
 
@@ -68,7 +68,7 @@ def sweep_precisions(
             continue
         finally:
             del loaded
-            gc.collect()
+            collect_between_models()
         if dtype == REFERENCE_DTYPE:
             reference = tokens
         yield {**row, **agreement(tokens, reference)}
@@ -132,4 +132,4 @@ def _reference_tokens(load: ModelLoader, new_tokens: int, context: SweepContext)
     finally:
         progress.advance(f"precision sweep: {REFERENCE_DTYPE} reference taken")
         del loaded
-        gc.collect()
+        collect_between_models()

@@ -8,11 +8,11 @@ about the same whatever the size.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from core.errors import LatencyLabError
+from core.lab.collect import collect_between_models
 from core.lab.measure import SweepContext, median_or_none, timed_generation
 from core.lab.precision_sweep import precision_prompt_ids
 from core.model.loader import LoadedModel
@@ -56,7 +56,7 @@ def sweep_model_sizes(
             yield {"model": label, "weight_bytes": loaded.weight_bytes, "error": str(error)}
         finally:
             del loaded
-            gc.collect()
+            collect_between_models()
 
 
 def _measure(loaded: LoadedModel, new_tokens: int, repeats: int, context: SweepContext, label: str) -> dict:

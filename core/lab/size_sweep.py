@@ -55,6 +55,7 @@ def sweep_model_sizes(
             progress.advance(f"size sweep: {label} failed")
             yield {"model": label, "weight_bytes": loaded.weight_bytes, "error": str(error)}
         finally:
+            loaded.release()
             del loaded
             collect_between_models()
 

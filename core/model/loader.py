@@ -59,6 +59,13 @@ class LoadedModel:
     def close(self) -> None:
         """Nothing to let go of now: the weights go with the last reference (the window may still show facts)."""
 
+    def release(self) -> None:
+        """Free the weights now, for an owner done with them (a lab sweep between its models): the C kernels' model
+        goes at once instead of when a collection finds it. Later calls into it raise "the model is closed"."""
+        free = getattr(self.model, "close", None)  # the kernels' model has one; a transformers module has none
+        if free is not None:
+            free()
+
     def serves(self, spec: str | None, dtype: str, device: str) -> bool:
         """Whether loading spec at dtype on device would give these weights (a race may reuse the chat's model)."""
         from core.errors import LatencyLabError

@@ -40,3 +40,23 @@ def test_the_size_sweep_needs_two_models():
         LabConfig(sweeps=("size",), size_models=("embedded",))
     with pytest.raises(InvalidSettingsError, match="two or more models"):
         LabConfig(sweeps=("size",), size_models=("embedded", "embedded"))
+
+
+def test_each_model_s_weights_are_freed_once_its_row_is_measured():
+    """A 7B and a 1B need not fit together: each model's C memory goes before the next loads, not at a collection."""
+    from core.backend.choice import load_any
+
+    loaded = []
+
+    def load(*args, **kwargs):
+        model = load_any(*args, **kwargs)
+        loaded.append(model)
+        return model
+
+    small, large = embedded_gguf_path(), quant_files.quant_file("Q8_0")
+    config = LabConfig(sweeps=("size",), size_models=(str(small), str(large)), new_tokens=2, repeats=1)
+    results = run_lab(config, loader=load)
+    assert [row["model"] for row in results.size] == [small.name, large.name] and len(loaded) == 2
+    for model in loaded:
+        with pytest.raises(RuntimeError, match="the model is closed"):
+            model.model.kernel.embed([1])

@@ -14,6 +14,7 @@ from cli.exit_paths import (
     say_cache_notices,
     silence_stdout,
     stdout_problem,
+    stopping_on_interrupt,
     write_out,
 )
 from cli.progress_printer import PrefillLine, ProgressPrinter
@@ -74,7 +75,10 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
         if generation.decode_loop_note:
             say(f"decoding on the {generation.decode_loop} loop: {generation.decode_loop_note}")
         say_cache_notices()
-        return stream_reply(args, settings, loaded, generation)[0]
+        status, _ = stream_reply(args, settings, loaded, generation)
+        if status == INTERRUPTED_STATUS:
+            say("stopped (Ctrl+C)")
+        return status
     except KeyboardInterrupt:
         return end_generation(generation, INTERRUPTED_STATUS, "stopped (Ctrl+C)")
     except OutputLost as lost:
@@ -85,18 +89,30 @@ def run_ask(args: argparse.Namespace, settings: GenerationSettings) -> int:
 def stream_reply(
     args: argparse.Namespace, settings: GenerationSettings, loaded, generation: Reply, extra: dict | None = None
 ) -> tuple[int, ReplyTrace]:
-    """Print one reply as it streams (or whole, or as one JSON object with `extra` in it); (exit status, trace)."""
+    """Print one reply as it streams (or whole, or as one JSON object with `extra` in it); (exit status, trace).
+    Ctrl+C stops the reply and prints what it made: the status is then INTERRUPTED_STATUS."""
     prefill_line = PrefillLine(sys.stderr)
     generation.start()
     stream_to_stdout = not args.no_stream and not args.json
-    for event in generation:
+
+    def show(event) -> None:
         if isinstance(event, PrefillProgress):
             prefill_line(event)
-            continue
+            return
         if isinstance(event, (TokenEvent, FinishedEvent)):
             prefill_line.end()
         if stream_to_stdout and isinstance(event, TokenEvent) and event.text:
             write_out(event.text)
+
+    interrupted = False
+    try:
+        for event in generation:
+            show(event)
+    except KeyboardInterrupt:
+        interrupted = True
+        with stopping_on_interrupt(generation):
+            for event in generation:  # the tokens made before the stop took hold, and its finish
+                show(event)
     prefill_line.end()
     generation.join()
     trace = generation.trace
@@ -111,10 +127,14 @@ def stream_reply(
         report["roofline"] = _roofline(facts, trace)
         write_out(json_text(report, ensure_ascii=False) + "\n")  # NaN or infinity: null, and "null_because" says so
         say_cache_notices()  # the ceilings the roofline read
+    elif interrupted and not trace.text:
+        pass  # stopped before its first token: no empty line
     elif stream_to_stdout:
         write_out(trace.tail_text + "\n")
     else:
         write_out(trace.text + "\n")
+    if interrupted:
+        return INTERRUPTED_STATUS, trace
     if trace.error:
         say(f"generation failed: {trace.error}")
         return 1, trace

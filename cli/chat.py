@@ -124,6 +124,9 @@ def run_chat(args: argparse.Namespace, settings: GenerationSettings) -> int:
             turn += 1
             reply_status, trace = stream_reply(args, settings, loaded, generation, {"turn": turn})
             generation = None
+            if reply_status == INTERRUPTED_STATUS:  # as `ollama run`: Ctrl+C ends the reply, not the chat
+                say("stopped (Ctrl+C); the chat goes on (Ctrl+D ends it)")
+                reply_status = 0
             status = status or reply_status
             messages += [Message("user", text), Message("assistant", trace.text)]
         return status

@@ -79,6 +79,23 @@ def say_cache_notices() -> None:
         say(f"note: {notice}")
 
 
+@contextlib.contextmanager
+def stopping_on_interrupt(generation):
+    """After Ctrl+C in a reply: stop it and wait for its work to return, so that the tokens made before the stop took
+    hold and its finish are all queued for the caller to show, as `ollama run` keeps a stopped reply. A second
+    Ctrl+C meanwhile is ignored; a reply that does not return within JOIN_TIMEOUT_S ends the process, as
+    end_generation does."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        generation.stop()
+        if not generation.join(JOIN_TIMEOUT_S):
+            say("stopped (Ctrl+C), but the reply did not stop in time")
+            hard_exit(INTERRUPTED_STATUS)
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def end_generation(generation, status: int, note: str | None) -> int:
     """Stop the reply and wait until the compute thread has left torch, then return status.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -9,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.remote.scripted_server import Script, ScriptedServer, openai_chunk
 
 pytestmark = pytest.mark.subprocess  # each test runs latencylab (or Python) in a child process
 
@@ -100,3 +103,38 @@ def test_every_exit_path_ends_with_its_status_and_one_line(embedded_model, name)
         assert said == []  # a reader that leaves is no error: quiet
     else:
         assert len(said) == 1 and message in said[0], stderr
+
+
+def _stalled_story() -> Script:
+    """Two chunks of a reply, then nothing until the test lets go: a reply in the middle of its decode."""
+    return Script(
+        chunks=[openai_chunk("Once", role="assistant"), openai_chunk(" upon"), openai_chunk(" a time")], stall_after=2
+    )
+
+
+def test_ctrl_c_during_a_reply_prints_what_it_made_with_130():
+    """As `ollama run`: the words already on screen stay, the line is ended, and the stop is said once."""
+    with ScriptedServer(_stalled_story()) as server:
+        process = start(ask_command("Tell a story", "--model", server.url), stdout=subprocess.PIPE)
+        shown = b""
+        while b"upon" not in shown:
+            piece = process.stdout.read1(64)
+            assert piece, "the reply ended before its second chunk"
+            shown += piece
+        process.send_signal(signal.SIGINT)
+        out, stderr = process.communicate(timeout=120)
+    said = [line for line in stderr.decode().splitlines() if line.startswith("latencylab:")]
+    assert process.returncode == 130 and said == ["latencylab: stopped (Ctrl+C)"], stderr
+    assert (shown + out).decode() == "Once upon\n" and b"Traceback" not in stderr
+
+
+def test_ctrl_c_during_a_json_reply_still_prints_its_object():
+    """The partial reply's JSON: its text so far, its timings, and why it ended."""
+    with ScriptedServer(_stalled_story()) as server:
+        process = start(ask_command("Tell a story", "--model", server.url, "--json"), stdout=subprocess.PIPE)
+        assert server.stalled.wait(120), "the server never got the request"
+        process.send_signal(signal.SIGINT)
+        out, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130 and b"Traceback" not in stderr, stderr
+    report = json.loads(out)
+    assert report["stop_reason"] == "stopped" and "Once upon".startswith(report["text"])

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.remote.scripted_server import Script, ScriptedServer, openai_chunk
+
 pytestmark = [pytest.mark.model, pytest.mark.subprocess]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,19 +101,33 @@ def test_a_closed_or_full_stdout_is_one_line_and_status_1(redirect, message):
     assert b"Traceback" not in result.stderr
 
 
-def test_ctrl_c_during_a_reply_stops_it_with_130():
-    process = subprocess.Popen(
-        chat("--max-new-tokens", "300"),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=ROOT,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    process.stdin.write(b"Write a long story about a dragon.\n")
-    process.stdin.flush()
-    assert process.stdout.read(1)
-    process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 130 and said(stderr) == ["latencylab: stopped (Ctrl+C)"], stderr
-    assert b"Traceback" not in stderr
+def test_ctrl_c_during_a_reply_stops_that_reply_and_the_chat_goes_on():
+    """As `ollama run` and `llama-cli`: the stopped reply keeps its words, on screen and in the history the next
+    turn sends, and the chat reads the next message; Ctrl+D then ends it with 0."""
+    story = [openai_chunk("Once", role="assistant"), openai_chunk(" upon"), openai_chunk(" a time")]
+    with ScriptedServer(Script(chunks=story, stall_after=2)) as server:
+        process = subprocess.Popen(
+            chat("--model", server.url),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+        process.stdin.write(b"Tell a story.\n")
+        process.stdin.flush()
+        shown = b""
+        while b"upon" not in shown:
+            piece = process.stdout.read1(64)
+            assert piece, "the reply ended before its second chunk"
+            shown += piece
+        process.send_signal(signal.SIGINT)
+        server.script = Script(
+            chunks=[openai_chunk("The end", role="assistant"), openai_chunk(finish="stop"), "[DONE]"]
+        )
+        out, stderr = process.communicate(b"And then?\n", timeout=120)
+    assert process.returncode == 0, stderr
+    assert said(stderr) == ["latencylab: stopped (Ctrl+C); the chat goes on (Ctrl+D ends it)"], stderr
+    assert (shown + out).decode() == "Once upon\nThe end\n" and b"Traceback" not in stderr
+    sent = server.requests[-1]["body"]["messages"]
+    assert [m["content"] for m in sent] == ["Tell a story.", "Once upon", "And then?"]

@@ -44,6 +44,7 @@ class ScriptedServer:
         self.release = threading.Event()  # lets a stalled stream end
         self.held = threading.Event()  # a silent script holds a request
         self.client_gone = threading.Event()  # the client closed the connection mid-stream
+        self.stalled = threading.Event()  # a stall_after script has sent its chunks and holds the stream
         server = self
         handler = type("Handler", (_Handler,), {"scripted": server})
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -139,6 +140,8 @@ class _Handler(BaseHTTPRequestHandler):
                     self.connection.shutdown(2)  # mid-body, without the chunked terminator
                     return
                 if script.stall_after is not None and number == script.stall_after:
+                    self.wfile.flush()
+                    self.scripted.stalled.set()
                     self.scripted.release.wait(60)
                     return
                 self._chunk(self._frame(payload, script.ollama))

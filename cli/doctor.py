@@ -7,13 +7,13 @@ import argparse
 import json
 import sys
 
-from core.doctor.check import WARN
+from core.doctor.check import FAIL, WARN
 from core.doctor.load import PROBE_S
 from core.doctor.run import NOTHING_TO_DO, Report, run_doctor
 from core.settings import GenerationSettings
 from core.terminal_text import for_stream
 
-MARKS = {"ok": "ok", "warn": "WARN", "info": "--"}
+MARKS = {"ok": "ok", "warn": "WARN", "info": "--", "fail": "FAIL"}
 
 
 def add_doctor_parser(subparsers: argparse._SubParsersAction, add_common_options) -> None:
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace, settings: GenerationSettings) -> int:
         print(json.dumps(report.to_dict(), indent=2, default=str))
     else:
         print(for_stream(render(report), sys.stdout))  # a server's model names are in it
-    return 0
+    return 1 if report.failed else 0
 
 
 def render(report: Report) -> str:
@@ -54,7 +54,7 @@ def render(report: Report) -> str:
     lines = [f"latencylab doctor: {report.model}"]
     lines += [f"  {MARKS.get(check.status, '--'):4}  {check.name:{width}}  {check.figure}" for check in report.checks]
     advice = report.advice()
-    warned = any(check.status == WARN for check in report.checks)
+    warned = any(check.status in (WARN, FAIL) for check in report.checks)
     lines.append("")
     lines.append("What would make replies faster:" if advice else f"What would make replies faster: {NOTHING_TO_DO}.")
     lines += [f"  {index}. {text}" for index, text in enumerate(advice, 1)]

@@ -5,14 +5,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-OK, WARN, INFO = "ok", "warn", "info"
+OK, WARN, INFO, FAIL = "ok", "warn", "info", "fail"
 UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
 class Check:
     """name: a stable key ("memory", "page_cache", ...); figure: the line a person reads; value: the same figures as
-    plain data for --json; status: ok, warn (it slows replies now) or info; advice: what would make replies faster
+    plain data for --json; status: ok, warn (it slows replies now), info, or
+    fail (what was asked about could not be checked: the command exits 1); advice: what would make replies faster
     ("" where nothing needs doing)."""
 
     name: str

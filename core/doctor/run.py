@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.doctor.check import INFO, WARN, Check, unknown
+from core.doctor.check import FAIL, INFO, WARN, Check, unknown
 from core.doctor.cores import cores_check, engine_threads, usable_cpus
 from core.doctor.load import PROBE_S, load_check, measure_other_load
 from core.doctor.memory import memory_check, read_memory
@@ -27,10 +28,13 @@ class Report:
 
     def advice(self) -> list[str]:
         """What would make replies faster: the warnings' advice, then the other checks' suggestions."""
-        ordered = [check for check in self.checks if check.status == WARN] + [
-            check for check in self.checks if check.status != WARN
-        ]
+        ordered = sorted(self.checks, key=lambda check: check.status not in (FAIL, WARN))  # stable: in order
         return list(dict.fromkeys(check.advice for check in ordered if check.advice))
+
+    @property
+    def failed(self) -> bool:
+        """Whether something asked about could not be checked (the model named cannot be read)."""
+        return any(check.status == FAIL for check in self.checks)
 
     def check(self, name: str) -> Check | None:
         return next((check for check in self.checks if check.name == name), None)
@@ -89,15 +93,9 @@ def _model_checks(spec, dtype: str, memory, threads: int | None, measure: bool, 
     try:
         figures = model_figures(with_header(resolve_model_source(spec)), dtype)
     except ModelLoadError as error:
-        problem = Check(
-            "model",
-            f"cannot be read: {error}",
-            {"spec": spec},
-            WARN,
-            "give --model an existing .gguf file, a model folder, a hub id already downloaded, or a server's URL",
-        )
+        problem = _unreadable(spec, str(error))
     except Exception as error:  # noqa: BLE001 - a header this reader did not foresee: said, and the rest checked
-        problem = unknown("model", f"{type(error).__name__}: {error}"[:300])
+        problem = _unreadable(spec, f"{type(error).__name__}: {error}"[:300])
     checks = guarded("kernels", lambda: _kernels(figures, dtype))
     ceilings: list = []
     checks += guarded("ceilings", lambda: ceilings_check(*_ceilings(threads, measure, say, ceilings)))
@@ -113,6 +111,18 @@ def _model_checks(spec, dtype: str, memory, threads: int | None, measure: bool, 
         checks += guarded("page_cache", lambda: page_cache_check(path, resident(path)))
     checks += guarded("decode_ceiling", lambda: decode_check(figures, found))
     return checks
+
+
+def _unreadable(spec, why: str) -> Check:
+    """The model named cannot be read: a failed check, whose advice tells a file that is there from one that is not."""
+    there = spec is not None and Path(str(spec)).expanduser().is_file()
+    advice = (
+        "the file is there but is not a model Latency Lab can read: download it again (it may be truncated or "
+        "corrupt), or give --model another file"
+        if there
+        else "give --model an existing .gguf file, a model folder, a hub id already downloaded, or a server's URL"
+    )
+    return Check("model", f"cannot be read: {why}", {"spec": spec}, FAIL, advice)
 
 
 def _kernels(figures, dtype: str) -> Check:

@@ -48,6 +48,17 @@ def test_doctor_prints_one_line_a_check_and_the_advice(run_cli):
     assert any(line.startswith("What would make replies faster") for line in lines)
 
 
+def test_a_model_that_cannot_be_read_fails_the_command_and_says_whether_it_is_there(run_cli, tmp_path):
+    corrupt = tmp_path / "model.gguf"
+    corrupt.write_bytes(b"GGUF" + bytes(60))
+    for model, advice in ((corrupt, "download it again"), (tmp_path / "missing.gguf", "an existing .gguf file")):
+        result = run_cli("doctor", "--model", str(model))
+        assert result.returncode == 1, result.stdout
+        (line,) = [line for line in result.stdout.splitlines() if line.split()[1:2] == ["model"]]
+        assert line.split()[0] == "FAIL" and "cannot be read" in line and advice in result.stdout
+        assert "Traceback" not in result.stderr
+
+
 def closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

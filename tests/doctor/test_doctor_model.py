@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.doctor.check import INFO, OK, WARN
+from core.doctor.check import FAIL, INFO, OK, WARN
 from core.doctor.memory import Memory
 from core.doctor.model_checks import ceilings_check, decode_check, fit_check, model_check
 from core.doctor.model_figures import model_figures
@@ -102,8 +102,9 @@ def test_a_broken_model_file_is_one_line(tmp_path):
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # cut short
     report = run_doctor(str(path), probe_s=0.05)
     model = report.check("model")
-    assert model is not None and model.status == WARN and model.figure.startswith("cannot be read: ")
-    assert "truncated" in model.figure
+    assert model is not None and model.status == FAIL and model.figure.startswith("cannot be read: ")
+    assert "truncated" in model.figure and "download it again" in model.advice  # there, but not readable
+    assert report.failed
     assert report.check("cores") is not None and report.check("kernels") is not None  # the rest still checked
 
 

@@ -24,6 +24,7 @@ from core.lab.config import (
     parse_name_list,
 )
 from core.settings import GenerationSettings
+from core.terminal_text import for_stream
 
 EXIT_INTERRUPTED = 130  # the shell's convention for a command ended by Ctrl+C
 
@@ -208,5 +209,13 @@ def run_bench(args: argparse.Namespace, settings: GenerationSettings) -> int:
     print(format_summary(results))
     if results.error:
         print(f"latencylab: error: {results.error}", file=sys.stderr)
+        return 1
+    failed = results.failed_sweeps()
+    if failed and not interrupted:
+        for sweep in failed:
+            print(f"latencylab: error: nothing was measured in the {sweep} sweep:", file=sys.stderr)
+            for row in results.rows(sweep):
+                name = row.get("model") or row.get("dtype") or "?"
+                print(f"  {for_stream(str(name), sys.stderr)}: {for_stream(row['error'], sys.stderr)}", file=sys.stderr)
         return 1
     return EXIT_INTERRUPTED if interrupted else status

@@ -33,11 +33,15 @@ def contention_warning(machine: dict) -> str | None:
     share = machine.get("cpu_share")
     if share is None or share >= BUSY_CPU_SHARE:
         return None
+    start, end = (machine.get(key) for key in ("load_average_start", "load_average_end"))
     return (
         f"Warning: this run got only {share:.0%} of {machine.get('torch_threads')} cores' time (1-minute load "
-        f"average {machine.get('load_average_start')} at the start, {machine.get('load_average_end')} at the "
-        f"end): other programs were using the CPU, so timings are slower and noisier than on an idle machine."
+        f"average {_average(start)} at the start, {_average(end)} at the end): other programs were using the CPU, so timings are slower and noisier than on an idle machine."
     )
+
+
+def _average(value) -> str:
+    return f"{value:.2f}" if isinstance(value, (int, float)) else "unknown"
 
 
 def describe_machine() -> dict:

@@ -110,6 +110,10 @@ class LabResults:
     def row_count(self) -> int:
         return sum(len(self.rows(sweep)) for sweep in SWEEPS)
 
+    def failed_sweeps(self) -> list[str]:
+        """The sweeps that ran and measured nothing: every row of theirs is an error (each model failed to load)."""
+        return [sweep for sweep in SWEEPS if self.rows(sweep) and all("error" in row for row in self.rows(sweep))]
+
     def to_dict(self) -> dict:
         return {
             "format": FORMAT,

@@ -94,7 +94,12 @@ class LabRun:
         threads = machine.get("torch_threads") or 1
         machine["load_average_end"] = load_average()
         machine["cpu_s"] = cpu_s
-        machine["cpu_share"] = cpu_s / (self.results.duration_s * threads) if self.results.duration_s else None
+        # A run that measured nothing (every model failed to load) says nothing about competition for the CPU.
+        measured = self.results.row_count() > sum(
+            len(self.results.rows(sweep)) for sweep in self.results.failed_sweeps()
+        )
+        timed = self.results.duration_s and measured
+        machine["cpu_share"] = cpu_s / (self.results.duration_s * threads) if timed else None
 
     def _run_sweeps(self) -> None:
         if is_remote_spec(self.config.model):

@@ -135,3 +135,21 @@ def test_a_model_that_cannot_load_is_one_line_and_exit_1(tmp_path):
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert "latencylab: error:" in result.stderr and "nothing" in result.stderr
+
+
+def test_a_size_sweep_whose_every_model_fails_is_exit_1_with_each_reason(tmp_path):
+    corrupt, missing = tmp_path / "corrupt.gguf", tmp_path / "missing.gguf"
+    corrupt.write_bytes(b"GGUF" + bytes(60))
+    result = subprocess.run(
+        [sys.executable, "-m", "cli.main", "bench", "--sweeps", "size", "--size-models", str(corrupt), str(missing)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    start = lines.index("latencylab: error: nothing was measured in the size sweep:")
+    assert lines[start + 1].startswith("  corrupt.gguf: ") and "not a readable GGUF" in lines[start + 1]
+    assert lines[start + 2].startswith("  missing.gguf: ") and "no such file" in lines[start + 2]
+    assert "Warning: this run got only" not in result.stdout  # a run that measured nothing says nothing of the CPU

@@ -152,9 +152,9 @@ def test_a_busy_machine_is_called_out():
     assert contention_warning({"cpu_share": 0.95, "torch_threads": 2}) is None
     assert contention_warning({}) is None
     warning = contention_warning(
-        {"cpu_share": 0.56, "torch_threads": 2, "load_average_start": 0.5, "load_average_end": 3.4}
+        {"cpu_share": 0.56, "torch_threads": 2, "load_average_start": 0.5, "load_average_end": 3.40234375}
     )
-    assert warning.startswith("Warning: this run got only 56% of 2 cores' time") and "3.4 at the end" in warning
+    assert warning.startswith("Warning: this run got only 56% of 2 cores' time") and "3.40 at the end" in warning
 
 
 def history_rows(on_ms, off_ms, prompts=(49, 109, 229, 465)):

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import threading
-from pathlib import Path
 
+from cli.output_path import output_problem
 from cli.progress_printer import ProgressPrinter
 from core.errors import InvalidSettingsError
 from core.lab.config import (
@@ -138,18 +137,6 @@ def checked_loader(args: argparse.Namespace):
         )
 
     return load
-
-
-def output_problem(path: str) -> str | None:
-    """Why the results could not be written to path, said before the sweeps run rather than after them."""
-    target = Path(path)
-    if target.is_dir():
-        return "is a folder; give a file name"
-    if not target.parent.is_dir():
-        return "its folder does not exist"
-    if not os.access(target.parent, os.W_OK):
-        return "its folder cannot be written"
-    return None
 
 
 def run_bench(args: argparse.Namespace, settings: GenerationSettings) -> int:

@@ -18,6 +18,7 @@ from core.settings import (
     DRAFT_TOKENS,
     DTYPE,
     MAX_NEW_TOKENS,
+    MIN_SAMPLING_TEMPERATURE,
     SEED,
     SERVER_TIMEOUT,
     SPECULATION,
@@ -80,7 +81,8 @@ def add_common_options(parser: argparse.ArgumentParser, suppress_defaults: bool 
         "--temperature",
         type=float,
         default=default(None),
-        help=f"{_range(TEMPERATURE)}; 0 means greedy decoding (default: {TEMPERATURE.default:g})",
+        help=f"0 (greedy decoding) or {MIN_SAMPLING_TEMPERATURE:g} to {TEMPERATURE.high:g} "
+        f"(default: {TEMPERATURE.default:g})",
     )
     parser.add_argument(
         "--top-p",
@@ -232,6 +234,27 @@ def draft_model_problem(spec: str | None) -> str | None:
     return None
 
 
+def speculation_problem(model: str | None, settings: GenerationSettings) -> str | None:
+    """Speculation is ours to run on a local model; a server speculates (or not) by its own settings, so the flags
+    would be silently ignored there."""
+    from core.remote.spec import is_remote_spec
+
+    if is_remote_spec(model) and (settings.speculation != "off" or settings.draft_model):
+        return (
+            "--speculate and --draft-model apply to a local model; a server speculates by its own settings "
+            "(llama-server's --model-draft, vLLM's --speculative-config)."
+        )
+    return None
+
+
+def profile_problem(path: str | None) -> str | None:
+    """--profile-ui's file checked at launch: it was written only later, with a traceback at each write."""
+    from cli.output_path import output_problem
+
+    problem = output_problem(path) if path else None
+    return f"--profile-ui {path}: {problem}" if problem else None
+
+
 def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -242,7 +265,12 @@ def _main(argv: list[str] | None) -> int:
         settings = GenerationSettings(**{name: given[name] for name in SETTING_FLAGS if name in given})
     except InvalidSettingsError as error:
         parser.error(str(error))
-    problem = apply_remote_flags(args) or draft_model_problem(settings.draft_model)
+    problem = (
+        apply_remote_flags(args)
+        or speculation_problem(args.model, settings)
+        or draft_model_problem(settings.draft_model)
+        or profile_problem(getattr(args, "profile_ui", None))
+    )
     if problem:
         parser.error(problem)
     given = given_flags(args)

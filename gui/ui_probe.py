@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -34,6 +35,7 @@ class UiProbe(QObject):
         super().__init__(window)
         self._window = window
         self._path = Path(report_path)
+        self._broken = False  # the file could not be written: said once
         self._launch_offset_s = process_age_s() or 0.0
         self._probe_started = time.perf_counter()
         self.report: dict = {"window_shown_s": None, "model_ready_s": None}
@@ -118,6 +120,17 @@ class UiProbe(QObject):
         }
 
     def write(self) -> None:
+        """The summary to the file; a file that cannot be written is said once on stderr, not at every write
+        (LATENCYLAB_PROFILE_UI is not checked at launch as --profile-ui is)."""
+        if self._broken:
+            return
         temporary = self._path.with_suffix(self._path.suffix + ".tmp")
-        temporary.write_text(json.dumps(self.summary(), indent=1), encoding="utf-8")
-        os.replace(temporary, self._path)
+        try:
+            temporary.write_text(json.dumps(self.summary(), indent=1), encoding="utf-8")
+            os.replace(temporary, self._path)
+        except OSError as error:
+            self._broken = True
+            print(
+                f"latencylab: the UI profile cannot be written to {self._path}: {error.strerror or error}",
+                file=sys.stderr,
+            )

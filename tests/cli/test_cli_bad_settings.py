@@ -18,6 +18,9 @@ import pytest
         (["--temperature", "0.0009"], "temperature must be 0 (greedy) or at least 0.001; got 0.0009."),
         (["--dtype", "float7"], "argument --dtype: invalid choice: 'float7'"),
         (["--max-new-tokens", "many"], "argument --max-new-tokens: invalid int value: 'many'"),
+        # a server speculates by its own settings: the flags were ignored there without a word
+        (["--model", "http://127.0.0.1:9/v1", "--draft-model", "small.gguf"], "apply to a local model"),
+        (["--model", "http://127.0.0.1:9/v1", "--speculate", "ngram"], "apply to a local model"),
     ],
 )
 def test_bad_settings_are_refused_with_the_reason(args, message, run_cli):
@@ -25,6 +28,13 @@ def test_bad_settings_are_refused_with_the_reason(args, message, run_cli):
     assert result.returncode == 2
     assert "usage: latencylab" in result.stderr and message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_ui_profile_that_cannot_be_written_is_refused_before_the_window_opens(run_cli):
+    """It was written only later, with a traceback at each write."""
+    result = run_cli("--profile-ui", "/no-such-folder/ui.json")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "--profile-ui /no-such-folder/ui.json: its folder does not exist" in result.stderr
 
 
 @pytest.mark.model

@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 # Used only when neither the config nor the tokenizer states a context length.
 FALLBACK_CONTEXT_WINDOW = 2048
+MAX_CONTEXT_WINDOW = 10_000_000  # past this a context length is a broken header, not a model's
 
 
 @dataclass
@@ -42,11 +43,12 @@ class LoadedModel:
     precision_note: str | None = None  # a fallback worth knowing, e.g. tensors without a native kernel
     runtime: str = ""  # what runs the layers when it is not transformers, e.g. "Latency Lab's C kernels (avx2)"
     arithmetic: dict | None = None  # the shape the roofline counts FLOPs and bytes from (core/model/arithmetic.py)
+    context_note: str | None = None  # why the context window is a guess, when the model's files give none usable
 
     @property
     def notice(self) -> str | None:
-        """What the user should know at load, said once (a server's model has its own); a local one's is in its facts."""
-        return None
+        """What the user should know at load, said once (a server's model has its own); the rest is in its facts."""
+        return self.context_note
 
     @property
     def is_remote(self) -> bool:
@@ -107,6 +109,7 @@ class LoadedModel:
             precision_note=self.precision_note or None,
             runtime=self.runtime or None,
             arithmetic=self.arithmetic or None,
+            notice=self.notice,
         )
 
 
@@ -207,6 +210,7 @@ def _load_native(source: ModelSource, progress: ProgressCallback) -> LoadedModel
         dtype=NATIVE_DTYPE,
         device="cpu",
         context_window=_context_window(native.model, native.tokenizer),
+        context_note=_context_note(native.model, native.tokenizer),
         parameter_count=gguf_parameter_count(gguf_file, source.header) or native.parameters,
         weight_bytes=native.weight_bytes,
         eos_token_ids=_eos_ids(native.model, native.tokenizer),
@@ -274,6 +278,7 @@ def _load_converted(
         dtype=dtype,
         device=device,
         context_window=_context_window(model, tokenizer),
+        context_note=_context_note(model, tokenizer),
         parameter_count=logical_parameters,
         weight_bytes=weight_bytes(model),
         eos_token_ids=_eos_ids(model, tokenizer),
@@ -314,11 +319,25 @@ def _offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
 
 
+def _usable_context(value: object) -> bool:
+    return isinstance(value, int) and 0 < value < MAX_CONTEXT_WINDOW
+
+
 def _context_window(model: Any, tokenizer: Any) -> int:
     for value in (getattr(model.config, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None)):
-        if isinstance(value, int) and 0 < value < 10_000_000:
+        if _usable_context(value):
             return value
     return FALLBACK_CONTEXT_WINDOW
+
+
+def _context_note(model: Any, tokenizer: Any) -> str | None:
+    """A line when the model's own context length is missing or cannot be right (a GGUF's 0 or 2^62), so the window
+    used is not the model's: said, not silently replaced."""
+    value = getattr(model.config, "max_position_embeddings", None)
+    if _usable_context(value):
+        return None
+    given = "gives none" if value is None else f"gives {value:,}" if isinstance(value, int) else f"gives {value!r}"
+    return f"the model's context length is not usable (its config {given}); the context window is taken as {_context_window(model, tokenizer):,} positions"
 
 
 def _eos_ids(model: Any, tokenizer: Any) -> frozenset[int]:

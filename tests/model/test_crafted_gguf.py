@@ -135,3 +135,15 @@ def test_the_cli_refuses_a_crafted_file_in_one_line_with_no_traceback(crafted, n
     assert "Traceback" not in result.stderr and "Exception ignored" not in result.stderr
     said = [line for line in result.stderr.splitlines() if line.startswith("latencylab:")]
     assert len(said) == 1 and CASES[name][1] in said[0], result.stderr
+
+
+@pytest.mark.parametrize("length", [0, 2**62])
+def test_a_context_length_that_cannot_be_right_is_said_not_silently_replaced(tmp_path, length):
+    model = load_model(str(write_tiny_llama(tmp_path / "tiny.gguf", metadata={"context_length": length})))
+    assert model.context_window > 0 and model.notice is not None and model.describe().notice == model.notice
+    assert f"gives {length:,}" in model.notice and f"taken as {model.context_window:,} positions" in model.notice
+
+
+def test_a_usable_context_length_gives_no_notice(tmp_path):
+    model = load_model(str(write_tiny_llama(tmp_path / "tiny.gguf")))
+    assert model.context_window == 256 and model.notice is None

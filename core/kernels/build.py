@@ -16,6 +16,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -204,6 +205,7 @@ def _compile(cc: str, portable: bool | str, target: Path) -> None:
     """Compile into a staging file beside target, write its checksum, then rename it into place (atomic: another
     process sees the whole library or none). OSError when the folder cannot be written."""
     folder = target.parent
+    remove_stale_leftovers(folder)
     handle, staging = tempfile.mkstemp(prefix=".building-", suffix=".so", dir=folder)
     os.close(handle)
     objects = tempfile.mkdtemp(prefix=".objects-", dir=folder)
@@ -234,6 +236,32 @@ def _compile(cc: str, portable: bool | str, target: Path) -> None:
             if os.path.exists(leftover):
                 os.unlink(leftover)
         shutil.rmtree(objects, ignore_errors=True)
+
+
+LEFTOVER_PREFIXES = (".building-", ".objects-")
+
+
+def remove_stale_leftovers(folder: Path, now: float | None = None) -> None:
+    """Remove the staging files and object folders of builds that can no longer be running (older than a build may
+    take): Ctrl+C during a build ends the process with os._exit (cli/exit_paths.py), and _compile's cleanup never
+    runs. A build in progress in another process is younger, and left alone."""
+    now = time.time() if now is None else now
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.name.startswith(LEFTOVER_PREFIXES):
+            continue
+        try:
+            if now - entry.lstat().st_mtime <= 2 * COMPILE_TIMEOUT_S:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink()
+        except OSError:
+            continue
 
 
 def _run(command: list[str]) -> subprocess.CompletedProcess:

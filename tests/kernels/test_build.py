@@ -202,3 +202,25 @@ def test_the_kernels_loaded_before_torch_share_torchs_openmp_pool():
     assert result.returncode == 0, result.stderr[-2000:]
     copies = json.loads(result.stdout)
     assert len(copies) == 1, f"two OpenMP runtimes loaded: {copies}"
+
+
+def test_an_interrupted_builds_leftovers_are_removed_by_the_next_build_but_a_running_ones_are_kept(tmp_path):
+    """Ctrl+C during a build ends the process with os._exit, so its staging file and objects stayed in the cache."""
+    now = 1_000_000.0
+    stale_file, stale_objects = tmp_path / ".building-abc.so", tmp_path / ".objects-abc"
+    running_file, running_objects = tmp_path / ".building-def.so", tmp_path / ".objects-def"
+    library_file = tmp_path / "latencylab-kernels.so"
+    for path in (stale_file, running_file, library_file):
+        path.write_bytes(b"x")
+    for folder in (stale_objects, running_objects):
+        folder.mkdir()
+        (folder / "dots.o").write_bytes(b"x")
+    old = now - 3 * build.COMPILE_TIMEOUT_S
+    for path in (stale_file, stale_objects, library_file):
+        os.utime(path, (old, old))
+    for path in (running_file, running_objects):
+        os.utime(path, (now - 5, now - 5))
+    build.remove_stale_leftovers(tmp_path, now)
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
+        [running_file.name, running_objects.name, library_file.name]
+    )

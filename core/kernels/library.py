@@ -102,6 +102,10 @@ _SIGNATURES = {
     "ll_set_prefetch": (None, [_I]),  # csrc/packed.c: how far ahead the packed kernels prefetch (bytes; 0: off)
     "ll_prefetch": (_I, []),
     "ll_use_amx": (_I, [_I]),  # csrc/gemm_amx.c: a prompt's GEMM on AMX's tiles (1 on, 0 off, -1 ask); whether on
+    "ll_use_steps": (_I, [_I]),  # csrc/decode_step.c: a decode step without barriers (1 on, 0 off, -1 ask)
+    "ll_step_steals": (ctypes.c_uint64, []),
+    "ll_step_stall": (None, [_I, _I, _I]),  # the tests' thread held off its core
+    "ll_step_holds": (ctypes.c_uint64, []),
     "ll_read": (ctypes.c_uint64, [_P, ctypes.c_size_t, _I]),  # csrc/read.c: the bandwidth ceilings' read loop
     "ll_int8_peak": (ctypes.c_uint64, [ctypes.c_int64, _I]),  # csrc/peak.c: the int8 products' ceiling
     "ll_amx_peak": (ctypes.c_uint64, [ctypes.c_int64, _I]),  # csrc/gemm_amx.c: the same on AMX's tiles; 0 without

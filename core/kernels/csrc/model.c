@@ -100,6 +100,7 @@ void ll_model_free(ll_model *m) {
     free(m->keys);
     free(m->values);
     free(m->arena);
+    free(m->slots);
     free(m->layer);
     free(m);
 }

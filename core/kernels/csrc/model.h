@@ -95,5 +95,16 @@ LL_API int ll_logits(ll_model *model, const float *hidden, size_t hidden_floats,
 LL_API const char *ll_last_error(void);
 /* Weight rows the products have read since the library loaded, a row counted once per kernel call that reads it. */
 LL_API uint64_t ll_weight_row_reads(void);
+/* A decode step on several threads without barriers (decode_step.c): 1 on, 0 off (the barrier pass), -1 asks;
+ * returns whether on. */
+LL_API int ll_use_steps(int on);
+/* Jobs a thread computed and published after waiting for another thread that held them (since the library loaded). */
+LL_API uint64_t ll_step_steals(void);
+/* For the tests: thread `thread` of a decode step, after every `every`-th job it computes and before publishing it,
+ * waits until another thread has published that job (at most `micros`), as a thread held off its core would;
+ * thread -1 stops it. */
+LL_API void ll_step_stall(int32_t thread, int32_t every, int32_t micros);
+/* How many times the tests' held thread has held a job so. */
+LL_API uint64_t ll_step_holds(void);
 
 #endif

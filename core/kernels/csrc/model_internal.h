@@ -55,7 +55,23 @@ struct ll_model {
     char *panel[KINDS];  /* the GEMM's layout of act[k] (NULL: none, the float kind or a short pass's arena) */
     int max_in, projected_width;
     int counters[JOB_COUNTERS];
+    /* A decode step's phases (decode_step.c): their job words in a ring, the next phase's number, and each thread's
+     * own scratch, where a job's results wait until the job is published. */
+    struct step_slot *slots;
+    uint64_t phase;
+    char *own;
+    size_t own_stride;
 };
+
+/* A decode step on more than one thread, its phases ended by their jobs being done rather than by a barrier
+ * (decode_step.c). Called from inside the team's parallel region by every thread; phase is the step's first. */
+void ll_step_layers(ll_model *m, int first, int end, float *hidden, int seq, int pos, uint64_t *phase, int tid,
+                    int threads);
+void ll_step_logits(ll_model *m, const float *hidden, float *logits, uint64_t *phase, int tid, int threads);
+/* Whether a pass of count rows on threads threads runs as a decode step, and the scratch it needs. */
+int ll_steps(const ll_model *m, int count, int threads);
+size_t ll_step_own_bytes(const ll_model *m, const size_t *act_stride);
+int ll_step_reserve(ll_model *m);
 
 static inline size_t kv_index(const ll_model *m, int seq, int layer, int kv_head, int pos) {
     return ((((size_t)seq * m->c.layers + layer) * m->c.kv_heads + kv_head) * m->capacity + pos) * m->c.head_dim;
@@ -64,6 +80,9 @@ static inline size_t kv_index(const ll_model *m, int seq, int layer, int kv_head
 void ll_rms_norm(const float *x, const float *weight, float *out, int n, float eps);
 /* After attention's projections: biases, head norms, rotary embedding, then the row's keys and values cached. */
 void ll_prepare_row(ll_model *m, int layer, float *projected, int seq, int pos, float *cosines, float *sines);
+/* Its two halves: the row's values made in place (biases, head norms, rotary), then its keys and values cached. */
+void ll_prepare_values(const ll_model *m, int layer, float *projected, int pos, float *cosines, float *sines);
+void ll_cache_row(ll_model *m, int layer, const float *projected, int seq, int pos);
 /* out[d] = act(gate[d]) * up[d] over one row of the feed-forward (out may be gate). */
 /* The feed-forward's activation of elements [from, to) of a row: out = act(gate) * up. */
 void ll_activate(const ll_model *m, const float *gate, const float *up, float *out, int from, int to);
@@ -72,6 +91,19 @@ int ll_check_ready(const ll_model *m);
  * room for the row's positions. */
 void ll_attend(const ll_model *m, int layer, int seq, int pos, int head, const float *query, float *out,
                float *scores);
+
+/* A matrix's rows as jobs: long_jobs runs of long_rows first, then the rest in jobs of `rows` (pass.c says why). */
+typedef struct {
+    int long_rows, long_jobs, rows, jobs;
+} row_split;
+
+row_split ll_split_rows(const ll_weight *weight, int count, int threads);
+/* The rows [*row0, *row_end) of a split's job `chunk`. */
+void ll_job_rows(const row_split *split, const ll_weight *weight, int chunk, int *row0, int *row_end);
+/* out[i * out_stride + offset + r] (+)= W[r] . act_i for rows [row0, row_end) and tokens [tile0, tile_end) of a pass
+ * of count tokens: a job's products, the same bits whichever thread or pass runs them. */
+void ll_project_rows(ll_model *m, const ll_weight *weight, int row0, int row_end, int tile0, int tile_end, int count,
+                     float *out, int out_stride, int offset, int accumulate);
 
 /* cap * tanh(x / cap), as llama.cpp's scale, tanh, scale. */
 static inline float soft_cap(float x, float cap) { return cap * tanhf(x * (1.0f / cap)); }

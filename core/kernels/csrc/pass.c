@@ -59,6 +59,9 @@ static int ensure_scratch(ll_model *m, int rows, int threads) {
                                           2 * (size_t)c->ffn) + (size_t)threads * (m->capacity + 16);
     size_t bytes = floats * sizeof(float) + 64 * 8;
     for (int k = 0; k < KINDS; k++) bytes += rows * stride[k] + panel_bytes[k];
+    const size_t own_stride = ll_step_own_bytes(m, stride);
+    bytes += (size_t)threads * own_stride;
+    if (ll_step_reserve(m)) return fail("out of memory for the decode step's job words");
     free(m->arena);
     m->arena = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!m->arena) {
@@ -84,6 +87,8 @@ static int ensure_scratch(ll_model *m, int rows, int threads) {
         m->panel[k] = panel_bytes[k] ? p : NULL;
         p += panel_bytes[k];
     }
+    m->own = p;
+    m->own_stride = own_stride;
     return 0;
 }
 
@@ -151,11 +156,6 @@ static inline void store(float *out, int out_stride, int first, int i, int rows,
         }
 }
 
-/* A matrix's rows as jobs: long_jobs runs of long_rows first, then the rest in jobs of `rows`. */
-typedef struct {
-    int long_rows, long_jobs, rows, jobs;
-} row_split;
-
 static inline int align_up(int rows, int align) { return (rows + align - 1) / align * align; }
 
 /* Long runs of rows per job: each thread then streams contiguous memory, which the prefetchers follow; short
@@ -164,7 +164,7 @@ static inline int align_up(int rows, int align) { return (rows + align - 1) / al
  * thread): the thread done first takes short jobs instead of waiting at the barrier for the other's last long one.
  * Against CHUNKS_PER_THREAD equal jobs, step by step in one process (Xeon AMX): the 1B Q4_K_M 0.94-0.98x the step,
  * the 7B 0.96x, the 135M 0.97x. A row's arithmetic is the same in any job: the bits do not change. */
-static row_split split_rows(const ll_weight *weight, int count, int threads) {
+row_split ll_split_rows(const ll_weight *weight, int count, int threads) {
     const int align = weight->packed ? PACK_ROWS : 4; /* a packed matrix's jobs are whole groups */
     row_split split = {0, 0, 0, 0};
     if (count == 1 && threads > 1) {
@@ -189,7 +189,7 @@ static void project(ll_model *m, const ll_weight *weights, int weight_count, int
     row_split splits[3];
     int total = 0;
     for (int w = 0; w < weight_count; w++) {
-        splits[w] = split_rows(&weights[w], count, threads);
+        splits[w] = ll_split_rows(&weights[w], count, threads);
         total += splits[w].jobs * tiles;
     }
     for (;;) {
@@ -201,56 +201,63 @@ static void project(ll_model *m, const ll_weight *weights, int weight_count, int
             offset += weights[w].rows;
             w++;
         }
-        const ll_weight *weight = &weights[w];
-        const int kind = weight->kind;
         const int chunk = job / tiles, tile0 = (job % tiles) * TOKEN_TILE;
-        const row_split *split = &splits[w];
-        const int row0 = chunk < split->long_jobs
-                             ? chunk * split->long_rows
-                             : split->long_jobs * split->long_rows + (chunk - split->long_jobs) * split->rows;
-        const int span = chunk < split->long_jobs ? split->long_rows : split->rows;
-        const int row_end = row0 + span < weight->rows ? row0 + span : weight->rows;
-        if (uses_gemm(m, weight, count)) {  /* one job: the chunk's rows against every token */
-            if (tile0 == 0) {
-                const ll_type_traits *t = ll_type(weight->type);
-                const gemm_fn gemm = weight->packed ? t->packed_gemm : t->gemm;
-                gemm(weight->cols, (const char *)(weight->packed ? weight->packed : weight->data) +
-                                       (size_t)row0 * weight->row_bytes,
-                     weight->row_bytes, row_end - row0, m->panel[kind], count, out + offset + row0, out_stride,
-                     accumulate);
-                /* the GEMM reads each row once per two registers of tokens */
-                count_reads((uint64_t)(row_end - row0) * ((count + GEMM_READ_TOKENS - 1) / GEMM_READ_TOKENS));
-            }
-            continue;
-        }
+        int row0, row_end;
+        ll_job_rows(&splits[w], &weights[w], chunk, &row0, &row_end);
         const int tile_end = tile0 + TOKEN_TILE < count ? tile0 + TOKEN_TILE : count;
-        count_reads((uint64_t)(row_end - row0) * ((tile_end - tile0 + DOT_ROWS - 1) / DOT_ROWS));
-        const size_t stride = m->act_stride[kind];
-        if (weight->packed) {  /* whole groups of PACK_ROWS rows, a tile of tokens at a time */
-            const packed_tiles_fn tiles = ll_type(weight->type)->packed_tiles;
-            for (int r = row0; r < row_end; r += PACK_ROWS) {
-                const char *group = (const char *)weight->packed + (size_t)r * weight->row_bytes;
-                for (int i = tile0; i < tile_end; i += DOT_ROWS) {
-                    const int n = tile_end - i < DOT_ROWS ? tile_end - i : DOT_ROWS;
-                    float results[PACK_ROWS * DOT_ROWS];
-                    tiles(weight->cols, group, m->act[kind] + i * stride, stride, n, results);
-                    store(out, out_stride, offset + r, i, PACK_ROWS, n, results, accumulate);
-                }
-            }
-            continue;
+        ll_project_rows(m, &weights[w], row0, row_end, tile0, tile_end, count, out, out_stride, offset, accumulate);
+    }
+}
+
+void ll_job_rows(const row_split *split, const ll_weight *weight, int chunk, int *row0, int *row_end) {
+    *row0 = chunk < split->long_jobs ? chunk * split->long_rows
+                                     : split->long_jobs * split->long_rows + (chunk - split->long_jobs) * split->rows;
+    const int span = chunk < split->long_jobs ? split->long_rows : split->rows;
+    *row_end = *row0 + span < weight->rows ? *row0 + span : weight->rows;
+}
+
+void ll_project_rows(ll_model *m, const ll_weight *weight, int row0, int row_end, int tile0, int tile_end, int count,
+                     float *out, int out_stride, int offset, int accumulate) {
+    const int kind = weight->kind;
+    if (uses_gemm(m, weight, count)) {  /* one job: the chunk's rows against every token */
+        if (tile0 == 0) {
+            const ll_type_traits *t = ll_type(weight->type);
+            const gemm_fn gemm = weight->packed ? t->packed_gemm : t->gemm;
+            gemm(weight->cols, (const char *)(weight->packed ? weight->packed : weight->data) +
+                                   (size_t)row0 * weight->row_bytes,
+                 weight->row_bytes, row_end - row0, m->panel[kind], count, out + offset + row0, out_stride,
+                 accumulate);
+            /* the GEMM reads each row once per two registers of tokens */
+            count_reads((uint64_t)(row_end - row0) * ((count + GEMM_READ_TOKENS - 1) / GEMM_READ_TOKENS));
         }
-        /* A single token (a decode step) runs decode_rows weight rows a call (1, or 2 for AVX-512's legacy
-         * kernels) by 1 token; a prompt PREFILL_ROWS (4) rows by DOT_ROWS (4) tokens, fewer at the edges. */
-        const int tile_rows = count == 1 ? decode_rows(weight->type) : PREFILL_ROWS;
-        for (int r = row0; r < row_end; r += tile_rows) {
-            const int rows = row_end - r < tile_rows ? row_end - r : tile_rows;
-            const char *row = (const char *)weight->data + (size_t)r * weight->row_bytes;
+        return;
+    }
+    count_reads((uint64_t)(row_end - row0) * ((tile_end - tile0 + DOT_ROWS - 1) / DOT_ROWS));
+    const size_t stride = m->act_stride[kind];
+    if (weight->packed) {  /* whole groups of PACK_ROWS rows, a tile of tokens at a time */
+        const packed_tiles_fn tiles = ll_type(weight->type)->packed_tiles;
+        for (int r = row0; r < row_end; r += PACK_ROWS) {
+            const char *group = (const char *)weight->packed + (size_t)r * weight->row_bytes;
             for (int i = tile0; i < tile_end; i += DOT_ROWS) {
                 const int n = tile_end - i < DOT_ROWS ? tile_end - i : DOT_ROWS;
-                float results[4 * DOT_ROWS];
-                weight->dot(weight->cols, row, weight->row_bytes, m->act[kind] + i * stride, stride, rows, n, results);
-                store(out, out_stride, offset + r, i, rows, n, results, accumulate);
+                float results[PACK_ROWS * DOT_ROWS];
+                tiles(weight->cols, group, m->act[kind] + i * stride, stride, n, results);
+                store(out, out_stride, offset + r, i, PACK_ROWS, n, results, accumulate);
             }
+        }
+        return;
+    }
+    /* A single token (a decode step) runs decode_rows weight rows a call (1, or 2 for AVX-512's legacy
+     * kernels) by 1 token; a prompt PREFILL_ROWS (4) rows by DOT_ROWS (4) tokens, fewer at the edges. */
+    const int tile_rows = count == 1 ? decode_rows(weight->type) : PREFILL_ROWS;
+    for (int r = row0; r < row_end; r += tile_rows) {
+        const int rows = row_end - r < tile_rows ? row_end - r : tile_rows;
+        const char *row = (const char *)weight->data + (size_t)r * weight->row_bytes;
+        for (int i = tile0; i < tile_end; i += DOT_ROWS) {
+            const int n = tile_end - i < DOT_ROWS ? tile_end - i : DOT_ROWS;
+            float results[4 * DOT_ROWS];
+            weight->dot(weight->cols, row, weight->row_bytes, m->act[kind] + i * stride, stride, rows, n, results);
+            store(out, out_stride, offset + r, i, rows, n, results, accumulate);
         }
     }
 }
@@ -350,11 +357,22 @@ int ll_layers(ll_model *m, float *hidden, size_t hidden_floats, int32_t count, c
     if (first < 0 || end > m->c.layers || first > end) return fail("layer range out of bounds");
     if (threads < 1) threads = 1;
     if (ensure_scratch(m, count, threads)) return -1;
+    /* Chosen once, before the team starts: every thread must take the same path. */
+    const int steps = ll_steps(m, count, threads);
+    const uint64_t phase = m->phase;
+    uint64_t next_phase = phase;
 #pragma omp parallel num_threads(threads)
     {
         const int tid = omp_get_thread_num(), team = omp_get_num_threads();
-        for (int layer = first; layer < end; layer++) layer_pass(m, layer, hidden, count, seq, pos, tid, team);
+        if (steps && team > 1) {  /* a decode step: no barrier between its phases (decode_step.c) */
+            uint64_t mine = phase;
+            ll_step_layers(m, first, end, hidden, seq[0], pos[0], &mine, tid, team);
+            if (tid == 0) next_phase = mine;
+        } else {
+            for (int layer = first; layer < end; layer++) layer_pass(m, layer, hidden, count, seq, pos, tid, team);
+        }
     }
+    m->phase = next_phase;
     return 0;
 }
 
@@ -366,22 +384,32 @@ int ll_logits(ll_model *m, const float *hidden, size_t hidden_floats, int32_t co
     if (threads < 1) threads = 1;
     if (ensure_scratch(m, count, threads)) return -1;
     const ll_config *c = &m->c;
+    const int steps = ll_steps(m, count, threads);
+    const uint64_t phase = m->phase;
+    uint64_t next_phase = phase;
 #pragma omp parallel num_threads(threads)
     {
         const int tid = omp_get_thread_num(), team = omp_get_num_threads();
-        reset(&m->counters[JOBS_LOGITS], tid);
-        FOR_ROWS(i, count, tid, team)
-            ll_rms_norm(hidden + (size_t)i * c->width, m->output_norm, m->normed + (size_t)i * c->width, c->width, c->norm_eps);
-        quantize_rows(m, &m->output, 1, m->normed, c->width, c->width, count, tid, team);
+        if (steps && team > 1) {
+            uint64_t mine = phase;
+            ll_step_logits(m, hidden, logits, &mine, tid, team);
+            if (tid == 0) next_phase = mine;
+        } else {
+            reset(&m->counters[JOBS_LOGITS], tid);
+            FOR_ROWS(i, count, tid, team)
+                ll_rms_norm(hidden + (size_t)i * c->width, m->output_norm, m->normed + (size_t)i * c->width, c->width, c->norm_eps);
+            quantize_rows(m, &m->output, 1, m->normed, c->width, c->width, count, tid, team);
 #pragma omp barrier
-        project(m, &m->output, 1, count, logits, c->vocab, 0, &m->counters[JOBS_LOGITS], team);
+            project(m, &m->output, 1, count, logits, c->vocab, 0, &m->counters[JOBS_LOGITS], team);
 #pragma omp barrier
-        if (c->final_softcap > 0.0f)
-            for (int i = tid; i < count; i += team)
-                for (int v = 0; v < c->vocab; v++) {
-                    float *x = logits + (size_t)i * c->vocab + v;
-                    *x = soft_cap(*x, c->final_softcap);
-                }
+            if (c->final_softcap > 0.0f)
+                for (int i = tid; i < count; i += team)
+                    for (int v = 0; v < c->vocab; v++) {
+                        float *x = logits + (size_t)i * c->vocab + v;
+                        *x = soft_cap(*x, c->final_softcap);
+                    }
+        }
     }
+    m->phase = next_phase;
     return 0;
 }

@@ -218,7 +218,7 @@ static void add_bias(float *x, const float *bias, int n) {
     if (bias) for (int i = 0; i < n; i++) x[i] += bias[i];
 }
 
-void ll_prepare_row(ll_model *m, int layer, float *projected, int seq, int pos, float *cosines, float *sines) {
+void ll_prepare_values(const ll_model *m, int layer, float *projected, int pos, float *cosines, float *sines) {
     const ll_config *c = &m->c;
     const ll_layer *l = &m->layer[layer];
     const int q_size = c->heads * c->head_dim, kv_size = c->kv_heads * c->head_dim;
@@ -244,6 +244,12 @@ void ll_prepare_row(ll_model *m, int layer, float *projected, int seq, int pos, 
     }
     rope(q, c->heads, c->head_dim, cosines, sines, c->rope_dims, c->rope_style);
     rope(k, c->kv_heads, c->head_dim, cosines, sines, c->rope_dims, c->rope_style);
+}
+
+void ll_cache_row(ll_model *m, int layer, const float *projected, int seq, int pos) {
+    const ll_config *c = &m->c;
+    const int q_size = c->heads * c->head_dim, kv_size = c->kv_heads * c->head_dim;
+    const float *k = projected + q_size, *v = projected + q_size + kv_size;
     for (int h = 0; h < c->kv_heads; h++) {
         ll_half *key = m->keys + kv_index(m, seq, layer, h, pos), *value = m->values + kv_index(m, seq, layer, h, pos);
         for (int d = 0; d < c->head_dim; d++) {
@@ -251,4 +257,9 @@ void ll_prepare_row(ll_model *m, int layer, float *projected, int seq, int pos, 
             value[d] = float_to_half(v[h * c->head_dim + d]);
         }
     }
+}
+
+void ll_prepare_row(ll_model *m, int layer, float *projected, int seq, int pos, float *cosines, float *sines) {
+    ll_prepare_values(m, layer, projected, pos, cosines, sines);
+    ll_cache_row(m, layer, projected, seq, pos);
 }

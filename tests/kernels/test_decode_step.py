@@ -1,0 +1,72 @@
+"""A decode step without barriers: a thread held off its core has its jobs taken over, and the logits keep their bits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tiny_gguf import FAMILY_EXTRAS, write_tiny_family
+
+from core.kernels.library import kernels
+from core.model.gguf_kernels import build_kernel_model
+from core.quant.gguf_blocks import GGUFWeights
+
+TOKENS = 48
+VOCAB = 512
+
+
+def decode_logits(kernel, tokens) -> np.ndarray:
+    """Every token decoded alone on 2 threads, as a reply's steps are."""
+    kernel.reserve(1, len(tokens), keep=False)
+    return np.concatenate([kernel.pass_over(tokens[i : i + 1], i, 2, every_position=True) for i in range(len(tokens))])
+
+
+@pytest.fixture
+def library():
+    library = kernels()
+    yield library
+    library.ll_step_stall(-1, 1, 0)
+    library.ll_use_steps(1)
+
+
+@pytest.mark.parametrize("qtype", ["Q4_0", "Q4_K", "Q6_K"])
+@pytest.mark.parametrize("arch", list(FAMILY_EXTRAS))
+def test_a_held_off_threads_jobs_are_taken_over_and_the_bits_stay(tmp_path, library, arch, qtype):
+    path = write_tiny_family(tmp_path / f"{arch}-{qtype}.gguf", arch, qtype, vocab=VOCAB)
+    kernel = build_kernel_model(library, GGUFWeights(path), lambda fraction, text: None).kernel
+    tokens = np.random.default_rng(5).integers(0, VOCAB, TOKENS)
+    assert library.ll_use_steps(0) == 0
+    with_barriers = decode_logits(kernel, tokens)
+    assert library.ll_use_steps(1) == 1
+    assert np.array_equal(decode_logits(kernel, tokens), with_barriers)
+    # The calling thread held off its core after every 3rd job it computes, until the other has published that job.
+    # On a model this small and a busy machine one thread may do a whole step alone and hold nothing: the test
+    # below holds each thread on a model large enough that both take jobs.
+    assert_held_off_thread_changes_nothing(library, kernel, tokens, 0, with_barriers)
+
+
+def assert_held_off_thread_changes_nothing(library, kernel, tokens, thread, with_barriers) -> int:
+    """The held thread's jobs taken over and the logits' bits kept; how many jobs it held."""
+    library.ll_step_stall(thread, 3, 10_000_000)
+    steals, holds = library.ll_step_steals(), library.ll_step_holds()
+    try:
+        held = decode_logits(kernel, tokens)
+    finally:
+        library.ll_step_stall(-1, 1, 0)
+    held_jobs = library.ll_step_holds() - holds
+    assert library.ll_step_steals() - steals >= held_jobs  # each held job was published by the other thread
+    assert np.array_equal(held, with_barriers), f"thread {thread} held off changed the logits"
+    return held_jobs
+
+
+@pytest.mark.model
+def test_either_thread_held_off_on_the_embedded_model_changes_no_bit(library):
+    """30 layers of SmolLM2-135M: a step long enough that both threads take jobs in it."""
+    from core.model.source import embedded_gguf_path
+
+    kernel = build_kernel_model(library, GGUFWeights(embedded_gguf_path()), lambda fraction, text: None).kernel
+    tokens = np.random.default_rng(7).integers(0, 49152, 12)
+    library.ll_use_steps(0)
+    with_barriers = decode_logits(kernel, tokens)
+    library.ll_use_steps(1)
+    for thread in (1, 0):
+        assert assert_held_off_thread_changes_nothing(library, kernel, tokens, thread, with_barriers) > 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import secrets
 import time
 import urllib.parse
 import weakref
@@ -66,6 +67,9 @@ class ProxyServer:
         self._runner: web.ServerRunner | None = None
         self._closing = False
         self.port = 0
+        # This proxy's name in the Via header it adds (RFC 9110 7.6.3): a request that arrives carrying it has come
+        # back, through an upstream that leads to the proxy itself, and would otherwise go round for ever.
+        self._via = f"1.1 latencylab-{secrets.token_hex(6)}"
 
     async def start(self, host: str, port: int) -> int:
         """Listen on host:port (0: a free port); the port it listens on."""
@@ -132,6 +136,11 @@ class ProxyServer:
             self._in_flight.enter(exchange)
         upstream_response: aiohttp.ClientResponse | None = None
         try:
+            if any(self._via in value for value in request.headers.getall("Via", ())):
+                exchange.status = 508
+                exchange.error = f"the request came back to this proxy: its upstream ({self.upstream}) leads to itself"
+                self._subscribers.send(exchange.started())
+                return web.Response(status=508, text=f"latencylab proxy: {exchange.error}\n")
             body = await self._request_body(request, exchange)
             self._subscribers.send(exchange.started())
             try:
@@ -208,6 +217,7 @@ class ProxyServer:
         # Host is the upstream's; Expect was answered here; a body read whole gets its Content-Length from aiohttp.
         dropped = {"host", "expect"} | ({"content-length"} if isinstance(body, bytes) else set())
         headers = CIMultiDict(end_to_end(request.headers.items(), also_drop=dropped))
+        headers.add("Via", self._via)
         return await self._session.request(
             request.method,
             URL(target, encoded=True),

@@ -70,3 +70,19 @@ def test_either_thread_held_off_on_the_embedded_model_changes_no_bit(library):
     library.ll_use_steps(1)
     for thread in (1, 0):
         assert assert_held_off_thread_changes_nothing(library, kernel, tokens, thread, with_barriers) > 0
+
+
+def test_a_step_on_more_threads_than_cores_and_back_keeps_the_bits(tmp_path, library):
+    """The step's own threads are started again when a step asks for another number of them."""
+    path = write_tiny_family(tmp_path / "llama-Q4_K.gguf", "llama", "Q4_K", vocab=VOCAB)
+    kernel = build_kernel_model(library, GGUFWeights(path), lambda fraction, text: None).kernel
+    tokens = np.random.default_rng(9).integers(0, VOCAB, 16)
+    by_threads = {}
+    for threads in (2, 3, 2, 1):
+        kernel.reserve(1, len(tokens), keep=False)
+        by_threads.setdefault(threads, []).append(
+            np.concatenate([kernel.pass_over(tokens[i : i + 1], i, threads, every_position=True) for i in range(16)])
+        )
+    first = by_threads[2][0]
+    assert all(np.array_equal(logits, first) for runs in by_threads.values() for logits in runs)
+    kernel.close()  # stops the step's threads: the test would hang here if one could not be joined

@@ -8,6 +8,7 @@ import socket
 import httpx
 import pytest
 
+from core.proxy.record import RequestFinished
 from tests.remote.scripted_server import Script, ScriptedServer, openai_chunk
 
 CHAT = {"model": "m", "stream": True}
@@ -171,3 +172,17 @@ def test_a_server_that_hangs_up_twice_gets_the_client_a_502(proxy_to):
         assert len(server.requests) == 2  # once more, not for ever
     assert reply.status_code == 502 and "closed the connection without answering" in reply.text
     assert record.status == 502
+
+
+def test_an_upstream_that_leads_back_to_the_proxy_is_a_loop_said_once_not_forwarded_for_ever(proxy_to):
+    """Seen in the Traffic tab: upstream http://127.0.0.1:8788 on port 8788 sent one request round thousands of times
+    a second. The proxy's own Via header shows a request that came back; it ends there, with 508 Loop Detected."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proxy, recorder = proxy_to(f"http://127.0.0.1:{port}", port=port)
+    response = httpx.post(f"{proxy.url}/v1/chat/completions", json=CHAT, timeout=30)
+    assert response.status_code == 508 and "came back to this proxy" in response.text
+    inner, outer = recorder.finished(2)
+    assert inner.status == outer.status == 508 and "leads to itself" in inner.error
+    assert len(recorder.finished(2)) == 2 == sum(isinstance(event, RequestFinished) for event in recorder.events)

@@ -31,7 +31,6 @@
 #define VALUE_MASK ((1ull << NUMBER_SHIFT) - 1)
 #define PUBLISHING 1
 #define PUBLISHED 2
-#define MAX_STEP_THREADS 32
 /* A thread with no job left waits this long for an unfinished one before computing it too: well past a phase's
  * last job in a normal step (tens of microseconds on a 7B's largest matrix), well short of a time slice taken by
  * another program (milliseconds). */
@@ -74,7 +73,7 @@ LL_API void ll_step_stall(int32_t thread, int32_t every, int32_t micros) {
 int ll_steps(const ll_model *m, int count, int threads) {
     const ll_config *c = &m->c;
     const int fits = c->heads <= MAX_JOBS && (c->ffn + ACTIVATE_CHUNK - 1) / ACTIVATE_CHUNK <= MAX_JOBS;
-    return steps_on && count == 1 && threads > 1 && threads <= MAX_STEP_THREADS && fits && m->slots != NULL;
+    return steps_on && count == 1 && threads > 1 && threads <= LL_MAX_STEP_THREADS && fits && m->slots != NULL;
 }
 
 static size_t align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
@@ -291,20 +290,21 @@ static void held_off(int tid, struct step_slot *slot, uint64_t number, int job) 
     }
 }
 
-/* Compute the job and publish it if no other thread has: 1 when this thread published it. */
-static int attempt(ll_model *m, const phase *p, struct step_slot *slot, uint64_t number, int job, own_scratch *own,
-                   int tid) {
+/* Compute the job and publish it if no other thread has (a steal, counted before the job is counted done, so that
+ * whoever sees the phase done sees the steal too). */
+static void attempt(ll_model *m, const phase *p, struct step_slot *slot, uint64_t number, int job, own_scratch *own,
+                    int tid, int stealing) {
     uint64_t before = __atomic_load_n(&slot->job[job], __ATOMIC_ACQUIRE);
-    if (number_of(before) >= number) return 0;  /* published, or its phase is long over */
+    if (number_of(before) >= number) return;  /* published, or its phase is long over */
     compute(m, p, job, own, tid);
-    held_off(tid, slot, number, job);
+    if (!stealing) held_off(tid, slot, number, job);  /* the tests hold only a job the thread was handed */
     if (!__atomic_compare_exchange_n(&slot->job[job], &before, word(number, PUBLISHING), 0, __ATOMIC_ACQ_REL,
                                      __ATOMIC_RELAXED))
-        return 0;  /* another thread published it first: this result is dropped */
+        return;  /* another thread published it first: this result is dropped */
+    if (stealing) __atomic_fetch_add(&steals, 1, __ATOMIC_RELAXED);
     publish(m, p, job, own);
     __atomic_store_n(&slot->job[job], word(number, PUBLISHED), __ATOMIC_RELEASE);
     count_done(slot, number);
-    return 1;
 }
 
 static uint64_t now_ns(void) {
@@ -324,7 +324,7 @@ static void run(ll_model *m, const phase *p, uint64_t *phase_number, int tid) {
     const uint64_t number = (*phase_number)++;
     struct step_slot *slot = &m->slots[number % RING];
     own_scratch own = own_of(m, tid);
-    for (int job; (job = claim(slot, number, p->jobs)) >= 0;) attempt(m, p, slot, number, job, &own, tid);
+    for (int job; (job = claim(slot, number, p->jobs)) >= 0;) attempt(m, p, slot, number, job, &own, tid, 0);
     uint64_t waiting_since = 0;
     while (!finished(slot, number, p->jobs)) {
         const uint64_t now = now_ns();
@@ -334,7 +334,7 @@ static void run(ll_model *m, const phase *p, uint64_t *phase_number, int tid) {
             continue;
         }
         const int job = unpublished(slot, number, p->jobs);
-        if (job >= 0 && attempt(m, p, slot, number, job, &own, tid)) __atomic_fetch_add(&steals, 1, __ATOMIC_RELAXED);
+        if (job >= 0) attempt(m, p, slot, number, job, &own, tid, 1);
         waiting_since = 0;
     }
 }
@@ -354,7 +354,7 @@ static phase products(const ll_weight *weights, int weight_count, float *out, in
     return p;
 }
 
-void ll_step_layers(ll_model *m, int first, int end, float *hidden, int seq, int pos, uint64_t *number, int tid,
+static void ll_step_layers(ll_model *m, int first, int end, float *hidden, int seq, int pos, uint64_t *number, int tid,
                     int threads) {
     const ll_config *c = &m->c;
     const int q_size = c->heads * c->head_dim;
@@ -391,11 +391,32 @@ void ll_step_layers(ll_model *m, int first, int end, float *hidden, int seq, int
     }
 }
 
-void ll_step_logits(ll_model *m, const float *hidden, float *logits, uint64_t *number, int tid, int threads) {
+static void ll_step_logits(ll_model *m, const float *hidden, float *logits, uint64_t *number, int tid, int threads) {
     const ll_config *c = &m->c;
     phase p = activations((float *)hidden, c->width, NULL, m->output_norm, &m->output, 1);  /* read, not written */
     run(m, &p, number, tid);
     p = products(&m->output, 1, logits, 0, threads);
     p.cap = c->final_softcap;
     run(m, &p, number, tid);
+}
+
+void ll_step_run(ll_model *m, const step_request *request, int tid, uint64_t *phase) {
+    if (request->kind == STEP_LAYERS)
+        ll_step_layers(m, request->first, request->end, request->hidden, request->seq, request->pos, phase, tid,
+                       request->threads);
+    else
+        ll_step_logits(m, request->hidden, request->logits, phase, tid, request->threads);
+}
+
+int ll_step(ll_model *m, int kind, float *hidden, float *logits, int first, int end, int seq, int pos, int threads) {
+    memcpy(m->step_hidden, hidden, (size_t)m->c.width * sizeof(float));
+    const step_request request = {.kind = kind, .first = first, .end = end, .seq = seq, .pos = pos,
+                                  .threads = threads, .hidden = m->step_hidden, .logits = logits,
+                                  .phase = m->phase};
+    if (ll_step_post(m, &request)) return ll_fail("could not start the decode step's threads");
+    uint64_t phase = m->phase;
+    ll_step_run(m, &request, 0, &phase);
+    m->phase = phase;
+    if (kind == STEP_LAYERS) memcpy(hidden, m->step_hidden, (size_t)m->c.width * sizeof(float));
+    return 0;
 }

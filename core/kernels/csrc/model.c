@@ -88,6 +88,7 @@ static void drop_packed(ll_weight *w) {
 
 void ll_model_free(ll_model *m) {
     if (!m) return;
+    ll_step_stop(m);
     drop_packed(&m->token_embd);
     drop_packed(&m->output);
     for (int i = 0; m->layer && i < m->c.layers; i++) {
@@ -185,6 +186,7 @@ int ll_set_tensor(ll_model *m, int32_t index, int32_t role, const void *data, si
                   int32_t rows, int32_t cols) {
     if (!data) return fail("a tensor without data");
     if (role < 0 || role >= ROLE_COUNT) return fail("unknown tensor role");
+    ll_step_quiesce(m);  /* a late step worker may still read the tensor this replaces */
     const role_entry *entry = &roles[role];
     const int want_rows = size_of(&m->c, entry->rows), want_cols = size_of(&m->c, entry->cols);
     if (entry->rows == SIZE_NONE) {  /* a vector of float32 values */
@@ -220,6 +222,7 @@ int ll_pack(ll_model *m, int32_t index, int32_t role, int32_t threads) {
     if (entry->layer && (index < 0 || index >= m->c.layers)) return fail("layer index out of range");
     ll_weight *w = (ll_weight *)((entry->layer ? (char *)&m->layer[index] : (char *)m) + entry->offset);
     if (!w->data) return fail("a matrix is packed after it is set");
+    ll_step_quiesce(m);  /* a late step worker may still read the matrix's old layout */
     const ll_type_traits *t = ll_type(w->type);
     if (role == ROLE_TOKEN_EMBD || !t->pack || w->rows % PACK_ROWS) return 0;
     const size_t bytes = (size_t)w->rows * w->row_bytes;
@@ -258,6 +261,7 @@ int ll_reserve(ll_model *m, int32_t sequences, int32_t positions, int32_t keep) 
     if (sequences < 1 || positions < 1) return fail("a cache needs at least one sequence and one position");
     if ((int64_t)sequences * positions > INT32_MAX) return fail("the KV cache asked for is larger than the kernels support");
     if (keep && sequences == m->sequences && positions <= m->capacity) return 0;
+    ll_step_quiesce(m);  /* a late step worker may still read the old cache */
     const size_t per_position = (size_t)m->c.layers * m->c.kv_heads * m->c.head_dim;
     ll_half *keys = calloc((size_t)sequences * positions * per_position, sizeof(ll_half));
     ll_half *values = calloc((size_t)sequences * positions * per_position, sizeof(ll_half));

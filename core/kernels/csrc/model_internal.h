@@ -61,17 +61,34 @@ struct ll_model {
     uint64_t phase;
     char *own;
     size_t own_stride;
+    float *step_hidden;
+    struct step_pool *pool;
 };
 
-/* A decode step on more than one thread, its phases ended by their jobs being done rather than by a barrier
- * (decode_step.c). Called from inside the team's parallel region by every thread; phase is the step's first. */
-void ll_step_layers(ll_model *m, int first, int end, float *hidden, int seq, int pos, uint64_t *phase, int tid,
-                    int threads);
-void ll_step_logits(ll_model *m, const float *hidden, float *logits, uint64_t *phase, int tid, int threads);
-/* Whether a pass of count rows on threads threads runs as a decode step, and the scratch it needs. */
+/* A decode step on more than one thread (decode_step.c): its phases end when their jobs are done, not at a barrier,
+ * and it runs on the model's own threads (step_pool.c), so the caller returns when the jobs are done. */
+#define LL_MAX_STEP_THREADS 32
+enum { STEP_LAYERS, STEP_LOGITS };
+typedef struct {
+    int kind, first, end, seq, pos, threads;
+    float *hidden;  /* the model's copy of the caller's row (a late worker must read only the model's memory) */
+    float *logits;  /* the caller's: written only by publishing, which a late worker never does */
+    uint64_t phase; /* the step's first phase number */
+} step_request;
+
+/* Whether a pass of count rows on threads threads runs as a decode step. */
 int ll_steps(const ll_model *m, int count, int threads);
+/* The step on the caller's thread and the pool's: returns once every job is done. */
+int ll_step(ll_model *m, int kind, float *hidden, float *logits, int first, int end, int seq, int pos, int threads);
+/* One thread's part of a posted step (the caller's is tid 0); *phase advances past the step's phases. */
+void ll_step_run(ll_model *m, const step_request *request, int tid, uint64_t *phase);
 size_t ll_step_own_bytes(const ll_model *m, const size_t *act_stride);
 int ll_step_reserve(ll_model *m);
+/* The pool (step_pool.c): post a step to the workers (starting them, or as many as the step asks), wait until none
+ * is inside a step before memory they read is freed or moved, and stop them (with the model). */
+int ll_step_post(ll_model *m, const step_request *request);
+void ll_step_quiesce(ll_model *m);
+void ll_step_stop(ll_model *m);
 
 static inline size_t kv_index(const ll_model *m, int seq, int layer, int kv_head, int pos) {
     return ((((size_t)seq * m->c.layers + layer) * m->c.kv_heads + kv_head) * m->capacity + pos) * m->c.head_dim;

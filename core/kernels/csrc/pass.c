@@ -56,12 +56,13 @@ static int ensure_scratch(ll_model *m, int rows, int threads) {
         panel_bytes[k] = (ll_panel_bytes(kind_type[k], n, rows) + 63) / 64 * 64;
     }
     const size_t floats = (size_t)rows * (c->width + m->projected_width + c->heads * c->head_dim + c->width +
-                                          2 * (size_t)c->ffn) + (size_t)threads * (m->capacity + 16);
+                                          2 * (size_t)c->ffn) + (size_t)threads * (m->capacity + 16) + c->width;
     size_t bytes = floats * sizeof(float) + 64 * 8;
     for (int k = 0; k < KINDS; k++) bytes += rows * stride[k] + panel_bytes[k];
     const size_t own_stride = ll_step_own_bytes(m, stride);
     bytes += (size_t)threads * own_stride;
     if (ll_step_reserve(m)) return fail("out of memory for the decode step's job words");
+    ll_step_quiesce(m);  /* a late step worker may still read the old arena */
     free(m->arena);
     m->arena = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!m->arena) {
@@ -79,6 +80,7 @@ static int ensure_scratch(ll_model *m, int rows, int threads) {
     TAKE(m->sublayer, (size_t)rows * c->width);
     TAKE(m->ffn, (size_t)rows * 2 * c->ffn);
     TAKE(m->scores, (size_t)threads * (m->capacity + 16));
+    TAKE(m->step_hidden, (size_t)c->width);
 #undef TAKE
     for (int k = 0; k < KINDS; k++) {
         m->act[k] = p;
@@ -357,22 +359,13 @@ int ll_layers(ll_model *m, float *hidden, size_t hidden_floats, int32_t count, c
     if (first < 0 || end > m->c.layers || first > end) return fail("layer range out of bounds");
     if (threads < 1) threads = 1;
     if (ensure_scratch(m, count, threads)) return -1;
-    /* Chosen once, before the team starts: every thread must take the same path. */
-    const int steps = ll_steps(m, count, threads);
-    const uint64_t phase = m->phase;
-    uint64_t next_phase = phase;
+    if (ll_steps(m, count, threads))  /* a decode step: no barriers, on the model's own threads (decode_step.c) */
+        return ll_step(m, STEP_LAYERS, hidden, NULL, first, end, seq[0], pos[0], threads);
 #pragma omp parallel num_threads(threads)
     {
         const int tid = omp_get_thread_num(), team = omp_get_num_threads();
-        if (steps && team > 1) {  /* a decode step: no barrier between its phases (decode_step.c) */
-            uint64_t mine = phase;
-            ll_step_layers(m, first, end, hidden, seq[0], pos[0], &mine, tid, team);
-            if (tid == 0) next_phase = mine;
-        } else {
-            for (int layer = first; layer < end; layer++) layer_pass(m, layer, hidden, count, seq, pos, tid, team);
-        }
+        for (int layer = first; layer < end; layer++) layer_pass(m, layer, hidden, count, seq, pos, tid, team);
     }
-    m->phase = next_phase;
     return 0;
 }
 
@@ -384,32 +377,23 @@ int ll_logits(ll_model *m, const float *hidden, size_t hidden_floats, int32_t co
     if (threads < 1) threads = 1;
     if (ensure_scratch(m, count, threads)) return -1;
     const ll_config *c = &m->c;
-    const int steps = ll_steps(m, count, threads);
-    const uint64_t phase = m->phase;
-    uint64_t next_phase = phase;
+    if (ll_steps(m, count, threads)) return ll_step(m, STEP_LOGITS, (float *)hidden, logits, 0, 0, 0, 0, threads);
 #pragma omp parallel num_threads(threads)
     {
         const int tid = omp_get_thread_num(), team = omp_get_num_threads();
-        if (steps && team > 1) {
-            uint64_t mine = phase;
-            ll_step_logits(m, hidden, logits, &mine, tid, team);
-            if (tid == 0) next_phase = mine;
-        } else {
-            reset(&m->counters[JOBS_LOGITS], tid);
-            FOR_ROWS(i, count, tid, team)
-                ll_rms_norm(hidden + (size_t)i * c->width, m->output_norm, m->normed + (size_t)i * c->width, c->width, c->norm_eps);
-            quantize_rows(m, &m->output, 1, m->normed, c->width, c->width, count, tid, team);
+        reset(&m->counters[JOBS_LOGITS], tid);
+        FOR_ROWS(i, count, tid, team)
+            ll_rms_norm(hidden + (size_t)i * c->width, m->output_norm, m->normed + (size_t)i * c->width, c->width, c->norm_eps);
+        quantize_rows(m, &m->output, 1, m->normed, c->width, c->width, count, tid, team);
 #pragma omp barrier
-            project(m, &m->output, 1, count, logits, c->vocab, 0, &m->counters[JOBS_LOGITS], team);
+        project(m, &m->output, 1, count, logits, c->vocab, 0, &m->counters[JOBS_LOGITS], team);
 #pragma omp barrier
-            if (c->final_softcap > 0.0f)
-                for (int i = tid; i < count; i += team)
-                    for (int v = 0; v < c->vocab; v++) {
-                        float *x = logits + (size_t)i * c->vocab + v;
-                        *x = soft_cap(*x, c->final_softcap);
-                    }
-        }
+        if (c->final_softcap > 0.0f)
+            for (int i = tid; i < count; i += team)
+                for (int v = 0; v < c->vocab; v++) {
+                    float *x = logits + (size_t)i * c->vocab + v;
+                    *x = soft_cap(*x, c->final_softcap);
+                }
     }
-    m->phase = next_phase;
     return 0;
 }

@@ -7,6 +7,7 @@ from core.diagnosis.machine import (
     contention_finding,
     packing_finding,
     page_fault_finding,
+    queue_finding,
     stall_finding,
     window_finding,
 )
@@ -42,6 +43,7 @@ def diagnose(
     placement = reply_placement(trace, arithmetic, ceilings) if trace.server is None else None
     findings = [
         *prompt_findings(trace, prefill_s),
+        *queue_finding(trace),
         *contention_finding(trace),
         *page_fault_finding(trace, arithmetic),
         *stall_finding(trace),
@@ -81,7 +83,7 @@ def healthy(trace: ReplyTrace, placement: dict | None) -> Finding:
         summary = "Nothing slowed this reply" + (f" ({', '.join(parts)})" if parts else "") + "."
         figure = metrics.tpot_s or metrics.ttft_s or 0.0
     checked = (
-        ["the prompt cache", "other programs' load", "page faults", "stalls", "packing"]
+        ["the prompt cache", "the wait for the engine", "other programs' load", "page faults", "stalls", "packing"]
         if trace.cpu
         else ["the server's timings"]
     )

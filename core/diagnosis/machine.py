@@ -24,6 +24,9 @@ STALL_FLOOR_S = 0.005  # and at least this long: below it, no one sees it
 PACKING_FLOOR_S = 0.05
 # The window's own CPU while streaming, in cores, above which it took a visible share of a small machine.
 WINDOW_CORES = 0.3
+# A local reply waited for the engine's compute thread this long, and for this share of its TTFT at least: named.
+QUEUE_FLOOR_S = 0.1
+QUEUE_SHARE = 0.25
 
 
 def contention_finding(trace: ReplyTrace) -> list[Finding]:
@@ -153,6 +156,31 @@ def stall_finding(trace: ReplyTrace) -> list[Finding]:
             figure=float(len(slow)),
             advice=_stall_advice(bool(preempted), bool(faulted), bool(collected)),
             cost_s=excess,
+        )
+    ]
+
+
+def queue_finding(trace: ReplyTrace) -> list[Finding]:
+    """A local reply that waited for the engine's compute thread before its prompt was read: the engine was still
+    busy with earlier work (a race or a Lab run going on, a reply still stopping). Seen in a black-box pass: a chat
+    message sent after a race's window was closed waited 3.4 s of its 3.5 s TTFT, and the diagnosis said nothing."""
+    if trace.cpu is None or trace.prompt_ready_ns is None or trace.compute_started_ns is None:
+        return []
+    ttft = trace.metrics().ttft_s
+    wait = max(trace.compute_started_ns - trace.prompt_ready_ns, 0) / 1e9
+    if ttft is None or wait < QUEUE_FLOOR_S or wait < QUEUE_SHARE * ttft:
+        return []
+    return [
+        Finding(
+            kind="queue",
+            summary=f"This reply waited {duration(wait)} for the engine before its prompt was read: "
+            f"{share(wait / ttft)} of its TTFT.",
+            cause="the engine's compute thread was still busy with earlier work (a race, a Lab run, a reply stopping)",
+            evidence=f"from the prompt ready to the reply's job starting: {duration(wait)} of a TTFT of "
+            f"{duration(ttft)}",
+            figure=wait,
+            advice="let a race or a Lab run end (or stop it) before asking",
+            cost_s=wait,
         )
     ]
 

@@ -327,3 +327,20 @@ def test_a_short_packing_is_not_said_and_packing_outside_a_slow_tokens_interval_
     cpu = replace(quiet_cpu(31, 0.4), packing_pauses=[(20 * MS, 25 * MS)])  # before the first token: the prompt's pass
     finding = diagnose(made_trace(intervals, cpu=cpu))[0]
     assert finding.kind == "stalls" and finding.cause == "the engine's counters show no cause for it"
+
+
+def test_a_reply_that_waited_for_the_engine_names_the_wait():
+    """Seen in a black-box pass: a message sent while a race still ran waited 3.4 s of a 3.5 s TTFT, and the
+    diagnosis said nothing outside the model had slowed it."""
+    from core.timing.events import PromptReady
+
+    trace = made_trace([10.0] * 20, ttft_ms=3500.0)
+    trace.record(PromptReady(40, None, "lean", 2 * MS))
+    trace.record(ComputeStarted(3400 * MS))
+    (finding,) = diagnose(trace)
+    assert finding.kind == "queue" and finding.cost_s == pytest.approx(3.398)
+    assert finding.summary == "This reply waited 3.4 s for the engine before its prompt was read: 97% of its TTFT."
+    quick = made_trace([10.0] * 20)  # a TTFT of 50 ms, 28 ms of it waiting: under 0.1 s, no one notices it
+    quick.record(PromptReady(40, None, "lean", 2 * MS))
+    quick.record(ComputeStarted(30 * MS))
+    assert kinds(quick) == [HEALTHY]

@@ -154,11 +154,13 @@ def test_a_plain_reply_gets_no_finding_its_measurements_do_not_show(native_model
     trace = ask(native_model, tokens=32)
     findings = diagnose(trace)
     found = {finding.kind for finding in findings}
-    # No cache was broken, no file dropped, no speculation asked for, no ceiling measured against: none is named.
-    assert not found & {"prompt_cache", "prefill", "page_faults", "speculation", "memory_bound", "server_wait"}
     # Load from other programs (the other test worker) is named only where both measurements show it, never otherwise.
     contended = trace.cpu_share < CONTENDED_SHARE and trace.cpu.others_share >= OTHERS_SHARE
     assert ("contention" in found) == contended
+    # No cache was broken, no file dropped, no speculation asked for, no ceiling measured against: none is named. A
+    # short prompt is most of a short reply only when other programs slowed its pass, and then that is what happened.
+    unfounded = {"prompt_cache", "page_faults", "speculation", "memory_bound", "server_wait"}
+    assert not found & (unfounded if contended else unfounded | {"prefill"})
     if found == {"healthy"}:
         assert findings[0].summary.startswith("Nothing slowed this reply")
 

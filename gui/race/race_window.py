@@ -264,6 +264,12 @@ class RaceWindow(QDialog):
         self.controller.shutdown()
         super().closeEvent(event)
 
+    def reject(self) -> None:
+        """Esc hides the window: the race stops with it, as Stop stops it (what ran is kept, shown when it opens
+        again). It ran on hidden, and the chat's next reply waited behind it with nothing to say why."""
+        self.controller.stop()
+        super().reject()
+
     # -- what the controller reports ------------------------------------------------------------
 
     @Slot(object)

@@ -216,3 +216,20 @@ def test_a_race_after_the_chats_history_reuses_it_with_the_prompt_cache_on(qtbot
     a, b = record.a.trace, record.b.trace
     assert a.prompt_tokens == b.prompt_tokens and a.cached_tokens > 0 and b.cached_tokens == 0
     assert "held the shared history" in race.pane_a.notes_label.text()
+
+
+def test_esc_hides_the_race_window_and_stops_its_race(qtbot, window):
+    """A race left running behind a hidden window made the chat's next reply wait seconds for the engine."""
+    race = window.open_race()
+    set_up_race(race, "Tell me a long story about a lighthouse.", {"max_new_tokens": 200}, {"max_new_tokens": 200})
+
+    def escape_when_a_speaks(side, event):
+        if side == "A" and isinstance(event, TokenEvent) and race.isVisible():
+            qtbot.keyClick(race, Qt.Key.Key_Escape)
+
+    race.controller.races.event_arrived.connect(escape_when_a_speaks)
+    with qtbot.waitSignal(race.race_shown, timeout=RACE_TIMEOUT_MS) as shown:
+        race.run()
+    record = shown.args[0]
+    assert not race.isVisible() and record.stopped and record.a.trace.stop_reason == "stopped"
+    assert not race.controller.running

@@ -98,8 +98,8 @@ class LabRun:
         measured = self.results.row_count() > sum(
             len(self.results.rows(sweep)) for sweep in self.results.failed_sweeps()
         )
-        timed = self.results.duration_s and measured
-        machine["cpu_share"] = cpu_s / (self.results.duration_s * threads) if timed else None
+        duration = self.results.duration_s
+        machine["cpu_share"] = cpu_s / (duration * threads) if duration and measured else None
 
     def _run_sweeps(self) -> None:
         if is_remote_spec(self.config.model):

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from core.compute_thread import on_compute_thread
 from core.errors import InvalidSettingsError, ModelLoadError
@@ -319,7 +319,7 @@ def _offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
 
 
-def _usable_context(value: object) -> bool:
+def _usable_context(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and 0 < value < MAX_CONTEXT_WINDOW
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.remote.scripted_server import Script, ScriptedServer, openai_chunk
+from tests.support.output import read_until
 
 pytestmark = pytest.mark.subprocess  # each test runs latencylab (or Python) in a child process
 
@@ -116,11 +117,7 @@ def test_ctrl_c_during_a_reply_prints_what_it_made_with_130():
     """As `ollama run`: the words already on screen stay, the line is ended, and the stop is said once."""
     with ScriptedServer(_stalled_story()) as server:
         process = start(ask_command("Tell a story", "--model", server.url), stdout=subprocess.PIPE)
-        shown = b""
-        while b"upon" not in shown:
-            piece = process.stdout.read1(64)
-            assert piece, "the reply ended before its second chunk"
-            shown += piece
+        shown = read_until(process.stdout, b"upon")  # the reply's second chunk is on screen
         process.send_signal(signal.SIGINT)
         out, stderr = process.communicate(timeout=120)
     said = [line for line in stderr.decode().splitlines() if line.startswith("latencylab:")]

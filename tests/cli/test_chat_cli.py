@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.remote.scripted_server import Script, ScriptedServer, openai_chunk
+from tests.support.output import read_until
 
 pytestmark = [pytest.mark.model, pytest.mark.subprocess]
 
@@ -116,11 +117,7 @@ def test_ctrl_c_during_a_reply_stops_that_reply_and_the_chat_goes_on():
         )
         process.stdin.write(b"Tell a story.\n")
         process.stdin.flush()
-        shown = b""
-        while b"upon" not in shown:
-            piece = process.stdout.read1(64)
-            assert piece, "the reply ended before its second chunk"
-            shown += piece
+        shown = read_until(process.stdout, b"upon")  # the reply's second chunk is on screen
         process.send_signal(signal.SIGINT)
         server.script = Script(
             chunks=[openai_chunk("The end", role="assistant"), openai_chunk(finish="stop"), "[DONE]"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 
-
 def read_until(stream, marker: bytes) -> bytes:
     """What the stream gave until marker appeared in it (the child is then mid-reply); fails if the stream ends first."""
     shown = b""

@@ -16,7 +16,7 @@ DEFINITIONS = {
     "itl_p50_s": "Median of the inter-token latencies.",
     "itl_p90_s": "90th percentile of the inter-token latencies (linear interpolation).",
     "itl_p99_s": "99th percentile of the inter-token latencies (linear interpolation).",
-    "prefill_tok_s": "Prefill rate: prompt tokens / TTFT.",
+    "prefill_tok_s": "Prefill rate: prompt tokens computed / TTFT (less those the prompt cache gave, where it says).",
     "decode_tok_s": "Decode rate: 1 / TPOT.",
     "timestamps": "Each token is stamped with time.perf_counter_ns() inside the streamer's put(), "
     "on the generating thread; the request starts when generation is requested.",
@@ -58,11 +58,18 @@ class LatencyMetrics(LatencySummary):
 
 
 def summarize(
-    request_start_ns: int, first_token_ns: int | None, last_token_ns: int | None, output_tokens: int, prompt_tokens: int
+    request_start_ns: int,
+    first_token_ns: int | None,
+    last_token_ns: int | None,
+    output_tokens: int,
+    prompt_tokens: int,
+    prefilled_tokens: int | None = None,
 ) -> LatencySummary:
     """TTFT, E2E, TPOT and rates from the first and last stamps alone.
 
-    N = 0: every latency is None. N = 1: TTFT = E2E, and TPOT and the decode rate are None.
+    N = 0: every latency is None. N = 1: TTFT = E2E, and TPOT and the decode rate are None. prefilled_tokens: the
+    prompt tokens computed, where a prompt cache gave the rest (the prefill rate counts those: a turn whose 173 of
+    174 tokens came from the cache read 7,979 tok/s with the whole prompt counted).
     """
     if output_tokens == 0 or first_token_ns is None or last_token_ns is None:
         return LatencySummary(0, prompt_tokens, None, None, None, None, None)
@@ -79,11 +86,13 @@ def summarize(
         ttft_s=ttft,
         e2e_s=e2e,
         tpot_s=tpot,
-        prefill_tok_s=prompt_tokens / ttft
-        if ttft > 0 and prompt_tokens
-        else None,  # 0: unknown (a server sent no usage)
+        prefill_tok_s=_prefill_rate(prompt_tokens if prefilled_tokens is None else prefilled_tokens, ttft),
         decode_tok_s=1.0 / tpot if tpot else None,
     )
+
+
+def _prefill_rate(tokens: int, ttft: float) -> float | None:
+    return tokens / ttft if ttft > 0 and tokens else None  # 0: unknown (a server sent no usage), or all cached
 
 
 def inter_token_latencies(timestamps_ns: Sequence[int]) -> tuple[float, ...]:
@@ -121,13 +130,19 @@ def compute_metrics(
     *,
     output_tokens: int | None = None,
     itl_stamps_ns: Sequence[int] | None = None,
+    prefilled_tokens: int | None = None,
 ) -> LatencyMetrics:
     """output_tokens: N where it is not one per stamp (a server's usage count); itl_stamps_ns: where the
     gaps are taken (each chunk's arrival over a network, as vLLM's benchmark does)."""
     stamps = list(timestamps_ns)
     count = (output_tokens if output_tokens is not None else len(stamps)) if stamps else 0
     summary = summarize(
-        request_start_ns, stamps[0] if stamps else None, stamps[-1] if stamps else None, count, prompt_tokens
+        request_start_ns,
+        stamps[0] if stamps else None,
+        stamps[-1] if stamps else None,
+        count,
+        prompt_tokens,
+        prefilled_tokens,
     )
     itl = inter_token_latencies(stamps if itl_stamps_ns is None else list(itl_stamps_ns))
     p50, p90, p99 = percentiles(itl, (50, 90, 99))

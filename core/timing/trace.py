@@ -199,6 +199,7 @@ class ReplyTrace:
             stamps[-1] if stamps else None,
             self.output_tokens if stamps else 0,
             self.prompt_tokens,
+            self.prefilled_tokens,
         )
 
     def delivery_delays_s(self) -> list[float]:
@@ -214,4 +215,5 @@ class ReplyTrace:
             self.prompt_tokens,
             output_tokens=self.output_tokens,
             itl_stamps_ns=self.chunk_stamps_ns(),
+            prefilled_tokens=self.prefilled_tokens,
         )

@@ -95,3 +95,19 @@ def test_running_median_equals_the_median_of_everything_so_far(values):
     running = RunningMedian()
     for count, value in enumerate(values, start=1):
         assert running.add(value) == pytest.approx(float(np.median(values[:count])))
+
+
+def test_the_prefill_rate_counts_the_tokens_computed_not_those_the_prompt_cache_gave():
+    """Seen in the window: 174 prompt tokens, 173 from the cache, TTFT 21.8 ms read 7,979 prefill tok/s."""
+    from core.timing.events import PromptCacheReport, TokenEvent
+    from core.timing.trace import ReplyTrace
+
+    trace = ReplyTrace(request_start_ns=0, prompt_tokens=174)
+    trace.record(PromptCacheReport(174, 173, "the chat's history was reused from the cache"))
+    trace.record(TokenEvent(0, 7, "x", int(21.8 * MS)))
+    trace.record(TokenEvent(1, 7, "y", int(31.8 * MS)))
+    assert trace.metrics().prefill_tok_s == pytest.approx(1 / 0.0218)
+    assert trace.metrics().prompt_tokens == 174  # the prompt is still the whole prompt
+    trace.record(PromptCacheReport(174, 174, "all of it"))  # nothing computed: no rate to give
+    assert trace.metrics().prefill_tok_s is None
+    assert compute_metrics(0, [100 * MS], prompt_tokens=20).prefill_tok_s == pytest.approx(200.0)  # no cache: all

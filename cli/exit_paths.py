@@ -87,13 +87,18 @@ def stopping_on_interrupt(generation):
     end_generation does."""
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        generation.stop()
-        if not generation.join(JOIN_TIMEOUT_S):
+        if not stopped(generation):
             say("stopped (Ctrl+C), but the reply did not stop in time")
             hard_exit(INTERRUPTED_STATUS)
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def stopped(generation) -> bool:
+    """Stop the reply and wait up to JOIN_TIMEOUT_S for its work to return (the compute thread out of torch)."""
+    generation.stop()
+    return generation.join(JOIN_TIMEOUT_S)
 
 
 def end_generation(generation, status: int, note: str | None) -> int:
@@ -106,10 +111,8 @@ def end_generation(generation, status: int, note: str | None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl+C must not interrupt the cleanup
     if note:
         say(note)
-    if generation is not None:
-        generation.stop()
-        if generation.join(JOIN_TIMEOUT_S):
-            return status
+    if generation is not None and stopped(generation):
+        return status
     hard_exit(status)
     return status  # not reached
 

@@ -99,8 +99,11 @@ def test_an_edited_message_is_found_where_the_cache_broke(native_model):
     messages[0] = Message("user", "Name a lake.")  # edited: everything after the system prompt is read again
     edited = turn(messages)
     assert edited.cache_reason.startswith("your message 1 edited at token ")
-    finding = diagnose(edited)[0]
-    assert finding.kind == "prompt_cache"
+    findings = diagnose(edited)
+    finding = next(finding for finding in findings if finding.kind == "prompt_cache")
+    # First among the causes, unless the machine was busy enough that its load (measured) outweighed the edit
+    contended = edited.cpu_share < CONTENDED_SHARE and edited.cpu.others_share >= OTHERS_SHARE
+    assert findings[0] is finding or contended
     assert f"{edited.prefilled_tokens:,} of {edited.prompt_tokens:,} prompt tokens were prefilled" in finding.summary
     assert "your message 1 edited" in finding.summary
 

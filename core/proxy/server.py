@@ -28,6 +28,7 @@ from yarl import URL
 from core.proxy.client_process import ConnectionOwners, is_local
 from core.proxy.exchange import Exchange
 from core.proxy.headers import end_to_end
+from core.proxy.http_errors import server_logger
 from core.proxy.in_flight import InFlight
 from core.proxy.meter import ResponseMeter
 from core.proxy.record import RequestFinished
@@ -80,7 +81,7 @@ class ProxyServer:
             trust_env=False,  # the upstream is named outright; an environment's proxy is not between us
             cookie_jar=aiohttp.DummyCookieJar(),  # each client's cookies are its own business
         )
-        server = web.Server(self._handle, handler_cancellation=True, access_log=None)
+        server = web.Server(self._handle, handler_cancellation=True, access_log=None, logger=server_logger())
         self._runner = web.ServerRunner(server, shutdown_timeout=SHUTDOWN_GRACE_S, handle_signals=False)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port, reuse_address=True)

@@ -186,3 +186,22 @@ def test_an_upstream_that_leads_back_to_the_proxy_is_a_loop_said_once_not_forwar
     inner, outer = recorder.finished(2)
     assert inner.status == outer.status == 508 and "leads to itself" in inner.error
     assert len(recorder.finished(2)) == 2 == sum(isinstance(event, RequestFinished) for event in recorder.events)
+
+
+@pytest.mark.parametrize(
+    ("length", "said"), [("99999999999999999999999", "Content-Length overflow"), ("-5", "Invalid character")]
+)
+def test_a_malformed_request_is_refused_in_one_line_and_the_proxy_goes_on(proxy_to, capfd, length, said):
+    with ScriptedServer(Script(chunks=[openai_chunk("a")])) as server:
+        proxy, recorder = proxy_to(server.url)
+        with socket.create_connection(("127.0.0.1", proxy.port)) as sock:
+            sock.sendall(
+                f"POST /v1/chat/completions HTTP/1.1\r\nHost: p\r\nContent-Length: {length}\r\n\r\n{{}}".encode()
+            )
+            answer = sock.makefile("rb").read()
+        assert answer.startswith((b"HTTP/1.0 400", b"HTTP/1.1 400"))
+        assert httpx.post(f"{proxy.url}/v1/chat/completions", json=CHAT).status_code == 200  # it still serves
+        recorder.finished(1)
+    err = capfd.readouterr().err
+    assert f"latencylab proxy: a malformed request from 127.0.0.1 was refused (400: {said}" in err
+    assert "Traceback" not in err and len(server.requests) == 1

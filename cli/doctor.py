@@ -40,7 +40,7 @@ def run(args: argparse.Namespace, settings: GenerationSettings) -> int:
         if not args.json:
             print(f"  ({for_stream(text, sys.stderr)})", file=sys.stderr, flush=True)
 
-    report = run_doctor(args.model, args.dtype, measure=args.measure, probe_s=PROBE_S, progress=progress)
+    report = run_doctor(args.model, args.dtype, args.device, measure=args.measure, probe_s=PROBE_S, progress=progress)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, default=str))
     else:

@@ -55,6 +55,7 @@ def guarded(name: str, run: Callable[[], Check | list[Check]]) -> list[Check]:
 def run_doctor(
     spec: str | None,
     dtype: str = NATIVE_DTYPE,
+    device: str = "cpu",
     measure: bool = False,
     probe_s: float = PROBE_S,
     progress: Callable[[str], None] | None = None,
@@ -78,11 +79,11 @@ def run_doctor(
         report.checks += guarded("server", lambda: remote_check(spec))
         report.checks.append(not_checked())
         return report
-    report.checks += _model_checks(spec, dtype, memory, threads, measure, say)
+    report.checks += _model_checks(spec, dtype, device, memory, threads, measure, say)
     return report
 
 
-def _model_checks(spec, dtype: str, memory, threads: int | None, measure: bool, say) -> list[Check]:
+def _model_checks(spec, dtype: str, device: str, memory, threads: int | None, measure: bool, say) -> list[Check]:
     """The kernels, the ceilings and the model's own lines, which share its figures."""
     from core.doctor.model_checks import ceilings_check, decode_check, fit_check, model_check
     from core.doctor.model_figures import model_figures
@@ -100,6 +101,10 @@ def _model_checks(spec, dtype: str, memory, threads: int | None, measure: bool, 
     ceilings: list = []
     checks += guarded("ceilings", lambda: ceilings_check(*_ceilings(threads, measure, say, ceilings)))
     found = ceilings[0] if ceilings else None
+    if device != "cpu":
+        from core.doctor.device import device_check
+
+        checks += guarded("device", lambda: device_check(device, dtype, figures.kind if figures else None))
     if figures is None:
         return [*checks, problem] if problem else checks
     checks += guarded("model", lambda: model_check(figures))

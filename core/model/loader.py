@@ -148,13 +148,9 @@ def _load_model(
     try:
         source = with_header(source)  # the GGUF's header, read once: every later step takes it from the source
         check_source_before_loading(source, dtype, allow_pickle)
-        if device == "cuda":
-            import torch
-
-            if not torch.cuda.is_available():
-                raise ModelLoadError("tried to load on cuda, but this machine has no CUDA device; use --device cpu.")
-        if device == "cuda" and (dtype in QUANTISED_DTYPES or dtype == NATIVE_DTYPE and source.kind == "gguf"):
-            raise ModelLoadError(f"the {dtype} layers use torch's CPU kernels; use --device cpu or a float dtype.")
+        refused = device_problem(device, dtype, source.kind)
+        if refused:
+            raise ModelLoadError(f"tried to load on {device}, but {refused[0]}; {refused[1]}.")
         if trust_remote_code:
             log.warning("trust_remote_code is on: the model folder may run its own Python code.")
         loaded = _load(source, device, dtype, progress, trust_remote_code, allow_pickle)
@@ -170,6 +166,20 @@ def _load_model(
         raise ModelLoadError(_failure(source, error)) from error
     progress(1.0, "model ready")
     return loaded
+
+
+def device_problem(device: str, dtype: str, kind: str) -> tuple[str, str] | None:
+    """(why the model cannot load on device in dtype, what to do instead), or None where it can. kind: its source's,
+    "gguf" or a folder's."""
+    if device != "cuda":
+        return None
+    import torch
+
+    if not torch.cuda.is_available():
+        return "this machine has no CUDA device", "use --device cpu"
+    if dtype in QUANTISED_DTYPES or dtype == NATIVE_DTYPE and kind == "gguf":
+        return f"the {dtype} layers use torch's CPU kernels", "use --device cpu or a float dtype"
+    return None
 
 
 def _load(

@@ -108,6 +108,20 @@ def test_a_broken_model_file_is_one_line(tmp_path):
     assert report.check("cores") is not None and report.check("kernels") is not None  # the rest still checked
 
 
+def test_a_device_the_model_cannot_load_on_fails_before_any_load(tmp_path):
+    """`--device cuda` with a GGUF in its own quants: refused with or without a GPU (the layers are torch's CPU
+    kernels there), so the doctor says so as the load would, instead of all ok."""
+    import torch
+
+    path = write_tiny_family(tmp_path / "tiny.gguf", "llama", vocab=512)
+    report = run_doctor(str(path), device="cuda", probe_s=0.05)
+    device = report.check("device")
+    why = "CPU kernels" if torch.cuda.is_available() else "no CUDA device"
+    assert device is not None and device.status == FAIL and why in device.figure
+    assert "use --device cpu" in device.advice and report.failed
+    assert run_doctor(str(path), probe_s=0.05).check("device") is None  # the CPU needs no line
+
+
 def test_a_model_folders_figures_come_from_its_config(tmp_path):
     import json
 

@@ -70,7 +70,7 @@ def run_proxy(args: argparse.Namespace, settings: GenerationSettings) -> int:
     try:
         proxy = ProxyThread(args.upstream, host=args.host or PROXY_HOST, port=args.port, keep_bodies=args.keep_bodies)
     except BadUpstream as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: --upstream: {error}", file=sys.stderr)
         return 2
     if not proxy.loopback_only:
         print(

@@ -8,7 +8,8 @@ from core.remote.server_url import BadServerURL, split_server_url
 
 
 class BadUpstream(ValueError):
-    """The upstream URL cannot be used; the message says why and what would do."""
+    """The upstream URL cannot be used; the message says why and what would do, in words for the window and the
+    command line alike."""
 
 
 @dataclass(frozen=True)
@@ -22,11 +23,13 @@ class Upstream:
             parts = split_server_url(url)
         except BadServerURL as bad:
             raise BadUpstream(
-                f"--upstream must be an http:// or https:// URL with a host, such as http://127.0.0.1:11434 "
+                f"the server's address must be an http:// or https:// URL with a host, such as http://127.0.0.1:11434 "
                 f"(got {url!r}: {bad})"
             ) from None
         if parts.query or parts.fragment or parts.username or parts.password:
-            raise BadUpstream("--upstream takes a scheme, host, port and optional path; no query, fragment or password")
+            raise BadUpstream(
+                "the server's address takes a scheme, host, port and optional path; no query, fragment or password"
+            )
         return cls(origin=f"{parts.scheme}://{parts.netloc}", prefix=parts.path.rstrip("/"))
 
     def target(self, raw_path: str) -> str:

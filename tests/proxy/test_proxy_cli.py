@@ -61,7 +61,7 @@ def test_an_upstream_that_is_no_url_is_refused_in_one_line(run_cli):
     result = run_cli("proxy", "--upstream", "localhost:11434", timeout=60)
     assert result.returncode == 2
     assert result.stderr.strip() == (
-        "error: --upstream must be an http:// or https:// URL with a host, such as http://127.0.0.1:11434 "
+        "error: --upstream: the server's address must be an http:// or https:// URL with a host, such as http://127.0.0.1:11434 "
         "(got 'localhost:11434': it needs http:// or https:// and a host)"
     )
 

@@ -99,7 +99,7 @@ def test_a_path_in_the_upstream_url_is_not_doubled():
 
 @pytest.mark.parametrize("url", ["127.0.0.1:8080", "ftp://host", "http://", "http://h:99999", "http://h/?q=1"])
 def test_an_upstream_that_is_no_server_url_is_refused_in_words(url):
-    with pytest.raises(BadUpstream, match="upstream"):
+    with pytest.raises(BadUpstream, match="server's address"):
         Upstream.parse(url)
 
 

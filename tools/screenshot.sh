@@ -11,7 +11,8 @@ QUESTION=${QUESTION:-"Explain in a few sentences why streaming makes a chatbot f
 # last reply had WAIT_BETWEEN seconds. KEYS_BEFORE_LAST: xdotool keys pressed before the last message (ctrl+k).
 WAIT_AFTER_ENTER=${WAIT_AFTER_ENTER:-3}
 OUTPUT=${OUTPUT:-resources/screenshot.png}
-Xvfb "$DISPLAY_NUMBER" -screen 0 1400x950x24 -nolisten tcp >/dev/null 2>&1 &
+SCREEN=${SCREEN:-1400x950}
+Xvfb "$DISPLAY_NUMBER" -screen 0 "${SCREEN}x24" -nolisten tcp >/dev/null 2>&1 &
 XVFB_PID=$!
 APP_PID=
 trap 'kill $APP_PID $XVFB_PID 2>/dev/null || true' EXIT

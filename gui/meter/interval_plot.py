@@ -56,7 +56,8 @@ class IntervalPlot(pg.PlotWidget):
             + DEFINITIONS["ttft_s"]
             + ") Every later point is an ITL: "
             + DEFINITIONS["itl_s"]
-            + " The green line is the running median, i.e. the TPOT so far. "
+            + " The green line is the running median of the gaps (the median ITL so far); the TPOT card is their mean, so a few "
+            "long gaps lift the card above the line. "
             "With speculative decoding, each purple x is an accepted draft token, which cost no decode step of its "
             "own: the model checked a step's drafts in one pass, and the drafts it kept come out together. The pass's "
             "time shows on the first token it gave (a burst's first draft, high), the rest of the burst, and the "
@@ -70,7 +71,7 @@ class IntervalPlot(pg.PlotWidget):
         self.interval_item = LiveCurve(self.live_layer, INTERVAL_COLOR, "inter-token gap (decode)")
         # A cross per gap: the cheapest marker Qt draws (a scatter item runs Python on every repaint).
         self.marker_item = LiveCurve(self.live_layer, INTERVAL_COLOR, markers=True)
-        self.median_item = LiveCurve(self.live_layer, MEDIAN_COLOR, "running median TPOT")
+        self.median_item = LiveCurve(self.live_layer, MEDIAN_COLOR, "running median gap")
         # Painted last: a burst's crosses over the line that drops to them.
         # An 'x', larger: told apart from the blue '+' by its shape too.
         self.draft_item = LiveCurve(self.live_layer, DRAFT_COLOR, markers=True, shape="x", marker_pixels=7)

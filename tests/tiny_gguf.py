@@ -170,26 +170,37 @@ FAMILY_EXTRAS = {
 
 
 def write_tiny_family(
-    path: Path, architecture: str, qtype: str = "Q8_0", *, layers: int = LAYERS, seed: int = 0, vocab: int | None = None
+    path: Path,
+    architecture: str,
+    qtype: str = "Q8_0",
+    *,
+    layers: int = LAYERS,
+    seed: int = 0,
+    vocab: int | None = None,
+    heads: int = HEADS,
+    kv_heads: int = KV_HEADS,
+    head_dim: int | None = None,
 ) -> Path:
     """A small random model of one family, as llama.cpp's converter lays it out, with the embedded tokenizer.
 
     Gemma's sliding window is 8 positions, so a short prompt reaches past it; Gemma 3 has 6 layers by
     default here so its pattern (5 sliding, then 1 full) shows. With vocab, a vocabulary of that many
     placeholder tokens instead of the embedded one: a file of a few hundred KB for the kernels alone (fuzz tests).
+    heads, kv_heads and head_dim (default: the width over the heads) shape the attention.
     """
     import gguf
 
     extras = FAMILY_EXTRAS[architecture]
     rng = np.random.default_rng(seed)
     writer = gguf.GGUFWriter(str(path), architecture)
-    head_dim = HIDDEN // HEADS
+    head_dim = head_dim or HIDDEN // heads
+    q_width = heads * head_dim
     writer.add_block_count(layers)
     writer.add_context_length(256)
     writer.add_embedding_length(HIDDEN)
     writer.add_feed_forward_length(FFN)
-    writer.add_head_count(HEADS)
-    writer.add_head_count_kv(KV_HEADS)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv_heads)
     writer.add_key_length(head_dim)
     writer.add_value_length(head_dim)
     writer.add_rope_dimension_count(head_dim)
@@ -206,7 +217,7 @@ def write_tiny_family(
         vocab = len(_tokenizer_fields()["tokenizer.ggml.tokens"][0])
     else:
         writer.add_token_list([f"t{index}" for index in range(vocab)])  # the vocabulary's size, as llama.cpp reads it
-    kv_width = head_dim * KV_HEADS
+    kv_width = head_dim * kv_heads
 
     def matrix(name: str, rows: int, columns: int) -> None:
         writer.add_tensor(name, _quantised(rows, columns, qtype, rng), raw_dtype=gguf.GGMLQuantizationType[qtype])
@@ -221,18 +232,18 @@ def write_tiny_family(
         vector(prefix + "attn_norm.weight", HIDDEN)
         vector(prefix + "ffn_norm.weight", HIDDEN)
         if extras.get("fused"):
-            matrix(prefix + "attn_qkv.weight", HIDDEN + 2 * kv_width, HIDDEN)
+            matrix(prefix + "attn_qkv.weight", q_width + 2 * kv_width, HIDDEN)
             matrix(prefix + "ffn_up.weight", 2 * FFN, HIDDEN)  # gate rows, then up rows
         else:
-            matrix(prefix + "attn_q.weight", HIDDEN, HIDDEN)
+            matrix(prefix + "attn_q.weight", q_width, HIDDEN)
             matrix(prefix + "attn_k.weight", kv_width, HIDDEN)
             matrix(prefix + "attn_v.weight", kv_width, HIDDEN)
             matrix(prefix + "ffn_gate.weight", FFN, HIDDEN)
             matrix(prefix + "ffn_up.weight", FFN, HIDDEN)
-        matrix(prefix + "attn_output.weight", HIDDEN, HIDDEN)
+        matrix(prefix + "attn_output.weight", HIDDEN, q_width)
         matrix(prefix + "ffn_down.weight", HIDDEN, FFN)
         if extras.get("biases"):
-            vector(prefix + "attn_q.bias", HIDDEN, -0.5, 0.5)
+            vector(prefix + "attn_q.bias", q_width, -0.5, 0.5)
             vector(prefix + "attn_k.bias", kv_width, -0.5, 0.5)
             vector(prefix + "attn_v.bias", kv_width, -0.5, 0.5)
         if extras.get("head_norms"):

@@ -59,6 +59,32 @@ def test_each_family_runs_on_the_kernels_as_llama_cpp_runs_it(family_files, arch
     assert (ours.argmax(-1) == theirs.argmax(-1)).mean() >= 0.95
 
 
+@pytest.mark.parametrize(
+    ("heads", "kv_heads", "head_dim"),
+    [
+        (8, 1, 32),  # eight query heads a key-value head: two attention jobs of four
+        (8, 2, 40),  # four together; 40 dimensions, 32 and then 8 at a time
+        (8, 8, 24),  # one a key-value head, 24 dimensions: 8 at a time only (SmolLM2's three a group: its own tests)
+        (4, 4, 64),  # one (full multi-head attention, Llama 2's)
+        (8, 2, 20),  # dimensions no multiple of 8: no SIMD loop at all
+    ],
+)
+def test_every_head_layout_attends_as_llama_cpp_does(tmp_path, llama_cpp, heads, kv_heads, head_dim):
+    """Attention runs query heads that share a key-value head together (rows.c): each head's arithmetic as alone."""
+    path = write_tiny_family(tmp_path / "heads.gguf", "llama", heads=heads, kv_heads=kv_heads, head_dim=head_dim)
+    loaded = load_model(str(path))
+    prompt = PROMPT * 3  # 60 positions: the four-at-a-time loops and the positions left over both run
+    ours = loaded.position_logits(prompt).numpy()
+    theirs = llama_cpp_logits(llama_cpp, path, prompt)
+    error = np.abs(ours - theirs).max(-1) / np.abs(theirs).max()
+    assert error[0] < 1e-5 and error.max() < 0.02, np.round(error, 5)
+    assert (ours.argmax(-1) == theirs.argmax(-1)).mean() >= 0.95
+    decoder = KernelDecoder(loaded.model.kernel)  # a decode step (its own jobs) gives the prompt pass's bits
+    decoder.start_sequence(len(prompt))
+    decoder.forward(torch.tensor(prompt[:-1]), 0)
+    assert np.array_equal(decoder.forward(torch.tensor(prompt[-1:]), len(prompt) - 1).numpy()[-1], ours[-1])
+
+
 def test_a_decode_step_gives_the_logits_the_prompt_pass_gives_at_that_position(tiny):
     decoder = KernelDecoder(tiny.model.kernel)
     decoder.start_sequence(len(PROMPT))

@@ -198,8 +198,8 @@ static void compute(ll_model *m, const phase *p, int job, own_scratch *own, int 
         break;
     }
     case ATTEND:
-        ll_attend(m, p->layer, p->seq, p->pos, job, m->projected + (size_t)job * c->head_dim, own->rows,
-                  m->scores + (size_t)tid * (m->capacity + 16));
+        ll_attend(m, p->layer, p->seq, p->pos, job, m->projected, own->rows,
+                  m->scores + (size_t)tid * ATTEND_GROUP * (m->capacity + 16));
         break;
     case ACTIVATE: {
         const int from = job * ACTIVATE_CHUNK, to = from + ACTIVATE_CHUNK < c->ffn ? from + ACTIVATE_CHUNK : c->ffn;
@@ -234,9 +234,12 @@ static void publish(ll_model *m, const phase *p, int job, const own_scratch *own
         memcpy(m->projected, own->rows, (size_t)m->projected_width * sizeof(float));
         ll_cache_row(m, p->layer, own->rows, p->seq, p->pos);
         break;
-    case ATTEND:
-        memcpy(m->attended + (size_t)job * c->head_dim, own->rows, (size_t)c->head_dim * sizeof(float));
+    case ATTEND: {
+        int heads;
+        const int head = ll_attend_heads(c, job, &heads);
+        memcpy(m->attended + (size_t)head * c->head_dim, own->rows, (size_t)heads * c->head_dim * sizeof(float));
         break;
+    }
     case ACTIVATE: {
         const int from = job * ACTIVATE_CHUNK, to = from + ACTIVATE_CHUNK < c->ffn ? from + ACTIVATE_CHUNK : c->ffn;
         memcpy(m->ffn + from, own->rows, (size_t)(to - from) * sizeof(float));
@@ -367,7 +370,7 @@ static void ll_step_layers(ll_model *m, int first, int end, float *hidden, int s
         run(m, &p, number, tid);
         p = (phase){.kind = PREPARE, .jobs = 1, .layer = layer, .seq = seq, .pos = pos};
         run(m, &p, number, tid);
-        p = (phase){.kind = ATTEND, .jobs = c->heads, .layer = layer, .seq = seq, .pos = pos};
+        p = (phase){.kind = ATTEND, .jobs = ll_attend_jobs(c), .layer = layer, .seq = seq, .pos = pos};
         run(m, &p, number, tid);
         p = activations(m->attended, q_size, NULL, NULL, &l->attention_out, 1);
         run(m, &p, number, tid);

@@ -104,9 +104,13 @@ void ll_cache_row(ll_model *m, int layer, const float *projected, int seq, int p
 /* The feed-forward's activation of elements [from, to) of a row: out = act(gate) * up. */
 void ll_activate(const ll_model *m, const float *gate, const float *up, float *out, int from, int to);
 int ll_check_ready(const ll_model *m);
-/* One query head of one row over its sequence's cached keys and values, into out (head_dim floats); scores holds
- * room for the row's positions. */
-void ll_attend(const ll_model *m, int layer, int seq, int pos, int head, const float *query, float *out,
+/* Attention runs as jobs of at most ATTEND_GROUP query heads that share a key-value head: ll_attend_jobs(c) jobs a
+ * row, job j's first head ll_attend_heads(c, j, &heads). ll_attend computes one job of one row (rows.c); scores
+ * holds ATTEND_GROUP * (capacity + 16) floats. */
+#define ATTEND_GROUP 4
+int ll_attend_jobs(const ll_config *c);
+int ll_attend_heads(const ll_config *c, int job, int *heads);
+void ll_attend(const ll_model *m, int layer, int seq, int pos, int job, const float *query, float *out,
                float *scores);
 
 /* A matrix's rows as jobs: long_jobs runs of long_rows first, then the rest in jobs of `rows` (pass.c says why). */

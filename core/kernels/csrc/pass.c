@@ -56,7 +56,7 @@ static int ensure_scratch(ll_model *m, int rows, int threads) {
         panel_bytes[k] = (ll_panel_bytes(kind_type[k], n, rows) + 63) / 64 * 64;
     }
     const size_t floats = (size_t)rows * (c->width + m->projected_width + c->heads * c->head_dim + c->width +
-                                          2 * (size_t)c->ffn) + (size_t)threads * (m->capacity + 16) + c->width;
+                                          2 * (size_t)c->ffn) + (size_t)threads * ATTEND_GROUP * (m->capacity + 16) + c->width;
     size_t bytes = floats * sizeof(float) + 64 * 8;
     for (int k = 0; k < KINDS; k++) bytes += rows * stride[k] + panel_bytes[k];
     const size_t own_stride = ll_step_own_bytes(m, stride);
@@ -79,7 +79,7 @@ static int ensure_scratch(ll_model *m, int rows, int threads) {
     TAKE(m->attended, (size_t)rows * c->heads * c->head_dim);
     TAKE(m->sublayer, (size_t)rows * c->width);
     TAKE(m->ffn, (size_t)rows * 2 * c->ffn);
-    TAKE(m->scores, (size_t)threads * (m->capacity + 16));
+    TAKE(m->scores, (size_t)threads * ATTEND_GROUP * (m->capacity + 16));
     TAKE(m->step_hidden, (size_t)c->width);
 #undef TAKE
     for (int k = 0; k < KINDS; k++) {
@@ -291,13 +291,16 @@ static void layer_pass(ll_model *m, int layer, float *hidden, int count, const i
     for (int i = tid; i < count; i += threads)
         ll_prepare_row(m, layer, m->projected + (size_t)i * m->projected_width, seq[i], pos[i], rotary[0], rotary[1]);
 #pragma omp barrier
-    float *scores = m->scores + (size_t)tid * (m->capacity + 16);
+    float *scores = m->scores + (size_t)tid * ATTEND_GROUP * (m->capacity + 16);
+    const int row_jobs = ll_attend_jobs(c);
     for (;;) {
         const int job = __atomic_fetch_add(attention_jobs, 1, __ATOMIC_RELAXED);
-        if (job >= count * c->heads) break;
-        const int i = job / c->heads, h = job % c->heads;
-        ll_attend(m, layer, seq[i], pos[i], h, m->projected + (size_t)i * m->projected_width + h * c->head_dim,
-               m->attended + (size_t)i * q_size + h * c->head_dim, scores);
+        if (job >= count * row_jobs) break;
+        const int i = job / row_jobs;
+        int heads;
+        const int head = ll_attend_heads(c, job % row_jobs, &heads);
+        ll_attend(m, layer, seq[i], pos[i], job % row_jobs, m->projected + (size_t)i * m->projected_width,
+                  m->attended + (size_t)i * q_size + (size_t)head * c->head_dim, scores);
     }
     reset(out_jobs, tid);
 #pragma omp barrier

@@ -101,85 +101,121 @@ void ll_activate(const ll_model *m, const float *gate, const float *up, float *o
 }
 
 
-/* scores[t] = q . keys[t] for t in [0, count): four keys at a time, each with its own accumulator, summed
- * across lanes together. */
-static void dot_keys(const float *q, const ll_half *keys, int count, int n, float *scores) {
-    int t = 0;
-#if defined(__AVX2__) && defined(__FMA__)
-    if (n % 8 == 0) {
-        for (; t + 4 <= count; t += 4) {
-            const ll_half *k = keys + (size_t)t * n;
-            __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(),
-                   a3 = _mm256_setzero_ps();
-            for (int i = 0; i < n; i += 8) {
-                const __m256 qv = _mm256_loadu_ps(q + i);
-                a0 = _mm256_fmadd_ps(qv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + i))), a0);
-                a1 = _mm256_fmadd_ps(qv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + n + i))), a1);
-                a2 = _mm256_fmadd_ps(qv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + 2 * n + i))), a2);
-                a3 = _mm256_fmadd_ps(qv, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k + 3 * n + i))), a3);
-            }
-            const __m256 pairs = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
-            _mm_storeu_ps(scores + t, _mm_add_ps(_mm256_castps256_ps128(pairs), _mm256_extractf128_ps(pairs, 1)));
-        }
-    }
+/* Attention reads each key and value once for several query heads, those that share its key-value head (GQA): a
+ * key or value converted from float16 serves them all. The conversions were what a long context's attention waited
+ * on (each head converted its group's keys and values again). Each head's arithmetic is the one-head loop's own:
+ * the same fused multiply-adds in the same order, each head's sum reduced as before, so the bits do not depend on
+ * how many heads share a pass, and batch invariance holds. TOGETHER heads at a time fit the registers: 16 on AVX2,
+ * 32 with AVX-512. */
+#if defined(__AVX512VL__)
+#define TOGETHER 4
+#else
+#define TOGETHER 2
 #endif
-    for (; t < count; t++) {
-        const ll_half *k = keys + (size_t)t * n;
-        float sum = 0.0f;
-        for (int i = 0; i < n; i++) sum += q[i] * half_to_float(k[i]);
-        scores[t] = sum;
+
+#if defined(__AVX2__) && defined(__FMA__)
+static inline __m256 half8(const ll_half *x) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x)); }
+
+/* scores[j][t] = q[j] . keys[t] for G heads j and t in [0, end), end a multiple of four: four keys at a time, each
+ * with its own accumulator, summed across lanes together. */
+#define DOT_HEADS(G)                                                                                              \
+    static void dot_heads_##G(float *const *q, const ll_half *keys, int end, int n, float *const *scores) {      \
+        for (int t = 0; t < end; t += 4) {                                                                         \
+            const ll_half *k = keys + (size_t)t * n;                                                               \
+            __m256 a[G][4];                                                                                        \
+            for (int j = 0; j < G; j++)                                                                            \
+                for (int r = 0; r < 4; r++) a[j][r] = _mm256_setzero_ps();                                         \
+            for (int i = 0; i < n; i += 8) {                                                                       \
+                const __m256 k0 = half8(k + i), k1 = half8(k + n + i), k2 = half8(k + 2 * n + i),                  \
+                             k3 = half8(k + 3 * n + i);                                                            \
+                for (int j = 0; j < G; j++) {                                                                      \
+                    const __m256 qv = _mm256_loadu_ps(q[j] + i);                                                   \
+                    a[j][0] = _mm256_fmadd_ps(qv, k0, a[j][0]);                                                    \
+                    a[j][1] = _mm256_fmadd_ps(qv, k1, a[j][1]);                                                    \
+                    a[j][2] = _mm256_fmadd_ps(qv, k2, a[j][2]);                                                    \
+                    a[j][3] = _mm256_fmadd_ps(qv, k3, a[j][3]);                                                    \
+                }                                                                                                  \
+            }                                                                                                      \
+            for (int j = 0; j < G; j++) {                                                                          \
+                const __m256 pairs = _mm256_hadd_ps(_mm256_hadd_ps(a[j][0], a[j][1]), _mm256_hadd_ps(a[j][2], a[j][3])); \
+                _mm_storeu_ps(scores[j] + t,                                                                       \
+                              _mm_add_ps(_mm256_castps256_ps128(pairs), _mm256_extractf128_ps(pairs, 1)));         \
+            }                                                                                                      \
+        }                                                                                                          \
     }
+
+/* out[j][0, 8 * LANES) = sum_t weights[j][t] * values[t] over [0, count) for G heads j: each lane's sum stays in a
+ * register across every position, one fused multiply-add a position, in the order of the positions. (Written back
+ * to out and read again for each position, as it was, a lane's sums waited on a store and a reload between any two.) */
+#define WEIGH_HEADS(G, LANES)                                                                                     \
+    static void weigh_heads_##G##_##LANES(float *const *weights, const ll_half *values, int count, int n,         \
+                                           float *const *out) {                                                    \
+        __m256 sum[G][LANES];                                                                                      \
+        for (int j = 0; j < G; j++)                                                                                \
+            for (int r = 0; r < LANES; r++) sum[j][r] = _mm256_setzero_ps();                                       \
+        for (int t = 0; t < count; t++) {                                                                          \
+            const ll_half *v = values + (size_t)t * n;                                                             \
+            __m256 x[LANES];                                                                                       \
+            for (int r = 0; r < LANES; r++) x[r] = half8(v + 8 * r);                                               \
+            for (int j = 0; j < G; j++) {                                                                          \
+                const __m256 w = _mm256_set1_ps(weights[j][t]);                                                    \
+                for (int r = 0; r < LANES; r++) sum[j][r] = _mm256_fmadd_ps(w, x[r], sum[j][r]);                   \
+            }                                                                                                      \
+        }                                                                                                          \
+        for (int j = 0; j < G; j++)                                                                                \
+            for (int r = 0; r < LANES; r++) _mm256_storeu_ps(out[j] + 8 * r, sum[j][r]);                           \
+    }
+
+DOT_HEADS(1)
+DOT_HEADS(TOGETHER)
+WEIGH_HEADS(1, 1)
+WEIGH_HEADS(1, 4)
+WEIGH_HEADS(TOGETHER, 1)
+WEIGH_HEADS(TOGETHER, 4)
+#undef DOT_HEADS
+#undef WEIGH_HEADS
+
+/* The same for heads heads (at most ATTEND_GROUP), TOGETHER at a time and then one; end: positions a multiple of four. */
+static void dot_heads(float *const *q, int heads, const ll_half *keys, int end, int n, float *const *scores) {
+    int j = 0;
+    for (; j + TOGETHER <= heads; j += TOGETHER) dot_heads_TOGETHER(q + j, keys, end, n, scores + j);
+    for (; j < heads; j++) dot_heads_1(q + j, keys, end, n, scores + j);
 }
 
-/* out = sum_t weights[t] * values[t] over [0, count), four values at a time. */
-static void weigh_values(const float *weights, const ll_half *values, int count, int n, float *out) {
-    memset(out, 0, (size_t)n * sizeof(float));
-    int t = 0;
-#if defined(__AVX2__) && defined(__FMA__)
-    if (n % 8 == 0) {
-        for (; t + 4 <= count; t += 4) {
-            const ll_half *v = values + (size_t)t * n;
-            const __m256 w0 = _mm256_set1_ps(weights[t]), w1 = _mm256_set1_ps(weights[t + 1]),
-                         w2 = _mm256_set1_ps(weights[t + 2]), w3 = _mm256_set1_ps(weights[t + 3]);
-            for (int i = 0; i < n; i += 8) {
-                __m256 o = _mm256_loadu_ps(out + i);
-                o = _mm256_fmadd_ps(w0, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + i))), o);
-                o = _mm256_fmadd_ps(w1, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + n + i))), o);
-                o = _mm256_fmadd_ps(w2, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + 2 * n + i))), o);
-                o = _mm256_fmadd_ps(w3, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + 3 * n + i))), o);
-                _mm256_storeu_ps(out + i, o);
-            }
-        }
+static void weigh_heads(float *const *weights, int heads, const ll_half *values, int end, int n, float *const *out) {
+    float *part[ATTEND_GROUP];
+    for (int i = 0; i < n;) {  /* 32 dimensions at a time, then 8 */
+        const int wide = i + 32 <= n;
+        for (int j = 0; j < heads; j++) part[j] = out[j] + i;
+        int j = 0;
+        for (; j + TOGETHER <= heads; j += TOGETHER)
+            (wide ? weigh_heads_TOGETHER_4 : weigh_heads_TOGETHER_1)(weights + j, values + i, end, n, part + j);
+        for (; j < heads; j++) (wide ? weigh_heads_1_4 : weigh_heads_1_1)(weights + j, values + i, end, n, part + j);
+        i += wide ? 32 : 8;
     }
-#endif
-    for (; t < count; t++)
-        for (int i = 0; i < n; i++) out[i] += weights[t] * half_to_float(values[(size_t)t * n + i]);
 }
+#endif
 
-/* One query head of one row over its sequence's cached keys and values.
- *
- * The arithmetic is llama.cpp's own with a float16 cache (its default): the query is rounded to float16
- * for the products with the keys, the softmax is taken in float, and its weights are rounded to float16
- * before they weigh the values. This model family turns such last-bit differences into a changed top-1
- * token now and then, and llama.cpp is the reference these files are checked against.
- */
-void ll_attend(const ll_model *m, int layer, int seq, int pos, int head, const float *query, float *out,
-                   float *scores) {
-    const ll_config *c = &m->c;
-    const int kv_head = head / (c->heads / c->kv_heads), window = m->layer[layer].window;
-    const int first = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
-    const ll_half *keys = m->keys + kv_index(m, seq, layer, kv_head, 0);
-    const ll_half *values = m->values + kv_index(m, seq, layer, kv_head, 0);
-    /* Families whose llama.cpp graph scales the queries (Gemma, Phi-3) round the scaled query; the others
-     * scale the scores inside the softmax. */
-    const float query_scale = c->scale_queries ? c->attention_scale : 1.0f;
-    const float score_scale = c->scale_queries ? 1.0f : c->attention_scale;
-    float rounded_query[512];
-    for (int d = 0; d < c->head_dim; d++) rounded_query[d] = half_to_float(float_to_half(query[d] * query_scale));
-    const int count = pos - first + 1;
-    dot_keys(rounded_query, keys + (size_t)first * c->head_dim, count, c->head_dim, scores);
+/* One head's softmax over its scores, in place: scaled (or soft-capped), e^(s - max), and times 1 / total rounded to
+ * float16, as llama.cpp's float16 cache has it. */
+static void softmax(const ll_config *c, float *scores, int count, float score_scale) {
     float max = -INFINITY;
-    for (int t = 0; t < count; t++) {
+    int from = 0;
+#if defined(__AVX2__)
+    if (c->attention_softcap <= 0.0f) {  /* scaled and their maximum taken eight at a time: a maximum is exact */
+        __m256 most = _mm256_set1_ps(-INFINITY);
+        for (; from + 8 <= count; from += 8) {
+            const __m256 scaled = _mm256_mul_ps(_mm256_loadu_ps(scores + from), _mm256_set1_ps(score_scale));
+            _mm256_storeu_ps(scores + from, scaled);
+            most = _mm256_max_ps(most, scaled);
+        }
+        float lanes[8];
+        _mm256_storeu_ps(lanes, most);
+        for (int lane = 0; lane < 8; lane++)
+            if (lanes[lane] > max) max = lanes[lane];
+    }
+#endif
+    for (int t = from; t < count; t++) {
         float s = scores[t];
         if (c->attention_softcap > 0.0f) s = soft_cap(s, c->attention_softcap);
         s *= score_scale;
@@ -211,7 +247,76 @@ void ll_attend(const ll_model *m, int layer, int seq, int pos, int head, const f
             _mm256_mul_ps(_mm256_loadu_ps(scores + t), _mm256_set1_ps(inverse)), _MM_FROUND_TO_NEAREST_INT)));
 #endif
     for (; t < count; t++) scores[t] = half_to_float(float_to_half(scores[t] * inverse));
-    weigh_values(scores, values + (size_t)first * c->head_dim, count, c->head_dim, out);
+}
+
+int ll_attend_jobs(const ll_config *c) {
+    const int group = c->heads / c->kv_heads;
+    return c->kv_heads * ((group + ATTEND_GROUP - 1) / ATTEND_GROUP);
+}
+
+int ll_attend_heads(const ll_config *c, int job, int *heads) {
+    const int group = c->heads / c->kv_heads, parts = (group + ATTEND_GROUP - 1) / ATTEND_GROUP;
+    const int part = job % parts, first = job / parts * group + part * ATTEND_GROUP;
+    *heads = group - part * ATTEND_GROUP < ATTEND_GROUP ? group - part * ATTEND_GROUP : ATTEND_GROUP;
+    return first;
+}
+
+/* Attention job `job` of one row over its sequence's cached keys and values: its query heads (ll_attend_heads), which
+ * share one key-value head. query: the row's queries (head 0's first); out: the job's first head's output, the
+ * others after it; scores: ATTEND_GROUP * (capacity + 16) floats.
+ *
+ * The arithmetic is llama.cpp's own with a float16 cache (its default): the query is rounded to float16
+ * for the products with the keys, the softmax is taken in float, and its weights are rounded to float16
+ * before they weigh the values. This model family turns such last-bit differences into a changed top-1
+ * token now and then, and llama.cpp is the reference these files are checked against.
+ */
+void ll_attend(const ll_model *m, int layer, int seq, int pos, int job, const float *query, float *out,
+               float *scores) {
+    const ll_config *c = &m->c;
+    const int n = c->head_dim;
+    int heads;
+    const int head = ll_attend_heads(c, job, &heads);
+    const int kv_head = head / (c->heads / c->kv_heads), window = m->layer[layer].window;
+    const int first = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
+    const ll_half *keys = m->keys + kv_index(m, seq, layer, kv_head, 0) + (size_t)first * n;
+    const ll_half *values = m->values + kv_index(m, seq, layer, kv_head, 0) + (size_t)first * n;
+    /* Families whose llama.cpp graph scales the queries (Gemma, Phi-3) round the scaled query; the others
+     * scale the scores inside the softmax. */
+    const float query_scale = c->scale_queries ? c->attention_scale : 1.0f;
+    const float score_scale = c->scale_queries ? 1.0f : c->attention_scale;
+    const int count = pos - first + 1;
+    float rounded[ATTEND_GROUP][512];
+    float *q[ATTEND_GROUP], *weights[ATTEND_GROUP], *outs[ATTEND_GROUP];
+    for (int j = 0; j < heads; j++) {
+        const float *from = query + (size_t)(head + j) * n;
+        for (int d = 0; d < n; d++) rounded[j][d] = half_to_float(float_to_half(from[d] * query_scale));
+        q[j] = rounded[j];
+        weights[j] = scores + (size_t)j * (m->capacity + 16);
+        outs[j] = out + (size_t)j * n;
+    }
+    int vector_end = 0;  /* the positions the SIMD loops take, four at a time; the rest one at a time */
+#if defined(__AVX2__) && defined(__FMA__)
+    if (n % 8 == 0) {
+        vector_end = count / 4 * 4;
+        dot_heads(q, heads, keys, vector_end, n, weights);
+    }
+#endif
+    for (int j = 0; j < heads; j++) {
+        for (int t = vector_end; t < count; t++) {
+            const ll_half *k = keys + (size_t)t * n;
+            float sum = 0.0f;
+            for (int i = 0; i < n; i++) sum += q[j][i] * half_to_float(k[i]);
+            weights[j][t] = sum;
+        }
+        softmax(c, weights[j], count, score_scale);
+        memset(outs[j], 0, (size_t)n * sizeof(float));
+    }
+#if defined(__AVX2__) && defined(__FMA__)
+    if (vector_end) weigh_heads(weights, heads, values, vector_end, n, outs);
+#endif
+    for (int j = 0; j < heads; j++)
+        for (int t = vector_end; t < count; t++)
+            for (int i = 0; i < n; i++) outs[j][i] += weights[j][t] * half_to_float(values[(size_t)t * n + i]);
 }
 
 static void add_bias(float *x, const float *bias, int n) {

@@ -167,6 +167,7 @@ class MainWindow(QMainWindow):
         replies.reply_finished.connect(self._on_reply_finished)
         replies.reply_refused.connect(self._on_reply_refused)
         replies.last_reply_dropped.connect(self.chat_panel.transcript.remove_last_reply)
+        replies.last_reply_dropped.connect(self.meter.forget_last_reply)
         replies.status_posted.connect(self._show_status)
         self.models.load_progressed.connect(self.chat_panel.settings_panel.show_progress)
         self.models.model_ready.connect(self._on_model_ready)

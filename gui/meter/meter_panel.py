@@ -172,10 +172,23 @@ class MeterPanel(QWidget):
     def set_budget(self, budget: LatencyBudget) -> None:
         """Judge this chat's replies again against a new budget."""
         self.budget = budget
+        self._show_history_again()
+
+    @Slot()
+    def forget_last_reply(self) -> None:
+        """The chat's last reply was dropped (regenerated): its mark, points and prompt-cache row leave the chat's
+        views, as they leave the saved chat (reopened, it shows the replies it kept)."""
+        if self._judged:
+            self._judged.pop()
+            self._show_history_again()
+
+    def _show_history_again(self) -> None:
         self.history_plot.clear_history()
-        self.history_plot.show_budget(budget.ttft_s, budget.tpot_s)
+        self.history_plot.show_budget(self.budget.ttft_s, self.budget.tpot_s)
+        self.cache_map.clear()
         for trace, streaming in self._judged:
             self._plot_history(trace, streaming)
+            self.cache_map.add_reply(trace)
         self._show_tally()
         self.history_plot.refresh()
 

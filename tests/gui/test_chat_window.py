@@ -121,6 +121,9 @@ def test_regenerate_replaces_the_last_reply_and_new_chat_clears(qtbot, window):
     assert window.chat_panel.transcript.toPlainText().count("Assistant") == 1
     with qtbot.waitSignal(window.reply_finished, timeout=REPLY_TIMEOUT_MS):
         qtbot.mouseClick(window.chat_panel.regenerate_button, Qt.MouseButton.LeftButton)
+    # The chat's views count the reply that replaced the first, not both (reopened, the chat has the one)
+    assert window.meter.budget_line.tally.endswith("of 1 reply within budget")
+    assert len(window.meter.cache_map.rows) == 1
     assert window.chat_panel.transcript.toPlainText().count("Assistant") == 1
     assert window.chat_panel.transcript.toPlainText().count("Say hi.") == 1
     assert [m.role for m in window.session.messages] == ["user", "assistant"]

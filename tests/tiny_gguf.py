@@ -74,13 +74,15 @@ def write_tiny_llama(
     last: tuple[str, ...] = (),
     chat_template: str | None = None,
     renamed_token: tuple[int, str] | None = None,
+    tokenizer_edits: dict | None = None,
 ) -> Path:
     """A 2-layer random Llama; types maps a tensor role (attn_q, ffn_down, token_embd, ...) to a quant type.
 
     For crafted files: metadata overrides header fields by their key without the architecture (e.g.
     {"embedding_length": 128}); shapes gives a tensor (by its GGUF name) another shape, rows first, any number
     of dimensions; last names tensors written after all the others, at the end of the file; chat_template
-    replaces the embedded tokenizer's template.
+    replaces the embedded tokenizer's template; tokenizer_edits maps a tokenizer key to a function of its value giving
+    the value written (None: the key left out).
     """
     import gguf
 
@@ -112,6 +114,10 @@ def write_tiny_llama(
             value = chat_template
         if key == "tokenizer.ggml.tokens" and renamed_token is not None:  # another vocabulary, of the same size
             value = [renamed_token[1] if index == renamed_token[0] else token for index, token in enumerate(value)]
+        if key in (tokenizer_edits or {}):
+            value = tokenizer_edits[key](value)
+            if value is None:
+                continue
         writer.add_key_value(key, value, kind, item_kind)
     vocab = len(_tokenizer_fields()["tokenizer.ggml.tokens"][0])
     tensor_shapes = {

@@ -256,9 +256,14 @@ def _tokenizer_and_config(path: Path, check, progress: ProgressCallback, plain_c
             try:
                 tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
             except Exception as error:  # any failure here is the file's vocabulary or template
+                from core.model.vocabulary_fault import vocabulary_fault
+
+                fault = vocabulary_fault(path)
+                if fault:
+                    raise ModelLoadError(f"the GGUF file {path.name}'s vocabulary cannot be read: {fault}.") from error
                 raise ModelLoadError(
                     f"the GGUF file {path.name} has a vocabulary or chat template its tokenizer cannot be "
-                    f"built from: {_short(str(error)) or type(error).__name__}."
+                    f"built from: {_short(str(error)).rstrip('.') or type(error).__name__}."
                 ) from error
             config = AutoConfig.from_pretrained(path.parent, gguf_file=path.name, local_files_only=True)
 

@@ -75,6 +75,23 @@ CASES = {
         {"metadata": {"rope.freq_base": 0.0}},
         "llama.rope.freq_base is '0.0', not a finite number > 0",
     ),
+    # The vocabulary's faults, said in its words rather than the tokenizer library's ("failed to extract enum PyMerges")
+    "a merge of three tokens": (
+        {"tokenizer_edits": {"tokenizer.ggml.merges": lambda merges: ["zz qq xx", *merges[1:]]}},
+        "vocabulary cannot be read: merge 0 ('zz qq xx') is not two tokens separated by one space",
+    ),
+    "no tokenizer model": (
+        {"tokenizer_edits": {"tokenizer.ggml.model": lambda model: None}},
+        "vocabulary cannot be read: it names no tokenizer model (tokenizer.ggml.model)",
+    ),
+    "no tokens": (
+        {"tokenizer_edits": {"tokenizer.ggml.tokens": lambda tokens: None}},
+        "vocabulary cannot be read: it has no tokens (tokenizer.ggml.tokens)",
+    ),
+    "no merges for a BPE vocabulary": (
+        {"tokenizer_edits": {"tokenizer.ggml.merges": lambda merges: None}},
+        "vocabulary cannot be read: a BPE vocabulary ('gpt2') needs its merges (tokenizer.ggml.merges)",
+    ),
 }
 
 

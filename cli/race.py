@@ -132,6 +132,12 @@ def race_config(args: argparse.Namespace, settings: GenerationSettings) -> RaceC
         given=given,
     )
     a, b = parse_side("A", args.a, base), parse_side("B", args.b, base)
+    from cli.main import draft_model_problem, speculation_problem  # here: cli.main imports this module
+
+    for side in (a, b):  # before either side loads, as ask says it (a race ran B, then said A could not start)
+        problem = speculation_problem(side.model, side.settings) or draft_model_problem(side.settings.draft_model)
+        if problem:
+            raise InvalidSettingsError(f"side {side.name}: {problem}")
     if not TPOT_BUDGET.low < args.tpot_budget / 1000 <= TPOT_BUDGET.high:
         raise InvalidSettingsError(
             f"--tpot-budget must be above 0 and at most {TPOT_BUDGET.high * 1000:,g} ms; got {args.tpot_budget:g}."

@@ -29,6 +29,8 @@ PROMPT = "Name three colours of the rainbow."
         (["--live", "--b", "streaming=off"], "live mode runs A and B at once, but both are local models"),
         (["--b", "max_new_tokens=100000"], "side B: max new tokens must be a whole number from 1 to 32,768"),
         (["--tpot-budget", "0"], "--tpot-budget must be above 0"),
+        # before either side loads (it ran B's reply, then said A could not start)
+        (["--a", "draft_model=/nonexistent.gguf"], "side A: the draft model: tried to load '/nonexistent.gguf'"),
     ],
 )
 def test_bad_or_clashing_settings_are_refused_in_one_line_with_exit_2(capsys, args, says):

@@ -92,6 +92,11 @@ class RequestTable(QAbstractTableModel):
             return cell_text(row, COLUMNS[index.column()]) or None
         return None
 
+    @property
+    def added(self) -> int:
+        """Requests added since the table was cleared, the rows dropped from the top among them."""
+        return self._added
+
     def record_at(self, row: int) -> ProxyRecord | None:
         return self.rows[row].record if 0 <= row < len(self.rows) else None
 

@@ -187,7 +187,8 @@ class TrafficTab(QWidget):
             self._unsubscribe = None
         self.frame_timer.stop()
         self._frame()  # the last events, the cut requests' records among them
-        self.status_label.setText(f"Stopped. {len(self.table.rows):,} requests passed through {proxy.url}.")
+        # Every request of this run, the rows the table let go (it keeps the last MAX_ROWS) among them
+        self.status_label.setText(f"Stopped. {self.table.added:,} requests passed through {proxy.url}.")
         self._update_controls()
         self.proxy_stopped.emit()
 

@@ -145,6 +145,20 @@ def test_closing_the_window_stops_its_proxy_and_keeps_its_settings(qtbot, open_w
     assert reopened.traffic_tab.upstream_edit.text() == server.url and reopened.traffic_tab.port_box.value() == 0
 
 
+def test_stopping_counts_every_request_of_the_run_not_the_rows_kept(qtbot, tab, monkeypatch):
+    import gui.traffic.request_table as request_table
+
+    monkeypatch.setattr(request_table, "MAX_ROWS", 1)
+    with ScriptedServer(Script(chunks=CHUNKS)) as server:
+        url = _start(qtbot, tab, server.url)
+        for _ in range(2):
+            with qtbot.waitSignal(tab.request_finished, timeout=WAIT_MS):
+                httpx.post(f"{url}/v1/chat/completions", json={"model": "sea-7b", "stream": True}, timeout=10)
+        with qtbot.waitSignal(tab.proxy_stopped, timeout=WAIT_MS):
+            tab.stop_button.click()
+    assert len(tab.table.rows) == 1 and tab.status_label.text() == f"Stopped. 2 requests passed through {url}."
+
+
 def test_the_table_keeps_the_last_rows_and_updates_each_in_its_place(qtbot, monkeypatch):
     import gui.traffic.request_table as request_table
     from core.proxy.record import RequestProgress, RequestStarted
@@ -157,7 +171,7 @@ def test_the_table_keeps_the_last_rows_and_updates_each_in_its_place(qtbot, monk
         )
     table.update(RequestProgress(4, 7, 0.01, 0.02, 0.5, 1))
     table.update(RequestProgress(1, 9, 0.01, 0.02, 0.5, 1))  # dropped already: nothing changes
-    assert [row.id for row in table.rows] == [3, 4, 5]
+    assert [row.id for row in table.rows] == [3, 4, 5] and table.added == 5  # what passed, not what is kept
     assert [row.progress.chunks if row.progress else None for row in table.rows] == [None, 7, None]
     table.clear()
     table.add(RequestStarted(6, "POST", "/api/chat", "ollama-chat", "m6", None, 0, 0))

@@ -14,7 +14,7 @@ from cli.exit_paths import (
     say_cache_notices,
     silence_stdout,
     stdout_problem,
-    stopping_on_interrupt,
+    stop_on_interrupt,
     write_out,
 )
 from cli.progress_printer import PrefillLine, ProgressPrinter
@@ -92,7 +92,6 @@ def stream_reply(
     """Print one reply as it streams (or whole, or as one JSON object with `extra` in it); (exit status, trace).
     Ctrl+C stops the reply and prints what it made: the status is then INTERRUPTED_STATUS."""
     prefill_line = PrefillLine(sys.stderr)
-    generation.start()
     stream_to_stdout = not args.no_stream and not args.json
 
     def show(event) -> None:
@@ -104,15 +103,13 @@ def stream_reply(
         if stream_to_stdout and isinstance(event, TokenEvent) and event.text:
             write_out(event.text)
 
-    interrupted = False
-    try:
-        for event in generation:
+    with stop_on_interrupt(generation) as stopped_by_user:
+        # Started inside: a Ctrl+C while start() returns (its request already sent) stops the reply and prints it
+        # as one mid-stream does (the JSON was missing now and then, under load)
+        generation.start()
+        for event in generation:  # after a Ctrl+C: the tokens made before the stop took hold, and the finish
             show(event)
-    except KeyboardInterrupt:
-        interrupted = True
-        with stopping_on_interrupt(generation):
-            for event in generation:  # the tokens made before the stop took hold, and its finish
-                show(event)
+    interrupted = stopped_by_user.is_set()
     prefill_line.end()
     generation.join()
     trace = generation.trace

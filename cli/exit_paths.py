@@ -6,6 +6,7 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 
 from core.terminal_text import for_stream
 
@@ -80,19 +81,39 @@ def say_cache_notices() -> None:
 
 
 @contextlib.contextmanager
-def stopping_on_interrupt(generation):
-    """After Ctrl+C in a reply: stop it and wait for its work to return, so that the tokens made before the stop took
-    hold and its finish are all queued for the caller to show, as `ollama run` keeps a stopped reply. A second
-    Ctrl+C meanwhile is ignored; a reply that does not return within JOIN_TIMEOUT_S ends the process, as
-    end_generation does."""
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+def stop_on_interrupt(generation):
+    """While a reply streams, Ctrl+C stops it instead of raising KeyboardInterrupt wherever the main thread is: an
+    event already taken from the reply but not yet recorded in its trace was lost that way (a stopped reply's JSON
+    read " upon" for "Once upon", under load). The reply ends at the next layer or token and its finish arrives as
+    usual, so the caller shows every token made before the stop, as `ollama run` keeps a stopped reply. Yields a
+    threading.Event set once Ctrl+C came. A second Ctrl+C meanwhile is ignored; a reply that has not returned
+    within JOIN_TIMEOUT_S ends the process, as end_generation does. Off the main thread (no signal handler can be
+    set there) Ctrl+C keeps Python's own behaviour."""
+    interrupted = threading.Event()
+
+    def give_up() -> None:
+        say("stopped (Ctrl+C), but the reply did not stop in time")
+        hard_exit(INTERRUPTED_STATUS)
+
+    backstop = threading.Timer(JOIN_TIMEOUT_S, give_up)
+    backstop.daemon = True
+
+    def on_interrupt(signum, frame) -> None:
+        if not interrupted.is_set():
+            interrupted.set()
+            generation.stop()
+            backstop.start()
+
     try:
-        if not stopped(generation):
-            say("stopped (Ctrl+C), but the reply did not stop in time")
-            hard_exit(INTERRUPTED_STATUS)
-        yield
+        previous = signal.signal(signal.SIGINT, on_interrupt)
+    except ValueError:  # not the main thread
+        yield interrupted
+        return
+    try:
+        yield interrupted
     finally:
         signal.signal(signal.SIGINT, previous)
+        backstop.cancel()
 
 
 def stopped(generation) -> bool:

@@ -9,8 +9,9 @@ import sys
 
 from cli.remote_flags import apply_remote_flags
 from cli.risky_options import add_risky_options, warn_about_risky_options
+from cli.speculation_flags import draft_model_problem, speculation_problem
 from core import startup_gc
-from core.errors import InvalidSettingsError, LatencyLabError
+from core.errors import InvalidSettingsError
 from core.remote.spec import PROTOCOLS
 from core.settings import (
     DECODE_LOOP,
@@ -218,33 +219,6 @@ def main(argv: list[str] | None = None) -> int:
         from cli.exit_paths import INTERRUPTED_STATUS, end_generation
 
         return end_generation(None, INTERRUPTED_STATUS, "stopped (Ctrl+C)")
-
-
-def draft_model_problem(spec: str | None) -> str | None:
-    """Why a draft model named on the command line cannot be found, said before the model loads (exit 2), or None.
-    What is in the file (its vocabulary against the model's) is checked once the model is there."""
-    if not spec:
-        return None
-    from core.model.source import resolve_model_source
-
-    try:
-        resolve_model_source(spec)
-    except LatencyLabError as error:
-        return f"the draft model: {error}"
-    return None
-
-
-def speculation_problem(model: str | None, settings: GenerationSettings) -> str | None:
-    """Speculation is ours to run on a local model; a server speculates (or not) by its own settings, so the flags
-    would be silently ignored there."""
-    from core.remote.spec import is_remote_spec
-
-    if is_remote_spec(model) and (settings.speculation != "off" or settings.draft_model):
-        return (
-            "--speculate and --draft-model apply to a local model; a server speculates by its own settings "
-            "(llama-server's --model-draft, vLLM's --speculative-config)."
-        )
-    return None
 
 
 def profile_problem(path: str | None) -> str | None:

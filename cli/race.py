@@ -27,6 +27,7 @@ from cli.exit_paths import (
 )
 from cli.progress_printer import ProgressPrinter
 from cli.prompt_arg import prompt_argument, text_argument
+from cli.speculation_flags import draft_model_problem, speculation_problem
 from core.backend.load_options import LoadOptions
 from core.errors import InvalidSettingsError, LatencyLabError
 from core.race.config import RaceConfig
@@ -132,8 +133,6 @@ def race_config(args: argparse.Namespace, settings: GenerationSettings) -> RaceC
         given=given,
     )
     a, b = parse_side("A", args.a, base), parse_side("B", args.b, base)
-    from cli.main import draft_model_problem, speculation_problem  # here: cli.main imports this module
-
     for side in (a, b):  # before either side loads, as ask says it (a race ran B, then said A could not start)
         problem = speculation_problem(side.model, side.settings) or draft_model_problem(side.settings.draft_model)
         if problem:

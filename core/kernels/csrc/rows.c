@@ -175,7 +175,8 @@ WEIGH_HEADS(TOGETHER, 4)
 #undef DOT_HEADS
 #undef WEIGH_HEADS
 
-/* The same for heads heads (at most ATTEND_GROUP), TOGETHER at a time and then one; end: positions a multiple of four. */
+/* dot_heads_G for `heads` heads (at most ATTEND_GROUP), TOGETHER at a time and then one at a time; end: positions a
+ * multiple of four. */
 static void dot_heads(float *const *q, int heads, const ll_half *keys, int end, int n, float *const *scores) {
     int j = 0;
     for (; j + TOGETHER <= heads; j += TOGETHER) dot_heads_TOGETHER(q + j, keys, end, n, scores + j);

@@ -5,6 +5,9 @@ types the prompt with xdotool and presses Enter at once (a message sent while th
 ready), reads the reply's TPOT from the chat the window saved (its own per-token stamps), ends the app, and then
 runs `latencylab ask` on the same prompt, precision and length. Interleaved round by round; the ratio window/ask
 is the window's cost to decode as a user sees it (target <= 1.05, issue #41), with the window's own CPU share.
+Why they differ, from each reply's own CPU record (no sampler beside them to perturb it): the share of the machine's
+core other programs used over the reply (the window, the X server and anything else, against ask's), and how often
+the engine's threads were descheduled for them (preemptions a token).
 Run: .venv/bin/python benchmarks/window_blackbox.py [--rounds 5] [--max-new-tokens 128]
 Needs Xvfb and xdotool (Debian: xvfb, xdotool).
 """
@@ -19,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import _common
@@ -29,9 +33,32 @@ TARGET = 1.05
 BIN = Path(sys.executable).parent / "latencylab"
 
 
-def tpot_from_saved_chat(data_dir: Path, timeout_s: float, nth: int = 1) -> tuple[float, int, float | None] | None:
-    """(TPOT, tokens, the window's CPU share) of the nth finished reply the window saved (in any of its chats, in the
-    order they were asked), once it is there."""
+@dataclass
+class Measured:
+    """One reply: its TPOT, tokens, the window's own CPU share (None for ask's), and its CPU record (the trace's
+    `cpu`: the engine's CPU, its preemptions and what other programs used over the reply)."""
+
+    tpot_s: float
+    tokens: int
+    window_share: float | None
+    cpu: dict
+
+    @property
+    def others_cores(self) -> float | None:
+        """How much of a core other programs used over the reply (the window's processes and the X server, for the
+        window's engine)."""
+        others, wall = self.cpu.get("others_cpu_s"), self.cpu.get("wall_s")
+        return others / wall if others is not None and wall else None
+
+    @property
+    def preemptions_a_token(self) -> float | None:
+        preemptions = self.cpu.get("preemptions")
+        return preemptions / self.tokens if preemptions is not None and self.tokens else None
+
+
+def tpot_from_saved_chat(data_dir: Path, timeout_s: float, nth: int = 1) -> Measured | None:
+    """The nth finished reply the window saved (in any of its chats, in the order they were asked), once it is
+    there."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         finished = []
@@ -51,15 +78,15 @@ def tpot_from_saved_chat(data_dir: Path, timeout_s: float, nth: int = 1) -> tupl
             stamps = trace["timestamps_ns"]
             wall_s = (trace.get("finished_ns") or stamps[-1]) - trace["request_start_ns"]
             share = trace["window_cpu_s"] / (wall_s / 1e9) if trace.get("window_cpu_s") else None
-            return (stamps[-1] - stamps[0]) / 1e9 / (len(stamps) - 1), len(stamps), share
+            return Measured(
+                (stamps[-1] - stamps[0]) / 1e9 / (len(stamps) - 1), len(stamps), share, trace.get("cpu") or {}
+            )
         time.sleep(0.2)
     return None
 
 
-def window_round(
-    display: str, max_new_tokens: int, streaming: bool = True, replies: int = 1
-) -> list[tuple[float, int, float | None]]:
-    """(TPOT, tokens, the window's CPU share) of each of `replies` replies asked in a row, the first as the app opens."""
+def window_round(display: str, max_new_tokens: int, streaming: bool = True, replies: int = 1) -> list[Measured]:
+    """Each of `replies` replies asked in a row, the first as the app opens."""
     data_dir = Path(tempfile.mkdtemp(prefix="latencylab-blackbox-"))
     env = {**os.environ, "DISPLAY": display, "LATENCYLAB_DATA_DIR": str(data_dir), "QT_QPA_PLATFORM": "xcb"}
     app = subprocess.Popen(
@@ -99,7 +126,7 @@ def window_round(
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
-def ask_round(max_new_tokens: int) -> tuple[float, int]:
+def ask_round(max_new_tokens: int) -> Measured:
     done = subprocess.run(
         [str(BIN), "ask", PROMPT, "--json", "--max-new-tokens", str(max_new_tokens), "--temperature", "0"],
         capture_output=True,
@@ -108,7 +135,45 @@ def ask_round(max_new_tokens: int) -> tuple[float, int]:
         env={**os.environ, "LATENCYLAB_DATA_DIR": tempfile.mkdtemp(prefix="latencylab-blackbox-ask-")},
     )
     report = json.loads(done.stdout)
-    return report["tpot_s"], report["output_tokens"]
+    return Measured(report["tpot_s"], report["output_tokens"], None, report.get("cpu") or {})
+
+
+def describe(window: Measured, ask: Measured) -> str:
+    """One reply against ask's: TPOTs, ratio, the window's own CPU, and what took the cores from decode in each."""
+    own = f"{window.window_share:.3f}" if window.window_share is not None else "not saved"
+    return (
+        f"window TPOT {window.tpot_s * 1e3:.2f} ms ({window.tokens} tokens), ask {ask.tpot_s * 1e3:.2f} ms "
+        f"({ask.tokens} tokens): {window.tpot_s / ask.tpot_s:.3f}x; the window's own CPU {own} of a core; other "
+        f"programs used {_share(window.others_cores)} of a core (beside ask {_share(ask.others_cores)}), the "
+        f"engine's threads descheduled {_count(window.preemptions_a_token)} times a token (ask's "
+        f"{_count(ask.preemptions_a_token)})"
+    )
+
+
+def summary(pairs: list[tuple[Measured, Measured]]) -> str:
+    """Medians over (window, ask) pairs: the ratio with its range, and the CPU figures describe() gives per round."""
+    ratios = [window.tpot_s / ask.tpot_s for window, ask in pairs]
+
+    def middle(values: list[float | None]) -> float | None:
+        known = [value for value in values if value is not None]
+        return median(known) if known else None
+
+    own = middle([window.window_share for window, _ in pairs])
+    return (
+        f"window/ask {median(ratios):.3f}x (range {min(ratios):.3f}-{max(ratios):.3f}x); the window's own CPU "
+        f"{_share(own)} of a core; other programs {_share(middle([window.others_cores for window, _ in pairs]))} "
+        f"of a core beside the window's engine, {_share(middle([ask.others_cores for _, ask in pairs]))} beside ask; "
+        f"preemptions a token {_count(middle([window.preemptions_a_token for window, _ in pairs]))} against "
+        f"{_count(middle([ask.preemptions_a_token for _, ask in pairs]))}"
+    )
+
+
+def _share(value: float | None) -> str:
+    return f"{value:.3f}" if value is not None else "?"
+
+
+def _count(value: float | None) -> str:
+    return f"{value:.1f}" if value is not None else "?"
 
 
 def main() -> None:
@@ -131,51 +196,32 @@ def main() -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    ratios, windows, asks, shares = [], [], [], []
-    later_ratios, later_shares = [], []
+    firsts: list[tuple[Measured, Measured]] = []  # (the window's first reply, ask's), round by round
+    laters: list[tuple[Measured, Measured]] = []  # later replies in the same window, against that round's ask
     try:
         time.sleep(1.0)  # the X server takes its socket
         for round_index in range(args.rounds):
             replies = window_round(display, args.max_new_tokens, not args.no_stream, args.replies)
-            (window_tpot, window_tokens, share), later = replies[0], replies[1:]
-            ask_tpot, ask_tokens = ask_round(args.max_new_tokens)
-            ratios.append(window_tpot / ask_tpot)
-            windows.append(window_tpot)
-            asks.append(ask_tpot)
-            if share is not None:
-                shares.append(share)
-            print(
-                f"round {round_index + 1}: window TPOT {window_tpot * 1e3:.2f} ms ({window_tokens} tokens), ask "
-                f"{ask_tpot * 1e3:.2f} ms ({ask_tokens} tokens): {window_tpot / ask_tpot:.3f}x; window's own CPU "
-                + (f"{share:.3f} of a core" if share is not None else "not saved")
-            )
-            for nth, (tpot, tokens, own) in enumerate(later, start=2):
-                later_ratios.append(tpot / ask_tpot)
-                if own is not None:
-                    later_shares.append(own)
-                print(
-                    f"  reply {nth} in the same window: {tpot * 1e3:.2f} ms ({tokens} tokens): {tpot / ask_tpot:.3f}x; "
-                    + (f"window's own CPU {own:.3f} of a core" if own is not None else "")
-                )
+            ask = ask_round(args.max_new_tokens)
+            firsts.append((replies[0], ask))
+            print(f"round {round_index + 1}: {describe(replies[0], ask)}")
+            for nth, later in enumerate(replies[1:], start=2):
+                laters.append((later, ask))
+                print(f"  reply {nth} in the same window: {describe(later, ask)}")
     finally:
         screen.terminate()
         screen.wait(10)
-    ratio = median(ratios)
+    ratio = median([window.tpot_s / ask.tpot_s for window, ask in firsts])
     print(
-        f"median over {len(ratios)} rounds, the first reply as the app opens: window {median(windows) * 1e3:.2f} ms, "
-        f"ask {median(asks) * 1e3:.2f} ms, window/ask {ratio:.3f}x (target <= {TARGET}: "
-        f"{'met' if ratio <= TARGET else 'NOT met'}); range {min(ratios):.3f}-{max(ratios):.3f}x"
-        + (f"; the window's own CPU {median(shares):.3f} of a core while it streamed" if shares else "")
+        f"median over {len(firsts)} rounds, the first reply as the app opens: window "
+        f"{median([window.tpot_s for window, _ in firsts]) * 1e3:.2f} ms, ask "
+        f"{median([ask.tpot_s for _, ask in firsts]) * 1e3:.2f} ms, {summary(firsts)} "
+        f"(target <= {TARGET}: {'met' if ratio <= TARGET else 'NOT met'})"
     )
-    if later_ratios:
-        print(
-            f"later replies in the same window ({len(later_ratios)}): window/ask {median(later_ratios):.3f}x "
-            f"(range {min(later_ratios):.3f}-{max(later_ratios):.3f}x)"
-            + (f"; the window's own CPU {median(later_shares):.3f} of a core" if later_shares else "")
-        )
-        report.figure(
-            "later_replies_window_over_ask_tpot", median(later_ratios), f"<= {TARGET}", median(later_ratios) <= TARGET
-        )
+    if laters:
+        later_ratio = median([window.tpot_s / ask.tpot_s for window, ask in laters])
+        print(f"later replies in the same window ({len(laters)}): {summary(laters)}")
+        report.figure("later_replies_window_over_ask_tpot", later_ratio, f"<= {TARGET}", later_ratio <= TARGET)
     report.figure("window_over_ask_tpot", ratio, f"<= {TARGET}", ratio <= TARGET)
 
 

@@ -22,6 +22,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Benchmarks drive the real window, which saves every chat: keep those out of the user's own list.
 os.environ.setdefault("LATENCYLAB_DATA_DIR", tempfile.mkdtemp(prefix="latencylab-bench-data-"))
+# And the window's settings (QSettings, under XDG_CONFIG_HOME): a benchmark measures the defaults a new user gets, not
+# what was last chosen here, and what it toggles (streaming off, say) never reaches the user's own window.
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="latencylab-bench-config-")
 
 
 def bare_reply(model, input_ids, new_tokens: int, loop: str = "generate"):

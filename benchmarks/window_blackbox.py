@@ -88,7 +88,15 @@ def tpot_from_saved_chat(data_dir: Path, timeout_s: float, nth: int = 1) -> Meas
 def window_round(display: str, max_new_tokens: int, streaming: bool = True, replies: int = 1) -> list[Measured]:
     """Each of `replies` replies asked in a row, the first as the app opens."""
     data_dir = Path(tempfile.mkdtemp(prefix="latencylab-blackbox-"))
-    env = {**os.environ, "DISPLAY": display, "LATENCYLAB_DATA_DIR": str(data_dir), "QT_QPA_PLATFORM": "xcb"}
+    # Settings of its own too: a round that turns streaming off (Ctrl+T, which the window saves) must not hand the
+    # next round a window that starts with it off.
+    env = {
+        **os.environ,
+        "DISPLAY": display,
+        "LATENCYLAB_DATA_DIR": str(data_dir),
+        "XDG_CONFIG_HOME": str(data_dir / "config"),
+        "QT_QPA_PLATFORM": "xcb",
+    }
     app = subprocess.Popen(
         [str(BIN), "--max-new-tokens", str(max_new_tokens), "--temperature", "0"],
         env=env,

@@ -39,6 +39,9 @@ from gui.untrusted_text import plain_label
 from gui.vertical_scroll import VerticalScroll
 
 PROGRESS_STEPS = 1000
+# Each plot's least height; the roofline's more, for its ceilings' labels.
+PLOT_HEIGHT_PX = 210
+ROOFLINE_HEIGHT_PX = 320
 
 
 class LabTab(QWidget):
@@ -101,7 +104,9 @@ class LabTab(QWidget):
         ):
             row = QSplitter(Qt.Orientation.Horizontal)
             for plot in pair:
-                plot.setMinimumHeight(150)
+                # Tall enough to read: at 150 pixels, title, legend and axis left a 90-pixel strip of data, and the
+                # roofline's eight labels wrote over each other. The column scrolls instead.
+                plot.setMinimumHeight(ROOFLINE_HEIGHT_PX if plot is self.roofline_plot else PLOT_HEIGHT_PX)
                 row.addWidget(plot)
             plots.addWidget(row)
         self.verdicts = VerdictPanel()
@@ -117,8 +122,8 @@ class LabTab(QWidget):
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setWidget(side)
-        # The plots scroll rather than set the window's least height (three rows of 150 pixels and the form are
-        # more than a 768-pixel laptop screen leaves a window).
+        # The plots scroll rather than set the window's least height (their rows and the form are more than a
+        # 768-pixel laptop screen leaves a window).
         self.results_area = QSplitter(Qt.Orientation.Horizontal)
         self.results_area.addWidget(VerticalScroll(plots))
         self.results_area.addWidget(scroll)

@@ -14,7 +14,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from core.lab.results import LAB_DEFINITIONS
-from core.roofline.ceilings import Ceilings, format_rate
+from core.roofline.ceilings import CEILING_NAMES, Ceilings, format_rate
 from core.roofline.counts import ArithmeticShape
 from core.roofline.placement import weights_fit_in_cache
 from gui.plotting.empty_note import RUN_A_SWEEP, EmptyPlotNote
@@ -26,7 +26,10 @@ BATCH_COLOR = "#1a73e8"
 PRECISION_COLOR = "#9334e6"
 COMPUTE_COLOR = "#d93025"
 MEMORY_COLOR = {"dram": "#5f6368", "llc": "#b06000"}
-LABEL_SLOTS = 12  # text labels made once and reused: ceilings, batch ends, precisions
+# Text labels made once and reused: one a GEMM ceiling, the batch's two ends, a precision each (five at most).
+LABEL_SLOTS = len(CEILING_NAMES) + 2 + 5
+MEMORY_CEILINGS = 2  # DRAM and the last-level cache: each slope's label runs along it
+CLOSE_DECADES = 0.35  # two GEMM ceilings nearer than this have no room for a label between their lines
 GIGA = 1e9
 
 
@@ -61,7 +64,7 @@ class RooflinePlot(pg.PlotWidget):
         self.precision_item = self.plot(
             [], [], pen=None, symbol="d", symbolSize=10, symbolBrush=PRECISION_COLOR, symbolPen=None, name="precision"
         )
-        for _ in range(4):  # two GEMM ceilings and two bandwidth slopes at most
+        for _ in CEILING_NAMES:  # a line for every ceiling the machine can have measured
             item = self.plot([], [])
             self.ceiling_items.append(item)
         self.labels = []
@@ -70,6 +73,14 @@ class RooflinePlot(pg.PlotWidget):
             label.setVisible(False)
             self.addItem(label)
             self.labels.append(label)
+        # Turned to the slope of 1 that a bandwidth has on log-log axes, whatever the plot's shape, and set just
+        # above its line: the decode and batch points sit on or under these lines, the GEMM ceilings to the right.
+        self.slope_labels = []
+        for _ in range(MEMORY_CEILINGS):
+            label = pg.TextItem("", anchor=(0, 1), rotateAxis=(1, 1))
+            label.setVisible(False)
+            self.addItem(label)
+            self.slope_labels.append(label)
         for side in ("left", "bottom"):
             self.getAxis(side).enableAutoSIPrefix(False)  # a log axis in powers of ten, not "x1e+12"
         self.empty_note = EmptyPlotNote(self, RUN_A_SWEEP)
@@ -156,38 +167,53 @@ class RooflinePlot(pg.PlotWidget):
         return (min(xs) / 4, max(xs) * 4), (min(ys) / 4, max(ys) * 4)
 
     def _draw_ceilings(self, x_range, y_range) -> list[tuple[float, float, str, str, tuple[int, int]]]:
-        """The roof: bandwidth slopes up to the highest GEMM ceiling, GEMM ceilings from their ridge on."""
+        """The roof: bandwidth slopes up to the highest GEMM ceiling, GEMM ceilings from their ridge on. Labels the
+        slopes itself; returns the GEMM ceilings' labels."""
         for item in self.ceiling_items:
             item.setData([], [])
         if not self._ceilings:
+            for label in self.slope_labels:
+                label.setVisible(False)
             return []
         compute = sorted((c for c in self._ceilings.ceilings.values() if c.is_compute), key=lambda c: c.value)
         memory = sorted((c for c in self._ceilings.ceilings.values() if not c.is_compute), key=lambda c: c.value)
         top = compute[-1].value / GIGA if compute else y_range[1]
-        texts = []
-        for index, (item, ceiling) in enumerate(zip(self.ceiling_items, memory)):
+        for label in self.slope_labels:
+            label.setVisible(False)
+        for index, (item, label, ceiling) in enumerate(zip(self.ceiling_items, self.slope_labels, memory)):
             slope = ceiling.value / GIGA
             xs = np.geomspace(x_range[0], top / slope, 8)
             color = MEMORY_COLOR.get(ceiling.name, "#5f6368")
             item.setData(xs, xs * slope, pen=pg.mkPen(color, width=2, style=Qt.PenStyle.DashLine))
-            label = f"{ceiling.label} {format_rate(ceiling.value, 'byte/s')}"
+            text = f"{ceiling.label} {format_rate(ceiling.value, 'byte/s')}"
             if ceiling.name == "llc" and self._weights_fit:
-                label += ": holds the weights"
-            # Staggered along the slopes, the faster one further right, each just above its line.
-            x = x_range[0] * 1.5 * 6**index
-            texts.append((x, x * slope * 1.2, label, color, (0, 1)))
+                text += ": holds the weights"
+            label.setText(text)
+            label.setColor(color)
+            # The slowest slope's label under its line, a faster one's over it: the two lines run too close
+            # together for a label between them.
+            start = x_range[0] * 1.5
+            under = index == 0 and len(memory) > 1
+            label.setAnchor((0, 0) if under else (0, 1))
+            label.setPos(math.log10(start), math.log10(start * slope * (1 / 1.1 if under else 1.1)))
+            label.setVisible(True)
         slowest = memory[0].value / GIGA if memory else None
-        for item, ceiling in zip(self.ceiling_items[len(memory) :], compute):
-            level = ceiling.value / GIGA
+        texts = []
+        levels = [ceiling.value / GIGA for ceiling in compute]
+        for index, (item, ceiling) in enumerate(zip(self.ceiling_items[len(memory) :], compute)):
+            level = levels[index]
             start = level / slowest if slowest else x_range[0]
             item.setData([start, x_range[1]], [level, level], pen=pg.mkPen(COMPUTE_COLOR, width=2))
+            # A label over its line, unless the next ceiling up is too close for one between them (bfloat16's and
+            # int8's GEMM can be a fifth of a decade apart): then under it, and the next one's over its own.
+            above = index + 1 == len(levels) or math.log10(levels[index + 1] / level) >= CLOSE_DECADES
             texts.append(
                 (
                     x_range[1] / 1.2,
-                    level * 1.1,
+                    level * 1.1 if above else level / 1.1,
                     f"{ceiling.label} {format_rate(ceiling.value, 'flop/s')}",
                     COMPUTE_COLOR,
-                    (1, 1),
+                    (1, 1) if above else (1, 0),
                 )
             )
         return texts

@@ -7,7 +7,7 @@ from PySide6.QtWidgets import QGraphicsItem
 
 from gui.plotting.fitted_label import FittedLabel, wordings_of
 from gui.plotting.legend_row import add_legend_row
-from gui.plotting.spaced_axis import SpacedAxis
+from gui.plotting.spaced_axis import SpacedAxis, UncrowdedAxis
 
 # The title's row: pyqtgraph's own is 30 pixels of an 11-point title; with the legend's row below it and the axis under
 # the view, a 140-pixel plot kept 31 pixels for its data (issue 41). A 9-point title fits in 20.
@@ -25,8 +25,9 @@ def style_plot(
     log_y: bool = False,
 ) -> None:
     """left: the y axis's label, or its wordings longest first; the plot shows the longest that fits its height
-    (plot.left_label, a FittedLabel). The left axis is a SpacedAxis: its labels do not overlap on a short plot."""
-    plot.getPlotItem().setAxisItems({"left": SpacedAxis("left")})
+    (plot.left_label, a FittedLabel). The left axis is a SpacedAxis: its labels do not overlap on a short plot; nor do
+    the bottom axis's (an UncrowdedAxis)."""
+    plot.getPlotItem().setAxisItems({"left": SpacedAxis("left"), "bottom": UncrowdedAxis("bottom")})
     plot.setBackground("w")
     set_plot_title(plot, title)
     plot.setLabel("bottom", bottom)

@@ -61,7 +61,35 @@ def labelled_subset(ticks: list[tuple[float, str]], low: float, high: float, siz
     return max(choices, key=lambda chosen: len(inside((value for value, _ in chosen), low, high, margin)))
 
 
-class SpacedAxis(pg.AxisItem):
+class UncrowdedAxis(pg.AxisItem):
+    """An axis that leaves out a tick label that would overlap one placed before it (pyqtgraph places the coarser
+    levels first, and decades before the values between them). A log axis spanning less than two decades labels every
+    value in between, and on the Lab's plots, a few hundred pixels wide, "7·10¹", "8·10¹", "9·10¹" and "10²" ran
+    together."""
+
+    def generateDrawSpecs(self, p):  # noqa: N802 - pyqtgraph's name
+        specs = super().generateDrawSpecs(p)
+        if specs is None:  # no view linked yet
+            return specs
+        axis, ticks, texts = specs
+        air = LABEL_AIR_PX
+        kept: list = []
+        for rect, flags, text in sorted(texts, key=lambda spec: _label_rank(spec[2])):
+            padded = rect.adjusted(-air, -air, air, air)
+            if not any(padded.intersects(other) for other, _, _ in kept):
+                kept.append((rect, flags, text))
+        return axis, ticks, kept
+
+
+def _label_rank(text: str) -> int:
+    """Which labels an UncrowdedAxis places first: on a log axis a decade ("10²"), then a 2 or a 5 ("5·10¹"), then
+    the rest; a linear axis's labels all rank alike, so they keep pyqtgraph's order (coarser levels first)."""
+    if "·" not in text:
+        return 0
+    return 1 if text.split("·")[0] in ("2", "5") else 2
+
+
+class SpacedAxis(UncrowdedAxis):
     """pyqtgraph's axis keeps at least two intervals of major ticks and always labels them, so on the meter's least
     plot height the labels ran together ("800", "600", "400" and "200" within 25 px). This one labels round values
     far enough apart (label_spacing), and drops finer levels that would crowd them. Ticks given as a list

@@ -30,3 +30,32 @@ def test_decades_on_a_short_axis_keep_every_other_one_inside():
     shown = labelled_subset(decades, -0.24, 3.24, 30, LABEL_PX)  # 8.6 px a decade
     assert len(shown) == 2 and shown in (decades[0::2], decades[1::2])
     assert labelled_subset(decades, -0.24, 3.24, 150, LABEL_PX) == decades
+
+
+def test_a_log_axis_under_two_decades_labels_no_value_over_another(qtbot):
+    """The Lab's weight-bytes plot: 60 to 400 MB on a 380-pixel axis, where pyqtgraph labelled 7, 8 and 9 x 10 and
+    100 into one smudge. The labels drawn do not overlap, and the decade is one of them."""
+    import numpy as np
+    import pyqtgraph as pg
+
+    from gui.plotting.plot_style import style_plot
+
+    plot = pg.PlotWidget()
+    style_plot(plot, title="t", bottom="weight MB (log scale)", left="tok/s", tooltip="", log_x=True, log_y=True)
+    plot.plot(np.array([96.4, 135.0, 269.0]), np.array([118.0, 41.0, 28.0]), pen=None, symbol="o")
+    plot.setXRange(np.log10(60), np.log10(400), padding=0)
+    plot.resize(380, 210)
+    plot.show()
+    qtbot.waitExposed(plot)
+    axis = plot.getPlotItem().getAxis("bottom")
+    image = pg.QtGui.QImage(10, 10, pg.QtGui.QImage.Format.Format_ARGB32)  # held: the painter draws on it
+    painter = pg.QtGui.QPainter(image)
+    try:
+        _, _, texts = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    labels = [text for _, _, text in texts]
+    rects = [rect for rect, _, _ in texts]
+    assert "10²" in labels and len(labels) >= 3
+    assert not any(a.intersects(b) for index, a in enumerate(rects) for b in rects[index + 1 :]), labels
+    plot.close()

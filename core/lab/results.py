@@ -12,6 +12,7 @@ from core.atomic_file import atomic_write_text
 from core.bounded_read import NotReadable, read_named_file
 from core.errors import LatencyLabError
 from core.lab.config import SWEEPS
+from core.lab.result_checks import results_problem
 from core.lab.roofline_rows import ROOFLINE_DEFINITIONS
 from core.timing.metrics import DEFINITIONS
 
@@ -140,6 +141,9 @@ class LabResults:
             rows = document.get(sweep, [])
             if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
                 raise LabResultsError(f"the {sweep!r} entry must be a list of objects.")
+        problem = results_problem(document)
+        if problem:
+            raise LabResultsError(f"{problem}.")
         machine = dict(document.get("machine") or {})
         bandwidth = machine.pop("bandwidth", None)
         return cls(

@@ -71,6 +71,8 @@ class BatchPlot(pg.PlotWidget):
         self._single_tok_s = None
 
     def add_row(self, row: dict) -> None:
+        if row.get("aggregate_tok_s") is None or row.get("per_seq_tok_s") is None:
+            return  # a batch size not measured (null in the row) has no point to draw
         if row["batch_size"] == 1:
             self._single_tok_s = row["aggregate_tok_s"]
         self._batch.append(row["batch_size"])

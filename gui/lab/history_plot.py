@@ -54,6 +54,8 @@ class HistorySweepPlot(pg.PlotWidget):
             buffer.clear()
 
     def add_row(self, row: dict) -> None:
+        if row.get("ttft_on_s") is None or row.get("ttft_off_s") is None:
+            return  # a turn not measured both ways (null in the row) has no pair of points to draw
         self._turns.append(row["turn"])
         self._on_ms.append(row["ttft_on_s"] * 1000)
         self._off_ms.append(row["ttft_off_s"] * 1000)

@@ -69,7 +69,7 @@ class PrecisionPlot(pg.PlotWidget):
         self._bandwidth_bytes_s = None
 
     def add_precision_row(self, row: dict) -> None:
-        if row.get("error") or not row.get("decode_tok_s"):
+        if row.get("error") or not row.get("decode_tok_s") or not row.get("weight_bytes"):
             return
         self._megabytes.append(row["weight_bytes"] / 1e6)
         self._tok_s.append(row["decode_tok_s"])
@@ -77,7 +77,7 @@ class PrecisionPlot(pg.PlotWidget):
 
     def add_size_row(self, row: dict) -> None:
         """A model of the size sweep: its point named by its file."""
-        if row.get("error") or not row.get("decode_tok_s"):
+        if row.get("error") or not row.get("decode_tok_s") or not row.get("weight_bytes"):
             return
         self._megabytes.append(row["weight_bytes"] / 1e6)
         self._tok_s.append(row["decode_tok_s"])

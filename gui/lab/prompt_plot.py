@@ -55,6 +55,8 @@ class PromptLengthPlot(pg.PlotWidget):
             buffer.clear()
 
     def add_row(self, row: dict) -> None:
+        if row.get("ttft_s") is None or row.get("tpot_s") is None:
+            return  # a length whose TTFT or TPOT was not measured (null in the row) has no pair of points
         self._tokens.append(row["prompt_tokens"])
         self._ttft_ms.append(row["ttft_s"] * 1000)
         self._tpot_ms.append(row["tpot_s"] * 1000)

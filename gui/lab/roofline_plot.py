@@ -104,19 +104,19 @@ class RooflinePlot(pg.PlotWidget):
             and weights_fit_in_cache(ArithmeticShape.from_dict(arithmetic), self._ceilings)
         )
 
-    # Points in GFLOP/s, as the y axis reads.
+    # Points in GFLOP/s, as the y axis reads; a phase whose rate or intensity was not measured (null) is left out.
     def add_prompt_row(self, row: dict) -> None:
-        if row.get("prefill_flops_per_s"):
+        if row.get("prefill_flops_per_s") and row.get("prefill_intensity"):
             self._prefill.append((row["prefill_intensity"], row["prefill_flops_per_s"] / GIGA))
-        if row.get("decode_flops_per_s"):
+        if row.get("decode_flops_per_s") and row.get("decode_intensity"):
             self._decode.append((row["decode_intensity"], row["decode_flops_per_s"] / GIGA))
 
     def add_batch_row(self, row: dict) -> None:
-        if row.get("decode_flops_per_s"):
+        if row.get("decode_flops_per_s") and row.get("decode_intensity"):
             self._batch.append((row["decode_intensity"], row["decode_flops_per_s"] / GIGA, row["batch_size"]))
 
     def add_precision_row(self, row: dict) -> None:
-        if row.get("decode_flops_per_s"):
+        if row.get("decode_flops_per_s") and row.get("decode_intensity"):
             self._precision.append((row["decode_intensity"], row["decode_flops_per_s"] / GIGA, row["dtype"]))
 
     def points(self) -> list[tuple[float, float]]:

@@ -1,0 +1,162 @@
+"""A lab result file that says a TTFT is -1, NaN or "x", or a verdict is a number, is refused in one line; the
+Lab keeps what it showed (the plots take logarithms and ratios of these numbers)."""
+
+import copy
+import json
+
+import pytest
+
+from core.lab.results import LabResults, LabResultsError, load_results_json, results_from_json, save_results_json
+
+GIGA = 1e9
+
+
+def ceiling(name: str, label: str, unit: str, value: float) -> dict:
+    return {"name": name, "label": label, "unit": unit, "value": value, "median": value, "passes": 3, "method": "m"}
+
+
+# A result shaped as a real run writes one (every sweep the plots draw, the ceilings, the model's shape, a verdict).
+GOOD = LabResults(
+    config={"model": "embedded"},
+    machine={"cpu": "x86_64", "logical_cores": 2, "torch_threads": 2, "cpu_share": 0.98},
+    model={
+        "arithmetic": {
+            "layers": 30,
+            "width": 576,
+            "heads": 9,
+            "kv_heads": 3,
+            "head_dim": 64,
+            "ffn": 1536,
+            "vocab": 49152,
+            "weight_bytes": 96_436_224,
+            "windows": [],
+            "prefill_precision": "int8",
+        }
+    },
+    bandwidth_measurement={"bytes_per_s": 28.3 * GIGA, "median_bytes_per_s": 27.7 * GIGA},
+    ceilings={
+        "ceilings": {
+            "gemm_int8": ceiling("gemm_int8", "int8 GEMM", "flop/s", 1367 * GIGA),
+            "dram": ceiling("dram", "DRAM", "byte/s", 28.3 * GIGA),
+        },
+        "cpu": "x86_64",
+        "threads": 2,
+        "last_level_cache_bytes": 300 * 2**20,
+        "measured_at": "2026-12-06T13:44:33+00:00",
+        "others_share": 0.0,
+        "loaded": False,
+    },
+    prompt=[
+        {
+            "prompt_tokens": 15,
+            "ttft_s": 0.0275,
+            "tpot_s": 0.0091,
+            "residual_pct": -11.7,
+            "ttft_runs_s": [0.0275],
+            "prefill_intensity": 33.0,
+            "prefill_flops_per_s": 118 * GIGA,
+            "decode_intensity": 2.8,
+            "decode_flops_per_s": 30 * GIGA,
+        }
+    ],
+    batch=[
+        {
+            "batch_size": 1,
+            "step_time_s": 0.004,
+            "aggregate_tok_s": 251.0,
+            "per_seq_tok_s": 251.0,
+            "decode_flops_per_s": None,
+        }
+    ],
+    precision=[{"dtype": "native", "weight_bytes": 96_436_224, "decode_tok_s": 118.3, "arithmetic": None}],
+    history=[{"turn": 1, "prompt_tokens": 42, "cached_tokens": 0, "ttft_on_s": 0.0536, "ttft_off_s": 0.0505}],
+    verdicts=[
+        {"key": "prompt", "claim": "c", "holds": True, "evidence": "e", "criterion": "k", "sentence": "c: e. Holds."}
+    ],
+).to_dict()
+
+
+def with_change(path: tuple, value) -> str:
+    document = copy.deepcopy(GOOD)
+    node = document
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return json.dumps(document, allow_nan=True)
+
+
+def test_a_result_as_a_run_writes_it_loads():
+    results = results_from_json(json.dumps(GOOD))
+    assert results.row_count() == 4 and results.verdicts[0]["holds"] is True
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "said"),
+    [
+        (("prompt", 0, "ttft_s"), -1.0, "row 1 of the 'prompt' sweep: ttft_s must be a number above zero"),
+        (("prompt", 0, "ttft_s"), float("nan"), "ttft_s must be a number above zero (or null), not nan"),
+        (("prompt", 0, "prefill_intensity"), float("inf"), "prefill_intensity must be a number above zero"),
+        (("prompt", 0, "decode_flops_per_s"), "x" * 500, "decode_flops_per_s must be a number above zero (or null)"),
+        (("prompt", 0, "residual_pct"), [1], "residual_pct must be a number"),
+        (("batch", 0, "batch_size"), 0, "batch_size must be a whole number of at least 1, not 0"),
+        (("history", 0, "turn"), "x", "turn must be a whole number of at least 1"),
+        (("precision", 0, "weight_bytes"), 1e308, "weight_bytes must be a number above zero"),
+        (("ceilings", "ceilings", "dram", "value"), 0.0, "the dram ceiling's value must be a number above zero"),
+        (("ceilings", "ceilings", "dram", "unit"), "GB", "the dram ceiling's unit must be flop/s or byte/s"),
+        (("ceilings", "threads"), "x", "the ceilings' threads must be a whole number"),
+        (("machine", "bandwidth"), "fast", "the machine's bandwidth must be an object"),
+        (("machine", "cpu_share"), "x", "the machine's cpu_share must be a number"),
+        (("model", "arithmetic", "layers"), None, "the model's arithmetic needs layers as a whole number"),
+        (("verdicts", 0, "evidence"), -1, "a verdict's evidence must be text, not -1"),
+        (("verdicts", 0, "holds"), "yes", "a verdict's holds must be true, false or null"),
+        (("notes",), 3, "the notes entry must be a list"),
+        (("batch", 0, "per_seq_tok_s"), "x", "per_seq_tok_s must be a number above zero"),
+        (("precision", 0, "dtype"), 4, "dtype must be text, not 4"),
+    ],
+)
+def test_a_value_the_lab_cannot_draw_is_refused_in_words(path, value, said):
+    with pytest.raises(LabResultsError) as refused:
+        results_from_json(with_change(path, value))
+    assert said in str(refused.value)
+    assert "\n" not in str(refused.value) and len(str(refused.value)) < 200  # a bad value is shown cut short
+
+
+def test_a_row_without_what_its_plot_reads_is_refused():
+    document = copy.deepcopy(GOOD)
+    del document["batch"][0]["per_seq_tok_s"]
+    with pytest.raises(LabResultsError, match="row 1 of the 'batch' sweep: it has no per_seq_tok_s"):
+        results_from_json(json.dumps(document))
+
+
+def test_a_value_not_measured_is_null_and_drawn_as_no_point():
+    """A run writes null where it could not measure (a rate over no time): loaded, and the plots leave it out."""
+    results = results_from_json(with_change(("history", 0, "ttft_on_s"), None))
+    assert results.history[0]["ttft_on_s"] is None
+
+
+@pytest.mark.plots
+def test_the_lab_keeps_what_it_showed_when_a_file_is_refused(qtbot, tmp_path):
+    from gui.lab.lab_tab import LabTab
+
+    tab = LabTab()
+    qtbot.addWidget(tab)
+    tab.resize(1200, 900)
+    tab.show()
+    qtbot.waitExposed(tab)
+    try:
+        good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+        save_results_json(load_results_json_text(json.dumps(GOOD), tmp_path), good)
+        tab.load_json(good)
+        bad.write_text(with_change(("prompt", 0, "tpot_s"), -0.5), encoding="utf-8")
+        with pytest.raises(LabResultsError, match="tpot_s must be a number above zero"):
+            tab.load_json(bad)
+        assert list(tab.prompt_plot.ttft_item.getData()[0]) == [15]
+        assert tab.results is not None and tab.results.prompt[0]["tpot_s"] == 0.0091
+    finally:
+        tab.shutdown()
+
+
+def load_results_json_text(text: str, folder) -> LabResults:
+    path = folder / "source.json"
+    path.write_text(text, encoding="utf-8")
+    return load_results_json(path)

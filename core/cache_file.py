@@ -50,6 +50,19 @@ def number(low: float, high: float) -> Check:
     return check
 
 
+def positive(high: float) -> Check:
+    """A number above zero (a time, a rate: what a plot takes the logarithm of or divides by) and at most high."""
+
+    def check(value: Any, where: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise CacheFileError(f"{where} must be a number, not {_kind(value)}")
+        if not (math.isfinite(value) and 0 < value <= high):
+            raise CacheFileError(f"{where} must be above 0 and at most {high:g}, not {str(value)[:40]}")
+        return value
+
+    return check
+
+
 def whole(low: int, high: int) -> Check:
     def check(value: Any, where: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int):

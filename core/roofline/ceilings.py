@@ -406,29 +406,30 @@ _CEILING = record(
     },
     required=("name", "label", "unit", "value", "median", "passes", "method"),
 )
-_CEILINGS_FILE = record(
-    {
-        "format": whole(FORMAT, FORMAT),
-        "ceilings": mapping(one_of(*CEILING_NAMES), _CEILING, len(CEILING_NAMES)),
-        "cpu": text(),
-        "threads": whole(1, 65_536),
-        "last_level_cache_bytes": optional(whole(1, 2**40)),
-        "measured_at": text(100),
-        "others_share": optional(number(0, 1)),
-        "loaded": flag,
-        "from_cache": flag,
-        "notes": list_of(text(), 100),
-    },
-    required=("format", "ceilings", "cpu", "threads", "measured_at", "loaded"),
-)
+_CEILINGS_FIELDS = {
+    "ceilings": mapping(one_of(*CEILING_NAMES), _CEILING, len(CEILING_NAMES)),
+    "cpu": text(),
+    "threads": whole(1, 65_536),
+    "last_level_cache_bytes": optional(whole(1, 2**40)),
+    "measured_at": text(100),
+    "others_share": optional(number(0, 1)),
+    "loaded": flag,
+    "from_cache": flag,
+    "notes": list_of(text(), 100),
+}
+_CEILINGS_REQUIRED = ("ceilings", "cpu", "threads", "measured_at", "loaded")
+# The cache holds this format's only; a lab result keeps the ceilings of its day, whatever their format.
+_CEILINGS_FILE = record({"format": whole(FORMAT, FORMAT), **_CEILINGS_FIELDS}, required=("format", *_CEILINGS_REQUIRED))
+_CEILINGS_OF_A_RESULT = record(_CEILINGS_FIELDS, required=_CEILINGS_REQUIRED)
 
 
-def checked_ceilings(document: object) -> Ceilings:
+def checked_ceilings(document: object, where: str = "the file", cached: bool = True) -> Ceilings:
     """Ceilings from a document that passed the schema above, each ceiling's unit matching its name, or
-    CacheFileError naming the first field that does not."""
+    CacheFileError naming the first field that does not. cached: the cache's own file, of this format only (a lab
+    result's, saved with it, may be of an older one)."""
     from core.cache_file import CacheFileError
 
-    checked = _CEILINGS_FILE(document, "the file")
+    checked = (_CEILINGS_FILE if cached else _CEILINGS_OF_A_RESULT)(document, where)
     for name, ceiling in checked["ceilings"].items():
         if ceiling["name"] != name or ceiling["unit"] != CEILING_NAMES[name]:
             raise CacheFileError(f"ceilings.{name} is named {ceiling['name']!r} in {ceiling['unit']}")

@@ -31,7 +31,7 @@ TOKENS = whole(0, MOST)
 RUNS = optional(list_of(SIGNED, MOST_ROWS))
 
 # What each sweep's rows hold; a row must have what its plot reads (required), and other keys pass unchecked.
-RUN_FIELDS = {"prompt_tokens": TOKENS, "new_tokens": COUNT, "repeats": COUNT}
+RUN_FIELDS = {"prompt_tokens": TOKENS, "new_tokens": COUNT, "repeats": TOKENS}  # repeats: the runs that finished
 TIMES = dict.fromkeys(("ttft_s", "tpot_s", "e2e_s", "decode_tok_s", "prefill_tok_s", "itl_p50_s"), MEASURED)
 ROOFLINE = {
     f"{phase}_{quantity}": MEASURED

@@ -7,45 +7,15 @@ import json
 import pytest
 
 from core.lab.results import LabResults, LabResultsError, load_results_json, results_from_json, save_results_json
-
-GIGA = 1e9
-
-
-def ceiling(name: str, label: str, unit: str, value: float) -> dict:
-    return {"name": name, "label": label, "unit": unit, "value": value, "median": value, "passes": 3, "method": "m"}
-
+from tests.support.roofline_facts import ARITHMETIC, GIGA, ceilings_document
 
 # A result shaped as a real run writes one (every sweep the plots draw, the ceilings, the model's shape, a verdict).
 GOOD = LabResults(
     config={"model": "embedded"},
     machine={"cpu": "x86_64", "logical_cores": 2, "torch_threads": 2, "cpu_share": 0.98},
-    model={
-        "arithmetic": {
-            "layers": 30,
-            "width": 576,
-            "heads": 9,
-            "kv_heads": 3,
-            "head_dim": 64,
-            "ffn": 1536,
-            "vocab": 49152,
-            "weight_bytes": 96_436_224,
-            "windows": [],
-            "prefill_precision": "int8",
-        }
-    },
+    model={"arithmetic": ARITHMETIC},
     bandwidth_measurement={"bytes_per_s": 28.3 * GIGA, "median_bytes_per_s": 27.7 * GIGA},
-    ceilings={
-        "ceilings": {
-            "gemm_int8": ceiling("gemm_int8", "int8 GEMM", "flop/s", 1367 * GIGA),
-            "dram": ceiling("dram", "DRAM", "byte/s", 28.3 * GIGA),
-        },
-        "cpu": "x86_64",
-        "threads": 2,
-        "last_level_cache_bytes": 300 * 2**20,
-        "measured_at": "2026-12-06T13:44:33+00:00",
-        "others_share": 0.0,
-        "loaded": False,
-    },
+    ceilings=ceilings_document({"gemm_int8": 1367 * GIGA, "dram": 28.3 * GIGA}),
     prompt=[
         {
             "prompt_tokens": 15,

@@ -3,31 +3,9 @@
 import pytest
 
 from gui.lab.roofline_plot import RooflinePlot
+from tests.support.roofline_facts import GIGA, XEON_AMX, ceilings_document
 
-GIGA = 1e9
-
-
-def ceiling(name: str, label: str, unit: str, value: float) -> dict:
-    return {"name": name, "label": label, "unit": unit, "value": value, "median": value, "passes": 3, "method": "m"}
-
-
-# An AMX Xeon's: four GEMM ceilings (bfloat16's and int8's a fifth of a decade apart) and two bandwidths.
-XEON = {
-    "ceilings": {
-        "gemm_float32": ceiling("gemm_float32", "float32 GEMM", "flop/s", 230 * GIGA),
-        "gemm_bfloat16": ceiling("gemm_bfloat16", "bfloat16 GEMM", "flop/s", 2163 * GIGA),
-        "gemm_int8": ceiling("gemm_int8", "int8 GEMM", "flop/s", 1367 * GIGA),
-        "gemm_amx_int8": ceiling("gemm_amx_int8", "AMX int8 GEMM", "flop/s", 7031 * GIGA),
-        "dram": ceiling("dram", "DRAM", "byte/s", 28.3 * GIGA),
-        "llc": ceiling("llc", "last-level cache", "byte/s", 56.8 * GIGA),
-    },
-    "cpu": "x86_64",
-    "threads": 2,
-    "last_level_cache_bytes": 300 * 2**20,
-    "measured_at": "2026-12-06T13:44:33+00:00",
-    "others_share": 0.0,
-    "loaded": False,
-}
+XEON = ceilings_document(XEON_AMX)
 
 
 @pytest.fixture

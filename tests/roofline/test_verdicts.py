@@ -7,37 +7,15 @@ import pytest
 from core.lab.results import LabResults
 from core.lab.roofline_rows import batch_row_fields, prompt_row_fields
 from core.lab.verdicts import judge
-from core.roofline.ceilings import Ceiling, Ceilings
 from core.roofline.placement import decode_sentence, place_reply, prefill_sentence
-
-MIB = 2**20
-# The embedded model's shape, its Q4_1 weights, a bfloat16 GEMM for prompts.
-ARITHMETIC = {
-    "layers": 30,
-    "width": 576,
-    "heads": 9,
-    "kv_heads": 3,
-    "head_dim": 64,
-    "ffn": 1536,
-    "vocab": 49152,
-    "weight_bytes": 98_000_000,
-    "windows": [0] * 30,
-    "prefill_precision": "bfloat16",
-}
+from tests.support.roofline_facts import ARITHMETIC, MIB, ceilings_document
 
 
 def ceilings(llc_bytes=300 * MIB) -> dict:
     """This Xeon's, as the issue measured them: DRAM 31 GB/s, the last-level cache 55, bfloat16 GEMMs 2.1 TFLOP/s."""
-    made = {
-        name: Ceiling(name, label, unit, value, value, 5, "by hand")
-        for name, label, unit, value in (
-            ("gemm_float32", "float32 GEMM", "flop/s", 265e9),
-            ("gemm_bfloat16", "bfloat16 GEMM", "flop/s", 2.1e12),
-            ("dram", "DRAM", "byte/s", 31e9),
-            ("llc", "last-level cache", "byte/s", 55e9),
-        )
-    }
-    return Ceilings(made, "a Xeon", 2, llc_bytes, "today", 0.0, False).to_dict()
+    return ceilings_document(
+        {"gemm_float32": 265e9, "gemm_bfloat16": 2.1e12, "dram": 31e9, "llc": 55e9}, llc_bytes=llc_bytes
+    )
 
 
 def prompt_row(tokens, ttft, tpot, n=50):

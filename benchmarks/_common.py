@@ -10,6 +10,7 @@ import io
 import json
 import os
 import platform
+import shutil
 import sys
 import tempfile
 import time
@@ -18,13 +19,22 @@ from pathlib import Path
 from core.atomic_file import atomic_write_text
 from core.cpu import cpu_flags
 
+
+def scratch_dir(prefix: str) -> str:
+    """A new folder under the temp dir, removed when this process exits (a benchmark run leaves nothing behind)."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Benchmarks drive the real window, which saves every chat: keep those out of the user's own list.
-os.environ.setdefault("LATENCYLAB_DATA_DIR", tempfile.mkdtemp(prefix="latencylab-bench-data-"))
+if "LATENCYLAB_DATA_DIR" not in os.environ:
+    os.environ["LATENCYLAB_DATA_DIR"] = scratch_dir("latencylab-bench-data-")
 # And the window's settings (QSettings, under XDG_CONFIG_HOME): a benchmark measures the defaults a new user gets, not
 # what was last chosen here, and what it toggles (streaming off, say) never reaches the user's own window.
-os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="latencylab-bench-config-")
+os.environ["XDG_CONFIG_HOME"] = scratch_dir("latencylab-bench-config-")
 
 
 def bare_reply(model, input_ids, new_tokens: int, loop: str = "generate"):

@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -75,7 +74,7 @@ def timed_llama_load(model: str, threads: int, context: int) -> float:
 
 
 def window_launch(env: dict, model: str | None = None) -> dict:
-    report = Path(tempfile.mkdtemp()) / "probe.json"
+    report = Path(_common.scratch_dir("latencylab-probe-")) / "probe.json"
     process = subprocess.Popen(
         LATENCYLAB + (["--model", model] if model else []) + ["--profile-ui", str(report)],
         cwd=ROOT,
@@ -159,7 +158,7 @@ def main() -> None:
     report.figure("model_ready_s", ready)
 
     if not args.skip_first_launch:
-        first_env = {**env, "LATENCYLAB_CACHE_DIR": tempfile.mkdtemp(prefix="latencylab-cold-")}
+        first_env = {**env, "LATENCYLAB_CACHE_DIR": _common.scratch_dir("latencylab-cold-")}
         _, first, progress = timed_ask(first_env, model)
         phases = [line for line in progress.splitlines() if "first launch" in line]
         print(

@@ -10,7 +10,6 @@ Run: .venv/bin/python benchmarks/meter_scaling.py [--long 4000] [--turns 50]
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
 from pathlib import Path
 
@@ -97,7 +96,7 @@ def main() -> None:
     _common.add_json_option(parser)
     args = parser.parse_args()
     _common.start_report(args, "meter_scaling")
-    folder = Path(tempfile.mkdtemp()) / "tiny"
+    folder = Path(_common.scratch_dir("latencylab-tiny-")) / "tiny"
     build_tiny_model(folder, context=args.long + 1024)
     loaded = load_model(str(folder))
 

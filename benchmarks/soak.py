@@ -14,7 +14,6 @@ import argparse
 import gc
 import os
 import sys
-import tempfile
 import threading
 import time
 import warnings
@@ -110,7 +109,7 @@ def main() -> int:
     args = parser.parse_args()
     _common.start_report(args, "soak")
 
-    data = tempfile.mkdtemp(prefix="latencylab-soak-")
+    data = _common.scratch_dir("latencylab-soak-")
     os.environ["XDG_DATA_HOME"] = os.path.join(data, "data")
     os.environ["XDG_CONFIG_HOME"] = os.path.join(data, "config")
 

@@ -7,7 +7,6 @@ Run: .venv/bin/python benchmarks/ui_smoothness.py [--dtype int4] [--tokens 200]
 from __future__ import annotations
 
 import argparse
-import tempfile
 from pathlib import Path
 
 import _common
@@ -24,7 +23,7 @@ def main() -> None:
     driver = WindowDriver(dtype=args.dtype, streaming=True)  # the app's engine process, as a user runs it
     from gui.ui_probe import UiProbe
 
-    probe = UiProbe(driver.window, Path(tempfile.mkdtemp()) / "probe.json")
+    probe = UiProbe(driver.window, Path(_common.scratch_dir("latencylab-probe-")) / "probe.json")
     driver.ask("Say hi.", 4)  # warm-up: first paint of every plot
     probe.reset_measurements()
     trace = driver.ask("Tell me a long story about a lighthouse keeper.", args.tokens)

@@ -140,7 +140,7 @@ def ask_round(max_new_tokens: int) -> Measured:
         capture_output=True,
         text=True,
         timeout=300,
-        env={**os.environ, "LATENCYLAB_DATA_DIR": tempfile.mkdtemp(prefix="latencylab-blackbox-ask-")},
+        env={**os.environ, "LATENCYLAB_DATA_DIR": _common.scratch_dir("latencylab-blackbox-ask-")},
     )
     report = json.loads(done.stdout)
     return Measured(report["tpot_s"], report["output_tokens"], None, report.get("cpu") or {})

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
-import tempfile
 import time
 from pathlib import Path
 
@@ -98,7 +97,7 @@ def main() -> None:
     from gui.main_window import MainWindow
 
     app = QApplication.instance() or QApplication([])
-    folder = Path(tempfile.mkdtemp(prefix="latencylab-window-cpu-"))
+    folder = Path(_common.scratch_dir("latencylab-window-cpu-"))
     build_tiny_model(folder, context=args.tokens * 2 + 256)
     tiny = load_model(str(folder))
     window = MainWindow(engine_factory=InProcessEngine)

@@ -30,6 +30,9 @@ PASS_LABELS = 48
 SYMBOL_LIMIT = 300
 # Gaps are drawn on a log axis; a gap of 0 (two tokens from one put()) is shown at this floor.
 FLOOR_MS = 1e-3
+# The decades (log10 of ms) shown before any data: 1 ms to 1 s holds a CPU's or a server's TPOT and a short prompt's
+# TTFT, so a window's first reply seldom widens them while it streams (each widening repaints the whole plot).
+EMPTY_DECADES = (0, 3)
 
 
 def decade_label(power: int) -> str:
@@ -252,10 +255,10 @@ class IntervalPlot(pg.PlotWidget):
         self._highest_ms = value_ms if self._highest_ms is None else max(self._highest_ms, value_ms)
 
     def _show_decades(self, fit: bool = False) -> None:
-        """Set the y range to the whole decades around the data (10 ms to 1 s before any). While a reply streams the
+        """Set the y range to the whole decades around the data (EMPTY_DECADES before any). While a reply streams the
         range only widens (it starts as the last reply's); fit=True narrows it to this reply's data."""
         if self._lowest_ms is None or self._highest_ms is None:
-            decades = self._y_decades or (1, 3)
+            decades = self._y_decades or EMPTY_DECADES
         else:
             decades = (math.floor(math.log10(self._lowest_ms)), math.ceil(math.log10(self._highest_ms)))
             decades = (decades[0], max(decades[1], decades[0] + 1))

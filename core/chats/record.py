@@ -46,6 +46,19 @@ class ReplyRecord:
     context: ReplyContext = field(default_factory=ReplyContext)
 
 
+def without_replaced(replies: list[ReplyRecord], message_index: int | None = None) -> list[ReplyRecord]:
+    """The replies a chat keeps: each assistant message's newest reply. Regenerate replaces a message's reply, in the
+    chat as in its views; with message_index, that message's reply goes too (it is being replaced now). A chat saved
+    before Regenerate dropped the reply it replaced holds both: the older is left out here."""
+    newest = {reply.context.message_index: position for position, reply in enumerate(replies)}
+    return [
+        reply
+        for position, reply in enumerate(replies)
+        if reply.context.message_index is None
+        or (newest[reply.context.message_index] == position and reply.context.message_index != message_index)
+    ]
+
+
 @dataclass
 class ChatRecord:
     chat_id: str

@@ -15,7 +15,7 @@ from enum import Enum
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from core.chats.record import ReplyRecord
+from core.chats.record import ReplyRecord, without_replaced
 from core.chats.reply_context import ReplyContext
 from core.engine.messages import Delivered, JobDone, JobEvent, JobFailed, ReplyJob
 from core.errors import InvalidSettingsError
@@ -106,7 +106,10 @@ class ReplyController(QObject):
         session = self._chat.session
         if not session.can_regenerate() or not self._can_start() or self._models.ready is None:
             return False
+        replaced = len(session.messages) - 1
         if session.drop_last_reply() is not None:
+            # It leaves the chat's record as it leaves the views: reopened or exported, the chat has the new reply only.
+            self._chat.records[:] = without_replaced(self._chat.records, replaced)
             self.last_reply_dropped.emit()
         return self._start()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QMessageBox
 
-from core.chats.record import ChatFileError, ChatRecord, ReplyRecord
+from core.chats.record import ChatFileError, ChatRecord, ReplyRecord, without_replaced
 from core.chats.session import ChatSession, Message
 from core.chats.store import ChatStore
 from gui.chats.chat_keeper import ChatKeeper
@@ -169,6 +169,7 @@ class SavedChats(QObject):
         self.session = ChatSession(
             system_prompt=record.system_prompt, messages=[Message(m.role, m.content) for m in record.messages]
         )
+        record.replies = without_replaced(record.replies)  # saved before Regenerate dropped the reply it replaced
         self.records = [ReplyRecord(reply.trace, reply.context) for reply in record.replies]
         self.chat_opened.emit(record)
         self.refresh_list()

@@ -197,3 +197,21 @@ def test_viewing_chats_does_not_reorder_the_list(qtbot, window):
     assert window.saved_chats.chat_list.chat_ids() == [newer, older]
     assert window.saved_chats.keeper.saver.flush(10)
     assert [s.chat_id for s in ChatStore().scan()] == [newer, older]
+
+
+def test_a_chat_saved_with_the_reply_regenerate_replaced_reopens_with_the_new_one(qtbot, window, relaunch):
+    """Older builds kept the replaced reply in the chat's file: reopened, it came back into the budget tally, the
+    history and the prompt-cache map (2 of 2 replies for a chat showing one). The newest reply of a message wins."""
+    ask(qtbot, window, "Say hi.", max_new_tokens=6)
+    record = saved_chat(window)
+    replaced = record.replies[0]
+    window.close()
+    record.replies = [replaced, *record.replies]  # what an older build saved after Regenerate
+    store = ChatStore()
+    store.write_bytes(record.chat_id, store.encode(record))
+    assert len(store.load(record.chat_id).replies) == 2
+    reopened = relaunch()
+    assert reopened.saved_chats.open_chat(record.chat_id)
+    assert len(reopened.saved_chats.records) == 1
+    assert reopened.meter.budget_line.tally.endswith("of 1 reply within budget")
+    assert len(reopened.meter.cache_map.rows) == 1

@@ -127,9 +127,15 @@ def test_regenerate_replaces_the_last_reply_and_new_chat_clears(qtbot, window):
     assert window.chat_panel.transcript.toPlainText().count("Assistant") == 1
     assert window.chat_panel.transcript.toPlainText().count("Say hi.") == 1
     assert [m.role for m in window.session.messages] == ["user", "assistant"]
-    assert len(window.saved_chats.records) == 2
+    assert len(window.saved_chats.records) == 1  # the replaced reply left the chat's record too
+    replaced_chat = window.saved_chats.current_chat_id
     qtbot.mouseClick(window.chat_panel.new_chat_button, Qt.MouseButton.LeftButton)
     assert window.chat_panel.transcript.toPlainText() == "" and window.session.messages == []
+    assert window.saved_chats.open_chat(
+        replaced_chat
+    )  # reopened, it still counts one reply, as it did before the switch
+    assert window.meter.budget_line.tally.endswith("of 1 reply within budget")
+    assert len(window.meter.cache_map.rows) == 1 and len(window.saved_chats.records) == 1
 
 
 def test_streaming_toggle_survives_a_restart(qtbot, window, open_window):

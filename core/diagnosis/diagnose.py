@@ -38,8 +38,7 @@ def diagnose(
     """
     if not trace.timestamps_ns:
         return []
-    prefill_s = next((part.duration_s for part in segments(trace) if part.name == "prefill"), None)
-    prefill_s = prefill_s or trace.metrics().ttft_s
+    prefill_s = prompt_pass_s(trace)
     placement = reply_placement(trace, arithmetic, ceilings) if trace.server is None else None
     findings = [
         *prompt_findings(trace, prefill_s),
@@ -56,6 +55,18 @@ def diagnose(
     if not findings:
         return [healthy(trace, placement)]
     return sorted(findings, key=lambda finding: -(finding.cost_s or 0.0))
+
+
+def prompt_pass_s(trace: ReplyTrace) -> float | None:
+    """How long the prompt's pass took: a server's own account of it (its TTFT also holds its queue and the
+    network, which its own finding splits off), None where it gives none; locally the waterfall's prefill segment,
+    else the TTFT."""
+    if trace.server is not None:
+        prompt_ms = (trace.server.timings or {}).get("prompt_ms")
+        valid = isinstance(prompt_ms, int | float) and not isinstance(prompt_ms, bool) and 0 < prompt_ms < 1e12
+        return prompt_ms / 1e3 if valid else None
+    prefill_s = next((part.duration_s for part in segments(trace) if part.name == "prefill"), None)
+    return prefill_s or trace.metrics().ttft_s
 
 
 def healthy(trace: ReplyTrace, placement: dict | None) -> Finding:

@@ -21,7 +21,7 @@ CACHE_LOSS_SHARE = 0.2
 
 
 def prompt_findings(trace: ReplyTrace, prefill_s: float | None) -> list[Finding]:
-    """prefill_s: the prompt's pass (the waterfall's prefill segment, else the TTFT)."""
+    """prefill_s: the prompt's pass (core/diagnosis/diagnose.py's prompt_pass_s)."""
     metrics = trace.metrics()
     if metrics.ttft_s is None or not prefill_s:
         return []
@@ -49,12 +49,11 @@ def prompt_findings(trace: ReplyTrace, prefill_s: float | None) -> list[Finding]
                 cost_s=prefill_s,
             )
         ]
-    # A server's wait for its first token is its own account's to split (core/diagnosis/server.py); a prompt read
-    # while the weights came from disk is the disk's finding (core/diagnosis/machine.py), not the prompt's.
+    # A prompt read while the weights came from disk is the disk's finding (core/diagnosis/machine.py), not the
+    # prompt's. A server's prefill_s is its own account of the pass, so its queue and the network are not counted.
     read_cold = trace.cpu is not None and bool(trace.cpu.token_major_faults) and trace.cpu.token_major_faults[0] > 0
     if (
-        trace.server is None
-        and not read_cold
+        not read_cold
         and e2e
         and prefill_s >= FELT_PREFILL_S
         and prefill_s / e2e >= PREFILL_BOUND_SHARE

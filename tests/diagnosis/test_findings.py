@@ -251,11 +251,25 @@ def test_a_servers_queue_and_the_network_are_set_apart_from_its_prefill():
     )
 
 
-def test_a_server_whose_prefill_was_the_wait_is_no_finding():
+def test_a_server_whose_prefill_was_the_wait_gets_the_prompts_finding_from_its_own_account():
+    """A remote reply of 1.5 s, 1.1 s of it the server's prefill, was said to have nothing slowing it."""
     server = ServerReport("llama.cpp", 40, 31, 5 * MS, 31, {"prompt_ms": 1100.0})
     trace = made_trace([10.0] * 30, ttft_ms=1200, server=server)
     trace.cpu = None
-    assert kinds(trace) == [HEALTHY]
+    findings = diagnose(trace)
+    assert [finding.kind for finding in findings] == ["prefill"]
+    assert "40 tokens prefilled in 1.1 s" in findings[0].summary and "73% of its 1.5 s" in findings[0].summary
+
+
+def test_a_server_that_gives_no_prompt_time_or_a_short_one_gets_no_prompt_finding():
+    """Its TTFT holds its queue and the network too: only the server's own account of the pass is the prompt's."""
+    quick = made_trace(
+        [10.0] * 30, ttft_ms=1200, server=ServerReport("llama.cpp", 40, 31, 5 * MS, 31, {"prompt_ms": 90.0})
+    )
+    silent = made_trace([10.0] * 30, ttft_ms=1200, server=ServerReport("vLLM", 40, 31, 5 * MS, 31, {}))
+    for trace in (quick, silent):
+        trace.cpu = None
+        assert "prefill" not in kinds(trace)
 
 
 def dram(bytes_per_s: float):

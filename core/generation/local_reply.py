@@ -256,6 +256,7 @@ def _worded(use: CacheUse, cache: CacheRequest | None) -> PromptCacheReport:
         return label if isinstance(label, PromptPieces) else None
 
     cached = use.reused
+    status = use.status
     if use.status == pc.OFF:
         return PromptCacheReport(use.prompt_tokens, 0, "prompt cache off: the whole prompt was prefilled", status="off")
     if use.status == pc.EMPTY:
@@ -264,6 +265,9 @@ def _worded(use: CacheUse, cache: CacheRequest | None) -> PromptCacheReport:
         )
     if use.status == pc.EVICTED:
         reason = "this chat's cache was evicted to stay within the prompt cache's memory bound"
+    elif use.status == pc.OTHER_CHAT and _first_turn(pieces(cache.label if cache else None)):
+        # Nothing of this chat was lost: it had no history yet. Not a loss for the diagnosis to blame.
+        reason, status = "a new chat: no history of its own to reuse yet", "new"
     elif use.status == pc.OTHER_CHAT:
         reason = "this chat had nothing cached; the cache held another chat"
     elif cached < min(use.held, use.prompt_tokens - 1):
@@ -280,7 +284,12 @@ def _worded(use: CacheUse, cache: CacheRequest | None) -> PromptCacheReport:
         )
     if cached:
         reason += f" (the {cached:,} tokens they begin with were reused)"
-    return PromptCacheReport(use.prompt_tokens, cached, reason, status=use.status)
+    return PromptCacheReport(use.prompt_tokens, cached, reason, status=status)
+
+
+def _first_turn(pieces) -> bool:
+    """Whether the prompt is a chat's first message: no earlier turn in it, none left out before it."""
+    return pieces is not None and not pieces.dropped and len(pieces.messages) <= 1
 
 
 def _compute_threads() -> int:

@@ -196,7 +196,8 @@ class PromptCacheReport:
     timestamp_ns: Int64 | None = None  # locally: when the cached part was in place and prefill of the rest began
     memory_bytes: Int64 | None = None  # locally: the prompt cache's memory (live KV allocation and saved chats)
     # Locally, what happened: "hit" (the history reused), "broke" (reuse stopped at break_at), "evicted", "other" (the
-    # cache held another chat), "empty" (nothing cached since the load) or "off"; "" from a server or an older chat.
+    # cache held another chat), "new" (a chat's first message: it had no history to reuse), "empty" (nothing cached
+    # since the load) or "off"; "" from a server or an older chat.
     status: str = ""
 
     @property

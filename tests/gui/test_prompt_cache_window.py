@@ -51,7 +51,7 @@ def test_a_chat_reuses_its_history_and_every_view_says_so(qtbot, window, tmp_pat
     if first.cached_tokens == 0:
         assert rows[0].caption.endswith("nothing cached yet: the first reply since the model loaded")
     else:
-        assert rows[0].reason.startswith("this chat had nothing cached; the cache held another chat")
+        assert rows[0].reason.startswith("a new chat: no history of its own to reuse yet")
     history = window.meter.history_plot
     assert list(history.prefilled_item.getData()[0]) == [first.prefilled_tokens, second.prefilled_tokens]
 

@@ -22,12 +22,17 @@ def kernel_isa(flags: set[str]) -> str:
     return "avx2 kernels (avx512 machine)" if "avx512f" in flags else "avx2"
 
 
-def prompt_precision(dtype: str, flags: set[str], isa: str) -> str:
-    """The precision and instructions a prompt's matrix products run in, for a model loaded as `dtype`."""
+def prompt_precision(dtype: str, flags: set[str], isa: str, amx: bool | None = None) -> str:
+    """The precision and instructions a prompt's matrix products run in, for a model loaded as `dtype`. amx: whether
+    the built kernels run prompts on AMX's tiles (their own answer, ll_use_amx); None where they were not loaded."""
     if dtype == "native":
         if isa == "scalar":
             return "the file's quants through torch's int4 kernel where it covers the file, else float32"
+        if amx:
+            return "int8: the file's quants times int8 activations, on AMX tiles (tdpbusd)"
         instruction = "vpdpbusd" if "avx512" in isa and "vnni" in isa else "maddubs + madd"
+        if amx is None and "amx_int8" in flags:
+            instruction += "; on AMX tiles once the kernels are built, where the OS grants them"
         return f"int8: the file's quants times int8 activations ({instruction})"
     if dtype == "bfloat16":
         native = next((flag for flag in BF16_INSTRUCTIONS if flag in flags), None)
@@ -49,10 +54,11 @@ def kernels_check(
     compiler: bool,
     loaded_isa: str | None = None,
     types_without_kernel: Iterable[str] = (),
+    amx: bool | None = None,
 ) -> Check:
     """built: a whole build of the kernels is cached for this CPU; compiler: one is there to build them; loaded_isa:
     the built library's own word for its ISA, where it was loaded; types_without_kernel: the model's tensor types the
-    kernels do not multiply (dequantised to float16 at load)."""
+    kernels do not multiply (dequantised to float16 at load); amx: whether that library runs prompts on AMX's tiles."""
     flags = set(flags)
     isa = loaded_isa or kernel_isa(flags)
     fallbacks = sorted(set(types_without_kernel))
@@ -63,7 +69,7 @@ def kernels_check(
         "kernels_built": built,
         "compiler": compiler,
         "dtype": dtype,
-        "prompt_gemm": prompt_precision(dtype, flags, isa),
+        "prompt_gemm": prompt_precision(dtype, flags, isa, amx),
         "types_without_kernel": fallbacks,
     }
     state = "built" if built else "not built yet" if compiler else "not built, no compiler"

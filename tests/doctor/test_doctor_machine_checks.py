@@ -150,6 +150,25 @@ def test_kernel_path_and_gemm_precision_per_cpu():
     assert "avx512_bf16" in kernels_check(AVX512, "bfloat16", True, True).value["prompt_gemm"]
     fallback = kernels_check(AVX512, "native", True, True, "avx512 vnni", types_without_kernel={"IQ2_XS"})
     assert fallback.status == INFO and "IQ2_XS tensors have no kernel" in fallback.advice
+    amx = AVX512 | {"amx_tile", "amx_int8"}
+    assert (
+        "on AMX tiles (tdpbusd)"
+        in kernels_check(amx, "native", True, True, "avx512 vnni", amx=True).value["prompt_gemm"]
+    )
+    refused = kernels_check(amx, "native", True, True, "avx512 vnni", amx=False).value["prompt_gemm"]  # the OS said no
+    assert "vpdpbusd" in refused and "AMX" not in refused
+    assert "AMX tiles once the kernels are built" in kernels_check(amx, "native", False, True).value["prompt_gemm"]
+
+
+@pytest.mark.model
+def test_the_doctor_names_the_prompt_path_a_load_runs_here():
+    """The doctor said vpdpbusd on an AMX Xeon whose loaded model ran its prompts on AMX's tiles."""
+    from core.doctor.run import _kernels
+    from core.kernels.library import kernels
+
+    on_tiles = bool(kernels().ll_use_amx(-1))
+    said = _kernels(None, "native").value["prompt_gemm"]
+    assert ("on AMX tiles (tdpbusd)" in said) == on_tiles, said
 
 
 def test_a_check_that_fails_reads_as_unknown():

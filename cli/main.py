@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import os
 import sys
+from typing import NoReturn
 
 from cli.remote_flags import apply_remote_flags
 from cli.risky_options import add_risky_options, warn_about_risky_options
@@ -192,6 +193,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def refuse(parser: argparse.ArgumentParser, erring: argparse.ArgumentParser, problem: str) -> NoReturn:
+    """Exit 2 with the command's own usage (`ask`'s options, not the program's), then "latencylab: error: ..." as
+    every refusal reads."""
+    erring.print_usage(sys.stderr)
+    parser.exit(2, f"{parser.prog}: error: {problem}\n")
+
+
+def command_parser(parser: argparse.ArgumentParser, command: str | None) -> argparse.ArgumentParser:
+    """The command's own parser (the program's, without a command)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return action.choices[command]
+    return parser
+
+
 def utf8_output() -> None:
     """stdout and stderr in UTF-8 whatever the locale: with LANG=C a reply in any other script failed with "'ascii'
     codec can't encode". A character the stream cannot take is replaced, never an error."""
@@ -232,13 +248,14 @@ def profile_problem(path: str | None) -> str | None:
 def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    erring = command_parser(parser, args.command)
     given = given_flags(args)
     if given.get("draft_model") and "speculation" not in given:
         args.speculation = given["speculation"] = "draft"  # a draft model given is speculation asked for
     try:
         settings = GenerationSettings(**{name: given[name] for name in SETTING_FLAGS if name in given})
     except InvalidSettingsError as error:
-        parser.error(str(error))
+        refuse(parser, erring, str(error))
     problem = (
         apply_remote_flags(args)
         or speculation_problem(args.model, settings)
@@ -246,7 +263,7 @@ def _main(argv: list[str] | None) -> int:
         or profile_problem(getattr(args, "profile_ui", None))
     )
     if problem:
-        parser.error(problem)
+        refuse(parser, erring, problem)
     given = given_flags(args)
     args.given = given
     for name, fallback in LOAD_FLAGS.items():

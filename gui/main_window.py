@@ -177,6 +177,7 @@ class MainWindow(QMainWindow):
         self.meter.budget_line.change_requested.connect(self.edit_budget)
         self.lab_tab.run_finished.connect(self._on_lab_finished)
         self.saved_chats.chat_opened.connect(self._on_chat_opened)
+        self.chat_panel.settings_panel.system_prompt.textChanged.connect(self._on_system_prompt_edited)
         self.saved_chats.chat_cleared.connect(self._on_chat_cleared)
         self.saved_chats.status_posted.connect(self._show_status)
         max_new_tokens = self.chat_panel.settings_panel.max_new_tokens
@@ -332,6 +333,12 @@ class MainWindow(QMainWindow):
         saved = {name: value for name, value in record.settings.items() if name not in self._launch_flags}
         for problem in apply_chat_settings(self.chat_panel.settings_panel, saved):
             self.notify(problem, is_error=True)
+
+    @Slot()
+    def _on_system_prompt_edited(self) -> None:
+        """The open chat's system prompt is what the box shows, sent or not: saved with the chat, it was lost at a
+        relaunch when typed after the chat's last message (the reopened chat put its old one back)."""
+        self.session.system_prompt = self.chat_panel.settings_panel.system_prompt.toPlainText()
 
     @Slot()
     def _on_chat_cleared(self) -> None:

@@ -215,3 +215,13 @@ def test_a_chat_saved_with_the_reply_regenerate_replaced_reopens_with_the_new_on
     assert len(reopened.saved_chats.records) == 1
     assert reopened.meter.budget_line.tally.endswith("of 1 reply within budget")
     assert len(reopened.meter.cache_map.rows) == 1
+
+
+def test_a_system_prompt_typed_after_the_last_message_survives_a_relaunch(qtbot, window, relaunch):
+    """The reopened chat put back the system prompt of its last send: what the user typed since was gone."""
+    ask(qtbot, window, "Say hi.", max_new_tokens=4)
+    window.chat_panel.settings_panel.system_prompt.setPlainText("You are terse.")
+    window.close()
+    reopened = relaunch()
+    assert reopened.chat_panel.settings_panel.system_prompt.toPlainText() == "You are terse."
+    assert reopened.session.system_prompt == "You are terse."

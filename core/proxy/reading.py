@@ -6,14 +6,13 @@ never raised. Messages are parsed once; counts and timings go through core.remot
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import msgspec
 
 from core.proxy.routes import OLLAMA_APIS
-from core.remote.server_timings import from_llama_cpp, from_ollama, from_vllm
-
-MAX_COUNT = 2**53
+from core.remote.counts import count, read_counts
+from core.remote.server_timings import from_ollama
 
 
 @dataclass
@@ -25,7 +24,7 @@ class Reading:
     completion_tokens: int | None = None
     cached_tokens: int | None = None
     cache_source: str | None = None  # the field the cached count came in
-    timings: dict = field(default_factory=dict)
+    timings: dict | None = None  # the server's own timings, normalised (core/remote/server_timings.py)
     finish_reason: str | None = None
     error: str | None = None  # the server's own error message
     problem: str | None = None  # why this message could not be read
@@ -65,23 +64,7 @@ def _read_openai(document: dict, reading: Reading) -> None:
     reading.has_output = reading.has_output or bool(reading.text)
     finish = choice.get("finish_reason")
     reading.finish_reason = finish if isinstance(finish, str) else None
-    usage = document.get("usage")
-    if isinstance(usage, dict):
-        reading.prompt_tokens = _count(usage.get("prompt_tokens"))
-        reading.completion_tokens = _count(usage.get("completion_tokens"))
-        details = usage.get("prompt_tokens_details")
-        if isinstance(details, dict):
-            reading.cached_tokens = _count(details.get("cached_tokens"))
-            reading.cache_source = "usage.prompt_tokens_details.cached_tokens"
-    timings = document.get("timings")  # llama.cpp's server
-    if isinstance(timings, dict):
-        reading.timings = from_llama_cpp(timings)
-        if reading.cached_tokens is None:
-            reading.cached_tokens = _count(timings.get("cache_n"))
-            reading.cache_source = "llama.cpp timings.cache_n"
-    metrics = document.get("metrics")  # vLLM, where a deployment returns them
-    if isinstance(metrics, dict):
-        reading.timings = {**reading.timings, **from_vllm(metrics)}
+    read_counts(document, reading)
 
 
 def _read_ollama(document: dict, reading: Reading) -> None:
@@ -97,9 +80,9 @@ def _read_ollama(document: dict, reading: Reading) -> None:
         reading.done = True
         reason = document.get("done_reason")
         reading.finish_reason = reason if isinstance(reason, str) else "stop"
-        reading.prompt_tokens = _count(document.get("prompt_eval_count"))
-        reading.completion_tokens = _count(document.get("eval_count"))
-        reading.cached_tokens = _count(document.get("prompt_eval_cached_count"))
+        reading.prompt_tokens = count(document.get("prompt_eval_count"))
+        reading.completion_tokens = count(document.get("eval_count"))
+        reading.cached_tokens = count(document.get("prompt_eval_cached_count"))
         reading.cache_source = "Ollama prompt_eval_cached_count"
         reading.timings = from_ollama(document)
 
@@ -113,11 +96,6 @@ def _tool_call_arguments(calls) -> list[str]:
         arguments = function.get("arguments") if isinstance(function, dict) else None
         texts.append(arguments if isinstance(arguments, str) else json.dumps(arguments) if arguments else "")
     return texts
-
-
-def _count(value) -> int | None:
-    """A count the server sent, or None: not a whole number, negative, or past what a float holds exactly."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT else None
 
 
 def _text_or_none(value) -> str | None:

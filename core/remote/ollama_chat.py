@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from core.remote.counts import count
 from core.remote.errors import RemoteError
 from core.remote.pieces import Piece, json_object
 from core.remote.server_timings import from_ollama
@@ -35,17 +36,12 @@ def read_line(line: str) -> Piece:
     if document.get("done"):
         piece.done = True
         piece.finish_reason = document.get("done_reason") or "stop"
-        piece.prompt_tokens = _count(document.get("prompt_eval_count"))
-        piece.completion_tokens = _count(document.get("eval_count"))
+        piece.prompt_tokens = count(document.get("prompt_eval_count"))
+        piece.completion_tokens = count(document.get("eval_count"))
         piece.timings = from_ollama(document)
         # Ollama since 0.30 counts cached tokens in prompt_eval_count and names them apart; an older one
         # sends no such field, and its prompt_eval_count alone cannot tell cached from new: not reported.
-        if _count(document.get("prompt_eval_cached_count")) is not None:
+        if count(document.get("prompt_eval_cached_count")) is not None:
             piece.cached_tokens = document["prompt_eval_cached_count"]
             piece.cache_source = "Ollama prompt_eval_cached_count"
     return piece
-
-
-def _count(value) -> int | None:
-    """A count the server sent, or None: not a whole number, negative, or past what a float holds exactly."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**53 else None

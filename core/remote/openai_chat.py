@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from core.remote.counts import read_counts
 from core.remote.errors import RemoteError
 from core.remote.pieces import Piece, json_object
-from core.remote.server_timings import from_llama_cpp, from_vllm
 
 
 def request_body(
@@ -63,7 +63,7 @@ def read_event(data: str) -> Piece:
     if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list) and logprobs["content"]:
         piece.tokens = len(logprobs["content"])  # one entry per token: the chunk's exact count
     piece.finish_reason = choice.get("finish_reason")
-    _read_common(document, piece)
+    read_counts(document, piece)
     progress = document.get("prompt_progress")
     if isinstance(progress, dict):
         piece.prefill_fraction = _prefill_fraction(progress)
@@ -83,27 +83,8 @@ def read_response(body: bytes) -> Piece:
         finish_reason=choice.get("finish_reason"),
         done=True,
     )
-    _read_common(document, piece)
+    read_counts(document, piece)
     return piece
-
-
-def _read_common(document: dict, piece: Piece) -> None:
-    usage = document.get("usage")
-    if isinstance(usage, dict):
-        piece.prompt_tokens = _count(usage.get("prompt_tokens"))
-        piece.completion_tokens = _count(usage.get("completion_tokens"))
-        details = usage.get("prompt_tokens_details")
-        if isinstance(details, dict) and _count(details.get("cached_tokens")) is not None:
-            piece.cached_tokens = details["cached_tokens"]  # vLLM, OpenAI, Ollama's /v1
-            piece.cache_source = "usage.prompt_tokens_details.cached_tokens"
-    timings = document.get("timings")
-    if isinstance(timings, dict):
-        piece.timings = from_llama_cpp(timings)
-        if _count(timings.get("cache_n")) is not None:  # llama.cpp: tokens reused from the slot's cache
-            piece.cached_tokens, piece.cache_source = timings["cache_n"], "llama.cpp timings.cache_n"
-    metrics = document.get("metrics")
-    if isinstance(metrics, dict):
-        piece.timings = from_vllm(metrics)
 
 
 def _prefill_fraction(progress: dict) -> float | None:
@@ -128,8 +109,3 @@ def _raise_on_error(document: dict) -> None:
 
 def _text(value) -> str:
     return value if isinstance(value, str) else ""
-
-
-def _count(value) -> int | None:
-    """A count the server sent, or None: not a whole number, negative, or past what a float holds exactly."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**53 else None

@@ -77,6 +77,8 @@ def test_without_usage_the_servers_own_timings_count_the_tokens(through):
     record = recorder.finished()[0]
     assert seen["usage"] is None  # the client did not ask for usage, and the proxy did not add it
     assert record.output_tokens == 8 == record.server_timings["generated_n"] and not record.tokens_are_chunks
+    # The prompt too, though no usage came: the tokens the server computed and those its cache gave
+    assert record.prompt_tokens == record.server_timings["prompt_n"] + record.cached_tokens > 0
 
 
 def test_a_whole_reply_and_a_completion_are_counted(through):

@@ -69,6 +69,7 @@ def test_llama_cpp_timings_and_cache_are_read_from_the_last_chunk():
     record = _record(meter)
     assert record.output_tokens == 5 and not record.tokens_are_chunks  # llama.cpp's predicted_n
     assert record.cached_tokens == 11 and record.server_timings["prompt_ms"] == 12.5
+    assert record.prompt_tokens == 14  # no usage: what llama.cpp computed and what its cache gave (it read "?")
 
 
 def test_ollama_lines_carry_counts_durations_and_tool_calls():

@@ -223,6 +223,7 @@ def test_llama_cpp_prompt_progress_becomes_prefill_progress_and_its_timings_coun
     assert [fraction for _, fraction in trace.prefill_progress] == [0.5, 1.0]
     assert trace.output_tokens == 2  # from timings.predicted_n: this stream sent no usage
     assert trace.server.timings["cache_n"] == 20
+    assert trace.prompt_tokens == 100 and trace.cached_tokens == 20  # computed 80, and 20 from the server's cache
 
 
 def test_a_reply_past_the_size_cap_is_cut_there_and_kept(monkeypatch):

@@ -36,8 +36,8 @@ def read_counts(document: dict, into: Counted) -> None:
     timings = document.get("timings")  # llama.cpp's server
     if isinstance(timings, dict):
         into.timings = {**(into.timings or {}), **from_llama_cpp(timings)}
-        cached = count(timings.get("cache_n"))  # tokens reused from the slot's cache
-        if into.cached_tokens is None and cached is not None:
+        cached = count(timings.get("cache_n"))  # tokens reused from the slot's cache: the server's own word
+        if cached is not None:
             into.cached_tokens, into.cache_source = cached, "llama.cpp timings.cache_n"
         computed = count(timings.get("prompt_n"))
         if into.prompt_tokens is None and computed is not None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 def verdict_sentence(verdict: dict) -> str:
     word = {True: "Holds.", False: "Does not hold.", None: "Not tested."}[verdict["holds"]]
+    if verdict["holds"] is False and verdict.get("criterion"):  # what it fell short of, beside the figures
+        word = f"Does not hold: the claim asks that {verdict['criterion']}."
     return f"{verdict['claim']}: {verdict['evidence']}. {word}"
 
 

@@ -70,8 +70,8 @@ def judge_prompt(results: LabResults) -> dict:
     ttft_growth = long["ttft_s"] / short["ttft_s"]
     tpot_growth = long["tpot_s"] / short["tpot_s"]
     evidence = (
-        f"TTFT grew {ratio(ttft_growth)} from {short['prompt_tokens']:,} to {long['prompt_tokens']:,} prompt "
-        f"tokens ({ms(short['ttft_s'])} to {ms(long['ttft_s'])}) while TPOT changed {ratio(tpot_growth)} "
+        f"TTFT grew {ratio(ttft_growth, MIN_TTFT_GROWTH)} from {short['prompt_tokens']:,} to {long['prompt_tokens']:,} prompt "
+        f"tokens ({ms(short['ttft_s'])} to {ms(long['ttft_s'])}) while TPOT changed {ratio(tpot_growth, MAX_TPOT_GROWTH)} "
         f"({ms(short['tpot_s'])} to {ms(long['tpot_s'])})"
     )
     holds = ttft_growth >= MIN_TTFT_GROWTH and tpot_growth <= MAX_TPOT_GROWTH
@@ -129,7 +129,7 @@ def judge_batch(results: LabResults) -> dict:
     evidence = (
         f"from batch 1 to {largest['batch_size']}, aggregate throughput rose {ratio(throughput)} "
         f"({single['aggregate_tok_s']:,.0f} to {largest['aggregate_tok_s']:,.0f} tok/s; "
-        f"{largest['batch_size']}× if free) while each sequence's step time grew {ratio(step_growth)} "
+        f"{largest['batch_size']}× if free) while each sequence's step time grew {ratio(step_growth, MAX_BATCH_STEP_GROWTH)} "
         f"({ms(single['step_time_s'])} to {ms(largest['step_time_s'])})"
     )
     free_up_to = max(
@@ -188,7 +188,7 @@ def judge_history(results: LabResults) -> dict:
     evidence = (
         f"over {last['turn']} turns the prompt grew from {first['prompt_tokens']:,} to "
         f"{last['prompt_tokens']:,} tokens ({ratio(growth)}); with the prompt cache TTFT went from "
-        f"{ms(first['ttft_on_s'])} to {ms(last['ttft_on_s'])} ({ratio(cached)}), prefilling "
+        f"{ms(first['ttft_on_s'])} to {ms(last['ttft_on_s'])} ({ratio(cached, MAX_CACHED_TTFT_GROWTH)}), prefilling "
         f"{min(new):,}-{max(new):,} new tokens a turn after the first; without it, from "
         f"{ms(first['ttft_off_s'])} to {ms(last['ttft_off_s'])} ({ratio(whole)}), the whole chat each turn"
     )
@@ -259,8 +259,15 @@ def judge_size(results: LabResults) -> dict:
     return _verdict("size", CLAIM_SIZE, slowed >= MIN_PROPORTION * grown, evidence, criterion)
 
 
-def ratio(value: float) -> str:
-    return f"{value:,.0f}×" if value >= 10 else f"{value:.1f}×"
+def ratio(value: float, against: float | None = None) -> str:
+    """value as "2.4×"; against: the threshold the verdict compares it with, where more digits are shown if rounding
+    would put it on the other side ("2.0×" for 1.956 beside "does not hold" at 2×: now "1.96×")."""
+    if value >= 10:
+        return f"{value:,.0f}×"
+    digits = 1
+    while against is not None and digits < 4 and (round(value, digits) >= against) != (value >= against):
+        digits += 1
+    return f"{value:.{digits}f}×"
 
 
 def ms(seconds: float) -> str:

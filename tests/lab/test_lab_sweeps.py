@@ -64,7 +64,8 @@ def test_json_has_one_list_per_sweep_and_six_verdicts(lab_run):
     for verdict in verdicts:
         assert {"claim", "holds", "evidence"} <= set(verdict)
         assert isinstance(verdict["holds"], bool)  # every sweep ran, so every claim was tested
-        assert verdict["sentence"].endswith("Holds." if verdict["holds"] else "Does not hold.")
+        said = "Holds." if verdict["holds"] else f"Does not hold: the claim asks that {verdict['criterion']}."
+        assert verdict["sentence"].endswith(said)
     assert document["config"]["dtypes"] == ["float32", "bfloat16"]
     assert document["model"]["dtype"] == "float32" and document["machine"]["logical_cores"] >= 1
     assert document["machine"]["cpu_share"] > 0 and document["machine"]["cpu_s"] > 0

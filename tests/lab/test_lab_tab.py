@@ -88,7 +88,7 @@ def test_a_run_fills_plots_and_verdicts_and_exports_then_loads_back(qtbot, make_
     assert list(ttft_ms) == [row["ttft_s"] * 1000 for row in results.prompt]
     for verdict in results.verdicts:
         shown = tab.verdicts.verdict_text(verdict["key"])
-        assert {True: "Holds.", False: "Does not hold.", None: "Not tested."}[verdict["holds"]] in shown
+        assert {True: "Holds.", False: "Does not hold", None: "Not tested."}[verdict["holds"]] in shown
         assert verdict["claim"].split(",")[0] in shown
     assert "GB/s" in tab.machine_label.text()
 

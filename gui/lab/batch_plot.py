@@ -8,6 +8,7 @@ from PySide6.QtCore import Qt
 from core.lab.results import LAB_DEFINITIONS
 from gui.plotting.empty_note import RUN_A_SWEEP, EmptyPlotNote
 from gui.plotting.growable_buffer import GrowableBuffer
+from gui.plotting.page_plot import PagePlot
 from gui.plotting.plot_style import style_plot
 
 AGGREGATE_COLOR = "#1a73e8"
@@ -15,7 +16,7 @@ PER_USER_COLOR = "#188038"
 FREE_COLOR = "#888888"
 
 
-class BatchPlot(pg.PlotWidget):
+class BatchPlot(PagePlot):
     """Log-log: a free batch would put the aggregate on the grey line, and keep per-user tok/s flat."""
 
     def __init__(self, parent=None):

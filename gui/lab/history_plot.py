@@ -8,13 +8,14 @@ from PySide6.QtCore import Qt
 from core.lab.results import LAB_DEFINITIONS
 from gui.plotting.empty_note import RUN_A_SWEEP, EmptyPlotNote
 from gui.plotting.growable_buffer import GrowableBuffer
+from gui.plotting.page_plot import PagePlot
 from gui.plotting.plot_style import style_plot
 
 ON_COLOR = "#188038"
 OFF_COLOR = "#e8710a"
 
 
-class HistorySweepPlot(pg.PlotWidget):
+class HistorySweepPlot(PagePlot):
     def __init__(self, parent=None):
         super().__init__(parent)
         style_plot(

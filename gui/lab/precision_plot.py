@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 from core.lab.results import LAB_DEFINITIONS
 from gui.plotting.empty_note import RUN_A_SWEEP, EmptyPlotNote
 from gui.plotting.growable_buffer import GrowableBuffer
+from gui.plotting.page_plot import PagePlot
 from gui.plotting.plot_style import style_plot
 
 MEASURED_COLOR = "#1a73e8"
@@ -20,7 +21,7 @@ CEILING_COLOR = "#d93025"
 LABEL_SLOTS = 8
 
 
-class PrecisionPlot(pg.PlotWidget):
+class PrecisionPlot(PagePlot):
     """Log-log, where bandwidth / bytes is a straight line of slope -1 and 'in proportion' means parallel to it."""
 
     def __init__(self, parent=None):

@@ -7,13 +7,14 @@ import pyqtgraph as pg
 from core.lab.results import LAB_DEFINITIONS
 from gui.plotting.empty_note import RUN_A_SWEEP, EmptyPlotNote
 from gui.plotting.growable_buffer import GrowableBuffer
+from gui.plotting.page_plot import PagePlot
 from gui.plotting.plot_style import style_plot
 
 TTFT_COLOR = "#e8710a"
 TPOT_COLOR = "#188038"
 
 
-class PromptLengthPlot(pg.PlotWidget):
+class PromptLengthPlot(PagePlot):
     """Log y, so a TTFT of seconds and a TPOT of milliseconds share one plot and equal ratios look equal."""
 
     def __init__(self, parent=None):

@@ -18,6 +18,7 @@ from core.roofline.ceilings import CEILING_NAMES, Ceilings, format_rate
 from core.roofline.counts import ArithmeticShape
 from core.roofline.placement import weights_fit_in_cache
 from gui.plotting.empty_note import RUN_A_SWEEP, EmptyPlotNote
+from gui.plotting.page_plot import PagePlot
 from gui.plotting.plot_style import style_plot
 
 PREFILL_COLOR = "#e8710a"
@@ -33,7 +34,7 @@ CLOSE_DECADES = 0.35  # two GEMM ceilings nearer than this have no room for a la
 GIGA = 1e9
 
 
-class RooflinePlot(pg.PlotWidget):
+class RooflinePlot(PagePlot):
     def __init__(self, parent=None):
         super().__init__(parent)
         style_plot(

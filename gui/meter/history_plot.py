@@ -10,13 +10,14 @@ from PySide6.QtCore import Qt, Slot
 from core.timing.metrics import DEFINITIONS
 from gui.plotting.empty_note import EmptyPlotNote
 from gui.plotting.growable_buffer import GrowableBuffer
+from gui.plotting.page_plot import PagePlot
 from gui.plotting.plot_style import style_plot
 
 # Half the largest marker (the 15 px over-budget ring) and a pixel: room kept above the highest point and below 0.
 MARKER_ROOM_PX = 9
 
 
-class HistoryPlot(pg.PlotWidget):
+class HistoryPlot(PagePlot):
     def __init__(self, parent=None):
         super().__init__(parent)
         style_plot(

@@ -15,6 +15,7 @@ from gui.plotting.growable_buffer import GrowableBuffer
 from gui.plotting.live_curve import LiveCurve
 from gui.plotting.live_layer import LiveLayer
 from gui.plotting.live_square import LiveSquare
+from gui.plotting.page_plot import PagePlot
 from gui.plotting.plot_style import style_plot
 from gui.plotting.stepped_range import SteppedRange
 
@@ -44,7 +45,7 @@ def decade_label(power: int) -> str:
     return f"{10 ** (power + 3):g} µs"
 
 
-class IntervalPlot(pg.PlotWidget):
+class IntervalPlot(PagePlot):
     """x: token index; y: ms since the previous token (log scale, so a long TTFT and short gaps both show)."""
 
     def __init__(self, parent=None):

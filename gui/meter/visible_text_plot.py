@@ -9,6 +9,7 @@ from gui.meter.first_reply_axes import CHARS_PER_TOKEN, first_axis_tokens
 from gui.plotting.growable_buffer import GrowableBuffer
 from gui.plotting.live_curve import LiveCurve
 from gui.plotting.live_layer import LiveLayer
+from gui.plotting.page_plot import PagePlot
 from gui.plotting.plot_style import style_plot
 from gui.plotting.stepped_range import SteppedRange
 
@@ -16,7 +17,7 @@ from gui.plotting.stepped_range import SteppedRange
 READING_CHARS_PER_S = 250 * 6 / 60
 
 
-class VisibleTextPlot(pg.PlotWidget):
+class VisibleTextPlot(PagePlot):
     def __init__(self, parent=None):
         super().__init__(parent)
         style_plot(

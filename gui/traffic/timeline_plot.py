@@ -8,6 +8,7 @@ import pyqtgraph as pg
 
 from gui.plotting.empty_note import EmptyPlotNote
 from gui.plotting.growable_buffer import GrowableBuffer
+from gui.plotting.page_plot import PagePlot
 from gui.plotting.plot_style import style_plot
 
 WAIT_COLOR = "#e8710a"  # the prefill's colour in the meter: request sent → first token
@@ -17,7 +18,7 @@ SHOWN = 200  # the last this many requests are drawn; older ones scroll away
 BAR_HEIGHT = 0.7
 
 
-class TimelinePlot(pg.PlotWidget):
+class TimelinePlot(PagePlot):
     """Bars made once; their data are numpy buffers, pushed to the items once a frame (refresh)."""
 
     def __init__(self, parent=None):

@@ -127,6 +127,8 @@ class ReplayDialog(QDialog):
     def _on_reply_chosen(self, _index: int) -> None:
         """The sliders start at the recorded reply's own TTFT and TPOT: Play then replays it at real speed."""
         self.stop()
+        self._clear_views()  # the last reply's text, plots and figures were left beside this one's settings
+        self.status.setText("")
         reply = self.reply
         self.prompt_label.setText(reply.prompt_line)
         self.ttft_slider.setValue(round(reply.ttft_s * 1000))
@@ -146,16 +148,20 @@ class ReplayDialog(QDialog):
     def play(self) -> None:
         reply = self.reply
         tpot_s = self.tpot_slider.value() / 1000 if reply.tpot_s is not None else None
+        self._clear_views()
         self._schedule = reply.rescheduled(self.ttft_slider.value() / 1000, tpot_s)
+        self.status.setText("replaying…")
+        self._started = time.perf_counter()
+        self.frame_timer.start()
+
+    def _clear_views(self) -> None:
+        self._schedule = ()
         self._shown = 0
         self._median = RunningMedian()
         self.text_view.clear()
         self.plot.reset()
         self.visible_plot.reset()
         self._visible_chars = 0
-        self.status.setText("replaying…")
-        self._started = time.perf_counter()
-        self.frame_timer.start()
 
     @Slot()
     def stop(self) -> None:

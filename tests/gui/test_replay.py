@@ -1,5 +1,7 @@
 """An exported trace replays in a window marked REPLAY, at its own pace or the sliders'; a bad file is refused."""
 
+import json
+
 import pytest
 
 from core.timing.events import FinishedEvent, PromptCacheReport, StopReason, TokenEvent
@@ -102,4 +104,21 @@ def test_a_replay_at_recorded_speed_puts_the_recorded_gaps_in_the_interval_plot(
     gaps_ms = np.diff(recorded) * 1000
     assert 10 ** replay.plot.ttft_item.getData()[1][0] == pytest.approx(200, abs=1)  # the plot is logarithmic
     assert np.allclose(10 ** replay.plot._log_y.view(), gaps_ms, rtol=0.02)
+    replay.close()
+
+
+def test_choosing_another_reply_clears_what_the_last_one_left(qtbot, bare_window, tmp_path):
+    """Its transcript, plots and "replayed …" line stayed beside the next reply's prompt and sliders."""
+    exported = tmp_path / "two.json"
+    two = json.loads(exported_trace())
+    two["replies"] = [two["replies"][0], dict(two["replies"][0], prompt_tokens=9)]
+    exported.write_text(json.dumps(two), encoding="utf-8")
+    replay = bare_window.open_replay(exported)
+    replay.play()
+    qtbot.waitUntil(lambda: not replay.playing, timeout=10_000)
+    assert replay.shown_text() == "Hello there!" and replay.status.text().startswith("replayed 4 tokens")
+    replay.reply_box.setCurrentIndex(1)
+    assert replay.shown_text() == "" and replay.status.text() == ""
+    assert replay.plot.ttft_item.getData()[0] is None or len(replay.plot.ttft_item.getData()[0]) == 0
+    assert "9 tokens" in replay.prompt_label.text()
     replay.close()

@@ -98,6 +98,7 @@ class SpacedAxis(UncrowdedAxis):
     def __init__(self, orientation: str = "left", **kwargs):
         super().__init__(orientation, **kwargs)
         self._labelled: list[tuple[float, str]] | None = None
+        self.whole_numbers = False  # a count's axis (requests): no tick between two whole values
 
     def label_px(self) -> float:
         """A tick label's height as pyqtgraph measures it (its text rect, at 0.8 of the font's line height)."""
@@ -107,12 +108,18 @@ class SpacedAxis(UncrowdedAxis):
         levels = super().tickSpacing(minVal, maxVal, size)
         if not levels or maxVal <= minVal or size <= 0:
             return levels
-        # On a log axis a value is a power of ten: whole decades only, or a label would read 31.6.
-        start = max(levels[0][0], 1.0) if self.logMode else levels[0][0]
+        # On a log axis a value is a power of ten: whole decades only, or a label would read 31.6. A count's axis
+        # is whole too: one request's timeline read 0.7, 0.8, ... 1.3 down its side.
+        whole = self.logMode or self.whole_numbers
+        start = max(levels[0][0], 1.0) if whole else levels[0][0]
         label_px = self.label_px()
         spacing, offset = label_spacing(minVal, maxVal, size, start, label_px)
         gap = (label_px + LABEL_AIR_PX) * (maxVal - minVal) / size
-        finer = [level for level in levels[1:] if gap <= level[0] < spacing and offset == 0.0]
+        finer = [
+            level
+            for level in levels[1:]
+            if gap <= level[0] < spacing and offset == 0.0 and (level[0] >= 1.0 or not whole)
+        ]
         return [(spacing, offset), *finer]
 
     def set_labelled_ticks(self, ticks: list[tuple[float, str]]) -> None:

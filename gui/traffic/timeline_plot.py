@@ -16,6 +16,8 @@ OUTPUT_COLOR = "#1a73e8"  # first token → last token
 TAIL_COLOR = "#9aa0a6"  # last token → the response's last byte (a usage chunk, say), and requests not metered
 SHOWN = 200  # the last this many requests are drawn; older ones scroll away
 BAR_HEIGHT = 0.7
+MIN_SECONDS_SHOWN = 1.0
+MIN_LANES_SHOWN = 4.0
 
 
 class TimelinePlot(PagePlot):
@@ -33,6 +35,10 @@ class TimelinePlot(PagePlot):
             "response, or a request that was only passed through. Bars still growing are running now.",
         )
         self.getPlotItem().invertY(True)  # the first request at the top, as in the table
+        self.getAxis("left").whole_numbers = True
+        # One short request filled the plot with a grey slab over a millisecond's axis: a second and a few lanes at
+        # the least, so a bar's length reads against the others' and the clock's.
+        self.getViewBox().setLimits(minXRange=MIN_SECONDS_SHOWN, minYRange=MIN_LANES_SHOWN)
         self._zero_ns = 0
         self._lane: dict[int, int] = {}
         self.ids = GrowableBuffer(dtype=np.int64)

@@ -31,3 +31,21 @@ def test_a_reply_whose_tokens_came_in_one_read_is_drawn_without_a_backwards_outp
     assert wait_start < wait_end == output_start <= output_end
     ((tail_start, tail_end, _),) = timeline.bars(timeline.tail_bars)
     assert tail_start == output_end and tail_end == pytest.approx(0.026682221)
+
+
+def test_one_short_request_is_a_bar_on_a_readable_clock_with_whole_request_numbers(qtbot, timeline):
+    """A failed request of a millisecond filled the plot as a grey slab on a 2.0838–2.0848 s axis, beside request
+    numbers 0.7, 0.8, ... 1.3."""
+    timeline.resize(500, 250)
+    timeline.show()
+    qtbot.waitExposed(timeline)
+    start_ns = ZERO_NS + 2_083_800_000
+    timeline.add(1, start_ns)
+    timeline.finish(1, start_ns, None, None, start_ns + 1_000_000)
+    timeline.refresh(start_ns + 2_000_000)
+    timeline.getViewBox().updateAutoRange()
+    (x_low, x_high), (y_low, y_high) = timeline.getViewBox().viewRange()
+    assert x_high - x_low >= 0.999 and y_high - y_low >= 3.999
+    axis = timeline.getAxis("left")
+    values = [value for _, level in axis.tickValues(y_low, y_high, 200) for value in level]
+    assert values and all(float(value).is_integer() for value in values)

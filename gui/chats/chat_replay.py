@@ -15,6 +15,19 @@ STOP_NOTES = {"stopped": "[stopped by you]", "max_tokens": "[reached max new tok
 INTERRUPTED_NOTICE = (
     "The reply to your last message was interrupted: the app closed before it finished. Press Regenerate to answer it."
 )
+# A reopened chat draws its newest messages up to about this much text (and always its last two). Drawing a 70 MB chat
+# of 800 messages took 25 s of the GUI thread: at a relaunch the window stayed black for a minute.
+DRAWN_CHARS = 1_000_000
+
+
+def first_drawn(record: ChatRecord) -> int:
+    """The index of the oldest message a reopened chat's transcript draws."""
+    total = 0
+    for index in range(len(record.messages) - 1, -1, -1):
+        total += len(record.messages[index].content)
+        if total > DRAWN_CHARS and index < len(record.messages) - 2:
+            return index + 1
+    return 0
 
 
 def reply_note(trace: ReplyTrace, notice: str | None, mark: BudgetMark | None = None) -> str | None:
@@ -55,7 +68,17 @@ def replay_chat(record: ChatRecord, transcript: TranscriptView, meter: MeterPane
         elif note:
             after = context.after_message
             failures.setdefault(after if after is not None else len(record.messages) - 1, []).append(note)
+    first = first_drawn(record)
+    if first:
+        left_out = sum(len(message.content) for message in record.messages[:first])
+        transcript.add_notice(
+            f"The chat's first {first:,} messages ({left_out:,} characters) are not drawn here, so that it opens at "
+            f"once. They stay in the chat: they are sent to the model as far as its context allows, and File → "
+            f"Export chat… writes them."
+        )
     for index, message in enumerate(record.messages):
+        if index < first:
+            continue
         if message.role == "user":
             transcript.add_user_turn(message.content, index)
         else:

@@ -225,3 +225,26 @@ def test_a_system_prompt_typed_after_the_last_message_survives_a_relaunch(qtbot,
     reopened = relaunch()
     assert reopened.chat_panel.settings_panel.system_prompt.toPlainText() == "You are terse."
     assert reopened.session.system_prompt == "You are terse."
+
+
+def test_a_huge_chat_reopens_drawing_its_newest_messages_and_keeps_them_all(qtbot, window, relaunch, monkeypatch):
+    """A 70 MB chat of 800 messages took 25 s to draw: a relaunch left the window black for a minute. Its newest
+    messages are drawn, up to a bound, with a line saying what was left out; the chat itself keeps every message."""
+    import gui.chats.chat_replay
+
+    monkeypatch.setattr(gui.chats.chat_replay, "DRAWN_CHARS", 3_000)
+    ask(qtbot, window, "Say hi.", max_new_tokens=4)
+    record = saved_chat(window)
+    window.close()
+    record.messages = [
+        Message("user" if index % 2 == 0 else "assistant", f"message {index} " + "x" * 990) for index in range(10)
+    ] + record.messages
+    record.replies = []
+    store = ChatStore()
+    store.write_bytes(record.chat_id, store.encode(record))
+    reopened = relaunch()
+    assert reopened.saved_chats.open_chat(record.chat_id)
+    shown = reopened.chat_panel.transcript.toPlainText()
+    assert "The chat's first 8 messages (8,000 characters) are not drawn here" in shown
+    assert "message 8 " in shown and "message 7 " not in shown and "Say hi." in shown
+    assert len(reopened.session.messages) == 12  # all of them are still the chat's, sent as its context allows

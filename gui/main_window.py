@@ -26,6 +26,7 @@ from gui.chat.live_reply import LiveReply
 from gui.chat.reply_controller import ReplyController, ReplyState
 from gui.chats.chat_replay import replay_chat
 from gui.chats.saved_chats import SavedChats
+from gui.elided_line import ElidedLine
 from gui.gui_thread_gc import GuiThreadCollector
 from gui.lab.lab_tab import LabTab
 from gui.menus import build_menus
@@ -39,7 +40,6 @@ from gui.settings.budget_store import BudgetKeeper
 from gui.settings.check import apply_chat_settings, check_window_settings
 from gui.settings.store import load_window_settings, save_window_settings
 from gui.traffic.traffic_tab import TrafficTab
-from gui.untrusted_text import plain_label, plain_tooltip
 from gui.vertical_scroll import VerticalScroll
 from gui.window_size import fit_to_screen
 
@@ -144,8 +144,10 @@ class MainWindow(QMainWindow):
         self.traffic_tab = TrafficTab(self.window_settings.proxy_upstream, self.window_settings.proxy_port)
         self.tabs.addTab(self.traffic_tab, "Traffic")
         self.setCentralWidget(self.tabs)
-        self.model_label = plain_label("no model loaded")
-        self.statusBar().addPermanentWidget(self.model_label)
+        # Cut with '…' where the window is narrower than the line (it was cut mid-word at the right edge).
+        self.model_label = ElidedLine()
+        self.model_label.setText("no model loaded")
+        self.statusBar().addPermanentWidget(self.model_label, 1)
 
     def _wire(self) -> None:
         self.chat_panel.input_box.submitted.connect(self.send_message)
@@ -397,7 +399,7 @@ class MainWindow(QMainWindow):
     def _show_model_facts(self) -> None:
         line, tooltip = self.models.facts(self.chat_panel.settings_panel.decode_loop_box.currentText())
         self.model_label.setText(line)
-        self.model_label.setToolTip(plain_tooltip(tooltip))
+        self.model_label.set_tooltip_after(tooltip)
 
     @Slot()
     def restart_engine(self) -> None:

@@ -3,40 +3,14 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtGui import QPainter
-from PySide6.QtWidgets import QHBoxLayout, QSizePolicy, QToolButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QToolButton, QWidget
 
-from gui.untrusted_text import plain_tooltip
+from gui.elided_line import ElidedLine
 
 FOLD_TOOLTIP = (
     "Fold the model and sampling settings away, to give the chat their room; the line beside this button then says "
     "what they are. Folded or not, the window remembers it."
 )
-
-
-class ElidedLine(QWidget):
-    """One line of plain text, cut with '…' at its right end when narrower than the text; the whole text in its
-    tooltip. It never widens the window: a long model path in a QLabel would have."""
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self._text = ""
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
-        self.setMinimumHeight(self.fontMetrics().height())
-
-    def setText(self, text: str) -> None:  # noqa: N802 - QLabel's name
-        self._text = text
-        self.setToolTip(plain_tooltip(text))
-        self.update()
-
-    def text(self) -> str:
-        return self._text
-
-    def paintEvent(self, _event) -> None:  # noqa: N802 - Qt's name
-        painter = QPainter(self)
-        painter.setPen(self.palette().color(self.foregroundRole()))
-        shown = self.fontMetrics().elidedText(self._text, Qt.TextElideMode.ElideRight, self.width())
-        painter.drawText(self.rect(), Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, shown)
 
 
 class FoldHeader(QWidget):

@@ -263,3 +263,16 @@ def test_loading_runs_behind_the_window_and_a_failure_keeps_the_old_model(qtbot,
     assert "135M params" in label and "bfloat16" in label and "269 MB weights" in label and "cpu" in label
     trace = ask(qtbot, window, "Say hello.", max_new_tokens=5)
     assert trace.output_tokens >= 1
+
+
+def test_the_model_line_fits_the_status_bar_and_says_the_rest_in_its_tooltip(qtbot, window):
+    """On a 1B file at the default width the line was cut mid-word at the window's edge ("… (512 MiB) c"): a label
+    as wide as its text. The line now takes the room the status bar has, cut with '…', whole in its tooltip."""
+    label = window.model_label
+    assert "params" in label.text() and label.toolTip().startswith(label.text())
+    least = window.minimumSizeHint().width()
+    long_line = " · ".join(f"fact {index}" for index in range(300))
+    label.setText(long_line)
+    assert window.minimumSizeHint().width() == least  # a longer line never widens the window
+    shown = label.fontMetrics().elidedText(long_line, Qt.TextElideMode.ElideRight, label.width())
+    assert shown.endswith("…") and 0 < label.width() <= window.statusBar().width()

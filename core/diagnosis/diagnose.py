@@ -63,8 +63,9 @@ def prompt_pass_s(trace: ReplyTrace) -> float | None:
     else the TTFT."""
     if trace.server is not None:
         prompt_ms = (trace.server.timings or {}).get("prompt_ms")
-        valid = isinstance(prompt_ms, int | float) and not isinstance(prompt_ms, bool) and 0 < prompt_ms < 1e12
-        return prompt_ms / 1e3 if valid else None
+        if isinstance(prompt_ms, int | float) and not isinstance(prompt_ms, bool) and 0 < prompt_ms < 1e12:
+            return prompt_ms / 1e3
+        return None
     prefill_s = next((part.duration_s for part in segments(trace) if part.name == "prefill"), None)
     return prefill_s or trace.metrics().ttft_s
 

@@ -52,12 +52,7 @@ def prompt_findings(trace: ReplyTrace, prefill_s: float | None) -> list[Finding]
     # A prompt read while the weights came from disk is the disk's finding (core/diagnosis/machine.py), not the
     # prompt's. A server's prefill_s is its own account of the pass, so its queue and the network are not counted.
     read_cold = trace.cpu is not None and bool(trace.cpu.token_major_faults) and trace.cpu.token_major_faults[0] > 0
-    if (
-        not read_cold
-        and e2e
-        and prefill_s >= FELT_PREFILL_S
-        and prefill_s / e2e >= PREFILL_BOUND_SHARE
-    ):
+    if not read_cold and e2e and prefill_s >= FELT_PREFILL_S and prefill_s / e2e >= PREFILL_BOUND_SHARE:
         tokens = prefilled if prefilled is not None else trace.prompt_tokens
         cached = f" ({cache.cached_tokens:,} more came from the cache)" if cache and cache.cached_tokens else ""
         rate = tokens / prefill_s

@@ -48,7 +48,11 @@ def fit_check(figures: ModelFigures, memory: Memory) -> Check:
     if weights is None or memory.available is None:
         missing = "free memory" if memory.available is None else "the memory the model takes"
         return Check("model_fit", f"unknown ({missing} could not be read)", value, INFO)
-    figure = f"needs {gigabytes(weights)} for weights + {gigabytes(kv)} KV at the full context; {gigabytes(memory.available)} free"
+    # As loaded: a mapped file whole (header and vocabulary too), more than the weights the model line counts
+    figure = (
+        f"needs {gigabytes(weights)} for the model as loaded + {gigabytes(kv)} KV at the full context; "
+        f"{gigabytes(memory.available)} free"
+    )
     if weights > memory.available:
         return Check(
             "model_fit",

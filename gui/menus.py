@@ -22,8 +22,7 @@ def build_menus(window) -> None:
 
     file_menu = window.menuBar().addMenu("&File")
     for label, handler in (
-        # triggered(checked) would hand export_dialog a bool for its chat id: the open chat's, asked for outright
-        ("E&xport chat…", lambda: window.saved_chats.export_dialog()),
+        ("E&xport chat…", window.saved_chats.export_dialog),
         ("&Import chat…", window.saved_chats.import_dialog),
         ("Export traces as &JSON…", export("Export traces", "JSON (*.json)", window.export_traces_json)),
         ("Export traces as &CSV…", export("Export traces", "CSV (*.csv)", window.export_traces_csv)),

@@ -196,8 +196,15 @@ class SavedChats(QObject):
         if answer == QMessageBox.StandardButton.Yes:
             self.delete_chat(chat_id)
 
-    def export_dialog(self, chat_id: str | None = None) -> None:
-        summary = self.keeper.summaries.get(chat_id or self.current_chat_id)
+    @Slot()
+    def export_dialog(self) -> None:
+        """File → Export chat…: the open chat. A slot of no arguments, so the menu's triggered(checked) cannot reach
+        a chat id (it did: a traceback, and no file)."""
+        self._export_chat_dialog(self.current_chat_id)
+
+    @Slot(str)
+    def _export_chat_dialog(self, chat_id: str) -> None:
+        summary = self.keeper.summaries.get(chat_id)
         title = summary.title if summary else "chat"
         safe_name = "".join(ch if ch.isalnum() or ch in " -_" else "_" for ch in title).strip()[:60] or "chat"
         path, _ = QFileDialog.getSaveFileName(
@@ -209,10 +216,6 @@ class SavedChats(QObject):
                 self.status_posted.emit(f"Saved {Path(path).name}.")
             except (ChatFileError, OSError) as error:
                 self._notify(f"Could not export the chat: {error}", True)
-
-    @Slot(str)
-    def _export_chat_dialog(self, chat_id: str) -> None:
-        self.export_dialog(chat_id)
 
     @Slot()
     def import_dialog(self) -> None:

@@ -30,3 +30,13 @@ def test_every_export_in_the_file_menu_writes_its_file(qtbot, window, tmp_path, 
         assert f"Saved {chosen[-1].name}." in said, (action.text(), said)
     chat = json.loads(chosen[0].read_text(encoding="utf-8"))
     assert [message["content"] for message in chat["messages"]][0] == "Say hi."
+
+
+def test_the_chat_lists_export_writes_the_chat_it_was_asked_for(qtbot, window, tmp_path, monkeypatch):
+    ask(qtbot, window, "Name a tree.", max_new_tokens=4)
+    first = window.saved_chats.current_chat_id
+    window.new_chat()
+    target = tmp_path / "first.json"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *_, **__: (str(target), ""))
+    window.saved_chats.chat_list.export_requested.emit(first)  # its context menu, on a chat that is not open
+    assert json.loads(target.read_text(encoding="utf-8"))["messages"][0]["content"] == "Name a tree."

@@ -14,6 +14,7 @@ from core.diagnosis.machine import (
 from core.diagnosis.memory import memory_finding
 from core.diagnosis.prompt import prompt_findings
 from core.diagnosis.server import server_finding
+from core.diagnosis.sharing import sharing_finding
 from core.diagnosis.speculation import speculation_finding
 from core.diagnosis.words import duration, share
 from core.model.facts import ModelFacts
@@ -48,6 +49,7 @@ def diagnose(
         *stall_finding(trace),
         *packing_finding(trace),
         *server_finding(trace),
+        *sharing_finding(trace),
         *speculation_finding(trace),
         *window_finding(trace),
         *memory_finding(placement, arithmetic),
@@ -97,7 +99,7 @@ def healthy(trace: ReplyTrace, placement: dict | None) -> Finding:
     checked = (
         ["the prompt cache", "the wait for the engine", "other programs' load", "page faults", "stalls", "packing"]
         if trace.cpu
-        else ["the server's timings"]
+        else ["the server's timings"] + (["requests sharing the server"] if trace.sharing else [])
     )
     return Finding(
         kind=HEALTHY,

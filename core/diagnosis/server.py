@@ -28,12 +28,18 @@ def server_finding(trace: ReplyTrace) -> list[Finding]:
         parts.append(f"{duration(queue)} in its queue")
     said = " and ".join(parts)
     # A server that reports no queue time (llama.cpp, Ollama) leaves its queue inside the rest: not named apart.
+    ahead = trace.sharing.others_at_start if trace.sharing else 0
     elsewhere = (
         "the network and templating"
         if queue_ms is not None
+        else f"outside its prefill: most likely its queue, as {ahead} other request{'s were' if ahead > 1 else ' was'} "
+        "in flight through the proxy when it started"
+        if ahead
         else "outside its prefill: its queue, the network or templating (the server does not say which)"
     )
-    waiting = "its queue" if queue > rest else "outside the prompt's pass"
+    # Requests already in flight through the proxy when it started put it behind them, where the server has no word.
+    queued = queue > rest or (queue_ms is None and ahead > 0)
+    waiting = "its queue" if queued else "outside the prompt's pass"
     return [
         Finding(
             kind="server_wait",
@@ -43,7 +49,7 @@ def server_finding(trace: ReplyTrace) -> list[Finding]:
             figure=(ttft - prefill) / ttft,
             advice=(
                 "the server was busy with other requests: fewer at once, or a server with more slots"
-                if queue > rest
+                if queued
                 else f"{share(rest / ttft)} of the TTFT was outside the prompt's pass: where other requests share the "
                 "server, fewer at once or more slots; else a nearer server"
             ),

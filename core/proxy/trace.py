@@ -10,8 +10,10 @@ rides on its first chunk.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 
 from core.proxy.record import ProxyRecord
+from core.proxy.sharing import sharing_report
 from core.remote.server_reports import cache_report, speculation_report
 from core.timing.events import ServerReport, StopReason
 from core.timing.trace import ReplyTrace
@@ -36,8 +38,10 @@ def chunk_stamps_ns(record: ProxyRecord) -> list[int]:
     return list(itertools.accumulate(gaps_ns, initial=record.first_token_ns))
 
 
-def reply_trace(record: ProxyRecord) -> ReplyTrace:
-    """The request as a trace the meter can show: its chunks' stamps, the server's counts, timings and cache."""
+def reply_trace(record: ProxyRecord, others: Iterable[ProxyRecord] = ()) -> ReplyTrace:
+    """The request as a trace the meter can show: its chunks' stamps, the server's counts, timings and cache, and the
+    requests that shared the server with it (weighed against `others`, the finished requests the proxy still
+    holds)."""
     stamps = chunk_stamps_ns(record)
     kind = server_kind(record)
     texts = [""] * len(stamps)
@@ -66,4 +70,5 @@ def reply_trace(record: ProxyRecord) -> ReplyTrace:
         ),
         cache=cache_report(kind, record.prompt_tokens, record.cached_tokens, record.cache_source),
         speculation=speculation_report(record.server_timings),
+        sharing=sharing_report(record, others),
     )

@@ -207,6 +207,22 @@ class PromptCacheReport:
 
 @_pickled_by_fields
 @dataclass(frozen=True, slots=True)
+class SharingReport:
+    """How many other requests shared the server with a metered one (the proxy counts those passing through it),
+    and what the same model's requests that ran alone measured, to weigh the sharing against.
+
+    alone_tpot_s: the median TPOT of the latest requests to the same model that ran with no other in flight (through
+    the proxy), None where none did; alone_count: how many that median is of.
+    """
+
+    others_at_start: Int64
+    others_most: Int64
+    alone_tpot_s: Seconds | None = None
+    alone_count: Int64 = 0
+
+
+@_pickled_by_fields
+@dataclass(frozen=True, slots=True)
 class SpeculationReport:
     """Speculative decoding over the reply: how tokens were drafted, how many the model checked and kept.
 

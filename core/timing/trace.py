@@ -14,6 +14,7 @@ from core.timing.events import (
     PromptReady,
     ReplyEventKind,
     ServerReport,
+    SharingReport,
     SpeculationReport,
     TokenEvent,
 )
@@ -63,6 +64,8 @@ class ReplyTrace:
     server: ServerReport | None = None
     cache: PromptCacheReport | None = None
     cpu: CpuUsage | None = None
+    # Through the proxy: how many other requests shared the server while this one ran (core/proxy/sharing.py).
+    sharing: SharingReport | None = None
     # Where a window showed the reply: the window process's own CPU time over the same reply.
     window_cpu_s: Seconds | None = None
     # Why the reply was as slow as it was, ranked, each cause with its evidence (core/diagnosis); None where it was not

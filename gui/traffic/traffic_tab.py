@@ -257,7 +257,7 @@ class TrafficTab(QWidget):
         for other in self._finished.values():
             if other.id != record.id:
                 self.meter.add_history(reply_trace(other), bool(other.streamed))
-        trace = reply_trace(record)
+        trace = reply_trace(record, self._finished.values())
         play_trace(self.meter, trace, bool(record.streamed), list(record.chunk_chars))
         self.meter_note.setText(_meter_title(record))
         self.request_shown.emit(record)

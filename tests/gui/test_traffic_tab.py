@@ -117,6 +117,40 @@ def test_requests_that_overlap_are_seen_side_by_side(qtbot, tab):
     assert all("proxy stopped" in _cell(tab, row, "Note") for row in range(3))
 
 
+def test_a_request_that_shared_the_server_is_diagnosed_so_and_weighed_against_one_alone(qtbot, tab):
+    """Two streams held open together by the server, then one alone: the shared one's diagnosis says it shared the
+    server, first with nothing alone to weigh it against, then against the one alone."""
+    with ScriptedServer(Script(chunks=CHUNKS, pause_after=2)) as server:
+        url = _start(qtbot, tab, server.url)
+        body = {"model": "sea-7b", "stream": True}
+
+        def stream() -> None:
+            httpx.post(f"{url}/v1/chat/completions", json=body, timeout=30)
+
+        def ended(rows: int) -> bool:
+            return tab.table.rowCount() == rows and all(_cell(tab, row, "Status") == "200" for row in range(rows))
+
+        threads = [threading.Thread(target=stream) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        qtbot.waitUntil(lambda: len(tab.timeline.bars(tab.timeline.output_bars)) == 2, timeout=WAIT_MS)
+        server.release.set()  # both were streaming at once: now they end
+        for thread in threads:
+            thread.join(10)
+        qtbot.waitUntil(lambda: ended(2), timeout=WAIT_MS)
+        with qtbot.waitSignal(tab.request_shown, timeout=WAIT_MS):
+            tab.table_view.selectRow(0)
+        said = tab.meter.diagnosis_line.top.text()
+        assert "shared the server with up to 1 other request" in said and "no request to this model ran alone" in said
+
+        stream()  # alone, and not held: the model's pace with nothing beside it
+        qtbot.waitUntil(lambda: ended(3), timeout=WAIT_MS)
+        with qtbot.waitSignal(tab.request_shown, timeout=WAIT_MS):
+            tab.table_view.selectRow(1)
+        said = tab.meter.diagnosis_line.top.text()
+        assert "shared the server with up to 1 other request" in said and "for this model's requests alone" in said
+
+
 def test_a_bad_upstream_or_a_taken_port_is_said_and_nothing_starts(qtbot, tab):
     tab.upstream_edit.setText("ftp://example.invalid")
     tab.start_button.click()

@@ -11,7 +11,10 @@ import time
 import openai
 import pytest
 
+from core.diagnosis.diagnose import diagnose
+from core.diagnosis.sharing import SLOWER
 from core.model.source import embedded_gguf_path
+from core.proxy.trace import reply_trace
 from tools.llama_cpp_server import LLAMA_SERVER, LlamaCppServer
 
 pytestmark = [pytest.mark.model, pytest.mark.llama_cpp, pytest.mark.subprocess]
@@ -114,6 +117,18 @@ def test_concurrent_streams_are_each_counted_and_seen_beside_each_other(through)
     assert all(record.output_tokens == 10 and record.error is None for record in records)
     assert max(record.max_in_flight for record in records) >= 1
     assert all(record.max_in_flight >= record.in_flight_at_start for record in records)
+    # Each diagnosed as the Traffic tab does, beside the others: one that shared the server is never "nothing slowed"
+    # unless it decoded as fast as those alone.
+    for record in records:
+        trace = reply_trace(record, records)
+        sharing, kinds = trace.sharing, [finding.kind for finding in diagnose(trace)]
+        assert (sharing.others_at_start, sharing.others_most) == (record.in_flight_at_start, record.max_in_flight)
+        if record.max_in_flight == 0:
+            assert "shared_server" not in kinds
+        elif sharing.alone_tpot_s is None:
+            assert "shared_server" in kinds and "healthy" not in kinds
+        else:
+            assert ("shared_server" in kinds) == (record.tpot_s > sharing.alone_tpot_s * SLOWER)
 
 
 def test_a_client_that_stops_reading_stops_the_servers_generation(through, llama_server):

@@ -6,6 +6,7 @@ import httpx
 import pytest
 
 from core.diagnosis.diagnose import diagnose
+from core.proxy.record import ProxyRecord
 from core.proxy.trace import reply_trace
 from core.timing.events import StopReason
 from tests.remote.scripted_server import Script, ScriptedServer, openai_chunk
@@ -52,3 +53,26 @@ def test_kept_bodies_give_the_trace_its_text_and_an_error_its_stop(proxy_to):
             httpx.post(f"{proxy.url}/v1/chat/completions", json={"model": "m", "stream": True}, timeout=10)
         cut = reply_trace(recorder.finished()[0])
     assert cut.stop_reason == StopReason.ERROR.value and "cut the reply short" in cut.error
+
+
+def _record(id: int, model: str = "m", **figures) -> ProxyRecord:
+    return ProxyRecord(id, 0.0, "POST", "/v1/chat/completions", "openai-chat", 200, model, True, None, None, None,
+                       None, **figures)  # fmt: skip
+
+
+def test_the_pace_alone_is_the_median_of_the_latest_requests_to_the_same_model_with_none_beside_them():
+    shared = _record(100, tpot_s=0.040, in_flight_at_start=1, max_in_flight=3)
+    others = [
+        *(_record(id, tpot_s=0.001 * id) for id in range(1, 21)),  # alone: the latest 16 are ids 5..20
+        _record(21, tpot_s=0.5, max_in_flight=1),  # shared too
+        _record(22, model="other", tpot_s=0.5),  # another model
+        _record(23, tpot_s=0.5, error="the server cut the reply short"),
+        _record(24, tpot_s=0.5, tokens_are_chunks=True),  # a chunk's pace, not a token's
+        _record(25, tpot_s=None),  # one token: no pace
+        shared,
+    ]
+    sharing = reply_trace(shared, others).sharing
+    assert (sharing.others_at_start, sharing.others_most, sharing.alone_count) == (1, 3, 16)
+    assert sharing.alone_tpot_s == pytest.approx(0.0125)  # the median of 5..20 ms
+    nothing_alone = reply_trace(shared, [shared, others[20]]).sharing
+    assert nothing_alone.alone_tpot_s is None and nothing_alone.alone_count == 0

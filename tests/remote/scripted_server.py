@@ -22,6 +22,7 @@ class Script:
     whole: dict | None = None  # the body for stream: false
     cut_after: int | None = None  # close the connection mid-body after this many chunks
     stall_after: int | None = None  # send this many chunks, then nothing until released
+    pause_after: int | None = None  # send this many chunks, then wait until released, then the rest
     raw_prefix: bytes = b""  # bytes sent before the chunks (malformed streams)
     models: tuple[str, ...] = ("scripted-model",)
     owned_by: str = "scripted"
@@ -144,6 +145,9 @@ class _Handler(BaseHTTPRequestHandler):
                     self.scripted.stalled.set()
                     self.scripted.release.wait(60)
                     return
+                if number == script.pause_after:
+                    self.wfile.flush()
+                    self.scripted.release.wait(60)
                 self._chunk(self._frame(payload, script.ollama))
             while script.repeat is not None and not self.scripted.release.is_set():
                 payload = script.repeat() if callable(script.repeat) else script.repeat

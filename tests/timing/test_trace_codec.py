@@ -22,6 +22,7 @@ from core.timing.events import (
     PromptCacheReport,
     PromptReady,
     ServerReport,
+    SharingReport,
     SpeculationReport,
     StopReason,
     TokenEvent,
@@ -77,6 +78,7 @@ def full_trace() -> ReplyTrace:
     )
     trace.record(FinishedEvent(StopReason.STOPPED, 3, 301 * MS, tail_text="!", error="cut short"))
     trace.window_cpu_s = 0.125
+    trace.sharing = SharingReport(1, 3, 0.012, 5)
     trace.diagnosis = [Finding("stalls", "1 token took over 5x...", "a cause", "the evidence", 1.0, "advice", 0.04)]
     return trace
 

@@ -1,0 +1,69 @@
+"""The finding of a proxied request that shared the server: its decode's pace beside others, against the same
+model's requests that ran alone."""
+
+from __future__ import annotations
+
+from core.diagnosis.words import duration
+from core.timing.finding import Finding
+from core.timing.trace import ReplyTrace
+
+# A TPOT this many times the pace alone is the sharing's doing; below it, a server's pace moves as much on its own.
+SLOWER = 1.1
+
+
+def sharing_finding(trace: ReplyTrace) -> list[Finding]:
+    sharing = trace.sharing
+    if sharing is None or sharing.others_most < 1:
+        return []
+    metrics = trace.metrics()
+    tpot, alone = metrics.tpot_s, sharing.alone_tpot_s
+    most = sharing.others_most
+    shared = f"up to {most} other request{'s' if most > 1 else ''}" + (
+        f" ({sharing.others_at_start} already running when it started)" if sharing.others_at_start else ""
+    )
+    counted = (
+        f"{most} other request{'s' if most > 1 else ''} in flight through the proxy at most while it ran, "
+        f"{sharing.others_at_start} when it started"
+    )
+    if tpot is None or alone is None:
+        unknown = (
+            "it made one token or was not streamed, so it has no decode pace to weigh"
+            if tpot is None
+            else f"no request to this model ran alone through the proxy, so what the sharing cost its TPOT "
+            f"({duration(tpot)}) is not known"
+        )
+        return [
+            Finding(
+                kind="shared_server",
+                summary=f"This request shared the server with {shared}; {unknown}.",
+                cause="other requests on the same server may have shared its decode steps",
+                evidence=counted,
+                figure=float(most),
+                advice="send one request to this model alone through the proxy: its pace alone is the yardstick",
+            )
+        ]
+    # Alone, a model's chunks can arrive in one burst through the proxy: a pace of 0, which anything shared exceeds.
+    if tpot <= alone * SLOWER:
+        return []
+    as_slow = f" ({tpot / alone:.1f}× as slow)" if alone > 0 else ""
+    return [
+        Finding(
+            kind="shared_server",
+            summary=(
+                f"This request shared the server with {shared}: it decoded at {duration(tpot)} a token, against "
+                f"{duration(alone)} for this model's requests alone{as_slow}."
+            ),
+            cause="other requests on the same server shared its decode steps",
+            evidence=(
+                f"{counted}; TPOT {duration(tpot)} against {duration(alone)}, the median of the latest "
+                f"{sharing.alone_count} request{'s' if sharing.alone_count > 1 else ''} to the same model with none "
+                f"beside {'them' if sharing.alone_count > 1 else 'it'}"
+            ),
+            figure=tpot - alone,  # seconds a token that sharing added
+            advice=(
+                "fewer requests at once, or a server with more slots or more memory bandwidth: a step that carries "
+                "several requests costs more than one alone once the server's arithmetic, not its memory, sets the pace"
+            ),
+            cost_s=(tpot - alone) * max(metrics.output_tokens - 1, 0),
+        )
+    ]

@@ -1,0 +1,76 @@
+"""A proxied request that shared the server: weighed against the same model's requests alone where there are some,
+said plainly where there are none, and never called a reply nothing slowed."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.diagnosis.diagnose import diagnose
+from core.timing.events import ServerReport, SharingReport
+from tests.support.made_traces import made_trace
+
+TOKENS = 21  # a first token, then 20 intervals
+
+
+def proxied(interval_ms: float, sharing: SharingReport, timings: dict | None = None, ttft_ms: float = 50.0):
+    server = ServerReport("llama.cpp", 40, TOKENS, None, TOKENS, timings)
+    trace = made_trace([interval_ms] * (TOKENS - 1), ttft_ms=ttft_ms, server=server)
+    trace.cpu = None  # a server's reply: the proxy measures no CPU of the engine's
+    trace.sharing = sharing
+    return trace
+
+
+def test_a_request_four_times_as_slow_as_alone_is_found_sharing_with_the_time_it_lost():
+    trace = proxied(40.0, SharingReport(others_at_start=3, others_most=4, alone_tpot_s=0.010, alone_count=6))
+    (finding,) = [finding for finding in diagnose(trace) if finding.kind == "shared_server"]
+    assert finding.summary.startswith("This request shared the server with up to 4 other requests (3 already running")
+    assert "40 ms a token, against 10 ms" in finding.summary and "(4.0× as slow)" in finding.summary
+    assert "the median of the latest 6 requests" in finding.evidence
+    assert finding.figure == pytest.approx(0.030)  # seconds a token
+    assert finding.cost_s == pytest.approx(0.030 * (TOKENS - 1))
+    assert diagnose(trace)[0].kind == "shared_server"  # the costliest: ranked first
+
+
+def test_a_pace_alone_of_zero_a_burst_through_the_proxy_is_still_a_yardstick():
+    trace = proxied(4.0, SharingReport(others_at_start=1, others_most=1, alone_tpot_s=0.0, alone_count=1))
+    (finding,) = [finding for finding in diagnose(trace) if finding.kind == "shared_server"]
+    assert "4.0 ms a token, against 0.0 ms for this model's requests alone." in finding.summary
+    assert finding.cost_s == pytest.approx(0.004 * (TOKENS - 1))
+
+
+def test_sharing_with_nothing_alone_to_weigh_it_against_is_said_not_called_healthy():
+    trace = proxied(40.0, SharingReport(others_at_start=0, others_most=4))
+    kinds = [finding.kind for finding in diagnose(trace)]
+    assert "healthy" not in kinds and "shared_server" in kinds
+    (finding,) = [finding for finding in diagnose(trace) if finding.kind == "shared_server"]
+    assert "no request to this model ran alone" in finding.summary and finding.cost_s is None
+    assert "already running" not in finding.summary  # it was first: the others came after it
+
+
+def test_sharing_that_cost_nothing_measurable_is_healthy_and_says_sharing_was_checked():
+    trace = proxied(10.5, SharingReport(others_at_start=1, others_most=1, alone_tpot_s=0.010, alone_count=2))
+    (finding,) = diagnose(trace)
+    assert finding.kind == "healthy" and "requests sharing the server" in finding.evidence
+
+
+def test_a_request_alone_gets_no_sharing_finding():
+    trace = proxied(40.0, SharingReport(others_at_start=0, others_most=0, alone_tpot_s=0.010, alone_count=2))
+    assert "shared_server" not in [finding.kind for finding in diagnose(trace)]
+
+
+def test_a_wait_outside_the_prefill_behind_requests_in_flight_is_named_the_queue():
+    timings = {"source": "llama.cpp timings", "prompt_ms": 20.0}
+    behind = proxied(10.0, SharingReport(others_at_start=2, others_most=2), timings, ttft_ms=900.0)
+    (finding,) = [finding for finding in diagnose(behind) if finding.kind == "server_wait"]
+    assert "most likely its queue, as 2 other requests were in flight through the proxy" in finding.summary
+    assert finding.cause.startswith("most of the wait for the first token was its queue")
+    alone = proxied(10.0, SharingReport(others_at_start=0, others_most=0), timings, ttft_ms=900.0)
+    (finding,) = [finding for finding in diagnose(alone) if finding.kind == "server_wait"]
+    assert "its queue, the network or templating (the server does not say which)" in finding.summary
+
+
+def test_a_request_with_no_decode_pace_that_shared_the_server_says_so():
+    trace = made_trace([], ttft_ms=300.0, server=ServerReport("llama.cpp", 40, 1, None, 1, None))
+    trace.cpu, trace.sharing = None, SharingReport(others_at_start=2, others_most=2, alone_tpot_s=0.01, alone_count=3)
+    (finding,) = diagnose(trace)
+    assert finding.kind == "shared_server" and "no decode pace to weigh" in finding.summary

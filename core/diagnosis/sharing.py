@@ -9,6 +9,8 @@ from core.timing.trace import ReplyTrace
 
 # A TPOT this many times the pace alone is the sharing's doing; below it, a server's pace moves as much on its own.
 SLOWER = 1.1
+# A pace alone under this is chunks that reached the proxy together, not a model's step: no ratio is made of it.
+BURST_S = 1e-4
 
 
 def sharing_finding(trace: ReplyTrace) -> list[Finding]:
@@ -45,7 +47,7 @@ def sharing_finding(trace: ReplyTrace) -> list[Finding]:
     # Alone, a model's chunks can arrive in one burst through the proxy: a pace of 0, which anything shared exceeds.
     if tpot <= alone * SLOWER:
         return []
-    as_slow = f" ({tpot / alone:.1f}× as slow)" if alone > 0 else ""
+    as_slow = f" ({tpot / alone:.1f}× as slow)" if alone >= BURST_S else " (their chunks came in one burst)"
     return [
         Finding(
             kind="shared_server",

@@ -199,14 +199,15 @@ class StatCards(QWidget):
         card.setToolTip(card.spec.tooltip + (f"\nThis reply: {note}." if note else ""))
 
     def show_prompt(self, prompt_tokens: int, cached_tokens: int | None, reason: str | None) -> None:
-        """ "465 tokens, 440 cached"; where a server did not say, "not reported"; the reason in the tooltip."""
+        """ "465 tokens, 440 cached"; where a server did not say, "? cached" (longer is cut at the card's width); the
+        reason in the tooltip."""
         card = self.cards["prompt"]
         if not prompt_tokens:
             card.set_text("–")
         elif reason is None:
             card.set_text(f"{count(prompt_tokens)} tokens")
         else:
-            cached = "cached: not reported" if cached_tokens is None else f"{count(cached_tokens)} cached"
+            cached = "? cached" if cached_tokens is None else f"{count(cached_tokens)} cached"
             card.set_text(f"{count(prompt_tokens)} tokens, {cached}")
         card.setToolTip(card.spec.tooltip + (f"\nThis reply: {reason}." if reason else ""))
 

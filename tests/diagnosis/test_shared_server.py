@@ -34,7 +34,9 @@ def test_a_request_four_times_as_slow_as_alone_is_found_sharing_with_the_time_it
 def test_a_pace_alone_of_zero_a_burst_through_the_proxy_is_still_a_yardstick():
     trace = proxied(4.0, SharingReport(others_at_start=1, others_most=1, alone_tpot_s=0.0, alone_count=1))
     (finding,) = [finding for finding in diagnose(trace) if finding.kind == "shared_server"]
-    assert "4.0 ms a token, against 0.0 ms for this model's requests alone." in finding.summary
+    assert "4.0 ms a token, against 0.0 ms for this model's requests alone (their chunks came in one burst)." in (
+        finding.summary
+    )
     assert finding.cost_s == pytest.approx(0.004 * (TOKENS - 1))
 
 

@@ -9,6 +9,7 @@ import threading
 import httpx
 import pytest
 
+from gui.meter.stat_cards import CardValue
 from gui.traffic.request_table import COLUMNS
 from gui.traffic.traffic_tab import TrafficTab
 from tests.remote.scripted_server import Script, ScriptedServer, openai_chunk
@@ -73,6 +74,10 @@ def test_a_request_through_the_tab_is_listed_drawn_and_metered(qtbot, tab):
     assert cards["ttft"].value == pytest.approx(record.ttft_s, abs=1e-9)
     assert cards["tpot"].value == pytest.approx(record.tpot_s, abs=1e-9) and cards["tokens"].value == 5
     assert tab.meter.interval_plot.marker_count() == 4  # a point per gap between the five chunks
+    # The server sent no cached count: said in the card, whole ("cached: not reported" was cut at the card's edge).
+    value = cards["prompt"].findChild(CardValue)
+    assert value.text() == "12 tokens, ? cached" and "sent no count of cached prompt" in cards["prompt"].toolTip()
+    assert value.fontMetrics().horizontalAdvance(value.text()) <= value.width()
     assert tab.meter.visible_plot.points()[1].max() == len("The sea is wide.")  # what the user saw, bodies not kept
     assert tab.meter.diagnosis_line.top.text()  # the request diagnosed as a chat reply is
     assert tab.meter_note.text().startswith(f"Request #{record.id}: sea-7b")

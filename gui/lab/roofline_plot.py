@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPointF, Qt
 
 from core.lab.results import LAB_DEFINITIONS
 from core.roofline.ceilings import CEILING_NAMES, Ceilings, format_rate
@@ -32,6 +32,10 @@ LABEL_SLOTS = len(CEILING_NAMES) + 2 + 5
 MEMORY_CEILINGS = 2  # DRAM and the last-level cache: each slope's label runs along it
 CLOSE_DECADES = 0.35  # two GEMM ceilings nearer than this have no room for a label between their lines
 GIGA = 1e9
+# A label over a measured point slides along its line by this much, at most SLIDES times, to a place that shows both.
+SLIDE_DECADES = 0.2
+SLIDES = 10
+POINT_PX = 6  # a point's marker reaches this far from its centre
 
 
 class RooflinePlot(PagePlot):
@@ -142,6 +146,8 @@ class RooflinePlot(PagePlot):
                 texts.append((batch[-1][0], batch[-1][1], f"batch {batch[-1][2]}", BATCH_COLOR, (0, 1)))
         texts += [(x, y, f" {name}", PRECISION_COLOR, (0, 1)) for x, y, name in self._precision]
         x_range, y_range = self._ranges(points)
+        if points:  # first: where a label lands on the screen, and so what it covers, depends on the range
+            self.setRange(xRange=[math.log10(v) for v in x_range], yRange=[math.log10(v) for v in y_range], padding=0)
         texts += self._draw_ceilings(x_range, y_range)
         for index, label in enumerate(self.labels):
             if index < len(texts):
@@ -153,8 +159,28 @@ class RooflinePlot(PagePlot):
                 label.setVisible(True)
             else:
                 label.setVisible(False)
-        if points:
-            self.setRange(xRange=[math.log10(v) for v in x_range], yRange=[math.log10(v) for v in y_range], padding=0)
+        ceiling_labels = [label for label, text in zip(self.labels, texts) if text[3] == COMPUTE_COLOR]
+        self._clear_of_points(points, [(label, (-SLIDE_DECADES, 0.0)) for label in ceiling_labels])
+        self._clear_of_points(points, [(label, (SLIDE_DECADES, SLIDE_DECADES)) for label in self.slope_labels])
+
+    def _clear_of_points(self, points: list[tuple[float, float]], labels: list) -> None:
+        """Slide each label along its line (a step in log units each time) until it covers no measured point; one that
+        finds no clear place within SLIDES steps stays where it was put."""
+        view = self.getViewBox()
+        view.updateMatrix()
+        spots = [view.mapViewToScene(QPointF(math.log10(x), math.log10(y))) for x, y in points]
+        for label, (step_x, step_y) in labels:
+            if not label.isVisible():
+                continue
+            first = label.pos()
+            for slide in range(SLIDES + 1):
+                label.setPos(first.x() + slide * step_x, first.y() + slide * step_y)
+                label.updateTransform(force=True)
+                covered = label.sceneBoundingRect().adjusted(-POINT_PX, -POINT_PX, POINT_PX, POINT_PX)
+                if not any(covered.contains(spot) for spot in spots):
+                    break
+            else:
+                label.setPos(first)
 
     def _ranges(self, points: list[tuple[float, float]]) -> tuple[tuple[float, float], tuple[float, float]]:
         xs = [x for x, _ in points] or [1.0]

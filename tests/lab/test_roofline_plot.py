@@ -1,6 +1,9 @@
 """The Lab's roofline: every ceiling the machine measured is drawn and named."""
 
+import math
+
 import pytest
+from PySide6.QtCore import QPointF
 
 from gui.lab.roofline_plot import RooflinePlot
 from tests.support.roofline_facts import GIGA, XEON_AMX, ceilings_document
@@ -43,3 +46,27 @@ def test_two_close_ceilings_name_themselves_on_either_side_of_their_lines(roofli
     for index, name in enumerate(names):
         for other in names[index + 1 :]:
             assert not rects[name].intersects(rects[other]), (name, other)
+
+
+def test_no_label_is_written_over_a_measured_point(roofline):
+    """A 7B's decode sat under the DRAM slope's name, and its 512-token prefill on the int8 GEMM's: each name now
+    slides along its line to a place clear of the points."""
+    roofline.set_ceilings(XEON)
+    for tokens, rate in ((50, 400), (512, 900)):
+        roofline.add_prompt_row(
+            {
+                "prefill_intensity": tokens * 1.9,
+                "prefill_flops_per_s": rate * GIGA,
+                "decode_intensity": 1.9,
+                "decode_flops_per_s": 1.9 * 24 * GIGA,
+            }
+        )
+    roofline.refresh()
+    view = roofline.getViewBox()
+    spots = [view.mapViewToScene(QPointF(math.log10(x), math.log10(y))) for x, y in roofline.points()]
+    labels = [label for label in roofline.labels + roofline.slope_labels if label.isVisible()]
+    assert len(labels) == 6
+    for label in labels:
+        label.updateTransform(force=True)
+        assert not any(label.sceneBoundingRect().contains(spot) for spot in spots), label.toPlainText()
+        assert view.sceneBoundingRect().contains(label.sceneBoundingRect().center())  # still on the plot

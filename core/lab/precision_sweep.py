@@ -8,6 +8,7 @@ from core.chats.session import render_prompt_ids
 from core.errors import LatencyLabError
 from core.lab.collect import collect_between_models
 from core.lab.measure import SweepContext, median_or_none, timed_generation
+from core.lab.model_rows import rows_per_model
 from core.model.loader import LoadedModel
 
 REFERENCE_DTYPE = "float32"
@@ -39,39 +40,29 @@ def sweep_precisions(
     When float32 is not among the dtypes it is still loaded once, only for its reference tokens; the
     caller counts that as measurements_per_dtype(0) extra measurements.
     """
-    progress = context.progress
     reference: list[int] | None = None
     if REFERENCE_DTYPE not in dtypes:
         try:
             reference = _reference_tokens(load, new_tokens, context)
         except LatencyLabError:
             reference = None  # rows then carry no agreement share rather than a wrong one
-    for dtype in precision_order(dtypes):
-        context.check_cancel()
-        progress.announce(f"precision sweep: loading {dtype}")
-        # On a failure the bar jumps to where this dtype would have ended, so it never stalls or overshoots.
-        skip_to = progress.done + measurements_per_dtype(repeats) - 1
-        try:
-            loaded = load(dtype)
-        except LatencyLabError as error:
-            progress.done = skip_to
-            progress.advance(f"precision sweep: {dtype} could not load")
-            yield {"dtype": dtype, "error": str(error)}
-            continue
-        progress.advance(f"precision sweep: {dtype} loaded")
-        try:
-            row, tokens = measure_precision(loaded, new_tokens, repeats, context)
-        except LatencyLabError as error:
-            progress.done = skip_to
-            progress.advance(f"precision sweep: {dtype} failed")
-            yield {"dtype": dtype, "weight_bytes": loaded.weight_bytes, "error": str(error)}
-            continue
-        finally:
-            del loaded
-            collect_between_models()
-        if dtype == REFERENCE_DTYPE:
+
+    def measure(loaded: LoadedModel, dtype: str) -> dict:
+        nonlocal reference
+        row, tokens = measure_precision(loaded, new_tokens, repeats, context)
+        if dtype == REFERENCE_DTYPE:  # first in the order: every later row is compared with it
             reference = tokens
-        yield {**row, **agreement(tokens, reference)}
+        return {**row, **agreement(tokens, reference)}
+
+    yield from rows_per_model(
+        "precision sweep",
+        precision_order(dtypes),
+        load,
+        measure,
+        context,
+        key="dtype",
+        steps=measurements_per_dtype(repeats),
+    )
 
 
 def measure_precision(

@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from core.errors import LatencyLabError
-from core.lab.collect import collect_between_models
 from core.lab.measure import SweepContext, median_or_none, timed_generation
+from core.lab.model_rows import rows_per_model
 from core.lab.precision_sweep import precision_prompt_ids
 from core.model.loader import LoadedModel
 
@@ -34,30 +33,17 @@ def sweep_model_sizes(
 ) -> Iterator[dict]:
     """One row per model, smallest weights first once measured; a model that cannot load or run gives a row with its
     error instead of numbers."""
-    progress = context.progress
-    for spec in specs:
-        context.check_cancel()
-        label = model_label(spec)
-        progress.announce(f"size sweep: loading {label}")
-        skip_to = progress.done + measurements_per_model(repeats) - 1
-        try:
-            loaded = load(spec)
-        except LatencyLabError as error:
-            progress.done = skip_to
-            progress.advance(f"size sweep: {label} could not load")
-            yield {"model": label, "error": str(error)}
-            continue
-        progress.advance(f"size sweep: {label} loaded")
-        try:
-            yield {"model": label, **_measure(loaded, new_tokens, repeats, context, label)}
-        except LatencyLabError as error:
-            progress.done = skip_to
-            progress.advance(f"size sweep: {label} failed")
-            yield {"model": label, "weight_bytes": loaded.weight_bytes, "error": str(error)}
-        finally:
-            loaded.release()
-            del loaded
-            collect_between_models()
+    yield from rows_per_model(
+        "size sweep",
+        specs,
+        load,
+        lambda loaded, spec: _measure(loaded, new_tokens, repeats, context, model_label(spec)),
+        context,
+        key="model",
+        label=model_label,
+        steps=measurements_per_model(repeats),
+        release=True,
+    )
 
 
 def _measure(loaded: LoadedModel, new_tokens: int, repeats: int, context: SweepContext, label: str) -> dict:

@@ -11,12 +11,16 @@ from core.timing.trace import ReplyTrace
 SLOWER = 1.1
 # A pace alone under this is chunks that reached the proxy together, not a model's step: no ratio is made of it.
 BURST_S = 1e-4
+# A request alone is called slow only well past its model's usual pace alone: a server's pace moves on its own.
+SLOWER_ALONE = 1.5
 
 
 def sharing_finding(trace: ReplyTrace) -> list[Finding]:
     sharing = trace.sharing
-    if sharing is None or sharing.others_most < 1:
+    if sharing is None:
         return []
+    if sharing.others_most < 1:
+        return _alone_but_slower(trace)
     metrics = trace.metrics()
     tpot, alone = metrics.tpot_s, sharing.alone_tpot_s
     most = sharing.others_most
@@ -63,8 +67,41 @@ def sharing_finding(trace: ReplyTrace) -> list[Finding]:
             ),
             figure=tpot - alone,  # seconds a token that sharing added
             advice=(
-                "fewer requests at once, or a server with more slots or more memory bandwidth: a step that carries "
-                "several requests costs more than one alone once the server's arithmetic, not its memory, sets the pace"
+                "fewer requests at once (a server with fewer slots queues them instead: their first tokens wait, this "
+                "pace returns), or a server with more cores and memory bandwidth: a step that carries several requests "
+                "costs more than one alone once the server's arithmetic, not its memory, sets the pace"
+            ),
+            cost_s=(tpot - alone) * max(metrics.output_tokens - 1, 0),
+        )
+    ]
+
+
+def _alone_but_slower(trace: ReplyTrace) -> list[Finding]:
+    """A request with nothing beside it through the proxy that still decoded well behind the same model's others alone:
+    the server was slower than usual for a cause the proxy cannot see."""
+    sharing = trace.sharing
+    metrics = trace.metrics()
+    tpot = metrics.tpot_s
+    alone = sharing.alone_tpot_s if sharing else None
+    if sharing is None or tpot is None or alone is None or alone < BURST_S or tpot <= alone * SLOWER_ALONE:
+        return []
+    others = f"{sharing.alone_count} other request{'s' if sharing.alone_count > 1 else ''}"
+    return [
+        Finding(
+            kind="slower_server",
+            summary=(
+                f"This request ran alone through the proxy but decoded at {duration(tpot)} a token, against "
+                f"{duration(alone)} for this model's other requests alone ({tpot / alone:.1f}× as slow)."
+            ),
+            cause="the server was slower than usual for a cause the proxy cannot see",
+            evidence=(
+                f"no other request in flight through the proxy while it ran; TPOT {duration(tpot)} against "
+                f"{duration(alone)}, the median of the latest {others} to the same model with none beside them"
+            ),
+            figure=tpot - alone,
+            advice=(
+                "look at the server's machine: other programs on its cores or memory, clients that talk to the server "
+                "directly (the proxy sees only what passes through it), or its model pushed out of memory"
             ),
             cost_s=(tpot - alone) * max(metrics.output_tokens - 1, 0),
         )

@@ -17,7 +17,8 @@ DEFINITIONS = {
     "total_s": "Until the response's last byte had passed through (after the usage chunk, say).",
     "output_tokens": "N: the server's own count (usage.completion_tokens, Ollama's eval_count, llama.cpp's "
     "predicted_n); where it sends none, the chunks with output, and tokens_are_chunks says so.",
-    "tpot_s": "Time per output token: (E2E - TTFT) / (N - 1); None for N < 2 and for replies not streamed.",
+    "tpot_s": "Time per output token: (E2E - TTFT) / (N - 1); None for N < 2, for replies not streamed, and where "
+    "every token reached the proxy at one instant (no pace between them was seen).",
     "itl_s": "Gaps between chunks with output as they reached the proxy (a chunk's tokens share its stamp); the "
     "first 8192 are kept, itl_count counts them all.",
     "in_flight_at_start": "Other metered (generation) requests in flight through the proxy when this one started.",

@@ -67,7 +67,8 @@ def summarize(
 ) -> LatencySummary:
     """TTFT, E2E, TPOT and rates from the first and last stamps alone.
 
-    N = 0: every latency is None. N = 1: TTFT = E2E, and TPOT and the decode rate are None. prefilled_tokens: the
+    N = 0: every latency is None. N = 1: TTFT = E2E, and TPOT and the decode rate are None; so too for N tokens that
+    came at one instant, whose prefill rate is None as well. prefilled_tokens: the
     prompt tokens computed, where a prompt cache gave the rest (the prefill rate counts those: a turn whose 173 of
     174 tokens came from the cache read 7,979 tok/s with the whole prompt counted).
     """
@@ -79,14 +80,18 @@ def summarize(
     e2e_ns = last_token_ns - request_start_ns
     ttft = ttft_ns / NS_PER_S
     e2e = e2e_ns / NS_PER_S
-    tpot = (e2e_ns - ttft_ns) / (output_tokens - 1) / NS_PER_S if output_tokens > 1 else None
+    # N tokens that arrived at one instant (a reply not streamed, or one chunk): no pace between them was seen, and the
+    # TTFT holds their decode as well as the prompt's pass, so neither rate can be had from it.
+    whole = output_tokens > 1 and e2e_ns == ttft_ns
+    tpot = (e2e_ns - ttft_ns) / (output_tokens - 1) / NS_PER_S if output_tokens > 1 and not whole else None
+    prefilled = prompt_tokens if prefilled_tokens is None else prefilled_tokens
     return LatencySummary(
         output_tokens=output_tokens,
         prompt_tokens=prompt_tokens,
         ttft_s=ttft,
         e2e_s=e2e,
         tpot_s=tpot,
-        prefill_tok_s=_prefill_rate(prompt_tokens if prefilled_tokens is None else prefilled_tokens, ttft),
+        prefill_tok_s=None if whole else _prefill_rate(prefilled, ttft),
         decode_tok_s=1.0 / tpot if tpot else None,
     )
 

@@ -246,14 +246,15 @@ class TrafficTab(QWidget):
         if record is not None:
             self.show_request(record)
         elif 0 <= current.row() < len(self.table.rows):
+            self.meter.reset_chat()  # the last request's figures are not this one's
             self.meter_note.setText("This request is still running: its meter is shown when it ends.")
 
     def show_request(self, record: ProxyRecord) -> None:
         """The request on the meter, as a chat reply is shown: the other finished requests on its history plot."""
+        self.meter.reset_chat()  # the last request's figures leave with it, whatever this one shows
         if record.api is None:
             self.meter_note.setText(f"{record.method} {record.path}: passed through, not a generation request.")
             return
-        self.meter.reset_chat()
         for other in self._finished.values():
             if other.id != record.id:
                 self.meter.add_history(reply_trace(other), bool(other.streamed))

@@ -55,9 +55,15 @@ def test_sharing_that_cost_nothing_measurable_is_healthy_and_says_sharing_was_ch
     assert finding.kind == "healthy" and "requests sharing the server" in finding.evidence
 
 
-def test_a_request_alone_gets_no_sharing_finding():
-    trace = proxied(40.0, SharingReport(others_at_start=0, others_most=0, alone_tpot_s=0.010, alone_count=2))
-    assert "shared_server" not in [finding.kind for finding in diagnose(trace)]
+def test_a_request_alone_gets_no_sharing_finding_but_one_far_slower_than_its_model_alone_is_named():
+    """A lone request at 78 ms a token, where the model's others alone ran at 14 ms, read "Nothing slowed"."""
+    usual = proxied(12.0, SharingReport(others_at_start=0, others_most=0, alone_tpot_s=0.010, alone_count=2))
+    assert [finding.kind for finding in diagnose(usual)] == ["healthy"]
+    slow = proxied(78.0, SharingReport(others_at_start=0, others_most=0, alone_tpot_s=0.014, alone_count=3))
+    (finding,) = diagnose(slow)
+    assert finding.kind == "slower_server" and "(5.6× as slow)" in finding.summary
+    assert "the latest 3 other requests to the same model" in finding.evidence
+    assert finding.cost_s == pytest.approx(0.064 * (TOKENS - 1))
 
 
 def test_a_wait_outside_the_prefill_behind_requests_in_flight_is_named_the_queue():
@@ -76,3 +82,21 @@ def test_a_request_with_no_decode_pace_that_shared_the_server_says_so():
     trace.cpu, trace.sharing = None, SharingReport(others_at_start=2, others_most=2, alone_tpot_s=0.01, alone_count=3)
     (finding,) = diagnose(trace)
     assert finding.kind == "shared_server" and "no decode pace to weigh" in finding.summary
+
+
+def test_a_reply_that_came_whole_has_its_generation_counted_as_the_servers_work_not_a_wait():
+    """Not streamed: 333 ms until the body, of which the server spent 69 ms on the prompt and 258 ms writing. It was
+    called 264 ms of queue, network or templating."""
+    timings = {"source": "llama.cpp timings", "prompt_ms": 69.0, "generation_ms": 258.0}
+    server = ServerReport("llama.cpp", 8, 20, None, 1, timings)
+    trace = made_trace([], ttft_ms=333.0, server=server)
+    trace.cpu, trace.sharing = None, SharingReport(others_at_start=0, others_most=0)
+    assert "server_wait" not in [finding.kind for finding in diagnose(trace)]
+    slow = made_trace([], ttft_ms=900.0, server=server)
+    slow.cpu, slow.sharing = None, SharingReport(others_at_start=0, others_most=0)
+    (finding,) = [finding for finding in diagnose(slow) if finding.kind == "server_wait"]
+    assert (
+        "69 ms prefill and 258 ms writing the reply (it came whole); 573 ms was outside its prefill and generation"
+        in (finding.summary)
+    )
+    assert "no other request through the proxy ahead of it" in finding.advice and "more slots" not in finding.advice

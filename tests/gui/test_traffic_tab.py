@@ -82,6 +82,15 @@ def test_a_request_through_the_tab_is_listed_drawn_and_metered(qtbot, tab):
     assert tab.meter.diagnosis_line.top.text()  # the request diagnosed as a chat reply is
     assert tab.meter_note.text().startswith(f"Request #{record.id}: sea-7b")
 
+    # A request passed through unmetered: the meter no longer shows the last one's figures under its line.
+    with qtbot.waitSignal(tab.request_finished, timeout=WAIT_MS):
+        assert httpx.get(f"{url}/v1/models", timeout=10).status_code == 200
+    passed = next(row for row in range(tab.table.rowCount()) if _cell(tab, row, "Request") == "GET /v1/models")
+    tab.table_view.selectRow(passed)
+    assert tab.meter_note.text() == "GET /v1/models: passed through, not a generation request."
+    assert cards["ttft"].value is None and cards["prompt"].text() == "–" and not tab.meter.diagnosis_line.isVisible()
+    assert tab.meter.interval_plot.marker_count() == 0
+
     with qtbot.waitSignal(tab.proxy_stopped, timeout=WAIT_MS):
         tab.stop_button.click()
     assert _refused(url) and not tab.frame_timer.isActive() and tab.start_button.isEnabled()
@@ -125,7 +134,7 @@ def test_requests_that_overlap_are_seen_side_by_side(qtbot, tab):
 def test_a_request_that_shared_the_server_is_diagnosed_so_and_weighed_against_one_alone(qtbot, tab):
     """Two streams held open together by the server, then one alone: the shared one's diagnosis says it shared the
     server, first with nothing alone to weigh it against, then against the one alone."""
-    with ScriptedServer(Script(chunks=CHUNKS, pause_after=2)) as server:
+    with ScriptedServer(Script(chunks=CHUNKS, pause_after=2, gap_s=0.05)) as server:
         url = _start(qtbot, tab, server.url)
         body = {"model": "sea-7b", "stream": True}
 
@@ -148,7 +157,8 @@ def test_a_request_that_shared_the_server_is_diagnosed_so_and_weighed_against_on
         said = tab.meter.diagnosis_line.top.text()
         assert "shared the server with up to 1 other request" in said and "no request to this model ran alone" in said
 
-        stream()  # alone, and not held: the model's pace with nothing beside it
+        server.script = Script(chunks=CHUNKS, gap_s=0.001)  # alone, a fiftieth of the gaps the two shared
+        stream()
         qtbot.waitUntil(lambda: ended(3), timeout=WAIT_MS)
         with qtbot.waitSignal(tab.request_shown, timeout=WAIT_MS):
             tab.table_view.selectRow(1)

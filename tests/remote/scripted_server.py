@@ -23,6 +23,7 @@ class Script:
     cut_after: int | None = None  # close the connection mid-body after this many chunks
     stall_after: int | None = None  # send this many chunks, then nothing until released
     pause_after: int | None = None  # send this many chunks, then wait until released, then the rest
+    gap_s: float = 0.0  # between one chunk and the next, as a model's steps space them
     raw_prefix: bytes = b""  # bytes sent before the chunks (malformed streams)
     models: tuple[str, ...] = ("scripted-model",)
     owned_by: str = "scripted"
@@ -148,6 +149,9 @@ class _Handler(BaseHTTPRequestHandler):
                 if number == script.pause_after:
                     self.wfile.flush()
                     self.scripted.release.wait(60)
+                if number and script.gap_s:
+                    self.wfile.flush()
+                    threading.Event().wait(script.gap_s)  # a pause no one ends: the gap itself
                 self._chunk(self._frame(payload, script.ollama))
             while script.repeat is not None and not self.scripted.release.is_set():
                 payload = script.repeat() if callable(script.repeat) else script.repeat

@@ -30,6 +30,13 @@ def test_one_token_has_ttft_equal_to_e2e_and_no_tpot():
     assert metrics.prefill_tok_s == pytest.approx(200.0)
 
 
+def test_a_reply_that_came_whole_has_no_pace_and_no_prefill_rate():
+    """20 tokens in one body (not streamed): TPOT read 0.0 ms and the prefill rate counted the decode in its time."""
+    metrics = compute_metrics(0, [333 * MS], prompt_tokens=8, output_tokens=20)
+    assert metrics.ttft_s == metrics.e2e_s == pytest.approx(0.333) and metrics.output_tokens == 20
+    assert metrics.tpot_s is None and metrics.decode_tok_s is None and metrics.prefill_tok_s is None
+
+
 def test_hand_made_trace_follows_the_vllm_definitions():
     start = 1_000 * MS
     stamps = [start + 100 * MS, start + 150 * MS, start + 210 * MS, start + 260 * MS]

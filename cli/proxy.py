@@ -70,7 +70,7 @@ def run_proxy(args: argparse.Namespace, settings: GenerationSettings) -> int:
     try:
         proxy = ProxyThread(args.upstream, host=args.host or PROXY_HOST, port=args.port, keep_bodies=args.keep_bodies)
     except BadUpstream as error:
-        print(f"error: --upstream: {error}", file=sys.stderr)
+        _error(f"--upstream: {error}")
         return 2
     if not proxy.loopback_only:
         print(
@@ -85,19 +85,24 @@ def run_proxy(args: argparse.Namespace, settings: GenerationSettings) -> int:
             try:
                 log = closing.enter_context(Path(args.jsonl).open("a", encoding="utf-8"))
             except OSError as error:
-                print(f"error: cannot write {args.jsonl}: {error.strerror or error}", file=sys.stderr)
+                _error(f"--jsonl: cannot write {args.jsonl}: {error.strerror or error}")
                 return 2
             proxy.subscribe(RecordWriter(sys.stdout, jsonl=False))
             proxy.subscribe(RecordWriter(log, jsonl=True))
         try:
             proxy.start()
         except ProxyStartError as error:
-            print(f"error: {error}", file=sys.stderr)
+            _error(str(error))
             return 1
         print(f"latencylab proxy: {proxy.url} -> {proxy.upstream} (Ctrl+C stops)", file=sys.stderr, flush=True)
         _wait_for_a_stop()
         proxy.stop()
     return 0
+
+
+def _error(problem: str) -> None:
+    """One line, as argparse words the command's own refusals ("latencylab proxy: error: argument --port ...")."""
+    print(f"latencylab proxy: error: {problem}", file=sys.stderr)
 
 
 def _wait_for_a_stop() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from core.doctor.check import INFO, OK, WARN, Check
+from core.doctor.check import FAIL, INFO, OK, Check
 from core.errors import LatencyLabError
 
 REACH_TIMEOUT_S = 5.0
@@ -28,7 +28,7 @@ def remote_check(url: str, timeout_s: float = REACH_TIMEOUT_S) -> Check:
             "server",
             f"not reachable after {seconds:.1f} s: {error}",
             {"url": url, "reachable": False, "seconds": round(seconds, 3), "error": str(error)},
-            WARN,
+            FAIL,  # as a model file that cannot be read: what was named cannot be used
             "start the server, or check the URL (an OpenAI-compatible one usually ends in /v1)",
         )
     seconds = time.perf_counter() - started

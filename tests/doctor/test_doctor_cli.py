@@ -66,10 +66,12 @@ def closed_port() -> int:
 
 
 def test_a_server_url_is_checked_for_reachability_only(run_cli):
+    """A server nothing answers at fails the check and the command, as a model file that cannot be read does (it read
+    WARN and exited 0)."""
     result = run_cli("doctor", "--model", f"http://127.0.0.1:{closed_port()}/v1", "--json")
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr
     checks = {check["name"]: check for check in json.loads(result.stdout)["checks"]}
-    assert checks["server"]["status"] == "warn" and checks["server"]["value"]["reachable"] is False
+    assert checks["server"]["status"] == "fail" and checks["server"]["value"]["reachable"] is False
     assert "not checked from here" in checks["model"]["figure"]
     assert "page_cache" not in checks and "Traceback" not in result.stderr
 

@@ -61,8 +61,8 @@ def test_an_upstream_that_is_no_url_is_refused_in_one_line(run_cli):
     result = run_cli("proxy", "--upstream", "localhost:11434", timeout=60)
     assert result.returncode == 2
     assert result.stderr.strip() == (
-        "error: --upstream: the server's address must be an http:// or https:// URL with a host, such as http://127.0.0.1:11434 "
-        "(got 'localhost:11434': it needs http:// or https:// and a host)"
+        "latencylab proxy: error: --upstream: the server's address 'localhost:11434' will not do: it needs http:// or "
+        "https:// and a host, such as http://127.0.0.1:11434 (Ollama) or http://127.0.0.1:8080/v1"
     )
 
 
@@ -71,4 +71,4 @@ def test_an_address_beyond_loopback_is_warned_of(run_cli):
     result = run_cli("proxy", "--upstream", "http://127.0.0.1:9", "--host", "192.0.2.1", "--port", "0", timeout=60)
     assert result.returncode == 1
     assert "warning: listening on 192.0.2.1, so other machines can reach it" in result.stderr
-    assert "error: could not listen on 192.0.2.1:0" in result.stderr
+    assert "latencylab proxy: error: could not listen on 192.0.2.1:0" in result.stderr

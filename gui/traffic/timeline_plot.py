@@ -38,7 +38,10 @@ class TimelinePlot(PagePlot):
         self.getAxis("left").whole_numbers = True
         # One short request filled the plot with a grey slab over a millisecond's axis: a second and a few lanes at
         # the least, so a bar's length reads against the others' and the clock's.
-        self.getViewBox().setLimits(minXRange=MIN_SECONDS_SHOWN, minYRange=MIN_LANES_SHOWN)
+        # Nothing happens before the proxy starts, and no request is numbered below 1: a request in the proxy's first
+        # half second was centred on an axis from -0.4 s, in thousandths ("x0.001"), beside lanes 0 to 2.
+        self.getViewBox().setLimits(minXRange=MIN_SECONDS_SHOWN, minYRange=MIN_LANES_SHOWN, xMin=0.0, yMin=0.0)
+        self.getAxis("bottom").enableAutoSIPrefix(False)
         self._zero_ns = 0
         self._lane: dict[int, int] = {}
         self.ids = GrowableBuffer(dtype=np.int64)
@@ -53,7 +56,9 @@ class TimelinePlot(PagePlot):
         self._changed = False
 
     def _bars(self, color: str) -> pg.BarGraphItem:
-        bars = pg.BarGraphItem(x0=[], x1=[], y0=[], height=[], brush=color, pen=pg.mkPen(None))
+        # Outlined in their own colour, one pixel at any zoom: a request of a millisecond on a one-second axis is
+        # under a pixel wide, and a fill alone drew nothing.
+        bars = pg.BarGraphItem(x0=[], x1=[], y0=[], height=[], brush=color, pen=pg.mkPen(color, width=1, cosmetic=True))
         self.addItem(bars)
         return bars
 

@@ -169,7 +169,7 @@ def test_a_request_that_shared_the_server_is_diagnosed_so_and_weighed_against_on
 def test_a_bad_upstream_or_a_taken_port_is_said_and_nothing_starts(qtbot, tab):
     tab.upstream_edit.setText("ftp://example.invalid")
     tab.start_button.click()
-    assert tab.status_label.text().startswith("Not started: the server's address must be") and not tab.running
+    assert tab.status_label.text().startswith("Not started: the server's address 'ftp://example.invalid' will not do") and not tab.running
     assert "--upstream" not in tab.status_label.text()  # the window has no command-line flags
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

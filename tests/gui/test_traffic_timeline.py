@@ -49,3 +49,23 @@ def test_one_short_request_is_a_bar_on_a_readable_clock_with_whole_request_numbe
     axis = timeline.getAxis("left")
     values = [value for _, level in axis.tickValues(y_low, y_high, 200) for value in level]
     assert values and all(float(value).is_integer() for value in values)
+
+
+def test_a_request_in_the_proxys_first_moment_is_drawn_on_a_clock_from_zero(qtbot, timeline):
+    """A 502 of a millisecond, 30 ms after the proxy started: no bar could be seen, on an axis from -400 to 400
+    "(x0.001)" beside lanes 0, 1 and 2."""
+    timeline.resize(500, 250)
+    timeline.show()
+    qtbot.waitExposed(timeline)
+    start_ns = ZERO_NS + 30_000_000
+    timeline.add(1, start_ns)
+    timeline.finish(1, start_ns, None, None, start_ns + 1_000_000)
+    timeline.refresh(start_ns + 2_000_000)
+    timeline.getViewBox().updateAutoRange()
+    (x_low, x_high), (y_low, _) = timeline.getViewBox().viewRange()
+    assert x_low >= 0.0 and x_high >= 0.999 and y_low >= 0.0
+    assert timeline.getAxis("bottom").autoSIPrefixScale == 1.0  # seconds, as the axis is labelled
+    ((start, end, lane),) = timeline.bars(timeline.tail_bars)
+    assert lane == 1 and end - start == pytest.approx(0.001)
+    pen = timeline.tail_bars.opts["pen"]
+    assert pen.isCosmetic() and pen.width() >= 1  # a pixel wide at least, whatever the bar's length

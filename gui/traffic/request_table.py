@@ -51,6 +51,9 @@ class Row:
     started: RequestStarted
     progress: RequestProgress | None = None
     record: ProxyRecord | None = None
+    # When the request began on the wall clock (its event carries the monotonic one): the Started column was empty
+    # until the request ended.
+    started_at: float = 0.0
 
     @property
     def id(self) -> int:
@@ -108,7 +111,7 @@ class RequestTable(QAbstractTableModel):
             self._dropped += 1
             self.endRemoveRows()
         self.beginInsertRows(QModelIndex(), len(self.rows), len(self.rows))
-        self.rows.append(Row(event))
+        self.rows.append(Row(event, started_at=time.time() - (time.perf_counter_ns() - event.start_ns) / 1e9))
         self._by_id[event.id] = self._added
         self._added += 1
         self.endInsertRows()
@@ -139,7 +142,7 @@ def cell_text(row: Row, column: str) -> str:
     if column == "#":
         return str(started.id)
     if column == "Started":
-        return time.strftime("%H:%M:%S", time.localtime(record.started_at)) if record else ""
+        return time.strftime("%H:%M:%S", time.localtime(record.started_at if record else row.started_at))
     if column == "Client":
         if record and record.client_process:
             return f"{record.client_process} [{record.client_pid}]"

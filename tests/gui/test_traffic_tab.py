@@ -3,6 +3,7 @@ timeline, pick one and read its meter; stop it, and close the window with it run
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 
@@ -121,6 +122,7 @@ def test_requests_that_overlap_are_seen_side_by_side(qtbot, tab):
             assert opened[index].wait(10)
         qtbot.waitUntil(lambda: len(tab.timeline.bars(tab.timeline.output_bars)) == 3, timeout=WAIT_MS)
         assert [_cell(tab, row, "Status") for row in range(3)] == ["running"] * 3
+        assert all(re.fullmatch(r"\d\d:\d\d:\d\d", _cell(tab, row, "Started")) for row in range(3))  # was empty
         assert [_cell(tab, row, "In flight")[0] for row in range(3)] == ["0", "1", "2"]
         bars = tab.timeline.bars(tab.timeline.output_bars)
         assert max(start for start, _, _ in bars) < min(end for _, end, _ in bars)  # all three at once
@@ -169,7 +171,10 @@ def test_a_request_that_shared_the_server_is_diagnosed_so_and_weighed_against_on
 def test_a_bad_upstream_or_a_taken_port_is_said_and_nothing_starts(qtbot, tab):
     tab.upstream_edit.setText("ftp://example.invalid")
     tab.start_button.click()
-    assert tab.status_label.text().startswith("Not started: the server's address 'ftp://example.invalid' will not do") and not tab.running
+    assert (
+        tab.status_label.text().startswith("Not started: the server's address 'ftp://example.invalid' will not do")
+        and not tab.running
+    )
     assert "--upstream" not in tab.status_label.text()  # the window has no command-line flags
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

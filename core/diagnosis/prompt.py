@@ -56,6 +56,18 @@ def prompt_findings(trace: ReplyTrace, prefill_s: float | None) -> list[Finding]
         tokens = prefilled if prefilled is not None else trace.prompt_tokens
         cached = f" ({cache.cached_tokens:,} more came from the cache)" if cache and cache.cached_tokens else ""
         rate = tokens / prefill_s
+        # Through the proxy beside other requests, a server's pass over the prompt ran in steps it shared with them:
+        # a one-token prompt read 1.08 s there, and "a shorter prompt" was no answer.
+        shared = trace.sharing.others_most if trace.sharing else 0
+        cause = "the prompt's pass: every prompt token goes through every weight before the first word"
+        advice = (
+            "a shorter prompt, or a smaller model (prefill's work grows with both); in a chat, later turns reuse the "
+            "history from the prompt cache"
+        )
+        if shared:
+            others = f"{shared} other request{'s' if shared > 1 else ''}"
+            cause = f"the prompt's pass, in steps the server shared with up to {others}"
+            advice = f"fewer requests at once (up to {others} ran beside it); else {advice}"
         return [
             Finding(
                 kind="prefill",
@@ -63,16 +75,13 @@ def prompt_findings(trace: ReplyTrace, prefill_s: float | None) -> list[Finding]
                     f"Most of this reply was its prompt: {tokens:,} tokens prefilled in {duration(prefill_s)} "
                     f"({rate:,.0f} tokens/s), {share(prefill_s / e2e)} of its {duration(e2e)}{cached}."
                 ),
-                cause="the prompt's pass: every prompt token goes through every weight before the first word",
+                cause=cause,
                 evidence=(
                     f"{tokens:,} prompt tokens prefilled in {duration(prefill_s)}, {share(prefill_s / e2e)} of the "
                     f"reply"
                 ),
                 figure=prefill_s / e2e,
-                advice=(
-                    "a shorter prompt, or a smaller model (prefill's work grows with both); in a chat, later turns "
-                    "reuse the history from the prompt cache"
-                ),
+                advice=advice,
                 cost_s=prefill_s,
             )
         ]

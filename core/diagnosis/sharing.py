@@ -24,12 +24,18 @@ def sharing_finding(trace: ReplyTrace) -> list[Finding]:
     metrics = trace.metrics()
     tpot, alone = metrics.tpot_s, sharing.alone_tpot_s
     most = sharing.others_most
-    shared = f"up to {most} other request{'s' if most > 1 else ''}" + (
-        f" ({sharing.others_at_start} already running when it started)" if sharing.others_at_start else ""
-    )
+    shared = f"up to {most} other request{'s' if most > 1 else ''}"
     counted = (
         f"{most} other request{'s' if most > 1 else ''} in flight through the proxy at most while it ran, "
         f"{sharing.others_at_start} when it started"
+    )
+    ttft = metrics.ttft_s
+    # Already running when it started, the others held its first token back too: said, not costed (a first token's
+    # time alone depends on the prompt's length, which differs from request to request).
+    behind = (
+        f"; its first token came {duration(ttft)} after it was sent, behind {sharing.others_at_start} already running"
+        if sharing.others_at_start and ttft is not None
+        else ""
     )
     if tpot is None or alone is None:
         unknown = (
@@ -41,7 +47,7 @@ def sharing_finding(trace: ReplyTrace) -> list[Finding]:
         return [
             Finding(
                 kind="shared_server",
-                summary=f"This request shared the server with {shared}; {unknown}.",
+                summary=f"This request shared the server with {shared}; {unknown}{behind}.",
                 cause="other requests on the same server may have shared its decode steps",
                 evidence=counted,
                 figure=float(most),
@@ -57,7 +63,7 @@ def sharing_finding(trace: ReplyTrace) -> list[Finding]:
             kind="shared_server",
             summary=(
                 f"This request shared the server with {shared}: it decoded at {duration(tpot)} a token, against "
-                f"{duration(alone)} for this model's requests alone{as_slow}."
+                f"{duration(alone)} for this model's requests alone{as_slow}{behind}."
             ),
             cause="other requests on the same server shared its decode steps",
             evidence=(

@@ -23,8 +23,9 @@ def proxied(interval_ms: float, sharing: SharingReport, timings: dict | None = N
 def test_a_request_four_times_as_slow_as_alone_is_found_sharing_with_the_time_it_lost():
     trace = proxied(40.0, SharingReport(others_at_start=3, others_most=4, alone_tpot_s=0.010, alone_count=6))
     (finding,) = [finding for finding in diagnose(trace) if finding.kind == "shared_server"]
-    assert finding.summary.startswith("This request shared the server with up to 4 other requests (3 already running")
+    assert finding.summary.startswith("This request shared the server with up to 4 other requests: it decoded at 40 ms")
     assert "40 ms a token, against 10 ms" in finding.summary and "(4.0× as slow)" in finding.summary
+    assert finding.summary.endswith("; its first token came 50 ms after it was sent, behind 3 already running.")
     assert "the median of the latest 6 requests" in finding.evidence
     assert finding.figure == pytest.approx(0.030)  # seconds a token
     assert finding.cost_s == pytest.approx(0.030 * (TOKENS - 1))
@@ -32,7 +33,7 @@ def test_a_request_four_times_as_slow_as_alone_is_found_sharing_with_the_time_it
 
 
 def test_a_pace_alone_of_zero_a_burst_through_the_proxy_is_still_a_yardstick():
-    trace = proxied(4.0, SharingReport(others_at_start=1, others_most=1, alone_tpot_s=0.0, alone_count=1))
+    trace = proxied(4.0, SharingReport(others_at_start=0, others_most=1, alone_tpot_s=0.0, alone_count=1))
     (finding,) = [finding for finding in diagnose(trace) if finding.kind == "shared_server"]
     assert "4.0 ms a token, against 0.0 ms for this model's requests alone (their chunks came in one burst)." in (
         finding.summary
@@ -46,7 +47,7 @@ def test_sharing_with_nothing_alone_to_weigh_it_against_is_said_not_called_healt
     assert "healthy" not in kinds and "shared_server" in kinds
     (finding,) = [finding for finding in diagnose(trace) if finding.kind == "shared_server"]
     assert "no request to this model ran alone" in finding.summary and finding.cost_s is None
-    assert "already running" not in finding.summary  # it was first: the others came after it
+    assert "already running" not in finding.summary and "first token" not in finding.summary  # the others came later
 
 
 def test_sharing_that_cost_nothing_measurable_is_healthy_and_says_sharing_was_checked():
@@ -100,3 +101,14 @@ def test_a_reply_that_came_whole_has_its_generation_counted_as_the_servers_work_
         in (finding.summary)
     )
     assert "no other request through the proxy ahead of it" in finding.advice and "more slots" not in finding.advice
+
+
+def test_a_prompt_pass_shared_with_other_requests_is_not_blamed_on_the_prompts_length():
+    """A one-token prompt whose pass the server ran in steps shared with three others took 1.08 s: "a shorter prompt"
+    was the advice."""
+    timings = {"source": "llama.cpp timings", "prompt_ms": 1080.0}
+    trace = proxied(30.0, SharingReport(others_at_start=3, others_most=3), timings, ttft_ms=1390.0)
+    trace.prompt_tokens = 1
+    (finding,) = [finding for finding in diagnose(trace) if finding.kind == "prefill"]
+    assert finding.cause == "the prompt's pass, in steps the server shared with up to 3 other requests"
+    assert finding.advice.startswith("fewer requests at once (up to 3 other requests ran beside it)")

@@ -81,6 +81,13 @@ def load_native(path: Path, progress: ProgressCallback, header: GGUFHeader | Non
     """The model on the file's own quants: on the C kernels where they cover the file and can be built here,
     else (Llama files) on torch's int4 kernel; NotNative when neither covers it. header: the file's, read once
     per load (the walk refuses a truncated file or an unknown type in one line)."""
+    from core.model.load_heap import heap_grown_in_large_steps
+
+    with heap_grown_in_large_steps():
+        return _load_native(path, progress, header)
+
+
+def _load_native(path: Path, progress: ProgressCallback, header: GGUFHeader | None) -> NativeModel:
     from core.model.gguf_kernels import checked_shape, kernel_refusal
     from core.model.weight_count import gguf_header
 

@@ -82,11 +82,17 @@ class WaterfallPlot(QWidget):
         if not self.segments:
             return "Waterfall: where the TTFT went (after a reply)"
         f = self.figures
+        # E2E first: where the meter's column is narrow (1,259 pixels of window), the line is cut at its end.
         return (
-            f"decode: delivery p50 {milliseconds(f.get('delivery_p50_s'))}, p95 {milliseconds(f.get('delivery_p95_s'))}"
-            f" · paint p50 {milliseconds(f.get('paint_p50_s'))}, p95 {milliseconds(f.get('paint_p95_s'))}"
-            f" · E2E {milliseconds(f.get('e2e_s'))}"
+            f"E2E {milliseconds(f.get('e2e_s'))} · decode: delivery p50 {milliseconds(f.get('delivery_p50_s'))}, "
+            f"p95 {milliseconds(f.get('delivery_p95_s'))} · paint p50 {milliseconds(f.get('paint_p50_s'))}, "
+            f"p95 {milliseconds(f.get('paint_p95_s'))}"
         )
+
+    def shown_summary(self) -> str:
+        """The summary as it fits the widget: cut with '…' (it was cut mid-figure, "E2E 741.1" without its unit); the
+        whole of it is the header's tooltip."""
+        return self.fontMetrics().elidedText(self.summary_text(), Qt.TextElideMode.ElideRight, self.width() - 8)
 
     def segment_at(self, y: float) -> Segment | None:
         row = int((y - self.top) // self.row_height)
@@ -106,7 +112,8 @@ class WaterfallPlot(QWidget):
             if segment is not None:
                 QToolTip.showText(event.globalPos(), self.tooltip_for(segment), self)
             elif self.segments and event.pos().y() < self.top:
-                QToolTip.showText(event.globalPos(), "\n".join(DECODE_DEFINITIONS.values()), self)
+                definitions = "\n".join(DECODE_DEFINITIONS.values())
+                QToolTip.showText(event.globalPos(), f"{self.summary_text()}\n{definitions}", self)
             else:
                 QToolTip.showText(event.globalPos(), self.toolTip(), self)
             return True
@@ -118,7 +125,7 @@ class WaterfallPlot(QWidget):
         painter.drawText(
             QRectF(4, 0, self.width() - 8, self.top),
             Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
-            self.summary_text(),
+            self.shown_summary(),
         )
         if not self.segments:
             return

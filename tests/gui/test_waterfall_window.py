@@ -28,6 +28,11 @@ def test_a_real_reply_s_waterfall_adds_up_to_its_ttft_and_is_exported(qtbot, win
     assert sum(segment.duration_s for segment in before) == pytest.approx(trace.metrics().ttft_s, abs=1e-9)
     assert all(segment.duration_s >= 0 for segment in waterfall.segments)
     assert "TTFT" in waterfall.tooltip_for(before[-1]) and "ms" in waterfall.summary_text()
+    # Narrower than its summary (the meter at a 1,259-pixel window), the line is cut with '…', E2E kept whole.
+    waterfall.resize(300, waterfall.height())
+    shown = waterfall.shown_summary()
+    assert shown.startswith(f"E2E {trace.metrics().e2e_s * 1000:.1f} ms · ") and shown.endswith("…")
+    assert waterfall.fontMetrics().horizontalAdvance(shown) <= waterfall.width() - 8
     window.export_traces_json(tmp_path / "t.json")
     document = json.loads((tmp_path / "t.json").read_text(encoding="utf-8"))
     exported = document["replies"][0]["waterfall"]

@@ -54,7 +54,7 @@ def sharing_finding(trace: ReplyTrace) -> list[Finding]:
                 advice="send one request to this model alone through the proxy: its pace alone is the yardstick",
             )
         ]
-    # Alone, a model's chunks can arrive in one burst through the proxy: a pace of 0, which anything shared exceeds.
+    # Alone, a model's chunks can reach the proxy nearly together: a pace near 0, which anything shared exceeds.
     if tpot <= alone * SLOWER:
         return []
     as_slow = f" ({tpot / alone:.1f}× as slow)" if alone >= BURST_S else " (their chunks came in one burst)"

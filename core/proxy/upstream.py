@@ -23,8 +23,8 @@ class Upstream:
             parts = split_server_url(url)
         except BadServerURL as bad:
             raise BadUpstream(
-                f"the server's address {url!r} will not do: {bad}, such as http://127.0.0.1:11434 (Ollama) or "
-                f"http://127.0.0.1:8080/v1"
+                f"the server's address {url!r} will not do: {bad} (an address reads like http://127.0.0.1:11434 for "
+                f"Ollama, or http://127.0.0.1:8080/v1)"
             ) from None
         if parts.query or parts.fragment or parts.username or parts.password:
             raise BadUpstream(

@@ -62,7 +62,7 @@ def test_an_upstream_that_is_no_url_is_refused_in_one_line(run_cli):
     assert result.returncode == 2
     assert result.stderr.strip() == (
         "latencylab proxy: error: --upstream: the server's address 'localhost:11434' will not do: it needs http:// or "
-        "https:// and a host, such as http://127.0.0.1:11434 (Ollama) or http://127.0.0.1:8080/v1"
+        "https:// and a host (an address reads like http://127.0.0.1:11434 for Ollama, or http://127.0.0.1:8080/v1)"
     )
 
 

@@ -27,5 +27,5 @@ def test_ask_refuses_a_malformed_server_url_in_one_line(capsys, url, reason):
 
 @pytest.mark.parametrize(("url", "reason"), MALFORMED)
 def test_the_proxy_refuses_a_malformed_upstream_with_the_same_reason(url, reason):
-    with pytest.raises(BadUpstream, match=f"{reason}\\)$"):
+    with pytest.raises(BadUpstream, match=f"will not do: {reason} \\(an address reads like"):
         Upstream.parse(url)

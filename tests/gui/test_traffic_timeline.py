@@ -33,18 +33,22 @@ def test_a_reply_whose_tokens_came_in_one_read_is_drawn_without_a_backwards_outp
     assert tail_start == output_end and tail_end == pytest.approx(0.026682221)
 
 
-def test_one_short_request_is_a_bar_on_a_readable_clock_with_whole_request_numbers(qtbot, timeline):
-    """A failed request of a millisecond filled the plot as a grey slab on a 2.0838–2.0848 s axis, beside request
-    numbers 0.7, 0.8, ... 1.3."""
+def one_failed_request_shown(qtbot, timeline, start_ns: int):
+    """A request that failed a millisecond after start_ns, drawn on a shown plot; the plot's (x, y) ranges."""
     timeline.resize(500, 250)
     timeline.show()
     qtbot.waitExposed(timeline)
-    start_ns = ZERO_NS + 2_083_800_000
     timeline.add(1, start_ns)
     timeline.finish(1, start_ns, None, None, start_ns + 1_000_000)
     timeline.refresh(start_ns + 2_000_000)
     timeline.getViewBox().updateAutoRange()
-    (x_low, x_high), (y_low, y_high) = timeline.getViewBox().viewRange()
+    return timeline.getViewBox().viewRange()
+
+
+def test_one_short_request_is_a_bar_on_a_readable_clock_with_whole_request_numbers(qtbot, timeline):
+    """A failed request of a millisecond filled the plot as a grey slab on a 2.0838–2.0848 s axis, beside request
+    numbers 0.7, 0.8, ... 1.3."""
+    (x_low, x_high), (y_low, y_high) = one_failed_request_shown(qtbot, timeline, ZERO_NS + 2_083_800_000)
     assert x_high - x_low >= 0.999 and y_high - y_low >= 3.999
     axis = timeline.getAxis("left")
     values = [value for _, level in axis.tickValues(y_low, y_high, 200) for value in level]
@@ -54,15 +58,7 @@ def test_one_short_request_is_a_bar_on_a_readable_clock_with_whole_request_numbe
 def test_a_request_in_the_proxys_first_moment_is_drawn_on_a_clock_from_zero(qtbot, timeline):
     """A 502 of a millisecond, 30 ms after the proxy started: no bar could be seen, on an axis from -400 to 400
     "(x0.001)" beside lanes 0, 1 and 2."""
-    timeline.resize(500, 250)
-    timeline.show()
-    qtbot.waitExposed(timeline)
-    start_ns = ZERO_NS + 30_000_000
-    timeline.add(1, start_ns)
-    timeline.finish(1, start_ns, None, None, start_ns + 1_000_000)
-    timeline.refresh(start_ns + 2_000_000)
-    timeline.getViewBox().updateAutoRange()
-    (x_low, x_high), (y_low, _) = timeline.getViewBox().viewRange()
+    (x_low, x_high), (y_low, _) = one_failed_request_shown(qtbot, timeline, ZERO_NS + 30_000_000)
     assert x_low >= 0.0 and x_high >= 0.999 and y_low >= 0.0
     assert timeline.getAxis("bottom").autoSIPrefixScale == 1.0  # seconds, as the axis is labelled
     ((start, end, lane),) = timeline.bars(timeline.tail_bars)

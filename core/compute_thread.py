@@ -39,7 +39,11 @@ class ComputeThread:
         """Run function on this thread and return its result, or raise what it raised."""
         if self.is_current():
             return function()  # a job that calls back in would otherwise wait for itself
-        done = threading.Event()
+        # A bare lock, released when the job is done: Ctrl+C in an Event's wait (its Condition) could leave that
+        # lock released twice, and `ask` ended with "RuntimeError: release unlocked lock" and a traceback instead of
+        # "stopped (Ctrl+C)" when the signal came just as the model was ready. A bare lock's wait is interrupted whole.
+        done = threading.Lock()
+        done.acquire()
         outcome: dict = {}
 
         def job() -> None:
@@ -48,10 +52,10 @@ class ComputeThread:
             except BaseException as error:  # noqa: BLE001 - handed back to the caller below
                 outcome["error"] = error
             finally:
-                done.set()
+                done.release()
 
         self.submit(job)
-        if not done.wait(timeout):
+        if not done.acquire(timeout=-1 if timeout is None else timeout):
             raise TimeoutError(f"{self._thread.name} did not finish the call in time")
         if "error" in outcome:
             raise outcome["error"]

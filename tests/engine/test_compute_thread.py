@@ -76,3 +76,32 @@ def test_the_shared_thread_is_started_again_when_something_closed_it():
     second = compute_thread()
     assert second is not first and second.alive
     assert on_compute_thread(lambda: threading.current_thread().name, timeout=10) == COMPUTE_THREAD_NAME
+
+
+def test_ctrl_c_while_waiting_on_a_call_is_a_keyboard_interrupt_and_the_thread_goes_on():
+    """Ctrl+C as a load ended once gave "RuntimeError: release unlocked lock" out of the wait (an Event's Condition)
+    and a traceback from `ask`, instead of "stopped (Ctrl+C)"."""
+    import signal
+
+    worker = ComputeThread("test-compute-interrupt")
+    started, go_on = threading.Event(), threading.Event()
+
+    def busy() -> str:
+        started.set()
+        go_on.wait(30)
+        return "done"
+
+    def interrupt_once_it_runs() -> None:
+        started.wait(30)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)  # to the main thread, where call() waits
+
+    interrupter = threading.Thread(target=interrupt_once_it_runs)
+    interrupter.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            worker.call(busy)
+    finally:
+        go_on.set()
+        interrupter.join(30)
+    assert worker.call(lambda: "again", timeout=30) == "again"
+    assert worker.close(30)

@@ -1,6 +1,5 @@
 """While a model loads, glibc's heap serves blocks under 4 MiB itself (no mapping, and so no wait on the memory-map
-lock, per block). The packed weights are mapped by the kernels themselves (csrc/model.c ll_pack), whatever the
-heap's settings."""
+lock, per block)."""
 
 from __future__ import annotations
 

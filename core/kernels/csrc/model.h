@@ -41,7 +41,6 @@ typedef struct {
     dot_tile_fn dot;  /* the type's tile kernel and activation slot, resolved once from the type table */
     int32_t kind;
     void *packed;     /* the rows in the type's packed layout (ll_pack), owned; NULL: the products read data */
-    size_t packed_bytes;  /* its mapping's length */
 } ll_weight;
 
 typedef struct {

@@ -96,6 +96,8 @@ def test_ctrl_c_while_waiting_on_a_call_is_a_keyboard_interrupt_and_the_thread_g
         signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)  # to the main thread, where call() waits
 
     interrupter = threading.Thread(target=interrupt_once_it_runs)
+    # Python's own Ctrl+C handler, as `ask` has it (a pytest-xdist worker ignores SIGINT).
+    usual = signal.signal(signal.SIGINT, signal.default_int_handler)
     interrupter.start()
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -103,5 +105,6 @@ def test_ctrl_c_while_waiting_on_a_call_is_a_keyboard_interrupt_and_the_thread_g
     finally:
         go_on.set()
         interrupter.join(30)
+        signal.signal(signal.SIGINT, usual)
     assert worker.call(lambda: "again", timeout=30) == "again"
     assert worker.close(30)

@@ -46,14 +46,15 @@ def span_text(seconds: float | None) -> str:
     return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
-def tokens_text(record: ProxyRecord) -> str:
-    """Prompt tokens (cached) → output tokens, or chunks where the server sent no count."""
+def tokens_text(record: ProxyRecord, unit: bool = True) -> str:
+    """Prompt tokens (cached) → output tokens, or chunks where the server sent no count (said whatever `unit` is:
+    a table whose column says "Tokens" leaves the word out, to fit)."""
     prompt = "?" if record.prompt_tokens is None else str(record.prompt_tokens)
     if record.cached_tokens:
         prompt += f" ({record.cached_tokens} cached)"
     output = "?" if record.output_tokens is None else str(record.output_tokens)
-    unit = " chunks" if record.tokens_are_chunks else " tokens"
-    return f"{prompt} → {output}{unit}"
+    named = " chunks" if record.tokens_are_chunks else " tokens" if unit else ""
+    return f"{prompt} → {output}{named}"
 
 
 class RecordWriter:

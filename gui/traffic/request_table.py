@@ -40,7 +40,7 @@ WIDEST = {
     "TTFT": "000.0 ms",
     "TPOT": "000.0 ms",
     "E2E": "000.0 ms …",
-    "Tokens": "1234 (1200 cached) → 256 tokens",
+    "Tokens": "1234 (1200 cached) → 256",
 }
 Index = QModelIndex | QPersistentModelIndex
 TOP = QModelIndex()  # the table's root: a flat table has no other parent
@@ -99,6 +99,9 @@ class RequestTable(QAbstractTableModel):
     def added(self) -> int:
         """Requests added since the table was cleared, the rows dropped from the top among them."""
         return self._added
+
+    def id_at(self, row: int) -> int | None:
+        return self.rows[row].id if 0 <= row < len(self.rows) else None
 
     def record_at(self, row: int) -> ProxyRecord | None:
         return self.rows[row].record if 0 <= row < len(self.rows) else None
@@ -171,7 +174,7 @@ def cell_text(row: Row, column: str) -> str:
         return f"{span_text(progress.elapsed_s)} …" if progress else "…"
     if column == "Tokens":
         if record:
-            return tokens_text(record)
+            return tokens_text(record, unit=False)
         return f"{progress.chunks} chunks …" if progress else ""
     if column == "Note" and record:
         return " · ".join(note for note in (record.error, record.meter_note) if note)

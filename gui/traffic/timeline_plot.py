@@ -14,6 +14,7 @@ from gui.plotting.plot_style import style_plot
 WAIT_COLOR = "#e8710a"  # the prefill's colour in the meter: request sent → first token
 OUTPUT_COLOR = "#1a73e8"  # first token → last token
 TAIL_COLOR = "#9aa0a6"  # last token → the response's last byte (a usage chunk, say), and requests not metered
+CHOSEN_COLOR = (26, 115, 232, 40)  # the lane of the request chosen in the table: a faint band behind its bar
 SHOWN = 200  # the last this many requests are drawn; older ones scroll away
 BAR_HEIGHT = 0.7
 MIN_SECONDS_SHOWN = 1.0
@@ -52,6 +53,14 @@ class TimelinePlot(PagePlot):
         self.wait_bars = self._bars(WAIT_COLOR)
         self.output_bars = self._bars(OUTPUT_COLOR)
         self.tail_bars = self._bars(TAIL_COLOR)
+        # The table's chosen request, found on the timeline: a band across its lane, made once and moved.
+        self.chosen_band = pg.LinearRegionItem(
+            orientation="horizontal", movable=False, brush=pg.mkBrush(CHOSEN_COLOR), pen=pg.mkPen(None)
+        )
+        self.chosen_band.setZValue(-10)  # behind the bars
+        self.chosen_band.setVisible(False)
+        self.addItem(self.chosen_band, ignoreBounds=True)
+        self._chosen: int | None = None
         self.note = EmptyPlotNote(self, "Start the proxy and point a tool at it;\nits requests appear here.")
         self._changed = False
 
@@ -66,6 +75,7 @@ class TimelinePlot(PagePlot):
         """A proxy started: its clock's zero; earlier bars are cleared."""
         self._zero_ns = zero_ns
         self._lane.clear()
+        self.mark(None)
         for buffer in (self.ids, self.start_s, self.first_s, self.last_s, self.end_s):
             buffer.clear()
         self._changed = True
@@ -121,6 +131,20 @@ class TimelinePlot(PagePlot):
         tail_start = np.where(has_first, output_end, start)  # a request with no output is grey throughout
         self._set(self.tail_bars, tail_start, end, lanes, ~running & (end > tail_start))
         self.note.show_when(len(lanes) == 0)
+        if self._chosen is not None:
+            self._show_chosen()
+
+    def mark(self, request_id: int | None) -> None:
+        """Band the lane of the request chosen in the table (None: no band)."""
+        self._chosen = request_id
+        self._show_chosen()
+
+    def _show_chosen(self) -> None:
+        lane = self._lane.get(self._chosen) if self._chosen is not None else None
+        shown = lane is not None and lane >= len(self.ids) - SHOWN  # its bar has not scrolled away
+        if shown:
+            self.chosen_band.setRegion((self._chosen - 0.5, self._chosen + 0.5))
+        self.chosen_band.setVisible(shown)
 
     def bars(self, item: pg.BarGraphItem) -> list[tuple[float, float, float]]:
         """(start, end, lane) of each bar an item draws, in seconds: what the plot shows."""

@@ -242,6 +242,7 @@ class TrafficTab(QWidget):
 
     @Slot(QModelIndex, QModelIndex)
     def _row_chosen(self, current: QModelIndex, _previous: QModelIndex) -> None:
+        self.timeline.mark(self.table.id_at(current.row()))
         record = self.table.record_at(current.row())
         if record is not None:
             self.show_request(record)

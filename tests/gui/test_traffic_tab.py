@@ -59,7 +59,7 @@ def test_a_request_through_the_tab_is_listed_drawn_and_metered(qtbot, tab):
         record = finished.args[0]
     assert reply.status_code == 200 and record.output_tokens == 5
     assert _cell(tab, 0, "Model") == "sea-7b" and _cell(tab, 0, "Status") == "200"
-    assert _cell(tab, 0, "Tokens") == "12 → 5 tokens" and _cell(tab, 0, "In flight") == "0 (0)"
+    assert _cell(tab, 0, "Tokens") == "12 → 5" and _cell(tab, 0, "In flight") == "0 (0)"
     assert _cell(tab, 0, "TTFT").endswith(" ms") and _cell(tab, 0, "Request") == "POST /v1/chat/completions"
     assert "python" in _cell(tab, 0, "Client")  # this test's own process, read from /proc
     ((wait_start, wait_end, lane),) = tab.timeline.bars(tab.timeline.wait_bars)
@@ -82,6 +82,9 @@ def test_a_request_through_the_tab_is_listed_drawn_and_metered(qtbot, tab):
     assert tab.meter.visible_plot.points()[1].max() == len("The sea is wide.")  # what the user saw, bodies not kept
     assert tab.meter.diagnosis_line.top.text()  # the request diagnosed as a chat reply is
     assert tab.meter_note.text().startswith(f"Request #{record.id}: sea-7b")
+    # The chosen request is found on the timeline too: a band across its lane.
+    assert tab.timeline.chosen_band.isVisible()
+    assert tab.timeline.chosen_band.getRegion() == pytest.approx((lane - 0.5, lane + 0.5))
 
     # A request passed through unmetered: the meter no longer shows the last one's figures under its line.
     with qtbot.waitSignal(tab.request_finished, timeout=WAIT_MS):
@@ -91,6 +94,10 @@ def test_a_request_through_the_tab_is_listed_drawn_and_metered(qtbot, tab):
     assert tab.meter_note.text() == "GET /v1/models: passed through, not a generation request."
     assert cards["ttft"].value is None and cards["prompt"].text() == "–" and not tab.meter.diagnosis_line.isVisible()
     assert tab.meter.interval_plot.marker_count() == 0
+    passed_id = tab.table.id_at(passed)
+    assert passed_id != record.id and tab.timeline.chosen_band.getRegion() == pytest.approx(
+        (passed_id - 0.5, passed_id + 0.5)
+    )
 
     with qtbot.waitSignal(tab.proxy_stopped, timeout=WAIT_MS):
         tab.stop_button.click()

@@ -67,6 +67,17 @@ def test_a_request_alone_gets_no_sharing_finding_but_one_far_slower_than_its_mod
     assert finding.cost_s == pytest.approx(0.064 * (TOKENS - 1))
 
 
+def test_a_slower_pace_that_lost_less_than_anyone_feels_is_not_blamed_on_the_server_or_the_sharing():
+    """Five tokens at 0.8 ms against 0.3 ms alone (2 ms lost in all) headed the diagnosis as a server 2.5x as slow."""
+    for others in (0, 2):
+        sharing = SharingReport(others_at_start=0, others_most=others, alone_tpot_s=0.0003, alone_count=4)
+        short = made_trace([0.8] * 4, ttft_ms=9.0, server=ServerReport("llama.cpp", 40, 5, None, 5, None))
+        short.cpu, short.sharing = None, sharing
+        assert [finding.kind for finding in diagnose(short)] == ["healthy"]
+        long = proxied(3.0, sharing)  # 20 intervals 2.7 ms slower: 54 ms lost, felt
+        assert diagnose(long)[0].kind == ("slower_server" if others == 0 else "shared_server")
+
+
 def test_a_wait_outside_the_prefill_behind_requests_in_flight_is_named_the_queue():
     timings = {"source": "llama.cpp timings", "prompt_ms": 20.0}
     behind = proxied(10.0, SharingReport(others_at_start=2, others_most=2), timings, ttft_ms=900.0)

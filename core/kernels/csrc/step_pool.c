@@ -62,7 +62,10 @@ static void *work(void *argument) {
     const worker_id *id = argument;
     struct step_pool *pool = id->pool;
     const int tid = id->tid;
-    uint64_t seen = __atomic_load_n(&pool->seq, __ATOMIC_ACQUIRE);
+    /* The seq the pool started at (start_pool zeroes it), not the seq read now: ll_step_post starts the pool and
+     * posts its first step at once, and a worker that reached this line after the post took that step for one it had
+     * run, leaving it to the caller alone. */
+    uint64_t seen = 0;
     for (;;) {
         const uint64_t waiting_since = clock_ns();
         while (__atomic_load_n(&pool->seq, __ATOMIC_ACQUIRE) == seen && !__atomic_load_n(&pool->stop, __ATOMIC_ACQUIRE)) {

@@ -67,6 +67,14 @@ class UncrowdedAxis(pg.AxisItem):
     value in between, and on the Lab's plots, a few hundred pixels wide, "7·10¹", "8·10¹", "9·10¹" and "10²" ran
     together."""
 
+    def resizeEvent(self, ev=None):  # noqa: N802 - pyqtgraph's name
+        super().resizeEvent(ev)
+        # The label's foot on the axis's foot: pyqtgraph sets it 5 pixels below, and under Xvfb "seconds since Send"
+        # was cut through its middle at the foot of the meter. The height pyqtgraph keeps for it (0.8 of its box)
+        # holds its text: the box's top is a margin.
+        if self.orientation == "bottom" and self.label is not None:
+            self.label.setY(int(self.size().height() - self.label.boundingRect().height()))
+
     def generateDrawSpecs(self, p):  # noqa: N802 - pyqtgraph's name
         specs = super().generateDrawSpecs(p)
         if specs is None:  # no view linked yet

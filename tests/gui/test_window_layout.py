@@ -60,6 +60,20 @@ def test_each_plot_keeps_120_pixels_for_its_points_on_a_1366_by_768_screen(qtbot
             assert not _meter_scrolls(window), (size, folded)
 
 
+def test_each_plots_bottom_label_is_drawn_whole_inside_the_plot(qtbot, tiny_window):
+    """pyqtgraph sets a bottom axis's label 5 pixels below the axis: at the meter's foot, under Xvfb, "seconds since
+    Send" was cut through its middle by the window's status bar."""
+    window = tiny_window
+    _reply(qtbot, window)
+    _settle(qtbot, window, LAPTOP_OPENING)
+    for plot in _plots(window).values():
+        window.meter.views.show_view(plot)
+        qtbot.waitUntil(plot.isVisible, timeout=5_000)
+        label = plot.getAxis("bottom").label
+        qtbot.waitUntil(lambda plot=plot: plot.getViewBox().height() > 0, timeout=5_000)
+        assert label.mapRectToScene(label.boundingRect()).bottom() <= plot.height(), label.toPlainText()
+
+
 def test_the_prompt_cache_map_cuts_none_of_its_text(qtbot, tiny_window):
     window = tiny_window
     _reply(qtbot, window)

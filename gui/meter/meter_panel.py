@@ -102,6 +102,8 @@ class MeterPanel(QWidget):
             if event.chunk == self._previous_chunk:
                 return
             self._previous_chunk = event.chunk
+            if event.timestamp_ns == self._previous_stamp_ns:
+                return  # read with the chunk before it (stamped on one arrival): no gap between them to draw
         previous, self._previous_stamp_ns = self._previous_stamp_ns, event.timestamp_ns
         if previous is None:
             self.interval_plot.add_ttft((event.timestamp_ns - self._request_start_ns) / 1e6)

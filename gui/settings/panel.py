@@ -29,6 +29,7 @@ from gui.settings.store import WindowSettings
 from gui.untrusted_text import plain_label
 
 EMBEDDED_CHOICE = EMBEDDED_SPEC
+SYSTEM_EXCERPT = 24  # characters of the system prompt the folded line shows (the whole line is its tooltip)
 
 
 class SettingsPanel(QWidget):
@@ -179,9 +180,12 @@ class SettingsPanel(QWidget):
     def summary(self) -> str:
         """The settings in one line, as the folded header shows them."""
         seed = self.seed.value()
+        system = " ".join(self.system_prompt.toPlainText().split())
         parts = [
             self.model_spec(),
             self.dtype(),
+            # Early in the line, where the cut at its right end does not reach: it changes every reply.
+            *([f"system “{_excerpt(system, SYSTEM_EXCERPT)}”"] if system else []),
             f"max new {self.max_new_tokens.value()}",
             f"temp {self.temperature.value():g}",
             f"top-p {self.top_p.value():g}",
@@ -190,8 +194,6 @@ class SettingsPanel(QWidget):
         ]
         if self.speculation.speculation() != "off":
             parts.append(f"speculate {self.speculation.speculation()} ×{self.speculation.draft_tokens()}")
-        if self.system_prompt.toPlainText().strip():
-            parts.append("system prompt set")
         return " · ".join(parts)
 
     @Slot(bool)
@@ -344,3 +346,7 @@ class SettingsPanel(QWidget):
             self.show_load_error(str(error))
             return
         self.load_requested.emit(self.model_spec(), self.dtype())
+
+
+def _excerpt(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 1].rstrip() + "…"

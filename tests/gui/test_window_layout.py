@@ -104,7 +104,14 @@ def test_the_settings_fold_away_give_the_chat_their_room_and_come_back(qtbot, ti
     # Folded, one line says what they are; the chat's transcript takes the room they had.
     summary = panel.fold_header.summary.text()
     assert summary.startswith("embedded · ")
-    assert "max new 5" in summary and "temp" in summary
+    assert "max new 5" in summary and "temp" in summary and "system" not in summary
+    # A system prompt changes every reply: the folded line says so early, where its cut does not reach.
+    panel.system_prompt.setPlainText("You are a pirate.\nAnswer   in rhymes, always, whatever is asked.")
+    summary = panel.fold_header.summary.text()
+    assert summary.split(" · ")[2] == "system “You are a pirate. Answe…”"  # 24 characters, the cut one of them
+    assert panel.fold_header.summary.toolTip().startswith(summary[:40])
+    panel.system_prompt.setPlainText("")
+    assert "system" not in panel.fold_header.summary.text()
     qtbot.waitUntil(lambda: window.chat_panel.transcript.height() >= unfolded_transcript + 100, timeout=5_000)
     assert (
         window.chat_panel.transcript.width() == transcript_width

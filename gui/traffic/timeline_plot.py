@@ -140,10 +140,11 @@ class TimelinePlot(PagePlot):
         self._show_chosen()
 
     def _show_chosen(self) -> None:
-        lane = self._lane.get(self._chosen) if self._chosen is not None else None
-        shown = lane is not None and lane >= len(self.ids) - SHOWN  # its bar has not scrolled away
-        if shown:
-            self.chosen_band.setRegion((self._chosen - 0.5, self._chosen + 0.5))
+        chosen = self._chosen
+        lane = self._lane.get(chosen) if chosen is not None else None
+        shown = chosen is not None and lane is not None and lane >= len(self.ids) - SHOWN  # not scrolled away
+        if chosen is not None and shown:
+            self.chosen_band.setRegion((chosen - 0.5, chosen + 0.5))
         self.chosen_band.setVisible(shown)
 
     def bars(self, item: pg.BarGraphItem) -> list[tuple[float, float, float]]:

@@ -106,6 +106,7 @@ _SIGNATURES = {
     "ll_step_steals": (ctypes.c_uint64, []),
     "ll_step_stall": (None, [_I, _I, _I]),  # the tests' thread held off its core
     "ll_step_holds": (ctypes.c_uint64, []),
+    "ll_step_worker_delay": (None, [_I]),  # the tests' late step worker
     "ll_read": (ctypes.c_uint64, [_P, ctypes.c_size_t, _I]),  # csrc/read.c: the bandwidth ceilings' read loop
     "ll_int8_peak": (ctypes.c_uint64, [ctypes.c_int64, _I]),  # csrc/peak.c: the int8 products' ceiling
     "ll_amx_peak": (ctypes.c_uint64, [ctypes.c_int64, _I]),  # csrc/gemm_amx.c: the same on AMX's tiles; 0 without

@@ -61,6 +61,26 @@ def assert_held_off_thread_changes_nothing(library, kernel, tokens, thread, with
     return held_jobs
 
 
+def test_a_step_worker_that_starts_late_still_takes_the_pools_first_step(tmp_path, library):
+    """The pool starts with the model's first decode step and posts that step at once: a worker that looked at the
+    pool only after the post took the step for one it had run, and left it to the calling thread alone."""
+    path = write_tiny_family(tmp_path / "llama-Q4_K.gguf", "llama", "Q4_K", vocab=VOCAB)
+    kernel = build_kernel_model(library, GGUFWeights(path), lambda fraction, text: None).kernel
+    kernel.reserve(1, 4, keep=False)
+    library.ll_use_steps(1)
+    library.ll_step_worker_delay(20_000)  # the worker looks 20 ms after it starts: after the first post
+    library.ll_step_stall(0, 1, 2_000_000)  # the caller holds each job it computes until another publishes it
+    steals, holds = library.ll_step_steals(), library.ll_step_holds()
+    try:
+        kernel.pass_over(np.array([7]), 0, 2, every_position=True)  # the model's first step: the pool starts here
+    finally:
+        library.ll_step_stall(-1, 1, 0)
+        library.ll_step_worker_delay(0)
+    held = library.ll_step_holds() - holds
+    assert held > 0 and library.ll_step_steals() - steals >= held  # the late worker took every held job over
+    kernel.close()
+
+
 @pytest.mark.model
 def test_either_thread_held_off_on_the_embedded_model_changes_no_bit(library):
     """30 layers of SmolLM2-135M: a step long enough that both threads take jobs in it."""

@@ -43,6 +43,14 @@ struct step_pool {
     uint64_t spin_ns;
 };
 
+/* The tests' late worker (ll_step_worker_delay): new workers wait this long before they look at the pool, as a
+ * thread the machine starts late would, so that the pool's first step is posted before they do. */
+static int worker_delay_micros;
+
+LL_API void ll_step_worker_delay(int32_t micros) {
+    __atomic_store_n(&worker_delay_micros, micros, __ATOMIC_RELAXED);
+}
+
 static uint64_t clock_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -62,6 +70,11 @@ static void *work(void *argument) {
     const worker_id *id = argument;
     struct step_pool *pool = id->pool;
     const int tid = id->tid;
+    const int delay = __atomic_load_n(&worker_delay_micros, __ATOMIC_RELAXED);
+    if (delay > 0) {
+        const struct timespec pause = {delay / 1000000, (long)(delay % 1000000) * 1000};
+        nanosleep(&pause, NULL);
+    }
     /* The seq the pool started at (start_pool zeroes it), not the seq read now: ll_step_post starts the pool and
      * posts its first step at once, and a worker that reached this line after the post took that step for one it had
      * run, leaving it to the caller alone. */

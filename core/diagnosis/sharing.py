@@ -58,7 +58,8 @@ def sharing_finding(trace: ReplyTrace) -> list[Finding]:
     # Alone, a model's chunks can reach the proxy nearly together: a pace near 0, which anything shared exceeds.
     # Below FELT_S lost over the whole reply no one feels it: five tokens at 0.8 ms against 0.3 ms headed the
     # diagnosis as a server 2.5x as slow.
-    if tpot <= alone * SLOWER or (tpot - alone) * max(metrics.output_tokens - 1, 0) < FELT_S:
+    lost_s = _lost_s(tpot, alone, metrics.output_tokens)
+    if tpot <= alone * SLOWER or lost_s < FELT_S:
         return []
     as_slow = f" ({tpot / alone:.1f}× as slow)" if alone >= BURST_S else " (their chunks came in one burst)"
     return [
@@ -80,7 +81,7 @@ def sharing_finding(trace: ReplyTrace) -> list[Finding]:
                 "pace returns), or a server with more cores and memory bandwidth: a step that carries several requests "
                 "costs more than one alone once the server's arithmetic, not its memory, sets the pace"
             ),
-            cost_s=(tpot - alone) * max(metrics.output_tokens - 1, 0),
+            cost_s=lost_s,
         )
     ]
 
@@ -94,7 +95,8 @@ def _alone_but_slower(trace: ReplyTrace) -> list[Finding]:
     alone = sharing.alone_tpot_s if sharing else None
     if sharing is None or tpot is None or alone is None or alone < BURST_S or tpot <= alone * SLOWER_ALONE:
         return []
-    if (tpot - alone) * max(metrics.output_tokens - 1, 0) < FELT_S:
+    lost_s = _lost_s(tpot, alone, metrics.output_tokens)
+    if lost_s < FELT_S:
         return []  # slower, but by less than anyone feels over the whole reply
     others = f"{sharing.alone_count} other request{'s' if sharing.alone_count > 1 else ''}"
     return [
@@ -114,6 +116,11 @@ def _alone_but_slower(trace: ReplyTrace) -> list[Finding]:
                 "look at the server's machine: other programs on its cores or memory, clients that talk to the server "
                 "directly (the proxy sees only what passes through it), or its model pushed out of memory"
             ),
-            cost_s=(tpot - alone) * max(metrics.output_tokens - 1, 0),
+            cost_s=lost_s,
         )
     ]
+
+
+def _lost_s(tpot_s: float, alone_s: float, output_tokens: int) -> float:
+    """The time a slower pace added over the reply's decode: each interval after the first token."""
+    return (tpot_s - alone_s) * max(output_tokens - 1, 0)

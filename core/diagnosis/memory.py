@@ -5,6 +5,7 @@ from __future__ import annotations
 from core.diagnosis.quant_sizes import MIXES, step_weight_bytes
 from core.diagnosis.words import share
 from core.roofline.counts import ArithmeticShape
+from core.roofline.placement import past_ceiling
 from core.timing.finding import Finding
 
 # At this share of the memory ceiling decode is bound by it: faster kernels would not help, fewer bytes would.
@@ -30,6 +31,7 @@ def memory_finding(placement: dict | None, arithmetic: dict | None) -> list[Find
     # Q4_K_M is what LM Studio and Ollama download by default: named where it is worth it, else the fastest.
     speedup, mix = next(((value, name) for value, name in smaller if name == "Q4_K_M"), smaller[0])
     memory = "the last-level cache" if decode.get("weights_fit_in_last_level_cache") else "memory"
+    low = past_ceiling(placement, "decode")
     return [
         Finding(
             kind="memory_bound",
@@ -41,6 +43,7 @@ def memory_finding(placement: dict | None, arithmetic: dict | None) -> list[Find
             evidence=(
                 f"{decode['bytes'] / 1e6:,.0f} MB read a token at {decode['bytes_per_s'] / 1e9:,.1f} GB/s, "
                 f"{share(reached)} of the {decode['ceiling_bytes_per_s'] / 1e9:,.1f} GB/s measured"
+                + (f". {low}" if low else "")
             ),
             figure=reached,
             advice="; ".join(

@@ -10,6 +10,23 @@ NO_CEILINGS = (
     "no ceilings measured on this CPU yet: the Lab's bandwidth sweep (or `latencylab bench --sweeps "
     "bandwidth`) measures and caches them"
 )
+# A rate this far past a ceiling means the ceiling was measured low (best-of-passes noise stays well inside it).
+PAST_CEILING = 1.05
+
+
+def past_ceiling(placement: dict | None, phase: str) -> str | None:
+    """Where a phase ran faster than the ceiling that bounds it, the ceiling is what is wrong: said, with the day it
+    was measured and how to measure it again; None where the share is within the ceiling or unknown."""
+    figures = (placement or {}).get(phase) or {}
+    reached = figures.get("share_of_ceiling")
+    if reached is None or reached < PAST_CEILING:
+        return None
+    measured_at = ((placement or {}).get("ceilings") or {}).get("measured_at", "")
+    day = f" on {measured_at[:10]}" if measured_at[:4].isdigit() else ""
+    return (
+        f"That is past the ceiling measured{day}, so that measurement was low (the machine was slower or busier "
+        f"then): the Lab's bandwidth sweep (or `latencylab bench --sweeps bandwidth`) measures it again."
+    )
 
 
 def compute_ceiling(ceilings: Ceilings | None, precision: str | None):
@@ -102,10 +119,12 @@ def prefill_sentence(placement: dict | None) -> str | None:
     if prefill["share_of_ceiling"] is None:
         return text + f"; {NO_CEILINGS}."
     label = prefill["ceiling"].removeprefix("gemm_")
-    return (
-        text + f", {prefill['share_of_ceiling']:.0%} of this machine's {label} GEMM ceiling "
+    text += (
+        f", {prefill['share_of_ceiling']:.0%} of this machine's {label} GEMM ceiling "
         f"({format_rate(prefill['ceiling_flops_per_s'], 'flop/s')})."
     )
+    low = past_ceiling(placement, "prefill")
+    return f"{text} {low}" if low else text
 
 
 def decode_sentence(placement: dict | None) -> str | None:
@@ -129,7 +148,8 @@ def decode_sentence(placement: dict | None) -> str | None:
         if decode["weights_fit_in_last_level_cache"]
         else ""
     )
-    return text + ", " + " and ".join(parts) + "." + where
+    low = past_ceiling(placement, "decode")
+    return text + ", " + " and ".join(parts) + "." + where + (f" {low}" if low else "")
 
 
 def reply_placement(trace, arithmetic: dict | None, ceilings: Ceilings | dict | None) -> dict | None:

@@ -265,6 +265,15 @@ def test_a_memory_bound_decode_names_a_smaller_file_from_the_quant_table():
     assert f"Q4_K_M of this model would be about {expected:.1f}x faster here" in finding.summary
 
 
+def test_a_decode_past_the_measured_ceiling_blames_the_measurement_not_the_file():
+    shape = tiny_shape()
+    ceilings = dram(19.8e9)  # measured on a slow day: this decode reads 25 GB/s
+    trace = made_trace([shape.step_weight_bytes() / 25e9 * 1000] * 30)
+    finding = diagnose(trace, shape.to_dict(), ceilings)[0]
+    assert finding.kind == "memory_bound"
+    assert "past the ceiling measured on 2026-12-04, so that measurement was low" in finding.evidence
+
+
 def test_a_memory_bound_decode_of_an_already_small_file_is_healthy():
     shape = tiny_shape(step_weight_bytes(tiny_shape(), "Q4_K_M"))
     ceilings = dram(29.6e9)

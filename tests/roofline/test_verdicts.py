@@ -121,3 +121,15 @@ def test_a_replys_placement_in_words():
     bare = place_reply(ARITHMETIC, None, 1240, 64, 0.5, 1 / 120)
     assert bare["prefill"]["share_of_ceiling"] is None and "no ceilings measured" in prefill_sentence(bare)
     assert place_reply(None, ceilings(), 10, 2, 0.1, 0.01) is None
+
+
+def test_a_reply_faster_than_its_ceiling_says_the_ceiling_was_measured_low():
+    # DRAM measured at 19.8 GB/s on a slow day; a 7B step then read 4.18 GB in 110 ms (38 GB/s).
+    document = ceilings_document({"gemm_bfloat16": 2.1e12, "dram": 19.8e9, "llc": 90e9}, llc_bytes=32 * MIB)
+    document["measured_at"] = "2026-12-07T04:17:17+00:00"
+    seven_b = {**ARITHMETIC, "weight_bytes": 4_180_000_000}
+    sentence = decode_sentence(place_reply(seven_b, document, 50, 32, 2.0, 0.110))
+    assert "past the ceiling measured on 2026-12-07, so that measurement was low" in sentence
+    assert "measures it again" in sentence
+    within = decode_sentence(place_reply(seven_b, document, 50, 32, 2.0, 0.250))
+    assert "past the ceiling" not in within

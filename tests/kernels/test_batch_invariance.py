@@ -25,21 +25,25 @@ def _has_avx2() -> bool:
     return fast_here()
 
 
+# Each family as llama.cpp lays it out (two query heads to a key-value head), and Llama 2's attention without grouped
+# heads, whose prompt rows share their attention four at a time.
+SHAPES = {arch: (arch, {}) for arch in FAMILY_EXTRAS} | {"llama-ungrouped": ("llama", {"heads": 4, "kv_heads": 4})}
 # This CPU's own build, and (on an AVX-512 machine) the AVX2 kernels that AVX2-only CPUs run, on fewer types.
-CASES = [pytest.param(False, arch, qtype, id=f"native-{arch}-{qtype}") for arch in FAMILY_EXTRAS for qtype in QTYPES]
+CASES = [pytest.param(False, shape, qtype, id=f"native-{shape}-{qtype}") for shape in SHAPES for qtype in QTYPES]
 CASES += [
     pytest.param(
-        "avx2", arch, qtype, id=f"avx2-{arch}-{qtype}", marks=pytest.mark.skipif(not _has_avx2(), reason="no AVX2")
+        "avx2", shape, qtype, id=f"avx2-{shape}-{qtype}", marks=pytest.mark.skipif(not _has_avx2(), reason="no AVX2")
     )
-    for arch in FAMILY_EXTRAS
+    for shape in SHAPES
     for qtype in ("Q4_0", "Q4_1", "Q4_K", "Q8_0", "Q6_K")
 ]
 
 
-@pytest.mark.parametrize(("build", "arch", "qtype"), CASES)
-def test_a_tokens_logits_are_the_same_bits_whatever_the_size_of_its_pass(tmp_path, monkeypatch, build, arch, qtype):
+@pytest.mark.parametrize(("build", "shape", "qtype"), CASES)
+def test_a_tokens_logits_are_the_same_bits_whatever_the_size_of_its_pass(tmp_path, monkeypatch, build, shape, qtype):
     monkeypatch.setattr(kernel_model, "PROMPT_CHUNK", TOKENS)  # a pass of 512 is one call of the kernels
-    path = write_tiny_family(tmp_path / f"{arch}-{qtype}.gguf", arch, qtype, vocab=VOCAB)
+    arch, attention = SHAPES[shape]
+    path = write_tiny_family(tmp_path / f"{shape}-{qtype}.gguf", arch, qtype, vocab=VOCAB, **attention)
     library = kernels(portable=build)
     kernel = build_kernel_model(library, GGUFWeights(path), lambda fraction, text: None).kernel
     tokens = np.random.default_rng(3).integers(0, VOCAB, TOKENS)

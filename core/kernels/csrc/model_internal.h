@@ -105,13 +105,16 @@ void ll_cache_row(ll_model *m, int layer, const float *projected, int seq, int p
 void ll_activate(const ll_model *m, const float *gate, const float *up, float *out, int from, int to);
 int ll_check_ready(const ll_model *m);
 /* Attention runs as jobs of at most ATTEND_GROUP query heads that share a key-value head: ll_attend_jobs(c) jobs a
- * row, job j's first head ll_attend_heads(c, j, &heads). ll_attend computes one job of one row (rows.c); scores
- * holds ATTEND_GROUP * (capacity + 16) floats. */
+ * row, job j's first head ll_attend_heads(c, j, &heads). ll_attend computes one job of one row, ll_attend_rows one
+ * job of consecutive rows of one sequence, at most ATTEND_GROUP heads in all (rows.c); scores holds
+ * ATTEND_GROUP * (capacity + 16) floats. */
 #define ATTEND_GROUP 4
 int ll_attend_jobs(const ll_config *c);
 int ll_attend_heads(const ll_config *c, int job, int *heads);
 void ll_attend(const ll_model *m, int layer, int seq, int pos, int job, const float *query, float *out,
                float *scores);
+void ll_attend_rows(const ll_model *m, int layer, int seq, int pos, int rows, int job, const float *query,
+                    size_t query_stride, float *out, size_t out_stride, float *scores);
 
 /* A matrix's rows as jobs: long_jobs runs of long_rows first, then the rest in jobs of `rows` (pass.c says why). */
 typedef struct {

@@ -144,15 +144,16 @@ static inline __m256 half8(const ll_half *x) { return _mm256_cvtph_ps(_mm_loadu_
         }                                                                                                          \
     }
 
-/* out[j][0, 8 * LANES) = sum_t weights[j][t] * values[t] over [0, count) for G heads j: each lane's sum stays in a
+/* out[j][0, 8 * LANES) += sum_t weights[j][t] * values[t] over [0, count) for G heads j: each lane's sum stays in a
  * register across every position, one fused multiply-add a position, in the order of the positions. (Written back
- * to out and read again for each position, as it was, a lane's sums waited on a store and a reload between any two.) */
+ * to out and read again for each position, as it was, a lane's sums waited on a store and a reload between any two.)
+ * It starts from out, zeroed before the first call, so a later call continues the same sums over further positions. */
 #define WEIGH_HEADS(G, LANES)                                                                                     \
     static void weigh_heads_##G##_##LANES(float *const *weights, const ll_half *values, int count, int n,         \
                                            float *const *out) {                                                    \
         __m256 sum[G][LANES];                                                                                      \
         for (int j = 0; j < G; j++)                                                                                \
-            for (int r = 0; r < LANES; r++) sum[j][r] = _mm256_setzero_ps();                                       \
+            for (int r = 0; r < LANES; r++) sum[j][r] = _mm256_loadu_ps(out[j] + 8 * r);                           \
         for (int t = 0; t < count; t++) {                                                                          \
             const ll_half *v = values + (size_t)t * n;                                                             \
             __m256 x[LANES];                                                                                       \
@@ -262,62 +263,102 @@ int ll_attend_heads(const ll_config *c, int job, int *heads) {
     return first;
 }
 
-/* Attention job `job` of one row over its sequence's cached keys and values: its query heads (ll_attend_heads), which
- * share one key-value head. query: the row's queries (head 0's first); out: the job's first head's output, the
- * others after it; scores: ATTEND_GROUP * (capacity + 16) floats.
+/* Attention job `job` of `rows` consecutive rows of one sequence (positions pos, pos + 1, ...) over its cached keys
+ * and values: its query heads (ll_attend_heads), which share one key-value head. query: the first row's queries (head
+ * 0's first), the next row's query_stride floats on; out: the job's first head's output of the first row, the others
+ * after it, the next row's out_stride floats on; scores: ATTEND_GROUP * (capacity + 16) floats, so rows * heads is at
+ * most ATTEND_GROUP.
+ *
+ * Rows that share a pass read each key and value once for all of them, as a key-value head's query heads do: in a
+ * 7B without grouped heads, converting each float16 key and value again for every row was what a long prompt's
+ * attention spent its time on. Each row's arithmetic is the one-row loop's own (its keys split at the same place
+ * between the SIMD loops and the scalar tail, each sum in the same order), so the bits do not depend on how many
+ * rows share a call: batch invariance holds.
  *
  * The arithmetic is llama.cpp's own with a float16 cache (its default): the query is rounded to float16
  * for the products with the keys, the softmax is taken in float, and its weights are rounded to float16
  * before they weigh the values. This model family turns such last-bit differences into a changed top-1
  * token now and then, and llama.cpp is the reference these files are checked against.
  */
-void ll_attend(const ll_model *m, int layer, int seq, int pos, int job, const float *query, float *out,
-               float *scores) {
+void ll_attend_rows(const ll_model *m, int layer, int seq, int pos, int rows, int job, const float *query,
+                    size_t query_stride, float *out, size_t out_stride, float *scores) {
     const ll_config *c = &m->c;
     const int n = c->head_dim;
     int heads;
     const int head = ll_attend_heads(c, job, &heads);
     const int kv_head = head / (c->heads / c->kv_heads), window = m->layer[layer].window;
     const int first = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
+    const int last_first = window > 0 && pos + rows - window > 0 ? pos + rows - window : 0;
+    if (rows > 1 && last_first != first) {  /* a sliding window moved within the rows: their keys start apart */
+        for (int r = 0; r < rows; r++)
+            ll_attend_rows(m, layer, seq, pos + r, 1, job, query + r * query_stride, 0, out + r * out_stride, 0, scores);
+        return;
+    }
     const ll_half *keys = m->keys + kv_index(m, seq, layer, kv_head, 0) + (size_t)first * n;
     const ll_half *values = m->values + kv_index(m, seq, layer, kv_head, 0) + (size_t)first * n;
     /* Families whose llama.cpp graph scales the queries (Gemma, Phi-3) round the scaled query; the others
      * scale the scores inside the softmax. */
     const float query_scale = c->scale_queries ? c->attention_scale : 1.0f;
     const float score_scale = c->scale_queries ? 1.0f : c->attention_scale;
-    const int count = pos - first + 1;
+    const int vectors = rows * heads;
     float rounded[ATTEND_GROUP][512];
-    float *q[ATTEND_GROUP], *weights[ATTEND_GROUP], *outs[ATTEND_GROUP];
-    for (int j = 0; j < heads; j++) {
-        const float *from = query + (size_t)(head + j) * n;
-        for (int d = 0; d < n; d++) rounded[j][d] = half_to_float(float_to_half(from[d] * query_scale));
-        q[j] = rounded[j];
-        weights[j] = scores + (size_t)j * (m->capacity + 16);
-        outs[j] = out + (size_t)j * n;
-    }
-    int vector_end = 0;  /* the positions the SIMD loops take, four at a time; the rest one at a time */
+    float *q[ATTEND_GROUP] = {0}, *weights[ATTEND_GROUP] = {0}, *outs[ATTEND_GROUP] = {0};
+    int count[ATTEND_GROUP] = {0}, vector_end[ATTEND_GROUP] = {0};  /* by row: its positions, and those the SIMD loops take */
+    for (int r = 0; r < rows; r++) {
+        count[r] = pos + r - first + 1;
+        vector_end[r] = 0;
 #if defined(__AVX2__) && defined(__FMA__)
-    if (n % 8 == 0) {
-        vector_end = count / 4 * 4;
-        dot_heads(q, heads, keys, vector_end, n, weights);
+        if (n % 8 == 0) vector_end[r] = count[r] / 4 * 4;  /* four at a time; the rest one at a time */
+#endif
+        for (int j = 0; j < heads; j++) {
+            const int v = r * heads + j;
+            const float *from = query + r * query_stride + (size_t)(head + j) * n;
+            for (int d = 0; d < n; d++) rounded[v][d] = half_to_float(float_to_half(from[d] * query_scale));
+            q[v] = rounded[v];
+            weights[v] = scores + (size_t)v * (m->capacity + 16);
+            outs[v] = out + r * out_stride + (size_t)j * n;
+            memset(outs[v], 0, (size_t)n * sizeof(float));
+        }
+    }
+#if defined(__AVX2__) && defined(__FMA__)
+    /* The first row has the fewest positions: every row takes those together, then its own further ones. */
+    const int shared = vector_end[0];
+    float *later[ATTEND_GROUP];
+    if (shared) dot_heads(q, vectors, keys, shared, n, weights);
+    for (int r = 0; r < rows; r++) {
+        if (vector_end[r] == shared) continue;
+        for (int j = 0; j < heads; j++) later[j] = weights[r * heads + j] + shared;
+        dot_heads(q + r * heads, heads, keys + (size_t)shared * n, vector_end[r] - shared, n, later);
     }
 #endif
-    for (int j = 0; j < heads; j++) {
-        for (int t = vector_end; t < count; t++) {
+    for (int v = 0; v < vectors; v++) {
+        const int r = v / heads;
+        for (int t = vector_end[r]; t < count[r]; t++) {
             const ll_half *k = keys + (size_t)t * n;
             float sum = 0.0f;
-            for (int i = 0; i < n; i++) sum += q[j][i] * half_to_float(k[i]);
-            weights[j][t] = sum;
+            for (int i = 0; i < n; i++) sum += q[v][i] * half_to_float(k[i]);
+            weights[v][t] = sum;
         }
-        softmax(c, weights[j], count, score_scale);
-        memset(outs[j], 0, (size_t)n * sizeof(float));
+        softmax(c, weights[v], count[r], score_scale);
     }
 #if defined(__AVX2__) && defined(__FMA__)
-    if (vector_end) weigh_heads(weights, heads, values, vector_end, n, outs);
+    if (shared) weigh_heads(weights, vectors, values, shared, n, outs);
+    for (int r = 0; r < rows; r++) {
+        if (vector_end[r] == shared) continue;
+        for (int j = 0; j < heads; j++) later[j] = weights[r * heads + j] + shared;
+        weigh_heads(later, heads, values + (size_t)shared * n, vector_end[r] - shared, n, outs + r * heads);
+    }
 #endif
-    for (int j = 0; j < heads; j++)
-        for (int t = vector_end; t < count; t++)
-            for (int i = 0; i < n; i++) outs[j][i] += weights[j][t] * half_to_float(values[(size_t)t * n + i]);
+    for (int v = 0; v < vectors; v++) {
+        const int r = v / heads;
+        for (int t = vector_end[r]; t < count[r]; t++)
+            for (int i = 0; i < n; i++) outs[v][i] += weights[v][t] * half_to_float(values[(size_t)t * n + i]);
+    }
+}
+
+void ll_attend(const ll_model *m, int layer, int seq, int pos, int job, const float *query, float *out,
+               float *scores) {
+    ll_attend_rows(m, layer, seq, pos, 1, job, query, 0, out, 0, scores);
 }
 
 static void add_bias(float *x, const float *bias, int n) {

@@ -147,7 +147,11 @@ static inline __m256 half8(const ll_half *x) { return _mm256_cvtph_ps(_mm_loadu_
 /* out[j][0, 8 * LANES) += sum_t weights[j][t] * values[t] over [0, count) for G heads j: each lane's sum stays in a
  * register across every position, one fused multiply-add a position, in the order of the positions. (Written back
  * to out and read again for each position, as it was, a lane's sums waited on a store and a reload between any two.)
- * It starts from out, zeroed before the first call, so a later call continues the same sums over further positions. */
+ * It starts from out, zeroed before the first call, so a later call continues the same sums over further positions.
+ * Each pass over the positions reads 32 of a value's dimensions, one line of every 2 to 4 (a strided walk the
+ * hardware's prefetchers do not run far enough ahead of): the line 16 positions on is asked for early. Gemma 2's
+ * decode step at 2,048 positions (eight such passes over 256 dimensions): 58.1, 64.9, 53.9, 65.2 ms against 66.5,
+ * 74.5, 54.4, 74.1 without, in four alternated pairs on the EPYC AVX-512. */
 #define WEIGH_HEADS(G, LANES)                                                                                     \
     static void weigh_heads_##G##_##LANES(float *const *weights, const ll_half *values, int count, int n,         \
                                            float *const *out) {                                                    \
@@ -156,6 +160,7 @@ static inline __m256 half8(const ll_half *x) { return _mm256_cvtph_ps(_mm_loadu_
             for (int r = 0; r < LANES; r++) sum[j][r] = _mm256_loadu_ps(out[j] + 8 * r);                           \
         for (int t = 0; t < count; t++) {                                                                          \
             const ll_half *v = values + (size_t)t * n;                                                             \
+            _mm_prefetch((const char *)(v + 16 * n), _MM_HINT_T0);                                                 \
             __m256 x[LANES];                                                                                       \
             for (int r = 0; r < LANES; r++) x[r] = half8(v + 8 * r);                                               \
             for (int j = 0; j < G; j++) {                                                                          \

@@ -165,6 +165,14 @@ def dram_ceiling() -> float | None:
     return dram.value if dram else None
 
 
+def round_ratios(ours_runs: list[dict], theirs_runs: list[dict], length: int, key: str) -> str:
+    """Ours over llama.cpp's, round by round (each round's two runs ran one after the other)."""
+    return ", ".join(
+        f"{ours['results'][str(length)][key] / theirs['results'][str(length)][key]:.2f}"
+        for ours, theirs in zip(ours_runs, theirs_runs, strict=False)
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", nargs=2, metavar=("ENGINE", "FILE"), help=argparse.SUPPRESS)
@@ -252,6 +260,11 @@ def main() -> None:
                 f"{tpot_theirs * 1e3:>10.1f}ms{tpot_ours * 1e3:>9.1f}ms{tpot_ratio:>7.2f}"
                 f"{(f'{share:.0%}' if share is not None else '-'):>12}{(f'{beside:.0%}' if beside is not None else '-'):>8}"
             )
+            if len(ours_runs) > 1:  # a median of a few hides a miss in one round: each round's pair, in its order
+                print(
+                    f"{'':<36}each round: TTFT {round_ratios(ours_runs, theirs_runs, length, 'ttft_s')}; "
+                    f"TPOT {round_ratios(ours_runs, theirs_runs, length, 'tpot_s')}"
+                )
             report.figure(f"{spec} {length} ttft_ratio", round(ttft_ratio, 3), f"<= {TTFT_TARGET}")
             report.figure(f"{spec} {length} tpot_ratio", round(tpot_ratio, 3), f"<= {TPOT_TARGET}")
             if share is not None and beside is not None:

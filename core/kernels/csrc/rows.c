@@ -294,7 +294,9 @@ void ll_attend_rows(const ll_model *m, int layer, int seq, int pos, int rows, in
     const int kv_head = head / (c->heads / c->kv_heads), window = m->layer[layer].window;
     const int first = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
     const int last_first = window > 0 && pos + rows - window > 0 ? pos + rows - window : 0;
-    if (rows > 1 && last_first != first) {  /* a sliding window moved within the rows: their keys start apart */
+    /* A sliding window that moved within the rows starts their keys apart; more heads than the buffers hold cannot
+     * share a call. Either way, a row at a time. */
+    if (rows > 1 && (last_first != first || rows * heads > ATTEND_GROUP)) {
         for (int r = 0; r < rows; r++)
             ll_attend_rows(m, layer, seq, pos + r, 1, job, query + r * query_stride, 0, out + r * out_stride, 0, scores);
         return;

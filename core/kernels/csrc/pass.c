@@ -309,12 +309,10 @@ static void layer_pass(ll_model *m, int layer, float *hidden, int count, const i
         /* consecutive positions of one sequence, as a prompt's rows are; a batch of sequences' rows one at a time */
         while (rows < together && i + rows < count && seq[i + rows] == seq[i] && pos[i + rows] == pos[i] + rows)
             rows++;
-        for (int r = i; r < i + together && r < count; r += rows) {
-            if (r > i) rows = 1;
+        for (int r = i; r < i + together && r < count; r += rows, rows = 1)  /* past a break: a row at a time */
             ll_attend_rows(m, layer, seq[r], pos[r], rows, part, m->projected + (size_t)r * m->projected_width,
                            m->projected_width, m->attended + (size_t)r * q_size + (size_t)head * c->head_dim, q_size,
                            scores);
-        }
     }
     reset(out_jobs, tid);
 #pragma omp barrier

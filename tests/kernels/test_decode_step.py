@@ -76,9 +76,9 @@ def test_a_step_worker_that_starts_late_still_takes_the_pools_first_step(tmp_pat
     finally:
         library.ll_step_stall(-1, 1, 0)
         library.ll_step_worker_delay(0)
+        kernel.close()
     held = library.ll_step_holds() - holds
     assert held > 0 and library.ll_step_steals() - steals >= held  # the late worker took every held job over
-    kernel.close()
 
 
 @pytest.mark.model

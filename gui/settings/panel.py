@@ -29,7 +29,14 @@ from gui.settings.store import WindowSettings
 from gui.untrusted_text import plain_label
 
 EMBEDDED_CHOICE = EMBEDDED_SPEC
+BUTTON_PADDING_PX = 10  # each side of a squeezed button's word, inside its frame
 SYSTEM_EXCERPT = 24  # characters of the system prompt the folded line shows (the whole line is its tooltip)
+
+
+def narrow_when_squeezed(button: QPushButton) -> None:
+    """The button keeps its usual width where there is room, and shrinks to its word where there is not: the style
+    holds every push button to 80 pixels at least, three of them a sixth of a laptop's chat column."""
+    button.setMinimumWidth(button.fontMetrics().horizontalAdvance(button.text()) + 2 * BUTTON_PADDING_PX)
 
 
 class SettingsPanel(QWidget):
@@ -46,7 +53,9 @@ class SettingsPanel(QWidget):
         # A file's full path must not widen the window past its screen (the meter was pushed off it): the box
         # takes the room the row gives it and scrolls a long path inside.
         self.model_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.model_box.setMinimumContentsLength(16)
+        # Ten characters at least ("embedded", a short URL's start): at 16 the settings' least width left the saved
+        # chats' sidebar 74 pixels on a 1366-pixel laptop, a title's first eight letters.
+        self.model_box.setMinimumContentsLength(10)
         self.model_box.addItem(EMBEDDED_CHOICE)
         self.model_box.setToolTip(
             "'embedded' is SmolLM2-135M-Instruct shipped with the app. Or type a Hugging Face "
@@ -102,6 +111,8 @@ class SettingsPanel(QWidget):
         self.fold_header = FoldHeader()
 
         model_row = QHBoxLayout()
+        for button in (self.browse_button, self.server_button, self.load_button):
+            narrow_when_squeezed(button)
         model_row.addWidget(self.model_box, stretch=1)
         model_row.addWidget(self.browse_button)
         model_row.addWidget(self.server_button)

@@ -60,6 +60,28 @@ def test_each_plot_keeps_120_pixels_for_its_points_on_a_1366_by_768_screen(qtbot
             assert not _meter_scrolls(window), (size, folded)
 
 
+def test_the_saved_chats_show_a_short_title_whole_on_a_laptop(qtbot, tiny_window):
+    """At 16 characters the model box, with the style's 80-pixel buttons, held the chat's column so wide that the
+    sidebar kept 74 pixels on a 1366-pixel laptop: "What is ..." for every chat."""
+    window = tiny_window
+    window.chat_panel.input_box.setPlainText("What is prefill?")
+    with qtbot.waitSignal(window.reply_finished, timeout=60_000):
+        window.send_message()
+    _settle(qtbot, window, LAPTOP_OPENING)
+    chats = window.saved_chats.chat_list.list
+    title = chats.item(0).text()
+    assert title == "What is prefill?"
+    qtbot.waitUntil(lambda: chats.visualItemRect(chats.item(0)).width() > 0, timeout=5_000)
+    # Elided titles end in "…"; the item's text rectangle holds the whole title instead.
+    assert chats.viewport().width() >= chats.fontMetrics().horizontalAdvance(title) + 2 * chats.spacing(), (
+        chats.viewport().width()
+    )
+    # The squeezed row still shows every button's word.
+    panel = window.chat_panel.settings_panel
+    for button in (panel.browse_button, panel.server_button, panel.load_button):
+        assert button.width() >= button.fontMetrics().horizontalAdvance(button.text()), button.text()
+
+
 def test_each_plots_bottom_label_is_drawn_whole_inside_the_plot(qtbot, tiny_window):
     """pyqtgraph sets a bottom axis's label 5 pixels below the axis: at the meter's foot, under Xvfb, "seconds since
     Send" was cut through its middle by the window's status bar."""

@@ -14,22 +14,22 @@ from core.framing import FramedSocket
 
 pytestmark = pytest.mark.subprocess  # each test starts a python process of its own making
 
-# Says what it was given on its socket, then waits for its parent's word, which never comes.
+# Says what it was given on its socket, then waits for a signal: only the parent-death signal comes.
 CHILD = (
-    "import sys, time\n"
+    "import signal, sys\n"
     "from core.child_process import as_child\n"
     "from core.framing import FramedSocket\n"
     "ours, rest = as_child(sys.argv[1:])\n"
     "FramedSocket(ours).send(rest)\n"
-    "time.sleep(120)\n"
+    "signal.pause()\n"
 )
 # Starts CHILD, prints its process id, then waits to be killed.
 PARENT = (
-    "import sys, time\n"
+    "import signal, sys\n"
     "from core.child_process import start_child\n"
     f"process, ours = start_child((sys.executable, '-c', {CHILD!r}))\n"
     "print(process.pid, flush=True)\n"
-    "time.sleep(120)\n"
+    "signal.pause()\n"
 )
 
 

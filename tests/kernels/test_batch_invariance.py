@@ -1,5 +1,5 @@
-"""A token's logits do not depend on how many tokens share its pass: every family and quant type, passes of 1, 7, 32
-and 512 tokens, the whole decoder (norms, attention, the float16 cache) included."""
+"""A token's logits do not depend on how many tokens share its pass: every family and quant type, passes of 1, 7, 32,
+50 and 512 tokens, the whole decoder (norms, attention, the float16 cache) included."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from core.quant.gguf_blocks import GGUFWeights
 from tests.support.packed_types import PACKED_TYPES
 
 QTYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K"]
-PASS_SIZES = (1, 7, 32, 512)
+PASS_SIZES = (1, 7, 32, 50, 512)  # 50: the GEMM on 48, the tiles on the last 2
 TOKENS = 512
 VOCAB = 512
 

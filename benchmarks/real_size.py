@@ -7,14 +7,18 @@ its own child process (so its load time and peak RSS are its own), interleaved r
   over TPOT, against the DRAM ceiling of core/roofline/ceilings.py, the best pass of its read loop; and "beside":
   against the median of that read loop run just before and after each of our runs, for a machine whose bandwidth
   moves between phases).
+With --kernels avx2, both sides run as an AVX2-only CPU (an EPYC without AVX-512) would, on any x86 machine: our AVX2
+kernels, and llama.cpp's libraries built with AVX2 and no AVX-512 (`tools/llama_cpp_builds.py --avx2`), loaded into
+llama-cpp-python in place of its own; llama.cpp's own line of what it was built with is printed.
 Run: .venv/bin/python benchmarks/real_size.py [--files llama-3.2-1b:Q4_K_M,llama-2-7b:Q4_K_M] [--lengths 50,512,2048]
-     [--rounds 2] [--new-tokens 32]
+     [--rounds 2] [--new-tokens 32] [--kernels native|avx2]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -37,9 +41,11 @@ def prompt_ids(length: int) -> list[int]:
     return [chooser.randrange(300, 40000) for _ in range(length)]
 
 
-def child_ours(path: str, lengths: list[int], new_tokens: int, threads: int) -> dict:
+def child_ours(path: str, lengths: list[int], new_tokens: int, threads: int, kernels: str) -> dict:
     started = time.perf_counter()
     import torch
+
+    _common.use_kernels(kernels)
 
     from core.compute_thread import on_compute_thread
     from core.generation.decode.kernel_decoder import KernelDecoder
@@ -76,10 +82,16 @@ def child_ours(path: str, lengths: list[int], new_tokens: int, threads: int) -> 
                 results[str(length)] = {"ttft_s": ttft, "tpot_s": sum(steps) / len(steps)}
         return results
 
-    return {"ready_s": ready, "results": on_compute_thread(measure), "arithmetic": loaded.describe().arithmetic}
+    return {
+        "ready_s": ready,
+        "results": on_compute_thread(measure),
+        "arithmetic": loaded.describe().arithmetic,
+        "system": f"Latency Lab's C kernels: {loaded.model.kernel.library.isa}",
+    }
 
 
-def child_llama(path: str, lengths: list[int], new_tokens: int, threads: int) -> dict:
+def child_llama(path: str, lengths: list[int], new_tokens: int, threads: int, kernels: str) -> dict:
+    """kernels: which build of llama.cpp's libraries run_child had llama-cpp-python load."""
     started = time.perf_counter()
     import llama_cpp
     import numpy as np
@@ -113,7 +125,7 @@ def child_llama(path: str, lengths: list[int], new_tokens: int, threads: int) ->
             token = next_token()
             steps.append(time.perf_counter() - begun)
         results[str(length)] = {"ttft_s": ttft, "tpot_s": sum(steps) / len(steps)}
-    return {"ready_s": ready, "results": results}
+    return {"ready_s": ready, "results": results, "system": llama_cpp.llama_print_system_info().decode().strip()}
 
 
 def run_child(engine: str, path: Path, args) -> dict:
@@ -129,8 +141,20 @@ def run_child(engine: str, path: Path, args) -> dict:
         str(args.new_tokens),
         "--threads",
         str(args.threads),
+        "--kernels",
+        args.kernels,
     ]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=7200)
+    env = None
+    if engine == "llama" and args.kernels == "avx2":
+        from tools.llama_cpp_builds import LIBRARY_PATH_VARIABLE, RECIPE_FILE, avx2_libraries
+
+        libraries = avx2_libraries()
+        if not (libraries / RECIPE_FILE).is_file():
+            raise SystemExit(
+                "llama.cpp's AVX2 build is not there: run .venv/bin/python tools/llama_cpp_builds.py --avx2"
+            )
+        env = {**os.environ, LIBRARY_PATH_VARIABLE: str(libraries)}
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=7200, env=env)
     if done.returncode != 0:
         raise SystemExit(f"{engine} on {path.name} failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -182,6 +206,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--new-tokens", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2)
+    _common.add_kernels_option(parser)
     _common.add_json_option(parser)
     args = parser.parse_args()
     lengths = [int(length) for length in args.lengths.split(",")]
@@ -191,7 +216,7 @@ def main() -> None:
     if args.child:
         engine, path = args.child
         run = child_ours if engine == "ours" else child_llama
-        found = run(path, lengths, args.new_tokens, args.threads)
+        found = run(path, lengths, args.new_tokens, args.threads, args.kernels)
         found["peak_rss_bytes"] = _common.high_water_bytes()  # not ru_maxrss, which starts at the parent's peak
         print(json.dumps(found))
         return
@@ -219,6 +244,8 @@ def main() -> None:
         f"\n{args.threads} threads, greedy, {args.new_tokens} new tokens, median of {args.rounds} rounds, "
         f"each engine in its own process\n"
     )
+    for engine in ("ours", "llama.cpp"):  # what each side ran on: --kernels avx2 must show AVX2 on both
+        print(f"{engine}: {runs[files[0][0], engine][0]['system']}")
     header = f"{'file':<22}{'GiB':>6}{'tokens':>8}{'llama TTFT':>12}{'ours TTFT':>11}{'ratio':>7}"
     header += f"{'llama TPOT':>12}{'ours TPOT':>11}{'ratio':>7}{'DRAM share':>12}{'beside':>8}"
     print(header)

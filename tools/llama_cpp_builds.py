@@ -15,7 +15,10 @@ Right after the build, a prompt of 321 tokens goes through it twice (the wheel i
 llama-server over HTTP on 127.0.0.1). A build that fails stops the install with one line saying which
 part failed and why.
 
-Run: .venv/bin/python tools/llama_cpp_builds.py   (several minutes the first time; then instant)
+With --avx2, also llama.cpp's libraries as an AVX2-only CPU runs them (ggml's AVX2 switches, no -march=native), for
+benchmarks that set our AVX2 kernels beside them on any x86 machine.
+
+Run: .venv/bin/python tools/llama_cpp_builds.py [--avx2]   (several minutes the first time; then instant)
 """
 
 from __future__ import annotations
@@ -52,6 +55,18 @@ CMAKE_ARGS = (
     "-DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=ON -DLLAMA_BUILD_SERVER=ON "
     "-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF "
     "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON -DCMAKE_INSTALL_RPATH=$ORIGIN"
+)
+
+
+# An AVX2-only x86 CPU (an EPYC without AVX-512), on any x86 machine: ggml's own switches for AVX2, FMA, F16C and
+# BMI2 instead of -march=native, and every AVX-512 and AMX path off. Only the libraries: benchmarks load them into
+# llama-cpp-python (LLAMA_CPP_LIB_PATH) beside our AVX2 kernels (`--kernels avx2`).
+AVX2_CMAKE_ARGS = (
+    "-DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON "
+    "-DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX512_BF16=OFF "
+    "-DGGML_AVX_VNNI=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DBUILD_SHARED_LIBS=ON "
+    "-DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF "
+    "-DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON -DCMAKE_INSTALL_RPATH=$ORIGIN"
 )
 
 
@@ -96,6 +111,11 @@ def recipe(*, version: str = LLAMA_CPP_PYTHON, flags: tuple[str, ...] | None = N
     return BuildRecipe(version, flags, CMAKE_ARGS, compiler_flags(flags))
 
 
+def avx2_recipe(*, version: str = LLAMA_CPP_PYTHON, flags: tuple[str, ...] | None = None) -> BuildRecipe:
+    """llama.cpp's libraries as an AVX2-only CPU runs them (no -march=native, so no AMX to leave out either)."""
+    return BuildRecipe(version, cpu_flags() if flags is None else flags, AVX2_CMAKE_ARGS, "")
+
+
 def build_folder(build: BuildRecipe) -> Path:
     """The build's folder: llama-server, llama.cpp's shared libraries beside it, and the wheel that packs them."""
     return cache_root() / "llama.cpp" / f"{build.version}-{build.key}"
@@ -106,6 +126,8 @@ def cached_llama_server() -> Path:
     return build_folder(recipe()) / "llama-server"
 
 
+# llama-cpp-python loads llama.cpp's libraries from this folder instead of its own.
+LIBRARY_PATH_VARIABLE = "LLAMA_CPP_LIB_PATH"
 RECIPE_FILE = "recipe.json"  # written last: a folder without it is not a finished build
 VENV_MARK = ".latencylab-llama-cpp"  # in the venv: which build of the wheel is installed there
 
@@ -180,19 +202,23 @@ install(FILES ${{LATENCYLAB_LIBRARIES}} DESTINATION ${{SKBUILD_PLATLIB_DIR}}/lla
 """
 
 
-def compile_llama_cpp(build: BuildRecipe, source: Path, work: Path, staging: Path) -> None:
-    """llama-server and the shared libraries it loads (llama, ggml and the rest), side by side in staging."""
+def compile_llama_cpp(
+    build: BuildRecipe, source: Path, work: Path, staging: Path, target: str = "llama-server"
+) -> None:
+    """The target (llama-server, or llama: the libraries alone) and the shared libraries it loads (llama, ggml and
+    the rest), side by side in staging."""
     build_dir = work / "build"
     env = _compiler_environment(build)
     _run(
         ["cmake", "-S", str(source), "-B", str(build_dir), *build.cmake_args.split()], "configuring llama.cpp", env=env
     )
     _run(
-        ["cmake", "--build", str(build_dir), "--target", "llama-server", "-j", str(os.cpu_count() or 1)],
+        ["cmake", "--build", str(build_dir), "--target", target, "-j", str(os.cpu_count() or 1)],
         "compiling llama.cpp",
         env=env,
     )
-    shutil.copy2(build_dir / "bin" / "llama-server", staging / "llama-server")
+    if target == "llama-server":
+        shutil.copy2(build_dir / "bin" / "llama-server", staging / "llama-server")
     for library in sorted((build_dir / "bin").glob("lib*.so*")):
         shutil.copy2(library, staging / library.name)  # a symlink's target, copied under the link's name, as wheels do
 
@@ -220,17 +246,26 @@ def pack_wheel(source_root: Path, staging: Path, work: Path) -> None:
     )
 
 
-def make_build(build: BuildRecipe, sdist: Path) -> Callable[[Path], None]:
+def make_build(build: BuildRecipe, sdist: Path, libraries_only: bool = False) -> Callable[[Path], None]:
+    """libraries_only: llama.cpp's libraries alone, with no llama-server and no wheel around them."""
+
     def make(staging: Path) -> None:
         with tempfile.TemporaryDirectory(prefix="latencylab-llama-cpp-") as work:
             work_path = Path(work)
             with tarfile.open(sdist) as archive:
                 archive.extractall(work_path, filter="data")
             source_root = next(work_path.glob("llama_cpp_python-*"))
-            compile_llama_cpp(build, source_root / "vendor" / "llama.cpp", work_path, staging)
-            pack_wheel(source_root, staging, work_path)
+            target = "llama" if libraries_only else "llama-server"
+            compile_llama_cpp(build, source_root / "vendor" / "llama.cpp", work_path, staging, target)
+            if not libraries_only:
+                pack_wheel(source_root, staging, work_path)
 
     return make
+
+
+def avx2_libraries() -> Path:
+    """Where `--avx2` puts llama.cpp's libraries built for an AVX2-only CPU (for LLAMA_CPP_LIB_PATH)."""
+    return build_folder(avx2_recipe())
 
 
 def _wheel_in(folder: Path) -> Path:
@@ -257,14 +292,16 @@ print(len(ids))
 """
 
 
-def smoke_wheel(python: str, gguf: Path) -> None:
-    """A 321-token prompt through the installed wheel, in a process of its own (a SIGILL must not end this one)."""
+def smoke_wheel(python: str, gguf: Path, libraries: Path | None = None) -> None:
+    """A 321-token prompt through the installed wheel, in a process of its own (a SIGILL must not end this one);
+    libraries: a folder of llama.cpp's libraries the wheel loads instead of its own."""
     result = subprocess.run(
         [python, "-c", SMOKE_WHEEL, str(gguf)],
         capture_output=True,
         text=True,
         timeout=600,
         cwd=Path(__file__).resolve().parents[1],
+        env={**os.environ, LIBRARY_PATH_VARIABLE: str(libraries)} if libraries else None,
     )
     if result.returncode != 0:
         detail = _death(result.returncode)
@@ -338,9 +375,18 @@ def check_build(staging: Path, build: BuildRecipe, gguf: Path) -> None:
     smoke_server(staging / "llama-server", gguf)
 
 
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.parse_args(argv)
+    parser.add_argument(
+        "--avx2",
+        action="store_true",
+        help="also build llama.cpp's libraries as an AVX2-only CPU runs them (benchmarks' --kernels avx2)",
+    )
+    args = parser.parse_args(argv)
     from core.model.source import embedded_gguf_path
 
     gguf = embedded_gguf_path()
@@ -351,10 +397,20 @@ def main(argv: list[str] | None = None) -> int:
                 build,
                 lambda staging: make_build(build, download_sdist(build.version, Path(downloads)))(staging),
                 lambda staging: check_build(staging, build, gguf),
-                lambda line: print(line, file=sys.stderr, flush=True),
+                _say,
             )
-        install_wheel(folder, build, gguf)
-        print(folder)
+            install_wheel(folder, build, gguf)
+            print(folder)
+            if args.avx2:
+                avx2 = avx2_recipe()
+                print(
+                    ensure_build(
+                        avx2,
+                        lambda staging: make_build(avx2, download_sdist(avx2.version, Path(downloads)), True)(staging),
+                        lambda staging: smoke_wheel(sys.executable, gguf, staging),
+                        _say,
+                    )
+                )
     except BuildFailed as failure:
         print(f"tools/llama_cpp_builds.py: {failure}", file=sys.stderr)
         return 1

@@ -6,7 +6,15 @@ import json
 
 import pytest
 
-from tools.llama_cpp_builds import NO_AMX, RECIPE_FILE, BuildFailed, build_folder, ensure_build, recipe
+from tools.llama_cpp_builds import (
+    NO_AMX,
+    RECIPE_FILE,
+    BuildFailed,
+    avx2_recipe,
+    build_folder,
+    ensure_build,
+    recipe,
+)
 
 AVX2 = ("avx2", "f16c", "fma", "sse4_2")
 AMX_XEON = ("amx_bf16", "amx_int8", "amx_tile", "avx2", "avx512_bf16", "avx512_vnni", "avx512f", "f16c", "fma")
@@ -62,6 +70,16 @@ def test_each_version_is_kept_apart(builds):
 def test_amx_is_left_out_wherever_the_cpu_has_it():
     assert recipe(flags=AMX_XEON).compiler_flags == NO_AMX
     assert recipe(flags=AVX2).compiler_flags == ""  # an AVX2 compiler may not know the AMX switches
+
+
+def test_the_avx2_build_is_kept_apart_and_asks_for_no_avx512_on_an_amx_xeon(builds):
+    """Benchmarks set our AVX2 kernels beside it on any x86 machine: nothing native, nothing AVX-512, no AMX."""
+    avx2 = avx2_recipe(flags=AMX_XEON)
+    assert builds(avx2) != builds(recipe(flags=AMX_XEON)) and len(builds.made) == 2
+    switches = dict(arg.removeprefix("-D").split("=", 1) for arg in avx2.cmake_args.split())
+    assert switches["GGML_NATIVE"] == "OFF" and switches["GGML_AVX2"] == "ON" and switches["GGML_FMA"] == "ON"
+    assert all(value == "OFF" for name, value in switches.items() if "AVX512" in name or "AMX" in name)
+    assert avx2.compiler_flags == ""  # without -march=native no AMX is turned on to be turned off
 
 
 def test_a_build_that_fails_its_check_leaves_nothing_behind(builds):

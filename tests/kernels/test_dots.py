@@ -297,7 +297,7 @@ def test_the_portable_build_has_no_gemm():
     [pytest.param(False, qtype, id=f"native-{qtype}") for qtype in ("Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K")]
     + [
         pytest.param("avx2", qtype, id=f"avx2-{qtype}", marks=BUILDS[1].marks)
-        for qtype in ("Q4_0", "Q4_1", "Q4_K", "Q5_K")
+        for qtype in ("Q4_0", "Q4_1", "Q4_K", "Q5_K", "Q6_K")
     ],
 )
 def test_packed_rows_give_each_product_the_bits_the_file_layout_gives(build, qtype: str, tokens: int):

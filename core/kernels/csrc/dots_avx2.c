@@ -558,6 +558,94 @@ GEMM_KERNEL(q4_Kx16, QK_K, 32, 1, 2, LL_Q8_K)
 GEMM_ENTRY(q4_Kx16, QK_K, 2, LL_Q8_K)
 GEMM_KERNEL(q5_Kx16, QK_K, 32, 1, 2, LL_Q8_K)
 GEMM_ENTRY(q5_Kx16, QK_K, 2, LL_Q8_K)
+
+/* ---- Q6_K packed 16 rows a group: as dots_avx512.c's, 8 rows a register (the second 32 bytes of each of its
+ * 64-byte registers are rows 8..15). The whole 6-bit values (value + 32, unsigned) by the broadcast activations in
+ * maddubs, two words' pairs summed within 16 bits (at most 2 x 2 x 63 x 128 = 32,256) and widened; each 16-element
+ * sub-block's sum less 32 times the activations' sub-block sum, weighted by the row's int8 scale as integers; then
+ * the canonical float step, lane by lane. Read a row at a time in the file's layout (each block's sum reduced across
+ * lanes), the 1B shape's Q6_K step took 1.15-1.25x llama.cpp's AVX2 build's (benchmarks/real_size.py --kernels
+ * avx2, EPYC AVX-512); packed, ours alone, six alternated pairs: 31-42 ms (median 40.2) against 41-51 (49.2). ---- */
+
+INLINE void q6_Kx16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out) {
+    const int blocks = n / QK_K;
+    const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+    __m256 sums[DOT_ROWS][2];
+    for (int j = 0; j < C; j++) sums[j][0] = sums[j][1] = _mm256_setzero_ps();
+    for (int b = 0; b < blocks; b++) {
+        const uint8_t *o = (const uint8_t *)group + (size_t)b * Q6_KX16_BLOCK;
+        prefetch_ahead(o, 288);  /* d and the scales; each word's three registers as the first rows' loop comes to them */
+        for (int r = 0; r < 2; r++) {  /* rows 8r..8r+7 */
+            __m256i total[DOT_ROWS];
+            for (int j = 0; j < C; j++) total[j] = _mm256_setzero_si256();
+            for (int h = 0; h < 2; h++)
+                for (int s = 0; s < 2; s++) {  /* words 4s..4s+3: elements 16s..16s+15 of each quarter */
+                    __m256i part[DOT_ROWS][4];
+                    for (int j = 0; j < C; j++)
+                        for (int q = 0; q < 4; q++) part[j][q] = _mm256_setzero_si256();
+                    for (int pair = 4 * s; pair < 4 * s + 4; pair += 2) {
+                        __m256i pairs[DOT_ROWS][4];
+                        for (int j = 0; j < C; j++)
+                            for (int q = 0; q < 4; q++) pairs[j][q] = _mm256_setzero_si256();
+                        for (int w = pair; w < pair + 2; w++) {
+                            const uint8_t *p = o + 288 + 192 * (8 * h + w);
+                            if (r == 0) prefetch_ahead(p, 192);
+                            const __m256i first = _mm256_loadu_si256((const __m256i *)(p + 32 * r)),
+                                          second = _mm256_loadu_si256((const __m256i *)(p + 64 + 32 * r)),
+                                          high = _mm256_loadu_si256((const __m256i *)(p + 128 + 32 * r));
+                            const __m256i e[4] = {
+                                _mm256_or_si256(_mm256_and_si256(first, low4),
+                                                _mm256_slli_epi16(_mm256_and_si256(high, two), 4)),
+                                _mm256_or_si256(_mm256_and_si256(second, low4),
+                                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high, 2), two), 4)),
+                                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(first, 4), low4),
+                                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high, 4), two), 4)),
+                                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(second, 4), low4),
+                                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high, 6), two), 4))};
+                            for (int j = 0; j < C; j++) {
+                                const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+                                for (int q = 0; q < 4; q++) {
+                                    int32_t four;
+                                    memcpy(&four, y->qs + 128 * h + 32 * q + 4 * w, 4);
+                                    pairs[j][q] =
+                                        _mm256_add_epi16(pairs[j][q], _mm256_maddubs_epi16(e[q], _mm256_set1_epi32(four)));
+                                }
+                            }
+                        }
+                        for (int j = 0; j < C; j++)
+                            for (int q = 0; q < 4; q++)
+                                part[j][q] = _mm256_add_epi32(part[j][q], _mm256_madd_epi16(pairs[j][q], ones));
+                    }
+                    for (int q = 0; q < 4; q++) {
+                        const int g = 8 * h + 2 * q + s;
+                        const __m256i word = _mm256_loadu_si256((const __m256i *)(o + 32 + 64 * (g / 4) + 32 * r));
+                        const __m256i scale = _mm256_srai_epi32(_mm256_slli_epi32(word, 24 - 8 * (g % 4)), 24);
+                        for (int j = 0; j < C; j++) {
+                            const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+                            const __m256i exact = _mm256_sub_epi32(part[j][q], _mm256_set1_epi32(32 * y->bsums[g]));
+                            total[j] = _mm256_add_epi32(total[j], _mm256_mullo_epi32(exact, scale));
+                        }
+                    }
+                }
+            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16 * r)));
+            for (int j = 0; j < C; j++) {
+                const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+                sums[j][r] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(y->d)), _mm256_cvtepi32_ps(total[j]),
+                                             sums[j][r]);
+            }
+        }
+    }
+    for (int j = 0; j < C; j++)
+        for (int r = 0; r < 2; r++) {
+            float lanes[8];
+            _mm256_storeu_ps(lanes, sums[j][r]);
+            for (int i = 0; i < 8; i++) out[(8 * r + i) * C + j] = lanes[i];
+        }
+}
+
+PACKED_TILES_ENTRY(q6_Kx16, q6_Kx16_tile, )
+GEMM_KERNEL(q6_Kx16, QK_K, 16, 1, 0, LL_Q8_K)
+GEMM_ENTRY(q6_Kx16, QK_K, 0, LL_Q8_K)
 #endif
 #endif
 

@@ -320,7 +320,7 @@ static const ll_type_traits types[LL_TYPE_LIMIT] = {
 #else
     [LL_Q5_K] = WEIGHT(Q5_K, QK_K, sizeof(block_q5_K), LL_Q8_K, q5_K),
 #endif
-#if LL_AVX512_DOTS
+#if LL_GEMM_LANES  /* AVX-512 or AVX2 */
     [LL_Q6_K] = {"Q6_K", QK_K, sizeof(block_q6_K), LL_Q8_K, dequantize_q6_K, NULL, dot_q6_K, ll_tiles_q6_K,
                  LL_GEMM(q6_K), ll_pack_q6_Kx16, ll_packed_tiles_q6_Kx16, LL_GEMM(q6_Kx16)},
 #else

@@ -103,6 +103,16 @@ static inline float bf16_to_float(uint16_t h) {
 }
 
 /* The 6-bit scale and minimum of sub-block j of a Q4_K or Q5_K super-block. */
+/* All eight of k_scale_min's scales and minimums at once, sub-block j in byte j: the 12 packed bytes taken as three
+ * 32-bit words, four sub-blocks per word at a time. */
+static inline void k_scale_bytes(const uint8_t *q, uint64_t *scales, uint64_t *minimums) {
+    uint32_t w[3];
+    memcpy(w, q, 12);
+    const uint32_t six = 0x3f3f3f3fu, four = 0x0f0f0f0fu, two = 0x03030303u;
+    *scales = (uint64_t)(w[0] & six) | (uint64_t)((w[2] & four) | (((w[0] >> 6) & two) << 4)) << 32;
+    *minimums = (uint64_t)(w[1] & six) | (uint64_t)(((w[2] >> 4) & four) | (((w[1] >> 6) & two) << 4)) << 32;
+}
+
 static inline void k_scale_min(int j, const uint8_t *q, uint8_t *scale, uint8_t *minimum) {
     if (j < 4) {
         *scale = q[j] & 63;

@@ -256,14 +256,10 @@ INLINE __m256i bit_of(__m256i bytes, int shift) {
     return _mm256_and_si256(_mm256_srli_epi16(bytes, shift), _mm256_set1_epi8(1));
 }
 
-/* A Q4_K or Q5_K super-block's eight 6-bit scales and eight 6-bit minimums, as 16-bit lanes: the 12 packed bytes
- * taken as three 32-bit words, four sub-blocks per word at a time. */
+/* A Q4_K or Q5_K super-block's eight 6-bit scales and eight 6-bit minimums, as 16-bit lanes. */
 INLINE void k_scales_mins(const uint8_t *packed, __m128i *scales16, __m128i *mins16) {
-    uint32_t w[3];
-    memcpy(w, packed, 12);
-    const uint32_t six = 0x3f3f3f3fu, four = 0x0f0f0f0fu, two = 0x03030303u;
-    const uint64_t scales = (uint64_t)(w[0] & six) | (uint64_t)((w[2] & four) | (((w[0] >> 6) & two) << 4)) << 32;
-    const uint64_t mins = (uint64_t)(w[1] & six) | (uint64_t)(((w[2] >> 4) & four) | (((w[1] >> 6) & two) << 4)) << 32;
+    uint64_t scales, mins;
+    k_scale_bytes(packed, &scales, &mins);
     *scales16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)scales));
     *mins16 = _mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)mins));
 }

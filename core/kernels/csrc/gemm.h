@@ -57,6 +57,13 @@ GEMM_INLINE int gemm_byte_sum(__m256i v) {
     return (int)(_mm_cvtsi128_si64(t) + _mm_extract_epi64(t, 1));
 }
 
+/* The sum of eight 32-bit lanes. */
+GEMM_INLINE int gemm_int_sum(__m256i v) {
+    __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, 0x4E));
+    return _mm_cvtsi128_si32(_mm_add_epi32(sum, _mm_shuffle_epi32(sum, 0xB1)));
+}
+
 /* Stores 32 signed bytes (the unsigned ones less `offset`) and returns the sum of the unsigned ones. */
 GEMM_INLINE int gemm_store_32(int8_t *q, __m256i unsigned_bytes, int offset) {
     _mm256_storeu_si256((__m256i *)q, _mm256_sub_epi8(unsigned_bytes, _mm256_set1_epi8((char)offset)));
@@ -108,7 +115,13 @@ GEMM_INLINE void unpack_k4(const void *row, int b, unpacked *u, const int five) 
     const uint8_t *block = (const uint8_t *)row + (size_t)b * (five ? sizeof(block_q5_K) : sizeof(block_q4_K));
     const __m256i low4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
     const __m256i high_bits = five ? _mm256_loadu_si256((const __m256i *)(block + 16)) : _mm256_setzero_si256();
-    int correction = 0;
+    uint64_t scale_word, min_word;
+    k_scale_bytes(block + 4, &scale_word, &min_word);
+    uint8_t scales[8], mins[8];
+    memcpy(scales, &scale_word, 8);
+    memcpy(mins, &min_word, 8);
+    /* Each sub-block's quants weighted by its scale, in 16 bits: at most 4 x 2 x 2 x 31 x 63 = 31,248. */
+    __m256i weighted = _mm256_setzero_si256();
     for (int k = 0; k < 4; k++) {
         const __m256i bits = _mm256_loadu_si256((const __m256i *)(block + (five ? 48 : 16) + 32 * k));
         __m256i low = _mm256_and_si256(bits, low4), high = _mm256_and_si256(_mm256_srli_epi16(bits, 4), low4);
@@ -117,15 +130,15 @@ GEMM_INLINE void unpack_k4(const void *row, int b, unpacked *u, const int five) 
             high = _mm256_or_si256(
                 high, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high_bits, 2 * k + 1), one), 4));
         }
-        uint8_t s0, m0, s1, m1;
-        k_scale_min(2 * k, block + 4, &s0, &m0);
-        k_scale_min(2 * k + 1, block + 4, &s1, &m1);
-        correction += s0 * gemm_store_32(u->q + 64 * k, low, 0) + s1 * gemm_store_32(u->q + 64 * k + 32, high, 0);
-        u->scale[2 * k] = s0;
-        u->scale[2 * k + 1] = s1;
-        u->min_pairs[k] = (int32_t)((uint32_t)m0 | (uint32_t)m1 << 16);
+        _mm256_storeu_si256((__m256i *)(u->q + 64 * k), low);
+        _mm256_storeu_si256((__m256i *)(u->q + 64 * k + 32), high);
+        weighted = _mm256_add_epi16(weighted, _mm256_maddubs_epi16(low, _mm256_set1_epi8((char)scales[2 * k])));
+        weighted = _mm256_add_epi16(weighted, _mm256_maddubs_epi16(high, _mm256_set1_epi8((char)scales[2 * k + 1])));
+        u->scale[2 * k] = scales[2 * k];
+        u->scale[2 * k + 1] = scales[2 * k + 1];
+        u->min_pairs[k] = (int32_t)((uint32_t)mins[2 * k] | (uint32_t)mins[2 * k + 1] << 16);
     }
-    u->correction = 128 * correction;
+    u->correction = 128 * gemm_int_sum(_mm256_madd_epi16(weighted, _mm256_set1_epi16(1)));
     ll_half dh, mh;
     memcpy(&dh, block, 2);
     memcpy(&mh, block + 2, 2);
@@ -146,7 +159,9 @@ GEMM_INLINE void unpack_q6_K(const void *w, size_t w_stride, int r, int b, unpac
     const void *row = (const char *)w + (size_t)r * w_stride;
     const block_q6_K *x = (const block_q6_K *)row + b;
     const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3);
-    int correction = 0;
+    /* Each sub-block's whole values weighted by its signed scale: 16-bit pairs of at most 2 x 63 x 128, widened. */
+    __m256i weighted = _mm256_setzero_si256();
+    int scale_sum = 0;
     for (int half = 0; half < 2; half++) {
         const __m256i h = _mm256_loadu_si256((const __m256i *)(x->qh + 32 * half));
         for (int quarter = 0; quarter < 4; quarter++) {
@@ -156,13 +171,13 @@ GEMM_INLINE void unpack_q6_K(const void *w, size_t w_stride, int r, int b, unpac
             const __m256i v = _mm256_or_si256(
                 nibble, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * quarter), two), 4));
             _mm256_storeu_si256((__m256i *)(u->q + 128 * half + 32 * quarter), _mm256_sub_epi8(v, _mm256_set1_epi8(32)));
-            const __m256i s = _mm256_sad_epu8(v, _mm256_setzero_si256());  /* four sums of 8 */
             const int group = 8 * half + 2 * quarter;
-            const int first = _mm256_extract_epi32(s, 0) + _mm256_extract_epi32(s, 2) - 32 * 16;
-            const int second = _mm256_extract_epi32(s, 4) + _mm256_extract_epi32(s, 6) - 32 * 16;
-            correction += x->scales[group] * first + x->scales[group + 1] * second;
+            const __m256i scale = _mm256_set_m128i(_mm_set1_epi8(x->scales[group + 1]), _mm_set1_epi8(x->scales[group]));
+            weighted = _mm256_add_epi32(weighted, _mm256_madd_epi16(_mm256_maddubs_epi16(v, scale), _mm256_set1_epi16(1)));
+            scale_sum += x->scales[group] + x->scales[group + 1];
         }
     }
+    const int correction = gemm_int_sum(weighted) - 32 * 16 * scale_sum;
     for (int g = 0; g < 16; g++) u->scale[g] = x->scales[g];
     u->correction = 128 * correction;
     u->d = half_to_float(x->d);
@@ -364,6 +379,51 @@ GEMM_INLINE void k_activation_pairs(const block_q8_K *y, int32_t words[4]) {
         }                                                                                                       \
     }
 
+/* Eight rows' results for eight tokens (rows results[0], results[stride], ...) as each token's eight outputs side by
+ * side: the standard 8x8 transpose of floats in registers. */
+GEMM_INLINE void gemm_transpose8(const float *results, size_t stride, __m256 t[8]) {
+    __m256 a[8], b[8];
+    for (int i = 0; i < 8; i++) a[i] = _mm256_loadu_ps(results + (size_t)i * stride);
+    for (int i = 0; i < 8; i += 2) {
+        b[i] = _mm256_unpacklo_ps(a[i], a[i + 1]);
+        b[i + 1] = _mm256_unpackhi_ps(a[i], a[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        a[i] = _mm256_shuffle_ps(b[i], b[i + 2], 0x44);
+        a[i + 1] = _mm256_shuffle_ps(b[i], b[i + 2], 0xEE);
+        a[i + 2] = _mm256_shuffle_ps(b[i + 1], b[i + 3], 0x44);
+        a[i + 3] = _mm256_shuffle_ps(b[i + 1], b[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm256_permute2f128_ps(a[i], a[i + 4], 0x20);
+        t[i + 4] = _mm256_permute2f128_ps(a[i], a[i + 4], 0x31);
+    }
+}
+
+/* A panel of rows' results (row r's tokens at results + r * stride) into out, token by token (out's rows
+ * out_stride apart): eight rows by eight tokens transposed in registers, the rows past the last eight and the
+ * tokens past the last eight one by one. The same floats, added to out or not, in any order. */
+GEMM_INLINE void gemm_write_out(const float *results, size_t stride, int rows, int tokens, float *out,
+                                size_t out_stride, int accumulate) {
+    const int whole_rows = rows & ~7, whole_tokens = tokens & ~7;
+    for (int r = 0; r < whole_rows; r += 8)
+        for (int token = 0; token < whole_tokens; token += 8) {
+            __m256 t[8];
+            gemm_transpose8(results + (size_t)r * stride + token, stride, t);
+            for (int i = 0; i < 8; i++) {
+                float *target = out + (size_t)(token + i) * out_stride + r;
+                _mm256_storeu_ps(target, accumulate ? _mm256_add_ps(_mm256_loadu_ps(target), t[i]) : t[i]);
+            }
+        }
+    for (int token = 0; token < tokens; token++) {
+        float *target = out + (size_t)token * out_stride;
+        for (int r = token < whole_tokens ? whole_rows : 0; r < rows; r++) {
+            const float value = results[(size_t)r * stride + token];
+            target[r] = accumulate ? target[r] + value : value;
+        }
+    }
+}
+
 /* Rows whose results are written out together, a line of each token's output row at a time. */
 #define GEMM_ROWS 16
 
@@ -389,8 +449,8 @@ GEMM_INLINE void k_activation_pairs(const block_q8_K *y, int32_t words[4]) {
         const size_t group_stride = (size_t)(n / BLOCK) * bytes;                                                  \
         const int groups = (tokens + LL_GEMM_LANES - 1) / LL_GEMM_LANES, pairs = (groups + 1) / 2;                \
         /* sums[pair][r][t][lane], then the minimums', then the results of GEMM_ROWS rows by token */             \
-        const size_t floats = (size_t)pairs * 4 * 2 * LL_GEMM_LANES;                                              \
-        float *buffer = aligned_alloc(64, (2 * floats + (size_t)GEMM_ROWS * tokens) * sizeof(float));             \
+        const size_t floats = (size_t)pairs * 4 * 2 * LL_GEMM_LANES, padded = (size_t)groups * LL_GEMM_LANES;     \
+        float *buffer = aligned_alloc(64, (2 * floats + GEMM_ROWS * padded) * sizeof(float));                     \
         if (!buffer) return; /* the caller's scratch came first: this is 48 KB for 512 tokens */                  \
         float(*sums)[4][2][LL_GEMM_LANES] = (float(*)[4][2][LL_GEMM_LANES])buffer;                                \
         float(*minimums)[4][2][LL_GEMM_LANES] = (float(*)[4][2][LL_GEMM_LANES])(buffer + floats);                 \
@@ -416,23 +476,18 @@ GEMM_INLINE void k_activation_pairs(const block_q8_K *y, int32_t words[4]) {
                     }                                                                                             \
                 }                                                                                                 \
                 for (int r = 0; r < R; r++)                                                                       \
-                    for (int token = 0; token < tokens; token++) {                                                \
-                        const int group = token / LL_GEMM_LANES, lane = token % LL_GEMM_LANES;                    \
-                        const float sum = sums[group / 2][r][group % 2][lane];                                    \
-                        const float minimum = minimums[group / 2][r][group % 2][lane];                            \
-                        results[(size_t)(r0 - first + r) * tokens + token] =                                      \
-                            MINIMUM == 2 ? sum - minimum : MINIMUM == 1 ? sum + minimum : sum;                    \
+                    for (int group = 0; group < groups; group++) {                                                \
+                        const float *sum = sums[group / 2][r][group % 2];                                         \
+                        const float *minimum = minimums[group / 2][r][group % 2];                                 \
+                        float *result = results + (size_t)(r0 - first + r) * padded + (size_t)group * LL_GEMM_LANES; \
+                        for (int lane = 0; lane < LL_GEMM_LANES; lane++)                                          \
+                            result[lane] = MINIMUM == 2   ? sum[lane] - minimum[lane]                            \
+                                           : MINIMUM == 1 ? sum[lane] + minimum[lane]                            \
+                                                          : sum[lane];                                           \
                     }                                                                                             \
                 r0 += R;                                                                                          \
             }                                                                                                     \
-            /* token by token, the panel's rows side by side: a line of out at a time, not a float */             \
-            for (int token = 0; token < tokens; token++) {                                                        \
-                float *target = out + (size_t)token * out_stride + first;                                         \
-                for (int r = 0; r < panel_rows; r++) {                                                            \
-                    const float value = results[(size_t)r * tokens + token];                                      \
-                    target[r] = accumulate ? target[r] + value : value;                                           \
-                }                                                                                                 \
-            }                                                                                                     \
+            gemm_write_out(results, padded, panel_rows, tokens, out + first, out_stride, accumulate);            \
         }                                                                                                         \
         free(buffer);                                                                                             \
     }

@@ -306,9 +306,19 @@ TILE_ENTRY(f32) TILE_ENTRY(f16) TILE_ENTRY(bf16)
 /* ---- the GEMM of a prompt's pass (gemm.h): 8 tokens in the lanes of a register ----
  *
  * Without VNNI, 4 products a lane are maddubs (unsigned activations by the broadcast signed weights, summed in
- * pairs to 16 bits) and madd by ones. No pair saturates 16 bits for weights within +-32, which every type's are but
- * Q8_0's: its products take the signed activations and the weights' sign moved onto them (as the tiles do), with
- * no +128 to take off. */
+ * pairs to 16 bits). No pair saturates 16 bits for weights within +-32, which every type's are but Q8_0's: its
+ * products take the signed activations and the weights' sign moved onto them (as the tiles do), with no +128 to
+ * take off. Several maddubs are summed in 16 bits (GEMM_CHUNK: as many as 32,767 holds of 2 x 255 x the type's
+ * largest weight magnitude) before one madd widens them, by ones or, for a k-quant, by the sub-block's scale: the
+ * same whole number as widening each and multiplying the sub-block's sum, in fewer instructions. */
+#define GEMM_CHUNK(NAME)                                                                                          \
+    (__builtin_strncmp(#NAME, "q4_0", 4) == 0   ? 8 /* |w| <= 8: 8 x 4,080 */                                    \
+     : __builtin_strncmp(#NAME, "q8_0", 4) == 0 ? 1 /* the pair alone may reach 32,512 */                        \
+     : __builtin_strncmp(#NAME, "q4_1", 4) == 0 || __builtin_strncmp(#NAME, "q4_K", 4) == 0 ||                    \
+             __builtin_strncmp(#NAME, "q5_0", 4) == 0                                                             \
+         ? 4 /* |w| <= 16: 4 x 8,160 */                                                                           \
+         : 2 /* Q5_1, Q5_K, Q6_K: |w| <= 32: 2 x 16,320 */)
+
 #define GEMM_KERNEL(NAME, BLOCK, SUB, SCALED, MINIMUM, ACTIVATION)                                                \
     INLINE void NAME##_gemm_block(const unpacked *u, const int R, const char *panel, size_t group_stride,          \
                                   const int TV, float (*sums)[2][LL_GEMM_LANES],                                  \
@@ -321,34 +331,34 @@ TILE_ENTRY(f32) TILE_ENTRY(f16) TILE_ENTRY(bf16)
         for (int r = 0; r < R; r++)                                                                               \
             for (int t = 0; t < TV; t++) isum[r][t] = _mm256_setzero_si256();                                     \
         for (int s = 0; s < BLOCK / SUB; s++) {                                                                   \
-            __m256i part[4][2];                                                                                   \
-            for (int r = 0; r < R; r++)                                                                           \
-                for (int t = 0; t < TV; t++) part[r][t] = _mm256_setzero_si256();                                 \
-            for (int within = 0; within < SUB / 4; within++) { /* constant bounds: unrolled into registers */   \
-                const int g = s * SUB / 4 + within;                                                               \
-                __m256i act[2];                                                                                   \
-                for (int t = 0; t < TV; t++) {                                                                    \
-                    act[t] = _mm256_load_si256((const __m256i *)(p[t] + 32 * g));                                 \
-                    if (full_range) act[t] = _mm256_xor_si256(act[t], flip);                                      \
-                }                                                                                                 \
-                for (int r = 0; r < R; r++) {                                                                     \
-                    int32_t four;                                                                                 \
-                    memcpy(&four, u[r].q + 4 * g, 4);                                                             \
-                    const __m256i wq = _mm256_set1_epi32(four);                                                   \
-                    const __m256i magnitude = full_range ? _mm256_abs_epi8(wq) : wq;                              \
+            for (int c = 0; c < SUB / 4; c += GEMM_CHUNK(NAME)) {                                                 \
+                __m256i part[4][2];                                                                               \
+                for (int r = 0; r < R; r++)                                                                       \
+                    for (int t = 0; t < TV; t++) part[r][t] = _mm256_setzero_si256();                             \
+                for (int within = c; within < c + GEMM_CHUNK(NAME); within++) { /* unrolled into registers */      \
+                    const int g = s * SUB / 4 + within;                                                           \
+                    __m256i act[2];                                                                               \
                     for (int t = 0; t < TV; t++) {                                                                \
-                        const __m256i pairs = full_range                                                          \
-                                                  ? _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(act[t], wq)) \
-                                                  : _mm256_maddubs_epi16(act[t], wq);                             \
-                        part[r][t] = _mm256_add_epi32(part[r][t], _mm256_madd_epi16(pairs, ones));                \
+                        act[t] = _mm256_load_si256((const __m256i *)(p[t] + 32 * g));                             \
+                        if (full_range) act[t] = _mm256_xor_si256(act[t], flip);                                  \
+                    }                                                                                             \
+                    for (int r = 0; r < R; r++) {                                                                 \
+                        int32_t four;                                                                             \
+                        memcpy(&four, u[r].q + 4 * g, 4);                                                         \
+                        const __m256i wq = _mm256_set1_epi32(four);                                               \
+                        const __m256i magnitude = full_range ? _mm256_abs_epi8(wq) : wq;                          \
+                        for (int t = 0; t < TV; t++)                                                              \
+                            part[r][t] = _mm256_add_epi16(                                                        \
+                                part[r][t], full_range ? _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(act[t], wq)) \
+                                                       : _mm256_maddubs_epi16(act[t], wq));                       \
                     }                                                                                             \
                 }                                                                                                 \
+                for (int r = 0; r < R; r++) {                                                                     \
+                    const __m256i by = SCALED ? _mm256_set1_epi16((int16_t)u[r].scale[s]) : ones;                 \
+                    for (int t = 0; t < TV; t++)                                                                  \
+                        isum[r][t] = _mm256_add_epi32(isum[r][t], _mm256_madd_epi16(part[r][t], by));             \
+                }                                                                                                 \
             }                                                                                                     \
-            for (int r = 0; r < R; r++)                                                                           \
-                for (int t = 0; t < TV; t++)                                                                      \
-                    isum[r][t] = SCALED ? _mm256_add_epi32(isum[r][t], _mm256_mullo_epi32(                        \
-                                              part[r][t], _mm256_set1_epi32(u[r].scale[s])))                      \
-                                        : part[r][t];                                                             \
         }                                                                                                         \
         for (int t = 0; t < TV; t++) {                                                                            \
             const __m256 da = _mm256_load_ps((const float *)(p[t] + BLOCK * LL_GEMM_LANES));                      \

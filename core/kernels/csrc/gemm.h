@@ -172,8 +172,10 @@ GEMM_INLINE void unpack_q6_K(const void *w, size_t w_stride, int r, int b, unpac
                 nibble, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2 * quarter), two), 4));
             _mm256_storeu_si256((__m256i *)(u->q + 128 * half + 32 * quarter), _mm256_sub_epi8(v, _mm256_set1_epi8(32)));
             const int group = 8 * half + 2 * quarter;
-            const __m256i scale = _mm256_set_m128i(_mm_set1_epi8(x->scales[group + 1]), _mm_set1_epi8(x->scales[group]));
-            weighted = _mm256_add_epi32(weighted, _mm256_madd_epi16(_mm256_maddubs_epi16(v, scale), _mm256_set1_epi16(1)));
+            const __m256i scale =
+                _mm256_set_m128i(_mm_set1_epi8(x->scales[group + 1]), _mm_set1_epi8(x->scales[group]));
+            const __m256i pairs = _mm256_maddubs_epi16(v, scale);
+            weighted = _mm256_add_epi32(weighted, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
             scale_sum += x->scales[group] + x->scales[group + 1];
         }
     }

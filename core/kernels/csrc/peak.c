@@ -28,14 +28,21 @@ LL_API uint64_t ll_int8_peak(int64_t rounds, int threads) {
         for (int k = 1; k < 16; k++) s[0] = _mm512_add_epi32(s[0], s[k]);
         sink ^= (uint64_t)_mm512_reduce_add_epi32(s[0]);
 #elif defined(__AVX2__)
-        __m256i s[8];
-        const __m256i a = _mm256_set1_epi8(3), b = _mm256_set1_epi8((char)(1 + (sink & 1))),
-                      ones = _mm256_set1_epi16(1);
+        __m256i s[8], a = _mm256_set1_epi8(3), b = _mm256_set1_epi8(5);
+        const __m256i ones = _mm256_set1_epi16(1);
         for (int k = 0; k < 8; k++) s[k] = _mm256_set1_epi32(k);
-        (void)a;
-        for (int64_t r = 0; r < rounds; r++)  /* each sum's bytes are the next round's unsigned operand */
-            for (int k = 0; k < 8; k++)
-                s[k] = _mm256_add_epi32(s[k], _mm256_madd_epi16(_mm256_maddubs_epi16(s[k], b), ones));
+        /* four maddubs summed in 16 bits, then widened by one madd, as the GEMM sums a 4-bit type's (dots_avx2.c's
+         * GEMM_CHUNK); the empty asm makes each maddubs's operand new to the compiler, so none is computed once */
+        for (int64_t r = 0; r < rounds; r++)
+            for (int k = 0; k < 8; k++) {
+                __m256i pairs = _mm256_maddubs_epi16(a, b);
+                for (int j = 0; j < 3; j++) {
+                    __asm__ volatile("" : "+x"(a));
+                    pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(a, b));
+                }
+                __asm__ volatile("" : "+x"(a), "+x"(b));
+                s[k] = _mm256_add_epi32(s[k], _mm256_madd_epi16(pairs, ones));
+            }
         for (int k = 1; k < 8; k++) s[0] = _mm256_add_epi32(s[0], s[k]);
         sink ^= (uint64_t)_mm256_extract_epi32(s[0], 0);
 #else
@@ -46,7 +53,7 @@ LL_API uint64_t ll_int8_peak(int64_t rounds, int threads) {
 #if LL_AVX512_DOTS
     return (uint64_t)threads * 16 * 64;
 #elif defined(__AVX2__)
-    return (uint64_t)threads * 8 * 32;
+    return (uint64_t)threads * 8 * 4 * 32;
 #else
     return 0;
 #endif

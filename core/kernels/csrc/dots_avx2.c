@@ -347,10 +347,12 @@ TILE_ENTRY(f32) TILE_ENTRY(f16) TILE_ENTRY(bf16)
                         memcpy(&four, u[r].q + 4 * g, 4);                                                         \
                         const __m256i wq = _mm256_set1_epi32(four);                                               \
                         const __m256i magnitude = full_range ? _mm256_abs_epi8(wq) : wq;                          \
-                        for (int t = 0; t < TV; t++)                                                              \
+                        for (int t = 0; t < TV; t++) {                                                            \
                             part[r][t] = _mm256_add_epi16(                                                        \
                                 part[r][t], full_range ? _mm256_maddubs_epi16(magnitude, _mm256_sign_epi8(act[t], wq)) \
                                                        : _mm256_maddubs_epi16(act[t], wq));                       \
+                            __asm__("" : "+x"(part[r][t]));                                                        \
+                        }                                                                                         \
                     }                                                                                             \
                 }                                                                                                 \
                 for (int r = 0; r < R; r++) {                                                                     \

@@ -404,12 +404,16 @@ GEMM_INLINE void gemm_transpose8(const float *results, size_t stride, __m256 t[8
 
 /* A panel of rows' results (row r's tokens at results + r * stride) into out, token by token (out's rows
  * out_stride apart): eight rows by eight tokens transposed in registers, the rows past the last eight and the
- * tokens past the last eight one by one. The same floats, added to out or not, in any order. */
+ * tokens past the last eight one by one. The same floats, added to out or not, in any order. A token's line of out
+ * is written whole at once and asked for (for writing) 16 tokens ahead: a fresh output misses every cache, and its
+ * fetch then overlaps the transposes (8,192 rows x 256 tokens, one thread: 27.2-27.8 ms against 28.3-31.6). */
 GEMM_INLINE void gemm_write_out(const float *results, size_t stride, int rows, int tokens, float *out,
                                 size_t out_stride, int accumulate) {
     const int whole_rows = rows & ~7, whole_tokens = tokens & ~7;
-    for (int r = 0; r < whole_rows; r += 8)
-        for (int token = 0; token < whole_tokens; token += 8) {
+    for (int token = 0; token < whole_tokens; token += 8)
+        for (int r = 0; r < whole_rows; r += 8) {
+            if (r == 0)
+                for (int i = 0; i < 8; i++) __builtin_prefetch(out + (size_t)(token + 16 + i) * out_stride, 1, 3);
             __m256 t[8];
             gemm_transpose8(results + (size_t)r * stride + token, stride, t);
             for (int i = 0; i < 8; i++) {

@@ -154,6 +154,25 @@ def test_activations_are_quantised_to_within_half_a_step(portable: bool):
         assert np.all(np.abs(meant - x).reshape(-1, block) <= steps[:, None] * (0.5 + 127 * 2.0**-11))
 
 
+def test_every_build_quantises_an_activation_row_to_the_same_bytes():
+    """Q8_K's SIMD quantisation (the prompt's activations) against the scalar build's, byte for byte: the first of
+    two largest magnitudes of opposite signs sets d's sign, a block of zeros stays zeros, and halves round to even."""
+    rng = np.random.default_rng(5)
+    blocks = [rng.normal(0, 3, 256), np.zeros(256), rng.normal(0, 1e-30, 256), np.round(rng.normal(0, 40, 256)) / 2]
+    tie = rng.normal(0, 1, 256)
+    tie[[17, 200]] = (-9.5, 9.5)  # the same magnitude, the first one negative
+    blocks += [tie, -tie, np.full(256, -2.0)]
+    x = np.concatenate(blocks).astype(np.float32)
+    rows = {}
+    for build in ("portable", "native", "avx2"):
+        if build == "avx2" and not _has_avx2():
+            continue
+        library = _library({"portable": True, "native": False}.get(build, build))
+        rows[build] = _activation(library, "Q4_K", x)[0]
+    for build, row in rows.items():
+        assert np.array_equal(row, rows["portable"]), build
+
+
 def test_the_native_build_names_its_instruction_set():
     from core.cpu import cpu_flags
 

@@ -32,20 +32,63 @@ static void quantize_q8_1(const float *x, void *out, int n) {
     }
 }
 
+/* Q8_K, as llama.cpp quantises it: each 256-element block's largest magnitude (the first such element, its sign kept
+ * in d) maps to -127. With AVX2 a block takes 8 lanes at a time, the same steps and bits: the magnitude's maximum is
+ * exact, the first element that reaches it is found by comparing, the products are the same single roundings and
+ * cvtps rounds to nearest even as lrintf does. */
 static void quantize_q8_K(const float *x, void *out, int n) {
     block_q8_K *y = out;
     for (int b = 0; b < n / QK_K; b++, x += QK_K) {
+#if defined(__AVX2__)
+        const __m256 sign = _mm256_set1_ps(-0.0f);
+        __m256 most = _mm256_setzero_ps();
+        for (int j = 0; j < QK_K; j += 8) most = _mm256_max_ps(most, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)));
+        __m128 half = _mm_max_ps(_mm256_castps256_ps128(most), _mm256_extractf128_ps(most, 1));
+        half = _mm_max_ps(half, _mm_movehl_ps(half, half));
+        const float amax = _mm_cvtss_f32(_mm_max_ss(half, _mm_movehdup_ps(half)));
+        float max = 0.0f;
+        for (int j = 0; j < QK_K; j += 8) {
+            const int hits = _mm256_movemask_ps(
+                _mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)), _mm256_set1_ps(amax), _CMP_EQ_OQ));
+            if (hits) {
+                max = x[j + __builtin_ctz((unsigned)hits)];
+                break;
+            }
+        }
+#else
         float amax = 0.0f, max = 0.0f;
         for (int j = 0; j < QK_K; j++) {
             const float ax = fabsf(x[j]);
             if (ax > amax) { amax = ax; max = x[j]; }
         }
+#endif
         if (amax == 0.0f) {
             memset(&y[b], 0, sizeof(y[b]));
             continue;
         }
         /* llama.cpp's scale: the largest magnitude maps to -127 (its sign kept in d). */
         const float iscale = -127.0f / max;
+#if defined(__AVX2__)
+        const __m256 scale = _mm256_set1_ps(iscale);
+        const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7), ones = _mm256_set1_epi8(1);
+        for (int j = 0; j < QK_K; j += 32) {
+            __m256i v[4];
+            for (int i = 0; i < 4; i++)
+                v[i] = _mm256_min_epi32(_mm256_cvtps_epi32(_mm256_mul_ps(scale, _mm256_loadu_ps(x + j + 8 * i))),
+                                        _mm256_set1_epi32(127));
+            /* packs interleaves the 128-bit halves; the permute puts the 32 bytes back in order */
+            const __m256i bytes = _mm256_permutevar8x32_epi32(
+                _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3])), order);
+            _mm256_storeu_si256((__m256i *)(y[b].qs + j), bytes);
+            /* the two 16-element sums: pairs by maddubs (1 x each byte), then 8 pairs each */
+            const __m256i pairs = _mm256_maddubs_epi16(ones, bytes);
+            const __m256i quads = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+            int32_t lanes[8];
+            _mm256_storeu_si256((__m256i *)lanes, quads);
+            y[b].bsums[j / 16] = (int16_t)(lanes[0] + lanes[1] + lanes[2] + lanes[3]);
+            y[b].bsums[j / 16 + 1] = (int16_t)(lanes[4] + lanes[5] + lanes[6] + lanes[7]);
+        }
+#else
         for (int j = 0; j < QK_K; j++) {
             const int v = nearest(iscale * x[j]);
             y[b].qs[j] = (int8_t)(v > 127 ? 127 : v);
@@ -55,6 +98,7 @@ static void quantize_q8_K(const float *x, void *out, int n) {
             for (int i = 0; i < 16; i++) sum += y[b].qs[16 * j + i];
             y[b].bsums[j] = (int16_t)sum;
         }
+#endif
         y[b].d = 1.0f / iscale;
     }
 }

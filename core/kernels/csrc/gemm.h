@@ -413,7 +413,8 @@ GEMM_INLINE void gemm_write_out(const float *results, size_t stride, int rows, i
     for (int token = 0; token < whole_tokens; token += 8)
         for (int r = 0; r < whole_rows; r += 8) {
             if (r == 0)
-                for (int i = 0; i < 8; i++) __builtin_prefetch(out + (size_t)(token + 16 + i) * out_stride, 1, 3);
+                for (int i = 0; i < 8 && token + 16 + i < tokens; i++)
+                    __builtin_prefetch(out + (size_t)(token + 16 + i) * out_stride, 1, 3);
             __m256 t[8];
             gemm_transpose8(results + (size_t)r * stride + token, stride, t);
             for (int i = 0; i < 8; i++) {

@@ -57,6 +57,22 @@ def _weights(qtype: str, rows: int, rng: np.random.Generator, columns: int = COL
     return raw, gguf.quants.dequantize(raw, kind).astype(np.float32).reshape(rows, columns)
 
 
+def _q8_0_at_its_limits(raw: np.ndarray, rng: np.random.Generator) -> None:
+    """Q8_0 rows' quants moved to the ends of their range, in place: -128 (whose magnitude no signed byte holds) and
+    127, so that a pair of products by activations of 127 nearly fills 16 bits."""
+    quants = raw.reshape(raw.shape[0], -1, 34)[:, :, 2:].view(np.int8)
+    quants[0] = -128
+    quants[1] = 127
+    quants[2:] = np.where(rng.random(quants[2:].shape) < 0.5, -128, 127)
+
+
+def _test_input(qtype: str, rng: np.random.Generator, columns: int) -> np.ndarray:
+    """An activation row; for Q8_0 one of magnitude 1 throughout, so its quants are all +-127."""
+    if qtype == "Q8_0":
+        return np.where(rng.random(columns) < 0.5, -1.0, 1.0).astype(np.float32)
+    return rng.normal(0, 1, columns).astype(np.float32)
+
+
 def _activation(library, weight_type: str, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """x quantised into the format the weight type's kernel reads, and what those bytes stand for."""
     act_type = library.types[weight_type].activation
@@ -239,10 +255,10 @@ def test_the_gemm_gives_each_token_the_bits_its_own_tile_gives(qtype: str, porta
     columns = COLUMNS if qtype.endswith("_K") else COLUMNS + 32
     rows = 9
     raw, _ = _weights(qtype, rows, rng, columns)
+    if qtype == "Q8_0":
+        _q8_0_at_its_limits(raw, rng)
     for tokens in (1, 7, 16, 17, 40):
-        quantised = [
-            _activation(library, qtype, rng.normal(0, 1, columns).astype(np.float32))[0] for _ in range(tokens)
-        ]
+        quantised = [_activation(library, qtype, _test_input(qtype, rng, columns))[0] for _ in range(tokens)]
         stride = quantised[0].size
         packed = np.concatenate(quantised)
         gemm = np.zeros(tokens * rows, dtype=np.float32)
@@ -316,7 +332,7 @@ def test_the_portable_build_has_no_gemm():
     [pytest.param(False, qtype, id=f"native-{qtype}") for qtype in ("Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K")]
     + [
         pytest.param("avx2", qtype, id=f"avx2-{qtype}", marks=BUILDS[1].marks)
-        for qtype in ("Q4_0", "Q4_1", "Q4_K", "Q5_K", "Q6_K")
+        for qtype in ("Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K")
     ],
 )
 def test_packed_rows_give_each_product_the_bits_the_file_layout_gives(build, qtype: str, tokens: int):
@@ -328,7 +344,9 @@ def test_packed_rows_give_each_product_the_bits_the_file_layout_gives(build, qty
     rng = np.random.default_rng(21)
     rows, columns = 32, COLUMNS if qtype.endswith("_K") else COLUMNS + 32
     raw, _ = _weights(qtype, rows, rng, columns)
-    quantised = [_activation(library, qtype, rng.normal(0, 1, columns).astype(np.float32))[0] for _ in range(tokens)]
+    if qtype == "Q8_0":
+        _q8_0_at_its_limits(raw, rng)
+    quantised = [_activation(library, qtype, _test_input(qtype, rng, columns))[0] for _ in range(tokens)]
     stride, activations = quantised[0].size, np.concatenate(quantised)
     packed = np.zeros(rows * tokens, dtype=np.float32)
     type_id = library.kernel_types[qtype]

@@ -2,6 +2,6 @@
 
 PACKED_TYPES = {
     "avx512 vnni": frozenset({"Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K"}),
-    "avx2": frozenset({"Q4_0", "Q4_1", "Q4_K", "Q5_K", "Q6_K"}),
-    "avx2 kernels (avx512 machine)": frozenset({"Q4_0", "Q4_1", "Q4_K", "Q5_K", "Q6_K"}),
+    "avx2": frozenset({"Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K"}),
+    "avx2 kernels (avx512 machine)": frozenset({"Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K"}),
 }

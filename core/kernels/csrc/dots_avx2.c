@@ -323,7 +323,7 @@ TILE_ENTRY(f32) TILE_ENTRY(f16) TILE_ENTRY(bf16)
     INLINE void NAME##_gemm_block(const unpacked *u, const int R, const char *panel, size_t group_stride,          \
                                   const int TV, float (*sums)[2][LL_GEMM_LANES],                                  \
                                   float (*minimums)[2][LL_GEMM_LANES]) {                                          \
-        const int full_range = __builtin_strcmp(#NAME, "q8_0") == 0;                                              \
+        const int full_range = __builtin_strncmp(#NAME, "q8_0", 4) == 0; /* q8_0 and q8_0x16 */                                              \
         const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);                           \
         const char *p[2];                                                                                         \
         for (int t = 0; t < TV; t++) p[t] = panel + (size_t)t * group_stride;                                     \
@@ -458,6 +458,58 @@ GEMM_ENTRY(q4_0x16, QK, 0, LL_Q8_0)
 PACKED_TILES_ENTRY(q4_1x16, q4_x16_tile, , 1)
 GEMM_KERNEL(q4_1x16, QK, QK, 0, 1, LL_Q8_1)
 GEMM_ENTRY(q4_1x16, QK, 1, LL_Q8_1)
+
+/* ---- Q8_0 packed 16 rows a group: eight registers of quants a block, each holding elements 4k..4k+3 of 8 rows. Its
+ * bytes are whole signed numbers, so its products take the tiles' sign trick: the weights' magnitudes by the
+ * broadcast activations with the weights' signs moved onto them (a pair at most 2 x 128 x 127 = 32,512, so each
+ * maddubs is widened at once). The file's layout spent most of a step reducing each row's lanes to one sum a block;
+ * here each lane is a row and takes its row's canonical float steps. ---- */
+INLINE void q8_x16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out) {
+    const int blocks = n / QK;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 sums[DOT_ROWS][2];
+    for (int j = 0; j < C; j++) sums[j][0] = sums[j][1] = _mm256_setzero_ps();
+    for (int b = 0; b < blocks; b++) {
+        const uint8_t *o = (const uint8_t *)group + (size_t)b * Q8_0X16_BLOCK;
+        prefetch_ahead(o, Q8_0X16_BLOCK);
+        float dy[DOT_ROWS];
+        const int8_t *yq[DOT_ROWS];
+        for (int j = 0; j < C; j++) {
+            const block_q8_0 *y = (const block_q8_0 *)A_ROW(j) + b;
+            dy[j] = half_to_float(y->d);
+            yq[j] = y->qs;
+        }
+        for (int h = 0; h < 2; h++) {  /* rows 8h..8h+7 */
+            __m256i q[8], magnitude[8];  /* q[k]: elements 4k..4k+3 of each row */
+            for (int k = 0; k < 8; k++) {
+                q[k] = _mm256_loadu_si256((const __m256i *)(o + 32 + 64 * k + 32 * h));
+                magnitude[k] = _mm256_abs_epi8(q[k]);
+            }
+            const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16 * h)));
+            for (int j = 0; j < C; j++) {
+                __m256i exact = _mm256_setzero_si256();
+                for (int k = 0; k < 8; k++) {
+                    int32_t four;
+                    memcpy(&four, yq[j] + 4 * k, 4);
+                    const __m256i signed_v = _mm256_sign_epi8(_mm256_set1_epi32(four), q[k]);
+                    exact = _mm256_add_epi32(exact, _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude[k], signed_v), ones));
+                }
+                sums[j][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(dy[j])), _mm256_cvtepi32_ps(exact),
+                                             sums[j][h]);
+            }
+        }
+    }
+    for (int j = 0; j < C; j++)
+        for (int h = 0; h < 2; h++) {
+            float lanes[8];
+            _mm256_storeu_ps(lanes, sums[j][h]);
+            for (int i = 0; i < 8; i++) out[(8 * h + i) * C + j] = lanes[i];
+        }
+}
+
+PACKED_TILES_ENTRY(q8_0x16, q8_x16_tile, )
+GEMM_KERNEL(q8_0x16, QK, QK, 0, 0, LL_Q8_0)
+GEMM_ENTRY(q8_0x16, QK, 0, LL_Q8_0)
 
 /* ---- Q4_K and Q5_K packed 16 rows a group: as dots_avx512.c's, 8 rows a register, each sub-block's maddubs summed
  * within 16 bits and widened (Q4_K: its 8 at once, at most 8 x 2 x 15 x 128 = 30,720; Q5_K: 4 at a time, at most

@@ -345,12 +345,12 @@ static const ll_type_traits types[LL_TYPE_LIMIT] = {
 #endif
     [LL_Q5_0] = WEIGHT(Q5_0, QK, sizeof(block_q5_0), LL_Q8_0, q5_0),
     [LL_Q5_1] = WEIGHT(Q5_1, QK, sizeof(block_q5_1), LL_Q8_1, q5_1),
-#if LL_AVX512_DOTS
+#if LL_GEMM_LANES  /* AVX-512 or AVX2 */
     [LL_Q8_0] = {"Q8_0", QK, sizeof(block_q8_0), LL_Q8_0, dequantize_q8_0, quantize_q8_0, dot_q8_0, ll_tiles_q8_0,
                  LL_GEMM(q8_0), ll_pack_q8_0x16, ll_packed_tiles_q8_0x16, LL_GEMM(q8_0x16)},
 #else
     [LL_Q8_0] = {"Q8_0", QK, sizeof(block_q8_0), LL_Q8_0, dequantize_q8_0, quantize_q8_0, dot_q8_0, ll_tiles_q8_0,
-                 GEMM_OF(q8_0)},
+                 NULL},
 #endif
 #if LL_GEMM_LANES  /* AVX-512 or AVX2 */
     [LL_Q4_K] = {"Q4_K", QK_K, sizeof(block_q4_K), LL_Q8_K, dequantize_q4_K, NULL, dot_q4_K, ll_tiles_q4_K,

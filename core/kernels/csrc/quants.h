@@ -145,8 +145,6 @@ void ll_gemm_q5_Kx16(int n, const void *w, size_t w_stride, int rows, const void
 void ll_packed_tiles_q6_Kx16(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
 void ll_gemm_q6_Kx16(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,
                      size_t out_stride, int accumulate);
-#endif
-#if LL_AVX512_DOTS
 void ll_packed_tiles_q8_0x16(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
 void ll_gemm_q8_0x16(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,
                      size_t out_stride, int accumulate);

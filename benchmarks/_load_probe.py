@@ -22,11 +22,9 @@ def main() -> None:
         import torch  # noqa: F401  (imports are not load time: the app has them before a load too)
         import transformers  # noqa: F401
 
-        from core.model.loader import load_model
-
         before = _common.high_water_bytes()
         started = time.perf_counter()
-        load_model(path)
+        _common.load_as_the_app(path)
     else:
         import llama_cpp
 

@@ -24,7 +24,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from core.chats.session import ChatSession
 from core.generation.local_reply import LocalReply
-from core.model.loader import load_model
 from core.settings import GenerationSettings
 from core.timing.events import FinishedEvent, TokenEvent
 
@@ -105,7 +104,7 @@ def main() -> None:
     _common.add_json_option(parser)
     args = parser.parse_args()
     _common.start_report(args, "cancel_latency")
-    loaded = load_model(args.model, dtype=args.dtype)
+    loaded = _common.load_as_the_app(args.model, dtype=args.dtype)
     ids = prompt_ids(loaded, args.prompt_tokens)
     print(
         f"model: {loaded.name} ({loaded.dtype}), prompt: {len(ids)} tokens, torch threads: "

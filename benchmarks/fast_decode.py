@@ -16,7 +16,6 @@ import argparse
 import _common  # (sets the import path and offline mode)
 from _common import bare_reply, bare_tpot, median
 
-from core.model.loader import load_model
 from core.quant.agreement import agreement_text, top1_agreement
 from core.settings import DTYPE_CHOICES
 
@@ -71,7 +70,7 @@ def dtype_table(args, report) -> None:
     import torch
 
     dtypes = args.dtypes.split(",")
-    models = {dtype: load_model(None, dtype=dtype) for dtype in dtypes}
+    models = {dtype: _common.load_as_the_app(None, dtype=dtype) for dtype in dtypes}
     reference = models["float32"]
     prompt = torch.tensor([reference.tokenizer("Hello! Please tell me about the sea.")["input_ids"]])
     from core.generation.decode.choice import on_kernels

@@ -15,8 +15,6 @@ import threading
 import _common  # (sets the import path and offline mode)
 from _common import bare_tpot, median
 
-from core.model.loader import load_model
-
 
 class SecondPool:
     """A thread that runs one parallel torch op, so it owns a pool, and then waits until released."""
@@ -52,7 +50,7 @@ def main() -> None:
     _common.start_report(args, "one_pool")
     import torch
 
-    loaded = load_model(None, dtype=args.dtype)  # on the compute thread, like every bare_tpot below
+    loaded = _common.load_as_the_app(None, dtype=args.dtype)  # on the compute thread, like every bare_tpot below
     prompt = torch.tensor([loaded.tokenizer("Hello! Please tell me about the sea.")["input_ids"]])
     bare_tpot(loaded.model, prompt, 4)
     one, two, after = [], [], []

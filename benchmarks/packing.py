@@ -32,10 +32,9 @@ def main() -> None:
     from core.compute_thread import on_compute_thread
     from core.generation.decode.kernel_decoder import KernelDecoder
     from core.kernels.kernel_model import KernelModel
-    from core.model.loader import load_model
 
     _common.use_kernels(args.kernels)
-    packed = _common.fully_packed(load_model(args.model))
+    packed = _common.fully_packed(_common.load_as_the_app(args.model))
     pack = KernelModel.pack
     try:  # the second copy: every matrix of the type stays as the file lays it out
         KernelModel.pack = lambda self, layer, role, threads: (  # type: ignore[method-assign]
@@ -43,7 +42,7 @@ def main() -> None:
             if self.matrices[layer, role][1] == self.library.kernel_types[args.type]
             else pack(self, layer, role, threads)
         )
-        unpacked = _common.fully_packed(load_model(args.model))  # while the type is left out
+        unpacked = _common.fully_packed(_common.load_as_the_app(args.model))  # while the type is left out
     finally:
         KernelModel.pack = pack  # type: ignore[method-assign]
     copies = {"packed": packed.model.kernel, "file layout": unpacked.model.kernel}

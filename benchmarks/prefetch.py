@@ -32,10 +32,9 @@ def main() -> None:
 
     from core.compute_thread import on_compute_thread
     from core.generation.decode.kernel_decoder import KernelDecoder
-    from core.model.loader import load_model
 
     _common.use_kernels(args.kernels)
-    loaded = load_model(args.model)
+    loaded = _common.load_as_the_app(args.model)
     kernel = loaded.model.kernel
     library = kernel.library
     chosen = library.ll_prefetch()

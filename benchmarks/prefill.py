@@ -36,7 +36,6 @@ def main() -> None:
 
     from core.compute_thread import on_compute_thread
     from core.lab.prompt_sweep import chapter_prompt
-    from core.model.loader import load_model
     from core.model.source import embedded_gguf_path
     from core.roofline.ceilings import cached_ceilings
     from core.roofline.counts import ArithmeticShape, prefill_counts
@@ -46,10 +45,10 @@ def main() -> None:
     on_compute_thread(lambda: torch.set_num_threads(args.threads))
     path = args.model or str(embedded_gguf_path())
     engines = args.engines.split(",")
-    native = _common.fully_packed(load_model(path))
+    native = _common.fully_packed(_common.load_as_the_app(path))
     models = {"native": native}
     if "float32" in engines:
-        models["float32"] = load_model(path, dtype="float32")
+        models["float32"] = _common.load_as_the_app(path, dtype="float32")
     llama = None
     if "llama.cpp" in engines:
         import llama_cpp

@@ -20,7 +20,6 @@ import _common  # (offline mode)
 from cancel_latency import prompt_ids
 
 from core.compute_thread import on_compute_thread
-from core.model.loader import load_model
 from core.timing.events import PrefillProgress
 
 
@@ -82,7 +81,7 @@ def main() -> None:
     _common.add_json_option(parser)
     args = parser.parse_args()
     report = _common.start_report(args, "prefill_progress")
-    loaded = load_model(args.model, dtype=args.dtype)
+    loaded = _common.load_as_the_app(args.model, dtype=args.dtype)
     ids = prompt_ids(loaded, args.prompt_tokens)
     print(
         f"model: {loaded.name} ({loaded.dtype}), {loaded.model.config.num_hidden_layers} layers, prompt: "

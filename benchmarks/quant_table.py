@@ -56,15 +56,14 @@ def run(report, rounds: int, tokens: int, file_types: list[str], threads: int) -
     import torch
 
     from core.compute_thread import on_compute_thread
-    from core.model.loader import load_model
 
     on_compute_thread(lambda: torch.set_num_threads(threads))  # replies run on the compute thread
 
     paths = {file_type: quant_file(file_type) for file_type in file_types}
     models = {}
     for file_type, path in paths.items():
-        models[file_type, "native"] = _common.fully_packed(load_model(str(path)))
-        models[file_type, "float32"] = load_model(str(path), dtype="float32")
+        models[file_type, "native"] = _common.fully_packed(_common.load_as_the_app(str(path)))
+        models[file_type, "float32"] = _common.load_as_the_app(str(path), dtype="float32")
         models[file_type, "llama.cpp"] = llama_cpp.Llama(
             str(path), n_ctx=512, verbose=False, n_threads=threads, n_threads_batch=threads
         )

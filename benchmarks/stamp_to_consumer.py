@@ -15,7 +15,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from core.chats.session import ChatSession
 from core.generation.local_reply import LocalReply
-from core.model.loader import load_model
 from core.settings import GenerationSettings
 from core.timing.events import TokenEvent
 from core.timing.metrics import percentile
@@ -29,7 +28,7 @@ def main() -> None:
     _common.add_json_option(parser)
     args = parser.parse_args()
     _common.start_report(args, "stamp_to_consumer")
-    loaded = load_model(args.model, dtype=args.dtype)
+    loaded = _common.load_as_the_app(args.model, dtype=args.dtype)
     session = ChatSession()
     session.add_user("Write a long story about a lighthouse keeper.")
     ids = session.build_prompt(loaded.tokenizer, loaded.context_window, args.tokens).input_ids

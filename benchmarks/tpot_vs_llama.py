@@ -39,13 +39,12 @@ def main() -> None:
 
     from core.compute_thread import on_compute_thread
     from core.lab.prompt_sweep import chapter_prompt
-    from core.model.loader import load_model
     from core.roofline.machine_load import LoadProbe
 
     on_compute_thread(lambda: torch.set_num_threads(args.threads))
     file_types = quant_table.all_file_types() if args.quant_types == "all" else args.quant_types.split(",")
     paths = {file_type: quant_table.quant_file(file_type) for file_type in file_types}
-    natives = {file_type: _common.fully_packed(load_model(str(path))) for file_type, path in paths.items()}
+    natives = {file_type: _common.fully_packed(_common.load_as_the_app(str(path))) for file_type, path in paths.items()}
     llamas = {
         file_type: llama_cpp.Llama(
             str(path), n_ctx=4096, verbose=False, n_threads=args.threads, n_threads_batch=args.threads

@@ -31,10 +31,9 @@ def main() -> None:
 
     from core.compute_thread import on_compute_thread
     from core.generation.decode.choice import lean_decoder
-    from core.model.loader import load_model
 
     on_compute_thread(lambda: torch.set_num_threads(args.threads))
-    loaded = _common.fully_packed(load_model(args.model))
+    loaded = _common.fully_packed(_common.load_as_the_app(args.model))
     facts = loaded.describe()
     print(f"{facts.model}: {facts.runtime}; {facts.weight_bytes / 1e9:.2f} GB of weights; {args.threads} threads")
 

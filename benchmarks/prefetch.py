@@ -1,8 +1,9 @@
 """What the packed kernels' software prefetch gives on this CPU: the same model's decode steps with it off and at
 each distance asked for, interleaved step by step in one process.
 
-packed.c chooses the distance per CPU when the library loads (Intel: 4,096 bytes ahead into L2; elsewhere off);
-this measures that choice, and others, against no prefetch. The results are the same bits whatever the distance.
+packed.c chooses the distance per CPU when the library loads (Intel: 4,096 bytes ahead into L2; elsewhere off, but
+for the AVX2 Q5_K kernel's 8,192); this measures that choice, and others, against no prefetch (each distance asked
+for here is every kernel's). The results are the same bits whatever the distance.
 Run: .venv/bin/python benchmarks/prefetch.py --model FILE.gguf [--distances 0,2048,4096,16384] [--steps 60]
      [--threads 2] [--kernels native|avx2]
 """
@@ -59,7 +60,7 @@ def main() -> None:
                     decoder.forward(torch.tensor([400 + step]), position)
                     times[distance].append(time.perf_counter() - started)
                     position += 1
-        library.ll_set_prefetch(chosen)
+        library.ll_choose_prefetch()
         return times
 
     times = on_compute_thread(measure)

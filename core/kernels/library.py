@@ -101,6 +101,7 @@ _SIGNATURES = {
     "ll_weight_row_reads": (ctypes.c_uint64, []),
     "ll_set_prefetch": (None, [_I]),  # csrc/packed.c: how far ahead the packed kernels prefetch (bytes; 0: off)
     "ll_prefetch": (_I, []),
+    "ll_choose_prefetch": (None, []),  # back to this CPU's choice
     "ll_use_amx": (_I, [_I]),  # csrc/gemm_amx.c: a prompt's GEMM on AMX's tiles (1 on, 0 off, -1 ask); whether on
     "ll_use_steps": (_I, [_I]),  # csrc/decode_step.c: a decode step without barriers (1 on, 0 off, -1 ask)
     "ll_step_steals": (ctypes.c_uint64, []),

@@ -96,7 +96,8 @@ def test_the_packed_kernels_prefetch_changes_no_bit_of_the_logits(tmp_path, qtyp
             step = kernel.pass_over(tokens[:1], 12, 2, every_position=True)
             results.append((prompt, step))
     finally:
-        library.ll_set_prefetch(chosen)
+        library.ll_choose_prefetch()
         kernel.close()
+    assert library.ll_prefetch() == chosen
     for prompt, step in results[1:]:
         assert np.array_equal(prompt, results[0][0]) and np.array_equal(step, results[0][1])

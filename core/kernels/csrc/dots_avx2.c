@@ -512,8 +512,9 @@ GEMM_KERNEL(q8_0x16, QK, QK, 0, 0, LL_Q8_0)
 GEMM_ENTRY(q8_0x16, QK, 0, LL_Q8_0)
 
 /* ---- Q4_K and Q5_K packed 16 rows a group: as dots_avx512.c's, 8 rows a register, each sub-block's maddubs summed
- * within 16 bits and widened (Q4_K: its 8 at once, at most 8 x 2 x 15 x 128 = 30,720; Q5_K: 4 at a time, at most
- * 4 x 2 x 31 x 128 = 31,744), then weighted by the row's scale as integers; the minimums' term by madd. ---- */
+ * within 16 bits (Q4_K: its 8 at once, at most 8 x 2 x 15 x 128 = 30,720; Q5_K: 4 at a time, at most
+ * 4 x 2 x 31 x 128 = 31,744), then widened by a madd by the row's scale: the sum times the scale, exactly; the
+ * minimums' term by madd. ---- */
 
 /* Each byte's bits moved left by `by` (right where it is negative); bits crossing into a neighbour byte are the
  * caller's to mask off. */
@@ -528,13 +529,18 @@ INLINE void k4x16_tile(int n, const void *group, const void *a, size_t a_stride,
     const int widen_every = five ? 4 : 8;
     const __m256i sixteen = _mm256_set1_epi8(0x10);
     const __m256i low4 = _mm256_set1_epi8(0x0F), six = _mm256_set1_epi8(0x3f), two = _mm256_set1_epi8(3),
-                  low_byte = _mm256_set1_epi16(0xFF), byte = _mm256_set1_epi32(0xFF), ones = _mm256_set1_epi16(1);
+                  low_byte = _mm256_set1_epi16(0xFF);
+    /* Within each row's lane, scale byte 0 (then 1, 2, 3) as a word repeated in both halves: a madd by it is the
+     * sub-block's sum times its scale. */
+    const __m256i scale_byte0 = _mm256_setr_epi8(0, -1, 0, -1, 4, -1, 4, -1, 8, -1, 8, -1, 12, -1, 12, -1,
+                                                 0, -1, 0, -1, 4, -1, 4, -1, 8, -1, 8, -1, 12, -1, 12, -1);
     __m256 sums[DOT_ROWS][2], minimums[DOT_ROWS][2];
     for (int j = 0; j < C; j++)
         for (int h = 0; h < 2; h++) sums[j][h] = minimums[j][h] = _mm256_setzero_ps();
     for (int b = 0; b < blocks; b++) {
         const uint8_t *o = (const uint8_t *)group + (size_t)b * group_block;
-        prefetch_ahead(o, quants);  /* the scales; each line of quants as the first half's loop comes to it */
+        const int distance = five ? ll_prefetch_avx2_q5_K : ll_prefetch_ahead;
+        prefetch_by(o, quants, distance);  /* the scales; each line of quants as the first half's loop comes to it */
         int32_t pairs[DOT_ROWS][4];
         for (int j = 0; j < C; j++) k_activation_pairs((const block_q8_K *)A_ROW(j) + b, pairs[j]);
         for (int h = 0; h < 2; h++) {  /* rows 8h..8h+7 */
@@ -552,13 +558,16 @@ INLINE void k4x16_tile(int n, const void *group, const void *a, size_t a_stride,
             __m256i total[DOT_ROWS];
             for (int j = 0; j < C; j++) total[j] = _mm256_setzero_si256();
             for (int k = 0; k < 4; k++) {  /* sub-blocks 2k (low nibbles) and 2k + 1 (high) */
-                __m256i low_sum[DOT_ROWS], high_sum[DOT_ROWS];
-                for (int j = 0; j < C; j++) low_sum[j] = high_sum[j] = _mm256_setzero_si256();
+                /* bytes 2(k % 2) and 2(k % 2) + 1 of scales[k / 2]: -1's bytes stay -1 (they zero the high bytes) */
+                const __m256i at = _mm256_set1_epi8((char)(2 * (k % 2)));
+                const __m256i low_scale = _mm256_shuffle_epi8(scales[k / 2], _mm256_or_si256(scale_byte0, at));
+                const __m256i high_scale = _mm256_shuffle_epi8(
+                    scales[k / 2], _mm256_or_si256(scale_byte0, _mm256_add_epi8(at, _mm256_set1_epi8(1))));
                 for (int part = 0; part < 8; part += widen_every) {
                     __m256i low_pairs[DOT_ROWS], high_pairs[DOT_ROWS];
                     for (int j = 0; j < C; j++) low_pairs[j] = high_pairs[j] = _mm256_setzero_si256();
                     for (int w = part; w < part + widen_every; w++) {
-                        if (h == 0) prefetch_ahead(o + quants + 64 * (8 * k + w), 64);
+                        if (h == 0) prefetch_by(o + quants + 64 * (8 * k + w), 64, distance);
                         const __m256i x = _mm256_loadu_si256((const __m256i *)(o + quants + 64 * (8 * k + w) + 32 * h));
                         __m256i low = _mm256_and_si256(x, low4);
                         __m256i high = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
@@ -578,17 +587,11 @@ INLINE void k4x16_tile(int n, const void *group, const void *a, size_t a_stride,
                                 _mm256_add_epi16(high_pairs[j], _mm256_maddubs_epi16(high, _mm256_set1_epi32(second)));
                         }
                     }
-                    for (int j = 0; j < C; j++) {
-                        low_sum[j] = _mm256_add_epi32(low_sum[j], _mm256_madd_epi16(low_pairs[j], ones));
-                        high_sum[j] = _mm256_add_epi32(high_sum[j], _mm256_madd_epi16(high_pairs[j], ones));
-                    }
+                    for (int j = 0; j < C; j++)  /* widened by the scale: at most 2 x 31,744 x 63 */
+                        total[j] = _mm256_add_epi32(total[j],
+                                                    _mm256_add_epi32(_mm256_madd_epi16(low_pairs[j], low_scale),
+                                                                     _mm256_madd_epi16(high_pairs[j], high_scale)));
                 }
-                const __m256i scale = scales[k / 2];
-                const __m256i low_scale = _mm256_and_si256(_mm256_srli_epi32(scale, 16 * (k % 2)), byte);
-                const __m256i high_scale = _mm256_and_si256(_mm256_srli_epi32(scale, 16 * (k % 2) + 8), byte);
-                for (int j = 0; j < C; j++)
-                    total[j] = _mm256_add_epi32(total[j], _mm256_add_epi32(_mm256_mullo_epi32(low_sum[j], low_scale),
-                                                                           _mm256_mullo_epi32(high_sum[j], high_scale)));
             }
             const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16 * h)));
             const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 32 + 16 * h)));
@@ -633,20 +636,49 @@ GEMM_ENTRY(q5_Kx16, QK_K, 2, LL_Q8_K)
 
 INLINE void q6_Kx16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out) {
     const int blocks = n / QK_K;
-    const __m256i low4 = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3), ones = _mm256_set1_epi16(1);
+    const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
+    /* Within each row's lane, a scale byte's sign-extended word repeated in both halves (from the words below). */
+    const __m256i repeat_low = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,
+                                                0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13),
+                  repeat_high = _mm256_add_epi8(repeat_low, _mm256_set1_epi8(2));
     __m256 sums[DOT_ROWS][2];
     for (int j = 0; j < C; j++) sums[j][0] = sums[j][1] = _mm256_setzero_ps();
     for (int b = 0; b < blocks; b++) {
         const uint8_t *o = (const uint8_t *)group + (size_t)b * Q6_KX16_BLOCK;
         prefetch_ahead(o, 288);  /* d and the scales; each word's three registers as the first rows' loop comes to them */
+        /* The activations' sub-block sums in pairs (groups 4i and 4i + 2, 4i + 1 and 4i + 3), for the +32's term. */
+        __m256i bsum_pairs[DOT_ROWS][8];
+        for (int j = 0; j < C; j++) {
+            const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+            for (int i = 0; i < 4; i++)
+                for (int odd = 0; odd < 2; odd++)
+                    bsum_pairs[j][2 * i + odd] = _mm256_set1_epi32(
+                        (int32_t)((uint32_t)(uint16_t)y->bsums[4 * i + odd] |
+                                  (uint32_t)(uint16_t)y->bsums[4 * i + odd + 2] << 16));
+        }
         for (int r = 0; r < 2; r++) {  /* rows 8r..8r+7 */
+            /* scale_words[2i]: each lane's scales of groups 4i and 4i + 2 as int16; [2i + 1]: 4i + 1 and 4i + 3 */
+            __m256i scale_words[8];
+            for (int i = 0; i < 4; i++) {
+                const __m256i word = _mm256_loadu_si256((const __m256i *)(o + 32 + 64 * i + 32 * r));
+                scale_words[2 * i] = _mm256_srai_epi16(_mm256_slli_epi16(word, 8), 8);
+                scale_words[2 * i + 1] = _mm256_srai_epi16(word, 8);
+            }
             __m256i total[DOT_ROWS];
-            for (int j = 0; j < C; j++) total[j] = _mm256_setzero_si256();
+            for (int j = 0; j < C; j++) {  /* less 32 x each group's scale x its activations' sum */
+                __m256i offset = _mm256_setzero_si256();
+                for (int i = 0; i < 8; i++)
+                    offset = _mm256_add_epi32(offset, _mm256_madd_epi16(scale_words[i], bsum_pairs[j][i]));
+                total[j] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 5));
+            }
             for (int h = 0; h < 2; h++)
                 for (int s = 0; s < 2; s++) {  /* words 4s..4s+3: elements 16s..16s+15 of each quarter */
-                    __m256i part[DOT_ROWS][4];
-                    for (int j = 0; j < C; j++)
-                        for (int q = 0; q < 4; q++) part[j][q] = _mm256_setzero_si256();
+                    __m256i scale[4];  /* group 8h + 2q + s's scale, repeated in each lane's two words */
+                    for (int q = 0; q < 4; q++) {
+                        const int g = 8 * h + 2 * q + s;
+                        scale[q] = _mm256_shuffle_epi8(scale_words[2 * (g / 4) + g % 2],
+                                                       g % 4 < 2 ? repeat_low : repeat_high);
+                    }
                     for (int pair = 4 * s; pair < 4 * s + 4; pair += 2) {
                         __m256i pairs[DOT_ROWS][4];
                         for (int j = 0; j < C; j++)
@@ -657,15 +689,17 @@ INLINE void q6_Kx16_tile(int n, const void *group, const void *a, size_t a_strid
                             const __m256i first = _mm256_loadu_si256((const __m256i *)(p + 32 * r)),
                                           second = _mm256_loadu_si256((const __m256i *)(p + 64 + 32 * r)),
                                           high = _mm256_loadu_si256((const __m256i *)(p + 128 + 32 * r));
+                            /* Each value's two high bits (bits 2q, 2q + 1 of its high byte) moved to bits 4 and 5 in
+                             * one 16-bit shift and a mask: bits that cross into the next byte land below bit 4. */
                             const __m256i e[4] = {
                                 _mm256_or_si256(_mm256_and_si256(first, low4),
-                                                _mm256_slli_epi16(_mm256_and_si256(high, two), 4)),
+                                                _mm256_and_si256(_mm256_slli_epi16(high, 4), bits45)),
                                 _mm256_or_si256(_mm256_and_si256(second, low4),
-                                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high, 2), two), 4)),
+                                                _mm256_and_si256(_mm256_slli_epi16(high, 2), bits45)),
                                 _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(first, 4), low4),
-                                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high, 4), two), 4)),
+                                                _mm256_and_si256(high, bits45)),
                                 _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(second, 4), low4),
-                                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high, 6), two), 4))};
+                                                _mm256_and_si256(_mm256_srli_epi16(high, 2), bits45))};
                             for (int j = 0; j < C; j++) {
                                 const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
                                 for (int q = 0; q < 4; q++) {
@@ -676,19 +710,10 @@ INLINE void q6_Kx16_tile(int n, const void *group, const void *a, size_t a_strid
                                 }
                             }
                         }
+                        /* widened by the group's scale: the pairs' sum times the scale, exactly, in 32 bits */
                         for (int j = 0; j < C; j++)
                             for (int q = 0; q < 4; q++)
-                                part[j][q] = _mm256_add_epi32(part[j][q], _mm256_madd_epi16(pairs[j][q], ones));
-                    }
-                    for (int q = 0; q < 4; q++) {
-                        const int g = 8 * h + 2 * q + s;
-                        const __m256i word = _mm256_loadu_si256((const __m256i *)(o + 32 + 64 * (g / 4) + 32 * r));
-                        const __m256i scale = _mm256_srai_epi32(_mm256_slli_epi32(word, 24 - 8 * (g % 4)), 24);
-                        for (int j = 0; j < C; j++) {
-                            const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
-                            const __m256i exact = _mm256_sub_epi32(part[j][q], _mm256_set1_epi32(32 * y->bsums[g]));
-                            total[j] = _mm256_add_epi32(total[j], _mm256_mullo_epi32(exact, scale));
-                        }
+                                total[j] = _mm256_add_epi32(total[j], _mm256_madd_epi16(pairs[j][q], scale[q]));
                     }
                 }
             const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16 * r)));

@@ -74,12 +74,16 @@ enum { K4X16_FIFTH_BITS = 64 + 3 * 64 };
 #define K4X16_QUANTS(five) ((five) ? K4X16_FIFTH_BITS + 8 * 64 : K4X16_FIFTH_BITS)
 
 /* How far ahead of the block it multiplies (bytes) a packed kernel asks for its group's stream in the second-level
- * cache; 0: not at all. packed.c chooses per CPU when the library loads; ll_set_prefetch changes it (benchmarks). */
-extern int ll_prefetch_ahead;
-static inline __attribute__((always_inline)) void prefetch_ahead(const void *block, size_t bytes) {
-    if (!ll_prefetch_ahead) return;
-    const char *ahead = (const char *)block + ll_prefetch_ahead;
+ * cache; 0: not at all. The AVX2 Q5_K kernel has a distance of its own. packed.c chooses both per CPU when the
+ * library loads (ll_choose_prefetch); ll_set_prefetch sets both to one distance (benchmarks). */
+extern int ll_prefetch_ahead, ll_prefetch_avx2_q5_K;
+static inline __attribute__((always_inline)) void prefetch_by(const void *block, size_t bytes, int distance) {
+    if (!distance) return;
+    const char *ahead = (const char *)block + distance;
     for (size_t line = 0; line < bytes; line += 64) __builtin_prefetch(ahead + line, 0, 2);  /* 2: prefetcht1 */
+}
+static inline __attribute__((always_inline)) void prefetch_ahead(const void *block, size_t bytes) {
+    prefetch_by(block, bytes, ll_prefetch_ahead);
 }
 
 typedef void (*pack_fn)(const void *rows, int count, int n, void *out);

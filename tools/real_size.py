@@ -60,6 +60,9 @@ FAMILIES = {
 # llama.cpp's file types (general.file_type) and each one's base tensor type.
 FILE_TYPES = {
     "Q4_0": (2, "Q4_0"),
+    "Q4_1": (3, "Q4_1"),
+    "Q5_0": (8, "Q5_0"),
+    "Q5_1": (9, "Q5_1"),
     "Q8_0": (7, "Q8_0"),
     "Q4_K_M": (15, "Q4_K"),
     "Q5_K_M": (17, "Q5_K"),

@@ -35,7 +35,7 @@ CASES += [
         "avx2", shape, qtype, id=f"avx2-{shape}-{qtype}", marks=pytest.mark.skipif(not _has_avx2(), reason="no AVX2")
     )
     for shape in SHAPES
-    for qtype in ("Q4_0", "Q4_1", "Q4_K", "Q5_K", "Q8_0", "Q6_K")
+    for qtype in QTYPES
 ]
 
 

@@ -10,6 +10,7 @@ from tiny_gguf import random_blocks
 
 from tests.support.packed_types import PACKED_TYPES
 
+PACKED_QTYPES = ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K")
 WEIGHT_TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16", "F32"]
 
 
@@ -57,19 +58,30 @@ def _weights(qtype: str, rows: int, rng: np.random.Generator, columns: int = COL
     return raw, gguf.quants.dequantize(raw, kind).astype(np.float32).reshape(rows, columns)
 
 
-def _q8_0_at_its_limits(raw: np.ndarray, rng: np.random.Generator) -> None:
-    """Q8_0 rows' quants moved to the ends of their range, in place: -128 (whose magnitude no signed byte holds) and
-    127, so that a pair of products by activations of 127 nearly fills 16 bits."""
-    quants = raw.reshape(raw.shape[0], -1, 34)[:, :, 2:].view(np.int8)
-    quants[0] = -128
-    quants[1] = 127
-    quants[2:] = np.where(rng.random(quants[2:].shape) < 0.5, -128, 127)
+def _at_their_limits(qtype: str, raw: np.ndarray, rng: np.random.Generator) -> None:
+    """Rows' quants moved to the ends of their range, in place. Q8_0: -128 (whose magnitude no signed byte holds) and
+    127, so that a pair of products by activations of 127 nearly fills 16 bits. Q5_0 and Q5_1: every value 31 (all
+    five bits set) or 0, so that sums of products by activations of 127 come nearest 16 bits."""
+    if qtype == "Q8_0":
+        quants = raw.reshape(raw.shape[0], -1, 34)[:, :, 2:].view(np.int8)
+        quants[0] = -128
+        quants[1] = 127
+        quants[2:] = np.where(rng.random(quants[2:].shape) < 0.5, -128, 127)
+    elif qtype in ("Q5_0", "Q5_1"):
+        head = 2 if qtype == "Q5_0" else 4
+        bits = raw.reshape(raw.shape[0], -1, head + 20)[:, :, head:]  # the fifth bits, then the nibbles
+        bits[0] = 0xFF
+        bits[1] = 0
+        bits[2:] = np.where(rng.random(bits[2:].shape) < 0.5, 0, 0xFF)
 
 
 def _test_input(qtype: str, rng: np.random.Generator, columns: int) -> np.ndarray:
-    """An activation row; for Q8_0 one of magnitude 1 throughout, so its quants are all +-127."""
+    """An activation row: for Q8_0 of magnitude 1 throughout (its quants all +-127), for Q5_0 and Q5_1 all 1 (127);
+    elsewhere normal."""
     if qtype == "Q8_0":
         return np.where(rng.random(columns) < 0.5, -1.0, 1.0).astype(np.float32)
+    if qtype in ("Q5_0", "Q5_1"):
+        return np.ones(columns, dtype=np.float32)
     return rng.normal(0, 1, columns).astype(np.float32)
 
 
@@ -255,8 +267,7 @@ def test_the_gemm_gives_each_token_the_bits_its_own_tile_gives(qtype: str, porta
     columns = COLUMNS if qtype.endswith("_K") else COLUMNS + 32
     rows = 9
     raw, _ = _weights(qtype, rows, rng, columns)
-    if qtype == "Q8_0":
-        _q8_0_at_its_limits(raw, rng)
+    _at_their_limits(qtype, raw, rng)
     for tokens in (1, 7, 16, 17, 40):
         quantised = [_activation(library, qtype, _test_input(qtype, rng, columns))[0] for _ in range(tokens)]
         stride = quantised[0].size
@@ -329,11 +340,8 @@ def test_the_portable_build_has_no_gemm():
 @pytest.mark.parametrize("tokens", [1, 2, 3, 4])
 @pytest.mark.parametrize(
     ("build", "qtype"),
-    [pytest.param(False, qtype, id=f"native-{qtype}") for qtype in ("Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K")]
-    + [
-        pytest.param("avx2", qtype, id=f"avx2-{qtype}", marks=BUILDS[1].marks)
-        for qtype in ("Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K")
-    ],
+    [pytest.param(False, qtype, id=f"native-{qtype}") for qtype in PACKED_QTYPES]
+    + [pytest.param("avx2", qtype, id=f"avx2-{qtype}", marks=BUILDS[1].marks) for qtype in PACKED_QTYPES],
 )
 def test_packed_rows_give_each_product_the_bits_the_file_layout_gives(build, qtype: str, tokens: int):
     """Rows regrouped 16 at a time (one row per vector lane, as llama.cpp repacks them for speed) against the scalar
@@ -344,8 +352,7 @@ def test_packed_rows_give_each_product_the_bits_the_file_layout_gives(build, qty
     rng = np.random.default_rng(21)
     rows, columns = 32, COLUMNS if qtype.endswith("_K") else COLUMNS + 32
     raw, _ = _weights(qtype, rows, rng, columns)
-    if qtype == "Q8_0":
-        _q8_0_at_its_limits(raw, rng)
+    _at_their_limits(qtype, raw, rng)
     quantised = [_activation(library, qtype, _test_input(qtype, rng, columns))[0] for _ in range(tokens)]
     stride, activations = quantised[0].size, np.concatenate(quantised)
     packed = np.zeros(rows * tokens, dtype=np.float32)
@@ -360,4 +367,4 @@ def test_packed_rows_give_each_product_the_bits_the_file_layout_gives(build, qty
             assert np.float32(reference) == packed[r * tokens + t], (r, t)
     # Rows that are not a whole number of groups are refused, not read past; a type without a packed layout too.
     assert library.ll_packed_dot(type_id, columns, raw.ctypes.data, 24, *args[4:]) == -1
-    assert library.ll_packed_dot(library.kernel_types["Q5_1"], columns, *args[2:]) == -1
+    assert library.ll_packed_dot(library.kernel_types["F16"], columns, *args[2:]) == -1

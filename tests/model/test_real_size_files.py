@@ -17,6 +17,8 @@ from tools import real_size
 # 896 that are not whole k-quant blocks) for Q8_0, whose 1B file is 1.06 GiB.
 SUITE_FILES = {
     "Q4_0": "llama-3.2-1b",
+    "Q5_0": "llama-3.2-1b",
+    "Q5_1": "llama-3.2-1b",
     "Q4_K_M": "llama-3.2-1b",
     "Q5_K_M": "llama-3.2-1b",
     "Q6_K": "llama-3.2-1b",

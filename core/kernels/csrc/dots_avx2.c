@@ -395,12 +395,27 @@ GEMM_TYPES(GEMM_KERNEL)
  * step's sums need no reduction across lanes. Without VNNI, 4 products a lane are maddubs (the unsigned nibbles by
  * the broadcast signed activations, in pairs to 16 bits), and a block's 8 such stay within 16 bits (8 x 2 x 15 x 128
  * = 30,720) before one madd by ones widens them: the exact integer of the canonical dot. ---- */
-/* minimum: Q4_1 (the nibbles are the values; its rows' minimums after the scales, Q8_1 activations). */
+/* Each row's fifth bits first..first + 3 (its lane's word's bits; first a multiple of 4) as 0x10 in its lane's bytes
+ * 0..3. */
+INLINE __m256i fifth_bits_x4(__m256i qh, const int first) {
+    const char byte = (char)(first / 8);
+    const __m256i spread = _mm256_shuffle_epi8(  /* the lane's byte holding the four bits, in each of its bytes */
+        qh, _mm256_add_epi8(_mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12,
+                                             0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12),
+                            _mm256_set1_epi8(byte)));
+    const __m256i bit = _mm256_set1_epi32((int)(0x08040201u << (first % 8)));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
+}
+
+/* minimum: Q4_1 (the nibbles are the values; its rows' minimums after the scales, Q8_1 activations); five: Q5_0 and
+ * Q5_1, each value's fifth bit on its nibble (Q5_0's values + 16), whose maddubs are widened four at a time (at most
+ * 4 x 2 x 31 x 128 = 31,744). */
 INLINE void q4_x16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out,
-                        const int minimum) {
+                        const int minimum, const int five) {
     const int blocks = n / QK;
-    const size_t group_block = minimum ? Q4_1X16_BLOCK : Q4_0X16_BLOCK;
-    const int quants = minimum ? 64 : 32;
+    const size_t group_block = five ? (minimum ? Q5_1X16_BLOCK : Q5_0X16_BLOCK)
+                                    : (minimum ? Q4_1X16_BLOCK : Q4_0X16_BLOCK);
+    const int fifth_bits = minimum ? 64 : 32, quants = fifth_bits + (five ? 64 : 0);
     const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1), one_bytes = _mm256_set1_epi8(1);
     __m256 sums[DOT_ROWS][2], minimums[DOT_ROWS][2];
     for (int j = 0; j < C; j++) sums[j][0] = sums[j][1] = minimums[j][0] = minimums[j][1] = _mm256_setzero_ps();
@@ -417,27 +432,35 @@ INLINE void q4_x16_tile(int n, const void *group, const void *a, size_t a_stride
             memcpy(half, y, minimum ? 4 : 2);
             yq[j] = (const int8_t *)(y + (minimum ? 4 : 2));
             const __m256i v = _mm256_loadu_si256((const __m256i *)yq[j]);
-            offset[j] = minimum ? 0 : 8 * sum_8(_mm256_madd_epi16(_mm256_maddubs_epi16(one_bytes, v), ones));
+            offset[j] = minimum ? 0 : (five ? 16 : 8) * sum_8(_mm256_madd_epi16(_mm256_maddubs_epi16(one_bytes, v), ones));
             dy[j] = half_to_float(half[0]);
             sy[j] = minimum ? half_to_float(half[1]) : 0.0f;
         }
         for (int h = 0; h < 2; h++) {  /* rows 8h..8h+7 */
             __m256i q[8];  /* q[k]: elements 4k..4k+3 of each row */
+            const __m256i qh = five ? _mm256_loadu_si256((const __m256i *)(o + fifth_bits + 32 * h)) : low4;
             for (int k = 0; k < 4; k++) {
                 const __m256i x = _mm256_loadu_si256((const __m256i *)(o + quants + 64 * k + 32 * h));
                 q[k] = _mm256_and_si256(x, low4);
                 q[4 + k] = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
+                if (five) {
+                    q[k] = _mm256_or_si256(q[k], fifth_bits_x4(qh, 4 * k));
+                    q[4 + k] = _mm256_or_si256(q[4 + k], fifth_bits_x4(qh, 16 + 4 * k));
+                }
             }
             const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16 * h)));
             const __m256 mw = minimum ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 32 + 16 * h))) : dw;
             for (int j = 0; j < C; j++) {
-                __m256i pairs = _mm256_setzero_si256();
+                __m256i pairs[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
                 for (int k = 0; k < 8; k++) {
                     int32_t four;
                     memcpy(&four, yq[j] + 4 * k, 4);
-                    pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(q[k], _mm256_set1_epi32(four)));
+                    const int into = five ? k / 4 : 0;
+                    pairs[into] = _mm256_add_epi16(pairs[into], _mm256_maddubs_epi16(q[k], _mm256_set1_epi32(four)));
                 }
-                const __m256i exact = _mm256_sub_epi32(_mm256_madd_epi16(pairs, ones), _mm256_set1_epi32(offset[j]));
+                __m256i widened = _mm256_madd_epi16(pairs[0], ones);
+                if (five) widened = _mm256_add_epi32(widened, _mm256_madd_epi16(pairs[1], ones));
+                const __m256i exact = _mm256_sub_epi32(widened, _mm256_set1_epi32(offset[j]));
                 sums[j][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(dy[j])), _mm256_cvtepi32_ps(exact),
                                              sums[j][h]);
                 if (minimum) minimums[j][h] = _mm256_fmadd_ps(mw, _mm256_set1_ps(sy[j]), minimums[j][h]);
@@ -452,12 +475,18 @@ INLINE void q4_x16_tile(int n, const void *group, const void *a, size_t a_stride
         }
 }
 
-PACKED_TILES_ENTRY(q4_0x16, q4_x16_tile, , 0)
+PACKED_TILES_ENTRY(q4_0x16, q4_x16_tile, , 0, 0)
 GEMM_KERNEL(q4_0x16, QK, QK, 0, 0, LL_Q8_0)
 GEMM_ENTRY(q4_0x16, QK, 0, LL_Q8_0)
-PACKED_TILES_ENTRY(q4_1x16, q4_x16_tile, , 1)
+PACKED_TILES_ENTRY(q4_1x16, q4_x16_tile, , 1, 0)
 GEMM_KERNEL(q4_1x16, QK, QK, 0, 1, LL_Q8_1)
 GEMM_ENTRY(q4_1x16, QK, 1, LL_Q8_1)
+PACKED_TILES_ENTRY(q5_0x16, q4_x16_tile, , 0, 1)
+GEMM_KERNEL(q5_0x16, QK, QK, 0, 0, LL_Q8_0)
+GEMM_ENTRY(q5_0x16, QK, 0, LL_Q8_0)
+PACKED_TILES_ENTRY(q5_1x16, q4_x16_tile, , 1, 1)
+GEMM_KERNEL(q5_1x16, QK, QK, 0, 1, LL_Q8_1)
+GEMM_ENTRY(q5_1x16, QK, 1, LL_Q8_1)
 
 /* ---- Q8_0 packed 16 rows a group: eight registers of quants a block, each holding elements 4k..4k+3 of 8 rows. Its
  * bytes are whole signed numbers, so its products take the tiles' sign trick: the weights' magnitudes by the

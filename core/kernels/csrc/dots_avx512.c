@@ -470,13 +470,28 @@ TILE_ENTRY(q4_K, q4_K_tile) TILE_ENTRY(q5_K, q5_K_tile) TILE_ENTRY(q6_K, q6_K_ti
  * the Xeon's step shortened 4-8% (Llama-2-7B shape Q4_K_M 164 -> 158 ms, Llama-3-8B Q5_K_M 220 -> 202 ms,
  * interleaved step by step; benchmarks/prefetch.py measures the distance). */
 
+/* Each row's fifth bits first..first + 3 (its lane's word's bits; first a multiple of 4) as bit 4 of its lane's bytes
+ * 0..3, over the nibbles. */
+INLINE __m512i with_fifth_bits(__m512i nibbles, __m512i qh, const int first) {
+    const int byte = first / 8;
+    const __m512i spread = _mm512_shuffle_epi8(  /* the lane's byte holding the four bits, in each of its bytes */
+        qh, _mm512_set4_epi32(0x0C0C0C0C + byte * 0x01010101, 0x08080808 + byte * 0x01010101,
+                              0x04040404 + byte * 0x01010101, byte * 0x01010101));
+    const __mmask64 set = _mm512_test_epi8_mask(spread, _mm512_set1_epi32((int)(0x08040201u << (first % 8))));
+    return _mm512_or_si512(nibbles, _mm512_maskz_set1_epi8(set, 0x10));
+}
+
 /* eight: Q8_0 (signed bytes, +128 to make them unsigned); else Q4_0 (nibbles, which are the values + 8), or with
- * minimum Q4_1 (nibbles, the values themselves; its rows' minimums after the scales, Q8_1 activations). */
+ * minimum Q4_1 (nibbles, the values themselves; its rows' minimums after the scales, Q8_1 activations); five: Q5_0
+ * and Q5_1, the same with each value's fifth bit on its nibble (Q5_0's values + 16). */
 INLINE void legacy_x16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out,
-                            const int eight, const int minimum) {
+                            const int eight, const int minimum, const int five) {
     const int blocks = n / QK;
-    const size_t group_block = eight ? Q8_0X16_BLOCK : minimum ? Q4_1X16_BLOCK : Q4_0X16_BLOCK;
-    const int quants = minimum ? 64 : 32;
+    const size_t group_block = eight     ? Q8_0X16_BLOCK
+                               : five    ? (minimum ? Q5_1X16_BLOCK : Q5_0X16_BLOCK)
+                               : minimum ? Q4_1X16_BLOCK
+                                         : Q4_0X16_BLOCK;
+    const int fifth_bits = minimum ? 64 : 32, quants = fifth_bits + (five ? 64 : 0);
     const __m512i low4 = _mm512_set1_epi8(0x0F), sign = _mm512_set1_epi8((char)0x80);
     __m512 sums[DOT_ROWS], minimums[DOT_ROWS];
     for (int j = 0; j < C; j++) sums[j] = minimums[j] = _mm512_setzero_ps();
@@ -484,6 +499,7 @@ INLINE void legacy_x16_tile(int n, const void *group, const void *a, size_t a_st
         const uint8_t *o = (const uint8_t *)group + (size_t)b * group_block;
         prefetch_ahead(o, group_block);
         __m512i q[8];  /* q[k]: elements 4k..4k+3 of every row, as unsigned bytes */
+        const __m512i qh = five ? _mm512_loadu_si512((const void *)(o + fifth_bits)) : _mm512_setzero_si512();
         for (int k = 0; k < (eight ? 8 : 4); k++) {
             const __m512i x = _mm512_loadu_si512((const void *)(o + quants + 64 * k));
             if (eight) {
@@ -491,6 +507,10 @@ INLINE void legacy_x16_tile(int n, const void *group, const void *a, size_t a_st
             } else {
                 q[k] = _mm512_and_si512(x, low4);
                 q[4 + k] = _mm512_and_si512(_mm512_srli_epi16(x, 4), low4);
+                if (five) {
+                    q[k] = with_fifth_bits(q[k], qh, 4 * k);
+                    q[4 + k] = with_fifth_bits(q[4 + k], qh, 16 + 4 * k);
+                }
             }
         }
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)o));
@@ -509,10 +529,10 @@ INLINE void legacy_x16_tile(int n, const void *group, const void *a, size_t a_st
                 sum = _mm512_dpbusd_epi32(sum, q[k], _mm512_set1_epi32(four));
             }
             __m512i exact = sum;
-            if (!minimum) {  /* the bytes are the values + 8 (+128): that times the activations' sum comes off */
+            if (!minimum) {  /* the bytes are the values + 8 (+16, +128): that times the activations' sum comes off */
                 const __m256i v = _mm256_loadu_si256((const __m256i *)yq);
-                const int offset =
-                    sum_8(_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(eight ? (char)0x80 : 8), v));
+                const char by = eight ? (char)0x80 : five ? 16 : 8;
+                const int offset = sum_8(_mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(by), v));
                 exact = _mm512_sub_epi32(sum, _mm512_set1_epi32(offset));
             }
             const __m512 scale = _mm512_mul_ps(dw, _mm512_set1_ps(half_to_float(yd)));
@@ -531,9 +551,11 @@ INLINE void legacy_x16_tile(int n, const void *group, const void *a, size_t a_st
     }
 }
 
-PACKED_TILES_ENTRY(q4_0x16, legacy_x16_tile, , 0, 0)
-PACKED_TILES_ENTRY(q4_1x16, legacy_x16_tile, , 0, 1)
-PACKED_TILES_ENTRY(q8_0x16, legacy_x16_tile, , 1, 0)
+PACKED_TILES_ENTRY(q4_0x16, legacy_x16_tile, , 0, 0, 0)
+PACKED_TILES_ENTRY(q4_1x16, legacy_x16_tile, , 0, 1, 0)
+PACKED_TILES_ENTRY(q8_0x16, legacy_x16_tile, , 1, 0, 0)
+PACKED_TILES_ENTRY(q5_0x16, legacy_x16_tile, , 0, 0, 1)
+PACKED_TILES_ENTRY(q5_1x16, legacy_x16_tile, , 0, 1, 1)
 
 /* Each byte's bits moved left by `by` (right where it is negative); bits crossing into a neighbour byte are the
  * caller's to mask off. */
@@ -766,6 +788,10 @@ GEMM_KERNEL(q4_1x16, QK, QK, 0, 1, LL_Q8_1)
 GEMM_ENTRY(q4_1x16, QK, 1, LL_Q8_1)
 GEMM_KERNEL(q8_0x16, QK, QK, 0, 0, LL_Q8_0)
 GEMM_ENTRY(q8_0x16, QK, 0, LL_Q8_0)
+GEMM_KERNEL(q5_0x16, QK, QK, 0, 0, LL_Q8_0)
+GEMM_ENTRY(q5_0x16, QK, 0, LL_Q8_0)
+GEMM_KERNEL(q5_1x16, QK, QK, 0, 1, LL_Q8_1)
+GEMM_ENTRY(q5_1x16, QK, 1, LL_Q8_1)
 GEMM_KERNEL(q4_Kx16, QK_K, 32, 1, 2, LL_Q8_K)
 GEMM_ENTRY(q4_Kx16, QK_K, 2, LL_Q8_K)
 GEMM_KERNEL(q5_Kx16, QK_K, 32, 1, 2, LL_Q8_K)

@@ -207,6 +207,18 @@ GEMM_INLINE void unpack_q4_1x16(const void *w, size_t w_stride, int r, int b, un
     unpack_q4_1(&x, 0, 0, 0, u);
 }
 
+GEMM_INLINE void unpack_q5_0x16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
+    block_q5_0 x;
+    gather_legacy(packed_block(w, w_stride, r, b, Q5_0X16_BLOCK), r % PACK_ROWS, (uint8_t *)&x, 1, 5);
+    unpack_q5_0(&x, 0, 0, 0, u);
+}
+
+GEMM_INLINE void unpack_q5_1x16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
+    block_q5_1 x;
+    gather_legacy(packed_block(w, w_stride, r, b, Q5_1X16_BLOCK), r % PACK_ROWS, (uint8_t *)&x, 2, 5);
+    unpack_q5_1(&x, 0, 0, 0, u);
+}
+
 GEMM_INLINE void unpack_q8_0x16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
     block_q8_0 x;
     gather_legacy(packed_block(w, w_stride, r, b, Q8_0X16_BLOCK), r % PACK_ROWS, (uint8_t *)&x, 1, 8);
@@ -356,6 +368,8 @@ UNPACK4_BY_ROW(q4_1)
 UNPACK4_BY_ROW(q5_0)
 UNPACK4_BY_ROW(q5_1)
 UNPACK4_BY_ROW(q8_0)
+UNPACK4_BY_ROW(q5_0x16)  /* five words a row: gathered one row at a time */
+UNPACK4_BY_ROW(q5_1x16)
 UNPACK4_BY_ROW(q4_K)
 UNPACK4_BY_ROW(q5_K)
 UNPACK4_BY_ROW(q6_K)

@@ -6,6 +6,8 @@
 _Static_assert(Q4_0X16_BLOCK == PACK_ROWS * sizeof(block_q4_0), "a packed group is its rows' bytes, regrouped");
 _Static_assert(Q4_1X16_BLOCK == PACK_ROWS * sizeof(block_q4_1), "a packed group is its rows' bytes, regrouped");
 _Static_assert(Q8_0X16_BLOCK == PACK_ROWS * sizeof(block_q8_0), "a packed group is its rows' bytes, regrouped");
+_Static_assert(Q5_0X16_BLOCK == PACK_ROWS * sizeof(block_q5_0), "a packed group is its rows' bytes, regrouped");
+_Static_assert(Q5_1X16_BLOCK == PACK_ROWS * sizeof(block_q5_1), "a packed group is its rows' bytes, regrouped");
 _Static_assert(Q4_KX16_BLOCK == PACK_ROWS * sizeof(block_q4_K), "a packed group is its rows' bytes, regrouped");
 _Static_assert(Q5_KX16_BLOCK == PACK_ROWS * sizeof(block_q5_K), "a packed group is its rows' bytes, regrouped");
 _Static_assert(K4X16_QUANTS(0) + 32 * 64 == Q4_KX16_BLOCK && K4X16_QUANTS(1) + 32 * 64 == Q5_KX16_BLOCK,
@@ -70,6 +72,15 @@ void ll_pack_q4_1x16(const void *rows, int count, int n, void *out) {
 
 void ll_pack_q8_0x16(const void *rows, int count, int n, void *out) {
     pack_legacy(rows, count, n, out, sizeof(block_q8_0), 1, 8);
+}
+
+/* Q5_0 and Q5_1: the fifth bits (qh) are the first word, the nibbles the four after it. */
+void ll_pack_q5_0x16(const void *rows, int count, int n, void *out) {
+    pack_legacy(rows, count, n, out, sizeof(block_q5_0), 1, 5);
+}
+
+void ll_pack_q5_1x16(const void *rows, int count, int n, void *out) {
+    pack_legacy(rows, count, n, out, sizeof(block_q5_1), 2, 5);
 }
 
 /* Q4_K and Q5_K: the same fields, Q5_K's fifth bits (qh) between the scales and the quants. */

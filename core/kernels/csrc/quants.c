@@ -343,8 +343,15 @@ static const ll_type_traits types[LL_TYPE_LIMIT] = {
 #else
     [LL_Q4_1] = WEIGHT(Q4_1, QK, sizeof(block_q4_1), LL_Q8_1, q4_1),
 #endif
+#if LL_GEMM_LANES  /* AVX-512 or AVX2 */
+    [LL_Q5_0] = {"Q5_0", QK, sizeof(block_q5_0), LL_Q8_0, dequantize_q5_0, NULL, dot_q5_0, ll_tiles_q5_0,
+                 LL_GEMM(q5_0), ll_pack_q5_0x16, ll_packed_tiles_q5_0x16, LL_GEMM(q5_0x16)},
+    [LL_Q5_1] = {"Q5_1", QK, sizeof(block_q5_1), LL_Q8_1, dequantize_q5_1, NULL, dot_q5_1, ll_tiles_q5_1,
+                 LL_GEMM(q5_1), ll_pack_q5_1x16, ll_packed_tiles_q5_1x16, LL_GEMM(q5_1x16)},
+#else
     [LL_Q5_0] = WEIGHT(Q5_0, QK, sizeof(block_q5_0), LL_Q8_0, q5_0),
     [LL_Q5_1] = WEIGHT(Q5_1, QK, sizeof(block_q5_1), LL_Q8_1, q5_1),
+#endif
 #if LL_GEMM_LANES  /* AVX-512 or AVX2 */
     [LL_Q8_0] = {"Q8_0", QK, sizeof(block_q8_0), LL_Q8_0, dequantize_q8_0, quantize_q8_0, dot_q8_0, ll_tiles_q8_0,
                  LL_GEMM(q8_0), ll_pack_q8_0x16, ll_packed_tiles_q8_0x16, LL_GEMM(q8_0x16)},

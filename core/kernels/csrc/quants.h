@@ -52,7 +52,8 @@ typedef void (*gemm_fn)(int n, const void *w, size_t w_stride, int rows, const v
 /* A group's block in the packed layouts (packed.c): as many bytes as its rows' blocks, regrouped. Q4_0 and Q8_0:
  * the 16 rows' scales (float16), then the quants, register k's lane r holding row r's bytes qs[4k..4k+3] (Q4_0: four
  * registers, low nibbles elements 4k..4k+3, high nibbles 16+4k..16+4k+3; Q8_0: eight). Q4_1: Q4_0's, with the
- * rows' minimums (float16) between the scales and the quants. Q4_K, per super-block: the
+ * rows' minimums (float16) between the scales and the quants. Q5_0 and Q5_1: Q4_0's and Q4_1's, with a register of
+ * fifth bits before the quants (lane r: row r's qh, bit e element e's). Q4_K, per super-block: the
  * rows' d, their dmin, three registers of packed 6-bit scales and minimums (register w's lane r: row r's
  * scales[4w..4w+3]), then 32 registers of quants (register w's lane r: row r's qs[4w..4w+3], low nibbles of
  * sub-block 2(w / 8), high nibbles of the next). Q5_K: Q4_K's layout with eight registers of fifth bits between
@@ -63,6 +64,8 @@ typedef void (*gemm_fn)(int n, const void *w, size_t w_stride, int rows, const v
 enum {
     Q4_0X16_BLOCK = 32 + 4 * 64,
     Q4_1X16_BLOCK = 32 + 32 + 4 * 64,
+    Q5_0X16_BLOCK = 32 + 5 * 64,
+    Q5_1X16_BLOCK = 32 + 32 + 5 * 64,
     Q8_0X16_BLOCK = 32 + 8 * 64,
     Q4_KX16_BLOCK = 64 + 3 * 64 + 32 * 64,
     Q5_KX16_BLOCK = 64 + 3 * 64 + 8 * 64 + 32 * 64,
@@ -130,6 +133,8 @@ LL_GEMM_KERNELS(LL_DECLARE_GEMM)
 void ll_pack_q4_0x16(const void *rows, int count, int n, void *out);
 void ll_pack_q4_1x16(const void *rows, int count, int n, void *out);
 void ll_pack_q8_0x16(const void *rows, int count, int n, void *out);
+void ll_pack_q5_0x16(const void *rows, int count, int n, void *out);
+void ll_pack_q5_1x16(const void *rows, int count, int n, void *out);
 void ll_pack_q4_Kx16(const void *rows, int count, int n, void *out);
 void ll_pack_q5_Kx16(const void *rows, int count, int n, void *out);
 void ll_pack_q6_Kx16(const void *rows, int count, int n, void *out);
@@ -152,6 +157,12 @@ void ll_gemm_q6_Kx16(int n, const void *w, size_t w_stride, int rows, const void
 void ll_packed_tiles_q8_0x16(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
 void ll_gemm_q8_0x16(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,
                      size_t out_stride, int accumulate);
+void ll_packed_tiles_q5_0x16(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
+void ll_gemm_q5_0x16(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,
+                     size_t out_stride, int accumulate);
+void ll_packed_tiles_q5_1x16(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
+void ll_gemm_q5_1x16(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,
+                     size_t out_stride, int accumulate);
 #endif
 
 #if LL_AMX_GEMM  /* gemm_amx.c: each type's GEMM on the tiles, the AVX-512 one above where they are off */
@@ -162,6 +173,8 @@ LL_GEMM_KERNELS(LL_DECLARE_AMX_GEMM)
 LL_DECLARE_AMX_GEMM(q4_0x16)
 LL_DECLARE_AMX_GEMM(q4_1x16)
 LL_DECLARE_AMX_GEMM(q8_0x16)
+LL_DECLARE_AMX_GEMM(q5_0x16)
+LL_DECLARE_AMX_GEMM(q5_1x16)
 LL_DECLARE_AMX_GEMM(q4_Kx16)
 LL_DECLARE_AMX_GEMM(q5_Kx16)
 LL_DECLARE_AMX_GEMM(q6_Kx16)

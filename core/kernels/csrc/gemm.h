@@ -195,35 +195,19 @@ GEMM_INLINE void gather_legacy(const uint8_t *o, int lane, uint8_t *block, int h
     for (int k = 0; k < words; k++) memcpy(block + 2 * head + 4 * k, o + 32 * head + 64 * k + 4 * lane, 4);
 }
 
-GEMM_INLINE void unpack_q4_0x16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
-    block_q4_0 x;
-    gather_legacy(packed_block(w, w_stride, r, b, Q4_0X16_BLOCK), r % PACK_ROWS, (uint8_t *)&x, 1, 4);
-    unpack_q4_0(&x, 0, 0, 0, u);
-}
-
-GEMM_INLINE void unpack_q4_1x16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
-    block_q4_1 x;
-    gather_legacy(packed_block(w, w_stride, r, b, Q4_1X16_BLOCK), r % PACK_ROWS, (uint8_t *)&x, 2, 4);
-    unpack_q4_1(&x, 0, 0, 0, u);
-}
-
-GEMM_INLINE void unpack_q5_0x16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
-    block_q5_0 x;
-    gather_legacy(packed_block(w, w_stride, r, b, Q5_0X16_BLOCK), r % PACK_ROWS, (uint8_t *)&x, 1, 5);
-    unpack_q5_0(&x, 0, 0, 0, u);
-}
-
-GEMM_INLINE void unpack_q5_1x16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
-    block_q5_1 x;
-    gather_legacy(packed_block(w, w_stride, r, b, Q5_1X16_BLOCK), r % PACK_ROWS, (uint8_t *)&x, 2, 5);
-    unpack_q5_1(&x, 0, 0, 0, u);
-}
-
-GEMM_INLINE void unpack_q8_0x16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
-    block_q8_0 x;
-    gather_legacy(packed_block(w, w_stride, r, b, Q8_0X16_BLOCK), r % PACK_ROWS, (uint8_t *)&x, 1, 8);
-    unpack_q8_0(&x, 0, 0, 0, u);
-}
+/* A legacy type's packed row (gather_legacy's layout: HEAD float16 fields, then WORDS words), gathered back into a
+ * file block and unpacked as the file's. */
+#define UNPACK_PACKED_LEGACY(NAME, GROUP_BLOCK, HEAD, WORDS)                                                      \
+    GEMM_INLINE void unpack_##NAME##x16(const void *w, size_t w_stride, int r, int b, unpacked *u) {              \
+        block_##NAME x;                                                                                           \
+        gather_legacy(packed_block(w, w_stride, r, b, GROUP_BLOCK), r % PACK_ROWS, (uint8_t *)&x, HEAD, WORDS);   \
+        unpack_##NAME(&x, 0, 0, 0, u);                                                                            \
+    }
+UNPACK_PACKED_LEGACY(q4_0, Q4_0X16_BLOCK, 1, 4)
+UNPACK_PACKED_LEGACY(q4_1, Q4_1X16_BLOCK, 2, 4)
+UNPACK_PACKED_LEGACY(q5_0, Q5_0X16_BLOCK, 1, 5)
+UNPACK_PACKED_LEGACY(q5_1, Q5_1X16_BLOCK, 2, 5)
+UNPACK_PACKED_LEGACY(q8_0, Q8_0X16_BLOCK, 1, 8)
 
 /* Q4_K's and Q5_K's packed block (packed.c's pack_k4), gathered back into the file's block. */
 GEMM_INLINE void unpack_k4x16(const void *w, size_t w_stride, int r, int b, unpacked *u, const int five) {

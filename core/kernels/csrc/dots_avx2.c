@@ -323,7 +323,7 @@ TILE_ENTRY(f32) TILE_ENTRY(f16) TILE_ENTRY(bf16)
     INLINE void NAME##_gemm_block(const unpacked *u, const int R, const char *panel, size_t group_stride,          \
                                   const int TV, float (*sums)[2][LL_GEMM_LANES],                                  \
                                   float (*minimums)[2][LL_GEMM_LANES]) {                                          \
-        const int full_range = __builtin_strncmp(#NAME, "q8_0", 4) == 0; /* q8_0 and q8_0x16 */                                              \
+        const int full_range = __builtin_strncmp(#NAME, "q8_0", 4) == 0; /* and q8_0x16 */                        \
         const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8((char)0x80);                           \
         const char *p[2];                                                                                         \
         for (int t = 0; t < TV; t++) p[t] = panel + (size_t)t * group_stride;                                     \
@@ -432,7 +432,8 @@ INLINE void q4_x16_tile(int n, const void *group, const void *a, size_t a_stride
             memcpy(half, y, minimum ? 4 : 2);
             yq[j] = (const int8_t *)(y + (minimum ? 4 : 2));
             const __m256i v = _mm256_loadu_si256((const __m256i *)yq[j]);
-            offset[j] = minimum ? 0 : (five ? 16 : 8) * sum_8(_mm256_madd_epi16(_mm256_maddubs_epi16(one_bytes, v), ones));
+            const int values_above = five ? 16 : 8;
+            offset[j] = minimum ? 0 : values_above * sum_8(_mm256_madd_epi16(_mm256_maddubs_epi16(one_bytes, v), ones));
             dy[j] = half_to_float(half[0]);
             sy[j] = minimum ? half_to_float(half[1]) : 0.0f;
         }
@@ -521,7 +522,8 @@ INLINE void q8_x16_tile(int n, const void *group, const void *a, size_t a_stride
                     int32_t four;
                     memcpy(&four, yq[j] + 4 * k, 4);
                     const __m256i signed_v = _mm256_sign_epi8(_mm256_set1_epi32(four), q[k]);
-                    exact = _mm256_add_epi32(exact, _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude[k], signed_v), ones));
+                    const __m256i pairs = _mm256_maddubs_epi16(magnitude[k], signed_v);
+                    exact = _mm256_add_epi32(exact, _mm256_madd_epi16(pairs, ones));
                 }
                 sums[j][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(dy[j])), _mm256_cvtepi32_ps(exact),
                                              sums[j][h]);

@@ -395,6 +395,13 @@ GEMM_TYPES(GEMM_KERNEL)
  * step's sums need no reduction across lanes. Without VNNI, 4 products a lane are maddubs (the unsigned nibbles by
  * the broadcast signed activations, in pairs to 16 bits), and a block's 8 such stay within 16 bits (8 x 2 x 15 x 128
  * = 30,720) before one madd by ones widens them: the exact integer of the canonical dot. ---- */
+/* A group's row results for token j (rows 8h..8h+7 in the lanes of one register) into out[row * C + j]. */
+INLINE void store_group_row(__m256 half, int h, int j, int C, float *out) {
+    float lanes[8];
+    _mm256_storeu_ps(lanes, half);
+    for (int i = 0; i < 8; i++) out[(8 * h + i) * C + j] = lanes[i];
+}
+
 /* Each row's fifth bits first..first + 3 (its lane's word's bits; first a multiple of 4) as 0x10 in its lane's bytes
  * 0..3. */
 INLINE __m256i fifth_bits_x4(__m256i qh, const int first) {
@@ -468,12 +475,8 @@ INLINE void q4_x16_tile(int n, const void *group, const void *a, size_t a_stride
             }
         }
     }
-    for (int j = 0; j < C; j++)
-        for (int h = 0; h < 2; h++) {
-            float lanes[8];
-            _mm256_storeu_ps(lanes, _mm256_add_ps(sums[j][h], minimums[j][h]));  /* Q4_0: + 0, sum + minimum */
-            for (int i = 0; i < 8; i++) out[(8 * h + i) * C + j] = lanes[i];
-        }
+    for (int j = 0; j < C; j++)  /* Q4_0: + 0, sum + minimum */
+        for (int h = 0; h < 2; h++) store_group_row(_mm256_add_ps(sums[j][h], minimums[j][h]), h, j, C, out);
 }
 
 PACKED_TILES_ENTRY(q4_0x16, q4_x16_tile, , 0, 0)
@@ -531,11 +534,7 @@ INLINE void q8_x16_tile(int n, const void *group, const void *a, size_t a_stride
         }
     }
     for (int j = 0; j < C; j++)
-        for (int h = 0; h < 2; h++) {
-            float lanes[8];
-            _mm256_storeu_ps(lanes, sums[j][h]);
-            for (int i = 0; i < 8; i++) out[(8 * h + i) * C + j] = lanes[i];
-        }
+        for (int h = 0; h < 2; h++) store_group_row(sums[j][h], h, j, C, out);
 }
 
 PACKED_TILES_ENTRY(q8_0x16, q8_x16_tile, )
@@ -643,11 +642,7 @@ INLINE void k4x16_tile(int n, const void *group, const void *a, size_t a_stride,
         }
     }
     for (int j = 0; j < C; j++)
-        for (int h = 0; h < 2; h++) {
-            float lanes[8];
-            _mm256_storeu_ps(lanes, _mm256_sub_ps(sums[j][h], minimums[j][h]));
-            for (int i = 0; i < 8; i++) out[(8 * h + i) * C + j] = lanes[i];
-        }
+        for (int h = 0; h < 2; h++) store_group_row(_mm256_sub_ps(sums[j][h], minimums[j][h]), h, j, C, out);
 }
 
 PACKED_TILES_ENTRY(q4_Kx16, k4x16_tile, , 0)
@@ -756,11 +751,7 @@ INLINE void q6_Kx16_tile(int n, const void *group, const void *a, size_t a_strid
         }
     }
     for (int j = 0; j < C; j++)
-        for (int r = 0; r < 2; r++) {
-            float lanes[8];
-            _mm256_storeu_ps(lanes, sums[j][r]);
-            for (int i = 0; i < 8; i++) out[(8 * r + i) * C + j] = lanes[i];
-        }
+        for (int r = 0; r < 2; r++) store_group_row(sums[j][r], r, j, C, out);
 }
 
 PACKED_TILES_ENTRY(q6_Kx16, q6_Kx16_tile, )

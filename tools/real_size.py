@@ -4,7 +4,8 @@ Nothing may be downloaded here, and the embedded model is 135M. The chapter is a
 run 1-8B files, so these are written from scratch: each family's real tensor shapes and metadata, the weights
 random blocks of the file's quant types, the tokenizer the embedded model's (its metadata copied byte for
 byte, so the vocabulary is 49,152 tokens, not the family's own). The quant mix follows llama.cpp's quantiser
-(Q4_K_M: Q6_K for the head and for about half the layers' attn_v and ffn_down). Every block scale is a normal
+(Q4_K_M: Q6_K for the head and for about half the layers' attn_v and ffn_down; Q3_K_M: Q4_K or Q5_K for attn_v,
+attn_output and ffn_down). Every block scale is a normal
 float16 number: llama.cpp reads a subnormal scale as zero.
 
 A file is written once into the user's cache (its name carries GENERATOR_VERSION) and reused; they are never
@@ -64,6 +65,7 @@ FILE_TYPES = {
     "Q5_0": (8, "Q5_0"),
     "Q5_1": (9, "Q5_1"),
     "Q8_0": (7, "Q8_0"),
+    "Q3_K_M": (12, "Q3_K"),
     "Q4_K_M": (15, "Q4_K"),
     "Q5_K_M": (17, "Q5_K"),
     "Q6_K": (18, "Q6_K"),
@@ -76,12 +78,13 @@ TYPES = {
     "Q5_0": (6, 32, 22),
     "Q5_1": (7, 32, 24),
     "Q8_0": (8, 32, 34),
+    "Q3_K": (11, 256, 110),
     "Q4_K": (12, 256, 144),
     "Q5_K": (13, 256, 176),
     "Q6_K": (14, 256, 210),
 }
 # A k-quant on rows that are not whole 256-blocks falls back as llama.cpp's quantiser does.
-K_FALLBACK = {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0"}
+K_FALLBACK = {"Q3_K": "Q4_0", "Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0"}
 SMALLEST_SCALE = 2.0**-13  # well above float16's smallest normal number, 2**-14
 
 
@@ -98,6 +101,12 @@ def tensor_type(file_type: str, name: str, columns: int, layer: int, layers: int
         chosen = base if base == "Q8_0" else "Q6_K"
     elif base in ("Q4_K", "Q5_K") and name in ("attn_v.weight", "ffn_down.weight") and _uses_more_bits(layer, layers):
         chosen = "Q6_K"
+    elif base == "Q3_K" and name == "attn_v.weight":  # Q3_K_M: the first two layers' in Q5_K, the rest Q4_K
+        chosen = "Q5_K" if layer < 2 else "Q4_K"
+    elif base == "Q3_K" and name == "ffn_down.weight":  # the first sixteenth of the layers' in Q5_K, the rest Q4_K
+        chosen = "Q5_K" if layer < layers // 16 else "Q4_K"
+    elif base == "Q3_K" and name == "attn_output.weight":
+        chosen = "Q4_K"
     else:
         chosen = base
     if TYPES[chosen][1] == 256 and columns % 256:
@@ -203,6 +212,8 @@ def _blocks(rng: np.random.Generator, qtype: str, count: int, d: float) -> np.nd
         dmin = data[:, 0:2].copy().view(np.float16).astype(np.float32) * MINIMUM_RATIO[qtype]
         data[:, 2:4] = dmin.astype(np.float16).view(np.uint8).reshape(count, 2)
         data[:, 4:16] = _k_scales(rng, count)
+    elif qtype == "Q3_K":
+        data[:, 108:110] = _scales(rng, count, d)  # hmask, qs and the 6-bit scales: any bits are valid
     elif qtype == "Q6_K":
         data[:, 192:208] = rng.integers(1, 8, (count, 16), dtype=np.uint8) * rng.choice(
             np.array([1, 255], dtype=np.uint8), (count, 16)

@@ -3,7 +3,7 @@ precision a prompt's products run in for the chosen dtype."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from core.doctor.check import INFO, OK, WARN, Check
 
@@ -55,10 +55,12 @@ def kernels_check(
     loaded_isa: str | None = None,
     types_without_kernel: Iterable[str] = (),
     amx: bool | None = None,
+    widened: Mapping[str, str] | None = None,
 ) -> Check:
     """built: a whole build of the kernels is cached for this CPU; compiler: one is there to build them; loaded_isa:
     the built library's own word for its ISA, where it was loaded; types_without_kernel: the model's tensor types the
-    kernels do not multiply (dequantised to float16 at load); amx: whether that library runs prompts on AMX's tiles."""
+    kernels do not multiply (dequantised to float16 at load); amx: whether that library runs prompts on AMX's tiles;
+    widened: the model's tensor types the kernels copy exactly into a wider type of theirs at load, and which."""
     flags = set(flags)
     isa = loaded_isa or kernel_isa(flags)
     fallbacks = sorted(set(types_without_kernel))
@@ -71,6 +73,7 @@ def kernels_check(
         "dtype": dtype,
         "prompt_gemm": prompt_precision(dtype, flags, isa, amx),
         "types_without_kernel": fallbacks,
+        "types_widened": dict(sorted((widened or {}).items())),
     }
     state = "built" if built else "not built yet" if compiler else "not built, no compiler"
     figure = (
@@ -112,6 +115,16 @@ def kernels_check(
             INFO,
             f"the model's {', '.join(fallbacks)} tensors have no kernel and run dequantised to float16 (more bytes a "
             f"token): a Q4_K_M, Q4_0 or Q8_0 file of it runs wholly on the kernels",
+        )
+    if dtype == "native" and widened:
+        return Check(
+            "kernels",
+            figure,
+            value,
+            INFO,
+            "the model's "
+            + ", ".join(f"{name} tensors run widened to {wide}" for name, wide in sorted(widened.items()))
+            + " (the same values in more bytes a token: no kernel of their own yet)",
         )
     if dtype == "native" and not built:
         return Check("kernels", figure, value, INFO, "the first load compiles the kernels for this CPU (once)")

@@ -136,7 +136,7 @@ def _kernels(figures, dtype: str) -> Check:
     from core.kernels.build import compiler, fast_here, library_path, verified
 
     built = verified(library_path())
-    loaded_isa, without, amx = None, set(), None
+    loaded_isa, without, widened, amx = None, set(), {}, None
     if built and fast_here():  # loading a built library is cheap; building one is not the doctor's to do
         from core.kernels.library import kernels
 
@@ -144,8 +144,10 @@ def _kernels(figures, dtype: str) -> Check:
         loaded_isa = library.isa
         amx = bool(library.ll_use_amx(-1))  # as a load would run prompts (core/model/kernel_causal_lm.py)
         if figures is not None and figures.kind == "gguf" and dtype == NATIVE_DTYPE:
-            without = set(figures.tensor_types) - set(library.kernel_types)
-    return kernels_check(cpu_flags(), dtype, built, compiler() is not None, loaded_isa, without, amx)
+            types = set(figures.tensor_types)
+            widened = {name: wide.name for name, wide in library.widened.items() if name in types}
+            without = types - set(library.kernel_types) - set(widened)
+    return kernels_check(cpu_flags(), dtype, built, compiler() is not None, loaded_isa, without, amx, widened)
 
 
 def _ceilings(threads: int | None, measure: bool, say, found: list) -> tuple[Ceilings | None, bool]:

@@ -116,7 +116,8 @@ class KernelModel:
         self.library.check(self._call(what, entry, *args), what)
 
     def set_tensor(self, layer: int, role: str, data: np.ndarray, type_id: int, rows: int, columns: int) -> None:
-        """data: the tensor's bytes or values, C-contiguous; memory-mapped file bytes are not copied."""
+        """data: the tensor's bytes or values, C-contiguous; memory-mapped file bytes are not copied, but for a type
+        the kernels widen (library.widened), which they copy into the wide type and do not read again."""
         if not data.flags.c_contiguous:
             raise ValueError(f"{role} of layer {layer} is not contiguous")
         self._kept.append(data)
@@ -133,6 +134,13 @@ class KernelModel:
             rows,
             columns,
         )
+        if self.library.by_id[type_id].runs_as != type_id:
+            release_file_pages(data)
+
+    def held_bytes(self, layer: int, role: str) -> int:
+        """Bytes of a set matrix as the products read it: its type's, or the wide type's for a widened one."""
+        _, type_id, rows, columns = self.matrices[layer, role]
+        return rows * self.library.by_id[self.library.by_id[type_id].runs_as].row_bytes(columns)
 
     def pack(self, layer: int, role: str, threads: int) -> bool:
         """A set matrix copied into its type's packed layout where this build has one (csrc/quants.h): the products

@@ -44,7 +44,7 @@ class TypeInfo(ctypes.Structure):
     """ll_type_info (csrc/quants.h): one entry of the kernels' type table, as ll_type_facts fills it."""
 
     _fields_ = [("name", ctypes.c_char_p)] + [
-        (name, ctypes.c_int32) for name in ("id", "block_elements", "block_bytes", "activation")
+        (name, ctypes.c_int32) for name in ("id", "block_elements", "block_bytes", "activation", "runs_as")
     ]
 
 
@@ -54,14 +54,15 @@ SHARED_STRUCTS = {"ll_config": (Config, "ll_sizeof_config"), "ll_type_info": (Ty
 
 @dataclass(frozen=True)
 class KernelType:
-    """A GGML type in the kernels' table: its block, and the activation type its dots read (None for an
-    activation-only type)."""
+    """A GGML type in the kernels' table: its block, the activation type its dots read (None for an
+    activation-only type), and the type its products run in (its own id, or the wider type it is widened to)."""
 
     name: str
     id: int
     block_elements: int
     block_bytes: int
     activation: int | None
+    runs_as: int
 
     def row_bytes(self, elements: int) -> int:
         return elements // self.block_elements * self.block_bytes
@@ -95,6 +96,7 @@ _SIGNATURES = {
     "ll_quantize_activation": (_I, [_I, _P, _P, _I]),
     "ll_dequantize_row": (_I, [_I, _P, _P, _I]),
     "ll_dot_reference": (_F, [_I, _I, _P, _P]),
+    "ll_widen": (_I, [_I, _P, _S, _P]),
     "ll_dot_tile": (_I, [_I, _I, _P, _S, _P, _S, _I, _I, _P]),
     "ll_gemm_rows": (_I, [_I, _I, _P, _S, _I, _P, _S, _I, _P]),
     "ll_packed_dot": (_I, [_I, _I, _P, _I, _P, _S, _I, _P]),
@@ -145,9 +147,17 @@ class KernelLibrary:
                     info.block_elements,
                     info.block_bytes,
                     None if info.activation < 0 else info.activation,
+                    info.runs_as,
                 )
         # GGML type name -> id, for the types the kernels multiply in their own format.
-        self.kernel_types = {name: kind.id for name, kind in self.types.items() if kind.activation is not None}
+        self.kernel_types = {
+            name: kind.id
+            for name, kind in self.types.items()
+            if kind.activation is not None and kind.runs_as == kind.id
+        }
+        # GGML type name -> the kernel type the set copies it into exactly (csrc/quants.c, "Widening").
+        self.by_id = {kind.id: kind for kind in self.types.values()}
+        self.widened = {name: self.by_id[kind.runs_as] for name, kind in self.types.items() if kind.runs_as != kind.id}
         self.roles = _names(self._lib.ll_role_name)
         self.activations = _names(self._lib.ll_activation_name)
         self.rope_styles = _names(self._lib.ll_rope_style_name)

@@ -43,11 +43,16 @@ class KernelBuild:
     shape: ModelShape
     file_type: str | None
     weight_bytes: int
-    paths: dict[str, str] = field(default_factory=dict)  # tensor type -> "native", "float32" or "float16"
+    # tensor type -> "native", "float32", "float16", or the type it is widened to (library.widened)
+    paths: dict[str, str] = field(default_factory=dict)
     counted: set[str] = field(default_factory=set)  # tensors in weight_bytes (a tied head counts once)
 
     def fallbacks(self) -> dict[str, str]:
         return {qtype: path for qtype, path in self.paths.items() if path == "float16"}
+
+    def widened(self) -> dict[str, str]:
+        """tensor type -> the kernel type its tensors were copied into exactly (Q3_K -> Q6_K)."""
+        return {qtype: path for qtype, path in self.paths.items() if path in self.kernel.library.types}
 
 
 def kernel_refusal(weights: GGUFWeights) -> str | None:
@@ -287,10 +292,18 @@ def build_kernel_model(
 def _matrix_data(weights: GGUFWeights, name: str, rows: int, build: KernelBuild) -> tuple[np.ndarray, int]:
     """(bytes or values, kernel type id) of a checked weight matrix, in the file's own layout."""
     qtype = weights.known_tensor_type(name)
-    kernel_types = build.kernel.library.kernel_types
+    library = build.kernel.library
+    kernel_types = library.kernel_types
+    held = None  # bytes the products read, where not the file's own
     if qtype in kernel_types:
         build.paths.setdefault(qtype, "float32" if qtype in ("F32", "F16", "BF16") else "native")
         data, type_id = weights.raw(name), kernel_types[qtype]
+    elif qtype in library.widened:  # copied exactly into a wider kernel type by ll_set_tensor
+        wide = library.widened[qtype]
+        build.paths[qtype] = wide.name
+        data, type_id = weights.raw(name), library.types[qtype].id
+        narrow = library.types[qtype]
+        held = rows * wide.row_bytes(data.shape[1] // narrow.block_bytes * narrow.block_elements)
     else:
         build.paths[qtype] = "float16"
         data, type_id = weights.dequantized_values(name).astype(np.float16), kernel_types["F16"]
@@ -298,7 +311,7 @@ def _matrix_data(weights: GGUFWeights, name: str, rows: int, build: KernelBuild)
         raise ModelLoadError(f"the GGUF file's tensor {name} holds {data.shape[0]} rows where {rows} were checked.")
     if name not in build.counted:
         build.counted.add(name)
-        build.weight_bytes += data.nbytes
+        build.weight_bytes += data.nbytes if held is None else held
     return data, type_id
 
 

@@ -71,7 +71,7 @@ class KernelCausalLM:
             "ffn": shape.ffn,
             "vocab": shape.vocab,
             "weight_bytes": self.weight_bytes,
-            "embedding_bytes": int(embedding[0].nbytes) if untied and embedding is not None else 0,
+            "embedding_bytes": kernel.held_bytes(-1, "token_embd") if untied and embedding is not None else 0,
             "windows": list(shape.windows),
             "cache_value_bytes": 2,
             # the GEMM multiplies the file's quants with int8 activations: on AMX's tiles where they are on

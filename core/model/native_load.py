@@ -195,8 +195,12 @@ def _on_kernels(library, build, weights, config, tokenizer, kind: str, cache_not
 
     model = KernelCausalLM(build, config, GenerationConfig.from_model_config(config))
     pack_when_idle(build.kernel)
-    fallbacks = build.fallbacks()
+    fallbacks, widened = build.fallbacks(), build.widened()
     notes = [library.note, cache_note, larger_than_memory_note(weights.path)]
+    for name, wide in sorted(widened.items()):
+        notes.append(
+            f"{name} tensors run widened to {wide} (the same values; no {name} kernel yet, so more bytes a token)"
+        )
     if fallbacks:
         notes.append(", ".join(sorted(fallbacks)) + " tensors run in float16 (no native kernel for them)")
     note = "; ".join(note for note in notes if note) or None

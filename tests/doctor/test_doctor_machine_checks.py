@@ -150,6 +150,9 @@ def test_kernel_path_and_gemm_precision_per_cpu():
     assert "avx512_bf16" in kernels_check(AVX512, "bfloat16", True, True).value["prompt_gemm"]
     fallback = kernels_check(AVX512, "native", True, True, "avx512 vnni", types_without_kernel={"IQ2_XS"})
     assert fallback.status == INFO and "IQ2_XS tensors have no kernel" in fallback.advice
+    widened = kernels_check(AVX512, "native", True, True, "avx512 vnni", widened={"Q3_K": "Q6_K"})
+    assert widened.status == INFO and "Q3_K tensors run widened to Q6_K" in widened.advice
+    assert widened.value["types_widened"] == {"Q3_K": "Q6_K"}
     amx = AVX512 | {"amx_tile", "amx_int8"}
     assert (
         "on AMX tiles (tdpbusd)"

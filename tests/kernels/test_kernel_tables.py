@@ -37,12 +37,15 @@ def test_every_type_in_the_table_is_ggmls_own_and_round_trips(portable):
             assert (kind.block_elements, kind.block_bytes) == gguf.GGML_QUANT_SIZES[ggml], name
         info = TypeInfo()
         assert library.ll_type_facts(kind.id, ctypes.byref(info)) == 0
-        assert (info.name.decode(), info.id, info.block_elements, info.block_bytes) == (
+        assert (info.name.decode(), info.id, info.block_elements, info.block_bytes, info.runs_as) == (
             name,
             kind.id,
             kind.block_elements,
             kind.block_bytes,
+            kind.runs_as,
         )
+        # Each type runs as itself, but Q3_K, which is widened exactly into Q6_K (tests/kernels/test_widening.py).
+        assert kind.runs_as == (library.types["Q6_K"].id if name == "Q3_K" else kind.id), name
     listed = {kind.id for kind in library.types.values()}
     for type_id in [-1, library.ll_type_count(), *(i for i in range(library.ll_type_count()) if i not in listed)]:
         assert library.ll_type_facts(type_id, ctypes.byref(TypeInfo())) == -1, type_id

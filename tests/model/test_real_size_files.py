@@ -16,6 +16,7 @@ from tools import real_size
 # The files of at most 1 GiB, one per file type: Llama 3.2 1B's shape, and Qwen2.5 0.5B's (biases, GQA 14:2, rows of
 # 896 that are not whole k-quant blocks) for Q8_0, whose 1B file is 1.06 GiB.
 SUITE_FILES = {
+    "Q3_K_M": "llama-3.2-1b",  # its Q3_K tensors run widened to Q6_K
     "Q4_0": "llama-3.2-1b",
     "Q5_0": "llama-3.2-1b",
     "Q5_1": "llama-3.2-1b",
@@ -50,6 +51,12 @@ def test_every_family_and_type_has_the_shape_its_metadata_implies(tmp_path, name
         more_bits = [layer for layer in range(family.layers) if types[f"blk.{layer}.ffn_down.weight"] == "Q6_K"]
         assert 0 < len(more_bits) < family.layers  # about half the layers, as llama.cpp's use_more_bits
         assert types["blk.1.attn_q.weight"] == base
+    if file_type == "Q3_K_M" and family.width % 256 == 0 and family.ffn % 256 == 0:  # llama.cpp's Q3_K_M mix
+        last = family.layers - 1
+        assert types["blk.1.attn_q.weight"] == types["blk.1.ffn_up.weight"] == "Q3_K"
+        assert (types["blk.1.attn_v.weight"], types["blk.2.attn_v.weight"]) == ("Q5_K", "Q4_K")
+        assert types["blk.0.ffn_down.weight"] == ("Q5_K" if family.layers >= 16 else "Q4_K")
+        assert types[f"blk.{last}.ffn_down.weight"] == types[f"blk.{last}.attn_output.weight"] == "Q4_K"
     if not family.tied:
         assert types["output.weight"] == ("Q8_0" if file_type == "Q8_0" else "Q6_K")
     assert set(tensors) <= set(types)

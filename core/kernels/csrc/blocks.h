@@ -31,6 +31,8 @@ typedef struct { ll_half d, s; int8_t qs[QK]; } block_q8_1;
 typedef struct { ll_half d, dmin; uint8_t scales[12]; uint8_t qs[QK_K / 2]; } block_q4_K;
 typedef struct { ll_half d, dmin; uint8_t scales[12]; uint8_t qh[QK_K / 8]; uint8_t qs[QK_K / 2]; } block_q5_K;
 typedef struct { uint8_t ql[QK_K / 2]; uint8_t qh[QK_K / 4]; int8_t scales[QK_K / 16]; ll_half d; } block_q6_K;
+/* Each element's low two bits in qs, its third in hmask, and 16 packed 6-bit scales, each less 32 when applied. */
+typedef struct { uint8_t hmask[QK_K / 8]; uint8_t qs[QK_K / 4]; uint8_t scales[12]; ll_half d; } block_q3_K;
 /* Activations for k-quants: one float scale per 256, and the sums of each 16 quants. */
 typedef struct { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; } block_q8_K;
 
@@ -43,6 +45,7 @@ _Static_assert(sizeof(block_q8_1) == 36, "q8_1");
 _Static_assert(sizeof(block_q4_K) == 144, "q4_K");
 _Static_assert(sizeof(block_q5_K) == 176, "q5_K");
 _Static_assert(sizeof(block_q6_K) == 210, "q6_K");
+_Static_assert(sizeof(block_q3_K) == 110, "q3_K");
 _Static_assert(sizeof(block_q8_K) == 292, "q8_K");
 
 static inline float half_to_float_soft(ll_half h) {

@@ -86,17 +86,24 @@ static void drop_packed(ll_weight *w) {
     w->packed = NULL;
 }
 
+/* Everything a weight owns: its packed copy and its widened rows. */
+static void drop_owned(ll_weight *w) {
+    drop_packed(w);
+    free(w->widened);
+    w->widened = NULL;
+}
+
 void ll_model_free(ll_model *m) {
     if (!m) return;
     ll_step_stop(m);
-    drop_packed(&m->token_embd);
-    drop_packed(&m->output);
+    drop_owned(&m->token_embd);
+    drop_owned(&m->output);
     for (int i = 0; m->layer && i < m->c.layers; i++) {
         ll_layer *l = &m->layer[i];
-        for (int w = 0; w < 3; w++) drop_packed(&l->attention_in[w]);
-        for (int w = 0; w < 2; w++) drop_packed(&l->ffn_in[w]);
-        drop_packed(&l->attention_out);
-        drop_packed(&l->ffn_down);
+        for (int w = 0; w < 3; w++) drop_owned(&l->attention_in[w]);
+        for (int w = 0; w < 2; w++) drop_owned(&l->ffn_in[w]);
+        drop_owned(&l->attention_out);
+        drop_owned(&l->ffn_down);
     }
     free(m->keys);
     free(m->values);
@@ -167,13 +174,24 @@ static const role_entry roles[ROLE_COUNT] = {
 
 static int set_weight(ll_weight *w, const void *data, size_t bytes, int type, int rows, int cols) {
     const ll_type_traits *t = ll_type(type);
-    if (!t || !t->tiles) return fail("no kernel for this tensor type");
+    if (!t || (!t->tiles && !t->widen)) return fail("no kernel for this tensor type");
     if (cols % t->block_elements) return fail("a row is not a whole number of blocks");
-    drop_packed(w);
+    if (bytes != (size_t)rows * ll_row_bytes(type, cols))
+        return fail("a tensor's buffer is not the size its shape and type imply");
+    drop_owned(w);
+    if (t->widen) {
+        const size_t wide_bytes = (size_t)rows * ll_row_bytes(t->wide, cols);
+        void *wide = aligned_alloc(64, (wide_bytes + 63) / 64 * 64);
+        if (!wide) return fail("out of memory widening a tensor");
+        t->widen(data, (size_t)rows * (size_t)(cols / t->block_elements), wide);
+        w->widened = wide;
+        data = wide;
+        type = t->wide;
+        t = ll_type(type);
+    }
     w->dot = t->tiles;
     w->kind = kind_of(t->activation);
     const size_t stride = ll_row_bytes(type, cols);
-    if (bytes != (size_t)rows * stride) return fail("a tensor's buffer is not the size its shape and type imply");
     w->data = data;
     w->type = type;
     w->rows = rows;
@@ -225,6 +243,7 @@ int ll_pack(ll_model *m, int32_t index, int32_t role, int32_t threads) {
     ll_step_quiesce(m);  /* a late step worker may still read the matrix's old layout */
     const ll_type_traits *t = ll_type(w->type);
     if (role == ROLE_TOKEN_EMBD || !t->pack || w->rows % PACK_ROWS) return 0;
+    if (w->packed) return 1;  /* a widened matrix's rows went with its first packing */
     const size_t bytes = (size_t)w->rows * w->row_bytes;
     void *packed = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!packed) return fail("out of memory packing a matrix");
@@ -240,6 +259,11 @@ int ll_pack(ll_model *m, int32_t index, int32_t role, int32_t threads) {
     }
     drop_packed(w);
     w->packed = packed;
+    if (w->widened) {  /* the products read the packed copy alone (pass.c): the widened rows are not needed */
+        free(w->widened);
+        w->widened = NULL;
+        w->data = packed;  /* set, for the checks that every weight is; never read in the file's layout again */
+    }
     return 1;
 }
 

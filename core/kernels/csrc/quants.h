@@ -108,6 +108,10 @@ typedef struct {
     pack_fn pack;            /* this build's packed layout (all three, or all NULL) */
     packed_tiles_fn packed_tiles;
     gemm_fn packed_gemm;
+    /* A type without kernels of its own whose values a wider type holds exactly: ll_set_tensor copies its rows
+     * into that type (`wide`), and the products run there. NULL for every other type. */
+    void (*widen)(const void *blocks, size_t count, void *out);
+    int32_t wide;
 } ll_type_traits;
 
 #define LL_TYPE_LIMIT 31  /* type ids [0, LL_TYPE_LIMIT): BF16 (30) is the last */
@@ -203,6 +207,7 @@ LL_API int32_t ll_gemm_rows(int32_t type, int32_t n, const void *w, size_t w_str
 typedef struct {
     const char *name;
     int32_t id, block_elements, block_bytes, activation;
+    int32_t runs_as;  /* the type its products run in: its own id, or the wider type it is widened to */
 } ll_type_info;
 
 LL_API int32_t ll_type_count(void);  /* ids are [0, count); some have no entry */
@@ -213,6 +218,9 @@ LL_API size_t ll_sizeof_type_info(void);
 LL_API int32_t ll_quantize_activation(int32_t type, const float *x, void *out, int32_t n);
 LL_API int32_t ll_dequantize_row(int32_t type, const void *row, float *y, int32_t n);
 LL_API float ll_dot_reference(int32_t type, int32_t n, const void *w, const void *a);
+/* count blocks of a widened type (Q3_K) copied into its wide type, as ll_set_tensor copies them; -1 for a type the
+ * table does not widen. */
+LL_API int32_t ll_widen(int32_t type, const void *blocks, size_t count, void *out);
 LL_API int32_t ll_dot_tile(int32_t type, int32_t n, const void *w, size_t w_stride, const void *a, size_t a_stride,
                            int32_t rows, int32_t count, float *out);
 /* Test hook: `rows` weight rows (a multiple of PACK_ROWS) packed, then their products with `count` activation rows

@@ -145,7 +145,11 @@ def _kernels(figures, dtype: str) -> Check:
         amx = bool(library.ll_use_amx(-1))  # as a load would run prompts (core/model/kernel_causal_lm.py)
         if figures is not None and figures.kind == "gguf" and dtype == NATIVE_DTYPE:
             types = set(figures.tensor_types)
-            widened = {name: wide.name for name, wide in library.widened.items() if name in types}
+            widened = {  # a type this build packs in its own layout runs as itself
+                name: wide.name
+                for name, wide in library.widened.items()
+                if name in types and not library.types[name].packs
+            }
             without = types - set(library.kernel_types) - set(widened)
     return kernels_check(cpu_flags(), dtype, built, compiler() is not None, loaded_isa, without, amx, widened)
 

@@ -22,6 +22,8 @@ PROMPT_CHUNK = 256
 # fast on the file's layout. So matrices a load left unpacked are packed before the first such pass, or the first
 # pass of several sequences (the lab's batch sweep).
 PACKED_PASS_ROWS = 8
+# Rows a packed group holds (csrc/quants.h): a matrix is packed where its rows are whole groups.
+PACK_ROWS = 16
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,7 @@ class KernelModel:
 
     def set_tensor(self, layer: int, role: str, data: np.ndarray, type_id: int, rows: int, columns: int) -> None:
         """data: the tensor's bytes or values, C-contiguous; memory-mapped file bytes are not copied, but for a type
-        the kernels widen (library.widened), which they copy into the wide type and do not read again."""
+        the kernels widen (library.widened), which they copy into the wide type and read again only to pack."""
         if not data.flags.c_contiguous:
             raise ValueError(f"{role} of layer {layer} is not contiguous")
         self._kept.append(data)
@@ -138,9 +140,12 @@ class KernelModel:
             release_file_pages(data)
 
     def held_bytes(self, layer: int, role: str) -> int:
-        """Bytes of a set matrix as the products read it: its type's, or the wide type's for a widened one."""
+        """Bytes of a set matrix as the products read it: its type's, or for a widened type the wide type's until it
+        is packed in its own layout."""
         _, type_id, rows, columns = self.matrices[layer, role]
-        return rows * self.library.by_id[self.library.by_id[type_id].runs_as].row_bytes(columns)
+        kind = self.library.by_id[type_id]
+        runs = kind if (layer, role) in self.packed else self.library.by_id[kind.runs_as]
+        return rows * runs.row_bytes(columns)
 
     def pack(self, layer: int, role: str, threads: int) -> bool:
         """A set matrix copied into its type's packed layout where this build has one (csrc/quants.h): the products

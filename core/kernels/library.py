@@ -44,7 +44,7 @@ class TypeInfo(ctypes.Structure):
     """ll_type_info (csrc/quants.h): one entry of the kernels' type table, as ll_type_facts fills it."""
 
     _fields_ = [("name", ctypes.c_char_p)] + [
-        (name, ctypes.c_int32) for name in ("id", "block_elements", "block_bytes", "activation", "runs_as")
+        (name, ctypes.c_int32) for name in ("id", "block_elements", "block_bytes", "activation", "runs_as", "packs")
     ]
 
 
@@ -55,7 +55,8 @@ SHARED_STRUCTS = {"ll_config": (Config, "ll_sizeof_config"), "ll_type_info": (Ty
 @dataclass(frozen=True)
 class KernelType:
     """A GGML type in the kernels' table: its block, the activation type its dots read (None for an
-    activation-only type), and the type its products run in (its own id, or the wider type it is widened to)."""
+    activation-only type), the type its products run in (its own id, or the wider type it is widened to until it is
+    packed), and whether this build packs its matrices (in its own layout and bytes)."""
 
     name: str
     id: int
@@ -63,6 +64,7 @@ class KernelType:
     block_bytes: int
     activation: int | None
     runs_as: int
+    packs: bool
 
     def row_bytes(self, elements: int) -> int:
         return elements // self.block_elements * self.block_bytes
@@ -148,6 +150,7 @@ class KernelLibrary:
                     info.block_bytes,
                     None if info.activation < 0 else info.activation,
                     info.runs_as,
+                    bool(info.packs),
                 )
         # GGML type name -> id, for the types the kernels multiply in their own format.
         self.kernel_types = {

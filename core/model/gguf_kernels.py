@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core.errors import ModelLoadError
-from core.kernels.kernel_model import KernelModel, ModelShape
+from core.kernels.kernel_model import PACK_ROWS, KernelModel, ModelShape
 from core.kernels.library import KernelLibrary
 from core.model.families import FAMILIES, WIDTH_SCALED_ATTENTION, Family
 from core.model.tensor_shapes import INT32_LIMIT, check_sizes, expected_tensors, layer_count_in_file
@@ -43,7 +43,8 @@ class KernelBuild:
     shape: ModelShape
     file_type: str | None
     weight_bytes: int
-    # tensor type -> "native", "float32", "float16", or the type it is widened to (library.widened)
+    # tensor type -> "native", "float32", "float16", the type some of its matrices stay widened to (library.widened;
+    # the embedding, or rows not whole groups), or the type itself where every matrix of it is packed in its own
     paths: dict[str, str] = field(default_factory=dict)
     counted: set[str] = field(default_factory=set)  # tensors in weight_bytes (a tied head counts once)
 
@@ -51,8 +52,10 @@ class KernelBuild:
         return {qtype: path for qtype, path in self.paths.items() if path == "float16"}
 
     def widened(self) -> dict[str, str]:
-        """tensor type -> the kernel type its tensors were copied into exactly (Q3_K -> Q6_K)."""
-        return {qtype: path for qtype, path in self.paths.items() if path in self.kernel.library.types}
+        """tensor type -> the kernel type some of its tensors run in, copied into it exactly (Q3_K -> Q6_K)."""
+        return {
+            qtype: path for qtype, path in self.paths.items() if path in self.kernel.library.types and path != qtype
+        }
 
 
 def kernel_refusal(weights: GGUFWeights) -> str | None:
@@ -298,12 +301,19 @@ def _matrix_data(weights: GGUFWeights, name: str, rows: int, build: KernelBuild)
     if qtype in kernel_types:
         build.paths.setdefault(qtype, "float32" if qtype in ("F32", "F16", "BF16") else "native")
         data, type_id = weights.raw(name), kernel_types[qtype]
-    elif qtype in library.widened:  # copied exactly into a wider kernel type by ll_set_tensor
-        wide = library.widened[qtype]
-        build.paths[qtype] = wide.name
-        data, type_id = weights.raw(name), library.types[qtype].id
-        narrow = library.types[qtype]
-        held = rows * wide.row_bytes(data.shape[1] // narrow.block_bytes * narrow.block_elements)
+    elif qtype in library.widened:  # copied exactly into a wider kernel type by ll_set_tensor, until packed
+        narrow, wide = library.types[qtype], library.widened[qtype]
+        data, type_id = weights.raw(name), narrow.id
+        columns = data.shape[1] // narrow.block_bytes * narrow.block_elements
+        # Packed in its own layout where the build has one and the rows are whole groups; the embedding is not packed
+        # (a step reads one of its rows), so it stays widened, and its products' reads do not count.
+        embedding = name == "token_embd.weight"
+        packed = narrow.packs and not embedding and rows % PACK_ROWS == 0
+        if packed or embedding:
+            build.paths.setdefault(qtype, qtype)
+        else:
+            build.paths[qtype] = wide.name
+        held = None if packed else rows * wide.row_bytes(columns)
     else:
         build.paths[qtype] = "float16"
         data, type_id = weights.dequantized_values(name).astype(np.float16), kernel_types["F16"]

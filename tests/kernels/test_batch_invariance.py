@@ -13,7 +13,7 @@ from core.model.gguf_kernels import build_kernel_model
 from core.quant.gguf_blocks import GGUFWeights
 from tests.support.packed_types import PACKED_TYPES
 
-QTYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q3_K", "Q4_K", "Q5_K", "Q6_K"]  # Q3_K: widened to Q6_K
+QTYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q3_K", "Q4_K", "Q5_K", "Q6_K"]
 PASS_SIZES = (1, 7, 32, 50, 512)  # 50: the GEMM on 48, the tiles on the last 2
 TOKENS = 512
 VOCAB = 512
@@ -48,8 +48,7 @@ def test_a_tokens_logits_are_the_same_bits_whatever_the_size_of_its_pass(tmp_pat
     kernel = build_kernel_model(library, GGUFWeights(path), lambda fraction, text: None).kernel
     tokens = np.random.default_rng(3).integers(0, VOCAB, TOKENS)
     # The packed layout ran where the build has one, on every matrix but the embedding; elsewhere the file's.
-    runs_as = library.widened[qtype].name if qtype in library.widened else qtype
-    packed = set(kernel.matrices) - {(-1, "token_embd")} if runs_as in PACKED_TYPES.get(library.isa, ()) else set()
+    packed = set(kernel.matrices) - {(-1, "token_embd")} if qtype in PACKED_TYPES.get(library.isa, ()) else set()
     assert kernel.packed == packed
     logits, reads = {}, {}
     try:

@@ -31,6 +31,14 @@ def q4_k_file(tmp_path):
     return write_tiny_family(tmp_path / "llama-Q4_K.gguf", "llama", "Q4_K", vocab=256)
 
 
+@pytest.fixture(params=["Q4_K", "Q3_K"])
+def packed_file(tmp_path, request):
+    """The commonest type, and Q3_K, whose prompts before packing run on its rows widened to Q6_K (csrc/quants.c)."""
+    from tiny_gguf import write_tiny_family
+
+    return write_tiny_family(tmp_path / f"llama-{request.param}.gguf", "llama", request.param, vocab=256)
+
+
 def _build(library, path, defer=lambda: False):
     from core.model.gguf_kernels import build_kernel_model
     from core.quant.gguf_blocks import GGUFWeights
@@ -38,8 +46,8 @@ def _build(library, path, defer=lambda: False):
     return build_kernel_model(library, GGUFWeights(path), _no_progress, threads=2, defer=defer).kernel
 
 
-def test_a_deferred_model_prompts_in_the_files_layout_and_its_first_decode_step_packs_the_rest(library, q4_k_file):
-    eager, deferred = _build(library, q4_k_file), _build(library, q4_k_file, defer=lambda: True)
+def test_a_deferred_model_prompts_in_the_files_layout_and_its_first_decode_step_packs_the_rest(library, packed_file):
+    eager, deferred = _build(library, packed_file), _build(library, packed_file, defer=lambda: True)
     tokens = np.random.default_rng(3).integers(0, 256, 24)
     try:
         matrices = len(deferred.pending)

@@ -13,6 +13,7 @@ import pytest
 from core.kernels.kernel_model import KernelModel
 from tests.kernels.test_dots import BUILDS, WEIGHT_TYPES
 from tests.kernels.test_kernel_bounds import MATRICES, SHAPE, VECTORS
+from tests.support.packed_types import PACKED_TYPES
 
 
 def _library(portable: bool | str = False):
@@ -37,13 +38,15 @@ def test_every_type_in_the_table_is_ggmls_own_and_round_trips(portable):
             assert (kind.block_elements, kind.block_bytes) == gguf.GGML_QUANT_SIZES[ggml], name
         info = TypeInfo()
         assert library.ll_type_facts(kind.id, ctypes.byref(info)) == 0
-        assert (info.name.decode(), info.id, info.block_elements, info.block_bytes, info.runs_as) == (
+        assert (info.name.decode(), info.id, info.block_elements, info.block_bytes, info.runs_as, info.packs) == (
             name,
             kind.id,
             kind.block_elements,
             kind.block_bytes,
             kind.runs_as,
+            kind.packs,
         )
+        assert kind.packs == (name in PACKED_TYPES.get(library.isa, ())), name
         # Each type runs as itself, but Q3_K, which is widened exactly into Q6_K (tests/kernels/test_widening.py).
         assert kind.runs_as == (library.types["Q6_K"].id if name == "Q3_K" else kind.id), name
     listed = {kind.id for kind in library.types.values()}

@@ -148,15 +148,16 @@ def test_a_type_without_a_kernel_runs_in_float16_and_says_so(tmp_path, llama_cpp
     assert (logits - theirs).abs().max() < 0.05 * theirs.abs().max()
 
 
-def test_a_q3_k_file_runs_widened_to_q6_k_as_llama_cpp_runs_it_and_says_so(tmp_path, llama_cpp):
-    """Q3_K_M's types (llama.cpp's mix: Q3_K, with Q4_K and Q5_K where it gives more bits) on the kernels: the Q3_K
-    tensors copied exactly into Q6_K, so llama.cpp's own Q3_K arithmetic gives the same logits to rounding."""
+def test_a_q3_k_m_file_runs_on_the_kernels_as_llama_cpp_runs_it(tmp_path, llama_cpp):
+    """Q3_K_M's types (llama.cpp's mix: Q3_K, with Q4_K and Q5_K where it gives more bits) on the kernels, the Q3_K
+    matrices packed in their own layout (the embedding widened to Q6_K): llama.cpp's own Q3_K arithmetic gives the
+    same logits to rounding, and no note says a type ran another way."""
     roles = ("token_embd", "attn_q", "attn_k", "ffn_gate", "ffn_up")
     types = dict.fromkeys(roles, "Q3_K") | {"attn_v": "Q5_K", "attn_output": "Q4_K", "ffn_down": "Q4_K"}
     path = write_tiny_llama(tmp_path / "q3_k_m.gguf", types)
     loaded = load_model(str(path))
-    note = loaded.describe().precision_note
-    assert "Q3_K tensors run widened to Q6_K" in note and "float16" not in note
+    note = loaded.describe().precision_note or ""
+    assert "Q3_K" not in note and "float16" not in note
     ids = loaded.tokenizer("The sea is wide and the sky is blue, said the old sailor.")["input_ids"]
     got, theirs = loaded.position_logits(ids), llama_cpp_logits(llama_cpp, path, ids)
     assert (got - theirs).abs().max() < 1e-3 * theirs.abs().max()

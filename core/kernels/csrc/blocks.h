@@ -126,4 +126,12 @@ static inline void k_scale_min(int j, const uint8_t *q, uint8_t *scale, uint8_t 
     }
 }
 
+/* Scale s (0..15) of a Q3_K super-block as stored, 0..63 (applied less 32): its low four bits in the first eight
+ * bytes (s < 8 the low nibble of byte s, else the high nibble of byte s - 8), its high two in bytes 8..11 (byte
+ * 8 + s % 4, bits 2(s / 4)). */
+static inline int q3_scale(const uint8_t *scales, int s) {
+    const int low = s < 8 ? scales[s] & 0xF : scales[s - 8] >> 4;
+    return low | ((scales[8 + s % 4] >> (2 * (s / 4))) & 3) << 4;
+}
+
 #endif

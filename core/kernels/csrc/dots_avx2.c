@@ -757,6 +757,98 @@ INLINE void q6_Kx16_tile(int n, const void *group, const void *a, size_t a_strid
 PACKED_TILES_ENTRY(q6_Kx16, q6_Kx16_tile, )
 GEMM_KERNEL(q6_Kx16, QK_K, 16, 1, 0, LL_Q8_K)
 GEMM_ENTRY(q6_Kx16, QK_K, 0, LL_Q8_K)
+
+/* ---- Q3_K packed 16 rows a group: as dots_avx512.c's, 8 rows a register. Each value + 4 (0..7, unsigned) by the
+ * broadcast activations in maddubs, a 16-element sub-block's four words summed within 16 bits (at most 4 x 2 x 7 x
+ * 127 = 7,112 a word), less 4 times the activations' sub-block sum in one of the two words, then widened by madd
+ * with the row's scale in both of its lane's words: the canonical integer, exactly. ---- */
+
+/* Each row's 16 scales less 32 as int16, two groups to a register as q6_Kx16_tile's scale_words: [2i] the scales
+ * of groups 4i and 4i + 2, [2i + 1] of 4i + 1 and 4i + 3, one a word. The four registers of bytes first: register
+ * i's lane byte k holds group 4i + k's scale, its low four bits from the first two words (high nibbles for groups
+ * 8..15), its high two from the third word's bits 2i of each byte. */
+INLINE void q3_scale_words(const __m256i words[3], __m256i scale_words[8]) {
+    const __m256i nibble = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(3), bias = _mm256_set1_epi8(32);
+    for (int i = 0; i < 4; i++) {
+        const __m256i low = _mm256_and_si256(i < 2 ? words[i] : _mm256_srli_epi16(words[i - 2], 4), nibble);
+        const __m256i high = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(words[2], 2 * i), two), 4);
+        const __m256i scales = _mm256_sub_epi8(_mm256_or_si256(low, high), bias);
+        scale_words[2 * i] = _mm256_srai_epi16(_mm256_slli_epi16(scales, 8), 8);
+        scale_words[2 * i + 1] = _mm256_srai_epi16(scales, 8);
+    }
+}
+
+INLINE void q3_Kx16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out) {
+    const int blocks = n / QK_K;
+    const __m256i two = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
+    const __m256i repeat_low = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,
+                                                0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13),
+                  repeat_high = _mm256_add_epi8(repeat_low, _mm256_set1_epi8(2));
+    __m256 sums[DOT_ROWS][2];
+    for (int j = 0; j < C; j++) sums[j][0] = sums[j][1] = _mm256_setzero_ps();
+    for (int b = 0; b < blocks; b++) {
+        const uint8_t *o = (const uint8_t *)group + (size_t)b * Q3_KX16_BLOCK;
+        prefetch_ahead(o, Q3_KX16_BLOCK);
+        for (int r = 0; r < 2; r++) {  /* rows 8r..8r+7 */
+            const __m256i words[3] = {_mm256_loadu_si256((const __m256i *)(o + Q3X16_SCALES + 32 * r)),
+                                      _mm256_loadu_si256((const __m256i *)(o + Q3X16_SCALES + 64 + 32 * r)),
+                                      _mm256_loadu_si256((const __m256i *)(o + Q3X16_SCALES + 128 + 32 * r))};
+            __m256i scale_words[8];
+            q3_scale_words(words, scale_words);
+            __m256i total[DOT_ROWS];
+            for (int j = 0; j < C; j++) total[j] = _mm256_setzero_si256();
+            for (int c = 0; c < 2; c++)
+                for (int s = 0; s < 2; s++) {  /* words 4s..4s+3: elements 16s..16s+15 of each chunk q */
+                    __m256i pairs[DOT_ROWS][4];
+                    for (int j = 0; j < C; j++)
+                        for (int q = 0; q < 4; q++) pairs[j][q] = _mm256_setzero_si256();
+                    for (int w = 4 * s; w < 4 * s + 4; w++) {
+                        const __m256i low = _mm256_loadu_si256((const __m256i *)(o + Q3X16_LOW(c, w) + 32 * r));
+                        /* each byte's third bits of this half at bits 2..5: bit 2 + q is chunk q's */
+                        const __m256i third = shift_bits(
+                            _mm256_loadu_si256((const __m256i *)(o + Q3X16_THIRD(w) + 32 * r)), 2 - 4 * c);
+                        for (int q = 0; q < 4; q++) {
+                            const __m256i e = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(low, 2 * q), two),
+                                                              _mm256_and_si256(_mm256_srli_epi16(third, q), four));
+                            for (int j = 0; j < C; j++) {
+                                const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+                                int32_t bytes;
+                                memcpy(&bytes, y->qs + 128 * c + 32 * q + 4 * w, 4);
+                                pairs[j][q] =
+                                    _mm256_add_epi16(pairs[j][q], _mm256_maddubs_epi16(e, _mm256_set1_epi32(bytes)));
+                            }
+                        }
+                    }
+                    for (int q = 0; q < 4; q++) {
+                        const int g = 8 * c + 2 * q + s;
+                        /* group g's scale, repeated in each lane's two words */
+                        const __m256i scale = _mm256_shuffle_epi8(scale_words[2 * (g / 4) + g % 2],
+                                                                  g % 4 < 2 ? repeat_low : repeat_high);
+                        for (int j = 0; j < C; j++) {
+                            const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+                            /* less 4 x the activations' sub-block sum, in the first word of each lane: at most
+                             * 7,112 + 8,128 in 16 bits; then times the scale, exactly, in 32 */
+                            const __m256i exact = _mm256_add_epi16(
+                                pairs[j][q], _mm256_set1_epi32((int32_t)(uint16_t)(int16_t)(-4 * y->bsums[g])));
+                            total[j] = _mm256_add_epi32(total[j], _mm256_madd_epi16(exact, scale));
+                        }
+                    }
+                }
+            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16 * r)));
+            for (int j = 0; j < C; j++) {
+                const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+                sums[j][r] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(y->d)), _mm256_cvtepi32_ps(total[j]),
+                                             sums[j][r]);
+            }
+        }
+    }
+    for (int j = 0; j < C; j++)
+        for (int r = 0; r < 2; r++) store_group_row(sums[j][r], r, j, C, out);
+}
+
+PACKED_TILES_ENTRY(q3_Kx16, q3_Kx16_tile, )
+GEMM_KERNEL(q3_Kx16, QK_K, 16, 1, 0, LL_Q8_K)
+GEMM_ENTRY(q3_Kx16, QK_K, 0, LL_Q8_K)
 #endif
 #endif
 

@@ -722,6 +722,84 @@ INLINE void q6_Kx16_tile(int n, const void *group, const void *a, size_t a_strid
 
 PACKED_TILES_ENTRY(q6_Kx16, q6_Kx16_tile, )
 
+/* ---- Q3_K packed 16 rows a group (quants.h): per half c and 32-element chunk j, a word of low bits shifted by 2j
+ * and one of third bits shifted by 4c + j give four neighbouring elements of every row as value + 4 (0..7, unsigned)
+ * for vpdpbusd. As Q6_K's: each 16-element sub-block's sum in its row's lane, less 4 times the activations'
+ * sub-block sum, weighted by the row's scale (its 6-bit field less 32) as integers; then the canonical float step.
+ * The same integers and floats as Q6_K's dot on the widened rows (quants.c), so packed or widened, the same bits. */
+
+/* Each row's 16 scales less 32, four registers of bytes: register i's lane byte k holds group 4i + k's, its low four
+ * bits from the first two words (high nibbles for groups 8..15), its high two from the third word's bits 2i of each
+ * byte. */
+INLINE void q3_scale_bytes(const __m512i words[3], __m512i scales[4]) {
+    const __m512i nibble = _mm512_set1_epi8(0x0F), two = _mm512_set1_epi8(3), bias = _mm512_set1_epi8(32);
+    for (int i = 0; i < 4; i++) {
+        const __m512i low = _mm512_and_si512(i < 2 ? words[i] : _mm512_srli_epi16(words[i - 2], 4), nibble);
+        const __m512i high = _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(words[2], 2 * i), two), 4);
+        scales[i] = _mm512_sub_epi8(_mm512_or_si512(low, high), bias);
+    }
+}
+
+INLINE void q3_Kx16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out) {
+    const int blocks = n / QK_K;
+    const __m512i two = _mm512_set1_epi8(3), four = _mm512_set1_epi8(4);
+    __m512 sums[DOT_ROWS];
+    for (int j = 0; j < C; j++) sums[j] = _mm512_setzero_ps();
+    for (int b = 0; b < blocks; b++) {
+        const uint8_t *o = (const uint8_t *)group + (size_t)b * Q3_KX16_BLOCK;
+        prefetch_ahead(o, Q3_KX16_BLOCK);
+        const __m512i words[3] = {_mm512_loadu_si512((const void *)(o + Q3X16_SCALES)),
+                                  _mm512_loadu_si512((const void *)(o + Q3X16_SCALES + 64)),
+                                  _mm512_loadu_si512((const void *)(o + Q3X16_SCALES + 128))};
+        __m512i scales[4];
+        q3_scale_bytes(words, scales);
+        __m512i total[DOT_ROWS];
+        for (int j = 0; j < C; j++) total[j] = _mm512_setzero_si512();
+        for (int c = 0; c < 2; c++)
+            for (int s = 0; s < 2; s++) {  /* words 4s..4s+3: elements 16s..16s+15 of each chunk */
+                __m512i part[DOT_ROWS][4];
+                for (int j = 0; j < C; j++)
+                    for (int q = 0; q < 4; q++) part[j][q] = _mm512_setzero_si512();
+                for (int w = 4 * s; w < 4 * s + 4; w++) {
+                    const __m512i third = _mm512_loadu_si512((const void *)(o + Q3X16_THIRD(w)));
+                    const __m512i low = _mm512_loadu_si512((const void *)(o + Q3X16_LOW(c, w)));
+                    for (int q = 0; q < 4; q++) {
+                        /* bits 2q..2q+1 to 0..1, and bit 4c + q to 2: a | (b & c) */
+                        const __m512i e = _mm512_ternarylogic_epi32(_mm512_and_si512(shift_bits(low, -2 * q), two),
+                                                                    shift_bits(third, 2 - 4 * c - q), four, 0xF8);
+                        for (int j = 0; j < C; j++) {
+                            const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+                            int32_t bytes;
+                            memcpy(&bytes, y->qs + 128 * c + 32 * q + 4 * w, 4);
+                            part[j][q] = _mm512_dpbusd_epi32(part[j][q], e, _mm512_set1_epi32(bytes));
+                        }
+                    }
+                }
+                for (int q = 0; q < 4; q++) {
+                    const int g = 8 * c + 2 * q + s;
+                    const __m512i scale = _mm512_srai_epi32(_mm512_slli_epi32(scales[g / 4], 24 - 8 * (g % 4)), 24);
+                    for (int j = 0; j < C; j++) {
+                        const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+                        const __m512i exact = _mm512_sub_epi32(part[j][q], _mm512_set1_epi32(4 * y->bsums[g]));
+                        total[j] = _mm512_add_epi32(total[j], _mm512_mullo_epi32(exact, scale));
+                    }
+                }
+            }
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)o));
+        for (int j = 0; j < C; j++) {
+            const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+            sums[j] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(y->d)), _mm512_cvtepi32_ps(total[j]), sums[j]);
+        }
+    }
+    for (int j = 0; j < C; j++) {
+        float lanes[PACK_ROWS];
+        _mm512_storeu_ps(lanes, sums[j]);
+        for (int i = 0; i < PACK_ROWS; i++) out[i * C + j] = lanes[i];
+    }
+}
+
+PACKED_TILES_ENTRY(q3_Kx16, q3_Kx16_tile, )
+
 /* ---- the GEMM of a prompt's pass (gemm.h): 16 tokens in the lanes of a register, vpdpbusd's 4 products each ---- */
 
 /* One block b of R unpacked rows against TV groups of 16 tokens (group_stride apart in the panel): each token's
@@ -798,5 +876,7 @@ GEMM_KERNEL(q5_Kx16, QK_K, 32, 1, 2, LL_Q8_K)
 GEMM_ENTRY(q5_Kx16, QK_K, 2, LL_Q8_K)
 GEMM_KERNEL(q6_Kx16, QK_K, 16, 1, 0, LL_Q8_K)
 GEMM_ENTRY(q6_Kx16, QK_K, 0, LL_Q8_K)
+GEMM_KERNEL(q3_Kx16, QK_K, 16, 1, 0, LL_Q8_K)
+GEMM_ENTRY(q3_Kx16, QK_K, 0, LL_Q8_K)
 
 #endif

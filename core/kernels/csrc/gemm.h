@@ -291,6 +291,48 @@ GEMM_INLINE void unpack_q6_Kx16(const void *w, size_t w_stride, int r, int b, un
     unpack_q6_K(&x, 0, 0, 0, u);
 }
 
+/* Q3_K in element order: chunk j of half c (32 elements) is bits 2j..2j+1 of qs[32c + l], with bit 4c + j of
+ * hmask[l] as 4 on top (value + 4, 0..7); sub-blocks of 16 with the scales less 32. */
+GEMM_INLINE void unpack_q3_K(const block_q3_K *x, unpacked *u) {
+    const __m256i two = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1), four = _mm256_set1_epi8(4);
+    const __m256i third = _mm256_loadu_si256((const __m256i *)x->hmask);
+    int scales[16], scale_sum = 0;
+    for (int g = 0; g < 16; g++) scale_sum += scales[g] = q3_scale(x->scales, g) - 32;
+    /* Each sub-block's values (+4) weighted by its signed scale: 16-bit pairs of at most 2 x 7 x 32, widened. */
+    __m256i weighted = _mm256_setzero_si256();
+    for (int c = 0; c < 2; c++) {
+        const __m256i low = _mm256_loadu_si256((const __m256i *)(x->qs + 32 * c));
+        for (int j = 0; j < 4; j++) {
+            const __m256i v = _mm256_or_si256(
+                _mm256_and_si256(_mm256_srli_epi16(low, 2 * j), two),
+                _mm256_and_si256(_mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(third, 4 * c + j), one), 2),
+                                 four));
+            _mm256_storeu_si256((__m256i *)(u->q + 128 * c + 32 * j), _mm256_sub_epi8(v, four));
+            const int group = 8 * c + 2 * j;
+            const __m256i scale =
+                _mm256_set_m128i(_mm_set1_epi8((char)scales[group + 1]), _mm_set1_epi8((char)scales[group]));
+            weighted = _mm256_add_epi32(weighted, _mm256_madd_epi16(_mm256_maddubs_epi16(v, scale),
+                                                                    _mm256_set1_epi16(1)));
+        }
+    }
+    for (int g = 0; g < 16; g++) u->scale[g] = scales[g];
+    u->correction = 128 * (gemm_int_sum(weighted) - 4 * 16 * scale_sum);
+    u->d = half_to_float(x->d);
+}
+
+GEMM_INLINE void unpack_q3_Kx16(const void *w, size_t w_stride, int r, int b, unpacked *u) {
+    const uint8_t *o = packed_block(w, w_stride, r, b, Q3_KX16_BLOCK);
+    const int lane = r % PACK_ROWS;
+    block_q3_K x;
+    memcpy(&x.d, o + 2 * lane, 2);
+    for (int k = 0; k < 3; k++) memcpy(x.scales + 4 * k, o + Q3X16_SCALES + 64 * k + 4 * lane, 4);
+    for (int k = 0; k < 8; k++) {
+        memcpy(x.hmask + 4 * k, o + Q3X16_THIRD(k) + 4 * lane, 4);
+        for (int c = 0; c < 2; c++) memcpy(x.qs + 32 * c + 4 * k, o + Q3X16_LOW(c, k) + 4 * lane, 4);
+    }
+    unpack_q3_K(&x, u);
+}
+
 /* Four words (`spacing` bytes apart) of four neighbouring lanes as each lane's 16 bytes: gather_words4's half. */
 GEMM_INLINE void gather_words4_half(const uint8_t *o, size_t spacing, uint8_t *rows, size_t stride) {
     const __m128i a = _mm_loadu_si128((const __m128i *)o), b = _mm_loadu_si128((const __m128i *)(o + spacing));
@@ -357,6 +399,7 @@ UNPACK4_BY_ROW(q5_1x16)
 UNPACK4_BY_ROW(q4_K)
 UNPACK4_BY_ROW(q5_K)
 UNPACK4_BY_ROW(q6_K)
+UNPACK4_BY_ROW(q3_Kx16)
 
 /* Packed Q4_K's tiles (both instruction sets): sub-blocks 2p and 2p + 1's activation sums (two of the 16-element sums each) as two int16 in one word, p < 4,
  * in the order the minimums' registers pair them: (0, 2), (1, 3), (4, 6), (5, 7). */

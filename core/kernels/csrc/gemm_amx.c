@@ -302,6 +302,7 @@ AMX_ENTRY(q5_1x16, QK, QK, 0, 1, LL_Q8_1)
 AMX_DIGITS_ENTRY(q4_Kx16, 32, 2, 3, 2)
 AMX_DIGITS_ENTRY(q5_Kx16, 32, 3, 2, 2)
 AMX_DIGITS_ENTRY(q6_Kx16, 16, 4, 2, 0)
+AMX_DIGITS_ENTRY(q3_Kx16, 16, 2, 3, 0)  /* values -4..3 times a digit: -4..3 of the signed scale's top, 0..7 */
 
 /* The tiles' int8 ceiling, as peak.c's for vpdpbusd: four independent tile products a round (16 x 16 x 64 each)
  * from tiles loaded once, on every thread. Returns the products a round does (all threads), 0 with AMX off. */

@@ -185,9 +185,13 @@ static int set_weight(ll_weight *w, const void *data, size_t bytes, int type, in
         if (!wide) return fail("out of memory widening a tensor");
         t->widen(data, (size_t)rows * (size_t)(cols / t->block_elements), wide);
         w->widened = wide;
+        w->narrow = data;
+        w->narrow_type = type;
         data = wide;
         type = t->wide;
         t = ll_type(type);
+    } else {
+        w->narrow = NULL;
     }
     w->dot = t->tiles;
     w->kind = kind_of(t->activation);
@@ -241,10 +245,14 @@ int ll_pack(ll_model *m, int32_t index, int32_t role, int32_t threads) {
     ll_weight *w = (ll_weight *)((entry->layer ? (char *)&m->layer[index] : (char *)m) + entry->offset);
     if (!w->data) return fail("a matrix is packed after it is set");
     ll_step_quiesce(m);  /* a late step worker may still read the matrix's old layout */
-    const ll_type_traits *t = ll_type(w->type);
-    if (role == ROLE_TOKEN_EMBD || !t->pack || w->rows % PACK_ROWS) return 0;
     if (w->packed) return 1;  /* a widened matrix's rows went with its first packing */
-    const size_t bytes = (size_t)w->rows * w->row_bytes;
+    /* A widened matrix packs its own rows in its own type's layout where that type has one; else, the wide rows. */
+    const int narrow = w->narrow && ll_type(w->narrow_type)->pack;
+    const ll_type_traits *t = ll_type(narrow ? w->narrow_type : w->type);
+    if (role == ROLE_TOKEN_EMBD || !t->pack || w->rows % PACK_ROWS) return 0;
+    const size_t row_bytes = ll_row_bytes(narrow ? w->narrow_type : w->type, w->cols);
+    const void *rows = narrow ? w->narrow : w->data;
+    const size_t bytes = (size_t)w->rows * row_bytes;
     void *packed = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!packed) return fail("out of memory packing a matrix");
     /* No MADV_HUGEPAGE here: where the kernel's defrag setting is "madvise", that advice makes each fault compact
@@ -253,9 +261,9 @@ int ll_pack(ll_model *m, int32_t index, int32_t role, int32_t threads) {
 #pragma omp parallel for num_threads(threads < 1 ? 1 : threads) schedule(dynamic)
     for (int g = 0; g < groups; g += per_job) {
         const int count = (groups - g < per_job ? groups - g : per_job) * PACK_ROWS;
-        const size_t offset = (size_t)g * PACK_ROWS * w->row_bytes;
-        populate((char *)packed + offset, (size_t)count * w->row_bytes);
-        t->pack((const char *)w->data + offset, count, w->cols, (char *)packed + offset);
+        const size_t offset = (size_t)g * PACK_ROWS * row_bytes;
+        populate((char *)packed + offset, (size_t)count * row_bytes);
+        t->pack((const char *)rows + offset, count, w->cols, (char *)packed + offset);
     }
     drop_packed(w);
     w->packed = packed;
@@ -263,6 +271,11 @@ int ll_pack(ll_model *m, int32_t index, int32_t role, int32_t threads) {
         free(w->widened);
         w->widened = NULL;
         w->data = packed;  /* set, for the checks that every weight is; never read in the file's layout again */
+        if (narrow) {      /* the matrix is its own type again, packed */
+            w->type = w->narrow_type;
+            w->row_bytes = row_bytes;
+        }
+        w->narrow = NULL;
     }
     return 1;
 }

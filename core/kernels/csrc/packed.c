@@ -13,6 +13,7 @@ _Static_assert(Q5_KX16_BLOCK == PACK_ROWS * sizeof(block_q5_K), "a packed group 
 _Static_assert(K4X16_QUANTS(0) + 32 * 64 == Q4_KX16_BLOCK && K4X16_QUANTS(1) + 32 * 64 == Q5_KX16_BLOCK,
                "the quants' 32 registers end each K-quant group's block");
 _Static_assert(Q6_KX16_BLOCK == PACK_ROWS * sizeof(block_q6_K), "a packed group is its rows' bytes, regrouped");
+_Static_assert(Q3_KX16_BLOCK == PACK_ROWS * sizeof(block_q3_K), "a packed group is its rows' bytes, regrouped");
 
 /* A packed group is one contiguous stream. On the Xeons measured (Sapphire Rapids, AMX) one core's loads alone
  * keep too few lines in flight to draw the memory's bandwidth (the read loop: 12.9 GB/s on one core, 29.5 on two),
@@ -123,6 +124,25 @@ void ll_pack_q6_Kx16(const void *rows, int count, int n, void *out) {
                         memcpy(q + 64, x->ql + 64 * h + 32 + 4 * w, 4);
                         memcpy(q + 128, x->qh + 32 * h + 4 * w, 4);
                     }
+            }
+        }
+}
+
+/* Q3_K (quants.h): d, the scales' words, then the third bits' and low bits' words in the kernels' order, each
+ * field's rows side by side. */
+void ll_pack_q3_Kx16(const void *rows, int count, int n, void *out) {
+    const int blocks = n / QK_K;
+    for (int g = 0; g < count / PACK_ROWS; g++)
+        for (int b = 0; b < blocks; b++) {
+            uint8_t *o = (uint8_t *)out + ((size_t)g * blocks + b) * Q3_KX16_BLOCK;
+            for (int r = 0; r < PACK_ROWS; r++) {
+                const block_q3_K *x = (const block_q3_K *)rows + (size_t)(g * PACK_ROWS + r) * blocks + b;
+                memcpy(o + 2 * r, &x->d, 2);
+                for (int w = 0; w < 3; w++) memcpy(o + Q3X16_SCALES + 64 * w + 4 * r, x->scales + 4 * w, 4);
+                for (int w = 0; w < 8; w++) {
+                    memcpy(o + Q3X16_THIRD(w) + 4 * r, x->hmask + 4 * w, 4);
+                    for (int c = 0; c < 2; c++) memcpy(o + Q3X16_LOW(c, w) + 4 * r, x->qs + 32 * c + 4 * w, 4);
+                }
             }
         }
 }

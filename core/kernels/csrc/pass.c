@@ -110,7 +110,9 @@ uint64_t ll_weight_row_reads(void) { return __atomic_load_n(&row_reads, __ATOMIC
 /* Whether a pass of `count` rows runs its products on the GEMM (the weight's type has one, and this build has
  * lanes): both paths give the canonical dots, so the choice is speed alone. */
 static int uses_gemm(const ll_model *m, const ll_weight *weight, int count) {
-    return LL_GEMM_LANES && count >= GEMM_MIN_TOKENS && ll_type(weight->type)->gemm && m->panel[weight->kind];
+    const ll_type_traits *t = ll_type(weight->type);
+    return LL_GEMM_LANES && count >= GEMM_MIN_TOKENS && (weight->packed ? t->packed_gemm : t->gemm) &&
+           m->panel[weight->kind];
 }
 
 /* The rows a thread takes in the per-row steps before a product: whole groups of LL_GEMM_LANES rows when the pass

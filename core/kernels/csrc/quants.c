@@ -125,13 +125,6 @@ static inline int q6_quant(const block_q6_K *b, int e) {
     return (nibble | (((qh[l] >> (2 * quarter)) & 3) << 4)) - 32;
 }
 
-/* Scale s (0..15) of a Q3_K super-block as stored, 0..63: its low four bits in the first eight bytes (s < 8 the low
- * nibble of byte s, else the high nibble of byte s - 8), its high two in bytes 8..11 (byte 8 + s % 4, bits 2(s / 4)). */
-static inline int q3_scale(const uint8_t *scales, int s) {
-    const int low = s < 8 ? scales[s] & 0xF : scales[s - 8] >> 4;
-    return low | ((scales[8 + s % 4] >> (2 * (s / 4))) & 3) << 4;
-}
-
 /* The whole number of element e of a Q3_K super-block, -4..3: in each 128-element half c, element 32j + l (j < 4)
  * has its low two bits at bits 2j of qs[32c + l] and its third at bit 4c + j of hmask[l]; a third bit of 0 means
  * minus 4. */
@@ -370,6 +363,24 @@ static float dot_q6_K(int n, const void *w, const void *a) {
     return sum;
 }
 
+/* Q3_K's canonical dot is Q6_K's (its widening's): each 16-element group's whole sum weighted by its scale, as
+ * integers, then one float step a block. */
+static float dot_q3_K(int n, const void *w, const void *a) {
+    const block_q3_K *x = w;
+    const block_q8_K *y = a;
+    float sum = 0.0f;
+    for (int b = 0; b < n / QK_K; b++) {
+        int scaled = 0;
+        for (int g = 0; g < QK_K / 16; g++) {
+            int s = 0;
+            for (int l = 0; l < 16; l++) s += q3_quant(&x[b], 16 * g + l) * y[b].qs[16 * g + l];
+            scaled += (q3_scale(x[b].scales, g) - 32) * s;
+        }
+        sum = fmaf(half_to_float(x[b].d) * y[b].d, (float)scaled, sum);
+    }
+    return sum;
+}
+
 /* ---- The table: one entry per GGML type id the kernels know (ggml's type_traits). ---- */
 
 /* A weight type: its block, the activation type its dots read, and its functions. */
@@ -432,9 +443,14 @@ static const ll_type_traits types[LL_TYPE_LIMIT] = {
 #else
     [LL_Q6_K] = WEIGHT(Q6_K, QK_K, sizeof(block_q6_K), LL_Q8_K, q6_K),
 #endif
-    /* Widened at ll_set_tensor, so without tiles of their own; their dots are the wide type's. */
-    [LL_Q3_K] = {"Q3_K", QK_K, sizeof(block_q3_K), LL_Q8_K, dequantize_q3_K, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                 widen_q3_K, LL_Q6_K},
+    /* Widened at ll_set_tensor, so without file-layout tiles of their own; packed, its own kernels. */
+#if LL_GEMM_LANES  /* AVX-512 or AVX2 */
+    [LL_Q3_K] = {"Q3_K", QK_K, sizeof(block_q3_K), LL_Q8_K, dequantize_q3_K, NULL, dot_q3_K, NULL, NULL,
+                 ll_pack_q3_Kx16, ll_packed_tiles_q3_Kx16, LL_GEMM(q3_Kx16), widen_q3_K, LL_Q6_K},
+#else
+    [LL_Q3_K] = {"Q3_K", QK_K, sizeof(block_q3_K), LL_Q8_K, dequantize_q3_K, NULL, dot_q3_K, NULL, NULL, NULL, NULL,
+                 NULL, widen_q3_K, LL_Q6_K},
+#endif
     /* Activation formats only, as llama.cpp pairs them with the types with a minimum and the k-quants. */
     [LL_Q8_1] = {"Q8_1", QK, sizeof(block_q8_1), -1, NULL, quantize_q8_1, NULL, NULL, NULL},
     [LL_Q8_K] = {"Q8_K", QK_K, sizeof(block_q8_K), -1, NULL, quantize_q8_K, NULL, NULL, NULL},
@@ -458,7 +474,8 @@ int32_t ll_type_count(void) { return LL_TYPE_LIMIT; }
 int32_t ll_type_facts(int32_t type, ll_type_info *out) {
     const ll_type_traits *t = ll_type(type);
     if (!t) return -1;
-    *out = (ll_type_info){t->name, type, t->block_elements, t->block_bytes, t->activation, t->widen ? t->wide : type};
+    *out = (ll_type_info){t->name,      type, t->block_elements, t->block_bytes, t->activation,
+                          t->widen ? t->wide : type, t->pack != NULL};
     return 0;
 }
 

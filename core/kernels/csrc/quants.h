@@ -70,7 +70,18 @@ enum {
     Q4_KX16_BLOCK = 64 + 3 * 64 + 32 * 64,
     Q5_KX16_BLOCK = 64 + 3 * 64 + 8 * 64 + 32 * 64,
     Q6_KX16_BLOCK = 32 + 4 * 64 + 48 * 64,
+    Q3_KX16_BLOCK = 32 + 3 * 64 + 8 * 64 + 16 * 64,
 };
+/* Q3_K's packed block: the rows' d, three registers of their packed 6-bit scales (register w's lane r: row r's
+ * scales[4w..4w+3]), then per word w < 8 a register of third bits (lane r: row r's hmask[4w..4w+3]) and one of the
+ * first half's low bits (lane r: qs[4w..4w+3]), then the second half's eight registers of low bits (lane r:
+ * qs[32 + 4w..]): the order the kernels read them in, one stream. A lane's word of low bits shifted by 2j holds, in
+ * its four bytes, four neighbouring elements of the half's 32-element chunk j; its word of third bits shifted by
+ * 4c + j (half c) the same four elements' third bits. (With the third bits in a block of their own, AMD's prefetchers
+ * did not follow the two streams: one thread read 6.4 GB/s from DRAM, against 24 for Q6_K.) */
+#define Q3X16_SCALES 32
+#define Q3X16_THIRD(w) (32 + 3 * 64 + 128 * (w))
+#define Q3X16_LOW(c, w) ((c) ? 32 + 3 * 64 + 128 * 8 + 64 * (w) : Q3X16_THIRD(w) + 64)
 /* Where Q4_K's and Q5_K's packed blocks hold their fifth bits (Q5_K only) and their quants: after the d, dmin and
  * scale registers, the fifth bits' eight registers (Q5_K), then the quants'. */
 enum { K4X16_FIFTH_BITS = 64 + 3 * 64 };
@@ -108,8 +119,10 @@ typedef struct {
     pack_fn pack;            /* this build's packed layout (all three, or all NULL) */
     packed_tiles_fn packed_tiles;
     gemm_fn packed_gemm;
-    /* A type without kernels of its own whose values a wider type holds exactly: ll_set_tensor copies its rows
-     * into that type (`wide`), and the products run there. NULL for every other type. */
+    /* A type without file-layout kernels of its own whose values a wider type holds exactly: ll_set_tensor copies
+     * its rows into that type (`wide`), and the products run there until ll_pack lays the type's own rows out in
+     * its packed layout, where it has one (then they are the type's again, in fewer bytes). NULL for every other
+     * type. */
     void (*widen)(const void *blocks, size_t count, void *out);
     int32_t wide;
 } ll_type_traits;
@@ -142,6 +155,7 @@ void ll_pack_q5_1x16(const void *rows, int count, int n, void *out);
 void ll_pack_q4_Kx16(const void *rows, int count, int n, void *out);
 void ll_pack_q5_Kx16(const void *rows, int count, int n, void *out);
 void ll_pack_q6_Kx16(const void *rows, int count, int n, void *out);
+void ll_pack_q3_Kx16(const void *rows, int count, int n, void *out);
 #if LL_GEMM_LANES  /* AVX2's kernels (dots_avx2.c) and AVX-512's (dots_avx512.c) */
 void ll_packed_tiles_q4_0x16(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
 void ll_gemm_q4_0x16(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,
@@ -167,6 +181,9 @@ void ll_gemm_q5_0x16(int n, const void *w, size_t w_stride, int rows, const void
 void ll_packed_tiles_q5_1x16(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
 void ll_gemm_q5_1x16(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,
                      size_t out_stride, int accumulate);
+void ll_packed_tiles_q3_Kx16(int n, const void *group, const void *a, size_t a_stride, int C, float *out);
+void ll_gemm_q3_Kx16(int n, const void *w, size_t w_stride, int rows, const void *panel, int tokens, float *out,
+                     size_t out_stride, int accumulate);
 #endif
 
 #if LL_AMX_GEMM  /* gemm_amx.c: each type's GEMM on the tiles, the AVX-512 one above where they are off */
@@ -182,6 +199,7 @@ LL_DECLARE_AMX_GEMM(q5_1x16)
 LL_DECLARE_AMX_GEMM(q4_Kx16)
 LL_DECLARE_AMX_GEMM(q5_Kx16)
 LL_DECLARE_AMX_GEMM(q6_Kx16)
+LL_DECLARE_AMX_GEMM(q3_Kx16)
 #undef LL_DECLARE_AMX_GEMM
 #define LL_GEMM(NAME) ll_gemm_amx_##NAME
 #else
@@ -208,6 +226,7 @@ typedef struct {
     const char *name;
     int32_t id, block_elements, block_bytes, activation;
     int32_t runs_as;  /* the type its products run in: its own id, or the wider type it is widened to */
+    int32_t packs;    /* whether this build packs its matrices (then in its own layout, its own bytes) */
 } ll_type_info;
 
 LL_API int32_t ll_type_count(void);  /* ids are [0, count); some have no entry */

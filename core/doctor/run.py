@@ -150,7 +150,7 @@ def _kernels(figures, dtype: str) -> Check:
                 for name, wide in library.widened.items()
                 if name in types and not library.types[name].packs
             }
-            without = types - set(library.kernel_types) - set(widened)
+            without = types - set(library.kernel_types) - set(library.widened)
     return kernels_check(cpu_flags(), dtype, built, compiler() is not None, loaded_isa, without, amx, widened)
 
 

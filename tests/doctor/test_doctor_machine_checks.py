@@ -174,6 +174,21 @@ def test_the_doctor_names_the_prompt_path_a_load_runs_here():
     assert ("on AMX tiles (tdpbusd)" in said) == on_tiles, said
 
 
+def test_the_doctor_names_only_the_types_a_file_runs_without_a_kernel_for():
+    """A Q3_K_M file (Q3_K packed in its own layout where the build packs, else widened to Q6_K) is not said to lack
+    a kernel; a Q2_K tensor is."""
+    from types import SimpleNamespace
+
+    from core.doctor.run import _kernels
+    from core.kernels.library import kernels
+
+    library = kernels()  # built, as the doctor asks for a built library only
+    figures = SimpleNamespace(kind="gguf", tensor_types=["Q3_K", "Q4_K", "Q6_K", "Q2_K", "F32"])
+    check = _kernels(figures, "native")
+    assert check.value["types_without_kernel"] == ["Q2_K"]
+    assert check.value["types_widened"] == ({} if library.types["Q3_K"].packs else {"Q3_K": "Q6_K"})
+
+
 def test_a_check_that_fails_reads_as_unknown():
     def broken():
         raise PermissionError("denied")

@@ -132,3 +132,21 @@ def test_a_q3_k_file_packs_its_matrices_as_q3_k_and_counts_the_bytes_each_step_r
         assert build.weight_bytes == expected
     finally:
         build.kernel.close()
+
+
+def test_q3_k_rows_of_the_wrong_size_are_refused_before_any_is_widened():
+    """A hostile file's Q3_K tensor one row short: a clear error, nothing read past or widened."""
+    from core.kernels.kernel_model import KernelModel, ModelShape
+
+    library = _library(False)
+    shape = ModelShape(
+        layers=1, width=256, heads=2, kv_heads=1, head_dim=128, ffn=256, vocab=40, norm_eps=1e-5, rope_dims=128
+    )
+    model = KernelModel(library, shape)
+    try:
+        rows = np.zeros((256, 110), np.uint8)
+        with pytest.raises(RuntimeError, match="not the size its shape and type imply"):
+            model.set_tensor(0, "attn_q", rows[:-1], library.types["Q3_K"].id, 256, 256)
+        model.set_tensor(0, "attn_q", rows, library.types["Q3_K"].id, 256, 256)  # the right size is taken
+    finally:
+        model.close()

@@ -24,6 +24,8 @@ PROMPT_CHUNK = 256
 PACKED_PASS_ROWS = 8
 # Rows a packed group holds (csrc/quants.h): a matrix is packed where its rows are whole groups.
 PACK_ROWS = 16
+# The role read a row at a time, never multiplied: never packed, never widened (csrc/model.c).
+EMBEDDING = "token_embd"
 
 
 @dataclass(frozen=True)
@@ -136,16 +138,16 @@ class KernelModel:
             rows,
             columns,
         )
-        if self.library.by_id[type_id].runs_as != type_id:
-            release_file_pages(data)
+        if self.library.by_id[type_id].runs_as != type_id and role != EMBEDDING:
+            release_file_pages(data)  # copied into the wide type: read again only to pack
 
     def held_bytes(self, layer: int, role: str) -> int:
-        """Bytes of a set matrix as the products read it: its type's, or for a widened type the wide type's until it
-        is packed in its own layout."""
+        """Bytes of a set matrix as the kernels hold it: its type's, or for a widened type the wide type's until it is
+        packed in its own layout (the embedding, read a row at a time, is never widened)."""
         _, type_id, rows, columns = self.matrices[layer, role]
         kind = self.library.by_id[type_id]
-        runs = kind if (layer, role) in self.packed else self.library.by_id[kind.runs_as]
-        return rows * runs.row_bytes(columns)
+        own = (layer, role) in self.packed or role == EMBEDDING
+        return rows * (kind if own else self.library.by_id[kind.runs_as]).row_bytes(columns)
 
     def pack(self, layer: int, role: str, threads: int) -> bool:
         """A set matrix copied into its type's packed layout where this build has one (csrc/quants.h): the products

@@ -305,15 +305,14 @@ def _matrix_data(weights: GGUFWeights, name: str, rows: int, build: KernelBuild)
         narrow, wide = library.types[qtype], library.widened[qtype]
         data, type_id = weights.raw(name), narrow.id
         columns = data.shape[1] // narrow.block_bytes * narrow.block_elements
-        # Packed in its own layout where the build has one and the rows are whole groups; the embedding is not packed
-        # (a step reads one of its rows), so it stays widened, and its products' reads do not count.
-        embedding = name == "token_embd.weight"
-        packed = narrow.packs and not embedding and rows % PACK_ROWS == 0
-        if packed or embedding:
+        # Packed in its own layout where the build has one and the rows are whole groups; the embedding, read a row
+        # at a time, is neither packed nor widened (a tied head is its own matrix, and is).
+        own = name == "token_embd.weight" or (narrow.packs and rows % PACK_ROWS == 0)
+        if own:
             build.paths.setdefault(qtype, qtype)
         else:
             build.paths[qtype] = wide.name
-        held = None if packed else rows * wide.row_bytes(columns)
+        held = None if own else rows * wide.row_bytes(columns)
     else:
         build.paths[qtype] = "float16"
         data, type_id = weights.dequantized_values(name).astype(np.float16), kernel_types["F16"]

@@ -172,14 +172,16 @@ static const role_entry roles[ROLE_COUNT] = {
 #undef LAYER
 #undef INPUT
 
-static int set_weight(ll_weight *w, const void *data, size_t bytes, int type, int rows, int cols) {
+/* by_row: the embedding, whose rows are only ever dequantised one at a time (ll_embed), never multiplied: a type
+ * the table widens stays as it is there. */
+static int set_weight(ll_weight *w, const void *data, size_t bytes, int type, int rows, int cols, int by_row) {
     const ll_type_traits *t = ll_type(type);
     if (!t || (!t->tiles && !t->widen)) return fail("no kernel for this tensor type");
     if (cols % t->block_elements) return fail("a row is not a whole number of blocks");
     if (bytes != (size_t)rows * ll_row_bytes(type, cols))
         return fail("a tensor's buffer is not the size its shape and type imply");
     drop_owned(w);
-    if (t->widen) {
+    if (t->widen && !by_row) {
         const size_t wide_bytes = (size_t)rows * ll_row_bytes(t->wide, cols);
         void *wide = aligned_alloc(64, (wide_bytes + 63) / 64 * 64);
         if (!wide) return fail("out of memory widening a tensor");
@@ -225,7 +227,7 @@ int ll_set_tensor(ll_model *m, int32_t index, int32_t role, const void *data, si
     }
     if (entry->inputs == IN_ATTENTION) m->layer[index].attention_in_count = entry->count;
     if (entry->inputs == IN_FFN) m->layer[index].ffn_in_count = entry->count;
-    return set_weight((ll_weight *)(owner + entry->offset), data, bytes, type, rows, cols);
+    return set_weight((ll_weight *)(owner + entry->offset), data, bytes, type, rows, cols, role == ROLE_TOKEN_EMBD);
 }
 
 /* The whole pages of [start, start + bytes) made present and writable in one call. A copy into fresh memory

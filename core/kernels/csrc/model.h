@@ -69,8 +69,9 @@ LL_API ll_model *ll_model_new(const ll_config *config);
 LL_API void ll_model_free(ll_model *model);
 /* A borrowed pointer: the data (a memory-mapped GGUF, or arrays Python keeps) must outlive the model. bytes is
  * the buffer's size; rows and cols must be what the role's place in the configuration implies (a vector: rows 1,
- * cols its length, float32). A type the table widens (Q3_K) is copied into its wide type here; data is then read
- * again only by ll_pack, where the type has a packed layout. */
+ * cols its length, float32). A matrix of a type the table widens (Q3_K) is copied into its wide type here, and data
+ * is then read again only by ll_pack, where the type has a packed layout; the embedding, only ever read a row at a
+ * time, stays as it is. */
 LL_API int ll_set_tensor(ll_model *model, int32_t layer, int32_t role, const void *data, size_t bytes, int32_t type,
                   int32_t rows, int32_t cols);
 /* A matrix set by ll_set_tensor copied into its type's packed layout (quants.h), where this build has one and its

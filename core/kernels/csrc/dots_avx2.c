@@ -652,6 +652,17 @@ GEMM_ENTRY(q4_Kx16, QK_K, 2, LL_Q8_K)
 GEMM_KERNEL(q5_Kx16, QK_K, 32, 1, 2, LL_Q8_K)
 GEMM_ENTRY(q5_Kx16, QK_K, 2, LL_Q8_K)
 
+/* The canonical float step of rows 8r..8r+7 of a Q6_K or Q3_K group's block b (its rows' d the block's first 32
+ * bytes): each row's sum += d * the activations' d * its whole number, for each token. */
+INLINE void k16_float_step(const uint8_t *o, const int r, const __m256i *total, const void *a, size_t a_stride, int b,
+                           const int C, __m256 (*sums)[2]) {
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16 * r)));
+    for (int j = 0; j < C; j++) {
+        const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+        sums[j][r] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(y->d)), _mm256_cvtepi32_ps(total[j]), sums[j][r]);
+    }
+}
+
 /* ---- Q6_K packed 16 rows a group: as dots_avx512.c's, 8 rows a register (the second 32 bytes of each of its
  * 64-byte registers are rows 8..15). The whole 6-bit values (value + 32, unsigned) by the broadcast activations in
  * maddubs, two words' pairs summed within 16 bits (at most 2 x 2 x 63 x 128 = 32,256) and widened; each 16-element
@@ -742,12 +753,7 @@ INLINE void q6_Kx16_tile(int n, const void *group, const void *a, size_t a_strid
                                 total[j] = _mm256_add_epi32(total[j], _mm256_madd_epi16(pairs[j][q], scale[q]));
                     }
                 }
-            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16 * r)));
-            for (int j = 0; j < C; j++) {
-                const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
-                sums[j][r] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(y->d)), _mm256_cvtepi32_ps(total[j]),
-                                             sums[j][r]);
-            }
+            k16_float_step(o, r, total, a, a_stride, b, C, sums);
         }
     }
     for (int j = 0; j < C; j++)
@@ -834,12 +840,7 @@ INLINE void q3_Kx16_tile(int n, const void *group, const void *a, size_t a_strid
                         }
                     }
                 }
-            const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16 * r)));
-            for (int j = 0; j < C; j++) {
-                const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
-                sums[j][r] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(y->d)), _mm256_cvtepi32_ps(total[j]),
-                                             sums[j][r]);
-            }
+            k16_float_step(o, r, total, a, a_stride, b, C, sums);
         }
     }
     for (int j = 0; j < C; j++)

@@ -470,6 +470,24 @@ TILE_ENTRY(q4_K, q4_K_tile) TILE_ENTRY(q5_K, q5_K_tile) TILE_ENTRY(q6_K, q6_K_ti
  * the Xeon's step shortened 4-8% (Llama-2-7B shape Q4_K_M 164 -> 158 ms, Llama-3-8B Q5_K_M 220 -> 202 ms,
  * interleaved step by step; benchmarks/prefetch.py measures the distance). */
 
+/* A group's row results for token j (row i in lane i) into out[i * C + j]. */
+INLINE void store_group(__m512 rows, int j, int C, float *out) {
+    float lanes[PACK_ROWS];
+    _mm512_storeu_ps(lanes, rows);
+    for (int i = 0; i < PACK_ROWS; i++) out[i * C + j] = lanes[i];
+}
+
+/* The canonical float step of a Q6_K or Q3_K group's block b (its rows' d the block's first 32 bytes): each row's
+ * sum += d * the activations' d * its whole number, for each token. */
+INLINE void k16_float_step(const uint8_t *o, const __m512i *total, const void *a, size_t a_stride, int b, const int C,
+                           __m512 *sums) {
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)o));
+    for (int j = 0; j < C; j++) {
+        const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
+        sums[j] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(y->d)), _mm512_cvtepi32_ps(total[j]), sums[j]);
+    }
+}
+
 /* Each row's fifth bits first..first + 3 (its lane's word's bits; first a multiple of 4) as bit 4 of its lane's bytes
  * 0..3, over the nibbles. */
 INLINE __m512i with_fifth_bits(__m512i nibbles, __m512i qh, const int first) {
@@ -545,9 +563,7 @@ INLINE void legacy_x16_tile(int n, const void *group, const void *a, size_t a_st
         }
     }
     for (int j = 0; j < C; j++) {
-        float lanes[PACK_ROWS];
-        _mm512_storeu_ps(lanes, _mm512_add_ps(sums[j], minimums[j]));  /* Q4_0, Q8_0: + 0, the tiles' sum + minimum */
-        for (int i = 0; i < PACK_ROWS; i++) out[i * C + j] = lanes[i];
+        store_group(_mm512_add_ps(sums[j], minimums[j]), j, C, out);  /* Q4_0, Q8_0: + 0, the tiles' sum + minimum */
     }
 }
 
@@ -643,9 +659,7 @@ INLINE void k4x16_tile(int n, const void *group, const void *a, size_t a_stride,
         }
     }
     for (int j = 0; j < C; j++) {
-        float lanes[PACK_ROWS];
-        _mm512_storeu_ps(lanes, _mm512_sub_ps(sums[j], minimums[j]));
-        for (int i = 0; i < PACK_ROWS; i++) out[i * C + j] = lanes[i];
+        store_group(_mm512_sub_ps(sums[j], minimums[j]), j, C, out);
     }
 }
 
@@ -707,17 +721,9 @@ INLINE void q6_Kx16_tile(int n, const void *group, const void *a, size_t a_strid
                     }
                 }
             }
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)o));
-        for (int j = 0; j < C; j++) {
-            const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
-            sums[j] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(y->d)), _mm512_cvtepi32_ps(total[j]), sums[j]);
-        }
+        k16_float_step(o, total, a, a_stride, b, C, sums);
     }
-    for (int j = 0; j < C; j++) {
-        float lanes[PACK_ROWS];
-        _mm512_storeu_ps(lanes, sums[j]);
-        for (int i = 0; i < PACK_ROWS; i++) out[i * C + j] = lanes[i];
-    }
+    for (int j = 0; j < C; j++) store_group(sums[j], j, C, out);
 }
 
 PACKED_TILES_ENTRY(q6_Kx16, q6_Kx16_tile, )
@@ -785,17 +791,9 @@ INLINE void q3_Kx16_tile(int n, const void *group, const void *a, size_t a_strid
                     }
                 }
             }
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)o));
-        for (int j = 0; j < C; j++) {
-            const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
-            sums[j] = _mm512_fmadd_ps(_mm512_mul_ps(d, _mm512_set1_ps(y->d)), _mm512_cvtepi32_ps(total[j]), sums[j]);
-        }
+        k16_float_step(o, total, a, a_stride, b, C, sums);
     }
-    for (int j = 0; j < C; j++) {
-        float lanes[PACK_ROWS];
-        _mm512_storeu_ps(lanes, sums[j]);
-        for (int i = 0; i < PACK_ROWS; i++) out[i * C + j] = lanes[i];
-    }
+    for (int j = 0; j < C; j++) store_group(sums[j], j, C, out);
 }
 
 PACKED_TILES_ENTRY(q3_Kx16, q3_Kx16_tile, )

@@ -347,39 +347,28 @@ static inline __attribute__((always_inline)) float dot_k4(int five, int n, const
 static float dot_q4_K(int n, const void *w, const void *a) { return dot_k4(0, n, w, a); }
 static float dot_q5_K(int n, const void *w, const void *a) { return dot_k4(1, n, w, a); }
 
-static float dot_q6_K(int n, const void *w, const void *a) {
-    const block_q6_K *x = w;
+/* Q6_K's canonical dot, and Q3_K's, which is Q6_K's on its widened rows: each 16-element group's whole sum weighted
+ * by its signed scale, as integers, then one float step a block. */
+static inline __attribute__((always_inline)) float dot_k16(int three, int n, const void *w, const void *a) {
     const block_q8_K *y = a;
     float sum = 0.0f;
     for (int b = 0; b < n / QK_K; b++) {
+        const block_q3_K *x3 = three ? (const block_q3_K *)w + b : NULL;
+        const block_q6_K *x6 = three ? NULL : (const block_q6_K *)w + b;
         int scaled = 0;
         for (int g = 0; g < QK_K / 16; g++) {
             int s = 0;
-            for (int l = 0; l < 16; l++) s += q6_quant(&x[b], 16 * g + l) * y[b].qs[16 * g + l];
-            scaled += x[b].scales[g] * s;
+            for (int l = 0; l < 16; l++)
+                s += (three ? q3_quant(x3, 16 * g + l) : q6_quant(x6, 16 * g + l)) * y[b].qs[16 * g + l];
+            scaled += (three ? q3_scale(x3->scales, g) - 32 : x6->scales[g]) * s;
         }
-        sum = fmaf(half_to_float(x[b].d) * y[b].d, (float)scaled, sum);
+        sum = fmaf(half_to_float(three ? x3->d : x6->d) * y[b].d, (float)scaled, sum);
     }
     return sum;
 }
 
-/* Q3_K's canonical dot is Q6_K's (its widening's): each 16-element group's whole sum weighted by its scale, as
- * integers, then one float step a block. */
-static float dot_q3_K(int n, const void *w, const void *a) {
-    const block_q3_K *x = w;
-    const block_q8_K *y = a;
-    float sum = 0.0f;
-    for (int b = 0; b < n / QK_K; b++) {
-        int scaled = 0;
-        for (int g = 0; g < QK_K / 16; g++) {
-            int s = 0;
-            for (int l = 0; l < 16; l++) s += q3_quant(&x[b], 16 * g + l) * y[b].qs[16 * g + l];
-            scaled += (q3_scale(x[b].scales, g) - 32) * s;
-        }
-        sum = fmaf(half_to_float(x[b].d) * y[b].d, (float)scaled, sum);
-    }
-    return sum;
-}
+static float dot_q6_K(int n, const void *w, const void *a) { return dot_k16(0, n, w, a); }
+static float dot_q3_K(int n, const void *w, const void *a) { return dot_k16(1, n, w, a); }
 
 /* ---- The table: one entry per GGML type id the kernels know (ggml's type_traits). ---- */
 

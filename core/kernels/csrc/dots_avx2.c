@@ -652,6 +652,15 @@ GEMM_ENTRY(q4_Kx16, QK_K, 2, LL_Q8_K)
 GEMM_KERNEL(q5_Kx16, QK_K, 32, 1, 2, LL_Q8_K)
 GEMM_ENTRY(q5_Kx16, QK_K, 2, LL_Q8_K)
 
+/* Group g's scale (of 16) in each row's lane, repeated in both of its words, from scale_words as the Q6_K and Q3_K
+ * tiles make them: [2i] each lane's scales of groups 4i and 4i + 2 as int16, [2i + 1] of 4i + 1 and 4i + 3. */
+INLINE __m256i group_scale(const __m256i scale_words[8], const int g) {
+    const __m256i repeat_low = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,
+                                                0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);
+    return _mm256_shuffle_epi8(scale_words[2 * (g / 4) + g % 2],
+                               g % 4 < 2 ? repeat_low : _mm256_add_epi8(repeat_low, _mm256_set1_epi8(2)));
+}
+
 /* The canonical float step of rows 8r..8r+7 of a Q6_K or Q3_K group's block b (its rows' d the block's first 32
  * bytes): each row's sum += d * the activations' d * its whole number, for each token. */
 INLINE void k16_float_step(const uint8_t *o, const int r, const __m256i *total, const void *a, size_t a_stride, int b,
@@ -674,10 +683,6 @@ INLINE void k16_float_step(const uint8_t *o, const int r, const __m256i *total, 
 INLINE void q6_Kx16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out) {
     const int blocks = n / QK_K;
     const __m256i low4 = _mm256_set1_epi8(0x0F), bits45 = _mm256_set1_epi8(0x30);
-    /* Within each row's lane, a scale byte's sign-extended word repeated in both halves (from the words below). */
-    const __m256i repeat_low = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,
-                                                0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13),
-                  repeat_high = _mm256_add_epi8(repeat_low, _mm256_set1_epi8(2));
     __m256 sums[DOT_ROWS][2];
     for (int j = 0; j < C; j++) sums[j][0] = sums[j][1] = _mm256_setzero_ps();
     for (int b = 0; b < blocks; b++) {
@@ -713,8 +718,7 @@ INLINE void q6_Kx16_tile(int n, const void *group, const void *a, size_t a_strid
                     __m256i scale[4];  /* group 8h + 2q + s's scale, repeated in each lane's two words */
                     for (int q = 0; q < 4; q++) {
                         const int g = 8 * h + 2 * q + s;
-                        scale[q] = _mm256_shuffle_epi8(scale_words[2 * (g / 4) + g % 2],
-                                                       g % 4 < 2 ? repeat_low : repeat_high);
+                        scale[q] = group_scale(scale_words, g);
                     }
                     for (int pair = 4 * s; pair < 4 * s + 4; pair += 2) {
                         __m256i pairs[DOT_ROWS][4];
@@ -787,9 +791,6 @@ INLINE void q3_scale_words(const __m256i words[3], __m256i scale_words[8]) {
 INLINE void q3_Kx16_tile(int n, const void *group, const void *a, size_t a_stride, const int C, float *out) {
     const int blocks = n / QK_K;
     const __m256i two = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
-    const __m256i repeat_low = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13,
-                                                0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13),
-                  repeat_high = _mm256_add_epi8(repeat_low, _mm256_set1_epi8(2));
     __m256 sums[DOT_ROWS][2];
     for (int j = 0; j < C; j++) sums[j][0] = sums[j][1] = _mm256_setzero_ps();
     for (int b = 0; b < blocks; b++) {
@@ -827,9 +828,7 @@ INLINE void q3_Kx16_tile(int n, const void *group, const void *a, size_t a_strid
                     }
                     for (int q = 0; q < 4; q++) {
                         const int g = 8 * c + 2 * q + s;
-                        /* group g's scale, repeated in each lane's two words */
-                        const __m256i scale = _mm256_shuffle_epi8(scale_words[2 * (g / 4) + g % 2],
-                                                                  g % 4 < 2 ? repeat_low : repeat_high);
+                        const __m256i scale = group_scale(scale_words, g);
                         for (int j = 0; j < C; j++) {
                             const block_q8_K *y = (const block_q8_K *)A_ROW(j) + b;
                             /* less 4 x the activations' sub-block sum, in the first word of each lane: at most

@@ -310,7 +310,8 @@ def test_the_gemm_on_amx_tiles_gives_the_bits_of_the_avx512_gemm(qtype: str):
     columns = COLUMNS if qtype.endswith("_K") else COLUMNS + 32
     rows = 35  # two groups of 16 on the tiles, three rows on the AVX-512 GEMM
     raw, _ = _weights(qtype, rows, rng, columns)
-    for tokens in (1, 16, 17, 40):
+    # 112 tokens: seven groups of 16, where the k-quants with the most digits (Q6_K) start on the tiles
+    for tokens in (1, 16, 17, 40, 112):
         quantised = [
             _activation(library, qtype, rng.normal(0, 1, columns).astype(np.float32))[0] for _ in range(tokens)
         ]

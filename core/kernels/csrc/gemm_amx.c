@@ -5,8 +5,10 @@
  * layout as they stand). A product of whole numbers is exact in any order, so each (row, token) gets the very
  * integers the AVX-512 GEMM and the decode kernels sum, and the float steps after it are theirs, in their order:
  * the same bits (the batch-invariance tests run this path where it is on).
- * ll_gemm_rows, one thread, 2,048 x 2,048 by 512 tokens (Xeon AMX): Q4_K 16.1 -> 7.7 ms, Q5_K 16.2 -> 9.8 ms,
- * Q6_K 17.9 -> 11.6 ms, Q4_0 15.0 -> 10.2 ms.
+ * benchmarks/gemm_tiles.py (ll_gemm_rows, one thread, 2,048 x 2,048 by 512 tokens, Xeon AMX), the tiles against the
+ * AVX-512 GEMM: Q4_0 7.2 / 10.4 ms, Q4_K 5.5 / 10.6, Q5_K 10.6 / 14.2, Q6_K 6.7 / 10.3; the tiles' own work is 7-31%
+ * of their int8 ceiling (8.0 TOPS a core): the rest of the time is the float steps, the tiles' loads and stores, and
+ * unpacking.
  * It is off where the kernel refuses the tiles' state (arch_prctl) and with LATENCYLAB_AMX=0; rows beyond the last
  * whole 16 go to the AVX-512 GEMM.
  */
@@ -74,23 +76,37 @@ static void configure(int sub) {
     }
 #define STORE(j, C) if (j < count) _tile_stored(C, parts[j], LL_GEMM_LANES * sizeof(int32_t))
 
+/* What a block's float steps read of a group of 16 tokens, loaded once for its 16 rows: the activations' d, and
+ * Q8_1's m x s (the minimum 1) or the k-quants' sub-block sums as int16 pairs (2). */
+typedef struct {
+    __m512 da;
+    __m512i extra[4];
+} group_activations;
+
+static inline __attribute__((always_inline)) group_activations group_loads(const char *p, const int block,
+                                                                           const int minimum) {
+    group_activations g = {.da = _mm512_load_ps((const float *)(p + block * LL_GEMM_LANES))};
+    const char *extra = p + block * LL_GEMM_LANES + 4 * LL_GEMM_LANES;
+    for (int q = 0; q < (minimum == 2 ? 4 : minimum); q++)
+        g.extra[q] = _mm512_load_si512((const void *)(extra + 64 * q));
+    return g;
+}
+
 /* One block's float steps for row u over a group of 16 tokens, as gemm_block's (dots_avx512.c) in its order: the
  * sum takes d x da x (isum - correction); the minimum Q8_1's m x s (1) or the k-quants' dmin x da x their sums (2). */
-static inline __attribute__((always_inline)) void float_steps(const unpacked *u, __m512i isum, __m512 da,
-                                                               const char *extra, float *sums, float *minimums,
-                                                               const int minimum) {
+static inline __attribute__((always_inline)) void float_steps(const unpacked *u, __m512i isum,
+                                                               const group_activations *g, float *sums,
+                                                               float *minimums, const int minimum) {
     const __m512i exact = _mm512_sub_epi32(isum, _mm512_set1_epi32(u->correction));
-    _mm512_store_ps(sums, _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(u->d), da), _mm512_cvtepi32_ps(exact),
+    _mm512_store_ps(sums, _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(u->d), g->da), _mm512_cvtepi32_ps(exact),
                                           _mm512_load_ps(sums)));
     if (minimum == 1)
-        _mm512_store_ps(minimums, _mm512_fmadd_ps(_mm512_set1_ps(u->m), _mm512_load_ps((const float *)extra),
+        _mm512_store_ps(minimums, _mm512_fmadd_ps(_mm512_set1_ps(u->m), _mm512_castsi512_ps(g->extra[0]),
                                                   _mm512_load_ps(minimums)));
     if (minimum == 2) {
         __m512i m = _mm512_setzero_si512();
-        for (int q = 0; q < 4; q++)
-            m = _mm512_dpwssd_epi32(m, _mm512_load_si512((const void *)(extra + 64 * q)),
-                                    _mm512_set1_epi32(u->min_pairs[q]));
-        _mm512_store_ps(minimums, _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(u->m), da), _mm512_cvtepi32_ps(m),
+        for (int q = 0; q < 4; q++) m = _mm512_dpwssd_epi32(m, g->extra[q], _mm512_set1_epi32(u->min_pairs[q]));
+        _mm512_store_ps(minimums, _mm512_fmadd_ps(_mm512_mul_ps(_mm512_set1_ps(u->m), g->da), _mm512_cvtepi32_ps(m),
                                                   _mm512_load_ps(minimums)));
     }
 }
@@ -159,8 +175,7 @@ static inline __attribute__((always_inline)) void write_rows(const float (*sums)
                     for (int j = 0; j < count; j++) {                                                             \
                         const int group = chunk + j;                                                              \
                         const char *p = block + (size_t)group * group_stride;                                     \
-                        const __m512 da = _mm512_load_ps((const float *)(p + BLOCK * LL_GEMM_LANES));             \
-                        const char *extra = p + BLOCK * LL_GEMM_LANES + 4 * LL_GEMM_LANES;                        \
+                        const group_activations g = group_loads(p, BLOCK, MINIMUM);                               \
                         for (int r = 0; r < TILE_ROWS; r++) {                                                     \
                             __m512i isum = _mm512_load_si512((const void *)all[j][0][r]);                         \
                             if (SCALED) {                                                                         \
@@ -170,7 +185,7 @@ static inline __attribute__((always_inline)) void write_rows(const float (*sums)
                                         isum, _mm512_mullo_epi32(_mm512_load_si512((const void *)all[j][s][r]),   \
                                                                  _mm512_set1_epi32(u[r].scale[s])));              \
                             }                                                                                     \
-                            float_steps(&u[r], isum, da, extra, sums[group][r], minimums[group][r], MINIMUM);     \
+                            float_steps(&u[r], isum, &g, sums[group][r], minimums[group][r], MINIMUM);            \
                         }                                                                                         \
                     }                                                                                             \
                 }                                                                                                 \
@@ -192,22 +207,31 @@ static inline __attribute__((always_inline)) void write_rows(const float (*sums)
 #define K_CHUNK 64 /* elements a tile product takes */
 
 /* digits[d][r][k]: row r's weight k times digit d of its sub-block's scale (sub elements a scale), the most
- * significant first; that one keeps the scale's sign (Q6_K's are signed), the others are 0 .. 2^shift - 1. */
+ * significant first; that one keeps the scale's sign (Q6_K's are signed), the others are 0 .. 2^shift - 1. A row's
+ * digits are taken from all its scales at once: digit by digit from each scale, broadcast per chunk, they took 0.6 of
+ * Q6_K's 7.2 ms above. */
 static inline void scaled_digits(const unpacked *u, int sub, int digits, int shift, int8_t (*out)[TILE_ROWS][QK_K]) {
-    const int mask = (1 << shift) - 1;
-    for (int r = 0; r < TILE_ROWS; r++)
+    const __m512i mask = _mm512_set1_epi32((1 << shift) - 1);
+    for (int r = 0; r < TILE_ROWS; r++) {
+        /* digit d of every sub-block's scale, once a row: int16 lanes 0..15, one a sub-block */
+        const __m512i scales = _mm512_loadu_si512((const void *)u[r].scale);
+        __m512i spread[4];
+        for (int d = 0; d < digits; d++) {
+            const __m512i digit = _mm512_sra_epi32(scales, _mm_cvtsi32_si128(shift * (digits - 1 - d)));
+            spread[d] = _mm512_castsi256_si512(_mm512_cvtepi32_epi16(d ? _mm512_and_si512(digit, mask) : digit));
+        }
         for (int c = 0; c < QK_K / 32; c++) {
             const __m512i q = _mm512_cvtepi8_epi16(_mm256_load_si256((const __m256i *)(u[r].q + 32 * c)));
-            const int first = sub == 32 ? c : 2 * c, second = sub == 32 ? c : 2 * c + 1; /* each half's scale */
+            /* each element's sub-block: the chunk's one (sub 32), or its two halves' (sub 16) */
+            const __m512i which = sub == 32 ? _mm512_set1_epi16((short)c)
+                                            : _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * c)),
+                                                                 _mm256_set1_epi16((short)(2 * c + 1)), 1);
             for (int d = 0; d < digits; d++) {
-                const int place = shift * (digits - 1 - d);
-                const int low = d ? (u[r].scale[first] >> place) & mask : u[r].scale[first] >> place;
-                const int high = d ? (u[r].scale[second] >> place) & mask : u[r].scale[second] >> place;
-                const __m512i digit =
-                    _mm512_inserti64x4(_mm512_set1_epi16((short)low), _mm256_set1_epi16((short)high), 1);
+                const __m512i digit = _mm512_permutexvar_epi16(which, spread[d]);
                 _mm256_store_si256((__m256i *)(out[d][r] + 32 * c), _mm512_cvtepi16_epi8(_mm512_mullo_epi16(q, digit)));
             }
         }
+    }
 }
 
 #define DIGIT_PRODUCT(C, A, d)                                                                                    \
@@ -267,14 +291,13 @@ static inline void scaled_digits(const unpacked *u, int sub, int digits, int shi
                     DIGIT_STORE(5, 1);                                                                            \
                     if (DIGITS > 2) DIGIT_STORE(6, 2);                                                            \
                     if (DIGITS > 3) DIGIT_STORE(7, 3);                                                            \
-                    const __m512 da = _mm512_load_ps((const float *)(p + QK_K * LL_GEMM_LANES));                  \
-                    const char *extra = p + QK_K * LL_GEMM_LANES + 4 * LL_GEMM_LANES;                             \
+                    const group_activations g = group_loads(p, QK_K, MINIMUM);                                    \
                     for (int r = 0; r < TILE_ROWS; r++) {                                                         \
                         __m512i isum = _mm512_load_si512((const void *)parts[0][r]);                              \
                         for (int d = 1; d < DIGITS; d++)                                                          \
                             isum = _mm512_add_epi32(_mm512_slli_epi32(isum, SHIFT),                               \
                                                     _mm512_load_si512((const void *)parts[d][r]));                \
-                        float_steps(&u[r], isum, da, extra, sums[group][r], minimums[group][r], MINIMUM);         \
+                        float_steps(&u[r], isum, &g, sums[group][r], minimums[group][r], MINIMUM);                \
                     }                                                                                             \
                 }                                                                                                 \
             }                                                                                                     \

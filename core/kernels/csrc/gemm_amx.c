@@ -7,8 +7,8 @@
  * the same bits (the batch-invariance tests run this path where it is on).
  * benchmarks/gemm_tiles.py (ll_gemm_rows, one thread, 2,048 x 2,048 by 512 tokens, Xeon AMX), the tiles against the
  * AVX-512 GEMM: Q4_0 7.2 / 10.4 ms, Q4_K 5.5 / 10.6, Q5_K 10.6 / 14.2, Q6_K 6.7 / 10.3; the tiles' own work is 7-31%
- * of their int8 ceiling (8.0 TOPS on one thread, that run): the rest of the time is the float steps, the tiles' loads and stores, and
- * unpacking.
+ * of their int8 ceiling (8.0 TOPS on one thread in that run): the rest of the time is the float steps, the tiles'
+ * loads and stores, and unpacking.
  * It is off where the kernel refuses the tiles' state (arch_prctl) and with LATENCYLAB_AMX=0; rows beyond the last
  * whole 16 go to the AVX-512 GEMM.
  */

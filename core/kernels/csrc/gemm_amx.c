@@ -208,8 +208,8 @@ static inline __attribute__((always_inline)) void write_rows(const float (*sums)
 
 /* digits[d][r][k]: row r's weight k times digit d of its sub-block's scale (sub elements a scale), the most
  * significant first; that one keeps the scale's sign (Q6_K's are signed), the others are 0 .. 2^shift - 1. A row's
- * digits are taken from all its scales at once: digit by digit from each scale, broadcast per chunk, they took 0.6 of
- * Q6_K's 7.2 ms above. */
+ * digits are taken from all its scales at once: digit by digit from each scale, broadcast per chunk, they took 0.6 ms
+ * of Q6_K's 7.2 (gemm_tiles.py's shape). The scales past a type's last sub-block are loaded but never picked. */
 static inline void scaled_digits(const unpacked *u, int sub, int digits, int shift, int8_t (*out)[TILE_ROWS][QK_K]) {
     const __m512i mask = _mm512_set1_epi32((1 << shift) - 1);
     for (int r = 0; r < TILE_ROWS; r++) {
